@@ -1,0 +1,313 @@
+"""GradientTape: record ops, then ask for gradients and Jacobians (TensorFlow semantics).
+
+    >>> import autodiff_viz as adv
+    >>> x = adv.constant(3.0)
+    >>> with adv.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = x * x
+    >>> tape.gradient(y, x).numpy()
+    array(6.)
+
+The tape records every op whose input it tracks: a watched tensor, a
+trainable variable (watched on first use unless
+``watch_accessed_variables=False``), or the output of an op it recorded.
+``gradient`` walks that record backwards once; ``jacobian`` does the same
+walk seeded with an identity, so a whole Jacobian costs one walk.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import engine, rules
+from .engine import state
+from .structure import flatten
+from .tensor import Tensor, Variable, _ids
+
+_serials = itertools.count(1)
+_UNCONNECTED = ("none", "zero")
+
+
+@dataclass(frozen=True)
+class Escape:
+    """A tracked tensor's value left the tape (``.numpy()``, ``float()`` ...) at ``location``."""
+
+    tensor_id: int
+    how: str
+    location: tuple | None
+    value: np.ndarray
+
+
+class GradientTape:
+    """Records operations for automatic differentiation.
+
+    Args:
+        persistent: allow more than one ``gradient``/``jacobian`` call.
+        watch_accessed_variables: watch every trainable :class:`Variable`
+            that an op reads while the tape records.
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self.persistent = bool(persistent)
+        self.watch_accessed_variables = bool(watch_accessed_variables)
+        self.serial = next(_serials)
+        self._nodes: list = []
+        self._tracked: set = set()
+        self._watched: dict = {}
+        self._escapes: list = []
+        self._pauses: list = []
+        self._start_id = None
+        self._end_id = None
+        self._used = False
+
+    # ----- context --------------------------------------------------------
+    def __enter__(self):
+        if self in state.entered:
+            raise RuntimeError("This tape is already recording; a tape cannot be entered twice at once.")
+        self._start_id = next(_ids)
+        self._end_id = None
+        state.entered.append(self)
+        self._resume()
+        return self
+
+    def __exit__(self, *exc):
+        self._pause()
+        state.entered.remove(self)
+        self._end_id = next(_ids)
+        return False
+
+    @property
+    def recording(self) -> bool:
+        return self in state.recording
+
+    def _resume(self):
+        state.recording = state.recording + [self]
+
+    def _pause(self):
+        state.recording = [t for t in state.recording if t is not self]
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Compute inside without recording (the results have no gradient from this tape)."""
+        if not self.recording:
+            raise RuntimeError("stop_recording() works only while the tape records, inside its `with` block.")
+        pause = [next(_ids), None]
+        self._pauses.append(pause)
+        self._pause()
+        try:
+            yield
+        finally:
+            pause[1] = next(_ids)
+            self._resume()
+
+    def reset(self):
+        """Forget everything recorded so far (the tape keeps recording if it was)."""
+        self._nodes, self._tracked, self._watched, self._escapes = [], set(), {}, []
+        self._used = False
+
+    # ----- what the tape tracks ---------------------------------------------
+    def watch(self, tensor) -> None:
+        """Track ``tensor`` (or every tensor in a list/tuple/dict) as a gradient source."""
+        for t in flatten(tensor)[0]:
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"tape.watch() takes tensors, got {type(t).__name__}. "
+                    "Wrap the value first: x = adv.constant(value), then tape.watch(x).")
+            if t.dtype.kind not in "fc":
+                warnings.warn(
+                    f"tape.watch(): {t.name or 'the tensor'} has dtype {t.dtype}; gradients exist only "
+                    "for floating tensors. Use adv.constant(value, dtype='float64').", stacklevel=2)
+            self._watch_one(t)
+
+    def _watch_one(self, t: Tensor) -> None:
+        self._watched[t._id] = t
+        self._tracked.add(t._id)
+        t._lineage = True
+
+    def _tracks_any(self, inputs) -> bool:
+        tracked = self._tracked
+        for t in inputs:
+            if t._id in tracked:
+                return True
+        if self.watch_accessed_variables:
+            for t in inputs:
+                if type(t) is Variable and t.trainable:
+                    self._watch_one(t)
+                    return True
+        return False
+
+    def _record(self, node) -> None:
+        self._nodes.append(node)
+        self._tracked.add(node.out_id)
+
+    def _escaped(self, tensor, how, location) -> None:
+        self._escapes.append(Escape(tensor._id, how, location, tensor._value))
+
+    def watched_variables(self) -> tuple:
+        """The variables this tape watches, in the order it first saw them."""
+        return tuple(t for t in self._watched.values() if isinstance(t, Variable))
+
+    @property
+    def nodes(self) -> tuple:
+        """The records of the tape, in the order they were made."""
+        return tuple(self._nodes)
+
+    # ----- differentiation ----------------------------------------------------
+    def _claim(self, what: str) -> None:
+        if self._used and not self.persistent:
+            raise RuntimeError(
+                f"GradientTape.{what}() was called a second time on a non-persistent tape. A tape "
+                "answers one gradient or jacobian call unless created with "
+                "adv.GradientTape(persistent=True); do that to ask several times.")
+        self._used = True
+
+    @contextlib.contextmanager
+    def _walking(self):
+        """Walk this tape's record without recording the walk on the tape itself."""
+        saved = state.recording
+        state.recording = [t for t in saved if t is not self]
+        try:
+            yield bool(state.recording)
+        finally:
+            state.recording = saved
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """The gradient of ``target`` with respect to ``sources``.
+
+        Args:
+            target: a tensor, or a list of tensors whose gradients add up. A
+                non-scalar target gives the gradient of the *sum* of its
+                entries (``1ᵀJ``), the shape of each source, as TensorFlow.
+            sources: a tensor, or a list / tuple / dict of them; the result
+                has the same structure.
+            output_gradients: the upstream gradient ``v`` for each target
+                (same shapes); the result is then the vector-Jacobian product ``vᵀJ``.
+            unconnected_gradients: ``"none"`` (a source the target does not
+                depend on gets None) or ``"zero"`` (zeros of its shape).
+        """
+        if unconnected_gradients not in _UNCONNECTED:
+            raise ValueError(f"unconnected_gradients must be one of {_UNCONNECTED}, got {unconnected_gradients!r}.")
+        flat_sources, rebuild = flatten(sources)
+        self._check_sources(flat_sources, "gradient")
+        targets = flatten(target)[0]
+        if output_gradients is None:
+            ogs = [None] * len(targets)
+        else:
+            ogs = flatten(output_gradients)[0]
+            if len(ogs) != len(targets):
+                raise ValueError(f"gradient: {len(targets)} target(s) but {len(ogs)} output_gradients.")
+        self._claim("gradient")
+        with self._walking() as recorded:
+            seeds = {}
+            for t, og in zip(targets, ogs):
+                seed = self._seed(t, og, recorded)
+                if seed is not None:
+                    seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
+            grads = engine.backward(self._nodes, seeds, {s._id for s in flat_sources})
+            out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
+        return rebuild(out)
+
+    def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=True):
+        """Every partial derivative: shape ``target.shape + source.shape`` per source.
+
+        One backward walk seeded with the identity of shape
+        ``target.shape + target.shape`` (each row of the Jacobian is a batch entry).
+        """
+        if unconnected_gradients not in _UNCONNECTED:
+            raise ValueError(f"unconnected_gradients must be one of {_UNCONNECTED}, got {unconnected_gradients!r}.")
+        if not isinstance(target, Tensor):
+            raise TypeError(f"jacobian: target must be a tensor, got {type(target).__name__}.")
+        flat_sources, rebuild = flatten(sources)
+        self._check_sources(flat_sources, "jacobian")
+        self._claim("jacobian")
+        with self._walking() as recorded:
+            n = target.size
+            eye = np.eye(n, dtype=target.dtype).reshape(target.shape + target.shape)
+            seeds = {} if target.dtype.kind not in "fc" else {target._id: Tensor(eye) if recorded else eye}
+            grads = engine.backward(self._nodes, seeds, {s._id for s in flat_sources})
+            out = [self._result(grads.get(s._id), s, unconnected_gradients, batch=target.shape)
+                   for s in flat_sources]
+        return rebuild(out)
+
+    def batch_jacobian(self, target, source, unconnected_gradients="none"):
+        """Per-example Jacobians: ``(batch,) + target.shape[1:] + source.shape[1:]``.
+
+        Assumes example ``i`` of the target depends only on example ``i`` of the
+        source (as TensorFlow). One backward walk seeded with an identity over
+        the per-example entries of the target.
+        """
+        for name, t in (("target", target), ("source", source)):
+            if not isinstance(t, Tensor) or t.ndim < 1:
+                raise ValueError(f"batch_jacobian: {name} must be a tensor with a batch axis first.")
+        if target.shape[0] != source.shape[0]:
+            raise ValueError(f"batch_jacobian: target has batch size {target.shape[0]}, "
+                             f"source has {source.shape[0]}; they must match.")
+        self._check_sources([source], "batch_jacobian")
+        self._claim("batch_jacobian")
+        per = target.shape[1:]
+        with self._walking() as recorded:
+            m = int(np.prod(per, dtype=int))
+            eye = np.eye(m, dtype=target.dtype).reshape(per + (1,) + per)
+            seed = np.broadcast_to(eye, per + target.shape).copy()
+            grads = engine.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed}, {source._id})
+            g = grads.get(source._id)
+            if g is not None:
+                k = len(per)
+                axes = (k,) + tuple(range(k)) + tuple(range(k + 1, g.ndim))
+                g = rules.transpose(g, axes=axes)
+        if g is None:
+            if unconnected_gradients == "zero":
+                return Tensor(np.zeros((source.shape[0],) + per + source.shape[1:], dtype=source.dtype))
+            return None
+        return g if isinstance(g, Tensor) else Tensor._wrap(np.ascontiguousarray(g))
+
+    def _check_sources(self, sources, what):
+        for s in sources:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"{what}: sources must be tensors, got {type(s).__name__}. "
+                                "Make it a tensor first (adv.constant or adv.Variable) and watch it.")
+            if s.dtype.kind not in "fc":
+                raise TypeError(
+                    f"{what}: the source {s.name or ''!s} has dtype {s.dtype}; gradients exist only for "
+                    f"floating tensors. Fix: make it float, e.g. adv.constant(value, dtype='float64') "
+                    "or adv.Variable(np.asarray(value, dtype='float64')).")
+
+    @staticmethod
+    def _seed(target, output_gradient, recorded):
+        if not isinstance(target, Tensor) or target.dtype.kind not in "fc":
+            return None
+        if output_gradient is None:
+            seed = np.ones(target.shape, dtype=target.dtype)
+            return Tensor._wrap(seed) if recorded else seed
+        og = output_gradient if isinstance(output_gradient, Tensor) else Tensor(output_gradient)
+        if og.shape != target.shape:
+            raise ValueError(f"gradient: output_gradients has shape {og.shape}, but the target has shape "
+                             f"{target.shape}; they must be equal (one upstream value per target entry).")
+        if recorded:
+            return og
+        return og._value.astype(target.dtype, copy=False)
+
+    @staticmethod
+    def _result(g, source, unconnected, batch=()):
+        if g is None:
+            if unconnected == "zero":
+                return Tensor(np.zeros(tuple(batch) + source.shape, dtype=source.dtype))
+            return None
+        if isinstance(g, Tensor):
+            return g if g.dtype == source.dtype else g.astype(source.dtype)
+        if g.dtype != source.dtype or not g.flags.writeable:
+            g = g.astype(source.dtype)
+        return Tensor._wrap(g)
+
+    def _push(self, tangents: dict) -> dict:
+        """Forward-mode walk of this tape's record from ``{id: tangent}``."""
+        with self._walking():
+            return engine.push_tangents(self._nodes, tangents)
+
+    def __repr__(self):
+        state_ = "recording" if self.recording else "stopped"
+        return f"<GradientTape #{self.serial} {state_}, {len(self._nodes)} records>"

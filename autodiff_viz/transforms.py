@@ -1,0 +1,222 @@
+"""Function transforms in the style of JAX: ``grad``, ``vjp``, ``jvp``, ``jacobian``, ``hessian``.
+
+Each runs the function under a fresh tape that watches only the chosen
+arguments, then walks that tape once:
+
+    >>> import autodiff_viz as adv
+    >>> adv.grad(lambda x: adv.sum(x ** 3))(adv.constant([1.0, 2.0])).numpy()
+    array([ 3., 12.])
+
+Unlike ``tape.gradient``, ``grad`` needs a scalar output (as JAX), and a
+disconnected argument gets zeros, not None.
+"""
+from __future__ import annotations
+
+import functools
+from numbers import Integral
+
+import numpy as np
+
+from . import engine, rules
+from .engine import In, Rule
+from .gradcheck import GradCheckReport, check_grads  # noqa: F401  (part of this module's API)
+from .structure import flatten
+from .tape import GradientTape
+from .tensor import Tensor, as_tensor
+
+
+def _argnums(argnums, nargs):
+    single = isinstance(argnums, Integral)
+    nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise ValueError(f"argnums {a} is out of range for a function called with {nargs} argument(s).")
+    return single, tuple(a % nargs for a in nums)
+
+
+def _trace_call(f, args, argnums, persistent=False):
+    """Call ``f`` under a new tape watching ``args[argnums]``; returns (tape, out, watched)."""
+    args = list(args)
+    for a in argnums:
+        args[a] = as_tensor(args[a])
+        if args[a].dtype.kind not in "fc":
+            raise TypeError(f"argument {a} has dtype {args[a].dtype}; differentiate only with respect to "
+                            "floating values (e.g. pass 2.0, not 2, or cast the array to float64).")
+    with GradientTape(persistent=persistent, watch_accessed_variables=False) as tape:
+        watched = [args[a] for a in argnums]
+        tape.watch(watched)
+        out = f(*args)
+    return tape, out, watched
+
+
+def value_and_grad(f, argnums=0):
+    """A function returning ``(f(*args), ∂f/∂args[argnums])``; ``f`` must return a scalar."""
+    @functools.wraps(f)
+    def wrapped(*args):
+        single, nums = _argnums(argnums, len(args))
+        tape, out, watched = _trace_call(f, args, nums)
+        if not isinstance(out, Tensor) or out.size != 1 or out.ndim > 0 and out.shape != (1,):
+            shape = out.shape if isinstance(out, Tensor) else type(out).__name__
+            raise TypeError(f"grad: {getattr(f, '__name__', 'f')} must return a scalar tensor, got {shape}. "
+                            "For a non-scalar output use adv.jacobian, or adv.vjp with a cotangent.")
+        grads = tape.gradient(out, watched, unconnected_gradients="zero")
+        return out, (grads[0] if single else tuple(grads))
+    return wrapped
+
+
+def grad(f, argnums=0):
+    """A function computing the gradient of scalar-valued ``f`` with respect to ``args[argnums]``."""
+    vg = value_and_grad(f, argnums)
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        return vg(*args)[1]
+    return wrapped
+
+
+def vjp(f, *primals):
+    """``(f(*primals), vjp_fn)`` where ``vjp_fn(v)`` returns ``vᵀ·∂f/∂primal`` for every primal.
+
+    The cotangent ``v`` has the shape of the output; ``vjp_fn`` may be called many times.
+    """
+    tape, out, watched = _trace_call(f, primals, tuple(range(len(primals))), persistent=True)
+
+    def vjp_fn(cotangent):
+        return tuple(tape.gradient(out, watched, output_gradients=cotangent, unconnected_gradients="zero"))
+    return out, vjp_fn
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), ∂f/∂primals · tangents)``: forward mode, one walk of the record."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
+    tape, out, watched = _trace_call(f, primals, tuple(range(len(primals))), persistent=True)
+    seeds = {}
+    for x, t in zip(watched, tangents):
+        t = as_tensor(t)
+        if t.shape != x.shape:
+            raise ValueError(f"jvp: a tangent has shape {t.shape} but its primal has shape {x.shape}.")
+        seeds[x._id] = _seed_like(t._value.astype(x.dtype), tape)
+    tangent_out = _tangent_result(tape._push(seeds), out, ())
+    return out, tangent_out
+
+
+def _seed_like(value: np.ndarray, tape):
+    """A seed for a walk: a tensor when an outer tape records the walk, else the array."""
+    others = [t for t in engine.state.recording if t is not tape]
+    return Tensor(value) if others else value
+
+
+def _tangent_result(tangents, out, batch):
+    t = tangents.get(out._id)
+    if t is None:
+        return Tensor(np.zeros(tuple(batch) + out.shape, dtype=out.dtype))
+    return t if isinstance(t, Tensor) else Tensor._wrap(np.ascontiguousarray(t))
+
+
+def jacobian(f, argnums=0, mode="reverse"):
+    """A function computing the full Jacobian ``out.shape + arg.shape`` of ``f``.
+
+    ``mode="reverse"`` walks the record backwards once per output (seeded with
+    an identity over the output's entries): cheap for few outputs.
+    ``mode="forward"`` pushes an identity of tangents forwards once per
+    argument: cheap for few inputs. Both give the same numbers.
+    """
+    if mode not in ("reverse", "forward"):
+        raise ValueError(f"jacobian: mode must be 'reverse' or 'forward', got {mode!r}.")
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        single, nums = _argnums(argnums, len(args))
+        tape, out, watched = _trace_call(f, args, nums, persistent=True)
+        outs, rebuild = flatten(out)
+        per_out = []
+        for o in outs:
+            if not isinstance(o, Tensor):
+                raise TypeError(f"jacobian: the function returned {type(o).__name__}, not a tensor.")
+            if mode == "reverse":
+                js = tape.jacobian(o, watched, unconnected_gradients="zero")
+            else:
+                js = [_forward_jacobian(tape, o, x) for x in watched]
+            per_out.append(js[0] if single else tuple(js))
+        return rebuild(per_out)
+    return wrapped
+
+
+def _forward_jacobian(tape, out, x):
+    """``out.shape + x.shape`` from one forward walk seeded with the identity over ``x``."""
+    eye = np.eye(x.size, dtype=x.dtype).reshape(x.shape + x.shape)
+    t = _tangent_result(tape._push({x._id: _seed_like(eye, tape)}), out, x.shape)
+    k = x.ndim
+    return rules.transpose(t, axes=tuple(range(k, k + out.ndim)) + tuple(range(k))) if k and out.ndim else t
+
+
+def hessian(f, argnums=0):
+    """The matrix of second derivatives of scalar ``f``: the Jacobian of its gradient.
+
+    Reverse over reverse: an outer tape records the inner gradient walk.
+    """
+    return jacobian(grad(f, argnums), argnums)
+
+
+def custom_gradient(f):
+    """Give ``f`` a gradient of your own (TensorFlow's ``tf.custom_gradient``).
+
+    ``f(*xs)`` returns ``(y, grad_fn)``; ``grad_fn(dy)`` returns one gradient
+    per input (a tensor, or None for no gradient). The whole of ``f`` appears
+    as one op ``custom:<name>`` on the tape, its edges labelled "custom".
+
+        >>> @adv.custom_gradient
+        ... def clip_grad(x):
+        ...     return x, lambda dy: adv.clip(dy, -1.0, 1.0)
+
+    ``grad_fn`` is called once per cotangent; a batched cotangent (a whole
+    Jacobian at once) is split into single cotangents. Forward mode needs a
+    JVP and is not available for custom gradients.
+    """
+    @functools.wraps(f)
+    def wrapped(*args):
+        xs = [as_tensor(a) for a in args]
+        with engine.paused():
+            y, grad_fn = f(*xs)
+        y = as_tensor(y)
+        cache = {}
+
+        def grads_for(g, out):
+            key = id(g)
+            if key not in cache:
+                cache.clear()
+                cache[key] = (g, _call_grad_fn(grad_fn, g, out, len(xs), f))
+            return cache[key][1]
+
+        def vjp_i(i):
+            return lambda g, out, *inputs: grads_for(g, out)[i]
+
+        rule = Rule(f"custom:{f.__name__}", lambda *vals: y._value,
+                    [In(f"x{i}", "custom", vjp_i(i)) for i in range(len(xs))],
+                    doc=f.__doc__ or "")
+        return engine.apply(rule, *xs)
+    return wrapped
+
+
+def _call_grad_fn(grad_fn, g, out, n, f):
+    """Run a user's grad_fn on one cotangent, or on each entry of a batch of them."""
+    nb = g.ndim - out.ndim
+    if nb:
+        rows = [_call_grad_fn(grad_fn, g[i], out, n, f) for i in range(g.shape[0])]
+        return tuple(None if rows[0][k] is None else rules.stack(*[r[k] for r in rows], axis=0)
+                     for k in range(n))
+    recorded = isinstance(g, Tensor)
+    if recorded:
+        result = grad_fn(g)
+    else:
+        with engine.paused():
+            result = grad_fn(Tensor._wrap(g))
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
+    if len(result) != n:
+        raise ValueError(f"custom_gradient: the grad_fn of {f.__name__} returned {len(result)} "
+                         f"gradient(s) for {n} input(s); return one per input (None for none).")
+    if recorded:
+        return tuple(result)
+    return tuple(None if r is None else np.asarray(r._value if isinstance(r, Tensor) else r) for r in result)

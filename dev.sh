@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# One entry point for setting up and running autodiff_viz.
+#
+#   bash dev.sh tour    set up, then open notebooks/00_tour.ipynb in JupyterLab
+#                       (HEADLESS=1 or CI=true: execute every notebook instead)
+#   bash dev.sh test    set up, then run every test
+#   bash dev.sh bench   set up, then run the benchmarks
+#   bash dev.sh setup   only set up
+#
+# Setting up is idempotent: the virtual environment (.venv) is reinstalled only
+# when pyproject.toml changes, and system packages only when missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV=${VENV:-.venv}
+PY="$VENV/bin/python"
+
+say() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"; else return 1; fi
+}
+
+APT_UPDATED=0
+apt_install() {  # apt_install PACKAGE...: install Debian packages, or say how
+    if command -v apt-get >/dev/null && as_root true; then
+        if [ "$APT_UPDATED" = 0 ]; then as_root apt-get update -qq >&2; APT_UPDATED=1; fi
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@" >&2
+    else
+        return 1
+    fi
+}
+
+need_system() {  # need_system COMMAND DEBIAN_PACKAGE BREW CONDA
+    local cmd=$1 deb=$2 brew=$3 conda=$4
+    command -v "$cmd" >/dev/null && return 0
+    say "'$cmd' is missing; installing the system package '$deb'"
+    if apt_install "$deb" && command -v "$cmd" >/dev/null; then return 0; fi
+    say "could not install '$cmd' here. Install it with one of:"
+    say "    sudo apt-get install $deb        (Debian/Ubuntu)"
+    say "    brew install $brew               (macOS)"
+    say "    conda install -c conda-forge $conda"
+    return 1
+}
+
+setup_python() {
+    local python
+    python=$(command -v python3.11 || command -v python3)
+    if [ ! -x "$PY" ]; then
+        say "creating $VENV with $python"
+        if ! "$python" -m venv "$VENV" 2>/dev/null; then
+            rm -rf "$VENV"
+            apt_install python3-venv || { say "install python3-venv (sudo apt-get install python3-venv)"; exit 1; }
+            "$python" -m venv "$VENV"
+        fi
+    fi
+    local stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+    if [ ! -f "$stamp" ]; then
+        say "installing autodiff_viz and its test tools into $VENV"
+        "$PY" -m pip install -q --upgrade pip >&2
+        "$PY" -m pip install -q -e ".[test]" >&2
+        rm -f "$VENV"/.installed-*
+        touch "$stamp"
+    fi
+}
+
+setup() {
+    need_system dot graphviz graphviz graphviz
+    setup_python
+}
+
+case "${1:-tour}" in
+    setup)
+        setup ;;
+    test)
+        setup
+        need_system chromium chromium "--cask chromium" "(not packaged; use your system browser package)" || true
+        shift || true
+        exec "$PY" -m pytest "$@" ;;
+    tour)
+        setup
+        if [ ! -f notebooks/00_tour.ipynb ]; then
+            exec "$PY" examples/quickstart.py
+        fi
+        if [ -n "${HEADLESS:-}" ] || [ "${CI:-}" = true ]; then
+            exec "$PY" -m autodiff_viz.run_notebooks "${OUT:-out/notebooks}"
+        fi
+        exec "$PY" -m jupyterlab notebooks/00_tour.ipynb ;;
+    bench)
+        setup
+        shift || true
+        exec "$PY" benchmarks/run.py "$@" ;;
+    *)
+        say "unknown command '$1'; use tour, test, bench or setup"; exit 2 ;;
+esac
