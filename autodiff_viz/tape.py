@@ -130,14 +130,13 @@ class GradientTape:
 
     def _tracks_any(self, inputs) -> bool:
         tracked = self._tracked
+        if self.watch_accessed_variables:
+            for t in inputs:
+                if type(t) is Variable and t.trainable and t._id not in tracked:
+                    self._watch_one(t)
         for t in inputs:
             if t._id in tracked:
                 return True
-        if self.watch_accessed_variables:
-            for t in inputs:
-                if type(t) is Variable and t.trainable:
-                    self._watch_one(t)
-                    return True
         return False
 
     def _record(self, node) -> None:
@@ -207,7 +206,7 @@ class GradientTape:
                 seed = self._seed(t, og, recorded)
                 if seed is not None:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
-            grads = engine.backward(self._nodes, seeds, {s._id for s in flat_sources})
+            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources))
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
         return rebuild(out)
 
@@ -228,7 +227,7 @@ class GradientTape:
             n = target.size
             eye = np.eye(n, dtype=target.dtype).reshape(target.shape + target.shape)
             seeds = {} if target.dtype.kind not in "fc" else {target._id: Tensor(eye) if recorded else eye}
-            grads = engine.backward(self._nodes, seeds, {s._id for s in flat_sources})
+            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources))
             out = [self._result(grads.get(s._id), s, unconnected_gradients, batch=target.shape)
                    for s in flat_sources]
         return rebuild(out)
@@ -253,7 +252,8 @@ class GradientTape:
             m = int(np.prod(per, dtype=int))
             eye = np.eye(m, dtype=target.dtype).reshape(per + (1,) + per)
             seed = np.broadcast_to(eye, per + target.shape).copy()
-            grads = engine.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed}, {source._id})
+            grads = engine.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed},
+                                   self._source_ids([source]))
             g = grads.get(source._id)
             if g is not None:
                 k = len(per)
@@ -264,6 +264,10 @@ class GradientTape:
                 return Tensor(np.zeros((source.shape[0],) + per + source.shape[1:], dtype=source.dtype))
             return None
         return g if isinstance(g, Tensor) else Tensor._wrap(np.ascontiguousarray(g))
+
+    def _source_ids(self, sources) -> set:
+        """Ids of the sources this tape tracks; the others get no gradient (TensorFlow semantics)."""
+        return {s._id for s in sources if s._id in self._tracked}
 
     def _check_sources(self, sources, what):
         for s in sources:
