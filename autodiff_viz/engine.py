@@ -154,11 +154,41 @@ class Node:
 
 
 def user_location():
-    """``(filename, lineno)`` of the first frame outside this package, or None."""
-    f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
-        f = f.f_back
-    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
+    """``(filename, lineno)`` of the first frame outside this package, or None.
+
+    Ops are usually called from the same depth as last time, so that depth is
+    tried first: two frame look-ups instead of a walk through every frame.
+    """
+    global _last_depth
+    getframe, internal = sys._getframe, _internal_code
+    d = _last_depth
+    try:
+        f = getframe(d)
+        if internal.get(f.f_code) is False and internal.get(getframe(d - 1).f_code) is True:
+            return (f.f_code.co_filename, f.f_lineno)
+    except ValueError:
+        pass
+    d = 1
+    while True:
+        try:
+            f = getframe(d)
+        except ValueError:
+            return None
+        if not _inside(f.f_code, internal):
+            _last_depth = d
+            return (f.f_code.co_filename, f.f_lineno)
+        d += 1
+
+
+def _inside(code, internal) -> bool:
+    inside = internal.get(code)
+    if inside is None:
+        inside = internal[code] = code.co_filename.startswith(_PACKAGE_DIR)
+    return inside
+
+
+_last_depth = 2
+_internal_code: dict = {}   # code object -> defined inside this package?
 
 
 @contextlib.contextmanager
@@ -189,6 +219,11 @@ def paused():
 # ---------------------------------------------------------------------------
 def call(rule: Rule, *args, **params) -> Tensor:
     """Apply ``rule`` to tensors or values; Python numbers take a tensor's dtype."""
+    for a in args:
+        if not isinstance(a, Tensor):
+            break
+    else:
+        return apply(rule, *args, **params)
     like = None
     for a in args:
         if isinstance(a, Tensor):
@@ -202,7 +237,12 @@ def call(rule: Rule, *args, **params) -> Tensor:
 def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     """Run ``rule`` forward on tensors and record it where a tape tracks an input."""
     try:
-        out = rule.forward(*[t._value for t in inputs], **params)
+        if len(inputs) == 2:
+            out = rule.forward(inputs[0]._value, inputs[1]._value, **params)
+        elif len(inputs) == 1:
+            out = rule.forward(inputs[0]._value, **params)
+        else:
+            out = rule.forward(*[t._value for t in inputs], **params)
     except (ValueError, TypeError, IndexError) as exc:
         raise errors.op_failed(rule, inputs, params, exc) from None
     y = Tensor._wrap(out)
@@ -213,7 +253,7 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
                 recorders = [tape]
             else:
                 recorders.append(tape)
-    if recorders is None:
+    if not recorders:
         if not state.lineage:
             return y
         for t in inputs:
@@ -221,17 +261,22 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
                 break
         else:
             return y
-    snapshot = tuple(
-        Tensor._alias(t._id, t._value, None, t.name) if type(t) is Variable else t for t in inputs
-    )
-    node = Node(rule, snapshot, params, y._id, y._value,
+    for t in inputs:
+        if type(t) is Variable:
+            inputs = tuple([Tensor._alias(v._id, v._value, None, v.name) if type(v) is Variable else v
+                            for v in inputs])
+            break
+    y_id = y._id
+    node = Node(rule, inputs, params, y_id, out if type(out) is np.ndarray else y._value,
                 user_location() if config.capture_locations else None,
-                state.scope_path, recorders and tuple(t.serial for t in recorders))
+                state.scope_path, (recorders[0].serial,) if recorders and len(recorders) == 1
+                else tuple([tape.serial for tape in recorders or ()]))
     y._node = node
     y._lineage = True
     if recorders:
         for tape in recorders:
-            tape._record(node)
+            tape._nodes.append(node)
+            tape._tracked.add(y_id)
     return y
 
 
@@ -289,13 +334,22 @@ def reachable(nodes, sources: set) -> tuple[set, list]:
     for node in nodes:
         if node.out.dtype.kind not in "fc":
             continue
-        rule = node.rule
+        specs = node.rule.inputs
+        variadic = node.rule.variadic
         for i, t in enumerate(node.inputs):
-            if t._id in reach and rule.spec(i).vjp is not None:
+            if t._id in reach and specs[0 if variadic else i].vjp is not None:
                 reach.add(node.out_id)
                 path.append(node)
                 break
     return reach, path
+
+
+def _values(inputs):
+    if len(inputs) == 2:
+        return (inputs[0]._value, inputs[1]._value)
+    if len(inputs) == 1:
+        return (inputs[0]._value,)
+    return [t._value for t in inputs]
 
 
 def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None) -> dict:
@@ -320,17 +374,20 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None) 
         if recorded:
             xs, y = inputs, node.output()
         else:
-            xs, y = [t._value for t in inputs], node.out
+            xs, y = _values(inputs), node.out
         contributions = [] if keep_all else None
+        specs, variadic = rule.inputs, rule.variadic
         for i, t in enumerate(inputs):
-            spec = rule.spec(i)
-            if spec.vjp is None or t._id not in reach or not _float(t):
+            if t._id not in reach:      # reach holds only float tensors that lead to a source
                 continue
-            gi = spec.vjp(g, y, *xs, i=i, **params) if rule.variadic else spec.vjp(g, y, *xs, **params)
+            vjp = specs[0 if variadic else i].vjp
+            if vjp is None:
+                continue
+            gi = vjp(g, y, *xs, i=i, **params) if variadic else vjp(g, y, *xs, **params)
             if gi is None:
                 continue
-            if rule.elementwise:
-                gi = unbroadcast(gi, t.shape, y.ndim)
+            if rule.elementwise and gi.shape != t._value.shape:
+                gi = unbroadcast(gi, t._value.shape, y.ndim)
             prev = grads.get(t._id)
             grads[t._id] = gi if prev is None else prev + gi
             if keep_all:
@@ -367,7 +424,7 @@ def push_tangents(nodes, tangents: dict) -> dict:
             if recorded:
                 xs, y = inputs, node.output()
             else:
-                xs, y = [s._value for s in inputs], node.out
+                xs, y = _values(inputs), node.out
             batch = dx.shape[:dx.ndim - t.ndim]
             if rule.elementwise:
                 dx = lift(dx, t.ndim, y.ndim)

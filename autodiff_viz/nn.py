@@ -6,23 +6,23 @@ numpy calls inside it) and is computed in a numerically stable form.
 from __future__ import annotations
 
 from . import rules as R
-from .engine import call
+from .engine import apply, call
 from .ops import _axes, _tensor, logsumexp  # noqa: F401  (logsumexp is part of adv.nn)
 
 
 def relu(x):
     """``max(x, 0)``; the gradient at exactly 0 is 0, as in TensorFlow and PyTorch."""
-    return call(R.relu, _tensor(x))
+    return apply(R.relu, _tensor(x))
 
 
 def sigmoid(x):
     """``1 / (1 + e⁻ˣ)``, computed as ``½(1 + tanh(x/2))`` so it never overflows."""
-    return call(R.sigmoid, _tensor(x))
+    return apply(R.sigmoid, _tensor(x))
 
 
 def softplus(x):
     """``ln(1 + eˣ)`` without overflow; its derivative is ``sigmoid(x)``."""
-    return call(R.softplus, _tensor(x))
+    return apply(R.softplus, _tensor(x))
 
 
 def leaky_relu(x, alpha=0.2):

@@ -13,7 +13,7 @@ from numbers import Integral
 import numpy as np
 
 from . import rules as R
-from .engine import call
+from .engine import apply, call
 from .tensor import Tensor, as_tensor
 
 # numpy functions that, given a tensor, run the differentiable op (see Tensor.__array_function__)
@@ -48,16 +48,16 @@ def subtract(a, b): return call(R.subtract, a, b)
 def multiply(a, b): return call(R.multiply, a, b)
 def divide(a, b): return call(R.divide, a, b)
 def power(a, b): return call(R.power, a, b)
-def negative(x): return call(R.negative, _tensor(x))
-def exp(x): return call(R.exp, _tensor(x))
-def log(x): return call(R.log, _tensor(x))
-def sqrt(x): return call(R.sqrt, _tensor(x))
-def square(x): return call(R.square, _tensor(x))
-def abs(x): return call(R.abs, _tensor(x))
-def sign(x): return call(R.sign, _tensor(x))
-def tanh(x): return call(R.tanh, _tensor(x))
-def sin(x): return call(R.sin, _tensor(x))
-def cos(x): return call(R.cos, _tensor(x))
+def negative(x): return apply(R.negative, _tensor(x))
+def exp(x): return apply(R.exp, _tensor(x))
+def log(x): return apply(R.log, _tensor(x))
+def sqrt(x): return apply(R.sqrt, _tensor(x))
+def square(x): return apply(R.square, _tensor(x))
+def abs(x): return apply(R.abs, _tensor(x))
+def sign(x): return apply(R.sign, _tensor(x))
+def tanh(x): return apply(R.tanh, _tensor(x))
+def sin(x): return apply(R.sin, _tensor(x))
+def cos(x): return apply(R.cos, _tensor(x))
 def maximum(a, b): return call(R.maximum, _tensor(a), b)
 def minimum(a, b): return call(R.minimum, _tensor(a), b)
 def equal(a, b): return call(R.equal, _tensor(a), b)

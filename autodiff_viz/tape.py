@@ -130,14 +130,14 @@ class GradientTape:
 
     def _tracks_any(self, inputs) -> bool:
         tracked = self._tracked
-        if self.watch_accessed_variables:
-            for t in inputs:
-                if type(t) is Variable and t.trainable and t._id not in tracked:
-                    self._watch_one(t)
+        hit = False
         for t in inputs:
             if t._id in tracked:
-                return True
-        return False
+                hit = True
+            elif self.watch_accessed_variables and type(t) is Variable and t.trainable:
+                self._watch_one(t)
+                hit = True
+        return hit
 
     def _record(self, node) -> None:
         self._nodes.append(node)
@@ -186,10 +186,13 @@ class GradientTape:
             output_gradients: the upstream gradient ``v`` for each target
                 (same shapes); the result is then the vector-Jacobian product ``vᵀJ``.
             unconnected_gradients: ``"none"`` (a source the target does not
-                depend on gets None) or ``"zero"`` (zeros of its shape).
+                depend on gets None), ``"zero"`` (zeros of its shape) or
+                ``"raise"`` (an :class:`~autodiff_viz.UnconnectedGradientError`
+                whose text is :meth:`explain`'s answer).
         """
-        if unconnected_gradients not in _UNCONNECTED:
-            raise ValueError(f"unconnected_gradients must be one of {_UNCONNECTED}, got {unconnected_gradients!r}.")
+        if unconnected_gradients not in _UNCONNECTED + ("raise",):
+            raise ValueError(f"unconnected_gradients must be one of {_UNCONNECTED + ('raise',)}, "
+                             f"got {unconnected_gradients!r}.")
         flat_sources, rebuild = flatten(sources)
         self._check_sources(flat_sources, "gradient")
         targets = flatten(target)[0]
@@ -208,7 +211,20 @@ class GradientTape:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
             grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources))
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
+        if unconnected_gradients == "raise":
+            self._raise_unconnected(targets, flat_sources, out)
         return rebuild(out)
+
+    def explain(self, target, source):
+        """Why ``self.gradient(target, source)`` is None (or that it is not): an :class:`~autodiff_viz.Explanation`."""
+        from .diagnosis import explain
+        return explain(self, target, source)
+
+    def _raise_unconnected(self, targets, sources, grads) -> None:
+        for s, g in zip(sources, grads):
+            if g is None:
+                from .diagnosis import UnconnectedGradientError, explain
+                raise UnconnectedGradientError(explain(self, [t for t in targets if isinstance(t, Tensor)], s))
 
     def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=True):
         """Every partial derivative: shape ``target.shape + source.shape`` per source.
@@ -311,6 +327,19 @@ class GradientTape:
         """Forward-mode walk of this tape's record from ``{id: tangent}``."""
         with self._walking():
             return engine.push_tangents(self._nodes, tangents)
+
+    def trace(self, target=None, sources=None):
+        """The forward and backward record as an :class:`autodiff_viz.Trace` (built now, from the record).
+
+        ``target`` defaults to the output of the last recorded op, ``sources``
+        to every watched tensor. Does not use up a non-persistent tape.
+        """
+        from .trace import build_trace
+        return build_trace(self, target, sources)
+
+    def table(self, target=None, sources=None):
+        """The tape as a table (the Wengert list): HTML in notebooks, text in a terminal."""
+        return self.trace(target, sources).table()
 
     def __repr__(self):
         state_ = "recording" if self.recording else "stopped"

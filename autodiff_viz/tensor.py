@@ -155,29 +155,7 @@ class Tensor:
             return op(*args, **kwargs)
         return func(*_to_numpy_tree(args), **_to_numpy_tree(kwargs))
 
-    # ----- operators --------------------------------------------------------
-    def __add__(self, other): return engine.call(R.add, self, other)
-    def __radd__(self, other): return engine.call(R.add, other, self)
-    def __sub__(self, other): return engine.call(R.subtract, self, other)
-    def __rsub__(self, other): return engine.call(R.subtract, other, self)
-    def __mul__(self, other): return engine.call(R.multiply, self, other)
-    def __rmul__(self, other): return engine.call(R.multiply, other, self)
-    def __truediv__(self, other): return engine.call(R.divide, self, other)
-    def __rtruediv__(self, other): return engine.call(R.divide, other, self)
-    def __pow__(self, other): return engine.call(R.power, self, other)
-    def __rpow__(self, other): return engine.call(R.power, other, self)
-    def __matmul__(self, other): return engine.call(R.matmul, self, other)
-    def __rmatmul__(self, other): return engine.call(R.matmul, other, self)
-    def __neg__(self): return engine.call(R.negative, self)
-    def __pos__(self): return self
-    def __abs__(self): return engine.call(R.abs, self)
-    def __lt__(self, other): return engine.call(R.less, self, other)
-    def __le__(self, other): return engine.call(R.less_equal, self, other)
-    def __gt__(self, other): return engine.call(R.greater, self, other)
-    def __ge__(self, other): return engine.call(R.greater_equal, self, other)
-    def __eq__(self, other): return engine.call(R.equal, self, other)
-    def __ne__(self, other): return engine.call(R.not_equal, self, other)
-
+    # ----- operators (defined below the class with _binary / _unary) -------
     def __getitem__(self, index):
         from .ops import getitem
         return getitem(self, index)
@@ -320,6 +298,41 @@ def _to_numpy_tree(obj):
 
 from . import engine  # noqa: E402  (engine needs Tensor defined first)
 from . import rules as R  # noqa: E402
+
+
+def _binary(rule, reflected=False):
+    """An operator method: straight to the engine when both sides are tensors."""
+    apply, call = engine.apply, engine.call
+    if reflected:
+        def method(self, other):
+            return apply(rule, other, self) if isinstance(other, Tensor) else call(rule, other, self)
+    else:
+        def method(self, other):
+            return apply(rule, self, other) if isinstance(other, Tensor) else call(rule, self, other)
+    method.__name__ = rule.name
+    method.__doc__ = f"{rule.doc} (the '{rule.name}' rule)"
+    return method
+
+
+def _unary(rule):
+    apply = engine.apply
+
+    def method(self):
+        return apply(rule, self)
+    method.__doc__ = f"{rule.doc} (the '{rule.name}' rule)"
+    return method
+
+
+for _name, _rule in {"add": R.add, "sub": R.subtract, "mul": R.multiply, "truediv": R.divide,
+                     "pow": R.power, "matmul": R.matmul}.items():
+    setattr(Tensor, f"__{_name}__", _binary(_rule))
+    setattr(Tensor, f"__r{_name}__", _binary(_rule, reflected=True))
+for _name, _rule in {"lt": R.less, "le": R.less_equal, "gt": R.greater, "ge": R.greater_equal,
+                     "eq": R.equal, "ne": R.not_equal}.items():
+    setattr(Tensor, f"__{_name}__", _binary(_rule))
+Tensor.__neg__ = _unary(R.negative)
+Tensor.__abs__ = _unary(R.abs)
+Tensor.__pos__ = lambda self: self
 
 _UFUNCS = {
     np.add: R.add, np.subtract: R.subtract, np.multiply: R.multiply,
