@@ -21,6 +21,7 @@ from .ops import (abs, argmax, argmin, broadcast_to, cast, clip, concatenate, co
 from .ops import add
 from .tape import GradientTape
 from .tensor import Tensor, Variable, constant
+from .trace import Trace
 from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp,
                          GradCheckReport)
 
