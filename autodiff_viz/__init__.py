@@ -19,6 +19,8 @@ from .ops import (abs, argmax, argmin, broadcast_to, cast, clip, concatenate, co
                   min, minimum, multiply, negative, not_equal, one_hot, power, reshape, sign, sin, split,
                   sqrt, square, squeeze, stack, stop_gradient, subtract, sum, take, tanh, transpose, where)
 from .ops import add
+from .anomaly import AnomalyError, detect_anomaly
+from .diagnosis import Explanation, UnconnectedGradientError
 from .tape import GradientTape
 from .tensor import Tensor, Variable, constant
 from .trace import Trace

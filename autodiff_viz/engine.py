@@ -123,6 +123,7 @@ class _State:
         self.scope: tuple = ()      # name scope stack, pushed by layers
         self.scope_path: str = ""
         self.lineage = True         # False while the engine runs its own walks
+        self.anomaly = None         # set by adv.detect_anomaly(): checks every op and backward step
 
 
 state = _State()
@@ -246,6 +247,8 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     except (ValueError, TypeError, IndexError) as exc:
         raise errors.op_failed(rule, inputs, params, exc) from None
     y = Tensor._wrap(out)
+    if state.anomaly is not None:
+        state.anomaly.forward(rule, inputs, y)
     recorders = None
     for tape in state.recording:
         if tape._tracks_any(inputs):
@@ -360,6 +363,8 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None) 
     Gradients of ids not in ``sources`` are dropped once used, unless
     ``on_step(node, g, contributions)`` is given (it sees every step).
     """
+    if state.anomaly is not None:
+        return state.anomaly.backward(nodes, seeds, sources, on_step)
     reach, path = reachable(nodes, sources)
     recorded = bool(state.recording)
     grads = {k: v for k, v in seeds.items() if k in reach}

@@ -1,0 +1,426 @@
+"""Why is my gradient None? A diagnosis that names the cause, the line and the fix.
+
+``tape.explain(target, source)`` answers with an :class:`Explanation`:
+
+    >>> import autodiff_viz as adv
+    >>> w = adv.Variable([1.0, 2.0], name="w")
+    >>> loss = adv.sum(w * w)                 # computed before the tape ...
+    >>> with adv.GradientTape() as tape:
+    ...     pass
+    >>> tape.explain(loss, w).reason
+    'computed_outside_tape'
+
+How it works. The tape knows what it recorded; every tensor made by an op
+on something with history (a variable, a watched tensor, an op output with
+history) also points at its node, recorded or not, with the line of user
+code that made it. The diagnosis walks the target's history back towards
+the source and finds the first op on the way where the gradient stops: an
+op this tape did not record (and when it ran: before the ``with`` block,
+after it, under ``stop_recording``, or for another tape), an op without a
+gradient, an integer result. When the source is not in the history at all,
+the tape's record of values that left it (``.numpy()``, ``float()`` ...)
+tells whether the path was cut by a trip through numpy.
+"""
+from __future__ import annotations
+
+import html
+import linecache
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import engine
+from .tensor import Tensor, Variable
+
+REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
+           "non_differentiable_op", "integer_dtype", "not_used")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why ``tape.gradient(target, source)`` is (or is not) None.
+
+    Attributes:
+        reason: one of :data:`REASONS`.
+        message: what happened, the line of code, and the fix, in plain words.
+        location: ``"file:line"`` of the user code that caused it, or None.
+        nodes: ids of the tensors (trace nodes) involved, so a view can mark them.
+        edges: ``(input_id, output_id)`` pairs where the gradient stops.
+        op: the op named by the diagnosis, if any.
+    """
+
+    reason: str
+    message: str
+    location: str | None = None
+    nodes: tuple = ()
+    edges: tuple = ()
+    op: str | None = None
+    locations: tuple = field(default=(), repr=False)
+
+    @property
+    def connected(self) -> bool:
+        return self.reason == "connected"
+
+    def __str__(self):
+        return f"{self.reason}: {self.message}"
+
+    def _repr_html_(self):
+        colour = "#2e7d32" if self.connected else "#c62828"
+        body = html.escape(self.message).replace("\n", "<br>")
+        where = f" <span style='color:#666'>({html.escape(self.location)})</span>" if self.location else ""
+        return (f"<div class='adv-explanation' style='font-family:sans-serif;border-left:4px solid {colour};"
+                f"padding:4px 10px'><b style='color:{colour}'>{html.escape(self.reason)}</b>{where}"
+                f"<div style='font-family:monospace;white-space:pre-wrap'>{body}</div></div>")
+
+
+class UnconnectedGradientError(ValueError):
+    """``tape.gradient(..., unconnected_gradients="raise")`` found a source without gradient.
+
+    The text is the explanation; ``.explanation`` holds the :class:`Explanation`.
+    """
+
+    def __init__(self, explanation: Explanation):
+        super().__init__(str(explanation))
+        self.explanation = explanation
+
+
+# ---------------------------------------------------------------------------
+# Words
+# ---------------------------------------------------------------------------
+def _label(t: Tensor) -> str:
+    name = f"'{t.name}'" if t.name else f"tensor #{t._id}"
+    return f"{name} (shape {t.shape}, {t.dtype})"
+
+
+def _where(location) -> str | None:
+    return None if location is None else f"{location[0]}:{location[1]}"
+
+
+def _code(location) -> str:
+    """The user's line, as ``  file.py:12:  loss = ...`` (empty when unknown)."""
+    if location is None:
+        return ""
+    filename, lineno = location
+    text = linecache.getline(filename, lineno).strip()
+    return f"\n    {os.path.basename(filename)}:{lineno}:  {text}" if text else \
+        f"\n    {os.path.basename(filename)}:{lineno}"
+
+
+def _made(tape, tensor_id: int) -> str | None:
+    """When a tensor was made, relative to the tape: 'before', 'after', 'paused' or None (while it recorded)."""
+    start, end = tape._start_id, tape._end_id
+    if start is None or tensor_id < start:
+        return "before"
+    if end is not None and tensor_id > end:
+        return "after"
+    for a, b in tape._pauses:
+        if a < tensor_id and (b is None or tensor_id < b):
+            return "paused"
+    return None
+
+
+_WHEN = {
+    "before": "before the tape's `with` block started",
+    "after": "after the tape's `with` block ended",
+    "paused": "inside `with tape.stop_recording():`",
+}
+
+
+# ---------------------------------------------------------------------------
+# History
+# ---------------------------------------------------------------------------
+def _history(target: Tensor) -> tuple[list, dict]:
+    """The nodes that made ``target`` (oldest first) and every tensor they touch, by id."""
+    nodes, tensors, stack, seen = [], {target._id: target}, [target], set()
+    while stack:
+        t = stack.pop()
+        node = t._node
+        if node is None or node.out_id in seen:
+            continue
+        seen.add(node.out_id)
+        nodes.append(node)
+        for x in node.inputs:
+            tensors.setdefault(x._id, x)
+            stack.append(x)
+    nodes.sort(key=lambda n: n.out_id)
+    return nodes, tensors
+
+
+def _depends(nodes, source_id: int) -> set:
+    """Ids in the history whose value depends on the source (any op, gradient or not)."""
+    dep = {source_id}
+    for node in nodes:
+        if any(x._id in dep for x in node.inputs):
+            dep.add(node.out_id)
+    return dep
+
+
+def _recorded_by(tape, node) -> bool:
+    return bool(node.tapes) and tape.serial in node.tapes
+
+
+# ---------------------------------------------------------------------------
+# The diagnosis
+# ---------------------------------------------------------------------------
+def explain(tape, target, source) -> Explanation:
+    """Why the gradient of ``target`` with respect to ``source`` on ``tape`` is None, or that it is not.
+
+    ``target`` may be a list of tensors (their gradients add up): the answer is
+    ``connected`` if one of them is, else the explanation for the first.
+    """
+    targets = list(target) if isinstance(target, (list, tuple)) else [target]
+    if not targets:
+        raise TypeError("explain: give a target tensor (got an empty list).")
+    for t, what in [(s, "target") for s in targets] + [(source, "source")]:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"explain: the {what} must be a tensor, got {type(t).__name__}.")
+    answers = [_explain_one(tape, t, source) for t in targets]
+    for a in answers:
+        if a.connected:
+            return a
+    return answers[0]
+
+
+def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
+    if source.dtype.kind not in "fc":
+        return Explanation(
+            "integer_dtype",
+            f"The source {_label(source)} holds integers. Gradients exist only for floating values, "
+            "so there is nothing to differentiate with respect to.\n"
+            "Fix: make it float, e.g. adv.constant(value, dtype='float64') or "
+            "adv.Variable(np.asarray(value, dtype='float64')).",
+            nodes=(source._id,))
+    reach, path = engine.reachable(tape._nodes, {source._id})
+    if source._id in tape._tracked and target._id in reach and target.dtype.kind in "fc":
+        ids = tuple(n.out_id for n in path if n.out_id in _on_path_to(path, target._id))
+        return Explanation(
+            "connected",
+            f"The gradient flows from {_label(target)} back to {_label(source)} "
+            f"through {len(ids)} recorded op(s).",
+            nodes=(source._id,) + ids)
+    nodes, tensors = _history(target)
+    dep = _depends(nodes, source._id)
+    if target._id in dep:
+        return _broken_path(tape, target, source, nodes, dep, reach)
+    return _not_in_history(tape, target, source, nodes, tensors, reach)
+
+
+def _on_path_to(path, target_id: int) -> set:
+    """Ids of the nodes in ``path`` that lead to ``target_id``."""
+    needed = {target_id}
+    for node in reversed(path):
+        if node.out_id in needed:
+            needed.update(x._id for x in node.inputs)
+    return needed
+
+
+def _broken_path(tape, target, source, nodes, dep, reach) -> Explanation:
+    """The source is in the target's history: find the op where the gradient stops."""
+    if source._node is not None and source._id not in tape._tracked:
+        stale = _stale_source(tape, source)
+        if stale is not None:
+            return stale
+    for node in nodes:
+        ins = [(i, x) for i, x in enumerate(node.inputs) if x._id in dep]
+        if not ins or node.out_id in reach:
+            continue
+        live = [(i, x) for i, x in ins if x._id in reach]
+        if not live:
+            continue
+        return _cut_at(tape, target, source, node, live)
+    first = next((n for n in nodes if any(x._id == source._id for x in n.inputs)), None)
+    return _not_watched(tape, source, (source._id,) + ((first.out_id,) if first else ()), first)
+
+
+def _cut_at(tape, target, source, node, live) -> Explanation:
+    """Explain why ``node`` (which has an input carrying the gradient) does not pass it on."""
+    rule = node.rule
+    edges = tuple((x._id, node.out_id) for _, x in live)
+    ids = (source._id,) + tuple(x._id for _, x in live) + (node.out_id,)
+    if not _recorded_by(tape, node):
+        return _unrecorded(tape, target, source, node, edges, ids)
+    if source._id not in tape._tracked:
+        return _not_watched(tape, source, ids, node)
+    blocked = [(i, x) for i, x in live if rule.spec(i).vjp is None]
+    if blocked:
+        names = ", ".join(f"'{rule.spec(i).name}'" for i, _ in blocked)
+        return Explanation(
+            "non_differentiable_op",
+            f"The path from {_label(source)} runs through '{rule.name}', which has no gradient "
+            f"with respect to its input {names}: its output does not change smoothly with it, "
+            f"so no gradient flows back.{_code(node.location)}\n"
+            f"Fix: use a differentiable stand-in ({_STAND_IN.get(rule.name, 'a smooth op')}), or "
+            "accept that this branch gives no gradient.",
+            _where(node.location), ids, edges, rule.name, (node.location,))
+    if node.out.dtype.kind not in "fc" or any(x.dtype.kind not in "fc" for _, x in live):
+        return Explanation(
+            "integer_dtype",
+            f"On the path from {_label(source)}, '{rule.name}' turns the value into integers "
+            f"({node.out.dtype}). Integers cannot carry a gradient, so it stops here.{_code(node.location)}\n"
+            "Fix: keep the value floating (cast to 'float32' or 'float64', not to an integer type); "
+            "cast to integers only for indexing, off the path you differentiate.",
+            _where(node.location), ids, edges, rule.name, (node.location,))
+    return Explanation(
+        "not_used",
+        f"The gradient stops at '{rule.name}'.{_code(node.location)}",
+        _where(node.location), ids, edges, rule.name, (node.location,))
+
+
+_STAND_IN = {
+    "argmax": "softmax weights instead of the index",
+    "argmin": "softmax of the negated values instead of the index",
+    "one_hot": "soft targets such as softmax probabilities",
+    "stop_gradient": "remove adv.stop_gradient where you want the gradient",
+    "less": "a smooth step such as adv.nn.sigmoid(k·(b − a))",
+    "greater": "a smooth step such as adv.nn.sigmoid(k·(a − b))",
+    "where": "pass the gradient through the selected branches, not the condition",
+}
+
+
+def _unrecorded(tape, target, source, node, edges, ids) -> Explanation:
+    """``node`` is on the path but this tape did not record it: when was it computed?"""
+    when = _made(tape, node.out_id)
+    others = [s for s in (node.tapes or ()) if s != tape.serial]
+    if when is None:
+        return _not_watched(tape, source, ids, node)
+    culprit = node
+    if target._node is not None and not _recorded_by(tape, target._node) and _made(tape, target._id) == when:
+        culprit = target._node
+    what = "The target" if culprit is target._node else f"The tensor #{culprit.out_id} made by '{culprit.rule.name}'"
+    if others:
+        text = (f"{what} was computed by a call recorded by another tape (tape #{others[0]}), "
+                f"{_WHEN[when]}. It is stale for this tape: typically `layer.output` from an earlier "
+                f"call of the layer.{_code(culprit.location)}\n"
+                "Fix: call the layer (or model) again inside this tape's `with` block and use that "
+                "output, or ask the tape that recorded the call for the gradient.")
+    elif when == "paused":
+        text = (f"{what} was computed {_WHEN[when]}, so the tape did not record it.{_code(culprit.location)}\n"
+                "Fix: move that line out of the stop_recording() block.")
+    else:
+        fix = ("Fix: compute it inside the `with adv.GradientTape() as tape:` block (move the line "
+               "into the block, or open the tape earlier).")
+        text = f"{what} was computed {_WHEN[when]}, so the tape never saw it.{_code(culprit.location)}\n{fix}"
+    return Explanation("computed_outside_tape", text, _where(culprit.location),
+                       ids + ((culprit.out_id,) if culprit is not node else ()), edges,
+                       culprit.rule.name, (culprit.location,))
+
+
+def _stale_source(tape, source) -> Explanation | None:
+    """The source is an op output this tape never saw (a layer.output from another call)."""
+    node = source._node
+    if _recorded_by(tape, node):
+        return None
+    when = _made(tape, source._id)
+    others = [s for s in (node.tapes or ()) if s != tape.serial]
+    if when is None and not others:
+        return None
+    by = f"recorded by another tape (tape #{others[0]})" if others else "not recorded by this tape"
+    moment = f", {_WHEN[when]}" if when else ""
+    return Explanation(
+        "computed_outside_tape",
+        f"The source {_label(source)} comes from a call {by}{moment}. This tape does not know it, "
+        "so the target cannot be differentiated with respect to it. This is what happens with "
+        f"`layer.output` from an earlier call.{_code(node.location)}\n"
+        "Fix: call the layer (or model) inside this tape's `with` block and ask for the gradient "
+        "with respect to that call's output (layer.output right after the call).",
+        _where(node.location), (source._id,), (), node.rule.name, (node.location,))
+
+
+def _not_watched(tape, source, ids, node=None) -> Explanation:
+    loc = node.location if node is not None else None
+    if isinstance(source, Variable) and not source.trainable:
+        why = (f"The source {_label(source)} is a Variable with trainable=False, which tapes do not "
+               "watch by themselves.")
+        fix = "Fix: call tape.watch(v) inside the `with` block, or create it with trainable=True."
+    elif isinstance(source, Variable):
+        why = (f"The source {_label(source)} was not watched: this tape was made with "
+               "watch_accessed_variables=False.")
+        fix = "Fix: call tape.watch(v) inside the `with` block, before the first op that uses it."
+    else:
+        why = (f"The source {_label(source)} is a constant that this tape never watched, so the ops "
+               "on it were not recorded.")
+        fix = ("Fix: call tape.watch(x) inside the `with` block before using x, or make it "
+               "adv.Variable(...) (tapes watch trainable variables automatically).")
+    return Explanation("not_watched", f"{why}{_code(loc)}\n{fix}", _where(loc),
+                       tuple(ids) or (source._id,), (), node.rule.name if node is not None else None,
+                       (loc,) if loc else ())
+
+
+def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
+    """The target's history does not contain the source: numpy trip, outside, unwatched or unused."""
+    escaped = _left_the_tape(tape, target, source, nodes, tensors, reach)
+    if escaped is not None:
+        return escaped
+    when = _made(tape, target._id)
+    if when is not None and (target._node is None or not _recorded_by(tape, target._node)):
+        loc = target._node.location if target._node is not None else None
+        return Explanation(
+            "computed_outside_tape",
+            f"The target {_label(target)} was computed {_WHEN[when]}, so this tape never recorded "
+            f"how it depends on {_label(source)}.{_code(loc)}\n"
+            "Fix: compute the target inside the `with adv.GradientTape() as tape:` block.",
+            _where(loc), (target._id,), (), None, (loc,) if loc else ())
+    if source._id not in tape._tracked and not isinstance(source, Variable):
+        return _not_watched(tape, source, ())
+    loc = target._node.location if target._node is not None else None
+    return Explanation(
+        "not_used",
+        f"The target {_label(target)} does not depend on {_label(source)} at all: no op that made "
+        f"the target reads the source.{_code(loc)}\n"
+        "Fix: check that the loss uses this tensor (a typo, a different copy of the variable, or a "
+        "layer that was built twice); its gradient is genuinely zero, use "
+        "unconnected_gradients='zero' if you want zeros instead of None.",
+        _where(loc), (source._id, target._id), (), None, (loc,) if loc else ())
+
+
+def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation | None:
+    """A value that depends on the source left as numpy and came back as a constant on the path."""
+    escapes = [e for e in tape._escapes if e.tensor_id in reach]
+    if not escapes:
+        return None
+    consumers = {}
+    for node in nodes:
+        for x in node.inputs:
+            consumers.setdefault(x._id, node)
+    leaves = [t for t in tensors.values() if t._node is None and not isinstance(t, Variable)
+              and t._id != source._id]
+    for esc in escapes:
+        for leaf in leaves:
+            if leaf._id > esc.tensor_id and _same_values(leaf._value, esc.value):
+                node = consumers.get(leaf._id)
+                back = node.location if node is not None else None
+                return _escape_explanation(source, esc, leaf, back, certain=True)
+    late = [e for e in escapes if e.tensor_id < target._id]
+    if late and (target._node is None or any(t._id > late[-1].tensor_id for t in leaves)):
+        esc = late[-1]
+        back = target._node.location if target._node is not None else None
+        return _escape_explanation(source, esc, target, back, certain=False)
+    return None
+
+
+def _same_values(small: np.ndarray, big: np.ndarray) -> bool:
+    """True when every entry of ``small`` is an entry of ``big`` (``x.numpy()[0]`` is in ``x``)."""
+    if small.size == 0 or small.size > big.size or small.dtype.kind not in "fc" or big.dtype.kind not in "fc":
+        return False
+    if small.shape == big.shape:
+        return bool(np.allclose(small, big, rtol=1e-6, atol=0, equal_nan=True))
+    flat = big.ravel()
+    return all(np.isclose(flat, v, rtol=1e-6, atol=0).any() for v in small.ravel()[:64])
+
+
+def _escape_explanation(source, esc, back_tensor, back_location, certain: bool) -> Explanation:
+    came_back = (f"and came back as the constant {_label(back_tensor)}" if certain else
+                 f"and the target {_label(back_tensor)} was built afterwards from plain values")
+    back_line = _code(back_location)
+    text = (f"A value that depends on {_label(source)} left the tape as numpy / a Python number "
+            f"through {esc.how}{_code(esc.location)}\n"
+            f"{came_back}{':' + back_line if back_line else '.'}\n"
+            "The tape cannot see through numpy: from that point the value is a constant, and the "
+            "gradient is None.\n"
+            "Fix: keep it a tensor: drop the .numpy() / float() / .item() call and use the tensor "
+            "itself (index it with t[0], use adv ops instead of numpy functions).")
+    locations = tuple(loc for loc in (esc.location, back_location) if loc)
+    return Explanation("left_the_tape", text, _where(esc.location),
+                       (source._id, esc.tensor_id, back_tensor._id), ((esc.tensor_id, back_tensor._id),),
+                       None, locations)

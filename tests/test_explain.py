@@ -1,0 +1,261 @@
+"""tape.explain(target, source): one test per reason, with the code learners actually write.
+
+Each scenario marks the line the diagnosis must point at with a ``# <- tag``
+comment; :func:`line_of` finds it, so the tests do not depend on line numbers.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+
+HERE = os.path.abspath(__file__)
+
+
+def line_of(tag: str) -> str:
+    """``"this_file:N"`` for the line that carries the comment ``# <- tag``."""
+    with open(HERE, encoding="utf-8") as f:
+        hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(f"# <- {tag}")]
+    assert len(hits) == 1, f"marker {tag!r} found {len(hits)} times"
+    return f"{HERE}:{hits[0]}"
+
+
+@pytest.fixture
+def W():
+    return adv.Variable(np.array([[0.5], [-0.3]]), name="W")
+
+
+@pytest.fixture
+def x():
+    return adv.constant([[1.0, 2.0]], name="x")
+
+
+def test_connected_when_the_gradient_exists(W, x):
+    with adv.GradientTape() as tape:
+        loss = adv.sum(adv.tanh(x @ W))
+    e = tape.explain(loss, W)
+    assert e.reason == "connected" and e.connected
+    assert W._id in e.nodes and loss._id in e.nodes
+    assert tape.gradient(loss, W) is not None
+
+
+def test_loss_computed_before_the_tape(W, x):
+    # the tfjs question: "Cannot compute gradient of y=f(x) with respect to x"
+    loss = adv.sum(adv.nn.sigmoid(x @ W) ** 2)  # <- before
+    with adv.GradientTape() as tape:
+        pass
+    assert tape.gradient(loss, W) is None
+    e = tape.explain(loss, W)
+    assert e.reason == "computed_outside_tape"
+    assert e.location == line_of("before")
+    assert "before the tape's `with` block" in e.message
+    assert "loss = adv.sum(adv.nn.sigmoid(x @ W) ** 2)" in e.message      # the code line is shown
+    assert "inside the `with" in e.message                                 # and the fix
+
+
+def test_loss_computed_after_the_tape_or_under_stop_recording(W, x):
+    with adv.GradientTape(persistent=True) as tape:
+        with tape.stop_recording():
+            paused = adv.sum(x @ W)  # <- paused
+    after = adv.sum(x @ W)  # <- after
+    e = tape.explain(paused, W)
+    assert (e.reason, e.location) == ("computed_outside_tape", line_of("paused"))
+    assert "stop_recording" in e.message
+    e = tape.explain(after, W)
+    assert (e.reason, e.location) == ("computed_outside_tape", line_of("after"))
+    assert "after the tape's `with` block ended" in e.message
+
+
+def test_watched_constant_with_the_loss_computed_before_the_tape():
+    x = adv.constant(3.0)
+    y = x * x
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+    assert tape.gradient(y, x) is None
+    e = tape.explain(y, x)
+    assert e.reason == "computed_outside_tape"
+    assert "before" in e.message
+
+
+def test_reward_turned_into_numpy_inside_the_loss(W, x):
+    baseline = adv.Variable(0.1, name="baseline")
+
+    def model(inputs):
+        return adv.nn.sigmoid(inputs @ W)
+
+    with adv.GradientTape(persistent=True) as tape:
+        reward = model(x).numpy()[0]  # <- escape
+        loss = adv.sum((reward - baseline) ** 2)  # <- comes-back
+    assert tape.gradient(loss, W) is None
+    e = tape.explain(loss, W)
+    assert e.reason == "left_the_tape"
+    assert e.location == line_of("escape")
+    assert line_of("comes-back") in [f"{f}:{n}" for f, n in e.locations]
+    assert "reward = model(x).numpy()[0]" in e.message
+    assert "loss = adv.sum((reward - baseline) ** 2)" in e.message
+    assert "numpy()" in e.message and "drop the .numpy()" in e.message
+    assert tape.explain(loss, baseline).reason == "connected"
+
+
+@pytest.mark.parametrize("how", ["float", "item", "asarray"])
+def test_value_that_left_as_a_python_number(how, W, x):
+    with adv.GradientTape() as tape:
+        score = adv.sum(x @ W)
+        if how == "float": number = float(score)  # <- float
+        if how == "item": number = score.item()  # <- item
+        if how == "asarray": number = np.asarray(score).tolist()  # <- asarray
+        loss = adv.constant(number) * 2.0
+    assert tape.gradient(loss, W) is None
+    e = tape.explain(loss, W)
+    assert e.reason == "left_the_tape"
+    assert e.location == line_of(how)
+
+
+def test_argmax_in_the_path(W, x):
+    with adv.GradientTape() as tape:
+        logits = x @ W
+        best = adv.argmax(logits, axis=1)  # <- argmax
+        loss = adv.sum(adv.cast(best, "float64") * 2.0)
+    assert tape.gradient(loss, W) is None
+    e = tape.explain(loss, W)
+    assert e.reason == "non_differentiable_op"
+    assert e.op == "argmax"
+    assert e.location == line_of("argmax")
+    assert "'argmax'" in e.message and "softmax" in e.message
+    assert (logits._id, best._id) in e.edges
+
+
+@pytest.mark.parametrize("make", [lambda v: adv.stop_gradient(v), lambda v: adv.cast(v > 0.0, "float64")])
+def test_other_ops_without_gradient(make, W, x):
+    with adv.GradientTape() as tape:
+        loss = adv.sum(make(x @ W))
+    e = tape.explain(loss, W)
+    assert e.reason == "non_differentiable_op"
+    assert e.op in ("stop_gradient", "greater")
+
+
+def test_integer_cast_in_the_path(W, x):
+    with adv.GradientTape() as tape:
+        counts = adv.cast(x @ W * 10.0, "int32")  # <- int-cast
+        loss = adv.sum(adv.cast(counts, "float64"))
+    assert tape.gradient(loss, W) is None
+    e = tape.explain(loss, W)
+    assert e.reason == "integer_dtype"
+    assert e.op == "cast" and e.location == line_of("int-cast")
+    assert "int32" in e.message
+
+
+def test_integer_source():
+    idx = adv.constant([1, 2])
+    with adv.GradientTape() as tape:
+        tape.watch(adv.constant([1.0]))
+        y = idx * 2
+    assert tape.explain(y, idx).reason == "integer_dtype"
+
+
+def test_unwatched_constant():
+    x = adv.constant([1.0, 2.0], name="x")
+    with adv.GradientTape() as tape:
+        y = adv.sum(x * x)
+    assert tape.gradient(y, x) is None
+    e = tape.explain(y, x)
+    assert e.reason == "not_watched"
+    assert "tape.watch(x)" in e.message and "adv.Variable" in e.message
+
+
+def test_unwatched_constant_next_to_a_watched_variable(W):
+    x = adv.constant([[1.0, 2.0]], name="x")
+    with adv.GradientTape() as tape:
+        y = adv.sum(x @ W)  # <- mixed
+    assert tape.gradient(y, x) is None
+    e = tape.explain(y, x)
+    assert e.reason == "not_watched"
+    assert e.location == line_of("mixed")
+
+
+def test_variable_on_a_tape_that_does_not_watch_accessed_variables(W, x):
+    with adv.GradientTape(watch_accessed_variables=False) as tape:
+        y = adv.sum(x @ W)  # <- no-auto-watch
+    assert tape.gradient(y, W) is None
+    e = tape.explain(y, W)
+    assert e.reason == "not_watched"
+    assert "watch_accessed_variables=False" in e.message
+    assert e.location == line_of("no-auto-watch")
+
+
+def test_source_not_used(W, x):
+    unused = adv.Variable(1.0, name="unused")
+    with adv.GradientTape() as tape:
+        loss = adv.sum(x @ W)  # <- unused
+    assert tape.gradient(loss, unused) is None
+    e = tape.explain(loss, unused)
+    assert e.reason == "not_used"
+    assert e.location == line_of("unused")
+    assert "unconnected_gradients='zero'" in e.message
+
+
+def test_layer_output_from_a_call_recorded_by_another_tape(W, x):
+    with adv.GradientTape() as first:
+        output = adv.nn.relu(x @ W)  # <- first-call
+    with adv.GradientTape() as second:
+        loss = adv.sum(output ** 2)
+    assert second.gradient(loss, output) is None
+    e = second.explain(loss, output)
+    assert e.reason == "computed_outside_tape"
+    assert f"tape #{first.serial}" in e.message
+    assert "layer.output" in e.message
+    assert e.location == line_of("first-call")
+
+
+def test_weights_through_a_stale_output(W, x):
+    with adv.GradientTape() as first:
+        output = x @ W  # <- stale
+    with adv.GradientTape() as second:
+        loss = adv.sum(output ** 2)
+    assert second.gradient(loss, W) is None
+    e = second.explain(loss, W)
+    assert e.reason == "computed_outside_tape"
+    assert e.location == line_of("stale")
+    assert f"another tape (tape #{first.serial})" in e.message
+
+
+def test_raise_mode_raises_the_explanation(W, x):
+    unused = adv.Variable(1.0, name="unused")
+    with adv.GradientTape(persistent=True) as tape:
+        loss = adv.sum(x @ W)
+    with pytest.raises(adv.UnconnectedGradientError) as info:
+        tape.gradient(loss, [W, unused], unconnected_gradients="raise")
+    assert str(info.value) == str(tape.explain(loss, unused))
+    assert str(info.value).startswith("not_used: ")
+    assert info.value.explanation.reason == "not_used"
+    assert isinstance(info.value, ValueError)
+    grads = tape.gradient(loss, {"W": W}, unconnected_gradients="raise")
+    np.testing.assert_allclose(grads["W"].numpy(), [[1.0], [2.0]])
+
+
+def test_list_targets_are_connected_if_one_is(W, x):
+    unused = adv.Variable(1.0)
+    with adv.GradientTape() as tape:
+        a = adv.sum(x @ W)
+        b = unused * 2.0
+    assert tape.explain([b, a], W).reason == "connected"
+    assert tape.explain([b], W).reason == "not_used"
+
+
+def test_explanation_renders_as_text_and_escaped_html(W):
+    x = adv.constant([1.0], name="<script>")
+    with adv.GradientTape() as tape:
+        y = adv.sum(x * 2.0)
+    e = tape.explain(y, x)
+    assert str(e).startswith("not_watched: ")
+    page = e._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "not_watched" in page
+
+
+def test_explain_rejects_non_tensors(W):
+    with adv.GradientTape() as tape:
+        y = W * 2.0
+    with pytest.raises(TypeError, match="source must be a tensor"):
+        tape.explain(y, 3.0)
