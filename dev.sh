@@ -56,9 +56,12 @@ setup_python() {
     fi
     local stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
     if [ ! -f "$stamp" ]; then
-        say "installing autodiff_viz and its test tools into $VENV"
-        "$PY" -m pip install -q --upgrade pip >&2
-        "$PY" -m pip install -q -e ".[test]" >&2
+        say "installing autodiff_viz and its test tools into $VENV (log: $VENV/pip.log)"
+        if ! { "$PY" -m pip install --upgrade pip && "$PY" -m pip install -e ".[test]"; } > "$VENV/pip.log" 2>&1; then
+            tail -n 30 "$VENV/pip.log" >&2
+            say "pip failed; the full log is $VENV/pip.log"
+            exit 1
+        fi
         rm -f "$VENV"/.installed-*
         touch "$stamp"
     fi
