@@ -1,0 +1,261 @@
+"""Losses with Keras semantics: functions per sample, classes that reduce.
+
+Functions return one value per sample (the mean over the last axis, as
+Keras); loss classes apply a ``reduction`` (default
+``"sum_over_batch_size"``: the mean over the batch) and accept
+``sample_weight``. ``compile(loss="...")`` takes any name below.
+
+    >>> y_true = np.array([[1.0], [0.0]])
+    >>> logits = adv.Variable([[2.0], [-1.0]])
+    >>> with adv.GradientTape() as tape:
+    ...     loss = BinaryCrossentropy(from_logits=True)(y_true, logits)
+    >>> tape.gradient(loss, logits)        # (sigmoid(z) − y) / batch
+
+Numerical stability: from logits, binary cross-entropy is
+``softplus(z) − y·z`` and categorical cross-entropy uses ``log_softmax``,
+so no logit is too large (no ``inf``, no NaN). From probabilities, values are
+clipped to ``[ε, 1 − ε]`` with ``ε = 1e-7`` before the log, exactly as Keras
+does (so the gradient is zero for probabilities beyond the clip: prefer
+logits).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import nn, ops
+from .tensor import Tensor, constant
+
+EPSILON = 1e-7
+REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "none", None)
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+def _pred(y_pred) -> Tensor:
+    if isinstance(y_pred, Tensor):
+        return y_pred
+    arr = np.asarray(y_pred)
+    return constant(arr if arr.dtype.kind == "f" else arr.astype("float64"))
+
+
+def _target(y_true, like: Tensor) -> Tensor:
+    """The labels as a tensor of the prediction's dtype."""
+    if isinstance(y_true, Tensor):
+        return y_true if y_true.dtype == like.dtype else ops.cast(y_true, like.dtype)
+    return constant(np.asarray(y_true, dtype=like.dtype))
+
+
+def _same_rank(y_true: Tensor, y_pred: Tensor, what: str):
+    """Keras' squeeze-or-expand: ``(batch,)`` labels against ``(batch, 1)`` predictions line up."""
+    if y_true.ndim == y_pred.ndim - 1 and y_pred.shape[-1] == 1:
+        y_true = ops.expand_dims(y_true, -1)
+    elif y_pred.ndim == y_true.ndim - 1 and y_true.shape[-1] == 1:
+        y_true = ops.squeeze(y_true, -1)
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"{what}: y_true has shape {y_true.shape} and y_pred has shape {y_pred.shape}; "
+                         "they must match. For integer class labels with one column per class, use "
+                         "sparse_categorical_crossentropy, or one-hot encode the labels.")
+    return y_true, y_pred
+
+
+# ---------------------------------------------------------------------------
+# Per-sample functions
+# ---------------------------------------------------------------------------
+def mean_squared_error(y_true, y_pred):
+    """``mean((y_true − y_pred)², axis=-1)``: one value per sample."""
+    y_pred = _pred(y_pred)
+    y_true, y_pred = _same_rank(_target(y_true, y_pred), y_pred, "mean_squared_error")
+    return ops.mean(ops.square(y_pred - y_true), axis=-1)
+
+
+def mean_absolute_error(y_true, y_pred):
+    """``mean(|y_true − y_pred|, axis=-1)``: one value per sample."""
+    y_pred = _pred(y_pred)
+    y_true, y_pred = _same_rank(_target(y_true, y_pred), y_pred, "mean_absolute_error")
+    return ops.mean(ops.abs(y_pred - y_true), axis=-1)
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0):
+    """``−mean(y·log p + (1 − y)·log(1 − p), axis=-1)``.
+
+    With ``from_logits=True`` this is ``mean(softplus(z) − y·z)``, whose
+    gradient with respect to the logit is exactly ``sigmoid(z) − y``.
+    """
+    y_pred = _pred(y_pred)
+    y_true, y_pred = _same_rank(_target(y_true, y_pred), y_pred, "binary_crossentropy")
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        per_entry = nn.softplus(y_pred) - y_true * y_pred
+    else:
+        p = ops.clip(y_pred, EPSILON, 1.0 - EPSILON)
+        per_entry = -(y_true * ops.log(p) + (1.0 - y_true) * ops.log(1.0 - p))
+    return ops.mean(per_entry, axis=-1)
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """``−Σ y·log p`` over the class axis, for one-hot (or soft) labels.
+
+    From probabilities, ``p`` is first normalised to sum to one and clipped
+    (Keras); from logits, ``log p = log_softmax(z)``.
+    """
+    y_pred = _pred(y_pred)
+    y_true = _target(y_true, y_pred)
+    if y_true.shape != y_pred.shape:
+        hint = (" The labels look like class indices: use sparse_categorical_crossentropy."
+                if y_true.ndim == y_pred.ndim - 1 or (y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1) else "")
+        raise ValueError(f"categorical_crossentropy: y_true has shape {y_true.shape}, y_pred has shape "
+                         f"{y_pred.shape}; they must be equal (one-hot labels).{hint}")
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / y_pred.shape[axis]
+    if from_logits:
+        log_p = nn.log_softmax(y_pred, axis=axis)
+    else:
+        p = y_pred / ops.sum(y_pred, axis=axis, keepdims=True)
+        log_p = ops.log(ops.clip(p, EPSILON, 1.0 - EPSILON))
+    return -ops.sum(y_true * log_p, axis=axis)
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
+    """``−log p[label]`` for integer class labels of shape ``(batch,)`` or ``(batch, 1)``."""
+    y_pred = _pred(y_pred)
+    labels = np.asarray(y_true._value if isinstance(y_true, Tensor) else y_true)
+    if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
+        labels = labels[..., 0]
+    if labels.shape != y_pred.shape[:-1]:
+        raise ValueError(f"sparse_categorical_crossentropy: labels of shape {labels.shape} do not match "
+                         f"predictions of shape {y_pred.shape}; expected labels of shape {y_pred.shape[:-1]} "
+                         "(one class index per sample). For one-hot labels use categorical_crossentropy.")
+    if labels.dtype.kind == "f":
+        if not np.all(labels == np.round(labels)):
+            raise ValueError("sparse_categorical_crossentropy: labels must be whole class indices, "
+                             f"got non-integer values such as {labels[labels != np.round(labels)].ravel()[0]}.")
+        labels = labels.astype(np.int64)
+    classes = y_pred.shape[axis]
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise ValueError(f"sparse_categorical_crossentropy: labels must lie in [0, {classes - 1}] for "
+                         f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
+    one_hot = constant(np.eye(classes, dtype=y_pred.dtype)[labels])
+    return categorical_crossentropy(one_hot, y_pred, from_logits=from_logits, axis=axis)
+
+
+mse = MSE = mean_squared_error
+mae = MAE = mean_absolute_error
+
+
+# ---------------------------------------------------------------------------
+# Loss classes
+# ---------------------------------------------------------------------------
+class Loss:
+    """A per-sample loss function plus a reduction, as ``keras.losses.Loss``.
+
+    Args:
+        reduction: ``"sum_over_batch_size"`` (default: sum of the weighted
+            per-sample losses divided by their number, i.e. the mean),
+            ``"sum"``, ``"mean"`` (divided by the sum of the sample weights)
+            or ``None`` / ``"none"`` (one value per sample).
+        name: shown in logs.
+    """
+
+    def __init__(self, fn=None, reduction="sum_over_batch_size", name=None, **fn_kwargs):
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"Unknown reduction {reduction!r}; use one of {REDUCTIONS}.")
+        self.fn = fn
+        self.reduction = reduction
+        self.name = name or (fn.__name__ if fn is not None else type(self).__name__)
+        self.fn_kwargs = fn_kwargs
+
+    def call(self, y_true, y_pred):
+        if self.fn is None:
+            raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred).")
+        return self.fn(y_true, y_pred, **self.fn_kwargs)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        losses = self.call(y_true, y_pred)
+        return reduce(losses, self.reduction, sample_weight)
+
+    def __repr__(self):
+        extra = "".join(f", {k}={v!r}" for k, v in self.fn_kwargs.items())
+        return f"{type(self).__name__}(reduction={self.reduction!r}{extra})"
+
+
+def reduce(losses: Tensor, reduction="sum_over_batch_size", sample_weight=None) -> Tensor:
+    """Apply a Keras reduction to per-sample losses (optionally weighted)."""
+    if sample_weight is not None:
+        w = np.asarray(sample_weight._value if isinstance(sample_weight, Tensor) else sample_weight,
+                       dtype=losses.dtype)
+        while w.ndim > losses.ndim and w.shape[-1] == 1:
+            w = w[..., 0]
+        try:
+            np.broadcast_shapes(w.shape, losses.shape)
+        except ValueError:
+            raise ValueError(f"sample_weight of shape {w.shape} does not broadcast against per-sample "
+                             f"losses of shape {losses.shape}; give one weight per sample.") from None
+        losses = losses * constant(w)
+    if reduction in ("none", None):
+        return losses
+    total = ops.sum(losses)
+    if reduction == "sum":
+        return total
+    if reduction == "mean" and sample_weight is not None:
+        return total / max(float(np.sum(np.broadcast_to(w, losses.shape))), EPSILON)
+    return total / max(losses.size, 1)
+
+
+class MeanSquaredError(Loss):
+    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_error"):
+        super().__init__(mean_squared_error, reduction, name)
+
+
+class MeanAbsoluteError(Loss):
+    def __init__(self, reduction="sum_over_batch_size", name="mean_absolute_error"):
+        super().__init__(mean_absolute_error, reduction, name)
+
+
+class BinaryCrossentropy(Loss):
+    def __init__(self, from_logits=False, label_smoothing=0.0, reduction="sum_over_batch_size",
+                 name="binary_crossentropy"):
+        super().__init__(binary_crossentropy, reduction, name, from_logits=from_logits,
+                         label_smoothing=label_smoothing)
+
+
+class CategoricalCrossentropy(Loss):
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="sum_over_batch_size",
+                 name="categorical_crossentropy"):
+        super().__init__(categorical_crossentropy, reduction, name, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class SparseCategoricalCrossentropy(Loss):
+    def __init__(self, from_logits=False, axis=-1, reduction="sum_over_batch_size",
+                 name="sparse_categorical_crossentropy"):
+        super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits, axis=axis)
+
+
+_BY_NAME = {
+    "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError,
+    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
+    "binary_crossentropy": BinaryCrossentropy, "categorical_crossentropy": CategoricalCrossentropy,
+    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
+}
+
+
+def get(identifier) -> Loss:
+    """A :class:`Loss` from a name (``"mse"``, ``"sparse_categorical_crossentropy"``, a class
+    name such as ``"MeanSquaredError"``), a Loss, or a function ``f(y_true, y_pred)``."""
+    if isinstance(identifier, Loss):
+        return identifier
+    if isinstance(identifier, str):
+        from .layers.base import to_snake_case
+        key = identifier if identifier in _BY_NAME else to_snake_case(identifier)
+        if key not in _BY_NAME:
+            raise ValueError(f"Unknown loss {identifier!r}. Use one of {sorted(_BY_NAME)}, a Loss object "
+                             "or a function f(y_true, y_pred).")
+        return _BY_NAME[key]()
+    if isinstance(identifier, type) and issubclass(identifier, Loss):
+        return identifier()
+    if callable(identifier):
+        return Loss(identifier)
+    raise TypeError(f"A loss must be a name, a Loss or a function f(y_true, y_pred); got "
+                    f"{type(identifier).__name__}.")

@@ -1,0 +1,296 @@
+"""Optimizers with Keras 3 update rules: SGD, RMSprop, Adam.
+
+    >>> opt = Adam(learning_rate=1e-3)
+    >>> with adv.GradientTape() as tape:
+    ...     loss = loss_fn()
+    >>> grads = tape.gradient(loss, model.trainable_variables)
+    >>> opt.apply_gradients(zip(grads, model.trainable_variables))
+
+``apply_gradients`` is all-or-nothing: it checks every (gradient, variable)
+pair first and changes no variable (and no optimizer state) if any pair is
+wrong. A ``None`` gradient is skipped with a warning that names the
+variable (the usual cause: the loss does not depend on it, or was computed
+outside the tape).
+
+Updates are plain numpy on the variables' values: an optimizer step is not
+part of any graph (as in Keras, where it runs outside the tape).
+
+``learning_rate`` is a number, or a schedule: a callable of the step count
+(``lambda step: 0.1 * 0.5 ** (step // 100)``, or :class:`ExponentialDecay`),
+or a callable with no arguments (Keras 3's convention).
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+
+from .tape import GradientTape
+from .tensor import Tensor, Variable
+
+
+class ExponentialDecay:
+    """``initial_learning_rate · decay_rate ** (step / decay_steps)`` (floored with ``staircase``)."""
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = float(decay_steps)
+        self.decay_rate = float(decay_rate)
+        self.staircase = bool(staircase)
+
+    def __call__(self, step):
+        p = step / self.decay_steps
+        if self.staircase:
+            p = np.floor(p)
+        return self.initial_learning_rate * self.decay_rate ** p
+
+
+class Optimizer:
+    """Base class: validation, schedules, clipping and slot state; subclasses define ``_step``.
+
+    Args:
+        learning_rate: a float or a schedule (see the module docstring).
+        clipnorm: clip each gradient to this L2 norm.
+        clipvalue: clip each gradient entry to ``[-clipvalue, clipvalue]``.
+        global_clipnorm: scale all gradients together so their joint norm is at most this.
+    """
+
+    slot_names: tuple = ()
+
+    def __init__(self, learning_rate=0.001, name=None, clipnorm=None, clipvalue=None, global_clipnorm=None):
+        if clipnorm is not None and global_clipnorm is not None:
+            raise ValueError("Give either clipnorm or global_clipnorm, not both.")
+        self.learning_rate = learning_rate
+        self.name = name or type(self).__name__.lower()
+        self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
+        self.iterations = 0
+        self._state: dict = {}
+
+    # ----- learning rate ----------------------------------------------------
+    @property
+    def learning_rate(self) -> float:
+        """The learning rate for the next step (a schedule is evaluated at ``iterations``)."""
+        lr = self._learning_rate
+        if callable(lr):
+            return float(lr(self.iterations) if self._schedule_takes_step else lr())
+        return float(lr)
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        if callable(value):
+            try:
+                self._schedule_takes_step = len(inspect.signature(value).parameters) > 0
+            except (TypeError, ValueError):
+                self._schedule_takes_step = True
+        elif not np.isscalar(value) or not np.isfinite(value) or value < 0:
+            raise ValueError(f"{type(self).__name__}: learning_rate must be a non-negative number or a "
+                             f"schedule (a callable of the step), got {value!r}.")
+        self._learning_rate = value
+
+    # ----- applying gradients -------------------------------------------------
+    def apply_gradients(self, grads_and_vars) -> int:
+        """Update each variable from its gradient; all-or-nothing.
+
+        Args:
+            grads_and_vars: an iterable of ``(gradient, variable)`` pairs, e.g.
+                ``zip(grads, model.trainable_variables)``.
+
+        Returns:
+            the new value of ``iterations``.
+
+        Raises:
+            ValueError / TypeError naming the pair, the variable and the
+            shapes, before any variable has changed.
+        """
+        pairs = self._checked_pairs(grads_and_vars)
+        if pairs:
+            grads = self._clipped([g for g, _ in pairs])
+            lr = self.learning_rate
+            step = self.iterations + 1
+            results = []
+            for g, var in zip(grads, [v for _, v in pairs]):
+                state = self._state.get(var._id)
+                if state is None:
+                    state = {k: np.zeros(var.shape, dtype=var.dtype) for k in self.slot_names}
+                new_value, new_state = self._step(var._value, g, state, lr, step)
+                results.append((var, new_value, new_state))
+            for var, new_value, new_state in results:
+                var.assign(new_value)
+                self._state[var._id] = new_state
+        self.iterations += 1
+        return self.iterations
+
+    def _checked_pairs(self, grads_and_vars) -> list:
+        try:
+            pairs = list(grads_and_vars)
+        except TypeError:
+            raise TypeError(f"{type(self).__name__}.apply_gradients takes an iterable of (gradient, variable) "
+                            "pairs, e.g. zip(grads, model.trainable_variables).") from None
+        checked, missing = [], []
+        for i, pair in enumerate(pairs, start=1):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"apply_gradients: pair {i} is {type(pair).__name__}, not a (gradient, variable) "
+                                "pair. Nothing was updated.")
+            g, var = pair
+            if not isinstance(var, Variable):
+                raise TypeError(f"apply_gradients: pair {i} holds a {type(var).__name__} where a Variable belongs "
+                                "(the second item of each pair). Did you swap them? Use zip(grads, variables). "
+                                "Nothing was updated.")
+            if g is None:
+                missing.append(var.name or f"pair {i}")
+                continue
+            arr = g._value if isinstance(g, Tensor) else np.asarray(g)
+            if arr.shape != var.shape:
+                raise ValueError(f"apply_gradients: pair {i}: the gradient has shape {arr.shape} but variable "
+                                 f"{var.name or ''!s} has shape {var.shape}. Pass tape.gradient(loss, variables) "
+                                 "zipped with the same variables. Nothing was updated.")
+            if var.dtype.kind != "f" or arr.dtype.kind not in "fiu":
+                raise TypeError(f"apply_gradients: pair {i}: variable {var.name} ({var.dtype}) and gradient "
+                                f"({arr.dtype}) must be floating. Nothing was updated.")
+            checked.append((arr.astype(var.dtype, copy=False), var))
+        if missing:
+            warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss, so they "
+                          "were not updated. Their loss does not depend on them, or was computed outside the "
+                          "tape; tape.explain(loss, variable) says why.", UserWarning, stacklevel=3)
+        return checked
+
+    def _clipped(self, grads):
+        if self.clipvalue is not None:
+            grads = [np.clip(g, -self.clipvalue, self.clipvalue) for g in grads]
+        if self.clipnorm is not None:
+            grads = [g * min(1.0, self.clipnorm / max(float(np.linalg.norm(g)), 1e-12)) for g in grads]
+        if self.global_clipnorm is not None:
+            total = float(np.sqrt(sum(float(np.sum(np.square(g))) for g in grads)))
+            scale = min(1.0, self.global_clipnorm / max(total, 1e-12))
+            grads = [g * scale for g in grads]
+        return grads
+
+    def _step(self, w, g, state, lr, step):
+        """``(new_w, new_state)`` from numpy arrays; must not modify its arguments."""
+        raise NotImplementedError
+
+    def minimize(self, loss, var_list, tape=None):
+        """One step on ``loss``: record it, differentiate, apply.
+
+        Args:
+            loss: a callable with no arguments that returns the loss (or a
+                loss tensor, together with the ``tape`` that recorded it).
+            var_list: the variables to update (or a callable returning them).
+
+        Returns:
+            the loss tensor.
+        """
+        if callable(loss):
+            with GradientTape() as tape:
+                value = loss()
+        elif tape is None:
+            raise ValueError("minimize: give the loss as a function (minimize(lambda: loss_fn(), var_list)) "
+                             "or pass the tape that recorded the loss tensor.")
+        else:
+            value = loss
+        variables = list(var_list() if callable(var_list) else var_list)
+        grads = tape.gradient(value, variables)
+        self.apply_gradients(zip(grads, variables))
+        return value
+
+    def __repr__(self):
+        return f"{type(self).__name__}(learning_rate={self._learning_rate!r}, iterations={self.iterations})"
+
+
+class SGD(Optimizer):
+    """Gradient descent, with optional (Nesterov) momentum, as Keras 3.
+
+    ``momentum = 0``: ``w ← w − lr·g``.
+    ``momentum > 0``: ``v ← momentum·v − lr·g``; ``w ← w + v``.
+    ``nesterov=True``: ``v`` as above; ``w ← w + momentum·v − lr·g``.
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        if not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum}.")
+        self.momentum = float(momentum)
+        self.nesterov = bool(nesterov)
+        self.slot_names = ("momentum",) if self.momentum else ()
+
+    def _step(self, w, g, state, lr, step):
+        if not self.momentum:
+            return w - lr * g, state
+        v = self.momentum * state["momentum"] - lr * g
+        if self.nesterov:
+            return w + self.momentum * v - lr * g, {"momentum": v}
+        return w + v, {"momentum": v}
+
+
+class RMSprop(Optimizer):
+    """RMSprop with Keras 3's update (epsilon *inside* the square root).
+
+    ``v ← rho·v + (1 − rho)·g²``; with ``centered=True`` also
+    ``a ← rho·a + (1 − rho)·g`` and ``v`` is replaced by ``v − a²`` below.
+    ``Δ = lr·g / sqrt(v + epsilon)``; with ``momentum``: ``m ← momentum·m + Δ``
+    and ``w ← w − m``, otherwise ``w ← w − Δ``.
+
+    Note the difference from the common hand-written
+    ``g / (sqrt(v) + eps)``: with ``eps`` inside the root the smallest
+    denominator is ``sqrt(1e-7) ≈ 3e-4``, not ``1e-7``, so tiny ``v`` gives
+    steps at most ``lr·g/3e-4`` instead of up to ``lr·g/1e-7``. The two
+    agree once ``v`` is much larger than ``eps``; comparing with a
+    hand-written version on the first steps (where ``v`` is small) shows the
+    difference.
+    """
+
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.rho, self.momentum, self.epsilon, self.centered = float(rho), float(momentum), float(epsilon), bool(centered)
+        self.slot_names = ("velocity",) + (("average_gradient",) if centered else ()) + (
+            ("momentum",) if self.momentum else ())
+
+    def _step(self, w, g, state, lr, step):
+        rho = self.rho
+        new = {"velocity": rho * state["velocity"] + (1 - rho) * g * g}
+        denominator = new["velocity"]
+        if self.centered:
+            new["average_gradient"] = rho * state["average_gradient"] + (1 - rho) * g
+            denominator = denominator - new["average_gradient"] ** 2
+        increment = lr * g / np.sqrt(denominator + self.epsilon)
+        if self.momentum:
+            new["momentum"] = self.momentum * state["momentum"] + increment
+            return w - new["momentum"], new
+        return w - increment, new
+
+
+class Adam(Optimizer):
+    """Adam with bias correction, in Keras 3's form.
+
+    At step ``t`` (1, 2, ...): ``m ← β₁·m + (1 − β₁)·g``,
+    ``v ← β₂·v + (1 − β₂)·g²``, ``α = lr·sqrt(1 − β₂ᵗ)/(1 − β₁ᵗ)`` and
+    ``w ← w − α·m / (sqrt(v) + epsilon)``. This is the paper's "epsilon hat"
+    form: the same as ``m̂ / (sqrt(v̂) + ε)`` with a slightly different ε.
+    """
+
+    slot_names = ("m", "v")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+
+    def _step(self, w, g, state, lr, step):
+        b1, b2 = self.beta_1, self.beta_2
+        m = state["m"] + (g - state["m"]) * (1 - b1)
+        v = state["v"] + (g * g - state["v"]) * (1 - b2)
+        alpha = lr * np.sqrt(1 - b2 ** step) / (1 - b1 ** step)
+        return w - alpha * m / (np.sqrt(v) + self.epsilon), {"m": m, "v": v}
+
+
+_BY_NAME = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam}
+
+
+def get(identifier) -> Optimizer:
+    """An optimizer from a name (``"adam"``, ``"sgd"``, ``"rmsprop"``, with Keras' defaults) or an instance."""
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, str) and identifier.lower() in _BY_NAME:
+        return _BY_NAME[identifier.lower()]()
+    raise ValueError(f"Unknown optimizer {identifier!r}. Use one of {sorted(_BY_NAME)} or an optimizer "
+                     "instance such as adv.optimizers.Adam(learning_rate=1e-3).")
