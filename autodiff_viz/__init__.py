@@ -27,4 +27,7 @@ from .trace import Trace
 from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp,
                          GradCheckReport)
 
+from . import callbacks, layers, losses, metrics, optimizers
+from .models import Model, Sequential
+
 __version__ = "0.1.0"
