@@ -35,17 +35,61 @@ class GradCheckRow:
 
 
 @dataclass
+class EdgeCheckRow:
+    """One edge ``input → op`` checked alone: the rule's VJP/JVP against finite differences of that op.
+
+    ``input_id`` and ``node_id`` are the tensor ids of the edge's ends (what
+    ``Trace.with_marks`` takes), ``location`` the user line that made the op.
+    """
+
+    node_id: int
+    input_id: int
+    op: str
+    input_index: int
+    input_name: str
+    factor: str | None
+    mode: str
+    max_abs_error: float
+    max_rel_error: float
+    ok: bool
+    location: str | None = None
+    note: str = ""
+
+
+@dataclass
 class GradCheckReport:
-    """The outcome of :func:`check_grads`: one row per (argument, mode); ``.ok`` if all pass."""
+    """The outcome of :func:`check_grads`: one row per (argument, mode); ``.ok`` if all pass.
+
+    With ``per_edge=True`` it also holds ``edges``: one :class:`EdgeCheckRow`
+    per recorded op input and mode, so a wrong rule is named, not just found.
+    """
 
     rows: list = field(default_factory=list)
     eps: float = 1e-6
     rtol: float = 1e-5
     atol: float = 1e-7
+    edges: list = field(default_factory=list)
+    _record: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.rows)
+        return all(r.ok for r in self.rows) and all(e.ok for e in self.edges)
+
+    def failing_edges(self) -> list:
+        """The edge rows whose rule disagrees with finite differences."""
+        return [e for e in self.edges if not e.ok]
+
+    def marks(self) -> dict:
+        """``{(input_id, op_output_id): reason}`` for each failing edge, for ``Trace.with_marks``."""
+        return {(e.input_id, e.node_id): f"gradient check failed ({e.mode}): |error| {e.max_abs_error:.2e}"
+                for e in self.failing_edges()}
+
+    def trace(self):
+        """The checked run as an :class:`~autodiff_viz.Trace`, failing edges marked (needs ``per_edge=True``)."""
+        if self._record is None:
+            raise ValueError("report.trace() needs the per-edge check: call check_grads(..., per_edge=True).")
+        tape, out, sources = self._record
+        return tape.trace(out, sources).with_marks(self.marks())
 
     def worst(self, argnum: int) -> float:
         """The largest absolute error for one argument over every mode checked."""
@@ -61,6 +105,16 @@ class GradCheckReport:
             verdict = "ok" if r.ok else "MISMATCH"
             note = f"  ({r.note})" if r.note else ""
             lines.append(f"{r.argnum:>3}  {r.mode:<8} {r.max_abs_error:12.3e} {r.max_rel_error:12.3e}  {verdict}{note}")
+        if self.edges:
+            lines.append("")
+            head = f"{'op':<18} {'input':<8} {'mode':<8} {'max abs err':>12}  {'result':<8} factor / where"
+            lines += ["per edge (each op alone):", head, "-" * len(head)]
+            for e in self.edges:
+                verdict = "ok" if e.ok else "MISMATCH"
+                where = f"  {e.location}" if e.location else ""
+                note = f"  ({e.note})" if e.note else ""
+                lines.append(f"{e.op + ' #' + str(e.node_id):<18} {e.input_name:<8} {e.mode:<8} "
+                             f"{e.max_abs_error:12.3e}  {verdict:<8} {e.factor or ''}{where}{note}")
         lines.append(f"tolerance: |autodiff − numeric| ≤ {self.atol:g} + {self.rtol:g}·|numeric|, ε = {self.eps:g}")
         return "\n".join(lines)
 
@@ -70,8 +124,18 @@ class GradCheckReport:
             f"<tr><td>{r.argnum}</td><td>{r.mode}</td><td>{r.max_abs_error:.3e}</td>"
             f"<td>{r.max_rel_error:.3e}</td><td style='font-weight:bold'>{'ok' if r.ok else 'MISMATCH'}</td>"
             f"<td>{html.escape(r.note)}</td></tr>" for r in self.rows)
-        return ("<table><thead><tr><th>arg</th><th>mode</th><th>max abs err</th><th>max rel err</th>"
-                f"<th>result</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+        table = ("<table><thead><tr><th>arg</th><th>mode</th><th>max abs err</th><th>max rel err</th>"
+                 f"<th>result</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+        if not self.edges:
+            return table
+        erows = "".join(
+            f"<tr><td>{html.escape(e.op)} #{e.node_id}</td><td>{html.escape(e.input_name)}</td><td>{e.mode}</td>"
+            f"<td>{e.max_abs_error:.3e}</td><td style='font-weight:bold;color:{'inherit' if e.ok else '#c62828'}'>"
+            f"{'ok' if e.ok else 'MISMATCH'}</td><td>{html.escape(e.factor or '')}</td>"
+            f"<td>{html.escape(e.location or '')}</td><td>{html.escape(e.note)}</td></tr>" for e in self.edges)
+        return (table + "<table><thead><tr><th>op</th><th>input</th><th>mode</th><th>max abs err</th>"
+                "<th>result</th><th>factor</th><th>where</th><th></th></tr></thead>"
+                f"<tbody>{erows}</tbody></table>")
 
 
 def numeric_jacobian(f, args, argnum, eps=1e-6) -> np.ndarray:
@@ -95,16 +159,22 @@ def _value(t) -> np.ndarray:
 
 
 def check_grads(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7,
-                modes=("reverse", "forward"), raise_on_error=False) -> GradCheckReport:
+                modes=("reverse", "forward"), raise_on_error=False, per_edge=False) -> GradCheckReport:
     """Compare ``f``'s autodiff Jacobians with finite differences, per argument.
 
     Args:
         f: a function of tensors returning a tensor.
         args: the point to check at (arrays or tensors; converted to float64).
         argnums: which arguments to check (default: all).
-        eps, rtol, atol: step and tolerances.
+        eps: the finite-difference step.
+        rtol: relative tolerance.
+        atol: absolute tolerance.
         modes: ``"reverse"`` (VJP rules), ``"forward"`` (JVP rules), or both.
         raise_on_error: raise :class:`GradientCheckError` with the table on a mismatch.
+        per_edge: also check every recorded op on the way from the checked
+            arguments to the output on its own (its rule's VJP/JVP against
+            finite differences of that op's forward at the values it saw), so
+            a mismatch names the op, the input and the line (``report.edges``).
     """
     from .transforms import jacobian
 
@@ -128,6 +198,121 @@ def check_grads(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7,
             rel_err = float((err / np.maximum(np.abs(numeric), 1e-300)).max()) if err.size else 0.0
             ok = bool(np.all(err <= atol + rtol * np.abs(numeric)))
             report.rows.append(GradCheckRow(k, mode, abs_err, rel_err, ok))
+    if per_edge:
+        report.edges, report._record = _check_edges(f, args, nums, eps, rtol, atol, modes)
     if raise_on_error and not report.ok:
         raise GradientCheckError("gradient check failed:\n" + str(report))
     return report
+
+
+# ---------------------------------------------------------------------------
+# Per edge: each recorded op alone
+# ---------------------------------------------------------------------------
+EDGE_SIZE_LIMIT = 4096   # entries of an op's input or output above which its edge is not checked
+
+
+def check_edges(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7, modes=("reverse", "forward")) -> list:
+    """:class:`EdgeCheckRow` for every edge on a path from ``args[argnums]`` (default: all) to ``f``'s output.
+
+    ``f`` runs once under a tape; then, for each recorded op and each input
+    with a gradient, the rule's VJP (reverse) and JVP (forward) are seeded
+    with identities and compared with central differences of the op's own
+    forward, at the values the op saw, in float64.
+    """
+    nums = range(len(args)) if argnums is None else ([argnums] if isinstance(argnums, int) else argnums)
+    return _check_edges(f, args, list(nums), eps, rtol, atol, modes)[0]
+
+
+def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
+    """``(rows, (tape, out, sources))``: the edge rows and the run they checked."""
+    from . import engine
+    from .tape import GradientTape
+
+    xs = [Tensor(np.array(a, dtype=np.float64)) for a in args]
+    with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        tape.watch([xs[k] for k in argnums])
+        out = f(*xs)
+    reach, path = engine.reachable(tape.nodes, {xs[k]._id for k in argnums})
+    rows = []
+    with engine.paused():
+        for node in path:
+            for i, t in enumerate(node.inputs):
+                spec = node.rule.spec(i)
+                if t._id in reach and spec.vjp is not None and t.dtype.kind in "fc":
+                    rows += _check_edge(node, i, eps, rtol, atol, modes)
+    return rows, (tape, out, [xs[k] for k in argnums])
+
+
+def _check_edge(node, i, eps, rtol, atol, modes) -> list:
+    from .engine import lift, unbroadcast
+
+    rule, params, spec = node.rule, node.params, node.rule.spec(i)
+    name = f"x{i}" if rule.variadic else spec.name
+    loc = f"{node.location[0]}:{node.location[1]}" if node.location else None
+    xs = [np.array(t._value, dtype=np.float64) if t.dtype.kind in "fc" else t._value for t in node.inputs]
+    x = xs[i]
+    extra = {"i": i} if rule.variadic else {}
+
+    def row(mode, auto=None, numeric=None, note=""):
+        if auto is None:
+            return EdgeCheckRow(node.out_id, node.inputs[i]._id, rule.name, i, name, spec.factor, mode,
+                                float("nan"), float("nan"), True, loc, note)
+        if auto.shape != numeric.shape:
+            return EdgeCheckRow(node.out_id, node.inputs[i]._id, rule.name, i, name, spec.factor, mode,
+                                float("inf"), float("inf"), False, loc, f"shape {auto.shape} but numeric {numeric.shape}")
+        err = np.abs(auto - numeric)
+        abs_err = float(err.max()) if err.size else 0.0
+        rel_err = float((err / np.maximum(np.abs(numeric), 1e-300)).max()) if err.size else 0.0
+        ok = bool(np.all(err <= atol + rtol * np.abs(numeric)))
+        return EdgeCheckRow(node.out_id, node.inputs[i]._id, rule.name, i, name, spec.factor, mode,
+                            abs_err, rel_err, ok, loc, note)
+
+    y = np.asarray(rule.forward(*xs, **params))
+    if y.dtype != np.float64:
+        return [row(m, note=f"not checked: the op's output is {y.dtype}") for m in modes]
+    if x.size > EDGE_SIZE_LIMIT or y.size > EDGE_SIZE_LIMIT:
+        return [row(m, note=f"not checked: more than {EDGE_SIZE_LIMIT} entries") for m in modes]
+    numeric = _op_numeric_jacobian(rule, xs, i, params, eps, y.shape)
+    rows = []
+    for mode in modes:
+        if mode == "reverse":
+            seed = np.eye(y.size).reshape(y.shape + y.shape)
+            g = spec.vjp(seed, y, *xs, **extra, **params)
+            if g is None:
+                g = np.zeros(y.shape + x.shape)
+            g = np.asarray(g._value if isinstance(g, Tensor) else g, dtype=np.float64)
+            if rule.elementwise:
+                g = unbroadcast(g, x.shape, y.ndim)
+            if g.ndim < y.ndim + x.ndim:
+                g = np.broadcast_to(g, y.shape + x.shape)
+            rows.append(row(mode, g, numeric))
+        else:
+            if spec.jvp is None:
+                rows.append(row(mode, note="not checked: the rule has no JVP"))
+                continue
+            dx = np.eye(x.size).reshape(x.shape + x.shape)
+            if rule.elementwise:
+                dx = lift(dx, x.ndim, y.ndim)
+            c = spec.jvp(dx, y, *xs, **extra, **params)
+            c = np.broadcast_to(np.asarray(c._value if isinstance(c, Tensor) else c, dtype=np.float64),
+                                x.shape + y.shape)
+            k = x.ndim
+            rows.append(row(mode, np.transpose(c, tuple(range(k, k + y.ndim)) + tuple(range(k))), numeric))
+    return rows
+
+
+def _op_numeric_jacobian(rule, xs, i, params, eps, y_shape) -> np.ndarray:
+    """``y.shape + x.shape``: central differences of one op's forward in its input ``i``."""
+    x = xs[i]
+    cols = []
+    for j in range(x.size):
+        plus, minus = list(xs), list(xs)
+        plus[i], minus[i] = x.copy(), x.copy()
+        plus[i].flat[j] += eps
+        minus[i].flat[j] -= eps
+        fp = np.asarray(rule.forward(*plus, **params), dtype=np.float64)
+        fm = np.asarray(rule.forward(*minus, **params), dtype=np.float64)
+        cols.append((fp - fm) / (2 * eps))
+    if not cols:
+        return np.zeros(y_shape + x.shape)
+    return np.stack(cols, axis=-1).reshape(y_shape + x.shape)

@@ -193,11 +193,25 @@ def custom_gradient(f):
         def vjp_i(i):
             return lambda g, out, *inputs: grads_for(g, out)[i]
 
-        rule = Rule(f"custom:{f.__name__}", lambda *vals: y._value,
+        rule = Rule(f"custom:{f.__name__}", _custom_forward(f, xs, y),
                     [In(f"x{i}", "custom", vjp_i(i)) for i in range(len(xs))],
                     doc=f.__doc__ or "")
         return engine.apply(rule, *xs)
     return wrapped
+
+
+def _custom_forward(f, xs, y):
+    """The custom op's forward: ``y`` at the values it was called with, else ``f`` run again.
+
+    Running again at other values is what lets a per-edge gradient check
+    take finite differences of a custom op alone.
+    """
+    def forward(*vals):
+        if all(v is x._value for v, x in zip(vals, xs)):
+            return y._value
+        with engine.paused():
+            return as_tensor(f(*[Tensor(v) for v in vals])[0])._value
+    return forward
 
 
 def _call_grad_fn(grad_fn, g, out, n, f):
