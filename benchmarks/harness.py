@@ -96,13 +96,15 @@ class Variant:
     with no arguments that runs it once; ``checks`` maps a case name to a
     function returning the arrays (or one array) that must equal the numpy
     reference, checked before anything is timed; ``per_call`` divides the
-    measured time (ops in a chain, steps in an epoch).
+    measured time (ops in a chain, steps in an epoch); ``facts`` returns
+    other things worth a column (a test accuracy).
     """
 
     cases: dict
     checks: dict = field(default_factory=dict)
     per_call: int = 1
     note: str = ""
+    facts: Callable[[], dict] | None = None
 
 
 def max_relative_error(got, want) -> float:

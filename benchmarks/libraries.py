@@ -37,7 +37,9 @@ def load(name: str, threads: int):
 
 
 def version(name: str) -> str | None:
+    """The installed version of ``name`` (from its package metadata), or None."""
+    from importlib import metadata
     try:
-        return importlib.import_module(name).__version__
-    except Exception:  # noqa: BLE001  (a missing or broken peer just has no version)
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
         return None

@@ -109,6 +109,11 @@ def _workload_table(results, name, wl, threads) -> list:
     out = [head, "", f"Ratios in brackets: × {base_text}.", "", "| " + " | ".join(cols) + " |",
            "|" + "---|" * len(cols)]
     labels = list(dict.fromkeys(v for v, _ in rows))
+    facts = {f["variant"]: {k: v for k, v in f.items() if k not in ("workload", "variant")}
+             for run in results["runs"] for f in run.get("facts", []) if f["workload"] == name}
+    fact_cols = list(dict.fromkeys(k for f in facts.values() for k in f))
+    cols += fact_cols
+    out[4:6] = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     notes = {r["variant"]: r["note"] for run in results["runs"] for r in run["rows"]
              if r["workload"] == name and r.get("note")}
     for label in labels:
@@ -122,6 +127,9 @@ def _workload_table(results, name, wl, threads) -> list:
         if ratio_col:
             f, fb = rows.get((label, "forward")), rows.get((label, "fwd+bwd"))
             cells.append(f"{fb / f:.3g}" if f and fb else "—")
+        for k in fact_cols:
+            v = facts.get(label, {}).get(k)
+            cells.append("—" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v))
         out.append("| " + " | ".join(cells) + " |")
     explained = [f"{label}: {notes[label]}" for label in labels if label in notes]
     if explained:

@@ -60,13 +60,13 @@ def worker(lib: str, threads: int, names: list, quick: bool) -> dict:
     harness.pin_to_cores(threads)
     settings = harness.Settings.make(quick)
     out = {"library": lib, "threads": threads, "version": None, "skipped": None,
-           "reference_checks": [], "checks": [], "rows": [], "errors": [], "notes": []}
+           "reference_checks": [], "checks": [], "rows": [], "facts": [], "errors": [], "notes": []}
     try:
         mod = libraries.load(lib, threads)
     except libraries.Missing as exc:
         out["skipped"] = str(exc)
         return out
-    out["version"] = getattr(mod, "__version__", None)
+    out["version"] = libraries.version(lib) or getattr(mod, "__version__", None)
     for wl in workload_modules(names):
         skip = getattr(wl, "unavailable", lambda: None)()
         if skip:
@@ -102,6 +102,13 @@ def _run_variant(wl, label, variant, ref, settings, threads, out):
             bad.add(case)
             out["errors"].append(f"{wl.NAME} {label} {case}: gradient differs from the reference "
                                  f"by {err:.2e} (relative); not timed")
+    if variant.facts is not None and not bad:
+        try:
+            out["facts"].append({"workload": wl.NAME, "variant": label, **variant.facts()})
+        except Exception as exc:  # noqa: BLE001
+            out["errors"].append(f"{wl.NAME} {label} facts: {type(exc).__name__}: {exc}")
+    if bad - set(variant.cases):
+        bad |= set(variant.cases)   # a check of the whole variant failed: time none of it
     for case, fn in variant.cases.items():
         if case in bad:
             continue
