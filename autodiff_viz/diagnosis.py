@@ -62,6 +62,37 @@ class Explanation:
     def connected(self) -> bool:
         return self.reason == "connected"
 
+    def marks(self) -> dict:
+        """``{ref: reason}`` for ``Trace.with_marks``: the broken edges (as tensor-id pairs), else the nodes."""
+        if self.connected:
+            return {}
+        return {edge: self._mark_label for edge in self.edges} or {n: self._mark_label for n in self.nodes}
+
+    @property
+    def _mark_label(self) -> str:
+        return f"{self.reason} ({self.op})" if self.op else self.reason
+
+    def mark(self, trace):
+        """A copy of ``trace`` with what this explanation names drawn red.
+
+        The broken edges when the trace has them, else the nodes involved;
+        parts the trace lacks (tensors this tape never recorded) are skipped.
+
+            >>> marked = tape.explain(loss, w).mark(tape.trace(loss))
+        """
+        if self.connected:
+            return trace
+        for refs in (self.edges, self.nodes):
+            out = trace
+            for ref in refs:
+                try:
+                    out = out.with_marks({ref: self._mark_label})
+                except ValueError:
+                    continue
+            if out is not trace:
+                return out
+        return trace
+
     def __str__(self):
         return f"{self.reason}: {self.message}"
 
@@ -91,6 +122,10 @@ class UnconnectedGradientError(ValueError):
 def _label(t: Tensor) -> str:
     name = f"'{t.name}'" if t.name else f"tensor #{t._id}"
     return f"{name} (shape {t.shape}, {t.dtype})"
+
+
+def _scope(node) -> str:
+    return f" in '{node.scope}'" if node.scope else ""
 
 
 def _where(location) -> str | None:
@@ -287,7 +322,8 @@ def _unrecorded(tape, target, source, node, edges, ids) -> Explanation:
     culprit = node
     if target._node is not None and not _recorded_by(tape, target._node) and _made(tape, target._id) == when:
         culprit = target._node
-    what = "The target" if culprit is target._node else f"The tensor #{culprit.out_id} made by '{culprit.rule.name}'"
+    what = ("The target" if culprit is target._node else
+            f"The tensor #{culprit.out_id} made by '{culprit.rule.name}'{_scope(culprit)}")
     if others:
         text = (f"{what} was computed by a call recorded by another tape (tape #{others[0]}), "
                 f"{_WHEN[when]}. It is stale for this tape: typically `layer.output` from an earlier "
@@ -319,7 +355,8 @@ def _stale_source(tape, source) -> Explanation | None:
     moment = f", {_WHEN[when]}" if when else ""
     return Explanation(
         "computed_outside_tape",
-        f"The source {_label(source)} comes from a call {by}{moment}. This tape does not know it, "
+        f"The source {_label(source)} comes from a call{_scope(node)} {by}{moment}. This tape does not "
+        "know it, "
         "so the target cannot be differentiated with respect to it. This is what happens with "
         f"`layer.output` from an earlier call.{_code(node.location)}\n"
         "Fix: call the layer (or model) inside this tape's `with` block and ask for the gradient "

@@ -259,3 +259,54 @@ def test_explain_rejects_non_tensors(W):
         y = W * 2.0
     with pytest.raises(TypeError, match="source must be a tensor"):
         tape.explain(y, 3.0)
+
+
+def test_the_broken_edge_is_marked_red_on_the_trace(W, x):
+    with adv.GradientTape() as tape:
+        logits = x @ W
+        best = adv.argmax(logits, axis=1)
+        loss = adv.sum(adv.cast(best, "float64") * 2.0)
+    e = tape.explain(loss, W)
+    assert e.marks() == {(logits._id, best._id): "non_differentiable_op (argmax)"}
+    trace = e.mark(tape.trace(loss, W))
+    (mark,) = trace.marks
+    edge = trace.edge(mark.ref)
+    assert (edge.src, edge.dst) == (trace.node_id_of(logits), trace.node_id_of(best))
+    assert "non_differentiable_op (argmax)" in trace.to_dot("forward")
+
+
+def test_marks_fall_back_to_nodes_the_trace_has(W, x):
+    unused = adv.Variable(1.0, name="unused")
+    with adv.GradientTape() as tape:
+        loss = adv.sum(x @ W) + unused * 0.0
+        other = adv.sum(x @ W)
+    e = tape.explain(other, unused)
+    assert e.reason == "not_used"
+    trace = e.mark(tape.trace(other))
+    assert {m.ref for m in trace.marks} <= {trace.node_id_of(unused), trace.node_id_of(other)}
+    assert trace.marks
+    with adv.GradientTape() as tape:
+        loss = adv.sum(x @ W)
+    connected = tape.explain(loss, W)
+    assert connected.marks() == {} and connected.mark(tape.trace(loss)).marks == []
+
+
+def test_stale_dense_output_from_an_earlier_call():
+    hidden = adv.layers.Dense(3, activation="tanh", name="hidden")
+    head = adv.layers.Dense(1, name="head")
+    x = adv.constant(np.ones((2, 4), dtype="float32"))
+    with adv.GradientTape() as first:
+        head(hidden(x))  # <- earlier-call
+    stale = hidden.output
+    with adv.GradientTape() as second:
+        loss = adv.sum(head(stale) ** 2)
+    assert second.gradient(loss, stale) is None
+    e = second.explain(loss, stale)
+    assert e.reason == "computed_outside_tape"
+    assert e.location == line_of("earlier-call")
+    assert "'hidden" in e.message and f"tape #{first.serial}" in e.message
+
+    with adv.GradientTape() as fresh:
+        loss = adv.sum(head(hidden(x)) ** 2)
+    assert fresh.explain(loss, hidden.output).reason == "connected"
+    assert fresh.gradient(loss, hidden.output) is not None
