@@ -223,8 +223,10 @@ class Layer:
         weights = self.weights
         values = list(values)
         if len(values) != len(weights):
+            hint = (" It is not built yet: call it on a batch first so its weights exist."
+                    if not self.built else " Pass a list like layer.get_weights().")
             raise ValueError(f"{self.name}.set_weights: the layer has {len(weights)} weights, got "
-                             f"{len(values)} arrays. Pass a list like layer.get_weights().")
+                             f"{len(values)} arrays.{hint}")
         arrays = []
         for v, a in zip(weights, values):
             a = np.asarray(a._value if isinstance(a, Tensor) else a)

@@ -1,0 +1,344 @@
+"""Layers against hand-written numpy: Dense and RNN values and gradients, custom cells, names, scopes."""
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+from autodiff_viz import layers
+
+
+@pytest.fixture(autouse=True)
+def fresh_session():
+    layers.clear_session()
+    layers.set_random_seed(0)
+
+
+def np_sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+NP_ACTIVATIONS = {
+    "linear": lambda z: z,
+    "relu": lambda z: np.maximum(z, 0),
+    "tanh": np.tanh,
+    "sigmoid": np_sigmoid,
+    "softmax": lambda z: np.exp(z - z.max(-1, keepdims=True)) / np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True),
+    "softplus": lambda z: np.log1p(np.exp(z)),
+    "leaky_relu": lambda z: np.where(z > 0, z, 0.2 * z),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NP_ACTIVATIONS))
+def test_dense_forward_matches_numpy_for_every_activation(name):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(5, 4))
+    layer = layers.Dense(3, activation=name, dtype="float64", bias_initializer="normal")
+    y = layer(x)
+    expected = NP_ACTIVATIONS[name](x @ layer.kernel.numpy() + layer.bias.numpy())
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_dense_gradients_match_hand_written_backprop():
+    rng = np.random.default_rng(2)
+    x_np, t = rng.normal(size=(6, 4)), rng.normal(size=(6, 3))
+    layer = layers.Dense(3, activation="tanh", dtype="float64")
+    x = adv.constant(x_np)
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x)
+        loss = 0.5 * adv.sum((y - t) ** 2)
+    gW, gb, gx = tape.gradient(loss, [layer.kernel, layer.bias, x])
+
+    W, b = layer.kernel.numpy(), layer.bias.numpy()
+    y_np = np.tanh(x_np @ W + b)
+    dz = (y_np - t) * (1 - y_np ** 2)
+    np.testing.assert_allclose(gW.numpy(), x_np.T @ dz, rtol=1e-10)
+    np.testing.assert_allclose(gb.numpy(), dz.sum(0), rtol=1e-10)
+    np.testing.assert_allclose(gx.numpy(), dz @ W.T, rtol=1e-10)
+
+
+def test_dense_applies_to_the_last_axis_and_builds_lazily():
+    layer = layers.Dense(2, use_bias=False)
+    assert not layer.built and layer.weights == []
+    y = layer(np.ones((3, 5, 4)))
+    assert layer.built and y.shape == (3, 5, 2)
+    assert [w.name for w in layer.weights] == ["dense/kernel"]
+    with pytest.raises(ValueError, match=r"built for inputs with 4 features"):
+        layer(np.ones((3, 7)))
+
+
+def test_names_are_unique_and_readable_and_reset_by_clear_session():
+    a, b, c = layers.Dense(1), layers.Dense(1), layers.SimpleRNN(2)
+    assert (a.name, b.name, c.name) == ("dense", "dense_1", "simple_rnn")
+    assert layers.Dense(1, name="head").name == "head"
+    layers.clear_session()
+    assert layers.Dense(1).name == "dense"
+
+
+def test_layers_default_to_float32_and_cast_inputs_keeping_the_gradient():
+    layer = layers.Dense(2)
+    x = adv.constant(np.ones((1, 3)))            # float64
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x)
+    assert layer.kernel.dtype == np.float32 and y.dtype == np.float32
+    gx = tape.gradient(y, x)
+    assert gx.dtype == np.float64
+    np.testing.assert_allclose(gx.numpy(), np.ones((1, 2)) @ layer.kernel.numpy().T, rtol=1e-6)
+
+
+class Scale(layers.Layer):
+    def __init__(self, initializer, **kwargs):
+        super().__init__(**kwargs)
+        self.initializer = initializer
+
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1],), initializer=self.initializer, name="w")
+        self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, name="count")
+
+    def call(self, inputs):
+        return inputs * self.w
+
+
+@pytest.mark.parametrize("init, check", [
+    ("zeros", lambda w: np.all(w == 0)),
+    ("ones", lambda w: np.all(w == 1)),
+    ("uniform", lambda w: np.all(np.abs(w) <= 0.05) and w.std() > 0),
+    ("normal", lambda w: 0.02 < w.std() < 0.08),
+    ("glorot_uniform", lambda w: np.all(np.abs(w) <= np.sqrt(6 / (400 + 400)))),
+    (lambda shape, dtype=None: np.full(shape, 3.0), lambda w: np.all(w == 3)),
+    (lambda shape: np.arange(shape[0]), lambda w: np.all(w == np.arange(400))),
+])
+def test_add_weight_initializers(init, check):
+    layer = Scale(init)
+    layer(np.ones((1, 400)))
+    assert check(layer.w.numpy())
+
+
+def test_unknown_initializer_and_activation_name_the_choices():
+    with pytest.raises(ValueError, match="glorot_uniform"):
+        Scale("glorot")(np.ones((1, 2)))
+    with pytest.raises(ValueError, match="relu"):
+        layers.Dense(2, activation="rleu")
+
+
+def test_trainable_and_non_trainable_weights():
+    layer = Scale("ones", name="scale")
+    layer(np.ones((2, 3)))
+    assert [v.name for v in layer.trainable_variables] == ["scale/w"]
+    assert [v.name for v in layer.non_trainable_variables] == ["scale/count"]
+    assert [v.name for v in layer.weights] == ["scale/w", "scale/count"]
+    layer.trainable = False
+    assert layer.trainable_variables == [] and len(layer.non_trainable_variables) == 2
+
+
+def test_set_weights_round_trip_and_all_or_nothing():
+    layer = layers.Dense(2)
+    layer(np.ones((1, 3)))
+    saved = layer.get_weights()
+    layer.set_weights([np.zeros((3, 2)), np.ones(2)])
+    np.testing.assert_array_equal(layer.bias.numpy(), np.ones(2))
+    with pytest.raises(ValueError, match=r"dense/bias has shape \(2,\)"):
+        layer.set_weights([saved[0], np.zeros(5)])
+    np.testing.assert_array_equal(layer.kernel.numpy(), np.zeros((3, 2)))   # first array not applied either
+    layer.set_weights(saved)
+    np.testing.assert_array_equal(layer.kernel.numpy(), saved[0])
+
+
+def test_output_before_any_call_is_a_clear_error():
+    layer = layers.Dense(1)
+    with pytest.raises(AttributeError, match="has not been called yet"):
+        layer.output
+
+
+def test_forgetting_super_init_is_explained():
+    class Broken(layers.Layer):
+        def __init__(self):
+            pass
+
+        def call(self, x):
+            return x
+    with pytest.raises(RuntimeError, match=r"super\(\).__init__"):
+        Broken()(np.ones(2))
+
+
+# ---------------------------------------------------------------------------
+# recurrent layers
+# ---------------------------------------------------------------------------
+def numpy_simple_rnn(x, W, U, b):
+    h = np.zeros((x.shape[0], W.shape[1]))
+    hs = []
+    for t in range(x.shape[1]):
+        h = np.tanh(x[:, t] @ W + b + h @ U)
+        hs.append(h)
+    return np.stack(hs, axis=1)
+
+
+def test_simple_rnn_forward_matches_numpy_loop():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 5, 3))
+    rnn = layers.SimpleRNN(4, return_sequences=True, return_state=True, dtype="float64", bias_initializer="normal")
+    seq, state = rnn(x)
+    cell = rnn.cell
+    expected = numpy_simple_rnn(x, cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy())
+    np.testing.assert_allclose(seq.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(state.numpy(), expected[:, -1], rtol=1e-12)
+    assert [w.name for w in rnn.weights] == ["simple_rnn_cell/kernel", "simple_rnn_cell/recurrent_kernel",
+                                             "simple_rnn_cell/bias"]
+    last = layers.SimpleRNN(4, dtype="float64")
+    with pytest.raises(ValueError, match="not built yet"):
+        last.cell.set_weights(cell.get_weights())
+    last(x)
+    last.cell.set_weights(cell.get_weights())
+    np.testing.assert_allclose(last(x).numpy(), expected[:, -1], rtol=1e-12)
+
+
+def test_simple_rnn_gradients_match_backprop_through_time():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 4, 2))
+    rnn = layers.SimpleRNN(3, return_sequences=True, dtype="float64")
+    with adv.GradientTape() as tape:
+        seq = rnn(x)
+        loss = adv.sum(seq ** 2)
+    gW, gU, gb = tape.gradient(loss, [rnn.cell.kernel, rnn.cell.recurrent_kernel, rnn.cell.bias])
+
+    W, U, b = (v.numpy() for v in (rnn.cell.kernel, rnn.cell.recurrent_kernel, rnn.cell.bias))
+    hs = numpy_simple_rnn(x, W, U, b)
+    dW, dU, db = np.zeros_like(W), np.zeros_like(U), np.zeros_like(b)
+    dh_next = np.zeros((3, 3))
+    for t in reversed(range(4)):
+        dh = 2 * hs[:, t] + dh_next
+        dz = dh * (1 - hs[:, t] ** 2)
+        h_prev = hs[:, t - 1] if t > 0 else np.zeros((3, 3))
+        dW += x[:, t].T @ dz
+        dU += h_prev.T @ dz
+        db += dz.sum(0)
+        dh_next = dz @ U.T
+    np.testing.assert_allclose(gW.numpy(), dW, rtol=1e-10)
+    np.testing.assert_allclose(gU.numpy(), dU, rtol=1e-10)
+    np.testing.assert_allclose(gb.numpy(), db, rtol=1e-10)
+
+
+class MinimalRNNCell(layers.Layer):
+    """Written as in the Keras guide on custom RNN cells."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="uniform", name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
+                                                name="recurrent_kernel")
+        self.built = True
+
+    def call(self, inputs, states):
+        prev_output = states[0]
+        h = adv.matmul(inputs, self.kernel)
+        output = h + adv.matmul(prev_output, self.recurrent_kernel)
+        return output, [output]
+
+
+def test_custom_cell_in_rnn_matches_numpy():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 3, 4))
+    rnn = layers.RNN(MinimalRNNCell(5, dtype="float64"), return_sequences=True, dtype="float64")
+    y = rnn(x)
+    K, R = rnn.cell.kernel.numpy(), rnn.cell.recurrent_kernel.numpy()
+    h, expected = np.zeros((2, 5)), []
+    for t in range(3):
+        h = x[:, t] @ K + h @ R
+        expected.append(h)
+    np.testing.assert_allclose(y.numpy(), np.stack(expected, 1), rtol=1e-12)
+    assert rnn.name == "rnn" and rnn.cell.kernel.name == "minimal_rnn_cell/kernel"
+
+
+class TwoStateCell(layers.Layer):
+    """A cell with two states (like an LSTM's h and c) that returns new states as a tuple."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.state_size = [units, units]
+        self.dense = layers.Dense(units, dtype=kwargs.get("dtype"))
+
+    def call(self, inputs, states):
+        h, c = states
+        c = c + self.dense(inputs)
+        h = adv.tanh(c) + 0.5 * h
+        return h, (h, c)
+
+
+def test_cell_with_a_list_of_states_and_return_state():
+    rnn = layers.RNN(TwoStateCell(3, dtype="float64"), return_state=True, dtype="float64")
+    x = np.random.default_rng(6).normal(size=(2, 4, 2))
+    out, h, c = rnn(x)
+    W, b = rnn.cell.dense.kernel.numpy(), rnn.cell.dense.bias.numpy()
+    hh, cc = np.zeros((2, 3)), np.zeros((2, 3))
+    for t in range(4):
+        cc = cc + x[:, t] @ W + b
+        hh = np.tanh(cc) + 0.5 * hh
+    np.testing.assert_allclose(out.numpy(), hh, rtol=1e-12)
+    np.testing.assert_allclose(c.numpy(), cc, rtol=1e-12)
+    assert h is out or np.array_equal(h.numpy(), out.numpy())
+
+
+def test_rnn_initial_state_and_go_backwards():
+    rnn = layers.SimpleRNN(2, dtype="float64", go_backwards=True)
+    x = np.random.default_rng(7).normal(size=(1, 3, 2))
+    h0 = np.full((1, 2), 0.3)
+    y = rnn(x, initial_state=[h0])
+    W, U, b = (v.numpy() for v in rnn.cell.weights)
+    h = h0
+    for t in (2, 1, 0):
+        h = np.tanh(x[:, t] @ W + b + h @ U)
+    np.testing.assert_allclose(y.numpy(), h, rtol=1e-12)
+
+
+def test_rnn_rejects_inputs_without_a_time_axis():
+    with pytest.raises(ValueError, match=r"\(batch, time, features\)"):
+        layers.SimpleRNN(2)(np.ones((4, 3)))
+
+
+# ---------------------------------------------------------------------------
+# layer.output as a gradient source, and scopes on the tape
+# ---------------------------------------------------------------------------
+class Tagger(adv.Model):
+    def __init__(self):
+        super().__init__(dtype="float64")
+        self.rnn = layers.RNN(MinimalRNNCell(4, dtype="float64"), return_sequences=True, dtype="float64")
+        self.head = layers.Dense(2, dtype="float64")
+
+    def call(self, x):
+        return self.head(self.rnn(x))
+
+
+def test_gradient_with_respect_to_an_internal_layer_output():
+    model = Tagger()
+    x = np.random.default_rng(8).normal(size=(2, 3, 5))
+    with adv.GradientTape() as tape:
+        y = model(x)
+        loss = adv.sum(y ** 2)
+    g = tape.gradient(loss, model.get_layer("rnn").output)
+    W = model.head.kernel.numpy()
+    np.testing.assert_allclose(g.numpy(), (2 * y.numpy()) @ W.T, rtol=1e-12)
+
+
+def test_layer_output_of_a_call_outside_the_tape_has_no_gradient():
+    model = Tagger()
+    x = np.ones((1, 2, 5))
+    with adv.GradientTape() as tape:
+        loss = adv.sum(model(x))
+    stale = model.get_layer("rnn").output
+    model(x)                                 # a later call, outside the tape
+    assert model.get_layer("rnn").output is not stale
+    assert tape.gradient(loss, model.get_layer("rnn").output) is None
+
+
+def test_every_recorded_op_carries_the_scope_of_its_layer():
+    model = Tagger()
+    with adv.GradientTape() as tape:
+        adv.sum(model(np.ones((1, 2, 5))))
+    scopes = {node.scope for node in tape.nodes}
+    assert {"tagger/rnn", "tagger/rnn/minimal_rnn_cell", "tagger/dense"} <= scopes
+    matmuls = {node.scope for node in tape.nodes if node.rule.name == "matmul"}
+    assert matmuls == {"tagger/rnn/minimal_rnn_cell", "tagger/dense"}

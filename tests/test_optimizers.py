@@ -1,0 +1,162 @@
+"""Optimizers against their Keras 3 formulas, step by step; all-or-nothing updates."""
+import warnings
+
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+from autodiff_viz import optimizers
+
+STEPS = 5
+
+
+def gradient_sequence(shape=(3,), seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=shape) for _ in range(STEPS)]
+
+
+def run(opt, grads, w0):
+    w = adv.Variable(w0.copy(), name="w")
+    values = []
+    for g in grads:
+        opt.apply_gradients([(adv.constant(g), w)])
+        values.append(w.numpy())
+    return values
+
+
+W0 = np.array([0.5, -1.0, 2.0])
+
+
+@pytest.mark.parametrize("momentum, nesterov", [(0.0, False), (0.9, False), (0.9, True)])
+def test_sgd(momentum, nesterov):
+    grads, lr = gradient_sequence(), 0.1
+    got = run(optimizers.SGD(lr, momentum=momentum, nesterov=nesterov), grads, W0)
+    w, v = W0.copy(), np.zeros(3)
+    for g, w_got in zip(grads, got):
+        v = momentum * v - lr * g
+        if momentum == 0:
+            w = w - lr * g
+        elif nesterov:
+            w = w + momentum * v - lr * g
+        else:
+            w = w + v
+        np.testing.assert_allclose(w_got, w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("centered", [False, True])
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+def test_rmsprop(centered, momentum):
+    grads, lr, rho, eps = gradient_sequence(), 0.01, 0.9, 1e-7
+    got = run(optimizers.RMSprop(lr, rho=rho, momentum=momentum, epsilon=eps, centered=centered), grads, W0)
+    w, v, a, m = W0.copy(), np.zeros(3), np.zeros(3), np.zeros(3)
+    for g, w_got in zip(grads, got):
+        v = rho * v + (1 - rho) * g ** 2
+        a = rho * a + (1 - rho) * g
+        denom = v - a ** 2 if centered else v
+        step = lr * g / np.sqrt(denom + eps)
+        m = momentum * m + step
+        w = w - (m if momentum else step)
+        np.testing.assert_allclose(w_got, w, rtol=1e-13)
+
+
+def test_rmsprop_epsilon_inside_the_root_differs_from_the_hand_written_form():
+    g, lr, rho, eps = np.array([1e-4]), 0.01, 0.9, 1e-7
+    keras_w = run(optimizers.RMSprop(lr, rho=rho, epsilon=eps), [g], np.zeros(1))[0]
+    v = (1 - rho) * g ** 2
+    hand_written = -lr * g / (np.sqrt(v) + eps)
+    np.testing.assert_allclose(keras_w, -lr * g / np.sqrt(v + eps), rtol=1e-13)
+    assert abs(keras_w[0]) < 0.5 * abs(hand_written[0])      # eps dominates v = 1e-9: a much smaller step
+
+
+def test_adam_with_bias_correction():
+    grads, lr, b1, b2, eps = gradient_sequence(), 0.01, 0.9, 0.999, 1e-7
+    got = run(optimizers.Adam(lr, beta_1=b1, beta_2=b2, epsilon=eps), grads, W0)
+    w, m, v = W0.copy(), np.zeros(3), np.zeros(3)
+    for t, (g, w_got) in enumerate(zip(grads, got), start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g ** 2
+        alpha = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+        w = w - alpha * m / (np.sqrt(v) + eps)
+        np.testing.assert_allclose(w_got, w, rtol=1e-13)
+    np.testing.assert_allclose(got[0] - W0, -lr * np.sign(grads[0]), rtol=1e-4)   # bias-corrected first step
+
+
+def test_learning_rate_schedules():
+    seen = []
+
+    def schedule(step):
+        seen.append(step)
+        return 0.1 / (1 + step)
+    got = run(optimizers.SGD(schedule), [np.ones(3)] * 3, np.zeros(3))
+    assert seen == [0, 1, 2]
+    np.testing.assert_allclose(got[-1], -(0.1 + 0.05 + 0.1 / 3) * np.ones(3))
+    assert optimizers.SGD(lambda: 0.25).learning_rate == 0.25
+    decay = optimizers.ExponentialDecay(1.0, decay_steps=2, decay_rate=0.5, staircase=True)
+    assert [decay(s) for s in range(4)] == [1.0, 1.0, 0.5, 0.5]
+    with pytest.raises(ValueError, match="learning_rate"):
+        optimizers.Adam(learning_rate=-1.0)
+
+
+def test_none_gradient_is_skipped_with_a_warning_naming_the_variable():
+    a, b = adv.Variable([1.0], name="dense/kernel"), adv.Variable([1.0], name="dense/bias")
+    with pytest.warns(UserWarning, match="dense/kernel"):
+        optimizers.SGD(0.5).apply_gradients([(None, a), (np.array([1.0]), b)])
+    assert a.numpy()[0] == 1.0 and b.numpy()[0] == 0.5
+
+
+def test_bad_pair_three_leaves_pairs_one_and_two_and_the_state_untouched():
+    opt = optimizers.Adam(0.1)
+    vs = [adv.Variable(np.ones(2), name=f"v{i}") for i in range(3)]
+    good = [np.full(2, 0.5), np.full(2, -0.5)]
+    with pytest.raises(ValueError, match=r"pair 3.*\(3,\).*v2.*\(2,\)"):
+        opt.apply_gradients(zip(good + [np.ones(3)], vs))
+    for v in vs:
+        np.testing.assert_array_equal(v.numpy(), np.ones(2))
+    assert opt.iterations == 0
+    opt.apply_gradients(zip(good + [np.zeros(2)], vs))
+    fresh = [adv.Variable(np.ones(2)) for _ in range(3)]
+    optimizers.Adam(0.1).apply_gradients(zip(good + [np.zeros(2)], fresh))
+    for v, f in zip(vs, fresh):
+        np.testing.assert_array_equal(v.numpy(), f.numpy())
+
+
+def test_swapped_pairs_are_a_clear_error():
+    v = adv.Variable([1.0], name="w")
+    with pytest.raises(TypeError, match="swap"):
+        optimizers.SGD().apply_gradients([(v, adv.constant([1.0]))])
+    assert v.numpy()[0] == 1.0
+
+
+def test_minimize_takes_one_step_on_a_loss_function():
+    w = adv.Variable([3.0, -2.0], name="w")
+    loss = optimizers.SGD(0.25).minimize(lambda: adv.sum(w ** 2), [w])
+    assert loss.item() == 13.0
+    np.testing.assert_allclose(w.numpy(), [3.0 - 0.25 * 6, -2.0 + 0.25 * 4])
+    opt = optimizers.Adam(0.1)
+    for _ in range(200):
+        opt.minimize(lambda: adv.sum((w - 1.0) ** 2), lambda: [w])
+    np.testing.assert_allclose(w.numpy(), [1.0, 1.0], atol=1e-2)
+
+
+def test_clipping():
+    w = adv.Variable(np.zeros(2))
+    optimizers.SGD(1.0, clipnorm=1.0).apply_gradients([(np.array([3.0, 4.0]), w)])
+    np.testing.assert_allclose(w.numpy(), [-0.6, -0.8])
+    w.assign(np.zeros(2))
+    optimizers.SGD(1.0, clipvalue=0.5).apply_gradients([(np.array([3.0, -0.1]), w)])
+    np.testing.assert_allclose(w.numpy(), [-0.5, 0.1])
+
+
+def test_optimizers_by_name():
+    assert isinstance(optimizers.get("adam"), optimizers.Adam)
+    assert optimizers.get("sgd").learning_rate == 0.01
+    with pytest.raises(ValueError, match="rmsprop"):
+        optimizers.get("adamw")
+
+
+def test_float32_variables_stay_float32():
+    w = adv.Variable(np.ones(2, dtype=np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        optimizers.Adam().apply_gradients([(np.ones(2), w)])
+    assert w.dtype == np.float32
