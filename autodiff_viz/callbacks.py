@@ -197,7 +197,7 @@ class ProgbarLogger(Callback):
         self.verbose = verbose
         self.stream = stream
         self.use_widget = (in_notebook() if widget is None else widget) and verbose == 1
-        self._box = None
+        self.widget = None
 
     @property
     def _out(self):
@@ -266,5 +266,5 @@ class ProgbarLogger(Callback):
         self._bar = w.IntProgress(value=0, min=0, max=max(self.steps, 1), layout=w.Layout(width="40%"))
         self._metrics = w.HTML(value="")
         self._history = w.HTML(value="")
-        self._box = w.VBox([w.HBox([self._label, self._bar, self._metrics]), self._history])
-        display(self._box)
+        self.widget = w.VBox([w.HBox([self._label, self._bar, self._metrics]), self._history])
+        display(self.widget)

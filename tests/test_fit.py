@@ -1,0 +1,214 @@
+"""compile / fit / evaluate / predict: Keras semantics, callbacks, progress, and a real dataset."""
+import io
+
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+from autodiff_viz import callbacks, layers, losses, optimizers
+
+
+@pytest.fixture(autouse=True)
+def fresh_session():
+    layers.clear_session()
+    layers.set_random_seed(0)
+
+
+def regression_data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    return x, x @ np.array([[1.0], [-2.0], [0.5]]) + 0.1
+
+
+def linear_model(lr=0.05, dtype="float64"):
+    model = adv.Sequential([layers.Input((3,)), layers.Dense(1, dtype=dtype)], dtype=dtype)
+    model.compile(optimizer=optimizers.SGD(lr), loss="mse")
+    return model
+
+
+def test_mlp_on_digits_reaches_95_percent_test_accuracy():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    x, y = load_digits(return_X_y=True)
+    x_train, x_test, y_train, y_test = train_test_split(x / 16.0, y, test_size=0.25, random_state=0, stratify=y)
+    model = adv.Sequential([layers.Input((64,)), layers.Dense(64, activation="relu"), layers.Dense(10)])
+    model.compile(optimizer=optimizers.Adam(0.005),
+                  loss=losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    history = model.fit(x_train, y_train, epochs=20, batch_size=32, validation_split=0.1, seed=0, verbose=0)
+    loss, accuracy = model.evaluate(x_test, y_test, verbose=0)
+    assert accuracy >= 0.95
+    assert history.history["accuracy"][-1] > history.history["accuracy"][0]
+    assert (model.predict(x_test).argmax(-1) == y_test).mean() == pytest.approx(accuracy)
+
+
+def test_one_full_batch_epoch_is_one_hand_written_sgd_step():
+    x, y = regression_data()
+    model = linear_model(lr=0.1)
+    W, b = model.get_weights()
+    model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+    err = x @ W + b - y                                   # mse = mean(err²) -> d/dW = 2/n xᵀ err
+    np.testing.assert_allclose(model.get_weights()[0], W - 0.1 * 2 * x.T @ err / len(x), rtol=1e-12)
+    np.testing.assert_allclose(model.get_weights()[1], b - 0.1 * 2 * err.mean(0), rtol=1e-12)
+
+
+def test_history_and_validation_split_takes_the_last_fraction():
+    x, y = regression_data(50)
+    a = linear_model()
+    h_split = a.fit(x, y, epochs=3, batch_size=8, validation_split=0.2, shuffle=False, verbose=0)
+    layers.clear_session()
+    layers.set_random_seed(0)
+    b = linear_model()
+    h_data = b.fit(x[:40], y[:40], epochs=3, batch_size=8, validation_data=(x[40:], y[40:]), shuffle=False,
+                   verbose=0)
+    assert list(h_split.history) == ["loss", "val_loss"] and h_split.epoch == [0, 1, 2]
+    np.testing.assert_allclose(h_split.history["val_loss"], h_data.history["val_loss"], rtol=1e-12)
+    assert a.history is h_split
+
+
+def test_the_epoch_loss_is_the_sample_weighted_mean_of_the_batch_losses():
+    x, y = regression_data(10)
+    model = linear_model(lr=0.0)
+    history = model.fit(x, y, epochs=1, batch_size=4, shuffle=False, verbose=0)   # batches of 4, 4, 2
+    assert history.history["loss"][0] == pytest.approx(model.evaluate(x, y, verbose=0))
+
+
+def test_shuffling_with_a_seed_is_repeatable():
+    x, y = regression_data()
+    runs = []
+    for _ in range(2):
+        layers.clear_session()
+        layers.set_random_seed(1)
+        model = linear_model()
+        model.fit(x, y, epochs=2, batch_size=8, seed=123, verbose=0)
+        runs.append(model.get_weights())
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    layers.set_random_seed(1)
+    other = linear_model()
+    other.set_weights(runs[0])
+    unshuffled = linear_model()
+    unshuffled.set_weights(runs[0])
+    other.fit(x, y, epochs=1, batch_size=8, seed=5, verbose=0)
+    unshuffled.fit(x, y, epochs=1, batch_size=8, shuffle=False, verbose=0)
+    assert not np.array_equal(other.get_weights()[0], unshuffled.get_weights()[0])
+
+
+def test_early_stopping_stops_after_patience_and_restores_the_best_weights():
+    x, y = regression_data()
+    model = linear_model(lr=0.0)
+    stop = callbacks.EarlyStopping(monitor="loss", patience=2)
+    history = model.fit(x, y, epochs=20, verbose=0, callbacks=[stop])
+    assert history.epoch == [0, 1, 2] and stop.stopped_epoch == 2
+
+    class Sabotage(callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 3:
+                self.model.optimizer.learning_rate = 5.0        # diverges from here on
+    model = linear_model(lr=0.05)
+    stop = callbacks.EarlyStopping(monitor="val_loss", patience=1, restore_best_weights=True)
+    model.fit(x, y, epochs=30, validation_split=0.25, verbose=0, callbacks=[Sabotage(), stop])
+    assert stop.stopped_epoch < 29
+    val = model.evaluate(x[30:], y[30:], verbose=0)
+    assert val == pytest.approx(stop.best)
+
+
+def test_callbacks_see_the_hooks_in_keras_order():
+    calls = []
+
+    class Spy(callbacks.Callback):
+        def on_train_begin(self, logs=None): calls.append("train_begin")
+        def on_epoch_begin(self, epoch, logs=None): calls.append(f"epoch_begin {epoch}")
+        def on_train_batch_end(self, batch, logs=None): calls.append(f"batch {batch} {sorted(logs)}")
+        def on_epoch_end(self, epoch, logs=None): calls.append(f"epoch_end {epoch} {sorted(logs)}")
+        def on_train_end(self, logs=None): calls.append("train_end")
+    x, y = regression_data(8)
+    linear_model().fit(x, y, epochs=1, batch_size=4, validation_data=(x, y), verbose=0, callbacks=[Spy()])
+    assert calls == ["train_begin", "epoch_begin 0", "batch 0 ['loss']", "batch 1 ['loss']",
+                     "epoch_end 0 ['loss', 'val_loss']", "train_end"]
+
+
+def test_accuracy_flavours_follow_the_shapes():
+    x = np.random.default_rng(0).normal(size=(20, 3))
+    binary = adv.Sequential([layers.Input((3,)), layers.Dense(1)])
+    binary.compile("adam", losses.BinaryCrossentropy(from_logits=True), metrics=["accuracy"])
+    y = (x[:, 0] > 0).astype(float)
+    result = binary.evaluate(x, y, verbose=0, return_dict=True)
+    p = binary.predict(x)[:, 0]
+    assert result["accuracy"] == pytest.approx(np.mean((p > 0.5) == (y > 0.5)))   # Keras: threshold 0.5
+
+    multi = adv.Sequential([layers.Input((3,)), layers.Dense(4)])
+    multi.compile("adam", "categorical_crossentropy", metrics=["accuracy"])
+    labels = np.arange(20) % 4
+    one_hot = np.eye(4)[labels]
+    acc = multi.evaluate(x, one_hot, verbose=0)[1]
+    assert acc == pytest.approx(np.mean(multi.predict(x).argmax(-1) == labels))
+
+
+def test_verbose_zero_is_silent_and_text_progress_has_one_line_per_epoch(capsys):
+    x, y = regression_data()
+    model = linear_model()
+    model.fit(x, y, epochs=2, verbose=0)
+    model.evaluate(x, y, verbose=0)
+    assert capsys.readouterr().out == ""
+    model.fit(x, y, epochs=2, batch_size=10, validation_split=0.5)
+    out = capsys.readouterr().out
+    assert "\r" not in out                                  # not a terminal: no redrawing
+    lines = out.splitlines()
+    assert lines[0] == "Epoch 1/2" and lines[2] == "Epoch 2/2" and len(lines) == 4
+    assert lines[1].startswith("2/2 ") and " - loss: " in lines[1] and " - val_loss: " in lines[1]
+    model.fit(x, y, epochs=2, verbose=2)
+    assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_progress_redraws_in_place_in_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    stream = Terminal()
+    bar = callbacks.ProgbarLogger(verbose=1, stream=stream, widget=False)
+    bar.set_params({"epochs": 1, "steps": 3})
+    bar.on_train_begin()
+    bar.on_epoch_begin(0)
+    for step in range(3):
+        bar.on_train_batch_end(step, {"loss": 1.0})
+    bar.on_epoch_end(0, {"loss": 1.0})
+    text = stream.getvalue()
+    assert text.startswith("Epoch 1/1\n\r") and text.rstrip("\n").split("\r")[-1].startswith("3/3 ━")
+
+
+def test_widget_progress_shows_the_bar_and_the_epoch_logs():
+    bar = callbacks.ProgbarLogger(verbose=1, widget=True, stream=io.StringIO())
+    bar.set_params({"epochs": 2, "steps": 4})
+    bar.on_train_begin()
+    for epoch in range(2):
+        bar.on_epoch_begin(epoch)
+        for step in range(4):
+            bar.on_train_batch_end(step, {"loss": 0.5})
+        bar.on_epoch_end(epoch, {"loss": 0.5, "val_loss": 0.25})
+    header, log = bar.widget.children
+    label, progress, metrics = header.children
+    assert label.value == "Epoch 2/2" and progress.value == progress.max == 4
+    assert "val_loss: 0.2500" in metrics.value and log.value.count("Epoch") == 2
+
+
+def test_predict_is_batch_independent_and_records_nothing():
+    x, y = regression_data(70)
+    model = linear_model()
+    with adv.GradientTape() as tape:
+        full = model.predict(x, batch_size=70)
+        parts = model.predict(x, batch_size=16)
+    assert isinstance(full, np.ndarray) and full.shape == (70, 1)
+    np.testing.assert_allclose(parts, full, rtol=1e-12)
+    assert tape.nodes == ()
+
+
+def test_clear_errors_before_compile_and_for_mismatched_data():
+    model = adv.Sequential([layers.Input((3,)), layers.Dense(1)])
+    x, y = regression_data()
+    with pytest.raises(RuntimeError, match=r"compile"):
+        model.fit(x, y)
+    model.compile(optimizer="sgd")
+    with pytest.raises(ValueError, match="loss"):
+        model.fit(x, y)
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="40 samples but y has 39"):
+        model.fit(x, y[:-1])
