@@ -55,6 +55,8 @@ class Model(Layer):
     every call runs on real values.
     """
 
+    _autocast = False
+
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
             raise TypeError("adv.Model(inputs, outputs) (Keras' functional API) is not supported: subclass "

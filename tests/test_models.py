@@ -171,3 +171,21 @@ def test_weights_file_errors_are_clear(tmp_path):
         make_mlp().save_weights(tmp_path / "model.h5")
     with pytest.raises(ValueError, match="not built yet"):
         adv.Sequential([layers.Dense(2)]).save_weights(tmp_path / "x.npz")
+
+
+def test_a_model_leaves_casting_to_its_layers():
+    model = adv.Sequential([layers.Dense(2, dtype="float64", kernel_initializer="ones")])   # model is float32
+    x = np.full((1, 3), 1.0 + 1e-12)
+    assert model(x).dtype == np.float64
+    assert model(x).numpy()[0, 0] == x.sum() != 3.0               # not rounded through float32 on the way
+
+
+def test_add_weight_takes_the_shape_first():
+    class Old(layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight("w", (2,))
+
+        def call(self, x):
+            return x
+    with pytest.raises(TypeError, match=r"add_weight\(shape=\(\.\.\.\), name='w'\)"):
+        Old()(np.ones(2))

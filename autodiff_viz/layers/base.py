@@ -92,6 +92,10 @@ def _default(method):
 class Layer:
     """A callable with weights: ``build(input_shape)`` once, then ``call(inputs)``.
 
+    Floating inputs are cast to the layer's dtype on the way in (Keras'
+    autocasting); containers (models) pass them on as they are, so each
+    layer casts to its own dtype.
+
     Args:
         name: unique, readable name; defaults to the snake-case class name
             made unique (``dense``, ``dense_1``).
@@ -100,6 +104,8 @@ class Layer:
         trainable: ``False`` moves every weight of the layer (and of the
             layers inside it) to ``non_trainable_variables``.
     """
+
+    _autocast = True
 
     def __init__(self, trainable: bool = True, name: str | None = None, dtype=None, input_shape=None, **kwargs):
         if kwargs:
@@ -134,6 +140,9 @@ class Layer:
                 Keras name, or a callable ``f(shape, dtype)``.
             trainable: whether optimizers update it (and tapes watch it).
         """
+        if isinstance(shape, str):
+            raise TypeError(f"{self.name}.add_weight: the first argument is the shape (Keras 3), got the string "
+                            f"{shape!r}. Pass the name as a keyword: add_weight(shape=(...), name={shape!r}).")
         shape = () if shape is None else tuple(int(s) for s in shape)
         dtype = np.dtype(dtype or self.dtype).name
         init = initializers.get(initializer if initializer is not None else "glorot_uniform")
@@ -278,10 +287,13 @@ class Layer:
             raise TypeError(f"{self.name}: adv.layers.Input is a placeholder for Sequential([Input(shape), ...]); "
                             "there is no symbolic functional API. Call layers on real arrays or tensors.")
         if isinstance(x, Tensor):
-            return cast(x, self.dtype) if x.dtype.kind == "f" and x.dtype != self.dtype else x
+            if self._autocast and x.dtype.kind == "f" and x.dtype != self.dtype:
+                return cast(x, self.dtype)
+            return x
         if isinstance(x, (np.ndarray, list, float, int, np.generic)):
             arr = np.asarray(x)
-            return constant(arr, dtype=self.dtype if arr.dtype.kind in "fiub" else None)
+            keep = arr.dtype.kind == "f" and not self._autocast
+            return constant(arr, dtype=None if keep or arr.dtype.kind not in "fiub" else self.dtype)
         return x
 
     @property
