@@ -372,6 +372,8 @@ class Model(Layer):
                 loss_mean.update_state(self.compute_loss(yb, y_pred)._value, weight=len(xb))
                 if ms is None:
                     ms = [metrics_module.get(s, yb, y_pred) for s in self._metric_specs]
+                    for m in ms:
+                        m.reset_state()
                 for m in ms:
                     m.update_state(yb, _first(y_pred))
         result = {"loss": loss_mean.result(), **{m.name: m.result() for m in ms or []}}
@@ -450,11 +452,20 @@ class Sequential(Model):
         return x
 
 
+_TAKES_TRAINING: dict = {}
+
+
 def _accepts_training(layer) -> bool:
-    try:
-        return "training" in inspect.signature(layer.call).parameters
-    except (TypeError, ValueError):
-        return False
+    """Whether ``layer.call`` has a ``training`` parameter (looked up once per call function)."""
+    fn = getattr(layer.call, "__func__", layer.call)
+    known = _TAKES_TRAINING.get(fn)
+    if known is None:
+        try:
+            known = "training" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            known = False
+        _TAKES_TRAINING[fn] = known
+    return known
 
 
 def _array(data, what) -> np.ndarray:

@@ -30,6 +30,7 @@ what makes it usable as a gradient source.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 
@@ -49,6 +50,7 @@ _INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_
 # ---------------------------------------------------------------------------
 # Session state: names and the default float type
 # ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
 def to_snake_case(name: str) -> str:
     """``SimpleRNNCell`` -> ``simple_rnn_cell`` (Keras' rule for default layer names)."""
     name = re.sub(r"\W+", "", name)
