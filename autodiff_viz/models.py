@@ -471,8 +471,8 @@ def _accepts_training(layer) -> bool:
 def _array(data, what) -> np.ndarray:
     if isinstance(data, Tensor):
         return data._value
-    if isinstance(data, (list, tuple)) and data and isinstance(data[0], (np.ndarray, Tensor)) and len(data) > 1 \
-            and any(np.shape(d) != np.shape(data[0]) for d in data):
+    if isinstance(data, (list, tuple)) and any(isinstance(d, (np.ndarray, Tensor)) for d in data) \
+            and len({np.shape(d) for d in data}) > 1:
         raise TypeError(f"{what}: several input arrays (a multi-input model) are not supported; pass one array.")
     return np.asarray(data)
 

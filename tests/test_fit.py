@@ -212,3 +212,28 @@ def test_clear_errors_before_compile_and_for_mismatched_data():
     model.compile(optimizer="sgd", loss="mse")
     with pytest.raises(ValueError, match="40 samples but y has 39"):
         model.fit(x, y[:-1])
+
+
+def test_fit_calls_the_model_with_training_true_and_predict_without():
+    seen = []
+
+    class Recorder(adv.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(1)
+
+        def call(self, x, training=False):
+            seen.append(training)
+            return self.dense(x)
+    model = Recorder()
+    model.compile("sgd", "mse")
+    x, y = regression_data(8)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    model.predict(x)
+    assert seen == [True, False]
+
+
+def test_early_stopping_on_a_missing_log_warns_with_the_available_names():
+    x, y = regression_data(8)
+    with pytest.warns(UserWarning, match=r"'val_loss'.*\['loss'\].*validation_split"):
+        linear_model().fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.EarlyStopping()])
