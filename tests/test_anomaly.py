@@ -6,16 +6,14 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+import code_lines
 from autodiff_viz import engine
 
 HERE = os.path.abspath(__file__)
 
 
 def line_of(tag: str) -> str:
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(f"# <- {tag}")]
-    assert len(hits) == 1
-    return f"{HERE}:{hits[0]}"
+    return code_lines.line_of(HERE, tag)
 
 
 def test_log_of_zero_is_caught_at_the_op_that_makes_it():

@@ -9,16 +9,13 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+import code_lines
 
 HERE = os.path.abspath(__file__)
 
 
 def line_of(tag: str) -> str:
-    """``"this_file:N"`` for the line that carries the comment ``# <- tag``."""
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(f"# <- {tag}")]
-    assert len(hits) == 1, f"marker {tag!r} found {len(hits)} times"
-    return f"{HERE}:{hits[0]}"
+    return code_lines.line_of(HERE, tag)
 
 
 @pytest.fixture

@@ -5,34 +5,32 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+import code_lines
 from autodiff_viz.gradcheck import GradientCheckError, check_edges
 
 HERE = os.path.abspath(__file__)
 
 
 def line_of(tag: str) -> str:
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(f"# <- {tag}")]
-    assert len(hits) == 1
-    return f"{HERE}:{hits[0]}"
+    return code_lines.line_of(HERE, tag)
+
+
+def define_cube(name, slope):
+    """A course's custom op ``y = x³`` whose VJP uses ``slope·x²`` (3 is right); its JVP is right."""
+    return adv.rules.define(
+        name, lambda x: x ** 3, elementwise=True, doc="y = x³",
+        x=("3x²", lambda g, y, x: g * slope * x * x, lambda dx, y, x: dx * 3 * x * x))
 
 
 @pytest.fixture
 def wrong_cube():
-    """A course's custom op whose forward is x³ but whose VJP says 2x² (the JVP is right)."""
-    rule = adv.rules.define(
-        "test_wrong_cube", lambda x: x ** 3, elementwise=True, doc="y = x³",
-        x=("3x²", lambda g, y, x: g * 2 * x * x, lambda dx, y, x: dx * 3 * x * x))
-    yield rule
+    yield define_cube("test_wrong_cube", 2)
     adv.rules.TABLE.pop("test_wrong_cube")
 
 
 @pytest.fixture
 def right_cube():
-    rule = adv.rules.define(
-        "test_right_cube", lambda x: x ** 3, elementwise=True, doc="y = x³",
-        x=("3x²", lambda g, y, x: g * 3 * x * x, lambda dx, y, x: dx * 3 * x * x))
-    yield rule
+    yield define_cube("test_right_cube", 3)
     adv.rules.TABLE.pop("test_right_cube")
 
 
