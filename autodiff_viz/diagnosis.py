@@ -429,7 +429,7 @@ def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation |
                 back = node.location if node is not None else None
                 return _escape_explanation(source, esc, leaf, back, certain=True)
     late = [e for e in escapes if e.tensor_id < target._id]
-    if late and (target._node is None or any(t._id > late[-1].tensor_id for t in leaves)):
+    if late and target._node is None:
         esc = late[-1]
         back = target._node.location if target._node is not None else None
         return _escape_explanation(source, esc, target, back, certain=False)
@@ -448,7 +448,8 @@ def _same_values(small: np.ndarray, big: np.ndarray) -> bool:
 
 def _escape_explanation(source, esc, back_tensor, back_location, certain: bool) -> Explanation:
     came_back = (f"and came back as the constant {_label(back_tensor)}" if certain else
-                 f"and the target {_label(back_tensor)} was built afterwards from plain values")
+                 f"and the target {_label(back_tensor)} has no recorded history: it was built afterwards "
+                 "from plain values, most likely from that one")
     back_line = _code(back_location)
     text = (f"A value that depends on {_label(source)} left the tape as numpy / a Python number "
             f"through {esc.how}{_code(esc.location)}\n"

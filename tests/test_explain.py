@@ -307,3 +307,22 @@ def test_stale_dense_output_from_an_earlier_call():
         loss = adv.sum(head(hidden(x)) ** 2)
     assert fresh.explain(loss, hidden.output).reason == "connected"
     assert fresh.gradient(loss, hidden.output) is not None
+
+
+def test_logging_a_value_is_not_mistaken_for_the_cause(W, x):
+    other = adv.Variable([1.0, 2.0], name="other")
+    with adv.GradientTape() as tape:
+        prediction = x @ W
+        print(prediction.numpy())                # logging: the value leaves, but nothing comes back
+        loss = adv.sum(other * 2.0)
+    assert tape.explain(loss, W).reason == "not_used"
+
+
+def test_target_rebuilt_from_a_number_with_no_history_at_all(W, x):
+    with adv.GradientTape() as tape:
+        reward = (x @ W).numpy()[0, 0]  # <- rebuilt
+        loss = adv.constant(1.0 - reward) ** 2
+    e = tape.explain(loss, W)
+    assert e.reason == "left_the_tape"
+    assert e.location == line_of("rebuilt")
+    assert "most likely" in e.message
