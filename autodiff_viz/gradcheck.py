@@ -158,6 +158,14 @@ def _value(t) -> np.ndarray:
     return np.asarray(t._value if isinstance(t, Tensor) else t, dtype=np.float64)
 
 
+def _compare(auto, numeric, atol, rtol) -> tuple:
+    """``(max abs error, max rel error, ok)``; ok means ``|auto − numeric| ≤ atol + rtol·|numeric|`` everywhere."""
+    err = np.abs(auto - numeric)
+    abs_err = float(err.max()) if err.size else 0.0
+    rel_err = float((err / np.maximum(np.abs(numeric), 1e-300)).max()) if err.size else 0.0
+    return abs_err, rel_err, bool(np.all(err <= atol + rtol * np.abs(numeric)))
+
+
 def check_grads(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7,
                 modes=("reverse", "forward"), raise_on_error=False, per_edge=False) -> GradCheckReport:
     """Compare ``f``'s autodiff Jacobians with finite differences, per argument.
@@ -193,11 +201,7 @@ def check_grads(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7,
                 report.rows.append(GradCheckRow(k, mode, float("inf"), float("inf"), False,
                                                 f"shape {auto.shape} but numeric {numeric.shape}"))
                 continue
-            err = np.abs(auto - numeric)
-            abs_err = float(err.max()) if err.size else 0.0
-            rel_err = float((err / np.maximum(np.abs(numeric), 1e-300)).max()) if err.size else 0.0
-            ok = bool(np.all(err <= atol + rtol * np.abs(numeric)))
-            report.rows.append(GradCheckRow(k, mode, abs_err, rel_err, ok))
+            report.rows.append(GradCheckRow(k, mode, *_compare(auto, numeric, atol, rtol)))
     if per_edge:
         report.edges, report._record = _check_edges(f, args, nums, eps, rtol, atol, modes)
     if raise_on_error and not report.ok:
@@ -254,16 +258,13 @@ def _check_edge(node, i, eps, rtol, atol, modes) -> list:
     extra = {"i": i} if rule.variadic else {}
 
     def row(mode, auto=None, numeric=None, note=""):
-        if auto is None:
-            return EdgeCheckRow(node.out_id, node.inputs[i]._id, rule.name, i, name, spec.factor, mode,
-                                float("nan"), float("nan"), True, loc, note)
-        if auto.shape != numeric.shape:
-            return EdgeCheckRow(node.out_id, node.inputs[i]._id, rule.name, i, name, spec.factor, mode,
-                                float("inf"), float("inf"), False, loc, f"shape {auto.shape} but numeric {numeric.shape}")
-        err = np.abs(auto - numeric)
-        abs_err = float(err.max()) if err.size else 0.0
-        rel_err = float((err / np.maximum(np.abs(numeric), 1e-300)).max()) if err.size else 0.0
-        ok = bool(np.all(err <= atol + rtol * np.abs(numeric)))
+        abs_err = rel_err = float("nan")
+        ok = True
+        if auto is not None and auto.shape != numeric.shape:
+            abs_err = rel_err = float("inf")
+            ok, note = False, f"shape {auto.shape} but numeric {numeric.shape}"
+        elif auto is not None:
+            abs_err, rel_err, ok = _compare(auto, numeric, atol, rtol)
         return EdgeCheckRow(node.out_id, node.inputs[i]._id, rule.name, i, name, spec.factor, mode,
                             abs_err, rel_err, ok, loc, note)
 
