@@ -37,7 +37,27 @@ def machine(command: str) -> dict:
         "command": command,
         "commit": commit,
         "versions": {name: libraries.version(name) for name in ("numpy", "autodiff_viz")},
+        "dirty": _dirty_files(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
+
+
+def _dirty_files() -> list:
+    """Package files changed since the commit (their state is what was measured)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--", "autodiff_viz"], capture_output=True,
+                             text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).stdout
+    except OSError:
+        return []
+    return [line[3:] for line in out.splitlines()]
+
+
+def _load_sentence(meta) -> str:
+    before, after = meta.get("load_average"), meta.get("load_average_after")
+    if not before:
+        return ""
+    text = f"Load average (1 min) {before[0]:.2f} before the run"
+    return text + (f", {after[0]:.2f} after." if after else ".")
 
 
 def rows_by_key(results, workload: str, threads: int) -> dict:
@@ -66,7 +86,10 @@ def markdown(results) -> str:
     meta = results["meta"]
     lines = [
         f"Measured {meta['date']} on {meta['machine']}; Python {meta['python']}, "
-        f"commit {meta.get('commit') or '?'}.",
+        f"commit {meta.get('commit') or '?'}"
+        + (f" with uncommitted changes to {', '.join(meta['dirty'])}" if meta.get("dirty") else "") + ".",
+        "",
+        _load_sentence(meta),
         "",
         f"Command: `{meta['command']}`. Float64; one thread unless a table says otherwise "
         "(BLAS/OpenMP/XLA thread variables set before numpy loads, process pinned to that many cores). "
@@ -100,20 +123,21 @@ def _workload_table(results, name, wl, threads) -> list:
     if not rows:
         return []
     scale, cases = wl["scale"], wl["cases"]
-    base = rows.get(tuple(wl["baseline"]))
+    base = rows.get(tuple(wl["baseline"])) if wl["baseline"] else None
     ratio_col = name == "W5"
     head = f"### {name} — {wl['title']}" + (f", {threads} thread{'s' * (threads > 1)}" if len(wl["threads"]) > 1
                                               else "")
     cols = ["library"] + [f"{c} ({wl['unit']})" for c in cases] + (["fwd+bwd / forward"] if ratio_col else [])
-    base_text = f"{wl['baseline'][0]} {wl['baseline'][1]}"
-    out = [head, "", f"Ratios in brackets: × {base_text}.", "", "| " + " | ".join(cols) + " |",
-           "|" + "---|" * len(cols)]
+    ratios = f"Ratios in brackets: × {wl['baseline'][0]} {wl['baseline'][1]}." if base else ""
+    out = [head, "", ratios, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    if not ratios:
+        del out[2:4]
     labels = list(dict.fromkeys(v for v, _ in rows))
     facts = {f["variant"]: {k: v for k, v in f.items() if k not in ("workload", "variant")}
              for run in results["runs"] for f in run.get("facts", []) if f["workload"] == name}
     fact_cols = list(dict.fromkeys(k for f in facts.values() for k in f))
     cols += fact_cols
-    out[4:6] = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out[-2:] = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     notes = {r["variant"]: r["note"] for run in results["runs"] for r in run["rows"]
              if r["workload"] == name and r.get("note")}
     for label in labels:

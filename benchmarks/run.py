@@ -139,7 +139,7 @@ def orchestrate(args) -> dict:
     results = {"meta": report.machine(args.command), "workloads": {}, "runs": []}
     for m in mods:
         results["workloads"][m.NAME] = {"title": m.TITLE, "unit": m.UNIT, "scale": m.SCALE,
-                                        "cases": list(m.CASES), "baseline": list(m.BASELINE),
+                                        "cases": list(m.CASES), "baseline": list(m.BASELINE or ()),
                                         "threads": list(getattr(m, "THREADS", (1,)))}
     for threads in thread_counts:
         wanted = [m.NAME for m in mods if threads in getattr(m, "THREADS", (1,))]
@@ -147,6 +147,8 @@ def orchestrate(args) -> dict:
             print(f"[bench] {lib}, {threads} thread(s): {', '.join(wanted)}", file=sys.stderr, flush=True)
             results["runs"].append(_spawn(lib, threads, wanted, args.quick))
     results["targets"] = report.targets(results, mods)
+    if hasattr(os, "getloadavg"):
+        results["meta"]["load_average_after"] = list(os.getloadavg())
     return results
 
 

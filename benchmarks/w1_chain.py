@@ -179,4 +179,8 @@ def targets(rows) -> list:
         if t and torch_t:
             out.append({"target": f"W1 {label} fwd+bwd per op ≤ PyTorch eager fwd+bwd",
                         "measured": t / torch_t, "limit": 1.0, "unit": "× torch"})
+    on, off = rows.get(("autodiff_viz", "fwd+bwd")), rows.get(("autodiff_viz (capture_locations=False)", "fwd+bwd"))
+    if on and off:
+        out.append({"target": "V1 trace overhead: W1 fwd+bwd with locations (traces complete) / without ≤ 1.2",
+                    "measured": on / off, "limit": 1.2, "unit": "×"})
     return out
