@@ -25,7 +25,8 @@ import html
 from collections import Counter
 from dataclasses import dataclass, field
 
-NODE_BUDGET = 120
+NODE_BUDGET = 60
+HUB_FANOUT = 6
 VIEWS = ("forward", "backward", "both")
 PREFIX = {"forward": "fwd_", "backward": "bwd_"}
 
@@ -42,6 +43,8 @@ STYLES = {
     "op": {"shape": "box", "style": "rounded,filled", "fillcolor": "white"},
     "group": {"shape": "box3d", "style": "filled", "fillcolor": "#e6def5"},
     "fold": {"shape": "note", "style": "filled", "fillcolor": "#fffbe6"},
+    "proxy": {"shape": "box", "style": "dashed,filled", "fillcolor": "#f2f7f2", "fontsize": "8",
+              "color": "#7a9a7a", "margin": "0.04,0.02", "height": "0.2"},
     "accumulate": {"shape": "circle", "style": "filled", "fillcolor": "#fff1b8", "fontsize": "12",
                    "width": "0.35", "margin": "0"},
     "gradient_edge": {"color": "#b35900", "fontcolor": "#8a4500"},
@@ -318,12 +321,13 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
         if s != d:
             both_single = lay.boxes[s].kind == "node" and lay.boxes[d].kind == "node"
             groups.setdefault((s, d, e.id if both_single else ""), []).append(e)
+    hubs = _hubs(trace, lay, groups)
     multi_input = Counter(e.dst for e in trace.edges)
     out = []
     fan_in = {}
     if view == "backward":
         for (s, d, _), es in groups.items():
-            if lay.boxes[s].kind == "node":
+            if lay.boxes[s].kind == "node" and s not in hubs:
                 fan_in.setdefault(s, []).extend(e for e in es if e.contribution is not None)
         fan_in = {s: es for s, es in fan_in.items() if len(es) >= 2}
         for s, es in fan_in.items():
@@ -338,7 +342,7 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
     for (s, d, _), es in groups.items():
         e0 = es[0]
         attrs = {}
-        single = len(es) == 1
+        single = len(es) == 1 and lay.boxes[s].kind == "node" and lay.boxes[d].kind == "node"
         if view == "forward":
             label = ([e0.input_name] if multi_input[e0.dst] > 1 else []) if single else _bundle_label(trace, es)
         else:
@@ -358,15 +362,38 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
         if reasons:
             attrs.update(STYLES["mark"])
             label = ["⚠ " + r for r in reasons] + label
-        eid = p + (e0.id if single else f"{e0.id}_x{len(es)}")
+        eid = p + (e0.id if len(es) == 1 else f"{e0.id}_x{len(es)}")
         steps = sorted({f"step_{e.dst}" for e in es if e.contribution is not None})
         attrs.update({"label": _label(label) if label else None, "id": eid, "class": " ".join(steps) or None})
+        tail = s
+        if s in hubs and d != hubs[s]:
+            tail = f"{s}_at_{d}"
+            n = trace.node(s)
+            out.append(f"  {_q(p + tail)}" + _attrs(dict(
+                STYLES["proxy"], id=p + tail, label=_label([f"{n.id} · {n.title}"]),
+                tooltip=f"{n.id} again: it feeds {len(set(k[1] for k in groups if k[0] == s))} boxes")))
+            out.append(f"  {{rank=same; {_q(p + d)}; {_q(p + tail)}}}")
         if view == "forward":
-            out.append(f"  {_q(p + s)} -> {_q(p + d)}" + _attrs(attrs))
+            out.append(f"  {_q(p + tail)} -> {_q(p + d)}" + _attrs(attrs))
         else:
-            head = p + ("acc_" + s if s in fan_in and e0.contribution is not None else s)
+            head = p + ("acc_" + s if s in fan_in and e0.contribution is not None else tail)
             out.append(f"  {_q(p + d)} -> {_q(head)}" + _attrs(attrs))
     return out
+
+
+def _hubs(trace, lay: Layout, groups) -> dict:
+    """Leaves that feed more than HUB_FANOUT boxes, each with the first box it feeds.
+
+    A weight shared by every step of an unrolled RNN would pull hundreds of
+    edges to one point; it is drawn once beside its first use, and as a small
+    copy beside each later use.
+    """
+    consumers: dict = {}
+    for s, d, _ in groups:
+        box = lay.boxes[s]
+        if box.kind == "node" and trace.node(s).is_leaf:
+            consumers.setdefault(s, {}).setdefault(d, lay.boxes[d].order)
+    return {s: min(ds, key=ds.get) for s, ds in consumers.items() if len(ds) > HUB_FANOUT}
 
 
 def _bundle_label(trace, es) -> list:

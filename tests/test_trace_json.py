@@ -1,0 +1,125 @@
+"""Trace JSON: round trips, explicit NaN/Inf, and clear errors for foreign or broken files."""
+import json
+
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+from autodiff_viz.trace import SCHEMA, TraceFormatError
+
+
+def _trace():
+    x = adv.Variable([0.5, -1.0, 2.0], name="x")
+    big = adv.Variable(np.linspace(0, 1, 300), name="big")
+    with adv.GradientTape() as tape:
+        with adv.name_scope("block"):
+            h = adv.tanh(x) * x
+        y = adv.sum(h) + adv.mean(big) + adv.argmax(x).astype("float64")
+    return tape.trace(y).with_marks([("n1", "look here")])
+
+
+def _strict_loads(text):
+    def reject(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=reject)
+
+
+def test_round_trip_is_exact():
+    tr = _trace()
+    text = tr.to_json()
+    back = adv.Trace.from_json(text)
+    assert back.to_json() == text
+    assert [n.id for n in back.nodes] == [n.id for n in tr.nodes]
+    for a, b in zip(tr.nodes, back.nodes):
+        assert (a.kind, a.op, a.name, a.scope, a.shape, a.dtype, a.on_path, a.location, a.params) == \
+               (b.kind, b.op, b.name, b.scope, b.shape, b.dtype, b.on_path, b.location, b.params)
+        if a.value.data is not None:
+            np.testing.assert_array_equal(a.value.data, b.value.data)
+            assert a.value.data.dtype == b.value.data.dtype
+        assert a.value.stats == b.value.stats
+    for a, b in zip(tr.edges, back.edges):
+        assert (a.src, a.dst, a.factor, a.differentiable, a.no_grad_reason) == \
+               (b.src, b.dst, b.factor, b.differentiable, b.no_grad_reason)
+        if a.jacobian is not None:
+            np.testing.assert_array_equal(a.jacobian, b.jacobian)
+    assert back.marks == tr.marks and back.steps == tr.steps and back.target == tr.target
+    assert back.node_id_of(tr.node("n1").tensor_id) == "n1"
+    assert back.to_dot("both") == tr.to_dot("both")
+
+
+def test_json_is_standard_and_versioned():
+    doc = _strict_loads(_trace().to_json())
+    assert doc["schema"] == SCHEMA and doc["version"] == 1
+    big = next(n for n in doc["nodes"] if n["name"] == "big")
+    assert big["value"]["data"] is None and big["value"]["stats"]["max"] == 1.0
+
+
+def test_nan_and_inf_are_encoded_explicitly():
+    x = adv.Variable([0.0, 1.0, -1.0], name="x")
+    with adv.GradientTape() as tape, np.errstate(divide="ignore", invalid="ignore"):
+        y = adv.log(x) * adv.constant([1.0, np.nan, 1.0])
+    tr = tape.trace(y)
+    text = tr.to_json()
+    doc = _strict_loads(text)
+    log_node = next(n for n in doc["nodes"] if n["op"] == "log")
+    assert log_node["value"]["data"] == ["-inf", 0.0, "nan"]
+    back = adv.Trace.from_json(text)
+    np.testing.assert_array_equal(back.node(log_node["id"]).value.data, [-np.inf, 0.0, np.nan])
+    assert back.to_json() == text
+
+
+def _doc():
+    return json.loads(_trace().to_json())
+
+
+def _broken(edit):
+    doc = _doc()
+    edit(doc)
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("text, field", [
+    ("{not json", "not JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"nodes": []}', "schema"),
+    (_broken(lambda d: d.update(schema="something.else")), "schema"),
+    (_broken(lambda d: d.update(version=99)), "version"),
+    (_broken(lambda d: d.pop("nodes")), "nodes: missing"),
+    (_broken(lambda d: d.update(nodes={})), "nodes: expected list"),
+    (_broken(lambda d: d["nodes"][1].update(kind="wizard")), "nodes[1].kind"),
+    (_broken(lambda d: d["nodes"][1]["value"].update(shape="abc")), "nodes[1].value.shape"),
+    (_broken(lambda d: d["nodes"][1]["value"].update(shape=[-1])), "nodes[1].value.shape[0]"),
+    (_broken(lambda d: d["nodes"][0]["value"].update(data=[1.0])), "nodes[0].value.data"),
+    (_broken(lambda d: d["nodes"][0]["value"].update(data=[1.0, "x", 2.0])), "nodes[0].value.data[1]"),
+    (_broken(lambda d: d["nodes"][0]["value"].update(dtype="float99")), "nodes[0].value.dtype"),
+    (_broken(lambda d: d["nodes"][2]["value"]["stats"].update(min=None)), "nodes[2].value.stats.min"),
+    (_broken(lambda d: d["nodes"][2].update(on_path="yes")), "nodes[2].on_path"),
+    (_broken(lambda d: d["nodes"][2].pop("tensor_id")), "nodes[2].tensor_id: missing"),
+    (_broken(lambda d: d["edges"][0].update(src="n404")), "edges[0].src"),
+    (_broken(lambda d: d["edges"][1].update(jacobian=[[1.0, "?"]])), "edges[1].jacobian"),
+    (_broken(lambda d: d.update(target="n404")), "target"),
+    (_broken(lambda d: d["marks"][0].pop("reason")), "marks[0].reason"),
+    (_broken(lambda d: d.update(steps=[3])), "steps[0]"),
+])
+def test_malformed_json_names_the_field(text, field):
+    with pytest.raises(TraceFormatError) as info:
+        adv.Trace.from_json(text)
+    assert str(info.value).startswith(field) or field in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_from_json_wants_text():
+    with pytest.raises(TypeError, match="JSON text"):
+        adv.Trace.from_json({"schema": SCHEMA})
+
+
+def test_save_formats(tmp_path):
+    tr = _trace()
+    back = adv.Trace.from_json(open(tr.save(tmp_path / "t.json"), encoding="utf-8").read())
+    assert back.to_json() == tr.to_json()
+    assert open(tr.save(tmp_path / "t.dot"), encoding="utf-8").read() == tr.to_dot("both")
+    assert open(tr.save(tmp_path / "t.svg"), encoding="utf-8").read().startswith("<svg")
+    page = open(tr.save(tmp_path / "t.html"), encoding="utf-8").read()
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page.replace("http://www.w3.org", "")
+    with pytest.raises(ValueError, match=r"\.svg, \.dot, \.json or \.html"):
+        tr.save(tmp_path / "t.png")
