@@ -24,6 +24,7 @@ from .diagnosis import Explanation, UnconnectedGradientError
 from .tape import GradientTape
 from .tensor import Tensor, Variable, constant
 from .trace import Trace
+from .widgets import show
 from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp,
                          GradCheckReport)
 

@@ -337,6 +337,11 @@ class GradientTape:
         from .trace import build_trace
         return build_trace(self, target, sources)
 
+    def show(self, target=None, sources=None, **kwargs):
+        """An interactive explorer of this tape's graphs (see :func:`autodiff_viz.show`)."""
+        from .widgets import show
+        return show(self, target, sources, **kwargs)
+
     def table(self, target=None, sources=None):
         """The tape as a table (the Wengert list): HTML in notebooks, text in a terminal."""
         return self.trace(target, sources).table()
