@@ -40,14 +40,14 @@ class Explorer(W.VBox):
                                     value=st.view, description="view", style={"button_width": "90px"},
                                     tooltips=["values flow down", "ḡ flows up, ∂y/∂x on edges",
                                               "side by side", "the Wengert list"])
-        self.collapse = W.Dropdown(options=[("every op", None), ("one box per layer", "layers")],
-                                   value=st.collapse, description="collapse", layout=W.Layout(width="240px"))
+        self.collapse = W.Dropdown(options=[("every op", "none"), ("one box per layer", "layers")],
+                                   value=st.collapse or "none", description="collapse", layout=W.Layout(width="240px"))
         self.labels = {k: W.Checkbox(value=k not in st.hidden, description=_LABEL_TEXT[k], indent=False,
                                      layout=W.Layout(width="130px")) for k in LABELS}
         self.zoom = W.FloatSlider(value=st.zoom, min=0.25, max=3.0, step=0.05, description="zoom",
                                   readout_format=".2f", continuous_update=True, layout=W.Layout(width="260px"))
         self.mode = W.ToggleButtons(options=[("backward pass", "backward"), ("forward pass", "forward")],
-                                    value=st.mode, description="walk", style={"button_width": "110px"})
+                                    value=st.mode, description="walk", style={"button_width": "130px"})
         self.back = W.Button(description="◀", tooltip="one step back", layout=W.Layout(width="44px"))
         self.next = W.Button(description="▶", tooltip="one step forward", layout=W.Layout(width="44px"))
         self.slider = W.IntSlider(value=st.step, min=0, max=st.max_step, description="step",
@@ -91,7 +91,7 @@ class Explorer(W.VBox):
     # ----- callbacks ----------------------------------------------------------
     def _on_view(self, _change):
         self.state.set_view(self.view.value)
-        self.state.set_collapse(self.collapse.value)
+        self.state.set_collapse(None if self.collapse.value == "none" else self.collapse.value)
         self._redraw()
 
     def _on_label(self, kind, visible):
