@@ -140,7 +140,8 @@ def orchestrate(args) -> dict:
     for m in mods:
         results["workloads"][m.NAME] = {"title": m.TITLE, "unit": m.UNIT, "scale": m.SCALE,
                                         "cases": list(m.CASES), "baseline": list(m.BASELINE or ()),
-                                        "threads": list(getattr(m, "THREADS", (1,)))}
+                                        "threads": list(getattr(m, "THREADS", (1,))),
+                                        "row": getattr(m, "ROW", "library")}
     for threads in thread_counts:
         wanted = [m.NAME for m in mods if threads in getattr(m, "THREADS", (1,))]
         for lib in libs:

@@ -5,7 +5,9 @@ layers), and a 50-step ``SimpleRNN`` (16 units, batch 4, 8 features) with a
 Dense head, drawn with ``collapse="layers"`` and expanded (every op, no
 folding). Cases: ``tape.trace(loss)``, ``trace.to_dot(view="both")``, and
 the SVG (Graphviz ``dot``) of the forward and of the "both" view. An SVG that
-Graphviz cannot lay out within 30 s is reported as such, not timed. autodiff_viz only; the overhead of
+Graphviz cannot lay out within 30 s is reported as such, not timed. Last,
+the explorer widget of the RNN: ``adv.show(tape)`` and one step of its
+slider (the Python side of the update; the browser's repaint is not timed). autodiff_viz only; the overhead of
 keeping traces possible during training is in the W1 and W2 targets
 (locations captured vs ``capture_locations=False``).
 """
@@ -24,8 +26,9 @@ from .harness import Variant
 NAME = "V1"
 TITLE = "trace, DOT and SVG of a recorded graph (ms)"
 UNIT, SCALE = "ms", 1e3
-CASES = ("trace", "DOT both", "SVG forward", "SVG both")
+CASES = ("trace", "DOT both", "SVG forward", "SVG both", "adv.show", "widget step")
 BASELINE = None
+ROW = "what is drawn"
 SVG_PROBE_SECONDS = 30   # an SVG that takes longer is reported, not timed ≥ 5 times
 RNN_STEPS, RNN_UNITS, RNN_BATCH, RNN_FEATURES = 50, 16, 4, 8
 
@@ -103,7 +106,23 @@ def variants(lib: str, adv, d) -> dict:
         if "expanded" in label and args[3] is rnn_trace:
             timed.pop("trace")   # the same trace as the collapsed row
         out[label] = Variant(timed, {"trace": mlp_gradients} if args[3] is mlp else {}, note=note)
+    if hasattr(adv, "show"):
+        out[f"explorer widget, 50-step RNN ({n_rnn} nodes)"] = Variant(
+            _widget_cases(adv, rnn_tape, rnn_loss, rnn.trainable_variables),
+            note="adv.show(tape) builds the widget; a step moves the slider one step (kernel side only)")
     return out
+
+
+def _widget_cases(adv, tape, target, sources) -> dict:
+    explorer = adv.show(tape, target=target, sources=sources)
+    steps = max(explorer.slider.max, 1)
+    at = [0]
+
+    def step():
+        at[0] = at[0] + 1 if at[0] < steps else 0
+        explorer.slider.value = at[0]
+
+    return {"adv.show": lambda: adv.show(tape, target=target, sources=sources), "widget step": step}
 
 
 def _svg_seconds(dot: str) -> float | None:
