@@ -101,7 +101,8 @@ class Summary:
 
     def to_dict(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype,
-                "data": None if self.data is None else _encode_numbers(self.data.tolist()),
+                "data": None if self.data is None else _encode_numbers(
+                    (self.data.astype(np.int64) if self.data.dtype.kind == "b" else self.data).tolist()),
                 "stats": {k: _encode_number(v) for k, v in self.stats.items()}}
 
 

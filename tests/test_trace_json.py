@@ -14,7 +14,7 @@ def _trace():
     with adv.GradientTape() as tape:
         with adv.name_scope("block"):
             h = adv.tanh(x) * x
-        y = adv.sum(h) + adv.mean(big) + adv.argmax(x).astype("float64")
+        y = adv.sum(h) + adv.mean(big) + adv.argmax(x).astype("float64") + adv.sum(adv.where(x > 0.0, x, 0.0))
     return tape.trace(y).with_marks([("n1", "look here")])
 
 
