@@ -287,3 +287,35 @@ def test_builtin_renderer_keeps_ids_styles_and_escapes_labels():
 def test_parse_attrs_reads_dot_escapes():
     attrs = minidot.parse_attrs(r'[label="a \"b\"\nc\\d" color="#444" style=invis x=<<b>t</b>>]')
     assert attrs == {"label": 'a "b"\nc\\d', "color": "#444", "style": "invis", "x": "<b>t</b>"}
+
+
+# ---------------------------------------------------------------------------
+# Live training view
+# ---------------------------------------------------------------------------
+def test_training_view_as_a_fit_callback_plots_loss_and_layer_gradients():
+    from autodiff_viz.widgets import TrainingView
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 3))
+    y = x @ np.array([[1.0], [-2.0], [0.5]])
+    model = adv.Sequential([adv.layers.Dense(4, activation="tanh", name="hidden"),
+                            adv.layers.Dense(1, name="out")])
+    model.compile(optimizer=adv.optimizers.SGD(0.05), loss="mse")
+    view = TrainingView(probe=(x[:16], y[:16]))
+    history = model.fit(x, y, epochs=4, batch_size=16, callbacks=[view], verbose=0)
+    assert view.losses == pytest.approx(history.history["loss"])
+    assert len(view.grad_history) == 4 and set(view.grad_history[0]) == {"hidden", "out"}
+    assert all(v > 0 for v in view.grad_history[-1].values())
+    assert "<polyline" in view.curve.value and "epoch (1 … 4)" in view.curve.value
+    assert "hidden" in view.bars.value and "‖ḡ‖ =" in view.bars.value and "since epoch 1" in view.bars.value
+    assert "epoch 4" in view.title.value
+
+
+def test_training_view_fed_by_hand_escapes_layer_names():
+    from autodiff_viz.widgets import TrainingView
+    view = TrainingView()
+    assert "no gradient measured yet" in view.bars.value
+    view.update(0, 1.0, {"<b>l1</b>": 0.5}, val_loss=1.2)
+    view.update(1, 0.5, {"<b>l1</b>": 0.25}, val_loss=0.9)
+    assert view.losses == [1.0, 0.5] and view.val_losses == [1.2, 0.9]
+    assert "<b>l1</b>" not in view.bars.value and "&lt;b&gt;l1&lt;/b&gt;" in view.bars.value
+    assert "×0.5 since epoch 1" in view.bars.value and "val_loss (dashed)" in view.curve.value

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..trace import Trace
 from .state import ExplorerState
+from .training import TrainingView
 
 
 def show(tape_or_trace, target=None, sources=None, *, output_gradients=None):
@@ -50,4 +51,4 @@ def show(tape_or_trace, target=None, sources=None, *, output_gradients=None):
     return Explorer(state)
 
 
-__all__ = ["show", "ExplorerState"]
+__all__ = ["show", "ExplorerState", "TrainingView"]

@@ -1,0 +1,151 @@
+"""A live training view: the loss curve and per-layer gradient magnitudes, one update per epoch.
+
+Use it as a ``fit`` callback (it measures the gradients itself on a fixed
+probe batch after each epoch, since ``fit`` does not hand them out)::
+
+    view = adv.widgets.TrainingView(probe=(x[:64], y[:64]))
+    display(view)                               # doctest: +SKIP
+    model.fit(x, y, epochs=20, callbacks=[view], verbose=0)
+
+or feed it by hand from your own loop::
+
+    view.update(epoch, loss, {"dense": 0.31, "dense_1": 0.02})
+
+Both draw inline SVG (no plotting library); every number is printed beside
+its bar, so the colours are not the only signal. Drawing one epoch costs a
+few microseconds of string formatting; the probe gradient one extra
+forward/backward pass of the probe batch.
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+from ..callbacks import Callback
+from ..tape import GradientTape
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def loss_curve_svg(losses: list, val_losses: list | None = None, width: int = 460, height: int = 200) -> str:
+    """An SVG line chart of the loss per epoch (solid) and the validation loss (dashed)."""
+    series = [("loss", losses, "#1f4e99", "")] + (
+        [("val_loss", val_losses, "#b35900", ' stroke-dasharray="6 3"')] if val_losses else [])
+    values = [v for _, s, _, _ in series for v in s if v is not None and math.isfinite(v)]
+    if not values:
+        return '<div class="adv-note">no epoch finished yet</div>'
+    lo, hi = min(values), max(values)
+    hi = hi if hi > lo else lo + 1.0
+    n = max(len(s) for _, s, _, _ in series)
+    left, right, top, bottom = 56, 12, 14, 28
+
+    def xy(i, v):
+        x = left + (width - left - right) * (i / max(1, n - 1))
+        y = top + (height - top - bottom) * (1 - (v - lo) / (hi - lo))
+        return f"{x:.1f},{y:.1f}"
+
+    parts = [f'<svg class="adv-loss-curve" width="{width}" height="{height}" role="img" '
+             f'aria-label="loss per epoch" xmlns="http://www.w3.org/2000/svg" font-family="Helvetica,Arial" '
+             f'font-size="12">',
+             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#888"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#888"/>',
+             f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{_fmt(hi)}</text>',
+             f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end">{_fmt(lo)}</text>',
+             f'<text x="{(width + left) / 2}" y="{height - 6}" text-anchor="middle">epoch (1 … {n})</text>']
+    for k, (name, s, colour, dash) in enumerate(series):
+        pts = " ".join(xy(i, v) for i, v in enumerate(s) if v is not None and math.isfinite(v))
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{pts}"/>')
+        parts.append(f'<text x="{width - right}" y="{top + 14 * k + 4}" text-anchor="end" fill="{colour}">'
+                     f'{name}{" (dashed)" if dash else ""}: {_fmt(s[-1])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def gradient_bars_html(norms: dict, history: list | None = None) -> str:
+    """A bar per layer (log scale), the number beside it, and the change since the first epoch."""
+    if not norms:
+        return '<div class="adv-note">no gradient measured yet (give TrainingView a probe batch, or '\
+               'pass grad_norms to update())</div>'
+    logs = {k: math.log10(v) if v > 0 else None for k, v in norms.items()}
+    finite = [v for v in logs.values() if v is not None]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    span = max(hi - lo, 1.0)
+    first = history[0] if history else {}
+    rows = []
+    for name, v in norms.items():
+        frac = 0.05 if logs[name] is None else 0.1 + 0.9 * (logs[name] - lo + 0.1 * span) / (1.1 * span)
+        change = f"×{v / first[name]:.3g} since epoch 1" if first.get(name) else ""
+        rows.append(f"<tr><td>{html.escape(name)}</td><td style='width:220px'><div style='background:#1f4e99;"
+                    f"height:12px;width:{min(1.0, frac) * 100:.0f}%'></div></td>"
+                    f"<td class='adv-mono'>‖ḡ‖ = {_fmt(v)}</td><td class='adv-note'>{change}</td></tr>")
+    return ("<table class='adv-grad-bars' style='font-size:14px'><tr><th>layer</th><th>‖gradient‖ "
+            "(log scale)</th><th></th><th></th></tr>" + "".join(rows) + "</table>")
+
+
+def layer_gradient_norms(model, x, y) -> dict:
+    """``{layer name: 2-norm of the gradient of the loss w.r.t. its trainable weights}`` on one batch."""
+    with GradientTape() as tape:
+        y_pred = model(x)
+        loss = model.compute_loss(y, y_pred)
+    layers = [layer for layer in model.layers if layer.trainable_variables]
+    variables = [v for layer in layers for v in layer.trainable_variables]
+    grads = tape.gradient(loss, variables)
+    norms, k = {}, 0
+    for layer in layers:
+        total = 0.0
+        for _ in layer.trainable_variables:
+            g = grads[k]
+            k += 1
+            if g is not None:
+                total += float(np.sum(np.square(g.numpy())))
+        norms[layer.name] = math.sqrt(total)
+    return norms
+
+
+class TrainingView(Callback):
+    """Loss curve and per-layer gradient magnitudes, per epoch: a ``fit`` callback and a widget.
+
+    Args:
+        probe: ``(x, y)``, a small fixed batch on which the gradient of the
+            loss is measured after every epoch (``None``: no gradient bars
+            unless you pass them to :meth:`update`).
+    """
+
+    def __init__(self, probe=None):
+        super().__init__()
+        import ipywidgets as W
+        self.probe = probe
+        self.losses: list = []
+        self.val_losses: list = []
+        self.grad_history: list = []
+        self.title = W.HTML("<b>training</b>")
+        self.curve = W.HTML(loss_curve_svg([]))
+        self.bars = W.HTML(gradient_bars_html({}))
+        self.widget = W.VBox([self.title, W.HBox([self.curve, self.bars])])
+
+    def update(self, epoch: int, loss: float, grad_norms: dict | None = None, val_loss: float | None = None):
+        """Record one epoch and redraw (the callable protocol for hand-written loops)."""
+        self.losses.append(float(loss))
+        if val_loss is not None:
+            self.val_losses.append(float(val_loss))
+        if grad_norms:
+            self.grad_history.append(dict(grad_norms))
+        self.title.value = (f"<b>training</b>: epoch {epoch + 1}, loss {html.escape(_fmt(float(loss)))}"
+                            + (f", val_loss {html.escape(_fmt(float(val_loss)))}" if val_loss is not None else ""))
+        self.curve.value = loss_curve_svg(self.losses, self.val_losses or None)
+        self.bars.value = gradient_bars_html(self.grad_history[-1] if self.grad_history else {},
+                                             self.grad_history)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        norms = None
+        if self.probe is not None and self.model is not None:
+            norms = layer_gradient_norms(self.model, *self.probe)
+        self.update(epoch, logs.get("loss", float("nan")), norms, logs.get("val_loss"))
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
