@@ -130,6 +130,17 @@ PENDING_LINE = "stroke-dasharray: 2 4;"
 DONE_LINE = "stroke-width: 2px;"
 JUST_DONE_LINE = "stroke-width: 3.5px; stroke: #c2185b;"
 
+# (step key, class prefix, [(selector tail, declarations)]): how each kind of step item is drawn
+STEP_RULES = (
+    ("pending_edges", "adv-edge", [("", PENDING), (" path", PENDING_LINE), (" .adv-t-contrib", "display: none;")]),
+    ("done_edges", "adv-edge", [(" path", DONE_LINE)]),
+    ("just_done_edges", "adv-edge", [(" path", JUST_DONE_LINE), (" text", "font-weight: bold;")]),
+    ("pending_acc", "adv-acc", [("", PENDING)]),
+    ("unknown_grad", "adv-node", [(" .adv-t-grad", "visibility: hidden;")]),
+    ("not_computed", "adv-node", [("", PENDING), (f" :is({SHAPES})", "stroke-dasharray: 3 3;"),
+                                  (" .adv-t-value", "visibility: hidden;")]),
+)
+
 BASE_CSS = """
 {root} {{ font-family: Helvetica, Arial, sans-serif; font-size: 14px; color: #222; }}
 {root} .adv-graph {{ overflow: auto; max-height: 640px; border: 1px solid #ddd; background: white; }}
@@ -177,26 +188,10 @@ def state_css(root: str, tagged: Tagged | None, zoom: float, hidden: set, step: 
         scope = panel if prefix in ("adv-edge", "adv-acc") else ""
         return ", ".join(f"{r} {scope}.{prefix}-{i}{tail}" for i in ids)
 
-    if step.get("pending_edges"):
-        ids = step["pending_edges"]
-        rules.append(f"{sel('adv-edge', ids)} {{ {PENDING} }}")
-        rules.append(f"{sel('adv-edge', ids, ' path')} {{ {PENDING_LINE} }}")
-        rules.append(f"{sel('adv-edge', ids, ' .adv-t-contrib')} {{ display: none; }}")
-    if step.get("done_edges"):
-        rules.append(f"{sel('adv-edge', step['done_edges'], ' path')} {{ {DONE_LINE} }}")
-    if step.get("just_done_edges"):
-        ids = step["just_done_edges"]
-        rules.append(f"{sel('adv-edge', ids, ' path')} {{ {JUST_DONE_LINE} }}")
-        rules.append(f"{sel('adv-edge', ids, ' text')} {{ font-weight: bold; }}")
-    if step.get("pending_acc"):
-        rules.append(f"{sel('adv-acc', step['pending_acc'])} {{ {PENDING} }}")
-    if step.get("unknown_grad"):
-        rules.append(f"{sel('adv-node', step['unknown_grad'], ' .adv-t-grad')} {{ visibility: hidden; }}")
-    if step.get("not_computed"):
-        ids = step["not_computed"]
-        rules.append(f"{sel('adv-node', ids)} {{ {PENDING} }}")
-        rules.append(f"{sel('adv-node', ids, ' :is(' + SHAPES + ')')} {{ stroke-dasharray: 3 3; }}")
-        rules.append(f"{sel('adv-node', ids, ' .adv-t-value')} {{ visibility: hidden; }}")
+    for key, prefix, parts in STEP_RULES:
+        if step.get(key):
+            for tail, decl in parts:
+                rules.append(f"{sel(prefix, step[key], tail)} {{ {decl} }}")
     if selected:
         rules.append(f"{r} .adv-node-{selected} :is({SHAPES}) {{ {SELECTED} }}")
         rules.append(f"{r} #row-{selected} {{ outline: 2px dashed #4a148c; }}")
