@@ -124,6 +124,7 @@ class _State:
         self.scope_path: str = ""
         self.lineage = True         # False while the engine runs its own walks
         self.anomaly = None         # set by adv.detect_anomaly(): checks every op and backward step
+        self.location = None        # set by shared_location(): the user line for every op inside
 
 
 state = _State()
@@ -181,6 +182,12 @@ def user_location():
         d += 1
 
 
+def is_package_code(func) -> bool:
+    """Was ``func`` written in this package (not by the user)?"""
+    code = getattr(func, "__code__", None)
+    return code is not None and _inside(code, _internal_code)
+
+
 def _inside(code, internal) -> bool:
     inside = internal.get(code)
     if inside is None:
@@ -192,16 +199,55 @@ _last_depth = 2
 _internal_code: dict = {}   # code object -> defined inside this package?
 
 
-@contextlib.contextmanager
-def name_scope(name: str):
-    """Prefix the scope of every op recorded inside (``model/dense_1``)."""
-    old, old_path = state.scope, state.scope_path
-    state.scope = old + (str(name),)
-    state.scope_path = "/".join(state.scope)
-    try:
-        yield state.scope_path
-    finally:
-        state.scope, state.scope_path = old, old_path
+class name_scope:
+    """Prefix the scope of every op recorded inside (``model/dense_1``).
+
+        >>> with adv.name_scope("encoder"):
+        ...     h = adv.tanh(x)        # recorded with scope "encoder"
+    """
+
+    __slots__ = ("name", "_saved")
+
+    def __init__(self, name: str):
+        self.name = str(name)
+
+    def __enter__(self):
+        self._saved = (state.scope, state.scope_path)
+        state.scope = state.scope + (self.name,)
+        state.scope_path = "/".join(state.scope)
+        return state.scope_path
+
+    def __exit__(self, *exc):
+        state.scope, state.scope_path = self._saved
+        return False
+
+
+class shared_location:
+    """Ops run inside share one user-code location, found once on entry.
+
+    For package code that runs many ops on behalf of one user call (a
+    built-in layer, a loss), every op would find the same location by
+    walking the stack, so walk once. ``share=False`` clears a shared
+    location for the block: code the user wrote (a custom layer's ``call``,
+    an RNN cell) runs inside, and its ops get their own lines.
+    """
+
+    __slots__ = ("share", "_saved")
+
+    def __init__(self, share: bool = True):
+        self.share = share
+
+    def __enter__(self):
+        self._saved = state.location
+        if not self.share:
+            state.location = None
+        elif state.location is None and config.capture_locations:
+            state.location = user_location()
+        return self
+
+    def __exit__(self, *exc):
+        state.location = self._saved
+        return False
 
 
 @contextlib.contextmanager
@@ -271,7 +317,7 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
             break
     y_id = y._id
     node = Node(rule, inputs, params, y_id, out if type(out) is np.ndarray else y._value,
-                user_location() if config.capture_locations else None,
+                state.location or (user_location() if config.capture_locations else None),
                 state.scope_path, (recorders[0].serial,) if recorders and len(recorders) == 1
                 else tuple([tape.serial for tape in recorders or ()]))
     y._node = node

@@ -238,7 +238,7 @@ cast = define(
 def _mT(a):
     """Swap the last two axes (a matrix transpose that keeps batch axes)."""
     n = a.ndim
-    return transpose(a, axes=tuple(range(n - 2)) + (n - 1, n - 2))
+    return a.T if n == 2 else transpose(a, axes=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _mm_shapes(x, w):
@@ -250,6 +250,8 @@ def _mm_shapes(x, w):
 
 
 def _matmul_vjp_x(g, y, x, w):
+    if x.ndim == 2 and w.ndim == 2:      # the common case: no promotion, nothing broadcast
+        return g @ w.T
     B = _batch(g, y)
     xs, ws, ys = _mm_shapes(x, w)
     gx = g.reshape(B + ys) @ _mT(w.reshape(ws))
@@ -257,6 +259,8 @@ def _matmul_vjp_x(g, y, x, w):
 
 
 def _matmul_vjp_w(g, y, x, w):
+    if x.ndim == 2 and w.ndim == 2:
+        return x.T @ g
     B = _batch(g, y)
     xs, ws, ys = _mm_shapes(x, w)
     gw = _mT(x.reshape(xs)) @ g.reshape(B + ys)

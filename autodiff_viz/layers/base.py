@@ -266,7 +266,7 @@ class Layer:
                                "add `super().__init__(**kwargs)` as its first line.")
         if not args:
             raise TypeError(f"{self.name}: call the layer with its inputs, e.g. layer(x).")
-        with engine.name_scope(self.name):
+        with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
             inputs = self._convert_inputs(args[0])
             if not self.built:
                 self._maybe_build(_shapes(inputs))
@@ -378,3 +378,4 @@ def _unique(items):
             seen.add(id(v))
             out.append(v)
     return out
+
