@@ -692,8 +692,11 @@ def build_trace(tape, target=None, sources=None, value_limit: int = VALUE_LIMIT)
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError(f"trace: sources must be tensors, got {type(s).__name__}.")
-            if s._id in owner:
+            if s._id in owner and s._id in tape._tracked:
                 source_ids.append(s._id)
+            elif s._id in owner:
+                notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not watched by this tape, "
+                             "so it gets no gradient: tape.watch it or make it an adv.Variable")
             else:
                 notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not in this tape's record")
 

@@ -322,3 +322,17 @@ def test_notebook_display_is_svg_when_dot_exists():
     bundle = tape.trace(loss)._repr_mimebundle_()
     assert bundle["image/svg+xml"].startswith("<svg")
     assert "∂y/∂x = 1 − y²" in bundle["image/svg+xml"]
+
+
+def test_an_unwatched_source_gets_no_gradient_in_the_trace_as_in_tape_gradient():
+    c = adv.constant([1.0, 2.0], name="c")
+    w = adv.Variable([0.5, -0.5], name="w")
+    with adv.GradientTape(persistent=True) as tape:
+        loss = adv.sum(c * w)
+    assert tape.gradient(loss, c) is None
+    trace = tape.trace(loss, [c, w])
+    c_node = next(n for n in trace.nodes if n.name == "c")
+    w_node = next(n for n in trace.nodes if n.name == "w")
+    assert c_node.grad is None
+    assert w_node.grad is not None
+    assert any("not watched" in note for note in trace.notes)
