@@ -116,7 +116,7 @@ class Optimizer:
                 new_value, new_state = self._step(var._value, g, state, lr, step)
                 results.append((var, new_value, new_state))
             for var, new_value, new_state in results:
-                var.assign(new_value)
+                var._value = np.asarray(new_value, dtype=var.dtype)   # shapes were checked above
                 self._state[var._id] = new_state
         self.iterations += 1
         return self.iterations
