@@ -26,7 +26,8 @@ def load(name: str, threads: int):
     try:
         module = importlib.import_module(name)
     except ImportError as exc:
-        raise Missing(f"{name} is not installed ({exc}); to compare with it: {INSTALL.get(name, '')}") from None
+        hint = f"; to compare with it: {INSTALL[name]}" if name in INSTALL else ""
+        raise Missing(f"{name} is not installed ({exc}){hint}") from None
     if name == "torch":
         module.set_num_threads(threads)
         module.set_default_dtype(module.float64)

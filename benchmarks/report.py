@@ -61,10 +61,14 @@ def _load_sentence(meta) -> str:
 
 
 def rows_by_key(results, workload: str, threads: int) -> dict:
-    """``{(variant, case): seconds}`` of one workload at one thread count."""
-    return {(r["variant"], r["case"]): r["seconds"]
-            for run in results["runs"] for r in run["rows"]
-            if r["workload"] == workload and r["threads"] == threads}
+    """``{(variant, case): seconds}`` of one workload at one thread count (the fastest round's median)."""
+    out = {}
+    for run in results["runs"]:
+        for r in run["rows"]:
+            if r["workload"] == workload and r["threads"] == threads:
+                key = (r["variant"], r["case"])
+                out[key] = min(out.get(key, r["seconds"]), r["seconds"])
+    return out
 
 
 def targets(results, modules) -> list:
@@ -84,6 +88,7 @@ def _fmt(seconds, scale) -> str:
 
 def markdown(results) -> str:
     meta = results["meta"]
+    rounds = max((run.get("round", 1) for run in results["runs"]), default=1)
     lines = [
         f"Measured {meta['date']} on {meta['machine']}; Python {meta['python']}, "
         f"commit {meta.get('commit') or '?'}"
@@ -94,11 +99,12 @@ def markdown(results) -> str:
         f"Command: `{meta['command']}`. Float64; one thread unless a table says otherwise "
         "(BLAS/OpenMP/XLA thread variables set before numpy loads, process pinned to that many cores). "
         "Each library runs in its own process; each cell is the median of ≥ 5 timed repeats after "
-        "warm-up, and (in brackets) its ratio to the baseline cell of the same table, measured in the "
-        "same run.",
+        "warm-up" + (f" (the fastest of {rounds} rounds, the libraries taking turns)" if rounds > 1 else "")
+        + ", and (in brackets) its ratio to the baseline cell of the same table, measured in the same run.",
         "",
     ]
     versions = {run["library"]: run.get("version") for run in results["runs"]}
+    versions = {k: v for k, v in versions.items() if v}
     lines.append("Libraries: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".")
     skipped = {run["library"]: run["skipped"] for run in results["runs"] if run.get("skipped")}
     for lib, why in skipped.items():
@@ -192,7 +198,7 @@ def _checks(results) -> list:
             seen.add(key)
             out.append(f"| {c['workload']} | {c['variant']} {c['case']} vs numpy reference | {c['error']:.1e}"
                        f"{'' if c['ok'] else ' **FAIL**'} |")
-    return ["<details><summary>Gradient checks</summary>", ""] + out + ["", "</details>", ""]
+    return ['<details markdown="1"><summary>Gradient checks</summary>', ""] + out + ["", "</details>", ""]
 
 
 def write_docs(path: str, md: str) -> None:

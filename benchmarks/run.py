@@ -134,7 +134,12 @@ def _run_variant(wl, label, variant, ref, settings, threads, out):
 def orchestrate(args) -> dict:
     names = args.workloads.split(",") if args.workloads else None
     libs = args.libraries.split(",") if args.libraries else list(libraries.LIBRARIES)
+    unknown = [name for name in libs if name not in libraries.LIBRARIES]
+    if unknown:
+        raise SystemExit(f"unknown libraries {unknown}; choose from {', '.join(libraries.LIBRARIES)}")
     mods = workload_modules(names)
+    if names is not None and len(mods) < len(names):
+        raise SystemExit(f"unknown workloads in {names}; there are {', '.join(m.NAME for m in workload_modules())}")
     thread_counts = sorted({t for m in mods for t in getattr(m, "THREADS", (1,))})
     results = {"meta": report.machine(args.command), "workloads": {}, "runs": []}
     for m in mods:
@@ -142,11 +147,17 @@ def orchestrate(args) -> dict:
                                         "cases": list(m.CASES), "baseline": list(m.BASELINE or ()),
                                         "threads": list(getattr(m, "THREADS", (1,))),
                                         "row": getattr(m, "ROW", "library")}
-    for threads in thread_counts:
-        wanted = [m.NAME for m in mods if threads in getattr(m, "THREADS", (1,))]
-        for lib in libs:
-            print(f"[bench] {lib}, {threads} thread(s): {', '.join(wanted)}", file=sys.stderr, flush=True)
-            results["runs"].append(_spawn(lib, threads, wanted, args.quick))
+    for round_ in range(1, args.rounds + 1):
+        for threads in thread_counts:
+            wanted = [m.NAME for m in mods if threads in getattr(m, "THREADS", (1,))]
+            for lib in libs:
+                print(f"[bench] round {round_}/{args.rounds}: {lib}, {threads} thread(s): {', '.join(wanted)}",
+                      file=sys.stderr, flush=True)
+                run = _spawn(lib, threads, wanted, args.quick)
+                run["round"] = round_
+                results["runs"].append(run)
+                if run.get("skipped"):
+                    libs = [name for name in libs if name != lib]
     results["targets"] = report.targets(results, mods)
     if hasattr(os, "getloadavg"):
         results["meta"]["load_average_after"] = list(os.getloadavg())
@@ -184,8 +195,12 @@ def main(argv=None) -> int:
     p.add_argument("--workloads", help="comma-separated names, e.g. W1,W3 (default: all)")
     p.add_argument("--libraries", help=f"comma-separated, from {','.join(libraries.LIBRARIES)} (default: all)")
     p.add_argument("--quick", action="store_true", help="fewer, shorter repeats: a smoke run")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run every library this many times, in turn; each cell keeps its fastest round's "
+                        "median (other programs on the machine only ever add time)")
     p.add_argument("--out", help="results JSON path (default benchmarks/results/results.json)")
     p.add_argument("--docs", action="store_true", help="also rewrite the results in docs/performance.md")
+    p.add_argument("--report", metavar="JSON", help="do not measure: make the table again from a saved results JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -194,19 +209,24 @@ def main(argv=None) -> int:
         with open(args.out, "w") as fh:
             json.dump(result, fh)
         return 0
-    args.command = "bash dev.sh bench" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
-    results = orchestrate(args)
-    out = args.out or os.path.join(ROOT, "benchmarks", "results", "results.json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w") as fh:
-        json.dump(results, fh, indent=1)
-    md = report.markdown(results)
-    with open(os.path.splitext(out)[0] + ".md", "w") as fh:
-        fh.write(md)
+    if args.report:
+        with open(args.report) as fh:
+            results = json.load(fh)
+        md = report.markdown(results)
+    else:
+        args.command = "bash dev.sh bench" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+        results = orchestrate(args)
+        out = args.out or os.path.join(ROOT, "benchmarks", "results", "results.json")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as fh:
+            json.dump(results, fh, indent=1)
+        md = report.markdown(results)
+        with open(os.path.splitext(out)[0] + ".md", "w") as fh:
+            fh.write(md)
+        print(f"[bench] wrote {out} and {os.path.splitext(out)[0] + '.md'}", file=sys.stderr)
     if args.docs:
         report.write_docs(os.path.join(ROOT, "docs", "performance.md"), md)
     print(md)
-    print(f"[bench] wrote {out} and {os.path.splitext(out)[0] + '.md'}", file=sys.stderr)
     ours = [e for r in results["runs"] if r["library"] in ("numpy", "autodiff_viz") for e in r.get("errors", [])]
     return 1 if ours else 0
 
