@@ -158,15 +158,15 @@ class _Detector:
 def detect_anomaly(forward: bool = True, backward: bool = True):
     """Raise :class:`AnomalyError` at the first op or backward step that makes ``nan``/``inf``.
 
-    Args:
-        forward: check every op's output while the block runs.
-        backward: check every gradient contribution of every backward step
-            (``tape.gradient``, ``jacobian``, ``adv.grad`` ...).
-
         >>> with adv.detect_anomaly():
         ...     with adv.GradientTape() as tape:
         ...         y = adv.sqrt(x * x)            # finite forward ...
         ...     tape.gradient(y, x)                # ... but 1/(2√x) is inf at x = 0: raised here
+
+    Args:
+        forward: check every op's output while the block runs.
+        backward: check every gradient contribution of every backward step
+            (``tape.gradient``, ``jacobian``, ``adv.grad`` ...).
     """
     state = engine.state
     outer = state.anomaly

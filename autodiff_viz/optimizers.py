@@ -100,8 +100,11 @@ class Optimizer:
             the new value of ``iterations``.
 
         Raises:
-            ValueError / TypeError naming the pair, the variable and the
-            shapes, before any variable has changed.
+            ValueError: a gradient's shape does not match its variable (the
+                error names the pair, the variable and the shapes), before any
+                variable has changed.
+            TypeError: a pair is not ``(gradient, variable)`` or not floating,
+                before any variable has changed.
         """
         pairs = self._checked_pairs(grads_and_vars)
         if pairs:

@@ -13,18 +13,18 @@ class Dense(Layer):
     of the input, so ``(batch, input_dim)`` gives ``(batch, units)`` and
     ``(batch, time, input_dim)`` gives ``(batch, time, units)``.
 
+        >>> layer = Dense(3, activation="relu")
+        >>> layer(np.ones((2, 4))).shape
+        (2, 3)
+
     Args:
         units: number of outputs.
         activation: a name (``"relu"``, ``"tanh"``, ``"sigmoid"``,
             ``"softmax"``, ``"linear"``, ``"leaky_relu"``, ``"softplus"``), a
             callable, or None (linear).
         use_bias: add a bias vector.
-        kernel_initializer, bias_initializer: names or callables
-            (defaults ``"glorot_uniform"`` and ``"zeros"``, as Keras).
-
-        >>> layer = Dense(3, activation="relu")
-        >>> layer(np.ones((2, 4))).shape
-        (2, 3)
+        kernel_initializer: a name or a callable (default ``"glorot_uniform"``, as Keras).
+        bias_initializer: a name or a callable (default ``"zeros"``, as Keras).
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
