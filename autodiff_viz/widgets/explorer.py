@@ -12,6 +12,12 @@ What changes on screen per interaction:
 * a view or collapse change: the SVG, drawn once per combination and cached.
 
 Every callback only formats text already computed, so nothing blocks the kernel.
+
+Where no widget manager runs (an HTML export by nbconvert, a notebook viewer,
+a kernel that is gone), the explorer's display carries a static alternative:
+:meth:`Explorer.static_html`, the trace's self-contained page from
+:func:`autodiff_viz.render.html_document` (both graphs, step buttons, the
+tape table) plus the why-None panel. Jupyter front ends prefer the live widget.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import html
 
 import ipywidgets as W
 
+from .. import render
 from .state import LABELS, ExplorerState
 
 _LABEL_TEXT = {"value": "values", "shape": "shapes", "factor": "∂y/∂x factors", "grad": "gradients ḡ"}
@@ -135,3 +142,30 @@ class Explorer(W.VBox):
     def _restyle(self):
         self.style.value = f"<style>{self.state.css()}</style>"
 
+
+    # ----- without a widget manager -----------------------------------------------
+    def static_html(self) -> str:
+        """The explorer as self-contained HTML: no widget manager, no network.
+
+        The trace's standalone page (:func:`autodiff_viz.render.html_document`)
+        sits in an ``<iframe srcdoc>``, so its element ids and script cannot
+        clash with another explorer on the same page; the why-None panel follows.
+        Without Graphviz it is the current drawing from the built-in renderer.
+        """
+        st = self.state
+        try:
+            page = render.html_document(st.trace, st.collapse, title="autodiff_viz explorer (static copy)")
+        except render.GraphvizNotFound:
+            body = self.graph.value
+        else:
+            body = (f'<iframe class="adv-static-explorer" srcdoc="{html.escape(page, quote=True)}" '
+                    'style="width:100%;height:640px;border:1px solid #ddd" '
+                    'onload="this.style.height=(this.contentDocument.body.scrollHeight+40)+\'px\'"></iframe>')
+        why = f'<div class="adv-static-why">{st.why_none_html()}</div>' if st.explanations else ""
+        return f"<div>{body}{why}</div>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget for Jupyter, with :meth:`static_html` as ``text/html`` for everything else."""
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/html"] = self.static_html()
+        return bundle
