@@ -68,21 +68,16 @@ def check_reference() -> float:
 
 
 def variants(lib: str, mod, d) -> dict:
-    x, a, b = d["x"], d["a"], d["b"]
-    if lib == "numpy":
-        return {"numpy": Variant({"forward": lambda: np.sum(chain(x, a, b, np.tanh, np.exp)),
-                                  "fwd+bwd": lambda: _numpy_gradients(x, a, b)},
-                                 {"fwd+bwd": lambda: _numpy_gradients(x, a, b)}, per_call=N_OPS,
-                                 note="fwd+bwd written by hand")}
-    if lib == "autodiff_viz":
-        return _autodiff_viz(mod, x, a, b)
-    if lib == "torch":
-        return _torch(mod, x, a, b)
-    if lib == "autograd":
-        return _autograd(x, a, b)
-    if lib == "jax":
-        return _jax(mod, x, a, b)
-    return {}
+    build = {"numpy": _numpy, "autodiff_viz": _autodiff_viz, "torch": _torch, "autograd": _autograd,
+             "jax": _jax}.get(lib)
+    return build(mod, **d) if build else {}
+
+
+def _numpy(np_, x, a, b):
+    return {"numpy": Variant({"forward": lambda: np.sum(chain(x, a, b, np.tanh, np.exp)),
+                              "fwd+bwd": lambda: _numpy_gradients(x, a, b)},
+                             {"fwd+bwd": lambda: _numpy_gradients(x, a, b)}, per_call=N_OPS,
+                             note="fwd+bwd written by hand")}
 
 
 def _autodiff_viz(adv, x, a, b):
@@ -134,8 +129,7 @@ def _torch(torch, x, a, b):
                              note="eager, requires_grad=True")}
 
 
-def _autograd(x, a, b):
-    import autograd
+def _autograd(autograd, x, a, b):
     import autograd.numpy as anp
 
     def f(x, a, b):

@@ -47,20 +47,14 @@ def check_reference() -> float:
 
 
 def variants(lib: str, mod, d) -> dict:
-    x, W1, W2 = d["x"], d["W1"], d["W2"]
-    if lib == "numpy":
-        run = lambda: _numpy_jacobian(x, W1, W2)  # noqa: E731
-        return {"numpy": Variant({"vectorized reverse": run}, {"vectorized reverse": run},
-                                 note="closed form by hand")}
-    if lib == "autodiff_viz":
-        return _autodiff_viz(mod, x, W1, W2)
-    if lib == "torch":
-        return _torch(mod, x, W1, W2)
-    if lib == "autograd":
-        return _autograd(x, W1, W2)
-    if lib == "jax":
-        return _jax(mod, x, W1, W2)
-    return {}
+    build = {"numpy": _numpy, "autodiff_viz": _autodiff_viz, "torch": _torch, "autograd": _autograd,
+             "jax": _jax}.get(lib)
+    return build(mod, **d) if build else {}
+
+
+def _numpy(np_, x, W1, W2):
+    run = lambda: _numpy_jacobian(x, W1, W2)  # noqa: E731
+    return {"numpy": Variant({"vectorized reverse": run}, {"vectorized reverse": run}, note="closed form by hand")}
 
 
 def _autodiff_viz(adv, x, W1, W2):
@@ -105,8 +99,7 @@ def _torch(torch, x, W1, W2):
     return {"torch": Variant(cases, cases, note="autograd.grad ×200; torch.func.jacrev; torch.func.jacfwd")}
 
 
-def _autograd(x, W1, W2):
-    import autograd
+def _autograd(autograd, x, W1, W2):
     import autograd.numpy as anp
 
     def g(v):

@@ -52,21 +52,16 @@ def check_reference() -> float:
 
 
 def variants(lib: str, mod, d) -> dict:
-    X, W1, W2 = d["X"], d["W1"], d["W2"]
-    if lib == "numpy":
-        return {"numpy": Variant({"forward": lambda: forward(X, W1, W2, np.tanh, np.sum),
-                                  "fwd+bwd": lambda: _numpy_gradients(X, W1, W2)},
-                                 {"fwd+bwd": lambda: _numpy_gradients(X, W1, W2)},
-                                 note="fwd+bwd written by hand")}
-    if lib == "autodiff_viz":
-        return _autodiff_viz(mod, X, W1, W2)
-    if lib == "torch":
-        return _torch(mod, X, W1, W2)
-    if lib == "autograd":
-        return _autograd(X, W1, W2)
-    if lib == "jax":
-        return _jax(mod, X, W1, W2)
-    return {}
+    build = {"numpy": _numpy, "autodiff_viz": _autodiff_viz, "torch": _torch, "autograd": _autograd,
+             "jax": _jax}.get(lib)
+    return build(mod, **d) if build else {}
+
+
+def _numpy(np_, X, W1, W2):
+    return {"numpy": Variant({"forward": lambda: forward(X, W1, W2, np.tanh, np.sum),
+                              "fwd+bwd": lambda: _numpy_gradients(X, W1, W2)},
+                             {"fwd+bwd": lambda: _numpy_gradients(X, W1, W2)},
+                             note="fwd+bwd written by hand")}
 
 
 def _autodiff_viz(adv, X, W1, W2):
@@ -98,8 +93,7 @@ def _torch(torch, X, W1, W2):
                              note="forward under torch.no_grad()")}
 
 
-def _autograd(X, W1, W2):
-    import autograd
+def _autograd(autograd, X, W1, W2):
     import autograd.numpy as anp
 
     def f(W1, W2):
