@@ -305,6 +305,9 @@ class Layer:
             >>> with adv.GradientTape() as tape:
             ...     loss = adv.sum(model(x) ** 2)
             >>> tape.gradient(loss, model.get_layer("dense").output)
+
+        Use it inside the tape that recorded that call: the output of an
+        earlier call is unknown to a new tape, and its gradient there is None.
         """
         if self._output is None:
             raise AttributeError(f"Layer {self.name!r} has not been called yet, so it has no output. "

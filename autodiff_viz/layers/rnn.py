@@ -131,6 +131,8 @@ class SimpleRNN(RNN):
         >>> rnn = SimpleRNN(8, return_sequences=True)
         >>> rnn(np.zeros((2, 5, 3))).shape
         (2, 5, 8)
+
+    The weights live in ``rnn.cell``: ``kernel``, ``recurrent_kernel`` and ``bias``.
     """
 
     def __init__(self, units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
