@@ -399,6 +399,10 @@ def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
             "Fix: compute the target inside the `with adv.GradientTape() as tape:` block.",
             _where(loc), (target._id,), (), None, (loc,) if loc else ())
     if source._id not in tape._tracked and not isinstance(source, Variable):
+        if source._node is not None:
+            stale = _stale_source(tape, source)
+            if stale is not None:
+                return stale
         return _not_watched(tape, source, ())
     loc = target._node.location if target._node is not None else None
     return Explanation(

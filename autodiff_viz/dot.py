@@ -403,7 +403,7 @@ def _bundle_label(trace, es) -> list:
     if len(srcs) == 1:
         n = trace.node(srcs[0])
         names += " " + str(tuple(n.shape))
-    return [names, f"{len(es)} edges"]
+    return [names, f"{len(es)} edge{'' if len(es) == 1 else 's'}"]
 
 
 def _gradient_label(e) -> list:

@@ -326,3 +326,16 @@ def test_target_rebuilt_from_a_number_with_no_history_at_all(W, x):
     assert e.reason == "left_the_tape"
     assert e.location == line_of("rebuilt")
     assert "most likely" in e.message
+
+
+def test_layer_output_taken_before_the_tape_is_named_as_a_stale_output():
+    layer = adv.layers.Dense(2, name="stale_dense")
+    x = np.ones((1, 3))
+    layer(x)
+    h = layer.output                      # from a call no tape recorded
+    with adv.GradientTape() as tape:
+        loss = adv.sum(layer(x) ** 2)     # a new call: a new output tensor
+    assert tape.gradient(loss, h) is None
+    e = tape.explain(loss, h)
+    assert e.reason == "computed_outside_tape"
+    assert "layer.output" in e.message and "constant" not in e.message
