@@ -33,7 +33,8 @@ def _write(folder, name, *cells):
 # ----- the notebooks themselves ---------------------------------------------------
 def test_the_tour_and_the_first_notebooks_exist():
     names = {p.name for p in NOTEBOOKS}
-    for name in ("00_tour.ipynb",):
+    for name in ("00_tour.ipynb", "01_the_tape_and_the_chain_rule.ipynb",
+                 "02_jacobian_vs_summed_gradient.ipynb", "03_chain_rule_in_parts.ipynb"):
         assert name in names
 
 

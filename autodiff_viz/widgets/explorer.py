@@ -149,7 +149,8 @@ class Explorer(W.VBox):
 
         The trace's standalone page (:func:`autodiff_viz.render.html_document`)
         sits in an ``<iframe srcdoc>``, so its element ids and script cannot
-        clash with another explorer on the same page; the why-None panel follows.
+        clash with another explorer on the same page; the why-None and the
+        Jacobian panels follow.
         Without Graphviz it is the current drawing from the built-in renderer.
         """
         st = self.state
@@ -162,7 +163,8 @@ class Explorer(W.VBox):
                     'style="width:100%;height:640px;border:1px solid #ddd" '
                     'onload="this.style.height=(this.contentDocument.body.scrollHeight+40)+\'px\'"></iframe>')
         why = f'<div class="adv-static-why">{st.why_none_html()}</div>' if st.explanations else ""
-        return f"<div>{body}{why}</div>"
+        jac = f'<div class="adv-static-jacobian">{st.jacobian_html()}</div>' if st.jacobian_rows else ""
+        return f"<div>{body}{why}{jac}</div>"
 
     def _repr_mimebundle_(self, **kwargs):
         """The live widget for Jupyter, with :meth:`static_html` as ``text/html`` for everything else."""
