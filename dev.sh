@@ -88,7 +88,9 @@ case "${1:-tour}" in
         if [ -n "${HEADLESS:-}" ] || [ "${CI:-}" = true ]; then
             exec "$PY" -m autodiff_viz.run_notebooks "${OUT:-out/notebooks}"
         fi
-        exec "$PY" -m jupyterlab notebooks/00_tour.ipynb ;;
+        lab_args=()
+        if [ "$(id -u)" = 0 ]; then lab_args+=(--allow-root); fi   # JupyterLab refuses root without it
+        exec "$PY" -m jupyterlab ${lab_args[@]+"${lab_args[@]}"} notebooks/00_tour.ipynb ;;
     bench)
         setup
         shift || true
