@@ -99,7 +99,7 @@ class _Detector:
             self._forward_anomaly(rule, inputs, y)
 
     def _forward_anomaly(self, rule, inputs, y):
-        loc = engine.state.location or engine.user_location()
+        loc = engine.resolve_location(engine.state.location) or engine.user_location()
         bad_in = [t for t in inputs if not _finite(t)]
         origin = ("Its inputs already held non-finite values: the problem is upstream (a constant or "
                   "variable that is already nan/inf)." if bad_in else "Its inputs are all finite, so this "

@@ -139,12 +139,20 @@ class Node:
     tape recorded it.
     """
 
-    __slots__ = ("rule", "inputs", "params", "out_id", "out", "location", "scope", "tapes")
+    __slots__ = ("rule", "inputs", "params", "out_id", "out", "_where", "scope", "tapes")
 
-    def __init__(self, rule, inputs, params, out_id, out, location, scope, tapes):
+    def __init__(self, rule, inputs, params, out_id, out, where, scope, tapes):
         self.rule, self.inputs, self.params = rule, inputs, params
         self.out_id, self.out = out_id, out
-        self.location, self.scope, self.tapes = location, scope, tapes
+        self._where, self.scope, self.tapes = where, scope, tapes
+
+    @property
+    def location(self):
+        """``(filename, lineno)`` of the user code that made this op, or None."""
+        where = self._where
+        if where is not None and not isinstance(where[0], str):
+            where = self._where = resolve_location(where)
+        return where
 
     def output(self) -> Tensor:
         """The output as a tensor (same identity as the one user code holds)."""
@@ -155,48 +163,71 @@ class Node:
         return f"<Node #{self.out_id} = {self.rule.name}({ins})>"
 
 
-def user_location():
-    """``(filename, lineno)`` of the first frame outside this package, or None.
+def user_frame(skip: int = 0):
+    """``(code, lasti)`` of the first frame outside this package, or None.
 
-    Ops are usually called from the same depth as last time, so that depth is
-    tried first: two frame look-ups instead of a walk through every frame.
+    Cheap on purpose (it runs for every recorded op): the line number is
+    worked out later, by :func:`resolve_location`, only when a trace or a
+    diagnosis asks. Ops are usually called from the same depth as last time,
+    so that depth is tried first: two frame look-ups instead of a walk.
+    ``skip`` counts extra package frames between the caller and this function.
     """
     global _last_depth
-    getframe, internal = sys._getframe, _internal_code
-    d = _last_depth
+    getframe, internal = sys._getframe, _internal_file
+    d = _last_depth + skip
     try:
         f = getframe(d)
-        if internal.get(f.f_code) is False and internal.get(getframe(d - 1).f_code) is True:
-            return (f.f_code.co_filename, f.f_lineno)
+        if internal.get(f.f_code.co_filename) is False and \
+                internal.get(getframe(d - 1).f_code.co_filename) is True:
+            return (f.f_code, f.f_lasti)
     except ValueError:
         pass
-    d = 1
+    d = 1 + skip
     while True:
         try:
             f = getframe(d)
         except ValueError:
             return None
-        if not _inside(f.f_code, internal):
-            _last_depth = d
-            return (f.f_code.co_filename, f.f_lineno)
+        if not _inside(f.f_code.co_filename):
+            _last_depth = d - skip
+            return (f.f_code, f.f_lasti)
         d += 1
+
+
+def resolve_location(where):
+    """``(filename, lineno)`` from what :func:`user_frame` recorded (or an already resolved pair)."""
+    if where is None or isinstance(where[0], str):
+        return where
+    code, lasti = where
+    line = code.co_firstlineno
+    for start, end, lineno in code.co_lines():
+        if start <= lasti < end and lineno is not None:
+            line = lineno
+            break
+    return (code.co_filename, line)
+
+
+def user_location():
+    """``(filename, lineno)`` of the first frame outside this package, or None."""
+    return resolve_location(user_frame(skip=1))
 
 
 def is_package_code(func) -> bool:
     """Was ``func`` written in this package (not by the user)?"""
     code = getattr(func, "__code__", None)
-    return code is not None and _inside(code, _internal_code)
+    return code is not None and _inside(code.co_filename)
 
 
-def _inside(code, internal) -> bool:
-    inside = internal.get(code)
+def _inside(filename: str) -> bool:
+    # Keyed by file name: hashing a code object hashes all its constants (slow for a notebook cell).
+    inside = _internal_file.get(filename)
     if inside is None:
-        inside = internal[code] = code.co_filename.startswith(_PACKAGE_DIR)
+        inside = _internal_file[filename] = filename.startswith(_PACKAGE_DIR)
     return inside
 
 
+_internal_file: dict = {}   # file name -> is it inside this package?
 _last_depth = 2
-_internal_code: dict = {}   # code object -> defined inside this package?
 
 
 class name_scope:
@@ -242,7 +273,7 @@ class shared_location:
         if not self.share:
             state.location = None
         elif state.location is None and config.capture_locations:
-            state.location = user_location()
+            state.location = user_frame()
         return self
 
     def __exit__(self, *exc):
@@ -317,7 +348,7 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
             break
     y_id = y._id
     node = Node(rule, inputs, params, y_id, out if type(out) is np.ndarray else y._value,
-                state.location or (user_location() if config.capture_locations else None),
+                state.location or (user_frame() if config.capture_locations else None),
                 state.scope_path, (recorders[0].serial,) if recorders and len(recorders) == 1
                 else tuple([tape.serial for tape in recorders or ()]))
     y._node = node
@@ -332,7 +363,8 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
 def left_the_tape(tensor: Tensor, how: str) -> None:
     """Note that ``tensor``'s value left as numpy or a Python number while tapes record."""
     for tape in state.recording:
-        if tensor._id in tape._tracked:
+        if tensor._id in tape._tracked or (
+                type(tensor) is Variable and tensor.trainable and tape.watch_accessed_variables):
             tape._escaped(tensor, how, user_location() if config.capture_locations else None)
 
 
