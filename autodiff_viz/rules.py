@@ -250,8 +250,10 @@ def _mm_shapes(x, w):
 
 
 def _matmul_vjp_x(g, y, x, w):
-    if x.ndim == 2 and w.ndim == 2:      # the common case: no promotion, nothing broadcast
+    if x.ndim == 2 and w.ndim == 2:      # the common cases first: no promotion, nothing broadcast
         return g @ w.T
+    if x.ndim == 2 and w.ndim == 1:      # matrix @ vector: an outer product per cotangent
+        return g.reshape(g.shape + (1,)) * w
     B = _batch(g, y)
     xs, ws, ys = _mm_shapes(x, w)
     gx = g.reshape(B + ys) @ _mT(w.reshape(ws))
@@ -261,6 +263,8 @@ def _matmul_vjp_x(g, y, x, w):
 def _matmul_vjp_w(g, y, x, w):
     if x.ndim == 2 and w.ndim == 2:
         return x.T @ g
+    if x.ndim == 2 and w.ndim == 1:      # one matrix product for the whole batch of cotangents
+        return g @ x
     B = _batch(g, y)
     xs, ws, ys = _mm_shapes(x, w)
     gw = _mT(x.reshape(xs)) @ g.reshape(B + ys)
@@ -275,6 +279,8 @@ def _matmul_jvp_x(dx, y, x, w):
 
 
 def _matmul_jvp_w(dw, y, x, w):
+    if x.ndim == 2 and w.ndim == 1:
+        return dw @ x.T
     B = dw.shape[:dw.ndim - w.ndim]
     xs, ws, ys = _mm_shapes(x, w)
     ones = (1,) * (len(ys) - len(ws))

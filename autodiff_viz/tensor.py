@@ -218,7 +218,7 @@ class Variable(Tensor):
         return self._value.copy()
 
     def _checked(self, value, what):
-        arr = _to_array(value._value if isinstance(value, Tensor) else value, None)
+        arr = np.asarray(value._value if isinstance(value, Tensor) else value)
         if arr.shape != self.shape:
             try:
                 arr = np.broadcast_to(arr, self.shape)
