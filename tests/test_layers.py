@@ -342,3 +342,25 @@ def test_every_recorded_op_carries_the_scope_of_its_layer():
     assert {"tagger/rnn", "tagger/rnn/minimal_rnn_cell", "tagger/dense"} <= scopes
     matmuls = {node.scope for node in tape.nodes if node.rule.name == "matmul"}
     assert matmuls == {"tagger/rnn/minimal_rnn_cell", "tagger/dense"}
+
+
+def test_freezing_a_layer_freezes_its_variables_as_keras_3():
+    dense = adv.layers.Dense(2, name="frozen_dense")
+    x = np.ones((1, 3))
+    dense(x)
+    dense.trainable = False
+    assert not dense.kernel.trainable and not dense.bias.trainable
+    assert dense.trainable_variables == [] and len(dense.non_trainable_variables) == 2
+    with adv.GradientTape() as tape:
+        loss = adv.sum(dense(x))
+    assert tape.gradient(loss, dense.kernel) is None        # tapes no longer watch it
+    dense.trainable = True
+    assert dense.kernel.trainable and len(dense.trainable_variables) == 2
+
+
+def test_a_layer_frozen_before_it_is_built_makes_frozen_weights():
+    dense = adv.layers.Dense(2, trainable=False)
+    dense(np.ones((1, 3)))
+    assert dense.trainable_variables == [] and not dense.kernel.trainable
+    dense.trainable = True
+    assert len(dense.trainable_variables) == 2

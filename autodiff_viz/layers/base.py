@@ -44,7 +44,7 @@ from . import initializers
 
 _uids: defaultdict = defaultdict(int)
 _floatx = ["float32"]
-_INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids"})
+_INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids", "_frozen"})
 
 
 # ---------------------------------------------------------------------------
@@ -130,6 +130,30 @@ class Layer:
     def name(self) -> str:
         return self._name
 
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value) -> None:
+        """Freezing a layer freezes its variables and its sublayers' (Keras 3), so tapes stop watching
+        them; unfreezing gives back trainability only to the variables that freezing took it from."""
+        value = bool(value)
+        self._trainable = value
+        if "_own_weights" not in vars(self):
+            return
+        if not value:
+            frozen = [v for v in self._own_variables() if v.trainable]
+            for v in frozen:
+                v.trainable = False
+            self._frozen = getattr(self, "_frozen", []) + frozen
+        else:
+            for v in getattr(self, "_frozen", []):
+                v.trainable = True
+            self._frozen = []
+        for _, layer in self._children():
+            layer.trainable = value
+
     # ----- weights --------------------------------------------------------
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable: bool = True,
                    name: str | None = None) -> Variable:
@@ -156,7 +180,9 @@ class Layer:
         n = self._weight_uids[base]
         self._weight_uids[base] += 1
         short = base if n == 0 else f"{base}_{n}"
-        var = Variable(value, trainable=trainable, name=f"{self.name}/{short}")
+        var = Variable(value, trainable=trainable and self._trainable, name=f"{self.name}/{short}")
+        if trainable and not self._trainable:          # made while the layer is frozen
+            self._frozen = getattr(self, "_frozen", []) + [var]
         self._own_weights.append(var)
         return var
 
