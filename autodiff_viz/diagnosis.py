@@ -207,14 +207,36 @@ def explain(tape, target, source) -> Explanation:
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     if not targets:
         raise TypeError("explain: give a target tensor (got an empty list).")
-    for t, what in [(s, "target") for s in targets] + [(source, "source")]:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"explain: the {what} must be a tensor, got {type(t).__name__}.")
-    answers = [_explain_one(tape, t, source) for t in targets]
+    if not isinstance(source, Tensor):
+        raise TypeError(f"explain: the source must be a tensor, got {type(source).__name__}.")
+    for t in targets:
+        if not isinstance(t, (Tensor, int, float, complex, np.number, np.ndarray)):
+            raise TypeError(f"explain: the target must be a tensor, got {type(t).__name__}.")
+    answers = [_explain_one(tape, t, source) if isinstance(t, Tensor) else _plain_target(tape, t, source)
+               for t in targets]
     for a in answers:
         if a.connected:
             return a
     return answers[0]
+
+
+def _plain_target(tape, target, source) -> Explanation:
+    """The target is a Python or numpy number: it left the tape on its way to ``tape.gradient``."""
+    value = np.asarray(target)
+    kind = type(target).__name__
+    matching = [e for e in tape._escapes if _same_values(value.astype(np.float64), e.value)] \
+        if value.dtype.kind in "fc" else []
+    esc = matching[-1] if matching else (tape._escapes[-1] if tape._escapes else None)
+    where = f" through {esc.how}{_code(esc.location)}" if esc is not None else ""
+    return Explanation(
+        "left_the_tape",
+        f"The target is a {kind}, not a tensor: its value left the tape{where}\n"
+        f"A plain number has no history, so nothing connects it to {_label(source)} and the gradient is "
+        "None.\nFix: keep the loss a tensor (drop float() / .item() / .numpy() on it); convert to a "
+        "number only for printing, after tape.gradient.",
+        _where(esc.location) if esc is not None else None,
+        (source._id,) + ((esc.tensor_id,) if esc is not None else ()), (), None,
+        (esc.location,) if esc is not None and esc.location else ())
 
 
 def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
@@ -431,12 +453,21 @@ def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation |
             if leaf._id > esc.tensor_id and _same_values(leaf._value, esc.value):
                 node = consumers.get(leaf._id)
                 back = node.location if node is not None else None
-                return _escape_explanation(source, esc, leaf, back, certain=True)
+                return _escape_explanation(source, esc, leaf, back, "same values")
+    end = tape._end_id if tape._end_id is not None else float("inf")
+    for esc in reversed(escapes):
+        # A constant of the escaped value's shape made afterwards, inside the tape (scalars only
+        # by exact value above: Python literals such as 2.0 are constants too).
+        later = [leaf for leaf in leaves if esc.tensor_id < leaf._id < end and leaf._id > tape._start_id
+                 and leaf.shape == esc.value.shape and leaf.size > 1]
+        if later:
+            node = consumers.get(later[0]._id)
+            back = node.location if node is not None else None
+            return _escape_explanation(source, esc, later[0], back, "made later")
     late = [e for e in escapes if e.tensor_id < target._id]
     if late and target._node is None:
         esc = late[-1]
-        back = target._node.location if target._node is not None else None
-        return _escape_explanation(source, esc, target, back, certain=False)
+        return _escape_explanation(source, esc, target, None, "target")
     return None
 
 
@@ -450,10 +481,18 @@ def _same_values(small: np.ndarray, big: np.ndarray) -> bool:
     return all(np.isclose(flat, v, rtol=1e-6, atol=0).any() for v in small.ravel()[:64])
 
 
-def _escape_explanation(source, esc, back_tensor, back_location, certain: bool) -> Explanation:
-    came_back = (f"and came back as the constant {_label(back_tensor)}" if certain else
-                 f"and the target {_label(back_tensor)} has no recorded history: it was built afterwards "
-                 "from plain values, most likely from that one")
+_CAME_BACK = {
+    "same values": "and came back as the constant {t}",
+    "made later": "and the constant {t}, made from plain values after that, sits on the path: most likely "
+                  "it was computed from that value",
+    "target": "and the target {t} has no recorded history: it was built afterwards from plain values, "
+              "most likely from that one",
+}
+
+
+def _escape_explanation(source, esc, back_tensor, back_location, evidence: str) -> Explanation:
+    """``evidence``: how the way back was found — "same values", "made later" or "target"."""
+    came_back = _CAME_BACK[evidence].format(t=_label(back_tensor))
     back_line = _code(back_location)
     text = (f"A value that depends on {_label(source)} left the tape as numpy / a Python number "
             f"through {esc.how}{_code(esc.location)}\n"

@@ -339,3 +339,27 @@ def test_layer_output_taken_before_the_tape_is_named_as_a_stale_output():
     e = tape.explain(loss, h)
     assert e.reason == "computed_outside_tape"
     assert "layer.output" in e.message and "constant" not in e.message
+
+
+def test_a_value_changed_in_numpy_on_its_way_back_is_still_left_the_tape():
+    v = adv.Variable([1.0, 2.0], name="v")
+    x = adv.constant([3.0, 4.0])
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        c = adv.constant(v.numpy() * 2)       # the value leaves, is doubled in numpy, comes back
+        loss = adv.sum(c * x)
+    assert tape.gradient(loss, v) is None
+    e = tape.explain(loss, v)
+    assert e.reason == "left_the_tape"
+    assert "numpy()" in e.message and "most likely" in e.message
+
+
+def test_a_loss_turned_into_a_python_float_is_explained_not_refused():
+    w = adv.Variable([1.0, 2.0], name="w")
+    with adv.GradientTape() as tape:
+        loss = float(adv.sum(w * w))          # <- float-loss
+    assert tape.gradient(loss, w) is None
+    e = tape.explain(loss, w)
+    assert e.reason == "left_the_tape"
+    assert "float" in e.message and "float()" in e.message
+    assert e.location == line_of("float-loss")
