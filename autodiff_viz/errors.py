@@ -34,7 +34,3 @@ def op_failed(rule, inputs, params, exc: Exception) -> Exception:
         msg = f"{name}({_describe(inputs)}{extra}) failed: {exc}"
     err = type(exc)(msg)
     return err
-
-
-class NonPersistentTapeError(RuntimeError):
-    """A non-persistent tape was asked for a second gradient."""

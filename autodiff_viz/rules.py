@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import In, Rule, unbroadcast
+from .engine import In, Rule, lift, unbroadcast
 
 TABLE: dict[str, Rule] = {}
 
@@ -402,12 +402,7 @@ broadcast_to = define(
     x=("sum over copies",
        lambda g, y, x, shape: unbroadcast(g, x.shape, y.ndim),
        lambda dx, y, x, shape: broadcast_to(
-           _lifted(dx, x, len(shape)), shape=dx.shape[:dx.ndim - x.ndim] + tuple(shape))))
-
-
-def _lifted(dx, x, out_ndim):
-    nb = dx.ndim - x.ndim
-    return dx.reshape(dx.shape[:nb] + (1,) * (out_ndim - x.ndim) + x.shape)
+           lift(dx, x.ndim, len(shape)), shape=dx.shape[:dx.ndim - x.ndim] + tuple(shape))))
 
 
 def _getitem(x, index, lead):

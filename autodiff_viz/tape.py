@@ -139,10 +139,6 @@ class GradientTape:
                 hit = True
         return hit
 
-    def _record(self, node) -> None:
-        self._nodes.append(node)
-        self._tracked.add(node.out_id)
-
     def _escaped(self, tensor, how, location) -> None:
         self._escapes.append(Escape(tensor._id, how, location, tensor._value))
 
