@@ -18,21 +18,7 @@ from autodiff_viz.tensor import Tensor
 BATCH = 3
 
 
-def pos(shape):
-    return lambda rng: rng.uniform(0.5, 2.0, shape)
-
-
-def real(shape):
-    return lambda rng: rng.normal(size=shape)
-
-
-def away0(shape):
-    """Values at least 0.2 away from 0 (kinks of abs, relu, sign)."""
-    return lambda rng: rng.choice([-1, 1], size=shape) * rng.uniform(0.2, 2.0, shape)
-
-
-def const(value):
-    return lambda rng: np.asarray(value)
+from rule_makers import away0, const, pos, real  # noqa: E402
 
 
 # rule name -> list of (input makers, params)
@@ -98,9 +84,15 @@ CASES = {
 }
 
 
+# Cases of the other sections of the table live beside this file, one module per section.
+for _section in ("rule_cases_numpy", "rule_cases_linalg", "rule_cases_nn"):
+    for _name, _cases_of in __import__(_section).CASES.items():
+        CASES.setdefault(_name, []).extend(_cases_of)
+
+
 def test_every_rule_has_a_case():
     missing = sorted(set(rules.TABLE) - set(CASES))
-    assert not missing, f"rules without a finite-difference case in tests/test_rules.py: {missing}"
+    assert not missing, f"rules without a finite-difference case in tests/test_rules.py or tests/rule_cases_*.py: {missing}"
 
 
 def _cases(differentiable):

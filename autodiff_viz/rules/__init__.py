@@ -20,14 +20,19 @@ Conventions that keep the table short:
   numpy arrays in a plain backward pass and on tensors when an outer tape
   records the pass (higher-order derivatives).
 
-Nothing outside this module knows an op's derivative. ``TABLE`` maps op names
-to rules; :func:`define` adds one (also for user code: custom ops).
+Nothing outside this package knows an op's derivative. ``TABLE`` maps op
+names to rules; :func:`define` adds one (also for user code: custom ops).
+The table is one table kept in sections: this file holds arithmetic,
+elementwise functions, reductions and shapes; ``linalg.py`` the matrix
+functions (``adv.linalg``) and ``nn.py`` the neural-network ops that are worth
+showing as one factor (convolution, pooling, attention). Each section
+registers its rules with :func:`define` when the package is imported.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .engine import In, Rule, lift, unbroadcast
+from ..engine import In, Rule, lift, unbroadcast
 
 TABLE: dict[str, Rule] = {}
 
@@ -469,3 +474,9 @@ stack = define(
        lambda g, y, *xs, i, axis: getitem(g, index=(slice(None),) * (axis % y.ndim) + (i,), lead=g.ndim - y.ndim),
        lambda dx, y, *xs, i, axis: scatter(dx, index=(slice(None),) * (axis % y.ndim) + (i,), shape=y.shape,
                                            lead=dx.ndim - xs[i].ndim)))
+
+
+# ---------------------------------------------------------------------------
+# The other sections of the table (they use the rules above)
+# ---------------------------------------------------------------------------
+from . import linalg, nn  # noqa: E402,F401
