@@ -34,7 +34,8 @@ if ROOT not in sys.path:
 
 from benchmarks import harness, libraries, report  # noqa: E402
 
-MODULES = ("w1_chain", "w2_mlp", "w3_jacobian", "w4_hessian", "w5_matmul_ratio", "v1_trace")
+MODULES = ("w1_chain", "w2_mlp", "w3_jacobian", "w4_hessian", "w5_matmul_ratio", "v1_trace",
+           "w6_cnn", "w7_lstm", "w8_numpy_ops", "m1_memory", "s1_graph_scale", "t1_torch_record")
 TOLERANCE = 1e-7   # largest relative gradient error accepted before a row is timed
 
 

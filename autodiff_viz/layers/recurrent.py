@@ -23,6 +23,8 @@ backward graph shows backpropagation through time explicitly.
 """
 from __future__ import annotations
 
+__all__ = ["RNN", "SimpleRNN", "SimpleRNNCell"]
+
 import numpy as np
 
 from ..ops import matmul, stack

@@ -1,0 +1,4 @@
+"""Layers: conv (Keras 3 names, defaults and weight layouts)."""
+from __future__ import annotations
+
+__all__: list = []
