@@ -85,7 +85,7 @@ CASES = {
 
 
 # Cases of the other sections of the table live beside this file, one module per section.
-for _section in ("rule_cases_numpy", "rule_cases_linalg", "rule_cases_nn"):
+for _section in ("rule_cases_numpy", "rule_cases_linalg", "rule_cases_nn", "rule_cases_attention"):
     for _name, _cases_of in __import__(_section).CASES.items():
         CASES.setdefault(_name, []).extend(_cases_of)
 

@@ -24,8 +24,8 @@ Nothing outside this package knows an op's derivative. ``TABLE`` maps op
 names to rules; :func:`define` adds one (also for user code: custom ops).
 The table is one table kept in sections: this file holds arithmetic,
 elementwise functions, reductions and shapes; ``linalg.py`` the matrix
-functions (``adv.linalg``) and ``nn.py`` the neural-network ops that are worth
-showing as one factor (convolution, pooling, attention). Each section
+functions (``adv.linalg``), ``nn.py`` the neural-network ops that are worth
+showing as one factor (convolution, pooling) and ``attention.py`` attention. Each section
 registers its rules with :func:`define` when the package is imported.
 """
 from __future__ import annotations
@@ -479,4 +479,4 @@ stack = define(
 # ---------------------------------------------------------------------------
 # The other sections of the table (they use the rules above)
 # ---------------------------------------------------------------------------
-from . import linalg, nn  # noqa: E402,F401
+from . import attention, linalg, nn  # noqa: E402,F401
