@@ -21,6 +21,7 @@ from .ops import (abs, argmax, argmin, broadcast_to, cast, clip, concatenate, co
 from .ops import add
 from .anomaly import AnomalyError, detect_anomaly
 from .diagnosis import Explanation, UnconnectedGradientError
+from .compare import Comparison, compare
 from .tape import GradientTape
 from .tensor import Tensor, Variable, constant
 from .trace import Trace

@@ -216,6 +216,18 @@ class GradientTape:
         from .diagnosis import explain
         return explain(self, target, source)
 
+    def compare(self, target, hand, rtol=1e-5, atol=1e-8):
+        """Your hand-derived gradients against this tape's: an :class:`~autodiff_viz.Comparison`.
+
+        ``hand`` maps intermediates (tensors, or the names of variables that
+        hold them where you call this) to your gradient of ``target`` with
+        respect to each. The table follows the backward pass and names the
+        first wrong intermediate; ``.show()`` marks it on the graph. Does not
+        use up a non-persistent tape.
+        """
+        from .compare import compare_tape
+        return compare_tape(self, target, hand, rtol, atol)
+
     def _raise_unconnected(self, targets, sources, grads) -> None:
         for s, g in zip(sources, grads):
             if g is None:
