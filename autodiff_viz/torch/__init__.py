@@ -1,0 +1,50 @@
+"""The PyTorch bridge: see and explain a real PyTorch gradient; take a model on to PyTorch.
+
+Only ``import autodiff_viz.torch`` imports torch (``pip install autodiff_viz[torch]``);
+the rest of the package never does.
+
+    >>> import autodiff_viz as adv
+    >>> import autodiff_viz.torch
+    >>> with adv.torch.record() as rec:
+    ...     loss = model(x).pow(2).mean()
+    ...     loss.backward()
+    >>> adv.show(rec.trace(loss, list(model.parameters())))   # PyTorch's own gradients, our explorer
+    >>> rec.explain(loss, model.fc2.weight).reason          # why is .grad None?
+
+* :func:`record` — a :class:`Recording` of every torch operation run inside
+  (a ``torch.overrides.TorchFunctionMode``), with the user's ``file:line``,
+  the variable the line assigns, shapes, dtypes, ``requires_grad``, grad
+  mode, and the ``nn.Module`` each op ran in (as a scope, so graphs fold by
+  module as they fold by layer).
+* ``rec.trace(target, sources)`` — an :class:`autodiff_viz.Trace` whose
+  gradients are computed by PyTorch's autograd, with the rule table's
+  factor text on every op that maps to a rule.
+* ``rec.explain`` / :func:`explain` — why a ``.grad`` is None or zero.
+* ``rec.compare`` — exercise mode on a PyTorch worksheet.
+* :func:`to_module` / :func:`load_from` — an autodiff_viz model as a
+  ``torch.nn.Module`` with the same weights, and back.
+"""
+from __future__ import annotations
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "autodiff_viz.torch needs PyTorch. Install the CPU build with: pip install 'autodiff_viz[torch]' "
+        "(or pip install torch==2.13.0)."
+    ) from exc
+
+from .explain import REASONS, explain
+from .export import load_from, to_module
+from .record import Recording, record
+
+__all__ = ["record", "Recording", "explain", "REASONS", "to_module", "load_from"]
+
+
+def _attach():
+    """Make ``adv.torch`` reachable as an attribute of the package once this module is imported."""
+    import autodiff_viz
+    autodiff_viz.torch = __import__(__name__, fromlist=["record"])
+
+
+_attach()

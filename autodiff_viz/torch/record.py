@@ -1,0 +1,330 @@
+"""Recording PyTorch: every torch operation run inside ``with adv.torch.record() as rec:``.
+
+The mechanism is PyTorch's public ``torch.overrides.TorchFunctionMode``: while
+the mode is active, every call of a torch function or ``Tensor`` method
+(including operators such as ``a * b``, factories such as ``torch.tensor``,
+and ``.item()`` / ``.detach()`` / ``.data``) passes through
+:meth:`_Mode.__torch_function__`, which runs it and notes what it did. Calls
+made *inside* a recorded call (``F.cross_entropy`` calls ``log_softmax`` and
+``nll_loss``) are not recorded separately: PyTorch disables the mode for the
+duration of a call, so a graph shows the function the user called. Why not
+``TorchDispatchMode``: it sees ATen ops below autograd (``aten.addmm``,
+``aten.t``), which are further from the code a learner wrote.
+
+``nn.Module`` calls become scopes through PyTorch's global module hooks
+(``register_module_forward_pre_hook`` / ``register_module_forward_hook``),
+so an op inside ``model.fc1`` is recorded with the scope ``net/fc1`` and a
+graph folds by module as it folds by layer.
+
+What is kept per op: the function's name, the input and output tensors (the
+objects themselves, so PyTorch's autograd can later compute their
+gradients; this keeps them alive as long as the recording lives), shapes,
+dtypes, ``requires_grad``, whether grad mode / inference mode was on, the
+user's ``file:line`` and the variable name that line assigns. Values are
+read only when a trace is built. Gradients shown by a trace are PyTorch's:
+``Tensor.backward`` called inside the recording keeps its graph
+(``retain_graph=True``) so the trace can compute per-edge contributions with
+``torch.autograd.grad`` afterwards.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import os
+import sys
+from dataclasses import dataclass, field
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                      for m in (torch, sys.modules["autodiff_viz"]))
+_ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float__": "float()",
+            "__int__": "int()", "__array__": "np.asarray()"}
+_REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
+_DETACH = {"detach", "detach_"}
+_SKIP = {"__repr__", "__format__", "__str__", "size", "dim", "numel", "__len__", "is_floating_point",
+         "requires_grad_", "retain_grad", "register_hook", "_record_function_enter_new", "__bool__",
+         "__hash__", "__eq__", "__ne__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
+         "storage_offset", "is_contiguous", "get_device", "__reduce_ex__", "__deepcopy__", "type",
+         "__setstate__", "__getstate__", "_is_view", "_version"}
+
+
+@dataclass(eq=False)
+class Op:
+    """One recorded torch call.
+
+    ``kind`` is ``"op"`` (a computation), ``"escape"`` (the value left as a
+    Python number / list / numpy array: ``.item()``, ``.tolist()``,
+    ``.numpy()``), ``"rewrap"`` (``torch.tensor(...)`` and friends: a new
+    tensor from plain values), ``"detach"`` (``.detach()``, ``.data``),
+    ``"backward"`` (``Tensor.backward``) or ``"read_grad"`` (reading
+    ``.grad``, with what it held then).
+    """
+
+    index: int
+    name: str
+    kind: str
+    inputs: list
+    outputs: list
+    location: tuple | None
+    assigned: str | None
+    scope: str
+    grad_enabled: bool
+    inference: bool
+    extra: dict = field(default_factory=dict)
+
+
+def _user_frame():
+    """The first frame outside torch and autodiff_viz: ``(filename, lineno)``."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_PACKAGE_DIRS) and not name.startswith("<frozen"):
+            return name, f.f_lineno
+        f = f.f_back
+    return None
+
+
+_assign_cache: dict = {}
+
+
+def assigned_name(filename: str, lineno: int) -> str | None:
+    """The variable a source line assigns (``h = torch.tanh(z)`` → ``h``), or None.
+
+    One plain name (or attribute/subscript target, as written) for a simple
+    assignment; None for tuples, for lines that do not assign, and where the
+    source is not available.
+    """
+    key = (filename, lineno)
+    if key in _assign_cache:
+        return _assign_cache[key]
+    text = linecache.getline(filename, lineno).strip()
+    name = None
+    try:
+        tree = ast.parse(text)
+        stmt = tree.body[0] if tree.body else None
+        target = None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            target = stmt.target
+        if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            name = ast.unparse(target)
+    except (SyntaxError, ValueError, IndexError):
+        name = None
+    _assign_cache[key] = name
+    return name
+
+
+def _tensors(obj, out):
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors(o, out)
+    return out
+
+
+class _Mode(TorchFunctionMode):
+    def __init__(self, recording: "Recording"):
+        super().__init__()
+        self.rec = recording
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", str(func))
+        owner = getattr(func, "__self__", None)
+        if name in ("__get__", "__set__") and owner is not None:
+            name = f"{name[2:5]}:{getattr(owner, '__name__', '?')}"      # get:data, get:grad, set:grad
+        if name == "backward" and args and isinstance(args[0], torch.Tensor):
+            kwargs = dict(kwargs)
+            kwargs["retain_graph"] = True
+            self.rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
+            return out
+        self.rec._observe(name, args, kwargs, out)
+        return out
+
+
+class Recording:
+    """What :func:`record` saw: the torch ops, escapes, re-wraps, ``backward`` calls and ``.grad`` reads.
+
+    Attributes:
+        ops: the :class:`Op` records in order.
+    """
+
+    def __init__(self):
+        self.ops: list[Op] = []
+        self._mode = _Mode(self)
+        self._scopes: list[str] = []
+        self._module_names: dict = {}      # id(module) -> qualified scope path
+        self._param_names: dict = {}       # id(parameter) -> "fc1.weight"
+        self._modules: list = []
+        self._hooks = []
+        self._ids = itertools.count()
+        self._tensor_ids: dict = {}        # id(tensor) -> our id (the tensor is kept alive by the ops)
+        self._producer: dict = {}          # our id -> index of the op that made it
+        self._active = False
+
+    # ----- context -----------------------------------------------------------
+    def __enter__(self):
+        if self._active:
+            raise RuntimeError("this recording is already active; use a new adv.torch.record().")
+        self._active = True
+        hooks = torch.nn.modules.module
+        self._hooks = [hooks.register_module_forward_pre_hook(self._enter_module),
+                       hooks.register_module_forward_hook(self._exit_module)]
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._mode.__exit__(*exc)
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self._scopes = []
+        self._active = False
+        return False
+
+    def _enter_module(self, module, inputs):
+        key = id(module)
+        if key not in self._module_names:
+            if self._scopes:                      # a module we have not seen inside a known one
+                self._module_names[key] = f"{self._scopes[-1]}/{type(module).__name__.lower()}"
+            else:
+                root = type(module).__name__.lower()
+                roots = [m for m in self._modules if type(m).__name__.lower() == root]
+                if roots:
+                    root = f"{root}_{len(roots)}"
+                self._modules.append(module)
+                for qual, m in module.named_modules():
+                    self._module_names.setdefault(id(m), root + ("/" + qual.replace(".", "/") if qual else ""))
+                for qual, p in module.named_parameters():
+                    self._param_names.setdefault(id(p), qual)
+        self._scopes.append(self._module_names[key])
+
+    def _exit_module(self, module, inputs, output):
+        if self._scopes:
+            self._scopes.pop()
+
+    # ----- observing ------------------------------------------------------------
+    def tensor_id(self, t: torch.Tensor) -> int:
+        """Our id of a tensor (stable for the life of the recording)."""
+        key = id(t)
+        tid = self._tensor_ids.get(key)
+        if tid is None:
+            tid = self._tensor_ids[key] = next(self._ids)
+        return tid
+
+    def _note(self, name, kind, inputs, outputs, extra=None):
+        loc = _user_frame()
+        op = Op(len(self.ops), name, kind, inputs, outputs, loc,
+                assigned_name(*loc) if loc and kind in ("op", "rewrap", "detach") else None,
+                self._scopes[-1] if self._scopes else "", torch.is_grad_enabled(),
+                torch.is_inference_mode_enabled(), extra or {})
+        if self.ops and self.ops[-1].location == loc and kind != "read_grad":
+            self.ops[-1].assigned = None        # only the line's last op makes the value the line assigns
+        for t in inputs:
+            self.tensor_id(t)
+        for t in outputs:
+            tid = self.tensor_id(t)
+            if kind in ("op", "rewrap", "detach"):
+                self._producer[tid] = op.index
+        self.ops.append(op)
+        return op
+
+    def _observe(self, name, args, kwargs, out):
+        ins = _tensors(args, [])
+        _tensors(kwargs, ins)
+        if name in _ESCAPES:
+            if ins:
+                self._note(name, "escape", ins[:1], [], {"how": _ESCAPES[name], "value": out})
+            return
+        if name == "get:grad":
+            if ins and not sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIRS):
+                self._note(name, "read_grad", ins[:1], [], {"was_none": out is None})
+            return
+        outs = _tensors(out, [])
+        if not outs:
+            return
+        if name in _REWRAPS:
+            data = args[0] if args else kwargs.get("data")
+            self._note(name, "rewrap", ins, outs, {"data": data})
+        elif name in _DETACH or name == "get:data":
+            self._note("detach()" if name != "get:data" else ".data", "detach", ins, outs)
+        elif name.startswith("set:"):
+            return
+        else:
+            self._note(name, "op", ins, outs, {"params": {k: v for k, v in kwargs.items()
+                                                         if not isinstance(v, torch.Tensor)}})
+
+    # ----- questions ---------------------------------------------------------------
+    def producer(self, t: torch.Tensor) -> Op | None:
+        """The op that made ``t`` inside the recording, or None."""
+        tid = self._tensor_ids.get(id(t))
+        k = self._producer.get(tid)
+        return None if k is None else self.ops[k]
+
+    def name_of(self, t: torch.Tensor) -> str | None:
+        """The learner's name for ``t``: a parameter's name in its module, or the variable its line assigned."""
+        pname = self._param_names.get(id(t))
+        if pname is not None:
+            return pname
+        op = self.producer(t)
+        return op.assigned if op is not None else None
+
+    def trace(self, target, sources=None, value_limit=None):
+        """An :class:`autodiff_viz.Trace` of the recorded computation, with PyTorch's gradients.
+
+        ``target``: the tensor to walk back from (a non-scalar target is
+        seeded with ones, the gradient of its sum, as ``tape.gradient``);
+        ``sources``: tensors (parameters, inputs) whose gradients to show, or
+        a module (its parameters); default: every leaf that requires grad.
+        """
+        from .trace import build
+        return build(self, target, sources, value_limit)
+
+    def explain(self, target, param):
+        """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``."""
+        from .explain import explain_recorded
+        return explain_recorded(self, target, param)
+
+    def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8):
+        """Hand-derived gradients against PyTorch's, along the backward pass (as ``tape.compare``)."""
+        from .trace import compare
+        if not hand or not isinstance(hand, dict):
+            raise TypeError("compare: pass a dict {name_or_tensor: hand_gradient, ...}.")
+        frame = sys._getframe(1)
+        return compare(self, target, hand, rtol, atol, {**frame.f_globals, **frame.f_locals})
+
+    def show(self, target, sources=None):
+        """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""
+        from ..widgets import show
+        return show(self.trace(target, sources))
+
+    def __len__(self):
+        return len(self.ops)
+
+    def __repr__(self):
+        kinds = {}
+        for op in self.ops:
+            kinds[op.kind] = kinds.get(op.kind, 0) + 1
+        return f"<adv.torch.Recording {len(self.ops)} records {kinds}>"
+
+
+def record() -> Recording:
+    """Record every torch operation run inside the ``with`` block (see :class:`Recording`).
+
+        >>> with adv.torch.record() as rec:
+        ...     loss = F.cross_entropy(model(x), y)
+        ...     loss.backward()
+        >>> rec.explain(loss, model.fc.weight)
+    """
+    return Recording()

@@ -1,0 +1,275 @@
+"""A recorded PyTorch computation as an :class:`autodiff_viz.Trace`, with PyTorch's own gradients.
+
+Values come from the recorded tensors; gradients of the target with respect
+to every tensor on the path come from ``torch.autograd.grad`` (so they are
+exactly what ``.grad`` receives); the contribution on each edge is the
+op's vector–Jacobian product computed by autograd too. The factor text on
+an edge is the rule table's, for every torch op that maps to a rule
+(``torch.tanh`` → ``tanh``, ``a @ b`` → ``matmul``); other ops carry a note
+("factor not shown for torch.xyz") instead of a made-up one.
+"""
+from __future__ import annotations
+
+import linecache
+
+import numpy as np
+import torch
+
+from ..rules import TABLE
+from ..trace import VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode
+
+# torch function / method name -> rule-table name (inputs in the same order)
+RULES = {
+    "add": "add", "__add__": "add", "__radd__": "add", "sub": "subtract", "__sub__": "subtract",
+    "__rsub__": "subtract", "mul": "multiply", "__mul__": "multiply", "__rmul__": "multiply",
+    "div": "divide", "true_divide": "divide", "__truediv__": "divide", "__rtruediv__": "divide",
+    "pow": "power", "__pow__": "power", "neg": "negative", "__neg__": "negative", "exp": "exp", "log": "log",
+    "sqrt": "sqrt", "square": "square", "abs": "abs", "sign": "sign", "tanh": "tanh", "sin": "sin", "cos": "cos",
+    "sigmoid": "sigmoid", "relu": "relu", "softplus": "softplus", "leaky_relu": "leaky_relu",
+    "maximum": "maximum", "minimum": "minimum", "where": "where", "clamp": "clip", "clip": "clip",
+    "matmul": "matmul", "__matmul__": "matmul", "mm": "matmul", "bmm": "matmul", "sum": "sum", "mean": "mean",
+    "amax": "max", "amin": "min", "logsumexp": "logsumexp", "softmax": "softmax", "log_softmax": "log_softmax",
+    "reshape": "reshape", "view": "reshape", "flatten": "reshape", "unsqueeze": "expand_dims",
+    "squeeze": "squeeze", "permute": "transpose", "transpose": "transpose", "t": "transpose",
+    "expand": "broadcast_to", "broadcast_to": "broadcast_to", "__getitem__": "getitem", "cat": "concatenate",
+    "concatenate": "concatenate", "stack": "stack", "gather": "take", "index_select": "take",
+    "log1p": "log1p", "expm1": "expm1", "erf": "erf", "gelu": "gelu", "silu": "silu", "elu": "elu",
+    "conv1d": "conv", "conv2d": "conv", "max_pool2d": "max_pool", "avg_pool2d": "avg_pool",
+    "cumsum": "cumsum", "prod": "prod", "var": "var", "std": "std", "einsum": "einsum",
+}
+JACOBIAN_LIMIT = 64
+_NO_GRAD_OPS = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__lt__", "__gt__", "__le__",
+                "__ge__", "__ne__", "round", "floor", "ceil", "sign", "long", "int", "bool", "to"}
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.is_sparse:
+        t = t.to_dense()
+    if t.is_complex():
+        t = t.abs()
+    return t.cpu().numpy() if t.dtype != torch.bfloat16 else t.float().cpu().numpy()
+
+
+def _summary(t, limit):
+    try:
+        return Summary.of(_array(t), limit)
+    except (RuntimeError, TypeError):   # meta tensors and the like: shape only
+        return Summary(tuple(t.shape), str(t.dtype).replace("torch.", ""), None,
+                       {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
+
+
+def _location(loc):
+    if loc is None:
+        return None
+    return Location(loc[0], int(loc[1]), linecache.getline(loc[0], loc[1]).strip())
+
+
+def factor_text(op_name: str, i: int) -> str | None:
+    """The rule table's factor for input ``i`` of a torch op, or None when the op maps to no rule."""
+    rule = TABLE.get(RULES.get(op_name, ""))
+    if rule is None:
+        return None
+    if not rule.variadic and i >= len(rule.inputs):
+        return None
+    spec = rule.spec(i)
+    return None if spec.factor is None else f"∂y/∂{spec.name} = {spec.factor}"
+
+
+def _sources(rec, target, sources):
+    if sources is None:
+        return None
+    if isinstance(sources, torch.nn.Module):
+        for name, p in sources.named_parameters():
+            rec._param_names[id(p)] = name
+        return list(sources.parameters())
+    if isinstance(sources, torch.Tensor):
+        return [sources]
+    if isinstance(sources, dict):
+        return list(sources.values())
+    return list(sources)
+
+
+def _graph(rec):
+    """Op records that are computations, and the tensors they touch, in order."""
+    return [op for op in rec.ops if op.kind in ("op", "rewrap", "detach")]
+
+
+def _autograd(target, tensors, seed):
+    need = [t for t in tensors if t.requires_grad]
+    if not need or target.grad_fn is None and not target.requires_grad:
+        return {}
+    try:
+        grads = torch.autograd.grad(target, need, grad_outputs=seed, retain_graph=True, allow_unused=True)
+    except RuntimeError as exc:
+        raise RuntimeError(f"trace: PyTorch could not backpropagate the target again ({exc}). Build the trace "
+                           "before the graph is freed: call rec.trace(...) inside or right after the recording, "
+                           "and call loss.backward() inside the recording (it keeps the graph).") from None
+    return {id(t): g for t, g in zip(need, grads) if g is not None}
+
+
+def build(rec, target, sources=None, value_limit=None) -> Trace:
+    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`)."""
+    if not isinstance(target, torch.Tensor):
+        raise TypeError(f"trace: target must be a torch tensor (the loss), got {type(target).__name__}.")
+    limit = VALUE_LIMIT if value_limit is None else int(value_limit)
+    src = _sources(rec, target, sources)
+    ops = _graph(rec)
+    nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
+
+    def leaf(t):
+        kind = "variable" if isinstance(t, torch.nn.Parameter) else \
+            ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
+        n = TraceNode(f"n{len(nodes)}", kind, kind, rec.name_of(t), rec.tensor_id(t), None, "",
+                      _summary(t, limit))
+        nodes.append(n)
+        owner[id(t)] = n
+        tensors[id(t)] = node_tensor[n.id] = t
+        return n
+
+    for op in ops:
+        for t in op.inputs:
+            if id(t) not in owner:
+                leaf(t)
+        for j, out in enumerate(op.outputs[:1]):
+            n = TraceNode(f"n{len(nodes)}", "op", op.name, op.assigned or rec.name_of(out), rec.tensor_id(out),
+                          op.index, op.scope, _summary(out, limit), location=_location(op.location),
+                          params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()})
+            for i, t in enumerate(op.inputs):
+                raw_edges.append((op, i, t, owner[id(t)], n, out))
+            nodes.append(n)
+            owner[id(out)] = n
+            tensors[id(out)] = node_tensor[n.id] = out
+
+    notes = []
+    target_node = owner.get(id(target))
+    if target_node is None:
+        notes.append("the target was not computed inside this recording: no gradients to show")
+    if src is None:
+        source_ids = [n.id for n in nodes if n.is_leaf and node_tensor[n.id].requires_grad]
+    else:
+        source_ids = []
+        for s in src:
+            n = owner.get(id(s))
+            if n is None:
+                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops")
+            else:
+                source_ids.append(n.id)
+
+    grads = {}
+    steps = []
+    if target_node is not None and target.is_floating_point():
+        if target.numel() != 1:
+            notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
+        grads = _autograd(target, list(tensors.values()), torch.ones_like(target))
+    for n in nodes:
+        g = grads.get(id(node_tensor[n.id]))
+        if g is not None:
+            n.grad = _summary(g, limit)
+            n.on_path = True
+    for n in reversed(nodes):
+        if n.kind == "op" and n.on_path:
+            steps.append(n.id)
+
+    edges = []
+    small = len(raw_edges) <= 2000
+    for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
+        reason = _no_grad_reason(op, t, out)
+        fac = factor_text(op.name, i)
+        if fac is None and reason is None:
+            fac = f"factor not shown for torch.{op.name}"
+        e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}", fac, reason is None, reason)
+        g_out = grads.get(id(out))
+        if reason is None and g_out is not None and srcn.on_path:
+            e.upstream = _summary(g_out, limit)
+            e.on_path = True
+            if small and out.grad_fn is not None and t.requires_grad:
+                try:
+                    (c,) = torch.autograd.grad(out, [t], grad_outputs=g_out, retain_graph=True, allow_unused=True)
+                except RuntimeError:
+                    c = None
+                if c is not None:
+                    e.contribution = _summary(c, limit)
+                    if t.numel() <= JACOBIAN_LIMIT and out.numel() <= JACOBIAN_LIMIT:
+                        e.jacobian = _local_jacobian(out, t)
+        edges.append(e)
+    return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
+                 steps=steps, notes=notes)
+
+
+def _local_jacobian(out, x):
+    rows = []
+    flat = out.reshape(-1)
+    for j in range(flat.numel()):
+        seed = torch.zeros_like(out).reshape(-1)
+        seed[j] = 1
+        try:
+            (g,) = torch.autograd.grad(out, [x], grad_outputs=seed.reshape(out.shape), retain_graph=True,
+                                       allow_unused=True)
+        except RuntimeError:
+            return None
+        rows.append(np.zeros(x.numel()) if g is None else _array(g).astype(np.float64).reshape(-1))
+    return np.stack(rows) if rows else None
+
+
+def _no_grad_reason(op, t, out) -> str | None:
+    if op.kind == "detach":
+        return f"{op.name} cuts the graph: the result does not require grad"
+    if op.kind == "rewrap":
+        return f"torch.{op.name}(...) makes a new tensor from plain values: no gradient flows back"
+    if op.inference:
+        return "computed under torch.inference_mode()"
+    if not op.grad_enabled:
+        return "computed under torch.no_grad()"
+    if not (t.is_floating_point() or t.is_complex()):
+        return f"integer input ({str(t.dtype).replace('torch.', '')}): no gradient"
+    if op.name in _NO_GRAD_OPS or not (out.is_floating_point() or out.is_complex()):
+        return f"torch.{op.name} has no gradient"
+    if not t.requires_grad:
+        return None if out.requires_grad else "no input of this op requires grad"
+    return None
+
+
+def compare(rec, target, hand, rtol, atol, namespace):
+    """:meth:`Recording.compare`: hand gradients against autograd's, in backward order."""
+    from ..compare import Comparison, _factors, compare_arrays
+    import difflib
+    trace = build(rec, target)
+    named = {k: v for k, v in namespace.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
+    ops = _graph(rec)
+    recorded = {id(t) for op in ops for t in op.inputs + op.outputs}
+    items = []
+    for key, value in hand.items():
+        if isinstance(key, torch.Tensor):
+            t = key
+            label = next((k for k, v in named.items() if v is t), None) or rec.name_of(t) or f"tensor {tuple(t.shape)}"
+        elif isinstance(key, str):
+            t = named.get(key)
+            if t is None or id(t) not in recorded:
+                t = next((out for op in ops for out in op.outputs[:1] if op.assigned == key), None)
+            if t is None:
+                known = sorted({k for k, v in named.items() if id(v) in recorded} |
+                               {op.assigned for op in ops if op.assigned})
+                close = difflib.get_close_matches(key, known, n=len(known), cutoff=0.0)
+                raise KeyError(f"compare: no tensor named {key!r} in this recording. Names in it, closest first: "
+                               f"{close[:12]}.")
+            label = key
+        else:
+            raise TypeError(f"compare: a key must be a tensor or a name, got {type(key).__name__}.")
+        items.append((label, t, value))
+    need = [t for _, t, _ in items if t.requires_grad]
+    grads = {}
+    if need and target.requires_grad:
+        got = torch.autograd.grad(target, need, grad_outputs=torch.ones_like(target), retain_graph=True,
+                                  allow_unused=True)
+        grads = {id(t): g for t, g in zip(need, got) if g is not None}
+    rows = []
+    by_tid = {n.tensor_id: n.id for n in trace.nodes}
+    for label, t, value in items:
+        node_id = by_tid.get(rec.tensor_id(t))
+        g = grads.get(id(t))
+        rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
+                                   _factors(trace, node_id)))
+    order = {n.id: k for k, n in enumerate(trace.nodes)}
+    rows.sort(key=lambda r: -order.get(r.node, -1))
+    return Comparison(rows, trace)

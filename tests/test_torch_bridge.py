@@ -1,0 +1,250 @@
+"""The PyTorch bridge: recordings, traces with PyTorch's gradients, why-None in PyTorch, export."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import autodiff_viz as adv  # noqa: E402
+import autodiff_viz.torch as advt  # noqa: E402
+import code_lines  # noqa: E402
+
+HERE = __file__
+F = torch.nn.functional
+
+
+def line_of(tag) -> int:
+    return int(code_lines.line_of(HERE, tag).rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+
+
+def test_record_keeps_ops_modules_lines_and_the_names_the_lines_assign(net):
+    x = torch.randn(5, 3, dtype=torch.float64)
+    with adv.torch.record() as rec:
+        logits = net(x)                                     # <- forward
+        loss = F.cross_entropy(logits, torch.tensor([0, 1, 1, 0, 1]))
+    ops = [op for op in rec.ops if op.kind == "op"]
+    assert [op.name for op in ops][:3] == ["linear", "tanh", "linear"]
+    assert [op.scope for op in ops[:3]] == ["sequential/0", "sequential/1", "sequential/2"]
+    assert ops[0].location == (HERE, line_of("forward"))
+    assert rec.name_of(logits) == "logits" and rec.name_of(loss) == "loss"
+    assert rec.name_of(net[0].weight) == "0.weight"
+    assert ops[0].grad_enabled and not ops[0].inference
+
+
+def test_trace_gradients_are_pytorchs_own_bit_for_bit(net):
+    x = torch.randn(6, 3, dtype=torch.float64)
+    y = torch.tensor([0, 1, 1, 0, 1, 0])
+    with adv.torch.record() as rec:
+        h = torch.tanh(net[0](x))
+        logits = net[2](h)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+    tr = rec.trace(loss, net)
+    for name, p in net.named_parameters():
+        if p.grad is None:
+            continue
+        node = next(n for n in tr.nodes if n.name == name)
+        assert np.array_equal(node.grad.data, p.grad.numpy()), name
+    tanh_edge = next(e for e in tr.edges if tr.node(e.dst).op == "tanh")
+    assert tanh_edge.factor == adv.rules.TABLE["tanh"].spec(0).factor.join(["∂y/∂x = ", ""])
+    assert tanh_edge.contribution is not None
+    assert tr.node(tr.target).name == "loss" and tr.steps[0] == tr.target
+    again = adv.Trace.from_json(tr.to_json())             # the same plain-data trace as the numpy engine
+    assert [n.id for n in again.nodes] == [n.id for n in tr.nodes]
+    assert "<svg" in tr.to_svg("both")
+
+
+def test_ops_without_a_rule_get_a_note_not_a_made_up_factor(net):
+    x = torch.randn(2, 3, dtype=torch.float64)
+    with adv.torch.record() as rec:
+        loss = net(x).logcumsumexp(dim=1).sum()
+    tr = rec.trace(loss)
+    e = next(e for e in tr.edges if tr.node(e.dst).op == "logcumsumexp")
+    assert e.factor == "factor not shown for torch.logcumsumexp"
+
+
+# ----- why is .grad None? one test per reason, with the user's line -------------
+def _lin():
+    torch.manual_seed(1)
+    return torch.nn.Linear(3, 1)
+
+
+def test_no_grad_on_the_path():
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        with torch.no_grad():
+            z = lin(x)                                      # <- no_grad
+        loss = (z * 2).sum()
+    ex = rec.explain(loss, lin.weight)
+    assert ex.reason == "no_grad" and ex.location == f"{HERE}:{line_of('no_grad')}"
+    assert "torch.no_grad()" in ex.message
+
+
+def test_inference_mode_on_the_path():
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        with torch.inference_mode():
+            z = lin(x)                                      # <- inference
+        loss = z.clone().sum()
+    ex = rec.explain(loss, lin.weight)
+    assert ex.reason == "inference_mode" and ex.location.endswith(f":{line_of('inference')}")
+
+
+@pytest.mark.parametrize("how", ["detach", "data"])
+def test_detach_and_data_cut_the_path(how):
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        out = lin(x)
+        cut = out.detach() if how == "detach" else out.data    # <- cut
+        loss = (cut ** 2).sum()
+    ex = rec.explain(loss, lin.weight)
+    assert ex.reason == "detached" and ex.location.endswith(f":{line_of('cut')}")
+
+
+@pytest.mark.parametrize("escape", ["item", "tolist", "numpy"])
+def test_a_value_that_left_as_python_and_came_back_with_torch_tensor(escape):
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        s = lin(x).sum()
+        v = getattr(s.detach() if escape == "numpy" else s, escape)()   # <- escape
+        loss = torch.tensor(v, requires_grad=True) * 2                    # <- rewrap
+    ex = rec.explain(loss, lin.weight)
+    if escape == "numpy":          # .numpy() needs .detach() first in PyTorch: the detach is the first cut
+        assert ex.reason in ("detached", "left_the_graph")
+    else:
+        assert ex.reason == "left_the_graph"
+        assert ex.location.endswith(f":{line_of('escape')}")
+        assert f"{escape}()" in ex.message and "torch.tensor" in ex.message
+
+
+def test_a_frozen_parameter():
+    lin, x = _lin(), torch.randn(4, 3)
+    lin.weight.requires_grad_(False)
+    with adv.torch.record() as rec:
+        loss = lin(x).sum()
+    assert rec.explain(loss, lin.weight).reason == "requires_grad_false"
+    assert adv.torch.explain(loss, lin)["weight"].reason == "requires_grad_false"
+    assert adv.torch.explain(loss, lin)["bias"].reason in ("connected", "read_before_backward")
+
+
+def test_a_parameter_unused_in_this_forward():
+    lin, other, x = _lin(), torch.nn.Linear(3, 1), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        loss = lin(x).sum()
+    assert rec.explain(loss, other.weight).reason == "not_used"
+    assert adv.torch.explain(loss, [other.weight])[0].reason == "not_used"
+
+
+def test_a_non_leaf_tensor_without_retain_grad():
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        hidden = lin(x)
+        loss = torch.tanh(hidden).sum()
+        loss.backward()
+    with pytest.warns(UserWarning, match="not a leaf"):
+        assert hidden.grad is None
+    ex = rec.explain(loss, hidden)
+    assert ex.reason == "non_leaf" and "retain_grad()" in ex.message and "hidden" in ex.message
+
+
+def test_integer_values_have_no_gradient():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with adv.torch.record() as rec:
+        n = (x * 3).long()                                   # <- long
+        loss = (n * 2).sum().double()
+    ex = rec.explain(loss, x)
+    assert ex.reason == "integer_dtype" and ex.location.endswith(f":{line_of('long')}")
+    assert adv.torch.explain(loss, torch.tensor([1, 2])).reason == "integer_dtype"
+
+
+def test_grad_read_after_zero_grad_before_backward():
+    lin, x = _lin(), torch.randn(4, 3)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+    with adv.torch.record() as rec:
+        opt.zero_grad(set_to_none=True)
+        loss = lin(x).sum()
+        seen = lin.weight.grad                               # <- read
+        loss.backward()
+    assert seen is None
+    ex = rec.explain(loss, lin.weight)
+    assert ex.reason == "read_before_backward" and ex.location.endswith(f":{line_of('read')}")
+
+
+def test_a_non_scalar_target_without_gradient():
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        out = lin(x)
+        with pytest.raises(RuntimeError, match="scalar"):
+            out.backward()
+    assert rec.explain(out, lin.weight).reason == "non_scalar_target"
+
+
+def test_explain_marks_the_broken_edge_in_the_trace():
+    lin, x = _lin(), torch.randn(4, 3)
+    with adv.torch.record() as rec:
+        cut = lin(x).detach()
+        loss = (cut ** 2).sum()
+    tr = rec.trace(loss, [lin.weight])
+    marked = rec.explain(loss, lin.weight).mark(tr)
+    assert marked.marks and "detached" in marked.marks[0].reason
+
+
+# ----- exercise mode on a PyTorch worksheet ---------------------------------------
+def test_compare_on_a_recording_names_the_first_wrong_intermediate(net):
+    x = torch.randn(5, 3, dtype=torch.float64)
+    with adv.torch.record() as rec:
+        z = net[0](x)
+        h = torch.tanh(z)
+        out = net[2](h)
+        loss = (out ** 2).mean()
+    dout = 2 * out.detach() / out.numel()
+    dh = dout @ net[2].weight.detach()
+    dz_wrong = dh * (1 - h.detach())                         # forgot the square
+    cmp = rec.compare(loss, {"out": dout, "h": dh, "z": dz_wrong})
+    assert [r.status for r in cmp] == ["close", "close", "wrong"] or cmp.first_wrong.name == "z"
+    assert cmp.first_wrong.name == "z" and any("tanh" in f for f in cmp.first_wrong.factors)
+    with pytest.raises(KeyError, match="closest first"):
+        rec.compare(loss, {"zz": dz_wrong})
+
+
+# ----- export -----------------------------------------------------------------------
+def test_to_module_matches_the_model_and_load_from_copies_back():
+    adv.layers.set_random_seed(3)
+    model = adv.Sequential([adv.layers.Input((4,)), adv.layers.Dense(8, activation="tanh", dtype="float64"),
+                            adv.layers.Dense(3, dtype="float64")])
+    x = np.random.default_rng(0).normal(size=(6, 4))
+    module = adv.torch.to_module(model)
+    np.testing.assert_allclose(module(torch.as_tensor(x)).detach().numpy(), model.predict(x), rtol=1e-9)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.mul_(0.5)
+    adv.torch.load_from(model, module)
+    np.testing.assert_allclose(module(torch.as_tensor(x)).detach().numpy(), model.predict(x), rtol=1e-9)
+
+
+def test_a_layer_without_a_counterpart_is_named():
+    class Odd(adv.layers.Layer):
+        def call(self, x):
+            return x * 2
+    model = adv.Sequential([adv.layers.Input((2,)), Odd(name="odd_one")])
+    with pytest.raises(TypeError, match="odd_one"):
+        adv.torch.to_module(model)
+
+
+# ----- bad input never crashes the recording ----------------------------------------------
+def test_meta_sparse_and_complex_tensors_are_recorded_without_crashing():
+    with adv.torch.record() as rec:
+        m = torch.empty(3, 2, device="meta") * 2
+        s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2), check_invariants=True)
+        d = (s * 3).to_dense()
+        c = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        loss = (c * c.conj()).real.sum()
+    assert m.is_meta and d.shape == (2, 2)
+    tr = rec.trace(loss, [c])
+    assert tr.target is not None
+    assert rec.trace(d).nodes
