@@ -53,7 +53,8 @@ def test_trace_gradients_are_pytorchs_own_bit_for_bit(net):
     tanh_edge = next(e for e in tr.edges if tr.node(e.dst).op == "tanh")
     assert tanh_edge.factor == adv.rules.TABLE["tanh"].spec(0).factor.join(["∂y/∂x = ", ""])
     assert tanh_edge.contribution is not None
-    assert tr.node(tr.target).name == "loss" and tr.steps[0] == tr.target
+    assert tr.node(tr.target).title == "loss" and tr.steps[0] == tr.target
+    assert tanh_edge.formula == "ḡ_x = ḡ_y · (1 − y²)"
     again = adv.Trace.from_json(tr.to_json())             # the same plain-data trace as the numpy engine
     assert [n.id for n in again.nodes] == [n.id for n in tr.nodes]
     assert "<svg" in tr.to_svg("both")

@@ -31,12 +31,13 @@ Reasons (``Explanation.reason``):
 """
 from __future__ import annotations
 
-import os
+import linecache
 from collections import deque
 
 import numpy as np
 import torch
 
+from .. import naming
 from ..diagnosis import Explanation
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
@@ -51,11 +52,11 @@ def _where(loc) -> str | None:
 
 
 def _line(loc) -> str:
+    """The user's line, as ``  cell [3], line 4:  loss = ...`` or ``  train.py:12:  loss = ...``."""
     if loc is None:
         return ""
-    import linecache
     text = linecache.getline(loc[0], loc[1]).strip()
-    return f"\n    {os.path.basename(loc[0])}:{loc[1]}:  {text}" if text else f"\n    {os.path.basename(loc[0])}:{loc[1]}"
+    return f"\n    {naming.short_place(*loc)}:  {text}" if text else f"\n    {naming.short_place(*loc)}"
 
 
 def _is_float(t) -> bool:

@@ -28,7 +28,6 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 """
 from __future__ import annotations
 
-import ast
 import itertools
 import linecache
 import os
@@ -37,6 +36,8 @@ from dataclasses import dataclass, field
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from .. import naming
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (torch, sys.modules["autodiff_viz"]))
@@ -87,35 +88,9 @@ def _user_frame():
     return None
 
 
-_assign_cache: dict = {}
-
-
 def assigned_name(filename: str, lineno: int) -> str | None:
-    """The variable a source line assigns (``h = torch.tanh(z)`` → ``h``), or None.
-
-    One plain name (or attribute/subscript target, as written) for a simple
-    assignment; None for tuples, for lines that do not assign, and where the
-    source is not available.
-    """
-    key = (filename, lineno)
-    if key in _assign_cache:
-        return _assign_cache[key]
-    text = linecache.getline(filename, lineno).strip()
-    name = None
-    try:
-        tree = ast.parse(text)
-        stmt = tree.body[0] if tree.body else None
-        target = None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-            target = stmt.target
-        if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
-            name = ast.unparse(target)
-    except (SyntaxError, ValueError, IndexError):
-        name = None
-    _assign_cache[key] = name
-    return name
+    """The variable a recorded source line assigns (``h = torch.tanh(z)`` → ``h``), or None."""
+    return naming.assigned_name(linecache.getline(filename, lineno))
 
 
 def _tensors(obj, out):

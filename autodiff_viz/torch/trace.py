@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..rules import TABLE
-from ..trace import VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode
+from ..trace import VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode, formula
 
 # torch function / method name -> rule-table name (inputs in the same order)
 RULES = {
@@ -65,15 +65,13 @@ def _location(loc):
     return Location(loc[0], int(loc[1]), linecache.getline(loc[0], loc[1]).strip())
 
 
-def factor_text(op_name: str, i: int) -> str | None:
-    """The rule table's factor for input ``i`` of a torch op, or None when the op maps to no rule."""
+def rule_input(op_name: str, i: int):
+    """``(rule, input spec)`` of the rule table for input ``i`` of a torch op, or None when none maps."""
     rule = TABLE.get(RULES.get(op_name, ""))
-    if rule is None:
-        return None
-    if not rule.variadic and i >= len(rule.inputs):
+    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
         return None
     spec = rule.spec(i)
-    return None if spec.factor is None else f"∂y/∂{spec.name} = {spec.factor}"
+    return None if spec.factor is None else (rule, spec)
 
 
 def _sources(rec, target, sources):
@@ -121,7 +119,7 @@ def build(rec, target, sources=None, value_limit=None) -> Trace:
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
             ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
         n = TraceNode(f"n{len(nodes)}", kind, kind, rec.name_of(t), rec.tensor_id(t), None, "",
-                      _summary(t, limit))
+                      _summary(t, limit), location=None)
         nodes.append(n)
         owner[id(t)] = n
         tensors[id(t)] = node_tensor[n.id] = t
@@ -132,9 +130,10 @@ def build(rec, target, sources=None, value_limit=None) -> Trace:
             if id(t) not in owner:
                 leaf(t)
         for j, out in enumerate(op.outputs[:1]):
-            n = TraceNode(f"n{len(nodes)}", "op", op.name, op.assigned or rec.name_of(out), rec.tensor_id(out),
+            n = TraceNode(f"n{len(nodes)}", "op", op.name, None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=_location(op.location),
-                          params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()})
+                          params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()},
+                          label=op.assigned)
             for i, t in enumerate(op.inputs):
                 raw_edges.append((op, i, t, owner[id(t)], n, out))
             nodes.append(n)
@@ -175,10 +174,16 @@ def build(rec, target, sources=None, value_limit=None) -> Trace:
     small = len(raw_edges) <= 2000
     for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
         reason = _no_grad_reason(op, t, out)
-        fac = factor_text(op.name, i)
-        if fac is None and reason is None:
-            fac = f"factor not shown for torch.{op.name}"
-        e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}", fac, reason is None, reason)
+        mapped = rule_input(op.name, i)
+        if mapped is None:
+            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}",
+                          None if reason else f"factor not shown for torch.{op.name}", reason is None, reason)
+        else:
+            rule, spec = mapped
+            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, spec.name, f"∂y/∂{spec.name} = {spec.factor}",
+                          reason is None, reason,
+                          formula=None if reason else formula(spec.factor, spec.name, rule.elementwise,
+                                                              tuple(t.shape), tuple(out.shape)))
         g_out = grads.get(id(out))
         if reason is None and g_out is not None and srcn.on_path:
             e.upstream = _summary(g_out, limit)
