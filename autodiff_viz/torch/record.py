@@ -29,6 +29,7 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 from __future__ import annotations
 
 import itertools
+import weakref
 import linecache
 import os
 import sys
@@ -108,7 +109,11 @@ def _tensors(obj, out):
 class _Mode(TorchFunctionMode):
     def __init__(self, recording: "Recording"):
         super().__init__()
-        self.rec = recording
+        self._rec = weakref.ref(recording)     # no cycle: a dropped recording frees its tensors at once
+
+    @property
+    def rec(self):
+        return self._rec()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
