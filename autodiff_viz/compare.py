@@ -268,7 +268,7 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
     if np.allclose(h, -t, rtol=rtol, atol=atol):
         msg += " It is the tape's value with the opposite sign."
     else:
-        ratio = float(np.sum(h * t) / np.sum(t * t)) if np.any(t) else 0.0
+        ratio = float(np.sum(h * t) / np.sum(t * t)) if np.count_nonzero(t) > 1 else 0.0
         if ratio > 0 and np.allclose(h, ratio * t, rtol=1e-3, atol=atol):
             msg += f" It is the tape's value times {ratio:.4g}: a missing or extra constant factor?"
     return Row(name, node, "wrong", h.shape, t.shape, max_abs, max_rel, msg, tuple(factors))
