@@ -249,3 +249,84 @@ def test_meta_sparse_and_complex_tensors_are_recorded_without_crashing():
     tr = rec.trace(loss, [c])
     assert tr.target is not None
     assert rec.trace(d).nodes
+
+
+def _rng_data(shape, seed=0):
+    return np.random.default_rng(seed).normal(size=shape)
+
+
+def _models():
+    L = adv.layers
+    adv.layers.set_random_seed(11)
+    cnn = adv.Sequential([L.Input((9, 9, 2)), L.Conv2D(4, 3, strides=2, padding="same", activation="relu"),
+                          L.BatchNormalization(), L.MaxPooling2D(2, padding="same"), L.Conv2D(3, 2),
+                          L.Dropout(0.3), L.Flatten(), L.Dense(5)])
+    cnn1d = adv.Sequential([L.Input((12, 3)), L.Conv1D(4, 3, padding="causal", dilation_rate=2),
+                            L.AveragePooling1D(2), L.GlobalMaxPooling1D(), L.Dense(2)])
+    rnns = {kind: adv.Sequential([L.Input((7, 3)), getattr(L, kind)(5, return_sequences=True),
+                                  getattr(L, kind)(4), L.Dense(2)]) for kind in ("SimpleRNN", "LSTM", "GRU")}
+    tokens = adv.Sequential([L.Input((6,), dtype="int64"), L.Embedding(10, 4), L.LSTM(3), L.Dense(1)])
+    x = L.Input((6,))
+    h = L.Dense(6, activation="tanh")(x)
+    skip = L.LayerNormalization()(L.Add()([h, x]))
+    both = L.Concatenate()([skip, L.Dense(2)(x)])
+    functional = adv.Model(x, L.Dense(3)(both))
+    return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
+            *[(k, m, _rng_data((4, 7, 3))) for k, m in rnns.items()],
+            ("tokens", tokens, np.random.default_rng(1).integers(0, 10, size=(4, 6))),
+            ("functional", functional, _rng_data((4, 6)))]
+
+
+@pytest.mark.parametrize("dtype,rtol", [("float64", 1e-9), ("float32", 1e-5)])
+def test_every_exportable_layer_family_matches_its_pytorch_twin(dtype, rtol):
+    adv.layers.set_floatx(dtype)
+    try:
+        for name, model, x in _models():
+            model.compile(optimizer="sgd", loss="mse")
+            y = model.predict(x)
+            model.fit(x, y + 0.1, epochs=1, verbose=0)          # moving statistics move away from 0 and 1
+            want = model.predict(x)
+            module = adv.torch.to_module(model).eval()
+            xt = torch.as_tensor(x if x.dtype.kind in "iu" else x.astype(dtype))
+            got = module(xt).detach().numpy()
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=name)
+    finally:
+        adv.layers.set_floatx("float32")
+
+
+def test_weights_trained_in_pytorch_come_back_with_load_from():
+    adv.layers.set_floatx("float64")
+    try:
+        models = dict((n, (m, x)) for n, m, x in _models())
+    finally:
+        adv.layers.set_floatx("float32")
+    for name in ("cnn", "GRU", "functional"):
+        model, x = models[name]
+        model.predict(x)
+        module = adv.torch.to_module(model)
+        opt = torch.optim.SGD(module.parameters(), lr=0.1)
+        module.train()
+        loss = module(torch.as_tensor(x)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        module.eval()
+        adv.torch.load_from(model, module)
+        np.testing.assert_allclose(model.predict(x), module(torch.as_tensor(x)).detach().numpy(), rtol=1e-9,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_subclassed_models_and_unexportable_settings_are_named():
+    class Net(adv.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = adv.layers.Dense(2)
+
+        def call(self, x):
+            return self.d(x)
+    net = Net()
+    net(np.ones((1, 3)))
+    with pytest.raises(TypeError, match="subclassed model"):
+        adv.torch.to_module(net)
+    gru = adv.Sequential([adv.layers.Input((4, 2)), adv.layers.GRU(3, reset_after=False, name="old_gru")])
+    with pytest.raises(TypeError, match="old_gru.*reset_after=False"):
+        adv.torch.to_module(gru)
