@@ -20,3 +20,16 @@ def _plain(match: re.Match) -> str:
 
 def on_page_content(html: str, **kwargs) -> str:
     return ROLE.sub(_plain, html)
+
+
+def on_page_markdown(markdown: str, **kwargs) -> str:
+    """docs/reference/ops.md: the table of every rule is regenerated from ``adv.rules.TABLE`` at each build."""
+    from pathlib import Path
+    import sys
+    tests = str(Path(__file__).resolve().parent / "tests")
+    if "<!-- ops-table:start" not in markdown:
+        return markdown
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from make_ops_table import page_with_table
+    return page_with_table(markdown)

@@ -19,17 +19,49 @@ from .ops import (abs, argmax, argmin, broadcast_to, cast, clip, concatenate, co
                   min, minimum, multiply, negative, not_equal, one_hot, power, reshape, sign, sin, split,
                   sqrt, square, squeeze, stack, stop_gradient, subtract, sum, take, tanh, transpose, where)
 from .ops import add
+from .ops import (absolute, all, amax, amin, any, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
+                  argsort, around, cbrt, ceil, cosh, cumprod, cumsum, diag, diagonal, dot, einsum, erf, exp2,
+                  expm1, fix, flip, fliplr, flipud, floor, floor_divide, hypot, inner, log1p, log2, log10,
+                  logaddexp, logaddexp2, logsumexp, mod, moveaxis, norm, outer, pad, positive, prod, ravel,
+                  reciprocal, remainder, repeat, rint, roll, round, sinh, sort, std, swapaxes, take_along_axis,
+                  tan, tensordot, tile, trace, tril, triu, true_divide, trunc, var, vdot)
+from .ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, deg2rad,
+                  degrees, diff, dsplit, dstack, fmax, fmin, gradient, hsplit, hstack, kron, linspace, nan_to_num,
+                  partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc, vsplit, vstack)
 from .anomaly import AnomalyError, detect_anomaly
 from .diagnosis import Explanation, UnconnectedGradientError
 from .compare import Comparison, compare
-from .tape import GradientTape
-from .tensor import Tensor, Variable, constant
+from .tape import GradientTape, UnconnectedGradients
+from .tensor import Tensor, TorchSpellingError, Variable, constant
 from .trace import Trace
 from .widgets import show
 from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp,
                          GradCheckReport)
 
 from . import callbacks, layers, losses, metrics, optimizers
+from . import linalg
+from . import regularizers
 from .models import Model, Sequential
 
 __version__ = "0.1.0"
+
+
+def _callable_module(name, op):
+    """``adv.dot`` and ``adv.trace`` are both a submodule (graph drawing, traces) and numpy's function:
+    the module object is kept (``from . import dot`` still finds it) and calling it runs the op."""
+    import sys
+    import types
+    module = sys.modules[f"{__name__}.{name}"]
+
+    class _CallableModule(types.ModuleType):
+        def __call__(self, *args, **kwargs):
+            return op(*args, **kwargs)
+    _CallableModule.__call__.__doc__ = op.__doc__
+    module.__class__ = _CallableModule
+    globals()[name] = module
+
+
+from . import dot as _dot_module, trace as _trace_module  # noqa: E402,F401
+from . import ops as _ops  # noqa: E402
+_callable_module("dot", _ops.dot)
+_callable_module("trace", _ops.trace)

@@ -40,3 +40,42 @@ def log_softmax(x, axis=-1):
     """``x − logsumexp(x)`` along ``axis``: the stable way to get log-probabilities."""
     x = _tensor(x)
     return call(R.log_softmax, x, axis=_axes(axis, x.ndim, "log_softmax"))
+
+
+def gelu(x, approximate=False):
+    """``x·Φ(x)`` with Φ the normal CDF (Keras' default ``approximate=False``); ``approximate=True`` uses
+    ``0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))``."""
+    return call(R.gelu, _tensor(x), approximate=bool(approximate))
+
+
+def silu(x):
+    """``x·σ(x)`` (Keras ``silu``, also called ``swish``); derivative ``σ(x)(1 + x(1 − σ(x)))``."""
+    return apply(R.silu, _tensor(x))
+
+
+swish = silu
+
+
+def elu(x, alpha=1.0):
+    """``x`` for positive entries, ``α(eˣ − 1)`` otherwise (Keras' default α = 1)."""
+    return call(R.elu, _tensor(x), alpha=float(alpha))
+
+
+def selu(x):
+    """``λ·elu(x, α)`` with Keras' constants λ ≈ 1.0507, α ≈ 1.6733 (self-normalizing)."""
+    return apply(R.selu, _tensor(x))
+
+
+def softsign(x):
+    """``x / (1 + |x|)``; derivative ``1/(1 + |x|)²``."""
+    return apply(R.softsign, _tensor(x))
+
+
+def hard_sigmoid(x):
+    """Keras 3: ``relu6(x + 3) / 6`` = ``clip(x/6 + ½, 0, 1)``; the gradient is 1/6 on (−3, 3), else 0."""
+    return apply(R.hard_sigmoid, _tensor(x))
+
+
+def log_sigmoid(x):
+    """``ln σ(x) = −softplus(−x)``, without overflow; derivative ``σ(−x)``."""
+    return apply(R.log_sigmoid, _tensor(x))

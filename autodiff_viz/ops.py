@@ -68,17 +68,28 @@ def greater(a, b): return call(R.greater, _tensor(a), b)
 def greater_equal(a, b): return call(R.greater_equal, _tensor(a), b)
 
 
-def where(condition, x, y):
-    """``x`` where ``condition`` holds, else ``y`` (gradient flows to the chosen side)."""
+def where(condition, x=None, y=None):
+    """``x`` where ``condition`` holds, else ``y`` (gradient flows to the chosen side).
+
+    With the condition alone it is ``np.nonzero``: index arrays, no gradient.
+    """
+    if x is None and y is None:
+        return np.nonzero(condition._value if isinstance(condition, Tensor) else np.asarray(condition))
     cond = _tensor(condition)
     if cond.dtype != np.bool_:
         cond = call(R.not_equal, cond, 0)
     return call(R.where, cond, x, y)
 
 
-def clip(x, clip_value_min, clip_value_max):
-    """``x`` limited to ``[min, max]``; the gradient is 1 inside and 0 outside."""
-    return call(R.clip, _tensor(x), clip_value_min, clip_value_max)
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, clip_value_min=None, clip_value_max=None):
+    """``a`` limited to ``[a_min, a_max]`` (either may be None); the gradient is 1 inside and 0 outside.
+
+    numpy's ``a_min``/``a_max`` (or ``min``/``max``) and TensorFlow's ``clip_value_min``/``clip_value_max``.
+    """
+    _no_out(out, "clip")
+    lo = next((v for v in (a_min, min, clip_value_min) if v is not None), -np.inf)
+    hi = next((v for v in (a_max, max, clip_value_max) if v is not None), np.inf)
+    return call(R.clip, _tensor(a), lo, hi)
 
 
 def matmul(a, b):
@@ -87,27 +98,61 @@ def matmul(a, b):
 
 
 # ----- reductions ------------------------------------------------------------
-def _reduce(rule, x, axis, keepdims):
-    x = _tensor(x)
-    return call(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims))
+def _no_out(out, op):
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported: tensors are immutable. Use the result instead "
+                        f"(y = adv.{op}(...)).")
 
 
-def sum(x, axis=None, keepdims=False): return _reduce(R.sum, x, axis, keepdims)
-def mean(x, axis=None, keepdims=False): return _reduce(R.mean, x, axis, keepdims)
-def max(x, axis=None, keepdims=False): return _reduce(R.max, x, axis, keepdims)
-def min(x, axis=None, keepdims=False): return _reduce(R.min, x, axis, keepdims)
+def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
+    _no_out(out, rule.name)
+    x = _tensor(x) if dtype is None else cast(x, dtype)
+    return call(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims), **params)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``Σ a`` over ``axis`` (all axes when None), as ``np.sum``."""
+    return _reduce(R.sum, a, axis, keepdims, dtype, out)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """The mean over ``axis``, as ``np.mean``."""
+    return _reduce(R.mean, a, axis, keepdims, dtype, out)
+
+
+def max(a, axis=None, out=None, keepdims=False):
+    """The largest entry over ``axis``. Tied maxima share the gradient equally (as JAX and TensorFlow)."""
+    return _reduce(R.max, a, axis, keepdims, None, out)
+
+
+def min(a, axis=None, out=None, keepdims=False):
+    """The smallest entry over ``axis``. Tied minima share the gradient equally (as JAX and TensorFlow)."""
+    return _reduce(R.min, a, axis, keepdims, None, out)
+
+
+amax, amin = max, min
+
+
 def logsumexp(x, axis=None, keepdims=False): return _reduce(R.logsumexp, x, axis, keepdims)
 
 
-def argmax(x, axis=None):
+def _arg(rule, a, axis, out, keepdims):
+    _no_out(out, rule.name)
+    x = _tensor(a)
+    y = call(rule, x, axis=None if axis is None else _axes(axis, x.ndim, rule.name)[0])
+    if keepdims:
+        y = reshape(y, (1,) * x.ndim if axis is None else R._keepdims_shape(x.shape, _axes(axis, x.ndim, rule.name)))
+    return y
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
     """Index of the largest entry (an integer tensor: no gradient flows through it)."""
-    x = _tensor(x)
-    return call(R.argmax, x, axis=None if axis is None else _axes(axis, x.ndim, "argmax")[0])
+    return _arg(R.argmax, a, axis, out, keepdims)
 
 
-def argmin(x, axis=None):
-    x = _tensor(x)
-    return call(R.argmin, x, axis=None if axis is None else _axes(axis, x.ndim, "argmin")[0])
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    """Index of the smallest entry (an integer tensor: no gradient flows through it)."""
+    return _arg(R.argmin, a, axis, out, keepdims)
 
 
 # ----- shapes ----------------------------------------------------------------
@@ -123,9 +168,10 @@ def reshape(x, shape):
     return call(R.reshape, x, shape=resolved)
 
 
-def transpose(x, perm=None):
-    """Permute axes (default: reverse them). ``perm`` as in ``tf.transpose`` / ``np.transpose``."""
-    x = _tensor(x)
+def transpose(a, axes=None, perm=None):
+    """Permute axes (default: reverse them). ``axes`` as ``np.transpose`` (``perm`` as ``tf.transpose``)."""
+    x = _tensor(a)
+    perm = axes if axes is not None else perm
     axes = tuple(reversed(range(x.ndim))) if perm is None else tuple(int(p) % builtins.max(x.ndim, 1) for p in perm)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: {perm} is not a permutation of the {x.ndim} axes of a tensor of shape {x.shape}.")
@@ -133,13 +179,18 @@ def transpose(x, perm=None):
 
 
 def expand_dims(x, axis):
+    """``x`` with new axes of size 1 at ``axis`` (an int or a tuple, positions in the result, as numpy)."""
     x = _tensor(x)
-    ax = int(axis)
-    if not -x.ndim - 1 <= ax <= x.ndim:
-        raise ValueError(f"expand_dims: axis {ax} is out of range for a tensor with {x.ndim} axes.")
-    shape = list(x.shape)
-    shape.insert(ax if ax >= 0 else x.ndim + 1 + ax, 1)
-    return call(R.expand_dims, x, shape=tuple(shape))
+    axes = (axis,) if isinstance(axis, Integral) else tuple(axis)
+    n = x.ndim + len(axes)
+    for ax in axes:
+        if not -n <= int(ax) < n:
+            raise ValueError(f"expand_dims: axis {int(ax)} is out of range for a tensor with {x.ndim} axes.")
+    new = {int(ax) % n for ax in axes}
+    if len(new) != len(axes):
+        raise ValueError(f"expand_dims: repeated axis in {axis}.")
+    dims = iter(x.shape)
+    return call(R.expand_dims, x, shape=tuple(1 if k in new else next(dims) for k in range(n)))
 
 
 def squeeze(x, axis=None):
@@ -267,3 +318,723 @@ def one_hot(indices, depth, dtype="float64"):
 def stop_gradient(x):
     """``x`` itself, but gradients do not flow back through it."""
     return call(R.stop_gradient, _tensor(x))
+
+
+# ----- the numpy surface: elementwise ------------------------------------------
+def _unary_op(rule):
+    def op(x):
+        return apply(rule, _tensor(x))
+    op.__name__ = op.__qualname__ = rule.name
+    op.__doc__ = f"{rule.doc}. Derivative: {rule.inputs[0].factor}."
+    return op
+
+
+def _binary_op(rule):
+    def op(a, b):
+        return call(rule, _tensor(a), b)
+    op.__name__ = op.__qualname__ = rule.name
+    op.__doc__ = f"{rule.doc}. ∂/∂a: {rule.inputs[0].factor}; ∂/∂b: {rule.inputs[1].factor}."
+    return op
+
+
+log1p, expm1, log2, log10, exp2 = (_unary_op(r) for r in (R.log1p, R.expm1, R.log2, R.log10, R.exp2))
+sinh, cosh, tan, arcsin, arccos, arctan = (_unary_op(r) for r in (R.sinh, R.cosh, R.tan, R.arcsin, R.arccos, R.arctan))
+arcsinh, arccosh, arctanh, reciprocal, cbrt, erf = (
+    _unary_op(r) for r in (R.arcsinh, R.arccosh, R.arctanh, R.reciprocal, R.cbrt, R.erf))
+floor, ceil, trunc = (_unary_op(r) for r in (R.floor, R.ceil, R.trunc))
+fix = trunc
+arctan2, hypot, logaddexp, logaddexp2, mod, floor_divide = (
+    _binary_op(r) for r in (R.arctan2, R.hypot, R.logaddexp, R.logaddexp2, R.mod, R.floor_divide))
+remainder, true_divide, absolute = mod, divide, abs
+
+
+def round(a, decimals=0, out=None):
+    """``a`` rounded to ``decimals`` places (halves to even, as numpy). The gradient is 0: rounding is
+    piecewise constant (use ``adv.stop_gradient(adv.round(x) - x) + x`` for a straight-through estimate)."""
+    _no_out(out, "round")
+    return call(R.round, _tensor(a), decimals=int(decimals))
+
+
+around = round
+
+
+def rint(x):
+    """``x`` rounded to the nearest integer (halves to even); gradient 0."""
+    return round(x)
+
+
+def positive(x):
+    return _tensor(x)
+
+
+# ----- the numpy surface: reductions and scans -----------------------------------
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``Π a`` over ``axis``. The gradient of each entry is the product of the others (exact with zeros)."""
+    return _reduce(R.prod, a, axis, keepdims, dtype, out)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """``Σ(a − ā)²/(n − ddof)`` over ``axis`` (numpy's default ddof=0; ``ddof=1`` for the sample variance)."""
+    return _reduce(R.var, a, axis, keepdims, dtype, out, ddof=int(ddof))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """``√var(a)``; its gradient is NaN/∞ where the standard deviation is 0 (all entries equal)."""
+    return _reduce(R.std, a, axis, keepdims, dtype, out, ddof=int(ddof))
+
+
+def _scan(rule, a, axis, dtype, out):
+    _no_out(out, rule.name)
+    x = _tensor(a) if dtype is None else cast(a, dtype)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return call(rule, x, axis=_axes(axis, x.ndim, rule.name)[0], reverse=False)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Running sums along ``axis`` (the flattened array when None); the gradient sums ḡ from the end."""
+    return _scan(R.cumsum, a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Running products along ``axis``; the gradient is exact also where entries are 0."""
+    return _scan(R.cumprod, a, axis, dtype, out)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """``np.linalg.norm``: vector norms (ord None/2, 1, ∞, −∞, p) and matrix norms ('fro', 1, 2, ∞, 'nuc').
+
+    Without ``axis``: the 2-norm of all entries (ord None), or the vector norm of a 1-D /
+    matrix norm of a 2-D tensor. At ``x = 0`` the 2-norm's gradient is 0 (a subgradient, as PyTorch).
+    """
+    x = _tensor(x)
+    if axis is None:
+        if ord is not None and x.ndim > 2:
+            raise ValueError(f"norm: ord={ord!r} needs axis= for a tensor with {x.ndim} axes (numpy raises too).")
+        axes = _axes(None, x.ndim, "norm")
+        if ord is None and x.ndim == 2:
+            ord = "fro"
+    else:
+        axes = (_axes(axis, x.ndim, "norm")[0],) if isinstance(axis, Integral) else tuple(
+            _axes(a, x.ndim, "norm")[0] for a in axis)
+    if len(axes) not in (1, 2) and ord is not None:
+        raise ValueError(f"norm: axis must be one axis or two, got {axis}.")
+    matrix_ords = (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
+    if len(axes) == 1 and not (isinstance(ord, (Integral, float)) or ord is None):
+        raise ValueError(f"norm: ord={ord!r} is not a vector norm; use a number, np.inf or None.")
+    if len(axes) == 2 and ord not in matrix_ords:
+        raise ValueError(f"norm: ord={ord!r} is not a matrix norm; use one of {matrix_ords}.")
+    if len(axes) == 2 and ord in (2, -2, "nuc"):
+        from . import linalg    # the singular values' rule: second derivatives are recorded too
+        if hasattr(linalg, "svdvals"):
+            s = linalg.svdvals(moveaxis(x, axes, (-2, -1)))
+            y = sum(s, axis=-1) if ord == "nuc" else max(s, axis=-1) if ord == 2 else min(s, axis=-1)
+            return reshape(y, R._keepdims_shape(x.shape, axes)) if keepdims else y
+    return call(R.norm, x, ord=ord, axis=axes, keepdims=bool(keepdims))
+
+
+def sort(a, axis=-1, kind=None, order=None):
+    """A sorted copy of ``a`` (values) along ``axis``; the gradient goes back to where each value came from.
+
+    The top ``k`` values: ``adv.sort(x)[..., -k:]``; their positions: ``np.argsort(x)[..., -k:]``.
+    """
+    x = _tensor(a)
+    if order is not None:
+        raise TypeError("sort: order= (structured arrays) is not supported.")
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return call(R.sort, x, axis=_axes(axis, x.ndim, "sort")[0])
+
+
+def argsort(a, axis=-1, kind=None, order=None):
+    """Indices that sort ``a`` (an integer tensor: no gradient)."""
+    x = _tensor(a)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return call(R.argsort, x, axis=_axes(axis, x.ndim, "argsort")[0])
+
+
+def any(a, axis=None, out=None, keepdims=False):
+    """Is any entry nonzero? A boolean tensor (no gradient)."""
+    return _reduce(R.any_, a, axis, keepdims, None, out)
+
+
+def all(a, axis=None, out=None, keepdims=False):
+    """Are all entries nonzero? A boolean tensor (no gradient)."""
+    return _reduce(R.all_, a, axis, keepdims, None, out)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum of the diagonal ``a[i, i + offset]`` (over the first two axes by default, as ``np.trace``)."""
+    _no_out(out, "trace")
+    d = diagonal(a if dtype is None else cast(a, dtype), offset, axis1, axis2)
+    return sum(d, axis=-1)
+
+
+# ----- the numpy surface: shapes and indexing ------------------------------------
+def _gather(rule, x, index):
+    return call(rule, x, index=index, lead=0)
+
+
+def _outer_index(maps):
+    """An advanced index taking ``maps[k]`` along every axis ``k`` (an outer product of index arrays)."""
+    n = len(maps)
+    return tuple(np.asarray(m).reshape((-1,) + (1,) * (n - 1 - k)) for k, m in enumerate(maps))
+
+
+def ravel(a, order="C"):
+    """``a`` as one axis (a copy: tensors are immutable)."""
+    if order not in ("C", "A", "K"):
+        raise ValueError(f"ravel: only order='C' is supported, got {order!r}.")
+    return reshape(a, (-1,))
+
+
+def swapaxes(a, axis1, axis2):
+    x = _tensor(a)
+    i, j = (_axes(ax, x.ndim, "swapaxes")[0] % x.ndim for ax in (axis1, axis2))
+    perm = list(range(x.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(x, perm)
+
+
+def moveaxis(a, source, destination):
+    x = _tensor(a)
+    src = [_axes(s, x.ndim, "moveaxis")[0] % x.ndim for s in np.atleast_1d(source)]
+    dst = [_axes(d, x.ndim, "moveaxis")[0] % x.ndim for d in np.atleast_1d(destination)]
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: {len(src)} source axes but {len(dst)} destinations.")
+    order = [k for k in range(x.ndim) if k not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(x, order)
+
+
+def flip(m, axis=None):
+    """``m`` reversed along ``axis`` (all axes when None)."""
+    x = _tensor(m)
+    axes = {a % builtins.max(x.ndim, 1) for a in _axes(axis, x.ndim, "flip")}
+    return _gather(R.flip, x, tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim)))
+
+
+def fliplr(m): return flip(m, 1)
+def flipud(m): return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """Entries shifted cyclically by ``shift`` along ``axis`` (the flattened array when None)."""
+    x = _tensor(a)
+    if axis is None:
+        return reshape(roll(reshape(x, (-1,)), shift, 0), x.shape)
+    axes = [_axes(ax, x.ndim, "roll")[0] % x.ndim for ax in np.atleast_1d(axis)]
+    shifts = np.broadcast_to(np.atleast_1d(shift), (len(axes),))
+    total = dict.fromkeys(range(x.ndim), 0)
+    for ax, s in zip(axes, shifts):
+        total[ax] += int(s)
+    maps = [(np.arange(n) - total[k]) % builtins.max(n, 1) for k, n in enumerate(x.shape)]
+    return _gather(R.roll, x, _outer_index(maps))
+
+
+def tile(A, reps):
+    """``A`` repeated as whole blocks, ``reps`` times along each axis (as ``np.tile``)."""
+    x = _tensor(A)
+    reps = (int(reps),) if isinstance(reps, Integral) else tuple(int(r) for r in reps)
+    d = builtins.max(x.ndim, len(reps))
+    reps = (1,) * (d - len(reps)) + reps
+    if x.ndim < d:
+        x = reshape(x, (1,) * (d - x.ndim) + x.shape)
+    return _gather(R.tile, x, _outer_index([np.tile(np.arange(n), r) for n, r in zip(x.shape, reps)]))
+
+
+def repeat(a, repeats, axis=None):
+    """Each entry repeated ``repeats`` times along ``axis`` (the flattened array when None)."""
+    x = _tensor(a)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    ax = _axes(axis, x.ndim, "repeat")[0] % x.ndim
+    source = np.repeat(np.arange(x.shape[ax]), np.asarray(repeats._value if isinstance(repeats, Tensor) else repeats))
+    return _gather(R.repeat, x, (slice(None),) * ax + (source,))
+
+
+def take_along_axis(arr, indices, axis):
+    """``arr`` picked at ``indices`` along ``axis`` (one index per entry, as ``np.take_along_axis``)."""
+    x = _tensor(arr)
+    idx = np.asarray(indices._value if isinstance(indices, Tensor) else indices)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take_along_axis: indices must be integers, got dtype {idx.dtype}.")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {idx.ndim} axes but the tensor has {x.ndim}; "
+                         "they must have the same number (use np.expand_dims on the indices).")
+    ax = _axes(axis, x.ndim, "take_along_axis")[0] % x.ndim
+    shape = np.broadcast_shapes(tuple(1 if k == ax else n for k, n in enumerate(idx.shape)),
+                                tuple(1 if k == ax else n for k, n in enumerate(x.shape)))
+    shape = shape[:ax] + (idx.shape[ax],) + shape[ax + 1:]
+    idx = np.broadcast_to(idx, shape)
+    index = tuple(idx if k == ax else np.arange(x.shape[k]).reshape((-1,) + (1,) * (x.ndim - 1 - k))
+                  for k in range(x.ndim))
+    return _gather(R.take_along_axis, x, index)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The entries ``a[i, i + offset]`` of the plane (axis1, axis2), as a last axis (``np.diagonal``)."""
+    x = _tensor(a)
+    if x.ndim < 2:
+        raise ValueError(f"diagonal: needs at least 2 axes, got a tensor of shape {x.shape}.")
+    i, j = (_axes(ax, x.ndim, "diagonal")[0] % x.ndim for ax in (axis1, axis2))
+    if i == j:
+        raise ValueError("diagonal: axis1 and axis2 must differ.")
+    rest = [k for k in range(x.ndim) if k not in (i, j)]
+    if rest + [i, j] != list(range(x.ndim)):
+        x = transpose(x, rest + [i, j])
+    n, m = x.shape[-2:]
+    k = int(offset)
+    rows = np.arange(builtins.max(0, -k), builtins.max(0, builtins.min(n, m - k)))
+    return _gather(R.diagonal, x, (slice(None),) * (x.ndim - 2) + (rows, rows + k))
+
+
+def diag(v, k=0):
+    """A 1-D ``v``: the square matrix with ``v`` on diagonal ``k``; a 2-D ``v``: its diagonal ``k``."""
+    x = _tensor(v)
+    if x.ndim == 2:
+        return diagonal(x, k)
+    if x.ndim != 1:
+        raise ValueError(f"diag: needs a 1-D or 2-D input, got shape {x.shape}.")
+    k = int(k)
+    n = x.shape[0] + builtins.abs(k)
+    i = np.arange(x.shape[0])
+    return call(R.diag, x, index=(i + builtins.max(0, -k), i + builtins.max(0, k)), shape=(n, n), lead=0)
+
+
+def triu(m, k=0):
+    """``m`` with the entries below diagonal ``k`` set to 0 (on the last two axes)."""
+    x = _tensor(m)
+    if x.ndim < 2:
+        raise ValueError(f"triu: needs a matrix (2 or more axes), got shape {x.shape}.")
+    return call(R.triu, x, k=int(k))
+
+
+def tril(m, k=0):
+    """``m`` with the entries above diagonal ``k`` set to 0 (on the last two axes)."""
+    x = _tensor(m)
+    if x.ndim < 2:
+        raise ValueError(f"tril: needs a matrix (2 or more axes), got shape {x.shape}.")
+    return call(R.tril, x, k=int(k))
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    """``array`` with borders: ``mode`` 'constant' (``constant_values``), 'reflect', 'symmetric', 'edge' or 'wrap'."""
+    x = _tensor(array)
+    if mode not in ("constant", "reflect", "symmetric", "edge", "wrap"):
+        raise ValueError(f"pad: mode {mode!r} is not supported; use 'constant', 'reflect', 'symmetric', "
+                         "'edge' or 'wrap'.")
+    if kwargs:
+        raise TypeError(f"pad: options {sorted(kwargs)} are not supported.")
+    width = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
+    if (width < 0).any():
+        raise ValueError(f"pad: pad_width must not be negative, got {pad_width}.")
+    if np.ndim(constant_values) != 0:
+        raise ValueError("pad: constant_values must be one number.")
+    return call(R.pad, x, pad_width=tuple((int(b), int(e)) for b, e in width), mode=mode,
+                value=float(constant_values))
+
+
+# ----- the numpy surface: contractions --------------------------------------------
+_LETTERS = R._LETTERS
+
+
+def _parse_einsum(subscripts, operands):
+    """Explicit subscripts (``'ij,jk->ik'``), broadcasting operands whose ``...`` axes differ."""
+    s = subscripts.replace(" ", "")
+    if "->" not in s:       # implicit output: the indices used once, in alphabetical order (as numpy)
+        letters = s.replace("...", "").replace(",", "")
+        s += "->" + ("..." if "..." in s else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    ins, out = s.split("->")
+    ins = ins.split(",")
+    if len(ins) != len(operands):
+        raise ValueError(f"einsum: '{subscripts}' names {len(ins)} operand(s) but {len(operands)} were given.")
+    for term, x in zip(ins, operands):
+        if "..." not in term and len(term) != x.ndim:
+            raise ValueError(f"einsum: '{term}' has {len(term)} indices but its operand has shape {x.shape}.")
+    if "..." in s:      # numpy broadcasts the `...` axes (right-aligned) of the operands
+        spans = [(t.index("..."), x.ndim - len(t.replace("...", ""))) if "..." in t else None for t, x in zip(ins, operands)]
+        common = np.broadcast_shapes(*[x.shape[p:p + w] for x, sp in zip(operands, spans) if sp for p, w in [sp]])
+        fixed = []
+        for x, sp in zip(operands, spans):
+            if sp:
+                p, w = sp
+                want = x.shape[:p] + common[len(common) - w:] + x.shape[p + w:]
+                if want != x.shape:
+                    x = broadcast_to(x, want)
+            fixed.append(x)
+        operands = fixed
+        ins, out = R._explicit(",".join(ins) + "->" + out, [x.ndim for x in operands])
+    return ",".join(ins) + "->" + out, operands
+
+
+def _contract(rule, subscripts, *operands):
+    xs = [_tensor(x) for x in operands]
+    subs, xs = _parse_einsum(subscripts, xs)
+    return call(rule, *xs, subscripts=subs)
+
+
+def einsum(subscripts, *operands, optimize=None, out=None, dtype=None):
+    """``np.einsum``: explicit (``'bij,bjk->bik'``) or implicit (``'ii'``) output, ``...`` for leading axes.
+
+    The gradient for each operand is an einsum of ḡ with the other operands.
+    """
+    _no_out(out, "einsum")
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_sublists((subscripts,) + operands)
+    y = _contract(R.einsum, subscripts, *operands)
+    return y if dtype is None else cast(y, dtype)
+
+
+def _from_sublists(args):
+    """numpy's other einsum form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as a subscripts string."""
+    def term(sub):
+        return "".join("..." if i is Ellipsis else _LETTERS[int(i)] for i in sub)
+    operands, terms = list(args[0::2]), [term(sub) for sub in args[1::2]]
+    if len(args) % 2:       # an output sublist at the end
+        out = term(args[-1])
+        operands = operands[:-1]
+        return ",".join(terms) + "->" + out, tuple(operands)
+    return ",".join(terms), tuple(operands)
+
+
+def _letters(n, start=0):
+    return _LETTERS[start:start + n]
+
+
+def tensordot(a, b, axes=2):
+    """``Σ a·b`` over pairs of axes (``axes`` an int n: the last n of a with the first n of b)."""
+    a, b = _tensor(a), _tensor(b)
+    if isinstance(axes, Integral):
+        n = int(axes)
+        pa, pb = list(range(a.ndim - n, a.ndim)), list(range(n))
+    else:
+        pa, pb = ([int(v)] if isinstance(v, Integral) else [int(u) for u in v] for v in axes)
+    pa, pb = [p % a.ndim for p in pa], [p % b.ndim for p in pb]
+    sa = list(_letters(a.ndim))
+    sb = list(_letters(b.ndim, a.ndim))
+    for i, j in zip(pa, pb):
+        sb[j] = sa[i]
+    out = [c for k, c in enumerate(sa) if k not in pa] + [c for k, c in enumerate(sb) if k not in pb]
+    return call(R.tensordot, a, b, subscripts="".join(sa) + "," + "".join(sb) + "->" + "".join(out))
+
+
+def dot(a, b, out=None):
+    """``np.dot``: a product of numbers, a matrix product for 1-D/2-D, else the last axis of ``a`` with the
+    second-to-last of ``b``."""
+    _no_out(out, "dot")
+    a, b = _tensor(a), _tensor(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    sa = _letters(a.ndim)
+    sb = list(_letters(b.ndim, a.ndim))
+    sb[-2 if b.ndim > 1 else -1] = sa[-1]
+    sb = "".join(sb)
+    out = sa[:-1] + "".join(c for c in sb if c != sa[-1])
+    return call(R.dot, a, b, subscripts=f"{sa},{sb}->{out}")
+
+
+def inner(a, b):
+    """``Σ a·b`` over the last axes (``np.inner``)."""
+    a, b = _tensor(a), _tensor(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    sa, sb = _letters(a.ndim), _letters(b.ndim, a.ndim)
+    sb = sb[:-1] + sa[-1]
+    return call(R.inner, a, b, subscripts=f"{sa},{sb}->{sa[:-1]}{sb[:-1]}")
+
+
+def outer(a, b, out=None):
+    """``yᵢⱼ = aᵢ·bⱼ`` of the flattened inputs (``np.outer``)."""
+    _no_out(out, "outer")
+    return call(R.outer, reshape(a, (-1,)), reshape(b, (-1,)), subscripts="i,j->ij")
+
+
+def vdot(a, b):
+    return inner(reshape(a, (-1,)), reshape(b, (-1,)))
+
+
+# numpy functions that, given a tensor, run the differentiable op (see Tensor.__array_function__)
+NUMPY_FUNCTIONS.update({
+    "amax", "amin", "prod", "var", "std", "cumsum", "cumprod", "sort", "argsort", "any", "all", "trace", "ravel",
+    "swapaxes", "moveaxis", "flip", "fliplr", "flipud", "roll", "tile", "repeat", "take_along_axis", "diagonal",
+    "diag", "triu", "tril", "pad", "einsum", "tensordot", "dot", "inner", "outer", "vdot", "round", "around",
+    "log1p", "expm1", "log2", "log10", "exp2", "sinh", "cosh", "tan", "arcsin", "arccos", "arctan",
+    "arcsinh", "arccosh", "arctanh", "reciprocal", "cbrt", "floor", "ceil", "trunc", "fix", "rint",
+    "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "remainder", "floor_divide", "true_divide",
+})
+
+
+def _numpy_split(ary, indices_or_sections, axis=0):
+    """``np.split``: a number of equal sections, or the *indices* where the pieces start (numpy's meaning;
+    ``adv.split`` takes TensorFlow's sizes)."""
+    x = _tensor(ary)
+    if isinstance(indices_or_sections, Integral):
+        return split(x, indices_or_sections, axis)
+    ax = _axes(axis, x.ndim, "split")[0] % x.ndim
+    n = x.shape[ax]
+    bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else n + int(i), 0), n)
+                    for i in indices_or_sections] + [n]
+    return [call(R.getitem, x, index=R._slot(ax, a, builtins.max(a, b)), lead=0) for a, b in zip(bounds, bounds[1:])]
+
+
+_NUMPY_SPELLING = {"split": _numpy_split}
+
+
+def numpy_op(func):
+    """The differentiable op standing for the numpy function ``func``, or None."""
+    module = getattr(func, "__module__", None) or ""
+    name = getattr(func, "__name__", "")
+    if module.startswith("numpy.linalg"):
+        if name == "norm":
+            return norm
+        from . import linalg
+        return getattr(linalg, name, None) if name in getattr(linalg, "NUMPY_FUNCTIONS", ()) else None
+    if module.startswith("numpy") and name in NUMPY_FUNCTIONS:
+        return _NUMPY_SPELLING.get(name) or globals()[name]
+    return None
+
+
+# ----- the numpy surface: functions written with the ops above (their graph shows those ops) -------
+def atleast_1d(*arys):
+    out = [reshape(a, (1,)) if _tensor(a).ndim == 0 else _tensor(a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        x = _tensor(a)
+        out.append(reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        x = _tensor(a)
+        shape = {0: (1, 1, 1), 1: (1,) + x.shape + (1,), 2: x.shape + (1,)}.get(x.ndim, x.shape)
+        out.append(reshape(x, shape) if x.ndim < 3 else x)
+    return out[0] if len(out) == 1 else out
+
+
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    """Rows stacked: ``concatenate`` along axis 0 after making 1-D inputs rows."""
+    return concatenate([atleast_2d(t) for t in tup], axis=0)
+
+
+row_stack = vstack
+
+
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    """Columns joined: ``concatenate`` along axis 1 (axis 0 for 1-D inputs)."""
+    xs = [atleast_1d(t) for t in tup]
+    return concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
+
+
+def dstack(tup):
+    return concatenate([atleast_3d(t) for t in tup], axis=2)
+
+
+def column_stack(tup):
+    """1-D inputs become columns; the results are joined along axis 1."""
+    xs = []
+    for t in tup:
+        x = _tensor(t)
+        xs.append(reshape(x, (x.shape[0], 1)) if x.ndim == 1 else atleast_2d(x))
+    return concatenate(xs, axis=1)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Like ``np.split``, but ``n`` sections need not be equal (the first ones get one more)."""
+    x = _tensor(ary)
+    if not isinstance(indices_or_sections, Integral):
+        return _numpy_split(x, indices_or_sections, axis)
+    k = int(indices_or_sections)
+    n = x.shape[_axes(axis, x.ndim, "array_split")[0]]
+    size, extra = divmod(n, k)
+    bounds = np.cumsum([size + 1] * extra + [size] * (k - extra))[:-1]
+    return _numpy_split(x, bounds, axis)
+
+
+def vsplit(ary, indices_or_sections): return _numpy_split(ary, indices_or_sections, 0)
+def dsplit(ary, indices_or_sections): return _numpy_split(ary, indices_or_sections, 2)
+
+
+def hsplit(ary, indices_or_sections):
+    return _numpy_split(ary, indices_or_sections, 1 if _tensor(ary).ndim > 1 else 0)
+
+
+def rollaxis(a, axis, start=0):
+    x = _tensor(a)
+    axis, start = int(axis) % x.ndim, int(start) if start >= 0 else int(start) + x.ndim
+    order = [k for k in range(x.ndim) if k != axis]
+    order.insert(start - (start > axis), axis)
+    return transpose(x, order)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """``m`` rotated by 90° ``k`` times in the plane of ``axes`` (flips and a swap of axes)."""
+    x = _tensor(m)
+    a, b = axes
+    k = int(k) % 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, a), b)
+    return swapaxes(flip(x, b), a, b) if k == 1 else flip(swapaxes(x, a, b), b)
+
+
+def append(arr, values, axis=None):
+    """``arr`` with ``values`` joined at the end (both flattened when ``axis`` is None)."""
+    if axis is None:
+        return concatenate([reshape(arr, (-1,)), reshape(values, (-1,))], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """``a[1:] − a[:-1]`` along ``axis``, ``n`` times."""
+    x = _tensor(a)
+    ax = _axes(axis, x.ndim, "diff")[0] % x.ndim
+    if prepend is not None or append is not None:
+        parts = [p for p in (prepend, x, append) if p is not None]
+        parts = [broadcast_to(p, x.shape[:ax] + (1,) + x.shape[ax + 1:]) if np.ndim(_tensor(p)) == 0 else p
+                 for p in parts]
+        x = concatenate(parts, axis=ax)
+    for _ in range(int(n)):
+        x = subtract(getitem(x, R._slot(ax, 1, None)), getitem(x, R._slot(ax, 0, -1)))
+    return x
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """``np.gradient``: central differences inside, one-sided at the edges (unit or scalar spacing)."""
+    x = _tensor(f)
+    axes = list(range(x.ndim)) if axis is None else [a % x.ndim for a in np.atleast_1d(axis)]
+    if edge_order != 1 or builtins.any(np.ndim(v) for v in varargs):
+        raise TypeError("gradient: only edge_order=1 and scalar spacings are supported.")
+    spacing = list(varargs) * len(axes) if len(varargs) == 1 else (list(varargs) or [1.0] * len(axes))
+    out = []
+    for ax, h in zip(axes, spacing):
+        if x.shape[ax] < 2:
+            raise ValueError("gradient: each axis needs at least 2 entries (edge_order + 1).")
+        s = lambda a, b: getitem(x, R._slot(ax, a, b))  # noqa: E731
+        parts = [s(1, 2) - s(0, 1)]
+        if x.shape[ax] > 2:
+            parts.append((s(2, None) - s(0, -2)) / 2.0)
+        parts.append(s(-1, None) - s(-2, -1))
+        out.append(concatenate(parts, axis=ax) / h)
+    return out[0] if len(out) == 1 else out
+
+
+def kron(a, b):
+    """The Kronecker product: every entry of ``a`` times the whole of ``b``."""
+    a, b = _tensor(a), _tensor(b)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    sa, sb = _letters(nd), _letters(nd, nd)
+    prod_ = einsum(f"{sa},{sb}->{''.join(p + q for p, q in zip(sa, sb))}", a, b)
+    return reshape(prod_, tuple(p * q for p, q in zip(a.shape, b.shape)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The cross product of 3-vectors (or the z-component for 2-vectors), written with slices."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError(f"cross: the vectors must have 2 or 3 components, got {a.shape[-1]} and {b.shape[-1]}.")
+    c = lambda t, i: getitem(t, (Ellipsis, i)) if i < t.shape[-1] else 0.0  # noqa: E731
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return c(a, 0) * c(b, 1) - c(a, 1) * c(b, 0)
+    out = stack([c(a, 1) * c(b, 2) - c(a, 2) * c(b, 1), c(a, 2) * c(b, 0) - c(a, 0) * c(b, 2),
+                 c(a, 0) * c(b, 1) - c(a, 1) * c(b, 0)], axis=-1)
+    return moveaxis(out, -1, axisc)
+
+
+def _values_of(x):
+    return x._value if isinstance(x, Tensor) else np.asarray(x)
+
+
+def fmax(x1, x2):
+    """``maximum`` that ignores NaN (returns the other side)."""
+    a, b = _tensor(x1), _tensor(x2)
+    return where(np.isnan(_values_of(b)), a, where(np.isnan(_values_of(a)), b, maximum(a, b)))
+
+
+def fmin(x1, x2):
+    """``minimum`` that ignores NaN (returns the other side)."""
+    a, b = _tensor(x1), _tensor(x2)
+    return where(np.isnan(_values_of(b)), a, where(np.isnan(_values_of(a)), b, minimum(a, b)))
+
+
+def deg2rad(x): return multiply(x, np.pi / 180)
+def rad2deg(x): return multiply(x, 180 / np.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def sinc(x):
+    """``sin(πx)/(πx)``, 1 at 0 (its gradient there is 0)."""
+    x = _tensor(x)
+    zero = _values_of(x) == 0
+    safe = where(zero, 1.0, x) * np.pi
+    return where(zero, 1.0, sin(safe) / safe)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN and ±∞ replaced by numbers (the gradient is 1 at finite entries, 0 at replaced ones)."""
+    x = _tensor(x)
+    v = _values_of(x)
+    big = np.finfo(v.dtype).max if v.dtype.kind == "f" else 0
+    out = where(np.isnan(v), nan, x)
+    out = where(np.isposinf(v), big if posinf is None else posinf, out)
+    return where(np.isneginf(v), -big if neginf is None else neginf, out)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """``num`` evenly spaced values from ``start`` to ``stop``; differentiable in both ends."""
+    if axis != 0 or np.ndim(_values_of(start)) or np.ndim(_values_of(stop)):
+        raise TypeError("linspace: only scalar start/stop and axis=0 are supported.")
+    num = int(num)
+    div = (num - 1) if endpoint else num
+    t = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
+    if endpoint and num > 1:
+        t[-1] = 1.0
+    start = _tensor(start)
+    step = subtract(stop, start)
+    y = start + step * t
+    if dtype is not None:
+        y = cast(y, dtype)
+    return (y, step / div if div > 0 else np.nan) if retstep else y
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """The entries rearranged so that the ``kth`` is in its sorted place (values; gradient to their origin)."""
+    x = _tensor(a)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), -1
+    return take_along_axis(x, np.argpartition(x._value, kth, axis=axis), axis)
+
+
+def select(condlist, choicelist, default=0):
+    """The first choice whose condition holds, entry by entry (nested ``where``)."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("select: condlist and choicelist must have the same length.")
+    out = _tensor(default)
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        out = where(cond, choice, out)
+    return out
+
+
+NUMPY_FUNCTIONS.update({
+    "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "row_stack", "hstack", "dstack", "column_stack",
+    "array_split", "vsplit", "hsplit", "dsplit", "rollaxis", "rot90", "append", "diff", "gradient", "kron", "cross",
+    "fmax", "fmin", "deg2rad", "rad2deg", "radians", "degrees", "sinc", "nan_to_num", "linspace", "partition",
+    "select",
+})

@@ -82,7 +82,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return self._value.size
+        return _Size(self._value.size)
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array. It leaves the tape: no gradient flows back through it."""
@@ -141,18 +141,54 @@ class Tensor:
 
     # ----- numpy interoperability ------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """``np.exp(t)``, ``ndarray * t``: use the differentiable op when there is one."""
-        rule = _UFUNCS.get(ufunc)
-        if rule is not None and method == "__call__" and not kwargs:
-            return engine.call(rule, *inputs)
-        arrays = [np.asarray(a) for a in inputs]
-        return getattr(ufunc, method)(*arrays, **kwargs)
+        """``np.exp(t)``, ``ndarray * t``, ``np.add.reduce(t)``: the differentiable op when there is one.
+
+        A ufunc without a rule refuses (TypeError) while a tape tracks an input,
+        unless its result carries no gradient anyway (``np.isnan``, logical ops).
+        """
+        out = kwargs.pop("out", None)
+        if out is not None:
+            name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+            if any(isinstance(o, Tensor) for o in out):
+                raise TypeError(f"np.{name}(..., out=tensor): tensors are immutable; use the result instead "
+                                "(y = x + 1, not x += 1 on a tensor).")
+            if ufunc not in _VALUE_UFUNCS:     # `array += t`: the tensor's value is written into an array
+                _refuse_if_tracked(f"np.{name} into an existing numpy array (out=, or `array += tensor`)",
+                                   inputs, kwargs)
+            return getattr(ufunc, method)(*_to_numpy_tree(inputs), out=out, **kwargs)
+        if method == "__call__":
+            op = _UFUNCS.get(ufunc)
+            if op is not None and not kwargs:
+                return op(*inputs)
+        else:
+            op = _UFUNC_METHODS.get((ufunc, method))
+            if op is not None and set(kwargs) <= {"axis", "keepdims", "dtype"} and len(inputs) == 1:
+                if kwargs.get("dtype") is not None:
+                    inputs = (as_tensor(inputs[0]).astype(kwargs.pop("dtype")),)
+                kwargs.pop("dtype", None)
+                kwargs.setdefault("axis", 0)
+                return op(inputs[0], **kwargs)
+        if ufunc in _VALUE_UFUNCS:      # booleans and bits: nothing to differentiate, no escape to note
+            return getattr(ufunc, method)(*_values_tree(inputs), **_values_tree(kwargs))
+        _refuse_if_tracked(ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}", inputs, kwargs)
+        return getattr(ufunc, method)(*_to_numpy_tree(inputs), **_to_numpy_tree(kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
+        """``np.var(t)``, ``np.einsum(..., t)``: the differentiable op when there is one.
+
+        Without one: numpy on the values when no tape tracks the tensor or when
+        the result carries no gradient (``np.argsort``, ``np.shape``); else a
+        TypeError naming the function and what to use instead.
+        """
         from . import ops
-        op = getattr(ops, func.__name__, None) if func.__module__.startswith("numpy") else None
-        if op is not None and func.__name__ in ops.NUMPY_FUNCTIONS:
+        op = ops.numpy_op(func)
+        if op is not None:
             return op(*args, **kwargs)
+        name = _numpy_name(func)
+        if name in _VALUE_FUNCTIONS:
+            return func(*_values_tree(args), **_values_tree(kwargs))
+        if name not in _ESCAPES:
+            _refuse_if_tracked(name, args, kwargs)
         return func(*_to_numpy_tree(args), **_to_numpy_tree(kwargs))
 
     # ----- operators (defined below the class with _binary / _unary) -------
@@ -160,37 +196,126 @@ class Tensor:
         from .ops import getitem
         return getitem(self, index)
 
-    # ----- methods that mirror numpy ---------------------------------------
-    def sum(self, axis=None, keepdims=False):
-        from .ops import sum as _sum
-        return _sum(self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        from .ops import mean
-        return mean(self, axis, keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        from .ops import max as _max
-        return _max(self, axis, keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        from .ops import min as _min
-        return _min(self, axis, keepdims)
-
-    def reshape(self, *shape):
+    # ----- methods that mirror numpy (most are installed by _install_methods below) ---
+    def reshape(self, *shape, order="C"):
         from .ops import reshape
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         return reshape(self, shape)
 
-    def astype(self, dtype):
+    def transpose(self, *axes):
+        """Axes permuted: ``t.transpose()``, ``t.transpose(1, 0, 2)`` or ``t.transpose((1, 0, 2))``, as ndarray."""
+        from .ops import transpose
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return transpose(self, axes or None)
+
+    def astype(self, dtype, copy=True):
         from .ops import cast
         return cast(self, dtype)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """A sorted *copy* along ``axis``. Unlike ``ndarray.sort`` nothing is changed in place: tensors are immutable."""
+        from .ops import sort
+        return sort(self, axis, kind, order)
 
     @property
     def T(self):
         from .ops import transpose
         return transpose(self)
+
+    @property
+    def mT(self):
+        from .ops import swapaxes
+        return swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return self
+
+    def conj(self):
+        return self
+
+    conjugate = conj
+
+
+class TorchSpellingError(AttributeError):
+    """A PyTorch method name used on a Tensor; the message gives the numpy / autodiff_viz spelling."""
+
+
+class _Hint:
+    """A name a learner brings from PyTorch (``x.view``): reading it raises :class:`TorchSpellingError`.
+
+    A class attribute rather than ``__getattr__``, so that ordinary missing
+    attributes (numpy probes several on every conversion) stay as fast as before.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        hint = _TORCH_HINTS[self.name]
+        whose = ("an ndarray method that tensors, being immutable, do not need" if self.name == "copy"
+                 else "that is PyTorch's spelling")
+        raise TorchSpellingError(f"Tensor has no attribute '{self.name}' ({whose}). "
+                                 f"In autodiff_viz (numpy's spelling): {hint}")
+
+
+class _Size(int):
+    """``t.size``: the number of entries, an int as numpy's ``ndarray.size``. Calling it explains."""
+
+    def __call__(self, *dim):
+        raise TypeError(f"t.size is an int ({int(self)} entries), as in numpy, not a method as in PyTorch. "
+                        "Use t.size for the count and t.shape (or t.shape[dim]) for the shape.")
+
+
+_TORCH_HINTS = {
+    "view": "x.reshape(n, -1)",
+    "unsqueeze": "adv.expand_dims(x, axis) or x[:, None]",
+    "permute": "x.transpose(1, 0, 2) or adv.transpose(x, (1, 0, 2))",
+    "backward": "with adv.GradientTape() as tape: loss = ...; then tape.gradient(loss, x)",
+    "grad": "tape.gradient(loss, x) (gradients are returned by the tape, not stored on tensors)",
+    "requires_grad": "adv.Variable(value) (watched automatically) or tape.watch(x)",
+    "requires_grad_": "adv.Variable(value) (watched automatically) or tape.watch(x)",
+    "detach": "adv.stop_gradient(x) (or x.numpy() to leave the tape)",
+    "numel": "x.size",
+    "dim": "x.ndim",
+    "clone": "x itself (tensors are immutable) or adv.constant(x.numpy())",
+    "copy": "x itself (tensors are immutable); for a snapshot of a Variable, adv.constant(v.numpy())",
+    "contiguous": "x itself (no memory layout to manage)",
+    "cpu": "x itself (everything runs on the CPU with numpy)",
+    "cuda": "x itself (everything runs on the CPU with numpy)",
+    "to": "x.astype(dtype)",
+    "float": "x.astype('float32')",
+    "double": "x.astype('float64')",
+    "long": "x.astype('int64')",
+    "int": "x.astype('int32')",
+    "mm": "x @ y or adv.matmul(x, y)",
+    "matmul": "x @ y or adv.matmul(x, y)",
+    "pow": "x ** p or adv.power(x, p)",
+    "norm": "adv.linalg.norm(x) (np.linalg.norm(x) dispatches too)",
+    "softmax": "adv.nn.softmax(x, axis=-1)",
+    "log_softmax": "adv.nn.log_softmax(x, axis=-1)",
+    "zero_": "adv.Variable.assign(zeros) (tensors are immutable)",
+    "expand": "adv.broadcast_to(x, shape)",
+    "narrow": "x[start:start + length] (slicing)",
+    "masked_fill": "adv.where(mask, value, x)",
+    "index_select": "adv.take(x, indices, axis=dim)",
+    "gather": "adv.take_along_axis(x, indices, axis=dim)",
+    "chunk": "adv.split(x, n, axis=dim)",
+    "flatten_": "x.ravel()",
+}
+for _fn in ("exp", "log", "sqrt", "abs", "tanh", "sin", "cos", "sigmoid", "relu", "log1p", "expm1", "square",
+            "sign", "floor", "ceil", "erf", "sinh", "cosh", "tan"):
+    _where = "adv.nn" if _fn in ("sigmoid", "relu") else "adv"
+    _TORCH_HINTS[_fn] = f"{_where}.{_fn}(x) (or np.{_fn}(x), which dispatches)" if _where == "adv" else f"{_where}.{_fn}(x)"
+for _name in _TORCH_HINTS:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _Hint(_name))
 
 
 class Variable(Tensor):
@@ -203,6 +328,13 @@ class Variable(Tensor):
         >>> w = adv.Variable([1.0, 2.0], name="w")
         >>> w.assign_sub([0.5, 0.5]).numpy()
         array([0.5, 1.5])
+
+    Values must be numeric (a list of strings, objects or datetimes is a
+    ``TypeError`` here). Integer and bool variables are allowed, as in
+    TensorFlow, and are never differentiable: tapes do not watch them, ops
+    on them are not recorded for gradients, and ``tape.gradient`` with one
+    as a source raises a ``TypeError`` that says to make it float (a step
+    counter or a mask is a fine integer variable; a weight is not).
     """
 
     __slots__ = ("trainable",)
@@ -264,6 +396,9 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     """``value`` as a Tensor; a Python number takes the dtype of ``like`` (weak typing)."""
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+        from .ops import stack
+        return stack([as_tensor(v, like) for v in value])
     if like is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         kind = like._value.dtype.kind
         if kind in "fc" or (kind in "iu" and isinstance(value, int)):
@@ -271,19 +406,159 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     return Tensor(value)
 
 
+_NOT_NUMERIC = {"U": "strings", "S": "byte strings", "O": "Python objects", "M": "datetimes",
+                "m": "time deltas", "V": "structured records"}
+
+
 def _to_array(value, dtype) -> np.ndarray:
+    """``value`` as a new numpy array of a numeric dtype (bool, integer, float, complex), or a clear error."""
     if isinstance(value, Tensor):
         value = value._value
-    if dtype is not None:
-        return np.array(value, dtype=np.dtype(dtype))
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    arr = np.array(value)
-    if arr.dtype.kind == "O":
-        raise TypeError(f"cannot make a tensor from {type(value).__name__}: {value!r:.80}")
+    try:
+        if dtype is not None:
+            arr = np.array(value, dtype=np.dtype(dtype))
+        elif isinstance(value, np.ndarray):
+            arr = value.copy()
+        elif isinstance(value, np.generic):
+            arr = np.asarray(value)
+        else:
+            arr = np.array(value)
+    except (ValueError, TypeError) as exc:
+        what = f"dtype {dtype!r}" if dtype is not None else "an array"
+        ragged = "inhomogeneous" in str(exc)
+        raise (ValueError if ragged else TypeError)(
+            f"cannot make a tensor ({what}) from {type(value).__name__} {value!r:.80}: "
+            + ("its nested lists have different lengths (a ragged array). Give a rectangular array, "
+               "padding the short rows." if ragged else
+               f"{str(exc).rstrip('.')}. Tensors hold numeric dtypes only (bool, integers, floats, complex): "
+               "give numbers, e.g. np.asarray(data, dtype='float64').")) from None
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(f"cannot make a tensor of dtype {arr.dtype} ({_NOT_NUMERIC.get(arr.dtype.kind, 'not numbers')}) "
+                        f"from {type(value).__name__} {value!r:.80}: tensors hold numeric dtypes only (bool, "
+                        "integers, floats, complex). Convert the data to numbers first, e.g. "
+                        "np.asarray(data, dtype='float64').")
     return arr
+
+
+def _holds_tensor(seq) -> bool:
+    for v in seq:
+        if isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v)):
+            return True
+    return False
+
+
+def _values_tree(obj):
+    """Tensors replaced by their values, without noting an escape (for results that carry no gradient)."""
+    if isinstance(obj, Tensor):
+        return obj._value
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_values_tree(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _values_tree(v) for k, v in obj.items()}
+    return obj
+
+
+def _tensors_in(obj):
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors_in(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors_in(o)
+
+
+def _tracked(t) -> bool:
+    """Does a recording tape track ``t`` (or would it, as a trainable variable read under the tape)?"""
+    for tape in engine.state.recording:
+        if t._id in tape._tracked or (type(t) is Variable and t.trainable and tape.watch_accessed_variables):
+            return True
+    return False
+
+
+def _numpy_name(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    prefix = "np." + module[len("numpy."):] + "." if module.startswith("numpy.") else "np."
+    return prefix + getattr(func, "__name__", repr(func))
+
+
+def _refuse_if_tracked(name, args, kwargs):
+    """The TypeError of a numpy function without a gradient rule applied to a tensor a tape tracks."""
+    if not engine.state.recording:
+        return
+    for t in itertools.chain(_tensors_in(args), _tensors_in(kwargs)):
+        if _tracked(t):
+            if not name.startswith("np."):
+                name = "np." + name
+            hint = _NEAREST.get(name.split(".")[-1].split(" ")[0], "compute it from the supported ops (see the "
+                                "'numpy functions on tensors' page)")
+            if " into " in name:
+                hint = "write a new tensor instead (a = a + t), tensors and the tape never write into arrays"
+            raise TypeError(
+                f"{name} has no gradient rule in autodiff_viz, and a GradientTape is tracking its input"
+                f"{' ' + repr(t.name) if t.name else ''} (shape {t.shape}), so numpy would silently drop the gradient. Instead: "
+                f"{hint}; or compute it on t.numpy() explicitly if you do not need its gradient.")
+
+
+# numpy functions with no rule: what to write instead
+_NEAREST = {
+    "median": "adv.sort then take the middle entries (adv.sort(x, axis)[..., n // 2], or adv.take)",
+    "percentile": "adv.sort then adv.take the entries at the rank you want",
+    "quantile": "adv.sort then adv.take the entries at the rank you want",
+    "nanmean": "adv.mean(adv.where(np.isnan(x), 0.0, x)) divided by the count of non-NaN entries",
+    "nansum": "adv.sum(adv.where(np.isnan(x), 0.0, x))",
+    "nanmax": "adv.max(adv.where(np.isnan(x), -np.inf, x))",
+    "nanmin": "adv.min(adv.where(np.isnan(x), np.inf, x))",
+    "average": "adv.sum(x * w) / adv.sum(w)",
+    "ptp": "adv.max(x) - adv.min(x)",
+    "diff": "x[1:] - x[:-1] (slicing is differentiable)",
+    "cross": "the components: a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], ...",
+    "convolve": "adv.layers.Conv1D or a sum of shifted slices",
+    "correlate": "a sum of shifted slices",
+    "interp": "adv.take of the neighbours and a weighted sum",
+    "unique": "np.unique(x.numpy()) for the values (no gradient) and adv.take for the entries",
+    "cov": "adv.mean of centred products: xc = x - adv.mean(x, axis=0); xc.T @ xc / (n - 1)",
+    "corrcoef": "the covariance divided by adv.std products",
+    "sinc": "adv.sin(np.pi * x) / (np.pi * x)",
+    "deg2rad": "x * (np.pi / 180)",
+    "rad2deg": "x * (180 / np.pi)",
+    "radians": "x * (np.pi / 180)",
+    "degrees": "x * (180 / np.pi)",
+    "copysign": "adv.abs(a) * adv.sign(b)",
+    "fmod": "adv.mod (numpy's %, sign of the divisor) or a - adv.trunc(a / b) * b",
+    "fmax": "adv.maximum", "fmin": "adv.minimum",
+    "heaviside": "adv.where(x > 0, 1.0, 0.0) (its gradient is 0)",
+    "frexp": "adv.log2 and adv.floor", "ldexp": "x * adv.exp2(e)",
+    "modf": "adv.trunc(x) and x - adv.trunc(x)",
+    "float_power": "x ** p (adv.power)",
+    "cumulative_sum": "adv.cumsum", "cumulative_prod": "adv.cumprod",
+    "nancumsum": "adv.cumsum(adv.where(np.isnan(x), 0.0, x))",
+    "kron": "adv.einsum('ij,kl->ikjl', a, b).reshape(...)",
+    "hstack": "adv.concatenate(..., axis=1) (axis=0 for 1-D)", "vstack": "adv.concatenate / adv.stack(..., axis=0)",
+    "column_stack": "adv.stack(..., axis=1)", "dstack": "adv.stack(..., axis=2)",
+    "append": "adv.concatenate", "insert": "adv.concatenate of slices", "delete": "slicing or adv.take",
+    "atleast_1d": "adv.reshape", "atleast_2d": "adv.reshape", "atleast_3d": "adv.reshape",
+    "array_split": "adv.split", "hsplit": "adv.split(x, n, axis=1)", "vsplit": "adv.split(x, n, axis=0)",
+    "rot90": "adv.flip and adv.swapaxes", "select": "nested adv.where", "piecewise": "nested adv.where",
+    "put_along_axis": "adv.where with a mask, or a sum of adv.one_hot products",
+}
+
+# numpy functions that say "give me the numbers": allowed, and noted as the value leaving the tape
+_ESCAPES = {"np.copy", "np.asarray", "np.asanyarray", "np.ascontiguousarray", "np.asfortranarray", "np.array",
+            "np.asarray_chkfinite", "np.require"}
+
+# numpy functions whose result carries no gradient (indices, booleans, shapes, printing): computed on values
+_VALUE_FUNCTIONS = {"np." + n for n in (
+    "argsort", "argmax", "argmin", "argwhere", "nonzero", "flatnonzero", "count_nonzero", "shape", "ndim",
+    "size", "isclose", "allclose", "array_equal", "array_equiv", "searchsorted", "digitize", "result_type",
+    "can_cast", "min_scalar_type", "iscomplexobj", "isrealobj", "isreal", "iscomplex", "isscalar",
+    "may_share_memory", "shares_memory", "unravel_index", "ravel_multi_index", "argpartition", "lexsort",
+    "nanargmax", "nanargmin", "array_repr", "array_str", "array2string", "save", "savez", "savez_compressed",
+    "savetxt", "isneginf", "isposinf", "sometrue", "alltrue", "iterable", "isin", "in1d",
+    "empty_like", "zeros_like", "ones_like", "full_like", "ix_", "indices", "broadcast_shapes", "isfortran",
+)}
+_VALUE_FUNCTIONS |= {"np.linalg.matrix_rank"}
 
 
 def _to_numpy_tree(obj):
@@ -324,7 +599,7 @@ def _unary(rule):
 
 
 for _name, _rule in {"add": R.add, "sub": R.subtract, "mul": R.multiply, "truediv": R.divide,
-                     "pow": R.power, "matmul": R.matmul}.items():
+                     "pow": R.power, "matmul": R.matmul, "mod": R.mod, "floordiv": R.floor_divide}.items():
     setattr(Tensor, f"__{_name}__", _binary(_rule))
     setattr(Tensor, f"__r{_name}__", _binary(_rule, reflected=True))
 for _name, _rule in {"lt": R.less, "le": R.less_equal, "gt": R.greater, "ge": R.greater_equal,
@@ -334,12 +609,67 @@ Tensor.__neg__ = _unary(R.negative)
 Tensor.__abs__ = _unary(R.abs)
 Tensor.__pos__ = lambda self: self
 
-_UFUNCS = {
-    np.add: R.add, np.subtract: R.subtract, np.multiply: R.multiply,
-    np.true_divide: R.divide, np.power: R.power, np.negative: R.negative,
-    np.matmul: R.matmul, np.exp: R.exp, np.log: R.log, np.sqrt: R.sqrt,
-    np.square: R.square, np.absolute: R.abs, np.tanh: R.tanh, np.sin: R.sin,
-    np.cos: R.cos, np.maximum: R.maximum, np.minimum: R.minimum,
-    np.less: R.less, np.less_equal: R.less_equal, np.greater: R.greater,
-    np.greater_equal: R.greater_equal, np.equal: R.equal, np.not_equal: R.not_equal,
-}
+def _ufunc_ops():
+    from . import ops
+    table = {
+        np.add: ops.add, np.subtract: ops.subtract, np.multiply: ops.multiply, np.true_divide: ops.divide,
+        np.power: ops.power, np.float_power: None, np.negative: ops.negative, np.positive: ops.positive,
+        np.matmul: ops.matmul, np.exp: ops.exp, np.log: ops.log, np.sqrt: ops.sqrt, np.square: ops.square,
+        np.absolute: ops.abs, np.fabs: ops.abs, np.sign: ops.sign, np.tanh: ops.tanh, np.sin: ops.sin,
+        np.cos: ops.cos, np.maximum: ops.maximum, np.minimum: ops.minimum, np.less: ops.less,
+        np.less_equal: ops.less_equal, np.greater: ops.greater, np.greater_equal: ops.greater_equal,
+        np.equal: ops.equal, np.not_equal: ops.not_equal, np.rint: ops.rint, np.reciprocal: ops.reciprocal,
+        np.remainder: ops.mod, np.floor_divide: ops.floor_divide, np.conjugate: ops.positive,
+    }
+    for name in ("log1p", "expm1", "log2", "log10", "exp2", "sinh", "cosh", "tan", "arcsin", "arccos", "arctan",
+                 "arcsinh", "arccosh", "arctanh", "cbrt", "floor", "ceil", "trunc", "arctan2", "hypot",
+                 "logaddexp", "logaddexp2", "fmax", "fmin", "deg2rad", "rad2deg", "radians", "degrees"):
+        table[getattr(np, name)] = getattr(ops, name)
+    table = {k: v for k, v in table.items() if v is not None}
+    methods = {
+        (np.add, "reduce"): ops.sum, (np.multiply, "reduce"): ops.prod, (np.maximum, "reduce"): ops.max,
+        (np.minimum, "reduce"): ops.min, (np.logaddexp, "reduce"): ops.logsumexp,
+        (np.add, "accumulate"): ops.cumsum, (np.multiply, "accumulate"): ops.cumprod,
+        (np.logical_or, "reduce"): ops.any, (np.logical_and, "reduce"): ops.all,
+    }
+    return table, methods
+
+
+_UFUNCS, _UFUNC_METHODS = _ufunc_ops()
+# ufuncs whose result carries no gradient (booleans, integer bit operations): computed on values
+_VALUE_UFUNCS = {np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_and, np.logical_or, np.logical_not,
+                 np.logical_xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
+                 np.right_shift, np.gcd, np.lcm, np.isnat, np.equal, np.not_equal, np.less, np.less_equal,
+                 np.greater, np.greater_equal}
+
+
+def _install_methods():
+    """ndarray's methods, with numpy's signatures, as the ops of the same name (``t.var(axis=0, ddof=1)``)."""
+    from . import ops
+    names = ("sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "cumprod", "argmax", "argmin", "any",
+             "all", "clip", "round", "dot", "squeeze", "swapaxes", "trace", "diagonal", "repeat", "take", "ravel",
+             "argsort")
+    for name in names:
+        setattr(Tensor, name, _method(getattr(ops, name), name))
+    Tensor.flatten = _method(ops.ravel, "flatten")
+    Tensor.__round__ = lambda self, ndigits=None: ops.round(self, ndigits or 0)
+
+
+def _method(op, name):
+    def method(self, *args, **kwargs):
+        if "keepdim" in kwargs or "dim" in kwargs:
+            raise TypeError(_torch_kwargs(name, kwargs))
+        return op(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``adv.{op.__name__}(t, ...)`` as a method (numpy's signature).\n\n{op.__doc__ or ''}"
+    return method
+
+
+def _torch_kwargs(name, kwargs):
+    fixed = ", ".join(("keepdims" if k == "keepdim" else "axis" if k == "dim" else k) + f"={v!r}"
+                      for k, v in kwargs.items())
+    return (f"t.{name}() takes numpy's keywords, not PyTorch's: write t.{name}({fixed}) "
+            "(keepdims=, axis= instead of keepdim=, dim=).")
+
+
+_install_methods()

@@ -49,28 +49,44 @@ def _trace_call(f, args, argnums, persistent=False):
     return tape, out, watched
 
 
-def value_and_grad(f, argnums=0):
-    """A function returning ``(f(*args), ∂f/∂args[argnums])``; ``f`` must return a scalar."""
+def value_and_grad(f, argnums=0, has_aux=False):
+    """A function returning ``(f(*args), ∂f/∂args[argnums])``; ``f`` must return a scalar.
+
+    ``has_aux=True`` (as JAX): ``f`` returns ``(scalar, aux)`` and the result is
+    ``((scalar, aux), gradient)``; ``aux`` is passed through, not differentiated.
+    """
     @functools.wraps(f)
     def wrapped(*args):
         single, nums = _argnums(argnums, len(args))
         tape, out, watched = _trace_call(f, args, nums)
+        if has_aux:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise TypeError(f"grad(has_aux=True): {getattr(f, '__name__', 'f')} must return a pair "
+                                f"(scalar, aux), got {type(out).__name__}.")
+            out, aux = out
         if not isinstance(out, Tensor) or out.size != 1 or out.ndim > 0 and out.shape != (1,):
             shape = out.shape if isinstance(out, Tensor) else type(out).__name__
             raise TypeError(f"grad: {getattr(f, '__name__', 'f')} must return a scalar tensor, got {shape}. "
-                            "For a non-scalar output use adv.jacobian, or adv.vjp with a cotangent.")
+                            "For a non-scalar output use adv.jacobian, or adv.vjp with a cotangent."
+                            + ("" if has_aux or not isinstance(out, (tuple, list)) else
+                               " If it returns (loss, extra), pass has_aux=True."))
         grads = tape.gradient(out, watched, unconnected_gradients="zero")
-        return out, (grads[0] if single else tuple(grads))
+        g = grads[0] if single else tuple(grads)
+        return ((out, aux), g) if has_aux else (out, g)
     return wrapped
 
 
-def grad(f, argnums=0):
-    """A function computing the gradient of scalar-valued ``f`` with respect to ``args[argnums]``."""
-    vg = value_and_grad(f, argnums)
+def grad(f, argnums=0, has_aux=False):
+    """A function computing the gradient of scalar-valued ``f`` with respect to ``args[argnums]``.
+
+    ``has_aux=True`` (as JAX): ``f`` returns ``(scalar, aux)`` and the result is ``(gradient, aux)``.
+    """
+    vg = value_and_grad(f, argnums, has_aux)
 
     @functools.wraps(f)
     def wrapped(*args):
-        return vg(*args)[1]
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
     return wrapped
 
 
@@ -93,11 +109,15 @@ def jvp(f, primals, tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     tape, out, watched = _trace_call(f, primals, tuple(range(len(primals))), persistent=True)
     seeds = {}
+    recorded = any(t is not tape for t in engine.state.recording)
     for x, t in zip(watched, tangents):
         t = as_tensor(t)
         if t.shape != x.shape:
             raise ValueError(f"jvp: a tangent has shape {t.shape} but its primal has shape {x.shape}.")
-        seeds[x._id] = _seed_like(t._value.astype(x.dtype), tape)
+        if recorded:        # the tangent itself, so an outer tape sees how the result depends on it
+            seeds[x._id] = t if t.dtype == x.dtype else rules.cast(t, dtype=x.dtype)
+        else:
+            seeds[x._id] = t._value.astype(x.dtype)
     tangent_out = _tangent_result(tape._push(seeds), out, ())
     return out, tangent_out
 
@@ -112,7 +132,10 @@ def _tangent_result(tangents, out, batch):
     t = tangents.get(out._id)
     if t is None:
         return Tensor(np.zeros(tuple(batch) + out.shape, dtype=out.dtype))
-    return t if isinstance(t, Tensor) else Tensor._wrap(np.ascontiguousarray(t))
+    if isinstance(t, Tensor):
+        return t
+    t = np.asarray(t)       # a scalar tangent may be a numpy scalar: keep its shape ()
+    return Tensor._wrap(t if t.flags.c_contiguous else np.ascontiguousarray(t))
 
 
 def jacobian(f, argnums=0, mode="reverse"):

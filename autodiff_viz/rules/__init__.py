@@ -30,9 +30,12 @@ registers its rules with :func:`define` when the package is imported.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..engine import In, Rule, lift, unbroadcast
+from ..tensor import Tensor
 
 TABLE: dict[str, Rule] = {}
 
@@ -103,15 +106,26 @@ divide = define(
     b=("−a/b²", lambda g, y, a, b: -g * y / b, lambda db, y, a, b: -db * y / b))
 
 
-def _log_base(a):
-    """ln a where a > 0, else 0: the b-derivative of aᵇ is only defined for a > 0."""
-    return where(a > 0, log(where(a > 0, a, 1)), 0)
+def _power_a_exponent(b):
+    """b − 1 for ∂aᵇ/∂a = b·aᵇ⁻¹; 1 where b = 0, so that 0·a¹ is exactly 0 (a⁰ = 1 is constant, also at a = 0)."""
+    if np.all(_raw(b) != 0):
+        return b - 1
+    return where(b == 0, 1, b - 1)
+
+
+def _power_b(y, a, b):
+    """∂aᵇ/∂b = aᵇ·ln a for a > 0. At a = 0 the limit a → 0⁺: 0 for b ≥ 0 (aᵇ·ln a → 0, and PyTorch's
+    choice at b = 0) and −∞ for b < 0 (aᵇ → ∞, ln a → −∞). For a < 0 it is not defined; 0 is used."""
+    pos = a > 0
+    return where(pos, where(pos, y, 0) * log(where(pos, a, 1)), where(a == 0, where(b < 0, -np.inf, 0), 0))
 
 
 power = define(
     "power", np.power, elementwise=True, doc="y = aᵇ",
-    a=("b·aᵇ⁻¹", lambda g, y, a, b: g * b * a ** (b - 1), lambda da, y, a, b: da * b * a ** (b - 1)),
-    b=("y·ln a", lambda g, y, a, b: g * y * _log_base(a), lambda db, y, a, b: db * y * _log_base(a)))
+    a=("b·aᵇ⁻¹ (0 where b = 0)", lambda g, y, a, b: g * b * a ** _power_a_exponent(b),
+       lambda da, y, a, b: da * b * a ** _power_a_exponent(b)),
+    b=("y·ln a (a > 0); at a = 0: 0 if b ≥ 0, −∞ if b < 0", lambda g, y, a, b: g * _power_b(y, a, b),
+       lambda db, y, a, b: db * _power_b(y, a, b)))
 
 negative = define(
     "negative", np.negative, elementwise=True, doc="y = −x",
@@ -231,6 +245,12 @@ argmin = define("argmin", lambda x, axis: np.argmin(x, axis=axis), doc="index of
 one_hot = define("one_hot", lambda indices, depth, dtype: (indices[..., None] == np.arange(depth)).astype(dtype),
                  doc="y[..., k] = 1 where indices == k (out-of-range indices give a row of zeros)",
                  indices=None)
+argsort = define("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+                 doc="indices that sort x along axis", x=None)
+any_ = define("any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
+             doc="is any entry nonzero (over axis)", x=None)
+all_ = define("all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
+             doc="are all entries nonzero (over axis)", x=None)
 stop_gradient = define("stop_gradient", lambda x: x, doc="y = x, but no gradient flows back", x=None)
 
 cast = define(
@@ -474,6 +494,493 @@ stack = define(
        lambda g, y, *xs, i, axis: getitem(g, index=(slice(None),) * (axis % y.ndim) + (i,), lead=g.ndim - y.ndim),
        lambda dx, y, *xs, i, axis: scatter(dx, index=(slice(None),) * (axis % y.ndim) + (i,), shape=y.shape,
                                            lead=dx.ndim - xs[i].ndim)))
+
+
+# ---------------------------------------------------------------------------
+# The numpy surface: more elementwise functions
+# ---------------------------------------------------------------------------
+def _raw(a):
+    """The numpy value of a rule argument (a tensor while an outer tape records the pass)."""
+    return a._value if isinstance(a, Tensor) else a
+
+
+def _unary(name, forward, doc, factor, d):
+    """An elementwise rule ``y = f(x)`` with derivative ``d(y, x)``, written with rule calls."""
+    return define(name, forward, elementwise=True, doc=doc,
+                  x=(factor, lambda g, y, x: g * d(y, x), lambda dx, y, x: dx * d(y, x)))
+
+
+def _zero(name, forward, doc):
+    """A piecewise-constant function: its derivative is 0 wherever it exists (and undefined at the jumps)."""
+    return define(name, forward, elementwise=True, doc=doc + "; piecewise constant, so the gradient is 0",
+                  x=("0 (piecewise constant)", lambda g, y, x: g * 0, lambda dx, y, x: dx * 0))
+
+
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
+
+log1p = _unary("log1p", np.log1p, "y = ln(1 + x), accurate for small x", "1/(1 + x)", lambda y, x: 1 / (1 + x))
+expm1 = _unary("expm1", np.expm1, "y = eˣ − 1, accurate for small x", "eˣ = y + 1", lambda y, x: y + 1)
+log2 = _unary("log2", np.log2, "y = log₂ x", "1/(x·ln 2)", lambda y, x: 1 / (x * _LN2))
+log10 = _unary("log10", np.log10, "y = log₁₀ x", "1/(x·ln 10)", lambda y, x: 1 / (x * _LN10))
+exp2 = _unary("exp2", np.exp2, "y = 2ˣ", "y·ln 2", lambda y, x: y * _LN2)
+sinh = _unary("sinh", np.sinh, "y = sinh x", "cosh x", lambda y, x: cosh(x))
+cosh = _unary("cosh", np.cosh, "y = cosh x", "sinh x", lambda y, x: sinh(x))
+tan = _unary("tan", np.tan, "y = tan x", "1 + y²", lambda y, x: 1 + y * y)
+arcsin = _unary("arcsin", np.arcsin, "y = arcsin x (NaN outside [−1, 1])", "1/√(1 − x²)",
+                lambda y, x: 1 / sqrt(1 - x * x))
+arccos = _unary("arccos", np.arccos, "y = arccos x (NaN outside [−1, 1])", "−1/√(1 − x²)",
+                lambda y, x: -1 / sqrt(1 - x * x))
+arctan = _unary("arctan", np.arctan, "y = arctan x", "1/(1 + x²)", lambda y, x: 1 / (1 + x * x))
+arcsinh = _unary("arcsinh", np.arcsinh, "y = arsinh x", "1/√(x² + 1)", lambda y, x: 1 / sqrt(x * x + 1))
+arccosh = _unary("arccosh", np.arccosh, "y = arcosh x (NaN below 1)", "1/√(x² − 1)",
+                 lambda y, x: 1 / sqrt(x * x - 1))
+arctanh = _unary("arctanh", np.arctanh, "y = artanh x (NaN outside [−1, 1], ±∞ at ±1)", "1/(1 − x²)",
+                 lambda y, x: 1 / (1 - x * x))
+reciprocal = _unary("reciprocal", np.reciprocal, "y = 1/x", "−1/x² = −y²", lambda y, x: -(y * y))
+cbrt = _unary("cbrt", np.cbrt, "y = ∛x", "1/(3y²)", lambda y, x: 1 / (3 * y * y))
+
+
+def _erf(x):
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:     # scipy is optional: math.erf entry by entry is exact, only slower
+        import math
+        return np.vectorize(math.erf, otypes=[np.result_type(x, np.float32)])(x)
+    return scipy_erf(x)
+
+
+_TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
+erf = _unary("erf", _erf, "y = erf x = (2/√π)∫₀ˣ e^(−t²) dt", "(2/√π)·e^(−x²)",
+             lambda y, x: _TWO_OVER_SQRT_PI * exp(-(x * x)))
+
+
+def _sigmoid_np(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+_GELU_C = float(np.sqrt(2 / np.pi))
+_SQRT_HALF, _INV_SQRT_2PI = float(np.sqrt(0.5)), float(1 / np.sqrt(2 * np.pi))
+
+
+def _gelu(x, approximate):
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x * _SQRT_HALF))
+
+
+def _gelu_d(x, approximate):
+    if approximate:
+        t = tanh(_GELU_C * (x + 0.044715 * x * x * x))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_C * (1 + 3 * 0.044715 * x * x))
+    return 0.5 * (1 + erf(x * _SQRT_HALF)) + x * exp(-0.5 * x * x) * _INV_SQRT_2PI
+
+
+gelu = define(
+    "gelu", _gelu, elementwise=True,
+    doc="y = x·Φ(x) (approximate=True: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), as Keras)",
+    x=("Φ(x) + x·φ(x)", lambda g, y, x, approximate: g * _gelu_d(x, approximate),
+       lambda dx, y, x, approximate: dx * _gelu_d(x, approximate)))
+
+silu = _unary("silu", lambda x: x * _sigmoid_np(x), "y = x·σ(x) (also called swish)", "σ(x)·(1 + x(1 − σ(x)))",
+              lambda y, x: sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+
+
+def _elu(x, alpha):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+elu = define(
+    "elu", _elu, elementwise=True, doc="y = x if x > 0 else α(eˣ − 1)",
+    x=("1 if x > 0 else y + α", lambda g, y, x, alpha: where(x > 0, g, g * (y + alpha)),
+       lambda dx, y, x, alpha: where(x > 0, dx, dx * (y + alpha))))
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+selu = _unary("selu", lambda x: _SELU_SCALE * _elu(x, _SELU_ALPHA),
+              "y = λ·(x if x > 0 else α(eˣ − 1)), λ ≈ 1.0507, α ≈ 1.6733",
+              "λ if x > 0 else y + λα", lambda y, x: where(x > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA))
+softsign = _unary("softsign", lambda x: x / (1 + np.abs(x)), "y = x/(1 + |x|)", "1/(1 + |x|)²",
+                  lambda y, x: 1 / square(1 + abs(x)))
+hard_sigmoid = define(
+    "hard_sigmoid", lambda x: np.clip(x / 6 + 0.5, 0, 1), elementwise=True,
+    doc="y = relu6(x + 3)/6 = clip(x/6 + ½, 0, 1) (Keras 3)",
+    x=("1/6 if −3 < x < 3 else 0", lambda g, y, x: where(x > -3, where(x < 3, g / 6, 0), 0),
+       lambda dx, y, x: where(x > -3, where(x < 3, dx / 6, 0), 0)))
+log_sigmoid = _unary("log_sigmoid", lambda x: -np.logaddexp(0, -x), "y = ln σ(x) = −softplus(−x)",
+                     "σ(−x) = 1 − σ(x)", lambda y, x: sigmoid(-x))
+
+floor = _zero("floor", np.floor, "y = ⌊x⌋")
+ceil = _zero("ceil", np.ceil, "y = ⌈x⌉")
+trunc = _zero("trunc", np.trunc, "y = x rounded towards 0")
+round = define(
+    "round", lambda x, decimals: np.round(x, decimals), elementwise=True,
+    doc="y = x rounded to `decimals` places (halves to even, as numpy); piecewise constant, so the gradient is 0",
+    x=("0 (piecewise constant)", lambda g, y, x, decimals: g * 0, lambda dx, y, x, decimals: dx * 0))
+
+arctan2 = define(
+    "arctan2", np.arctan2, elementwise=True, doc="y = atan2(a, b), the angle of the point (b, a)",
+    a=("b/(a² + b²)", lambda g, y, a, b: g * (b / (a * a + b * b)), lambda da, y, a, b: da * (b / (a * a + b * b))),
+    b=("−a/(a² + b²)", lambda g, y, a, b: g * (-a / (a * a + b * b)),
+       lambda db, y, a, b: db * (-a / (a * a + b * b))))
+
+hypot = define(
+    "hypot", np.hypot, elementwise=True, doc="y = √(a² + b²) without overflow",
+    a=("a/y", lambda g, y, a, b: g * (a / y), lambda da, y, a, b: da * (a / y)),
+    b=("b/y", lambda g, y, a, b: g * (b / y), lambda db, y, a, b: db * (b / y)))
+
+logaddexp = define(
+    "logaddexp", np.logaddexp, elementwise=True, doc="y = ln(eᵃ + eᵇ) without overflow",
+    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * exp(a - y), lambda da, y, a, b: da * exp(a - y)),
+    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * exp(b - y), lambda db, y, a, b: db * exp(b - y)))
+
+logaddexp2 = define(
+    "logaddexp2", np.logaddexp2, elementwise=True, doc="y = log₂(2ᵃ + 2ᵇ) without overflow",
+    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * exp2(a - y), lambda da, y, a, b: da * exp2(a - y)),
+    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * exp2(b - y), lambda db, y, a, b: db * exp2(b - y)))
+
+mod = define(
+    "mod", np.mod, elementwise=True, doc="y = a mod b = a − ⌊a/b⌋·b (the sign of b, as numpy and Python %)",
+    a=("1", lambda g, y, a, b: g, lambda da, y, a, b: da),
+    b=("−⌊a/b⌋", lambda g, y, a, b: g * -floor(a / b), lambda db, y, a, b: db * -floor(a / b)))
+
+floor_divide = define(
+    "floor_divide", np.floor_divide, elementwise=True,
+    doc="y = ⌊a/b⌋ (a // b); piecewise constant, so the gradient is 0",
+    a=("0 (piecewise constant)", lambda g, y, a, b: g * 0, lambda da, y, a, b: da * 0),
+    b=("0 (piecewise constant)", lambda g, y, a, b: g * 0, lambda db, y, a, b: db * 0))
+
+# ---------------------------------------------------------------------------
+# The numpy surface: reductions and scans (axis: a tuple of negative axes)
+# ---------------------------------------------------------------------------
+def _centered(x, axis):
+    return x - mean(x, axis=axis, keepdims=True)
+
+
+var = define(
+    "var", lambda x, axis, ddof, keepdims: np.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
+    doc="y = Σ(x − x̄)²/(n − ddof) over axis",
+    x=("2(x − x̄)/(n − ddof)",
+       lambda g, y, x, axis, ddof, keepdims: _spread(g, y, x, axis) * (_centered(x, axis) * (2.0 / (_count(x, axis) - ddof))),
+       lambda dx, y, x, axis, ddof, keepdims: sum(dx * _centered(x, axis), axis=axis, keepdims=keepdims)
+       * (2.0 / (_count(x, axis) - ddof))))
+
+def _over_std(y):
+    """1/y where the standard deviation y > 0, else 0 (all entries equal: 0 is a subgradient, as for norm)."""
+    return where(y > 0, 1 / where(y > 0, y, 1), 0)
+
+
+std = define(
+    "std", lambda x, axis, ddof, keepdims: np.std(x, axis=axis, ddof=ddof, keepdims=keepdims),
+    doc="y = √(Σ(x − x̄)²/(n − ddof)) over axis (gradient 0 where y = 0: a subgradient)",
+    x=("(x − x̄)/((n − ddof)·y)",
+       lambda g, y, x, axis, ddof, keepdims: _spread(g * _over_std(y), y, x, axis)
+       * (_centered(x, axis) * (1.0 / (_count(x, axis) - ddof))),
+       lambda dx, y, x, axis, ddof, keepdims: sum(dx * _centered(x, axis), axis=axis, keepdims=keepdims)
+       * (_over_std(y) * (1.0 / (_count(x, axis) - ddof)))))
+
+
+def _scan(f, x, axis, reverse):
+    if reverse:
+        return np.flip(f(np.flip(x, axis), axis=axis), axis)
+    return f(x, axis=axis)
+
+
+cumsum = define(
+    "cumsum", lambda x, axis, reverse: _scan(np.cumsum, x, axis, reverse),
+    doc="yᵢ = Σⱼ≤ᵢ xⱼ along axis (reverse: Σⱼ≥ᵢ)",
+    x=("1 for j ≤ i: g summed from the end", lambda g, y, x, axis, reverse: cumsum(g, axis=axis, reverse=not reverse),
+       lambda dx, y, x, axis, reverse: cumsum(dx, axis=axis, reverse=reverse)))
+
+def _along_last(t, axis, nb, reverse):
+    """``t`` (``nb`` batch axes in front) with ``axis`` moved last, reversed along it if ``reverse``."""
+    n = t.ndim - nb
+    perm = tuple(k for k in range(n) if k != axis % n) + (axis % n,)
+    t = transpose(t, axes=_shift(perm, nb))
+    if reverse:
+        t = getitem(t, index=(slice(None),) * (n - 1) + (slice(None, None, -1),), lead=nb)
+    return t
+
+
+def _from_last(t, axis, nb, reverse):
+    """The inverse of :func:`_along_last`."""
+    n = t.ndim - nb
+    if reverse:
+        t = getitem(t, index=(slice(None),) * (n - 1) + (slice(None, None, -1),), lead=nb)
+    perm = tuple(k for k in range(n) if k != axis % n) + (axis % n,)
+    return transpose(t, axes=_shift(_inverse(perm), nb))
+
+
+def _cumprod_table(x, axis, reverse):
+    """J[..., j, i] = ∂yᵢ/∂xⱼ = Πₖ≤ᵢ,ₖ≠ⱼ xₖ (0 for i < j), along the scan axis moved last: exact with zeros."""
+    xt = _along_last(x, axis, 0, reverse)
+    n = xt.shape[-1]
+    ones = np.ones(xt.shape[:-1] + (1,), dtype=_raw(x).dtype)
+    before = cumprod(concatenate(ones, xt[..., :-1], axis=-1), axis=-1, reverse=False)
+    later = np.arange(n)[None, :] > np.arange(n)[:, None]                  # [k > j]
+    after = cumprod(where(later, xt.reshape(xt.shape[:-1] + (1, n)), 1), axis=-1, reverse=False)
+    upper = np.arange(n)[None, :] >= np.arange(n)[:, None]                 # [i ≥ j]
+    return where(upper, after, 0) * before.reshape(before.shape + (1,))
+
+
+def _cumprod_vjp(g, y, x, axis, reverse):
+    if np.all(_raw(x) != 0):
+        return cumsum(g * y, axis=axis, reverse=not reverse) / x
+    nb = g.ndim - y.ndim
+    gt = _along_last(g, axis, nb, reverse)
+    gx = sum(gt.reshape(gt.shape[:-1] + (1, gt.shape[-1])) * _cumprod_table(x, axis, reverse), axis=(-1,),
+             keepdims=False)
+    return _from_last(gx, axis, nb, reverse)
+
+
+def _cumprod_jvp(dx, y, x, axis, reverse):
+    if np.all(_raw(x) != 0):
+        return y * cumsum(dx / x, axis=axis, reverse=reverse)
+    nb = dx.ndim - x.ndim
+    dt = _along_last(dx, axis, nb, reverse)
+    dy = sum(dt.reshape(dt.shape + (1,)) * _cumprod_table(x, axis, reverse), axis=(-2,), keepdims=False)
+    return _from_last(dy, axis, nb, reverse)
+
+
+cumprod = define(
+    "cumprod", lambda x, axis, reverse: _scan(np.cumprod, x, axis, reverse),
+    doc="yᵢ = Πⱼ≤ᵢ xⱼ along axis (reverse: Πⱼ≥ᵢ); exact with zeros (an n×n table along the axis then)",
+    x=("Πₖ≤ᵢ,ₖ≠ⱼ xₖ for j ≤ i", _cumprod_vjp, _cumprod_jvp))
+
+
+def _prod_others(y, x, axis):
+    """For every entry, the product of the *other* entries it was multiplied with (exact with zeros)."""
+    keep = _keepdims_shape(x.shape, axis)
+    if np.all(_raw(x) != 0):
+        return y.reshape(keep) / x
+    n = x.ndim
+    perm = tuple(i for i in range(n) if i - n not in axis) + tuple(a % n for a in axis)
+    xt = transpose(x, axes=perm)
+    lead = xt.shape[:n - len(axis)]
+    flat = xt.reshape(lead + (-1,))
+    ones = np.ones(lead + (1,), dtype=_raw(x).dtype)
+    before = cumprod(concatenate(ones, flat[..., :-1], axis=-1), axis=-1, reverse=False)
+    after = cumprod(concatenate(flat[..., 1:], ones, axis=-1), axis=-1, reverse=True)
+    return transpose((before * after).reshape(xt.shape), axes=_inverse(perm))
+
+
+prod = define(
+    "prod", lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims), doc="y = Π x over axis",
+    x=("Π of the other entries", lambda g, y, x, axis, keepdims: _spread(g, y, x, axis) * _prod_others(y, x, axis),
+       lambda dx, y, x, axis, keepdims: sum(dx * _prod_others(y, x, axis), axis=axis, keepdims=keepdims)))
+
+
+def _norm(x, ord, axis, keepdims):
+    if ord is None or ord == "fro" or (ord == 2 and len(axis) == 1):
+        return np.sqrt(np.sum(np.square(np.abs(x)), axis=axis, keepdims=keepdims))
+    return np.linalg.norm(x, ord=ord, axis=axis if len(axis) == 2 else axis[0], keepdims=keepdims)
+
+
+def _split_ties(hit, axis, dtype):
+    hit = cast(hit, dtype=dtype)
+    return hit / sum(hit, axis=axis, keepdims=True)
+
+
+def _norm_direction(y, x, ord, axis):
+    """∂‖x‖/∂x (x.shape): the norm is positively homogeneous, so VJP and JVP both use it."""
+    yk = y.reshape(_keepdims_shape(x.shape, axis))
+    if ord is None or ord == "fro" or (ord == 2 and len(axis) == 1):
+        safe = where(yk > 0, yk, 1)
+        return where(yk > 0, x / safe, 0)          # 0 at x = 0 (a subgradient), as PyTorch
+    if len(axis) == 1:
+        if ord == 1:
+            return sign(x)
+        if ord in (np.inf, -np.inf):
+            return sign(x) * _split_ties(abs(x) == yk, axis, _raw(x).dtype)
+        if ord == 0:
+            return x * 0
+        p = float(ord)
+        safe = where(yk > 0, yk, 1)
+        return where(yk > 0, sign(x) * (abs(x) / safe) ** (p - 1), 0)
+    r, c = axis
+    if ord in (1, -1, np.inf, -np.inf):
+        inner, outer = ((r,), (c,)) if ord in (1, -1) else ((c,), (r,))
+        s = sum(abs(x), axis=inner, keepdims=True)
+        return sign(x) * _split_ties(s == yk, outer, _raw(x).dtype)
+    # ord 2, -2, 'nuc': from the singular vectors of the values (not recorded for second derivatives)
+    xv = np.moveaxis(_raw(x), (r, c), (-2, -1))
+    u, _, vh = np.linalg.svd(xv, full_matrices=False)
+    if ord == "nuc":
+        d = u @ vh
+    else:
+        k = 0 if ord == 2 else -1
+        d = u[..., :, k:k + 1 if k == 0 else None] @ vh[..., k:k + 1 if k == 0 else None, :]
+    return np.moveaxis(d, (-2, -1), (r, c))
+
+
+norm = define(
+    "norm", _norm, doc="y = ‖x‖ over axis (np.linalg.norm: vector ord 1, 2, ∞, p; matrix 'fro', 1, 2, ∞, 'nuc')",
+    x=("x/‖x‖ (ord 2); sign(x) (ord 1); sign(x)·[|x| = max]/count (ord ∞)",
+       lambda g, y, x, ord, axis, keepdims: _spread(g, y, x, axis) * _norm_direction(y, x, ord, axis),
+       lambda dx, y, x, ord, axis, keepdims: sum(dx * _norm_direction(y, x, ord, axis), axis=axis, keepdims=keepdims)))
+
+
+def _along(idx, axis):
+    """The full advanced index that picks ``idx`` along ``axis`` and keeps every other axis in place."""
+    n = idx.ndim
+    ax = axis % n
+    return tuple(idx if k == ax else np.arange(idx.shape[k]).reshape((-1,) + (1,) * (n - 1 - k))
+                 for k in range(n))
+
+
+def _sort_order(x, axis):
+    return np.argsort(_raw(x), axis=axis, kind="stable")
+
+
+sort = define(
+    "sort", lambda x, axis: np.sort(x, axis=axis, kind="stable"), doc="y = x sorted along axis (values)",
+    x=("permute back",
+       lambda g, y, x, axis: getitem(g, index=_along(np.argsort(_sort_order(x, axis), axis=axis), axis),
+                                     lead=g.ndim - y.ndim),
+       lambda dx, y, x, axis: getitem(dx, index=_along(_sort_order(x, axis), axis), lead=dx.ndim - x.ndim)))
+
+# ---------------------------------------------------------------------------
+# The numpy surface: shapes and indexing (most are a gather: getitem under their own name)
+# ---------------------------------------------------------------------------
+take_along_axis = _alias(getitem, "take_along_axis", "y = x[..., indices, ...] with one index per entry along axis")
+flip = _alias(getitem, "flip", "y = x reversed along axes")
+roll = _alias(getitem, "roll", "y = x shifted cyclically along axes")
+repeat = _alias(getitem, "repeat", "y = each entry of x repeated along an axis")
+tile = _alias(getitem, "tile", "y = x repeated as whole blocks")
+diagonal = _alias(getitem, "diagonal", "y = the entries x[..., i, i + offset]")
+diag = _alias(scatter, "diag", "y = a matrix with x on the k-th diagonal, zeros elsewhere")
+
+
+def _pad(x, pad_width, mode, value):
+    full = ((0, 0),) * (x.ndim - len(pad_width)) + tuple(pad_width)
+    if mode == "constant":
+        return np.pad(x, full, mode="constant", constant_values=value)
+    return np.pad(x, full, mode=mode)
+
+
+def _pad_vjp(g, y, x, pad_width, mode, value):
+    nb = g.ndim - y.ndim
+    if mode == "constant":
+        return getitem(g, index=tuple(slice(b, b + n) for (b, _), n in zip(pad_width, x.shape)), lead=nb)
+    for k, ((b, a), n) in enumerate(zip(pad_width, x.shape)):
+        if b or a:
+            source = np.pad(np.arange(n), (b, a), mode=mode)
+            shape = g.shape[nb:nb + k] + (n,) + g.shape[nb + k + 1:]
+            g = scatter(g, index=(slice(None),) * k + (source,), shape=shape, lead=nb)
+    return g
+
+
+pad = define(
+    "pad", _pad, doc="y = x with borders added (constant value, or mirrored/edge/wrapped entries of x)",
+    x=("1 on the copied entries (mirrored/wrapped copies add up)", _pad_vjp,
+       lambda dx, y, x, pad_width, mode, value: pad(dx, pad_width=pad_width, mode=mode, value=0.0)))
+
+
+def _tri(x, k, upper):
+    shape = x.shape[-2:]
+    return np.triu(np.ones(shape, dtype=bool), k) if upper else np.tril(np.ones(shape, dtype=bool), k)
+
+
+triu = define(
+    "triu", lambda x, k: np.triu(x, k), doc="y = x on and above the k-th diagonal, 0 below",
+    x=("[j − i ≥ k]", lambda g, y, x, k: where(_tri(x, k, True), g, 0),
+       lambda dx, y, x, k: where(_tri(x, k, True), dx, 0)))
+
+tril = define(
+    "tril", lambda x, k: np.tril(x, k), doc="y = x on and below the k-th diagonal, 0 above",
+    x=("[j − i ≤ k]", lambda g, y, x, k: where(_tri(x, k, False), g, 0),
+       lambda dx, y, x, k: where(_tri(x, k, False), dx, 0)))
+
+# ---------------------------------------------------------------------------
+# einsum: contractions (dot, inner, outer, tensordot are einsum under their own names)
+# ---------------------------------------------------------------------------
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _explicit(subscripts, ndims):
+    """``(inputs, output)`` letter strings of ``subscripts`` with ``...`` spelled out in fresh letters."""
+    ins, out = subscripts.split("->")
+    ins = ins.split(",")
+    fresh = [c for c in _LETTERS if c not in subscripts]
+    width = 0
+    for s, n in zip(ins, ndims):
+        if "..." in s:
+            width = builtins.max(width, n - len(s.replace("...", "")))
+    dots = "".join(fresh[:width])
+    ins = [s.replace("...", dots[width - (n - len(s.replace("...", ""))):]) if "..." in s else s
+           for s, n in zip(ins, ndims)]
+    return ins, out.replace("...", dots)
+
+
+def _einsum_pair(a, b, sa, sb, so):
+    """A two-operand contraction as one (batched) matrix product, or None when einsum must do it."""
+    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb) or len(set(so)) != len(so):
+        return None
+    if any(c not in so and c not in other for s, other in ((sa, sb), (sb, sa)) for c in s):
+        return None     # an index summed inside one operand only
+    batch = [c for c in so if c in sa and c in sb]
+    left = [c for c in so if c in sa and c not in sb]
+    right = [c for c in so if c in sb and c not in sa]
+    inner = [c for c in sa if c in sb and c not in so]
+    if len(batch) + len(left) + len(right) != len(so):
+        return None
+    size = dict(zip(sa, a.shape))
+    if any(size.get(c, n) != n for c, n in zip(sb, b.shape)):
+        return None     # axes that broadcast: einsum does that
+    size.update(zip(sb, b.shape))
+    n_of = lambda cs: int(np.prod([size[c] for c in cs], dtype=np.int64))  # noqa: E731
+    bshape = tuple(size[c] for c in batch)
+    A = np.transpose(a, [sa.index(c) for c in batch + left + inner]).reshape(bshape + (n_of(left), n_of(inner)))
+    B = np.transpose(b, [sb.index(c) for c in batch + inner + right]).reshape(bshape + (n_of(inner), n_of(right)))
+    out = np.matmul(A, B).reshape(bshape + tuple(size[c] for c in left + right))
+    order = batch + left + right
+    return np.transpose(out, [order.index(c) for c in so])
+
+
+def _einsum(*xs, subscripts):
+    if len(xs) == 2:
+        (sa, sb), so = _explicit(subscripts, [x.ndim for x in xs])
+        out = _einsum_pair(xs[0], xs[1], sa, sb, so)
+        if out is not None:
+            return out
+    return np.einsum(subscripts, *xs, optimize=len(xs) > 2)
+
+
+def _einsum_vjp(g, y, *xs, i, subscripts):
+    ins, out = _explicit(subscripts, [x.ndim for x in xs])
+    target = ins[i]
+    used = set(out).union(*[set(s) for k, s in enumerate(ins) if k != i])
+    fresh = iter(c for c in _LETTERS if c not in "".join(ins) + out)
+    operands = [g] + [x for k, x in enumerate(xs) if k != i]
+    subs = ["..." + out] + [s for k, s in enumerate(ins) if k != i]
+    dtype = _raw(xs[i]).dtype
+    result = ""
+    for c, n in zip(target, xs[i].shape):
+        if c in result:             # a repeated index (a diagonal): tie a fresh letter to it with an identity
+            f = next(fresh)
+            operands.append(np.eye(n, dtype=dtype))
+            subs.append(c + f)
+            result += f
+        else:
+            if c not in used:       # summed only inside this operand: its gradient is copied along c
+                operands.append(np.ones(n, dtype=dtype))
+                subs.append(c)
+            result += c
+    return einsum(*operands, subscripts=",".join(subs) + "->..." + result)
+
+
+def _einsum_jvp(dx, y, *xs, i, subscripts):
+    ins, out = _explicit(subscripts, [x.ndim for x in xs])
+    ins = ["..." + s if k == i else s for k, s in enumerate(ins)]
+    return einsum(*[dx if k == i else x for k, x in enumerate(xs)], subscripts=",".join(ins) + "->..." + out)
+
+
+einsum = define(
+    "einsum", _einsum, variadic=True, doc="y = Σ over the contracted indices of the product of the operands",
+    x=("einsum of ḡ with the other operands", _einsum_vjp, _einsum_jvp))
+dot = _alias(einsum, "dot", "y = a · b (numpy's dot: the last axis of a with the second-to-last of b)")
+inner = _alias(einsum, "inner", "y = Σ a·b over the last axes")
+outer = _alias(einsum, "outer", "yᵢⱼ = aᵢ·bⱼ")
+tensordot = _alias(einsum, "tensordot", "y = Σ a·b over the given pairs of axes")
 
 
 # ---------------------------------------------------------------------------
