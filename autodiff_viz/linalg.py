@@ -1,4 +1,476 @@
-"""``adv.linalg``: numpy's ``np.linalg`` functions, differentiable (rules in ``rules/linalg.py``)."""
+"""``adv.linalg``: numpy's ``np.linalg`` functions, differentiable.
+
+    >>> import autodiff_viz as adv
+    >>> A = adv.Variable([[2.0, 1.0], [1.0, 3.0]])
+    >>> with adv.GradientTape() as tape:
+    ...     logdet = adv.linalg.slogdet(A).logabsdet
+    >>> tape.gradient(logdet, A)          # A⁻ᵀ
+    Tensor([[ 0.6, -0.2],
+            [-0.2,  0.4]], shape=(2, 2), dtype=float64)
+
+Every function takes stacked matrices ``(..., m, n)`` as numpy does, returns
+numpy's values (results with several parts come back in numpy's named tuples:
+``eigh(A).eigenvalues``, ``svd(A).S`` ...) and records rules from
+:mod:`autodiff_viz.rules.linalg`, one per output, so each edge of a graph
+carries its own chain-rule factor.
+
+Domain errors are raised before anything is recorded, as
+:class:`LinAlgError`, a subclass of ``numpy.linalg.LinAlgError`` (so
+``except np.linalg.LinAlgError`` still catches them) whose message names the
+op, the shape, which matrix of a stack failed, and a fix.
+
+Limits, each a property of the math, not of this package:
+
+* ``eigh``/``eigvalsh``/``cholesky`` read one triangle of ``A``, as numpy
+  (the lower one unless ``UPLO="U"`` / ``upper=True``). The gradient is that
+  of the function numpy computes: it sits on the triangle read, off-diagonal
+  entries counted twice, zeros on the other side (as autograd's eigh).
+  Build the matrix from what you differentiate (``B @ B.T``, ``(M + M.T)/2``)
+  and the gradient with respect to ``B`` or ``M`` is the usual one.
+* Eigenvector gradients divide by ``λⱼ − λᵢ``: for a repeated eigenvalue
+  the eigenvectors are not unique and have no derivative. The rules use 0
+  for such a pair, which is exact when the loss depends only on the
+  eigenspace (``V f(Λ) Vᵀ``, eigenvalues alone) and meaningless otherwise.
+  The same holds for ``svd``'s ``U`` and ``Vh`` with repeated or zero
+  singular values; the singular values alone (``svdvals``) need neither.
+* ``det`` and ``slogdet`` differentiate through ``A⁻¹``: at an exactly
+  singular matrix their gradient raises (the determinant's gradient, the
+  adjugate, exists there, but is not computed).
+"""
 from __future__ import annotations
 
-__all__: list = []
+from collections import namedtuple
+from numbers import Integral
+
+import numpy as np
+
+from . import ops
+from .engine import call
+from .rules import _mT
+from .rules import linalg as R
+from .tensor import _tracked, constant
+
+__all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd",
+           "svdvals", "qr", "pinv", "lstsq", "cond", "matrix_power", "multi_dot", "trace", "matmul",
+           "matrix_transpose", "diagonal", "outer", "vecdot", "tensordot", "vector_norm", "matrix_norm",
+           "eig", "eigvals", "EighResult", "SlogdetResult", "SVDResult", "QRResult"]
+
+# numpy.linalg functions that, given a tensor, run the function of the same name here
+NUMPY_FUNCTIONS = {"inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr",
+                   "pinv", "lstsq", "cond", "matrix_power", "multi_dot", "trace", "matmul", "matrix_transpose",
+                   "diagonal", "outer", "vecdot", "tensordot", "vector_norm", "matrix_norm", "norm", "eig", "eigvals"}
+
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+class LinAlgError(np.linalg.LinAlgError):
+    """A linear-algebra function met a matrix outside its domain (singular, not positive definite ...).
+
+    Subclasses ``numpy.linalg.LinAlgError`` (itself a ``ValueError``), so code
+    written for numpy catches it unchanged.
+    """
+
+
+def _matrices(a, op: str, square: bool = True):
+    """``a`` as a tensor of (stacked) matrices, or an error that says what ``op`` needs."""
+    a = ops._tensor(a)
+    if a.dtype.kind == "c":
+        raise TypeError(f"linalg.{op}: complex matrices are not supported (dtype {a.dtype}); "
+                        "split into real and imaginary parts.")
+    if a.dtype.kind not in "fiub":
+        raise TypeError(f"linalg.{op}: needs a numeric matrix, got dtype {a.dtype}.")
+    if a.ndim < 2:
+        raise LinAlgError(f"linalg.{op}: needs a matrix (at least 2 axes, the last two are rows and "
+                          f"columns), got shape {a.shape}. For a single number use x[None, None]; for "
+                          "a vector, decide whether it is a row x[None, :] or a column x[:, None].")
+    if square and a.shape[-1] != a.shape[-2]:
+        raise LinAlgError(f"linalg.{op}: needs square matrices in the last two axes, got shape {a.shape} "
+                          f"({a.shape[-2]} rows, {a.shape[-1]} columns).")
+    return a
+
+
+def _which(value, test) -> str:
+    """`` (matrix [i, j] of the stack)`` for the first matrix of a stack on which ``test`` raises."""
+    if value.ndim == 2:
+        return ""
+    for idx in np.ndindex(value.shape[:-2]):
+        try:
+            test(value[idx])
+        except np.linalg.LinAlgError:
+            return f" (matrix {list(idx)} of the stack of {value.shape[:-2]})"
+    return ""
+
+
+_SINGULAR_FIX = ("Fix: look for linearly dependent rows or columns (a repeated or all-zero row, a feature "
+                 "that is a sum of others); add a small multiple of the identity (A + 1e-6·I) to "
+                 "regularize; or use adv.linalg.pinv for a least-squares answer.")
+
+
+def _run(rule, op, inputs, explain, **params):
+    """Apply ``rule``; a numpy LinAlgError becomes ours, with ``explain(exc)`` as its message."""
+    try:
+        return call(rule, *inputs, **params)
+    except np.linalg.LinAlgError as exc:
+        raise LinAlgError(explain(exc)) from None
+
+
+def inv(a):
+    """The inverse ``A⁻¹`` of each square matrix; ``∂``: ``Ā = −A⁻ᵀ ḡ A⁻ᵀ``.
+
+    Raises:
+        LinAlgError: a matrix is singular (determinant 0).
+    """
+    a = _matrices(a, "inv")
+    return _run(R.inv, "inv", [a], lambda exc: (
+        f"linalg.inv: the matrix of shape {a.shape[-2:]}{_which(a._value, np.linalg.inv)} is singular "
+        f"(its determinant is 0), so it has no inverse. {_SINGULAR_FIX} To solve A x = b, "
+        "adv.linalg.solve(A, b) is faster and more accurate than inv(A) @ b."))
+
+
+def det(a):
+    """The determinant of each square matrix; ``∂``: ``Ā = ḡ · det(A) · A⁻ᵀ``.
+
+    At an exactly singular matrix the value is 0 but the gradient raises. For
+    large matrices prefer ``slogdet``: a determinant over- or underflows easily.
+    """
+    return call(R.det, _matrices(a, "det"))
+
+
+def slogdet(a):
+    """``(sign, logabsdet)`` of each square matrix, as numpy: ``det A = sign · exp(logabsdet)``.
+
+    ``logabsdet`` has the gradient ``A⁻ᵀ`` (the gradient of ``log |det A|``);
+    ``sign`` is ±1 (0 for a singular matrix) and piecewise constant: no gradient.
+    """
+    a = _matrices(a, "slogdet")
+    return SlogdetResult(call(R.slogdet_sign, a), call(R.slogdet, a))
+
+
+def solve(a, b):
+    """The solution ``Y`` of ``A Y = B`` for square ``A``; numpy 2's rule: ``b`` is a vector only when 1-D.
+
+    ``∂``: ``B̄ = A⁻ᵀ ḡ``, ``Ā = −B̄ Yᵀ``. Stacks of ``A`` and ``B`` broadcast.
+
+    Raises:
+        LinAlgError: a matrix ``A`` is singular, or the shapes do not fit.
+    """
+    a = _matrices(a, "solve")
+    b = ops._tensor(b)
+    n = a.shape[-1]
+    rows = b.shape[0] if b.ndim == 1 else (b.shape[-2] if b.ndim >= 2 else None)
+    if rows != n:
+        raise LinAlgError(
+            f"linalg.solve: A has shape {a.shape} ({n}×{n}), so b needs {n} rows: a vector of shape ({n},) or "
+            f"matrices (..., {n}, k); got shape {b.shape}. (numpy 2 reads b as a vector only when it is 1-D: "
+            f"for a stack of vectors of shape (..., {n}) write solve(A, b[..., None])[..., 0].)")
+    return _run(R.solve, "solve", [a, b], lambda exc: (
+        f"linalg.solve: the matrix A of shape {a.shape[-2:]}{_which(a._value, np.linalg.inv)} is singular, "
+        f"so A y = b has no unique solution. {_SINGULAR_FIX}")
+        if "ingular" in str(exc) else f"linalg.solve: A {a.shape}, b {b.shape}: {exc}")
+
+
+def cholesky(a, upper=False):
+    """The lower-triangular ``L`` with ``L Lᵀ = A`` for symmetric positive definite ``A``.
+
+    Reads the lower triangle of ``A`` as numpy does (``upper=True``: the upper
+    one, and returns ``Lᵀ``). ``∂``: ``S̄ = sym(L⁻ᵀ Φ(Lᵀ ḡ) L⁻¹)``, ``Φ`` the
+    lower triangle with its diagonal halved, placed on the triangle read.
+
+    Raises:
+        LinAlgError: a matrix is not positive definite.
+    """
+    a = _matrices(a, "cholesky")
+    upper = bool(upper)
+    return _run(R.cholesky, "cholesky", [a], lambda exc: (
+        f"linalg.cholesky: the matrix of shape {a.shape[-2:]}"
+        f"{_which(a._value, lambda m: np.linalg.cholesky(m, upper=upper))} is not positive definite "
+        "(Cholesky needs a symmetric matrix whose eigenvalues are all > 0; numpy reads its "
+        f"{'upper' if upper else 'lower'} triangle). Fix: build it as B @ B.T + ε·I (a covariance plus "
+        "jitter), or check the smallest eigenvalue with adv.linalg.eigvalsh(A)[..., 0]."), upper=upper)
+
+
+def _uplo(UPLO, op):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"linalg.{op}: UPLO must be 'L' or 'U', got {UPLO!r}.")
+
+
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending) and unit eigenvectors (columns) of symmetric matrices.
+
+    Returns ``EighResult(eigenvalues, eigenvectors)`` as numpy, reading the
+    ``UPLO`` triangle of ``A`` (``"L"``: lower). With ``S`` the symmetric
+    matrix read: ``∂λ``: ``S̄ = V diag(λ̄) Vᵀ``; ``∂V``: ``S̄ = sym(V (F ∘ Vᵀ V̄) Vᵀ)``
+    with ``Fᵢⱼ = 1/(λⱼ − λᵢ)``; ``Ā`` is ``S̄`` placed on the triangle read
+    (off-diagonal entries twice).
+
+    Note:
+        Eigenvectors of a repeated eigenvalue are not unique (any rotation
+        within their eigenspace is as good), so they have no derivative;
+        their gradient uses 0 for each tied pair, which is right only when the
+        loss does not depend on the choice (it depends on the eigenvalues, or
+        on ``V f(Λ) Vᵀ``). Near-ties give large gradients; that is the math.
+        An eigenvector's sign is arbitrary, as in numpy: a loss should not
+        depend on it.
+    """
+    _uplo(UPLO, "eigh")
+    a = _matrices(a, "eigh")
+    return EighResult(call(R.eigvalsh, a, UPLO=UPLO), call(R.eigh_vectors, a, UPLO=UPLO))
+
+
+def eigvalsh(a, UPLO="L"):
+    """Eigenvalues (ascending) of symmetric matrices (the ``UPLO`` triangle read, as numpy).
+
+    ``∂``: ``S̄ = V diag(λ̄) Vᵀ`` on the triangle read; defined even for repeated eigenvalues.
+    """
+    _uplo(UPLO, "eigvalsh")
+    return call(R.eigvalsh, _matrices(a, "eigvalsh"), UPLO=UPLO)
+
+
+def _untracked_or_refuse(a, op, why, fix):
+    """Whether ``a`` may take numpy's path (no tape tracks it); else the error saying why there is no gradient."""
+    if not _tracked(a):
+        return True
+    raise ValueError(f"linalg.{op}: {why}, so there is no gradient, and a GradientTape is tracking the input "
+                     f"(shape {a.shape}). Fix: {fix}")
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular value decomposition ``A = U diag(S) Vh``, as numpy (``compute_uv=False``: ``S`` only).
+
+    ``∂S``: ``Ā = U diag(S̄) Vh``, defined wherever the singular values are
+    distinct (for ``S`` alone, even where they tie). ``U`` and ``Vh`` need
+    distinct, non-zero singular values (see :func:`eigh`'s note).
+
+    ``full_matrices=True`` (numpy's default) of a non-square matrix adds
+    columns to ``U`` (or rows to ``Vh``) that are any orthonormal completion:
+    not unique, so not differentiable. While a tape tracks the input that is
+    refused with the fix (``full_matrices=False``, the thin SVD: same ``S``,
+    ``A = U diag(S) Vh`` still holds); otherwise numpy's values come back as
+    constants. ``hermitian`` is accepted for numpy's signature; the general
+    SVD is used (the same singular values).
+    """
+    a = _matrices(a, "svd", square=False)
+    if not compute_uv:
+        return call(R.svdvals, a)
+    m, n = a.shape[-2:]
+    if full_matrices and m != n and _untracked_or_refuse(
+            a, "svd", f"full_matrices=True for matrices of shape {a.shape[-2:]} adds {abs(m - n)} "
+            f"{'columns to U' if m > n else 'rows to Vh'} that can be any orthonormal completion",
+            "svd(a, full_matrices=False) (the thin SVD: same singular values, A = U diag(S) Vh still holds), "
+            "or svd(a, compute_uv=False) for the singular values only."):
+        return SVDResult(*(constant(p) for p in np.linalg.svd(a.numpy(), full_matrices=True)))
+    return SVDResult(call(R.svd_u, a), call(R.svdvals, a), call(R.svd_vh, a))
+
+
+def svdvals(a):
+    """Singular values (descending) of each matrix; ``∂``: ``Ā = U diag(S̄) Vh``."""
+    return call(R.svdvals, _matrices(a, "svdvals", square=False))
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition ``A = Q R``: ``Q`` with orthonormal columns, ``R`` upper triangular.
+
+    ``mode``: ``"reduced"`` (``QRResult(Q, R)``, ``k = min(m, n)`` columns of
+    ``Q``), ``"r"`` (``R`` only) or ``"complete"``. Needs the first ``k``
+    columns of ``A`` linearly independent.
+    ``∂Q``: ``Ā = (Q̄ − Q copyltu(Q̄ᵀQ)) R⁻ᵀ``; ``∂R``: ``Ā = Q copyltu(R R̄ᵀ) R⁻ᵀ``,
+    ``copyltu(M)`` the symmetric matrix with ``M``'s lower triangle. A wide
+    matrix ``[X | Y]`` (m < n) is ``Q [R₁ | QᵀY]`` with ``Q R₁`` the QR of
+    ``X``, and is recorded that way. ``mode="complete"`` for m > n adds
+    columns to ``Q`` that are not unique: refused while a tape tracks the input.
+    """
+    a = _matrices(a, "qr", square=False)
+    m, n = a.shape[-2:]
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}.")
+    if mode == "complete" and m > n and _untracked_or_refuse(
+            a, "qr", f"mode='complete' for shape {a.shape[-2:]} adds {m - n} columns to Q that are not unique",
+            "mode='reduced'."):
+        return QRResult(*(constant(p) for p in np.linalg.qr(a.numpy(), mode="complete")))
+    if m < n:
+        x, rest = a[..., :, :m], a[..., :, m:]
+        q, r1 = call(R.qr_q, x), call(R.qr_r, x)
+        r = ops.concatenate([r1, _mT(q) @ rest], axis=-1)
+    else:
+        q, r = None, call(R.qr_r, a)
+    if mode == "r":
+        return r
+    return QRResult(q if q is not None else call(R.qr_q, a), r)
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore–Penrose pseudo-inverse ``A⁺`` (singular values below ``rcond`` × the largest count as 0).
+
+    The gradient (Golub & Pereyra) holds where the rank of ``A`` does not change
+    nearby: for full-rank matrices, or rank-deficient ones perturbed within their
+    rank. ``rtol`` is numpy 2's name for ``rcond``; ``hermitian`` is accepted for
+    numpy's signature (the same values).
+    """
+    cutoff = rtol if rcond is None else rcond
+    return call(R.pinv, _matrices(a, "pinv", square=False), rcond=None if cutoff is None else float(cutoff))
+
+
+def matrix_power(a, n):
+    """``A`` multiplied by itself ``n`` times (``n < 0``: of ``A⁻¹``; ``n = 0``: the identity).
+
+    Recorded as the matmuls of repeated squaring, ``O(log n)`` of them.
+    """
+    a = _matrices(a, "matrix_power")
+    if not isinstance(n, Integral):
+        raise TypeError(f"linalg.matrix_power: the exponent must be an integer, got {n!r}.")
+    n = int(n)
+    if n == 0:
+        return ops.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result, base = None, a
+    while True:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if not n:
+            return result
+        base = base @ base
+
+
+def multi_dot(arrays):
+    """``A @ B @ C @ ...``; a 1-D first (last) operand is a row (column) vector, as numpy."""
+    ms = [ops._tensor(x) for x in arrays]
+    if len(ms) < 2:
+        raise ValueError(f"linalg.multi_dot: needs at least two arrays, got {len(ms)}.")
+    out = ms[0]
+    for m in ms[1:]:
+        out = ops.matmul(out, m)
+    return out
+
+
+def trace(x, offset=0):
+    """Sum of the diagonal of each matrix in the last two axes (``np.linalg.trace``; ``np.trace``: the first two)."""
+    x = _matrices(x, "trace", square=False)
+    rows, cols = x.shape[-2:]
+    return ops.sum(ops.multiply(x, np.eye(rows, cols, k=int(offset))), axis=(-2, -1))
+
+
+def matmul(x1, x2):
+    """``x1 @ x2`` (``np.linalg.matmul``)."""
+    return ops.matmul(x1, x2)
+
+
+def matrix_transpose(x):
+    """Swap the last two axes (``np.linalg.matrix_transpose``, ``x.mT``)."""
+    return _mT(_matrices(x, "matrix_transpose", square=False))
+
+
+def diagonal(x, offset=0):
+    """The diagonal ``offset`` of each matrix in the last two axes (``np.linalg.diagonal``)."""
+    return ops.diagonal(_matrices(x, "diagonal", square=False), offset=offset, axis1=-2, axis2=-1)
+
+
+def outer(x1, x2):
+    """``x1[:, None] * x2[None, :]`` of two vectors (``np.linalg.outer``)."""
+    return ops.outer(x1, x2)
+
+
+def vecdot(x1, x2, axis=-1):
+    """``Σ x1·x2`` along ``axis``, broadcasting the other axes (``np.linalg.vecdot``, real values)."""
+    return ops.sum(ops.multiply(x1, x2), axis=axis)
+
+
+def tensordot(x1, x2, axes=2):
+    """``np.linalg.tensordot``: the same as ``adv.tensordot``."""
+    return ops.tensordot(x1, x2, axes=axes)
+
+
+def vector_norm(x, axis=None, keepdims=False, ord=2):
+    """The vector norm over all entries (``axis=None``) or over ``axis``, one or several (``np.linalg.vector_norm``)."""
+    x = ops._tensor(x)
+    axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, Integral) else tuple(axis)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    if len(axes) == 1:
+        return ops.norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+    rest = [k for k in range(x.ndim) if k not in axes]
+    moved = ops.transpose(x, rest + list(axes))
+    out = ops.norm(ops.reshape(moved, tuple(x.shape[k] for k in rest) + (-1,)), ord=ord, axis=-1)
+    return ops.reshape(out, tuple(1 if k in axes else n for k, n in enumerate(x.shape))) if keepdims else out
+
+
+def matrix_norm(x, keepdims=False, ord="fro"):
+    """The matrix norm of each matrix in the last two axes (``np.linalg.matrix_norm``)."""
+    return ops.norm(_matrices(x, "matrix_norm", square=False), ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def cond(x, p=None):
+    """The condition number ``‖A‖·‖A⁻¹‖`` (``p`` None or 2: ``s_max / s_min`` from the singular values).
+
+    ``p=-2`` gives ``s_min / s_max``; other ``p`` (``'fro'``, ``'nuc'``, 1, −1,
+    ∞, −∞) the product of the two norms, for square matrices.
+    """
+    x = _matrices(x, "cond", square=p not in (None, 2, -2))
+    if p in (None, 2, -2):
+        s = svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    return ops.norm(x, ord=p, axis=(-2, -1)) * ops.norm(inv(x), ord=p, axis=(-2, -1))
+
+
+def lstsq(a, b, rcond=None):
+    """Least squares: ``x`` minimizing ``‖b − a x‖²``, as numpy: ``(x, residuals, rank, s)``.
+
+    ``x = a⁺ b`` (the pseudo-inverse with numpy's cutoff ``rcond``, by default
+    ``ε·max(m, n)`` times the largest singular value), differentiable where the
+    rank does not change; ``residuals`` (the squared error per column of ``b``,
+    when ``a`` has full column rank and more rows than columns, else empty) too;
+    ``rank`` (an integer) and ``s`` (the singular values) as numpy.
+    """
+    a = _matrices(a, "lstsq", square=False)
+    b = ops._tensor(b)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise LinAlgError(f"linalg.lstsq: needs a matrix a (m, n) and b of shape (m,) or (m, k) with the same m; "
+                          f"got a {a.shape} and b {b.shape}.")
+    m, n = a.shape
+    cutoff = np.finfo(np.float64).eps * max(m, n) if rcond is None else float(rcond)
+    x = ops.matmul(pinv(a, rcond=cutoff), b)
+    s = svdvals(a)
+    sv = s.numpy()
+    rank = int(np.sum(sv > cutoff * sv[0])) if sv.size else 0
+    if rank == n and m > n:
+        resid = ops.sum(ops.square(ops.subtract(b, ops.matmul(a, x))), axis=0)
+        residuals = ops.reshape(resid, (1,)) if b.ndim == 1 else resid
+    else:
+        residuals = constant(np.zeros((0,)))
+    return x, residuals, rank, s
+
+
+def eig(a):
+    """numpy's values for a tensor no tape tracks; refused while one does (complex results, no gradient here).
+
+    For a symmetric matrix use :func:`eigh`; for a general one, the singular
+    values (:func:`svdvals`) are often what is wanted.
+    """
+    return _complex_only("eig", a)
+
+
+def eigvals(a):
+    """As :func:`eig`: numpy's values, or refused while a tape tracks ``a`` (use :func:`eigvalsh`)."""
+    return _complex_only("eigvals", a)
+
+
+def _complex_only(name, a):
+    a = ops._tensor(a)
+    if _tracked(a):
+        raise TypeError(f"linalg.{name}: the eigenvalues and eigenvectors of a general (non-symmetric) matrix are "
+                        "complex numbers, which autodiff_viz does not differentiate, and a GradientTape is tracking "
+                        f"the input (shape {a.shape}). Fix: for a symmetric matrix use adv.linalg.eigh (or "
+                        f"eigvalsh); for sizes of a general matrix, adv.linalg.svdvals; or np.linalg.{name}(a.numpy()) "
+                        "if you need no gradient.")
+    return getattr(np.linalg, name)(a.numpy())
+
+
+try:  # the numpy-surface section owns norm: re-exported here as np.linalg.norm
+    from .ops import norm  # noqa: F401
+    __all__.append("norm")
+except ImportError:
+    pass
