@@ -1,9 +1,24 @@
 """Dense: ``activation(inputs @ kernel + bias)``."""
 from __future__ import annotations
 
+from .. import regularizers
 from ..ops import matmul
 from . import activations
 from .base import Layer
+
+
+def kernel_and_bias_options(layer, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                            bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint) -> None:
+    """Store the options that ``Dense`` and the convolutions share (names resolved, as Keras)."""
+    layer.activation = activations.get(activation)
+    layer.use_bias = bool(use_bias)
+    layer.kernel_initializer = kernel_initializer
+    layer.bias_initializer = bias_initializer
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
+    layer.bias_regularizer = regularizers.get(bias_regularizer)
+    layer.activity_regularizer = regularizers.get(activity_regularizer)
+    layer.kernel_constraint = kernel_constraint
+    layer.bias_constraint = bias_constraint
 
 
 class Dense(Layer):
@@ -25,25 +40,33 @@ class Dense(Layer):
         use_bias: add a bias vector.
         kernel_initializer: a name or a callable (default ``"glorot_uniform"``, as Keras).
         bias_initializer: a name or a callable (default ``"zeros"``, as Keras).
+        kernel_regularizer: a penalty on the kernel (``adv.regularizers.L2(0.01)``,
+            ``"l1"`` ...) added to ``layer.losses``.
+        bias_regularizer: the same for the bias.
+        activity_regularizer: a penalty on the layer's output, added the same way.
+        kernel_constraint: a function applied to the kernel after each optimizer step.
+        bias_constraint: the same for the bias.
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         if int(units) <= 0:
             raise ValueError(f"Dense: units must be a positive integer, got {units!r}.")
         self.units = int(units)
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer
+        kernel_and_bias_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                                bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
         if not input_shape:
             raise ValueError(f"{self.name}: Dense needs inputs with at least one axis (features last), "
                              f"got shape {input_shape}.")
-        self.kernel = self.add_weight((input_shape[-1], self.units), self.kernel_initializer, name="kernel")
-        self.bias = self.add_weight((self.units,), self.bias_initializer, name="bias") if self.use_bias else None
+        self.kernel = self.add_weight((input_shape[-1], self.units), self.kernel_initializer, name="kernel",
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+        self.bias = (self.add_weight((self.units,), self.bias_initializer, name="bias",
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                     if self.use_bias else None)
 
     def call(self, inputs):
         if inputs.shape[-1] != self.kernel.shape[0]:
@@ -52,4 +75,7 @@ class Dense(Layer):
         y = matmul(inputs, self.kernel)
         if self.use_bias:
             y = y + self.bias
-        return self.activation(y)
+        y = self.activation(y)
+        if self.activity_regularizer is not None:
+            self.add_loss(self.activity_regularizer(y))
+        return y

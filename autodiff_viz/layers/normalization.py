@@ -1,4 +1,202 @@
-"""Layers: normalization (Keras 3 names, defaults and weight layouts)."""
+"""Normalization layers: ``BatchNormalization`` and ``LayerNormalization`` (Keras 3 defaults).
+
+Both compute ``x̂ = (x − μ) / √(σ² + ε)`` and ``y = γ·x̂ + β``, written with
+the package's ops (``mean``, ``square``, ``sqrt``, ``divide`` ...) so that,
+expanded on the graph, every step of the textbook derivation is an edge
+with its own factor — including the paths through μ and σ² that make the
+batch-norm gradient more than ``γ / √(σ² + ε)``.
+
+σ² is the *biased* variance (divide by ``n``), as in Keras and in PyTorch's
+normalisation.
+"""
 from __future__ import annotations
 
-__all__: list = []
+from numbers import Integral
+
+from .. import ops, regularizers
+from .base import Layer
+
+__all__ = ["BatchNormalization", "LayerNormalization"]
+
+
+def _axes(axis, ndim, owner) -> tuple:
+    """``axis`` (int or list) as a sorted tuple of non-negative axes of an ``ndim``-axis input."""
+    items = [axis] if isinstance(axis, Integral) else list(axis)
+    out = []
+    for a in items:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{owner}: axis {a} is out of range for inputs with {ndim} axes.")
+        out.append(a % ndim)
+    return tuple(sorted(set(out)))
+
+
+def _moments(x, axes):
+    """Mean and biased variance over ``axes`` (kept as size-1 axes)."""
+    mean = ops.mean(x, axis=axes, keepdims=True)
+    variance = ops.mean(ops.square(x - mean), axis=axes, keepdims=True)
+    return mean, variance
+
+
+class _Normalization(Layer):
+    def __init__(self, axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
+                 gamma_regularizer, beta_constraint, gamma_constraint, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(axis, Integral):
+            try:
+                axis = [int(a) for a in axis]
+            except (TypeError, ValueError):
+                raise TypeError(f"{type(self).__name__}: axis must be an int or a list of ints, got {axis!r}.") \
+                    from None
+        self.axis = axis
+        if float(epsilon) <= 0:
+            raise ValueError(f"{type(self).__name__}: epsilon must be positive, got {epsilon!r}.")
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+        self._param_axes = None
+        self._ndim = None
+
+    def _build_params(self, input_shape, param_axes):
+        input_shape = tuple(input_shape)
+        unknown = [a for a in param_axes if input_shape[a] is None]
+        if unknown:
+            raise ValueError(f"{self.name}: the normalised axis {unknown[0]} must have a known size, got input "
+                             f"shape {input_shape}.")
+        self._ndim = len(input_shape)
+        self._param_axes = param_axes
+        shape = tuple(input_shape[a] for a in param_axes)
+        self.gamma = self.add_weight(shape, self.gamma_initializer, name="gamma", regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight(shape, self.beta_initializer, name="beta", regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        return shape
+
+    def _check(self, inputs):
+        if inputs.ndim != self._ndim:
+            raise ValueError(f"{self.name} ({type(self).__name__}): built for inputs with {self._ndim} axes, got "
+                             f"shape {tuple(inputs.shape)}.")
+        want = tuple(self._param_shape)
+        got = tuple(inputs.shape[a] for a in self._param_axes)
+        if got != want:
+            raise ValueError(f"{self.name} ({type(self).__name__}): built for size {want} along axis "
+                             f"{self._param_axes}, got input shape {tuple(inputs.shape)}. A layer keeps the "
+                             "sizes of its first call.")
+
+    def _broadcast(self, param):
+        """A parameter reshaped to broadcast against the input (size 1 on the other axes)."""
+        shape = [1] * self._ndim
+        for a, n in zip(self._param_axes, param.shape):
+            shape[a] = n
+        return ops.reshape(param, tuple(shape))
+
+    def _normalize(self, x, mean, variance):
+        x_hat = (x - mean) / ops.sqrt(variance + self.epsilon)
+        if self.scale:
+            x_hat = x_hat * self._broadcast(self.gamma)
+        if self.center:
+            x_hat = x_hat + self._broadcast(self.beta)
+        return x_hat
+
+
+class BatchNormalization(_Normalization):
+    """Normalise each feature over the batch, as ``keras.layers.BatchNormalization``.
+
+        >>> bn = BatchNormalization()
+        >>> y = bn(np.random.rand(32, 4), training=True)    # batch statistics; moving averages updated
+        >>> [w.name for w in bn.weights]
+        ['batch_normalization/gamma', 'batch_normalization/beta', 'batch_normalization/moving_mean', 'batch_normalization/moving_variance']
+
+    With ``training=True`` (``fit`` passes it) the layer uses the batch's
+    mean and biased variance and updates its non-trainable moving averages::
+
+        moving_mean     ← momentum · moving_mean     + (1 − momentum) · μ_batch
+        moving_variance ← momentum · moving_variance + (1 − momentum) · σ²_batch
+
+    Otherwise (``predict``, ``evaluate``, a plain call) it uses the moving
+    averages. A frozen layer (``trainable=False``) always runs in inference
+    mode, as in Keras 3. The moving averages are weights: ``save_weights``
+    writes them and ``load_weights`` reads them.
+
+    Args:
+        axis: the feature axis (default -1: channels last); statistics are
+            taken over every other axis (batch and spatial: "spatial batch norm").
+        momentum: 0.99 (Keras' default; the same update is PyTorch's ``momentum=0.01``).
+        epsilon: 1e-3 (Keras' default; PyTorch uses 1e-5).
+        center: learn ``β`` (added after normalising).
+        scale: learn ``γ`` (multiplied after normalising).
+    """
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+                 synchronized=False, **kwargs):
+        super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
+                         gamma_regularizer, beta_constraint, gamma_constraint, **kwargs)
+        if not isinstance(axis, Integral):
+            raise TypeError(f"BatchNormalization: axis must be one int (the feature axis), got {axis!r}.")
+        if not 0 <= float(momentum) <= 1:
+            raise ValueError(f"BatchNormalization: momentum must be in [0, 1], got {momentum!r}.")
+        self.momentum = float(momentum)
+        self.moving_mean_initializer = moving_mean_initializer
+        self.moving_variance_initializer = moving_variance_initializer
+
+    def build(self, input_shape):
+        axes = _axes(self.axis, len(input_shape), self.name)
+        shape = self._build_params(input_shape, axes)
+        self._param_shape = shape
+        self.moving_mean = self.add_weight(shape, self.moving_mean_initializer, name="moving_mean", trainable=False)
+        self.moving_variance = self.add_weight(shape, self.moving_variance_initializer, name="moving_variance",
+                                               trainable=False)
+
+    def call(self, inputs, training=None):
+        self._check(inputs)
+        reduce = tuple(a for a in range(inputs.ndim) if a not in self._param_axes)
+        if training and self.trainable:
+            mean, variance = _moments(inputs, reduce)
+            m = self.momentum
+            self.moving_mean.assign(self.moving_mean._value * m + mean._value.reshape(self._param_shape) * (1 - m))
+            self.moving_variance.assign(self.moving_variance._value * m
+                                        + variance._value.reshape(self._param_shape) * (1 - m))
+        else:
+            mean, variance = self._broadcast(self.moving_mean), self._broadcast(self.moving_variance)
+        return self._normalize(inputs, mean, variance)
+
+
+class LayerNormalization(_Normalization):
+    """Normalise each sample over its feature axes, as ``keras.layers.LayerNormalization``.
+
+        >>> LayerNormalization()(np.random.rand(2, 5, 8)).shape
+        (2, 5, 8)
+
+    ``μ`` and ``σ²`` are taken over ``axis`` (default -1) for every sample
+    separately, so training and inference behave the same. ``γ`` and ``β``
+    have the shape of the normalised axes.
+
+    Args:
+        axis: an int or a list of ints.
+        epsilon: 1e-3 (Keras' default; PyTorch uses 1e-5).
+        center: learn ``β`` (added after normalising).
+        scale: learn ``γ`` (multiplied after normalising).
+    """
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False, beta_initializer="zeros",
+                 gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, **kwargs):
+        super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
+                         gamma_regularizer, beta_constraint, gamma_constraint, **kwargs)
+        if rms_scaling:
+            raise NotImplementedError("LayerNormalization: rms_scaling=True is not supported.")
+
+    def build(self, input_shape):
+        axes = _axes(self.axis, len(input_shape), self.name)
+        self._param_shape = self._build_params(input_shape, axes)
+
+    def call(self, inputs):
+        self._check(inputs)
+        mean, variance = _moments(inputs, self._param_axes)
+        return self._normalize(inputs, mean, variance)
+
