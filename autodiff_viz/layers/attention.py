@@ -1,4 +1,406 @@
-"""Layers: attention (Keras 3 names, defaults and weight layouts)."""
+"""Layers: attention (Keras 3 names, defaults and weight layouts).
+
+``MultiHeadAttention`` as in "Attention is all you need" and
+``keras.layers.MultiHeadAttention``; ``Attention``, Luong's dot-product
+attention as ``keras.layers.Attention``. Both compute their core,
+
+    O = softmax(s·Q Kᵀ + mask) V,
+
+with one rule of the table (``attention``), so the graph shows it as one
+op whose edges carry its chain-rule factors (``ḡ_V = Aᵀ ḡ`` ...) instead
+of the six ops inside. :func:`scaled_dot_product_attention` is that op as
+a function.
+"""
 from __future__ import annotations
 
-__all__: list = []
+__all__ = ["MultiHeadAttention", "Attention", "scaled_dot_product_attention"]
+
+import math
+
+import numpy as np
+
+from .. import regularizers
+from ..engine import call as _call
+from ..ops import _tensor, matmul, reshape, transpose
+from ..rules import attention as _rules
+from ..tensor import Tensor, constant
+from . import initializers
+from .base import Layer
+
+
+def scaled_dot_product_attention(query, key, value, mask=None, scale=None, return_weights=False):
+    """``softmax(s·Q Kᵀ, masked entries −∞) V`` as one op (``attention``) of the rule table.
+
+    Args:
+        query: ``(..., Tq, d)``; key: ``(..., Tk, d)``; value: ``(..., Tk, dv)``,
+            with the same leading axes.
+        mask: boolean, broadcastable to ``(..., Tq, Tk)``; True where a query
+            may attend to a key (Keras' convention; PyTorch's boolean
+            ``attn_mask`` means the same). A query whose keys are all
+            masked gets weights 0 and output 0.
+        scale: ``s``; default ``1/√d``.
+        return_weights: also return ``A = softmax(...)`` (recorded as the
+            op ``attention_weights`` followed by ``matmul``).
+
+    The gradient has no entries for the mask.
+    """
+    q, k, v = _tensor(query), _tensor(key), _tensor(value)
+    _check_qkv("scaled_dot_product_attention", q, k, v)
+    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    extra = ()
+    if mask is not None:
+        m = _mask_tensor(mask)
+        want = q.shape[:-1] + (k.shape[-2],)
+        try:
+            ok = np.broadcast_shapes(m.shape, want) == want
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"scaled_dot_product_attention: the mask of shape {m.shape} does not broadcast to "
+                             f"(..., Tq, Tk) = {want}. Give one entry per query and key (True: may attend).")
+        extra = (m,)
+    out, weights = _attend(q, k, v, extra[0] if extra else None, s, return_weights, 0.0, None)
+    return (out, weights) if return_weights else out
+
+
+def _check_qkv(who, q, k, v):
+    problems = []
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        problems.append("query, key and value need at least 2 axes (sequence, features)")
+    else:
+        if q.shape[-1] != k.shape[-1]:
+            problems.append(f"query and key must have the same feature size (last axis): {q.shape} vs {k.shape}")
+        if k.shape[-2] != v.shape[-2]:
+            problems.append(f"key and value must have the same number of steps (axis -2): {k.shape} vs {v.shape}")
+        if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+            problems.append(f"query, key and value must share their leading axes: {q.shape}, {k.shape}, {v.shape}")
+    if problems:
+        raise ValueError(f"{who}: " + "; ".join(problems) + ".")
+
+
+def _mask_tensor(mask):
+    """A boolean constant from a bool/0-1 array or tensor (True: may attend)."""
+    m = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
+    if m.dtype != np.bool_:
+        m = m != 0
+    return constant(m)
+
+
+class _Projection(Layer):
+    """Keras' ``EinsumDense`` as MultiHeadAttention uses it: ``x @ kernel + bias`` over the last ``in_axes`` axes.
+
+    ``kernel`` has shape ``in_shape + out_shape`` (``(d_model, heads,
+    key_dim)`` for a query projection, ``(heads, value_dim, d_model)`` for
+    the output one); the product is one matrix product after a reshape.
+    """
+
+    def __init__(self, in_shape, out_shape, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                 bias_regularizer, kernel_constraint, bias_constraint, **kwargs):
+        super().__init__(**kwargs)
+        self.in_shape, self.out_shape = tuple(in_shape), tuple(out_shape)
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(self.in_shape + self.out_shape, self.kernel_initializer, name="kernel",
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+        self.bias = (self.add_weight(self.out_shape, self.bias_initializer, name="bias",
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                     if self.use_bias else None)
+
+    def call(self, inputs):
+        n_in = len(self.in_shape)
+        lead = inputs.shape[:inputs.ndim - n_in]
+        x = inputs if n_in == 1 else reshape(inputs, lead + (-1,))
+        w = self.kernel if self.kernel.ndim == 2 else reshape(self.kernel, (math.prod(self.in_shape), -1))
+        y = matmul(x, w)
+        if len(self.out_shape) != 1:
+            y = reshape(y, lead + self.out_shape)
+        return y + self.bias if self.use_bias else y
+
+
+class MultiHeadAttention(Layer):
+    """Multi-head attention, as ``keras.layers.MultiHeadAttention`` (Keras 3).
+
+    For a query sequence ``(batch, T, dim_q)`` and a value sequence
+    ``(batch, S, dim_v)`` (the key defaults to the value)::
+
+        Q_h = query W^Q_h + b^Q_h       (T, key_dim) per head h
+        K_h = key   W^K_h + b^K_h       (S, key_dim)
+        V_h = value W^V_h + b^V_h       (S, value_dim)
+        O_h = softmax(Q_h K_hᵀ/√key_dim + mask) V_h
+        out = Σ_h O_h W^O_h + b^O       (T, output_dim)
+
+    Weights, in Keras' layout and order: ``query/kernel (dim_q, heads,
+    key_dim)``, ``query/bias (heads, key_dim)``, the same for ``key`` and
+    ``value`` (with ``value_dim``), ``attention_output/kernel (heads,
+    value_dim, output_dim)``, ``attention_output/bias (output_dim,)``.
+    ``output_dim`` is ``dim_q`` unless ``output_shape`` is given. The core
+    is the one op ``attention`` on the graph (inside each projection's
+    box are its matmul and bias).
+
+        >>> mha = MultiHeadAttention(num_heads=2, key_dim=4)
+        >>> x = np.ones((3, 5, 8))
+        >>> mha(x, x).shape
+        (3, 5, 8)
+        >>> out, scores = mha(x, x, return_attention_scores=True, use_causal_mask=True)
+        >>> scores.shape                 # (batch, heads, T, S)
+        (3, 2, 5, 5)
+
+    Call: ``mha(query, value, key=None, attention_mask=None,
+    return_attention_scores=False, training=None, use_causal_mask=False)``;
+    ``attention_mask`` is boolean ``(batch, T, S)`` (True: may attend), and
+    ``query_mask (batch, T)`` / ``value_mask`` / ``key_mask (batch, S)`` are
+    combined with it as Keras does. Attention probabilities are dropped
+    (``dropout``) only with ``training=True``. ``kernel_regularizer``,
+    ``bias_regularizer`` and the constraints apply to all four projections,
+    as Keras. Only inputs of rank 3 (attention over one sequence axis) are
+    supported.
+    """
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
+                 attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        for what, n in (("num_heads", num_heads), ("key_dim", key_dim), ("value_dim", value_dim)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0):
+                raise ValueError(f"{self.name}: {what} must be a positive integer, got {n!r}.")
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"{self.name}: dropout must be in [0, 1), got {dropout!r}.")
+        if attention_axes not in (None, 1, -2, (1,), [1], (-2,), [-2]):
+            raise NotImplementedError(f"{self.name}: attention_axes={attention_axes!r} is not supported; attention "
+                                      "runs over axis 1 of (batch, sequence, features) inputs.")
+        self.num_heads = int(num_heads)
+        self.key_dim = int(key_dim)
+        self.value_dim = int(value_dim) if value_dim is not None else self.key_dim
+        self.dropout = float(dropout)
+        self.use_bias = bool(use_bias)
+        if output_shape is not None:
+            output_shape = (output_shape,) if isinstance(output_shape, (int, np.integer)) else tuple(output_shape)
+            if len(output_shape) != 1 or int(output_shape[0]) <= 0:
+                raise ValueError(f"{self.name}: output_shape must be a positive int (the output features), "
+                                 f"got {output_shape!r}.")
+            output_shape = (int(output_shape[0]),)
+        self._output_dims = output_shape
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = kernel_constraint
+        self.bias_constraint = bias_constraint
+        self.seed = seed
+        self._rng = None if seed is None else np.random.default_rng(seed)
+        self._query_dense = self._key_dense = self._value_dense = self._output_dense = None
+
+    # ----- shapes and building -------------------------------------------
+    def __call__(self, query=None, value=None, key=None, **kwargs):
+        if query is None or value is None:
+            raise TypeError(f"{self.name}: call it as mha(query, value) or mha(query, value, key); for "
+                            "self-attention pass the same sequence twice: mha(x, x).")
+        shapes = [_shape_of(query), _shape_of(value), None if key is None else _shape_of(key)]
+        self._check_shapes(*shapes)
+        if not self.built:
+            self.build(*shapes)
+            self.built = True
+        return super().__call__(query, value=value, key=key, **kwargs)
+
+    def _check_shapes(self, q, v, k):
+        k = v if k is None else k
+        for what, s in (("query", q), ("value", v), ("key", k)):
+            if len(s) != 3:
+                raise ValueError(f"{self.name}: {what} should have shape (batch, sequence, features), got {s}. "
+                                 + ("Add a sequence axis, e.g. x[:, None, :]." if len(s) == 2 else
+                                    "Only attention over one sequence axis is supported."))
+        if not q[0] == v[0] == k[0]:
+            raise ValueError(f"{self.name}: query, value and key must have the same batch size, got shapes "
+                             f"{q}, {v}, {k}.")
+        if k[1] != v[1]:
+            raise ValueError(f"{self.name}: key and value must have the same sequence length (axis 1), got key "
+                             f"{k} and value {v}. The key defaults to the value: pass key=None for that.")
+        if self.built:
+            for what, s, dense in (("query", q, self._query_dense), ("value", v, self._value_dense),
+                                   ("key", k, self._key_dense)):
+                if s[-1] != dense.kernel.shape[0]:
+                    raise ValueError(f"{self.name}: this layer was built for {what} features of size "
+                                     f"{dense.kernel.shape[0]}, got {what} of shape {s}. A layer keeps the sizes of "
+                                     "its first call; make a new MultiHeadAttention for other sizes.")
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        """Create the four projections for these shapes (``value_shape`` defaults to ``query_shape``)."""
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        self._check_shapes(tuple(query_shape), tuple(value_shape), tuple(key_shape))
+        h, common = self.num_heads, dict(use_bias=self.use_bias, kernel_initializer=self.kernel_initializer,
+                                         bias_initializer=self.bias_initializer,
+                                         kernel_regularizer=self.kernel_regularizer,
+                                         bias_regularizer=self.bias_regularizer,
+                                         kernel_constraint=self.kernel_constraint,
+                                         bias_constraint=self.bias_constraint, dtype=self.dtype,
+                                         trainable=self.trainable)
+        out_dims = self._output_dims or (query_shape[-1],)
+        self._query_dense = _Projection((query_shape[-1],), (h, self.key_dim), name="query", **common)
+        self._key_dense = _Projection((key_shape[-1],), (h, self.key_dim), name="key", **common)
+        self._value_dense = _Projection((value_shape[-1],), (h, self.value_dim), name="value", **common)
+        self._output_dense = _Projection((h, self.value_dim), out_dims, name="attention_output", **common)
+        for dense, shape in ((self._query_dense, query_shape), (self._key_dense, key_shape),
+                             (self._value_dense, value_shape), (self._output_dense, None)):
+            dense.build(shape)
+            dense.built = True
+        self.built = True
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "num_heads": self.num_heads, "key_dim": self.key_dim, "value_dim": self.value_dim,
+                "dropout": self.dropout, "use_bias": self.use_bias,
+                "output_shape": self._output_dims[0] if self._output_dims else None, "seed": self.seed}
+
+    @property
+    def query_dense(self):
+        return self._query_dense
+
+    @property
+    def key_dense(self):
+        return self._key_dense
+
+    @property
+    def value_dense(self):
+        return self._value_dense
+
+    @property
+    def output_dense(self):
+        return self._output_dense
+
+    # ----- the computation -------------------------------------------------
+    def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None, attention_mask=None,
+             return_attention_scores=False, training=None, use_causal_mask=False):
+        value = self._convert(value)
+        key = value if key is None else self._convert(key)
+        batch, T, S = query.shape[0], query.shape[1], value.shape[1]
+        mask = self._compute_mask(batch, T, S, query_mask, value_mask, key_mask, attention_mask, use_causal_mask)
+        # (batch, seq, heads, dim) -> (batch, heads, seq, dim)
+        q = transpose(self._query_dense(query), (0, 2, 1, 3))
+        k = transpose(self._key_dense(key), (0, 2, 1, 3))
+        v = transpose(self._value_dense(value), (0, 2, 1, 3))
+        o, scores = _attend(q, k, v, mask, 1.0 / math.sqrt(self.key_dim), return_attention_scores,
+                            self.dropout if training else 0.0, self._rng)
+        out = self._output_dense(transpose(o, (0, 2, 1, 3)))
+        return (out, scores) if return_attention_scores else out
+
+    def _compute_mask(self, batch, T, S, query_mask, value_mask, key_mask, attention_mask, use_causal_mask):
+        """One boolean mask ``(batch, 1, T, S)`` from every kind Keras accepts, or None."""
+        mask = None
+        parts = []
+        if query_mask is not None:
+            parts.append(("query_mask", query_mask, (batch, T), lambda m: m[:, :, None]))
+        if value_mask is not None:
+            parts.append(("value_mask", value_mask, (batch, S), lambda m: m[:, None, :]))
+        if key_mask is not None:
+            parts.append(("key_mask", key_mask, (batch, S), lambda m: m[:, None, :]))
+        if attention_mask is not None:
+            parts.append(("attention_mask", attention_mask, (batch, T, S), lambda m: m))
+        for what, m, shape, expand in parts:
+            m = _mask_tensor(m)._value
+            try:
+                fits = np.broadcast_shapes(m.shape, shape) == shape
+            except ValueError:
+                fits = False
+            if not fits or m.ndim != len(shape):
+                raise ValueError(f"{self.name}: {what} should have shape {shape} ((batch, T, S) with T the query "
+                                 f"length, S the value length), got {m.shape}. True marks what may be attended to.")
+            m = expand(m)
+            mask = m if mask is None else mask & m
+        if use_causal_mask:
+            causal = np.tril(np.ones((T, S), dtype=bool))[None]
+            mask = causal if mask is None else mask & causal
+        if mask is None:
+            return None
+        return constant(np.ascontiguousarray(mask[:, None]))
+
+
+class Attention(Layer):
+    """Dot-product (Luong-style) attention, as ``keras.layers.Attention``.
+
+    ``attention([query, value])`` or ``attention([query, value, key])`` with
+    query ``(batch, T, d)``, value ``(batch, S, dv)`` and key ``(batch, S,
+    d)`` (default: the value)::
+
+        scores = s · query keyᵀ          (s = 1, or a trainable scalar with use_scale=True)
+        out    = softmax(scores + mask) value
+
+    ``mask=[query_mask, value_mask]`` (booleans ``(batch, T)``,
+    ``(batch, S)``): masked values get no weight; masked query rows
+    give 0. ``use_causal_mask=True`` lets step ``t`` see steps ``≤ t``
+    only. Only ``score_mode="dot"``. One difference from Keras: a query
+    whose keys are all masked gets weights 0 (Keras: uniform weights).
+    """
+
+    def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if score_mode != "dot":
+            raise NotImplementedError(f"{self.name}: score_mode={score_mode!r} is not supported; use 'dot'.")
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"{self.name}: dropout must be in [0, 1), got {dropout!r}.")
+        self.use_scale = bool(use_scale)
+        self.score_mode = score_mode
+        self.dropout = float(dropout)
+        self._rng = None if seed is None else np.random.default_rng(seed)
+
+    def build(self, input_shape):
+        if not isinstance(input_shape, list) or len(input_shape) not in (2, 3):
+            raise ValueError(f"{self.name}: call it on a list [query, value] or [query, value, key], "
+                             f"got inputs of shape {input_shape}.")
+        self.scale = self.add_weight((), "ones", name="scale") if self.use_scale else None
+
+    def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
+        q, v = inputs[0], inputs[1]
+        k = inputs[2] if len(inputs) == 3 else v
+        if q.ndim != 3 or v.ndim != 3 or k.ndim != 3:
+            raise ValueError(f"{self.name}: query, value and key should be (batch, steps, features), got "
+                             f"{q.shape}, {v.shape}, {k.shape}.")
+        _check_qkv(self.name, q, k, v)
+        q_mask = v_mask = None
+        if mask is not None:
+            q_mask, v_mask = (list(mask) + [None, None])[:2]
+        T, S = q.shape[1], v.shape[1]
+        m = None
+        if v_mask is not None:
+            m = _mask_tensor(v_mask)._value
+            if m.shape != (q.shape[0], S):
+                raise ValueError(f"{self.name}: the value mask should have shape {(q.shape[0], S)}, got {m.shape}.")
+            m = m[:, None, :]
+        if use_causal_mask:
+            causal = np.tril(np.ones((T, S), dtype=bool))[None]
+            m = causal if m is None else m & causal
+        if self.use_scale:
+            q = q * self.scale
+        out, scores = _attend(q, k, v, None if m is None else constant(m), 1.0, return_attention_scores,
+                              self.dropout if training else 0.0, self._rng)
+        if q_mask is not None:
+            qm = _mask_tensor(q_mask)._value
+            if qm.shape != (q.shape[0], T):
+                raise ValueError(f"{self.name}: the query mask should have shape {(q.shape[0], T)}, got {qm.shape}.")
+            out = out * constant(qm[:, :, None].astype(out.dtype))
+        return (out, scores) if return_attention_scores else out
+
+
+def _attend(q, k, v, mask, scale, return_weights, dropout, rng):
+    """``(O, A)``: one ``attention`` op, or ``attention_weights`` then ``matmul`` when the weights are
+    wanted or dropped out (dropout on the weights, as Keras; the weights returned are the ones before it)."""
+    extra = () if mask is None else (mask,)
+    if not (return_weights or dropout):
+        return _call(_rules.attention, q, k, v, *extra, scale=scale), None
+    weights = _call(_rules.attention_weights, q, k, *extra, scale=scale)
+    used = weights
+    if dropout:
+        keep = (rng or initializers.generator()).random(weights.shape) >= dropout
+        used = weights * constant(keep.astype(weights.dtype) / (1.0 - dropout))
+    return matmul(used, v), weights
+
+
+def _shape_of(x) -> tuple:
+    if isinstance(x, Tensor):
+        return tuple(x.shape)
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
