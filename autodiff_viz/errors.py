@@ -34,3 +34,13 @@ def op_failed(rule, inputs, params, exc: Exception) -> Exception:
         msg = f"{name}({_describe(inputs)}{extra}) failed: {exc}"
     err = type(exc)(msg)
     return err
+
+
+class WeightsFileError(ValueError):
+    """A weights file that cannot be read as what ``save_weights`` writes.
+
+    Raised by ``load_weights`` for a missing file, a file that is not an
+    ``.npz`` (zip) archive, an archive that holds pickled objects or
+    non-numeric arrays, or weights that do not match the model. The message
+    names the file and says what was expected; no weight has changed.
+    """

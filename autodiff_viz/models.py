@@ -1,4 +1,4 @@
-"""Models: ``adv.Model`` (subclass it) and ``adv.Sequential``, with Keras' training API.
+"""Models: ``adv.Model`` (functional or subclassed) and ``adv.Sequential``, with Keras' training API.
 
     >>> model = adv.Sequential([adv.layers.Input((64,)),
     ...                         adv.layers.Dense(32, activation="relu"),
@@ -8,40 +8,59 @@
     >>> history = model.fit(x, y, epochs=10, validation_split=0.2)
     >>> model.evaluate(x_test, y_test)
 
-A subclassed model tracks the layers it holds in attributes and runs each
-inside its name scope, so ops recorded in ``model(x)`` carry paths such as
-``my_model/dense_1``. ``fit`` is the loop you would write by hand — a tape
-around the forward pass and the loss, ``tape.gradient`` for the trainable
-variables, ``optimizer.apply_gradients`` — see :meth:`Model.train_step`.
+The functional API builds a graph of layer calls on symbolic tensors and
+makes a model of it (several inputs and outputs, skip connections, shared
+layers, models used as layers):
+
+    >>> x = adv.layers.Input(shape=(8,), name="x")
+    >>> h = adv.layers.Dense(16, activation="relu")(x)
+    >>> y = adv.layers.Dense(1)(adv.layers.Add()([h, adv.layers.Dense(16)(x)]))
+    >>> model = adv.Model(inputs=x, outputs=y)
+
+A model tracks the layers it holds and runs each inside its name scope, so
+ops recorded in ``model(x)`` carry paths such as ``my_model/dense_1``.
+``fit`` is the loop you would write by hand — a tape around the forward pass
+and the loss, ``tape.gradient`` for the trainable variables,
+``optimizer.apply_gradients`` — see :meth:`Model.train_step`.
 
 Weights files are ``.npz`` archives (never pickle) whose keys are the
 weights' paths *inside the model* (``dense/kernel``, ``dense_1/bias`` for a
-Sequential; attribute names such as ``encoder/kernel`` for a subclassed
-model), as in Keras 3's weights files. The keys do not depend on the
-session-wide layer names, so a model built again in a new session (where its
-layers may be ``dense_7``...) loads the file.
+Sequential or a functional model, numbered by class in the order of the
+layers; attribute names such as ``encoder/kernel`` for a subclassed model),
+as in Keras 3's weights files. The keys do not depend on the session-wide
+layer names, so a model built again in a new session (where its layers may
+be ``dense_7``...) loads the file.
 """
 from __future__ import annotations
 
 import html
 import inspect
 import os
+import zipfile
 
 import numpy as np
 
 from . import callbacks as callbacks_module
 from . import engine, losses, metrics as metrics_module, optimizers
+from .errors import WeightsFileError
 from .layers import initializers
-from .layers.base import InputSpec, Layer, _default, _numbered
+from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _default, _numbered, _symbolic_layers,
+                          _symbolic_shapes, _touch)
+from .ops import cast
+from .structure import flatten
 from .tape import GradientTape
-from .tensor import Tensor
+from .tensor import Tensor, constant
 
 
 class Model(Layer):
     """A layer that holds layers, plus ``compile``/``fit``/``evaluate``/``predict``.
 
-    Subclass it: create layers in ``__init__`` (after ``super().__init__()``)
-    and use them in ``call``:
+    Two ways to make one, as in Keras:
+
+    * functional: ``adv.Model(inputs, outputs)`` with symbolic tensors from
+      :func:`adv.layers.Input` and layer calls (see :class:`Functional`);
+    * subclassing: create layers in ``__init__`` (after ``super().__init__()``)
+      and use them in ``call``:
 
         >>> class MLP(adv.Model):
         ...     def __init__(self):
@@ -50,17 +69,20 @@ class Model(Layer):
         ...         self.out = adv.layers.Dense(10)
         ...     def call(self, x):
         ...         return self.out(self.hidden(x))
-
-    Keras' functional API (``Model(inputs, outputs)``) does not exist here:
-    every call runs on real values.
     """
 
     _autocast = False
 
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            return super().__new__(Functional)
+        return super().__new__(cls)
+
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise TypeError("adv.Model(inputs, outputs) (Keras' functional API) is not supported: subclass "
-                            "adv.Model and write call(), or use adv.Sequential([...]).")
+            raise TypeError(f"{type(self).__name__}: inputs and outputs go to adv.Model(inputs, outputs) itself "
+                            "(the functional API); a subclass of adv.Model makes its layers in __init__ and "
+                            "uses them in call().")
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
@@ -80,12 +102,7 @@ class Model(Layer):
             layer._output = None
 
     def _all_layers(self):
-        out = []
-        for layer in self.layers:
-            out.append(layer)
-            if isinstance(layer, Layer):
-                out.extend(Model._all_layers(layer))
-        return out
+        return list(self._sublayers())
 
     def get_layer(self, name=None, index=None) -> Layer:
         """The layer called ``name`` (looked for among direct children first, then deeper), or at ``index``."""
@@ -103,6 +120,8 @@ class Model(Layer):
                          f"{[layer.name for layer in self._all_layers()]}.")
 
     # ----- summary ------------------------------------------------------------
+    _summary_head = ("Layer (type)", "Output Shape", "Param #")
+
     def _summary_rows(self):
         rows = []
         for layer in self.layers:
@@ -115,7 +134,7 @@ class Model(Layer):
         return rows
 
     def _summary_totals(self):
-        tr, non = self._split_variables()
+        tr, non = self._variables()
 
         def size(vs):
             n, b = sum(v.size for v in vs), sum(v._value.nbytes for v in vs)
@@ -124,31 +143,35 @@ class Model(Layer):
 
     def summary_text(self) -> str:
         """The summary as a text table (what ``summary()`` prints in a terminal)."""
-        head = ("Layer (type)", "Output Shape", "Param #")
+        head = self._summary_head
         rows = self._summary_rows()
-        w = [max(len(r[i]) for r in [head, *rows]) + 2 for i in range(3)]
+        w = [max(len(r[i]) for r in [head, *rows]) + 2 for i in range(len(head))]
 
         def line(cells):
-            return "│" + "│".join(f" {c:<{w[i] - 1}}" if i < 2 else f"{c:>{w[i] - 1}} " for i, c in enumerate(cells)) + "│"
+            return "│" + "│".join(f"{c:>{w[i] - 1}} " if i == 2 else f" {c:<{w[i] - 1}}"
+                                  for i, c in enumerate(cells)) + "│"
         rule = lambda l, m, r, ch: l + m.join(ch * n for n in w) + r  # noqa: E731
         out = [f'Model: "{self.name}"', rule("┏", "┳", "┓", "━"), line(head).replace("│", "┃"),
                rule("┡", "╇", "┩", "━")]
-        out += [line(r) for r in rows] or [line(("(no layers)", "", ""))]
+        out += [line(r) for r in rows] or [line(("(no layers)", *[""] * (len(head) - 1)))]
         out.append(rule("└", "┴", "┘", "─"))
         out += [f" {k}: {v}" for k, v in self._summary_totals()]
         return "\n".join(out)
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        body = "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td style='text-align:right'>{esc(c)}</td></tr>"
-                       for a, b, c in self._summary_rows())
+        head = "".join(f"<th>{esc(h)}</th>" for h in self._summary_head)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:right'>{esc(c)}</td>" if i == 2 else
+                                        f"<td>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+                       for row in self._summary_rows())
         totals = "".join(f"<div>{esc(k)}: {esc(v)}</div>" for k, v in self._summary_totals())
         return (f"<div class='adv-model-summary'><b>Model: &quot;{esc(self.name)}&quot;</b>"
-                "<table><thead><tr><th>Layer (type)</th><th>Output Shape</th><th>Param #</th></tr></thead>"
+                f"<table><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>{totals}</div>")
 
     def summary(self, print_fn=None) -> None:
-        """Show the layers, their output shapes (from the latest call) and parameter counts.
+        """Show the layers, their output shapes and parameter counts (and, for a functional
+        model, which layer outputs each layer is connected to).
 
         In a notebook this displays an HTML table; elsewhere it prints text.
         ``print_fn`` (e.g. ``print`` or ``lines.append``) receives the text instead.
@@ -191,13 +214,18 @@ class Model(Layer):
 
     @staticmethod
     def _check_path(filepath, what):
-        path = os.fspath(filepath)
-        if not path.endswith(".npz"):
+        try:
+            path = os.fspath(filepath)
+        except TypeError:
+            raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '.npz', "
+                            f"got {type(filepath).__name__}.") from None
+        if not isinstance(path, str) or not path.endswith(".npz"):
             raise ValueError(f"{what}: the file name must end in '.npz' (e.g. 'model.weights.npz'), got {path!r}.")
         return path
 
     def save_weights(self, filepath, overwrite=True) -> None:
-        """Write every weight to an ``.npz`` file, keyed by its path inside the model."""
+        """Write every weight (trainable and not, e.g. moving statistics) to an ``.npz`` file,
+        keyed by its path inside the model."""
         path = self._check_path(filepath, "save_weights")
         if not overwrite and os.path.exists(path):
             raise FileExistsError(f"save_weights: {path} exists; pass overwrite=True to replace it.")
@@ -205,23 +233,28 @@ class Model(Layer):
         np.savez(path, **{k: v._value for k, v in paths.items()})
 
     def load_weights(self, filepath) -> None:
-        """Read weights saved by ``save_weights``; on any mismatch nothing changes.
+        """Read weights saved by ``save_weights``; on any problem nothing changes.
 
         Every weight of the model must be in the file with the same shape,
-        and the file must hold no other weights; the error lists every
-        problem at once.
+        and the file must hold no other weights; the error
+        (:class:`~autodiff_viz.errors.WeightsFileError`, a ``ValueError``)
+        names the file and lists every problem at once. A missing file is a
+        ``FileNotFoundError``; a file that is not an ``.npz`` archive, or
+        that holds pickled objects or non-numeric arrays, is refused.
+        Values are cast to each weight's dtype.
         """
         path = self._check_path(filepath, "load_weights")
         paths = self._weights_or_error("load_weights")
-        with np.load(path, allow_pickle=False) as f:
-            stored = {k: f[k] for k in f.files}
+        stored = _read_npz(path)
         problems = [f"missing from the file: {k} {v.shape}" for k, v in paths.items() if k not in stored]
         problems += [f"in the file but not in the model: {k} {stored[k].shape}" for k in stored if k not in paths]
         problems += [f"{k}: the model has shape {v.shape}, the file {stored[k].shape}"
                      for k, v in paths.items() if k in stored and stored[k].shape != v.shape]
+        problems += [f"{k}: the file holds {stored[k].dtype} values, not numbers" for k in paths
+                     if k in stored and stored[k].dtype.kind not in "fiub"]
         if problems:
-            raise ValueError(f"load_weights: {path} does not match {self.name}; nothing was loaded.\n  - "
-                             + "\n  - ".join(problems))
+            raise WeightsFileError(f"load_weights: {path} does not match {self.name}; nothing was loaded.\n  - "
+                                   + "\n  - ".join(problems))
         for k, v in paths.items():
             v.assign(stored[k])
 
@@ -232,11 +265,22 @@ class Model(Layer):
         Args:
             optimizer: a name (``"adam"``, ``"sgd"``, ``"rmsprop"``) or an optimizer.
             loss: a name (``"mse"``, ``"sparse_categorical_crossentropy"`` ...),
-                a loss object or a function ``f(y_true, y_pred)``.
-            metrics: a list of names (``"accuracy"``) or functions.
+                a loss object or a function ``f(y_true, y_pred)``; for a model
+                with several outputs, one loss for all of them, or a list (a
+                dict keyed by output name) with one loss per output. The
+                training loss is their sum plus ``model.losses``.
+            metrics: a list of names (``"accuracy"``) or functions (computed
+                on the first output).
         """
         self.optimizer = optimizers.get(optimizer)
-        self.loss = None if loss is None else losses.get(loss)
+        if loss is None:
+            self.loss = None
+        elif isinstance(loss, (list, tuple)):
+            self.loss = [losses.get(fn) for fn in loss]
+        elif isinstance(loss, dict):
+            self.loss = {k: losses.get(fn) for k, fn in loss.items()}
+        else:
+            self.loss = losses.get(loss)
         self._metric_specs = list(metrics or [])
         self.compiled_metrics = None
 
@@ -248,12 +292,52 @@ class Model(Layer):
 
     def _metrics_for(self, y, y_pred):
         if self.compiled_metrics is None:
-            self.compiled_metrics = [metrics_module.get(m, y, y_pred) for m in self._metric_specs]
+            self.compiled_metrics = [metrics_module.get(m, _first(y), _first(y_pred)) for m in self._metric_specs]
         return self.compiled_metrics
 
     def compute_loss(self, y, y_pred, sample_weight=None):
-        """The compiled loss of a batch (a scalar tensor)."""
-        return self.loss(y, y_pred, sample_weight=sample_weight)
+        """The loss of a batch (a scalar tensor): the compiled loss of each output, summed, plus
+        ``sum(model.losses)`` (regularization and ``add_loss`` terms), as Keras 3."""
+        total = _sum([fn(yt, yp, sample_weight=sample_weight) for fn, yt, yp in self._loss_terms(y, y_pred)])
+        extra = self.losses
+        return total + _sum(extra) if extra else total
+
+    def _loss_terms(self, y, y_pred):
+        """``(loss, y_true, y_pred)`` per output."""
+        loss = self.loss
+        if not isinstance(y_pred, (list, tuple, dict)):
+            if isinstance(loss, (list, tuple, dict)):
+                if len(loss) != 1:
+                    raise ValueError(f"compute_loss: {len(loss)} losses were compiled, the model has one output.")
+                loss = next(iter(loss.values())) if isinstance(loss, dict) else loss[0]
+            if isinstance(y, (list, tuple)) and len(y) == 1:
+                y = y[0]
+            return [(loss, y, y_pred)]
+        names = self._output_names()
+        if isinstance(y_pred, dict):
+            keys = list(y_pred)
+        else:
+            keys = list(range(len(y_pred)))
+        ys = _by_output(y, keys, names, "y")
+        if isinstance(loss, (list, tuple)):
+            if len(loss) != len(keys):
+                raise ValueError(f"compute_loss: {len(loss)} losses were compiled for {len(keys)} outputs "
+                                 f"({names}). Give one loss per output, or a single loss for all.")
+            fns = dict(zip(keys, loss))
+        elif isinstance(loss, dict):
+            fns = {}
+            for i, k in enumerate(keys):
+                key = k if k in loss else names[i] if names and names[i] in loss else None
+                if key is None:
+                    raise ValueError(f"compute_loss: no loss for output {names[i] if names else k!r}; the "
+                                     f"compiled losses are for {sorted(loss)}.")
+                fns[k] = loss[key]
+        else:
+            fns = dict.fromkeys(keys, loss)
+        return [(fns[k], ys[k], y_pred[k]) for k in keys]
+
+    def _output_names(self):
+        return None
 
     def train_step(self, x, y):
         """One optimisation step on a batch; returns ``(loss, y_pred)``.
@@ -262,17 +346,31 @@ class Model(Layer):
 
             with adv.GradientTape() as tape:
                 y_pred = model(x, training=True)
-                loss = model.compute_loss(y, y_pred)
+                loss = model.compute_loss(y, y_pred)     # + sum(model.losses)
             grads = tape.gradient(loss, model.trainable_variables)
             model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+        then each weight's constraint, if any, is applied. The outputs that
+        layers kept from the previous step are dropped first, and the
+        returned loss and predictions are plain values (no history), so two
+        steps' graphs are never alive together.
         """
+        self._forget_outputs()
         with GradientTape() as tape:
             y_pred = self(x, **self._training_kwargs(True))
             loss = self.compute_loss(y, y_pred)
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
         self.optimizer.apply_gradients(zip(grads, variables))
-        return loss, y_pred
+        self._constrain()
+        leaves, rebuild = flatten(y_pred)
+        return constant(loss._value), rebuild([constant(t._value) if isinstance(t, Tensor) else t for t in leaves])
+
+    def _forget_outputs(self) -> None:
+        """Drop every layer's kept output (it pins the whole graph of the call that made it)."""
+        self._output = None
+        for layer in self._sublayers():
+            layer._output = None
 
     def _training_kwargs(self, training):
         return {"training": training} if _accepts_training(self) else {}
@@ -282,6 +380,10 @@ class Model(Layer):
         """Train for ``epochs`` passes over ``(x, y)`` in mini-batches.
 
         Args:
+            x: an array, or for a model with several inputs a list of
+                arrays (a dict keyed by input name), all with the same
+                number of samples.
+            y: an array, or a list (dict) with one array per output.
             batch_size: samples per step (32 by default, as Keras).
             verbose: ``"auto"``/1 a progress bar (a widget in notebooks), 2 one
                 line per epoch, 0 silent.
@@ -298,23 +400,26 @@ class Model(Layer):
             maps ``"loss"``, ``"accuracy"``, ``"val_loss"``... to per-epoch lists.
         """
         self._require_compiled("fit")
-        x, y = _array(x, "x"), _array(y, "y")
-        _same_length(x, y, "fit")
+        x, y = self._x(x), self._y(y)
+        n = _same_length(x, y, "fit")
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
                 raise ValueError("fit: validation_data must be a pair (x_val, y_val).")
-            x_val, y_val = _array(validation_data[0], "x_val"), _array(validation_data[1], "y_val")
+            x_val, y_val = self._x(validation_data[0], "x_val"), self._y(validation_data[1], "y_val")
+            _same_length(x_val, y_val, "fit (validation_data)")
         elif validation_split:
             if not 0.0 < validation_split < 1.0:
                 raise ValueError(f"fit: validation_split must be between 0 and 1, got {validation_split}.")
-            split = int(len(x) * (1.0 - validation_split))
-            x, x_val, y, y_val = x[:split], x[split:], y[:split], y[split:]
+            split = int(n * (1.0 - validation_split))
+            x, x_val = _take(x, slice(None, split)), _take(x, slice(split, None))
+            y, y_val = _take(y, slice(None, split)), _take(y, slice(split, None))
+            n = split
         else:
             x_val = y_val = None
-        if len(x) == 0:
+        if n == 0:
             raise ValueError("fit: no training samples (after validation_split).")
         batch_size = int(batch_size or 32)
-        steps = -(-len(x) // batch_size)
+        steps = -(-n // batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
         history = callbacks_module.History()
@@ -324,35 +429,40 @@ class Model(Layer):
         self.stop_training = False
         loss_mean = metrics_module.Mean("loss")
         cbs.on_train_begin()
-        for epoch in range(initial_epoch, epochs):
-            loss_mean.reset_state()
-            for m in self.compiled_metrics or []:
-                m.reset_state()
-            cbs.on_epoch_begin(epoch)
-            order = rng.permutation(len(x)) if shuffle else np.arange(len(x))
-            logs = {}
-            for step in range(steps):
-                idx = order[step * batch_size:(step + 1) * batch_size]
-                cbs.on_train_batch_begin(step)
-                loss, y_pred = self.train_step(x[idx], y[idx])
-                loss_mean.update_state(loss._value, weight=len(idx))
-                logs = {"loss": loss_mean.result()}
-                for m in self._metrics_for(y[idx], y_pred):
-                    m.update_state(y[idx], _first(y_pred))
-                    logs[m.name] = m.result()
-                cbs.on_train_batch_end(step, logs)
-            if x_val is not None:
-                val = self.evaluate(x_val, y_val, batch_size=batch_size, verbose=0, return_dict=True)
-                logs.update({f"val_{k}": v for k, v in val.items()})
-            cbs.on_epoch_end(epoch, logs)
-            if self.stop_training:
-                break
+        try:
+            for epoch in range(initial_epoch, epochs):
+                loss_mean.reset_state()
+                for m in self.compiled_metrics or []:
+                    m.reset_state()
+                cbs.on_epoch_begin(epoch)
+                order = rng.permutation(n) if shuffle else np.arange(n)
+                logs = {}
+                for step in range(steps):
+                    idx = order[step * batch_size:(step + 1) * batch_size]
+                    xb, yb = _take(x, idx), _take(y, idx)
+                    cbs.on_train_batch_begin(step)
+                    loss, y_pred = self.train_step(xb, yb)
+                    loss_mean.update_state(loss._value, weight=len(idx))
+                    logs = {"loss": loss_mean.result()}
+                    for m in self._metrics_for(yb, y_pred):
+                        m.update_state(_first(yb), _first(y_pred))
+                        logs[m.name] = m.result()
+                    del loss, y_pred           # the step's graph goes now, not after the next step
+                    cbs.on_train_batch_end(step, logs)
+                if x_val is not None:
+                    val = self.evaluate(x_val, y_val, batch_size=batch_size, verbose=0, return_dict=True)
+                    logs.update({f"val_{k}": v for k, v in val.items()})
+                cbs.on_epoch_end(epoch, logs)
+                if self.stop_training:
+                    break
+        finally:
+            self._forget_outputs()
         cbs.on_train_end()
         self.history = history
         return history
 
     def evaluate(self, x, y, batch_size=None, verbose="auto", return_dict=False):
-        """The compiled loss and metrics over ``(x, y)``, without training.
+        """The compiled loss (plus ``model.losses``) and metrics over ``(x, y)``, without training.
 
         Returns the loss (a float) when there are no metrics, else
         ``[loss, metric, ...]``, or a dict with ``return_dict=True``.
@@ -360,46 +470,63 @@ class Model(Layer):
         """
         if self.loss is None:
             raise ValueError("evaluate: compile the model with a loss first (model.compile(loss=...)).")
-        x, y = _array(x, "x"), _array(y, "y")
-        _same_length(x, y, "evaluate")
+        x, y = self._x(x), self._y(y)
+        n = _same_length(x, y, "evaluate")
         batch_size = int(batch_size or 32)
         loss_mean = metrics_module.Mean("loss")
         ms = None
         with engine.paused():
-            for start in range(0, len(x), batch_size):
-                xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+            for start in range(0, n, batch_size):
+                part = slice(start, start + batch_size)
+                xb, yb = _take(x, part), _take(y, part)
                 y_pred = self(xb)
-                loss_mean.update_state(self.compute_loss(yb, y_pred)._value, weight=len(xb))
+                size = min(batch_size, n - start)
+                loss_mean.update_state(self.compute_loss(yb, y_pred)._value, weight=size)
                 if ms is None:
-                    ms = [metrics_module.get(s, yb, y_pred) for s in self._metric_specs]
+                    ms = [metrics_module.get(s, _first(yb), _first(y_pred)) for s in self._metric_specs]
                     for m in ms:
                         m.reset_state()
                 for m in ms:
-                    m.update_state(yb, _first(y_pred))
+                    m.update_state(_first(yb), _first(y_pred))
         result = {"loss": loss_mean.result(), **{m.name: m.result() for m in ms or []}}
         if verbose == "auto" or verbose:
-            print(f"{len(x)} samples - {callbacks_module.format_logs(result)}")
+            print(f"{n} samples - {callbacks_module.format_logs(result)}")
         if return_dict:
             return result
         return result["loss"] if len(result) == 1 else list(result.values())
 
     def predict(self, x, batch_size=None, verbose=0):
-        """The model's outputs for ``x`` as numpy arrays, computed batch by batch (nothing recorded).
+        """The model's outputs for ``x`` as numpy arrays (a list or dict of them for several
+        outputs), computed batch by batch (nothing recorded).
 
         ``verbose`` defaults to 0 here (Keras prints a bar): a prediction is quick.
         """
-        x = _array(x, "x")
+        x = self._x(x)
+        n = _length(x, "predict")
         batch_size = int(batch_size or 32)
         parts = []
         with engine.paused():
-            for start in range(0, len(x), batch_size):
-                out = self(x[start:start + batch_size])
-                parts.append([o._value for o in out] if isinstance(out, (list, tuple)) else out._value)
+            for start in range(0, n, batch_size):
+                out = self(_take(x, slice(start, start + batch_size)))
+                leaves, rebuild = flatten(out)
+                parts.append([o._value for o in leaves])
         if verbose:
-            print(f"{len(x)} samples predicted")
-        if parts and isinstance(parts[0], list):
-            return [np.concatenate(p) for p in zip(*parts)]
-        return np.concatenate(parts) if parts else np.empty((0,))
+            print(f"{n} samples predicted")
+        if not parts:
+            return np.empty((0,))
+        return rebuild([np.concatenate(p) for p in zip(*parts)])
+
+    def _data(self, data, what, several=False):
+        """Numpy arrays in the structure given; ``several``: a list is one array per input/output."""
+        if several and isinstance(data, (list, tuple)):
+            return [_data(d, f"{what}[{i}]") for i, d in enumerate(data)]
+        return _data(data, what)
+
+    def _x(self, data, what="x"):
+        return self._data(data, what)
+
+    def _y(self, data, what="y"):
+        return self._data(data, what)
 
 
 class Sequential(Model):
@@ -423,16 +550,21 @@ class Sequential(Model):
 
     def add(self, layer) -> None:
         """Append a layer (or an ``Input`` as the very first entry)."""
-        if isinstance(layer, InputSpec):
+        spec = _input_spec(layer)
+        if spec is not None:
             if self._layers:
                 raise ValueError(f"{self.name}: Input must come first, before any layer.")
-            self._input_spec = layer
+            self._input_spec = spec
             return
+        if isinstance(layer, KerasTensor):
+            raise TypeError(f"{self.name}.add: {layer.name} is the output of a layer call; a Sequential takes "
+                            "layers (and an Input first). For graphs, use adv.Model(inputs, outputs).")
         if not isinstance(layer, Layer):
             raise TypeError(f"{self.name}.add: expected a layer, got {type(layer).__name__}.")
         if not self._layers and self._input_spec is None and layer._input_shape_arg is not None:
             self._input_spec = InputSpec(layer._input_shape_arg)
         self._layers.append(layer)
+        _touch()
         if self._input_spec is not None:
             self.build(self._input_spec.shape)
 
@@ -440,16 +572,290 @@ class Sequential(Model):
         """Remove and return the last layer."""
         if not self._layers:
             raise IndexError(f"{self.name}.pop: there are no layers to remove.")
+        _touch()
         return self._layers.pop()
 
     def _children(self):
         return _numbered("", self._layers)
+
+    def _x(self, data, what="x"):
+        out = self._data(data, what)
+        if isinstance(out, (list, dict)):
+            raise TypeError(f"{what}: several input arrays are for a model with several inputs "
+                            "(adv.Model(inputs=[a, b], outputs=...)); a Sequential takes one array.")
+        return out
+
+    def _convert(self, x):
+        dtype = getattr(self._input_spec, "dtype", None)
+        if dtype is not None and not isinstance(x, KerasTensor):
+            if isinstance(x, Tensor):
+                return cast(x, dtype) if x.dtype != dtype else x
+            return constant(np.asarray(x), dtype=dtype)
+        return super()._convert(x)
 
     def call(self, inputs, training=None):
         x = inputs
         for layer in self._layers:
             x = layer(x, training=training) if _accepts_training(layer) else layer(x)
         return x
+
+
+def _input_spec(entry):
+    """An :class:`InputSpec` for an ``Input(...)`` (or ``InputLayer``/``InputSpec``) given to a Sequential."""
+    if isinstance(entry, InputSpec):
+        return entry
+    if isinstance(entry, KerasTensor) and entry._keras_history is not None:
+        entry = entry._keras_history[0].layer
+    if isinstance(entry, InputLayer):
+        spec = InputSpec(entry.batch_shape[1:], entry.dtype if entry._explicit_dtype else None, entry.name)
+        spec.shape = entry.batch_shape
+        return spec
+    return None
+
+
+class Functional(Model):
+    """A model made of layer calls on symbolic tensors: ``adv.Model(inputs, outputs)``.
+
+        >>> a = adv.layers.Input(shape=(3,), name="a")
+        >>> b = adv.layers.Input(shape=(2,), name="b")
+        >>> shared = adv.layers.Dense(4, activation="tanh")
+        >>> h = adv.layers.Concatenate()([shared(a), adv.layers.Dense(4)(b)])
+        >>> model = adv.Model(inputs=[a, b], outputs=[adv.layers.Dense(1)(h), h], name="two_heads")
+        >>> y, features = model([np.ones((5, 3)), np.ones((5, 2))])
+
+    Calling the model runs every recorded layer call once, in the order they
+    were made (a topological order), on real values: inside a tape each op
+    is recorded under ``model_name/layer_name``, and
+    ``model.get_layer(name).output`` is the real output of that call — a
+    gradient source (``tape.gradient(loss, model.get_layer("dense").output)``).
+    ``training=`` goes to every layer whose ``call`` takes it, unless the
+    graph fixed it (``Dropout(0.5)(x, training=True)``).
+
+    Args:
+        inputs: a symbolic tensor from :func:`adv.layers.Input`, or a list
+            (dict) of them; the model is then called with an array, or a
+            list (dict with the same keys, or keyed by input name) of arrays.
+        outputs: a symbolic tensor, or a list (dict) of them; the model
+            returns the same structure.
+        name: the model's name (default ``functional``, ``functional_1``...).
+    """
+
+    def __init__(self, inputs, outputs, name=None, trainable=True, dtype=None):
+        super().__init__(name=name, trainable=trainable, dtype=dtype)
+        in_leaves, _ = flatten(inputs)
+        for i, t in enumerate(in_leaves):
+            if not isinstance(t, KerasTensor):
+                raise TypeError(f"{self.name}: inputs must be symbolic tensors from adv.layers.Input(shape), got "
+                                f"{type(t).__name__} at position {i}.")
+        if len({id(t) for t in in_leaves}) != len(in_leaves):
+            raise ValueError(f"{self.name}: the same input is listed twice in inputs.")
+        out_leaves, out_rebuild = flatten(outputs)
+        if not out_leaves:
+            raise ValueError(f"{self.name}: outputs is empty; give the tensor(s) the model computes.")
+        out_leaves = [_as_symbolic(t, self.name, i) for i, t in enumerate(out_leaves)]
+        self._input_struct = inputs if isinstance(inputs, (list, tuple, dict)) else in_leaves[0]
+        self._inputs_flat = in_leaves
+        self._outputs_flat = out_leaves
+        self._output_struct = out_rebuild(out_leaves)
+        self._nodes = self._walk(in_leaves, out_leaves)
+        layers, seen = [], set()
+        for t in in_leaves:
+            layer = t._keras_history[0].layer if t._keras_history else None
+            if isinstance(layer, InputLayer) and id(layer) not in seen:
+                seen.add(id(layer))
+                layers.append(layer)
+        for node in self._nodes:
+            if id(node.layer) not in seen:
+                seen.add(id(node.layer))
+                layers.append(node.layer)
+        self._functional_layers = layers
+        self.built = True
+        _symbolic_layers.add(self)
+        _touch()
+
+    def _walk(self, inputs, outputs):
+        """The nodes between ``inputs`` and ``outputs``, in creation (topological) order; an output that
+        does not come from the inputs is an error that names it and the input it needs."""
+        known = {id(t) for t in inputs}
+        nodes, seen = [], set()
+        for out in outputs:
+            stack = [(out, [out.name])]
+            while stack:
+                t, path = stack.pop()
+                if id(t) in known:
+                    continue
+                node = t._keras_history[0] if t._keras_history else None
+                if node is None or not node.inputs:
+                    given = [i.name for i in inputs]
+                    via = " <- ".join(path)
+                    raise ValueError(f"{self.name}: output {out.name!r} (shape {out.shape}) is not connected to "
+                                     f"the inputs {given}: it depends on {t.name!r} (shape {t.shape}), which is "
+                                     f"not among them (path: {via}). Add {t.name!r} to inputs, or compute the "
+                                     "output from the given inputs.")
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    nodes.append(node)
+                stack.extend((i, path + [i.name]) for i in node.inputs)
+                known.add(id(t))
+        return sorted(nodes, key=lambda n: n.order)
+
+    # ----- structure ------------------------------------------------------------
+    @property
+    def layers(self) -> list:
+        """Every layer of the graph in topological order, the ``InputLayer`` s first (as Keras 3)."""
+        return list(self._functional_layers)
+
+    def _children(self):
+        return _numbered("", [layer for layer in self._functional_layers if not isinstance(layer, InputLayer)])
+
+    @property
+    def inputs(self) -> list:
+        """The symbolic input tensors, in order."""
+        return list(self._inputs_flat)
+
+    @property
+    def outputs(self) -> list:
+        """The symbolic output tensors, in order."""
+        return list(self._outputs_flat)
+
+    @property
+    def input(self):
+        """The symbolic inputs, in the structure given to ``adv.Model``."""
+        return self._input_struct
+
+    @property
+    def input_names(self) -> list:
+        return [t.name for t in self._inputs_flat]
+
+    @property
+    def output_names(self) -> list:
+        return [t.name for t in self._outputs_flat]
+
+    def _output_names(self):
+        return self.output_names
+
+    def _x(self, data, what="x"):
+        return self._data(data, what, several=len(self._inputs_flat) > 1)
+
+    def _y(self, data, what="y"):
+        return self._data(data, what, several=len(self._outputs_flat) > 1)
+
+    @property
+    def output(self):
+        """The real output of the most recent call (a gradient source), or before any call the
+        symbolic outputs (``model.output`` to build a bigger model)."""
+        if self._output is not None:
+            return self._output
+        return self._output_struct
+
+    @property
+    def output_shape(self):
+        return _symbolic_shapes(self._output_struct)
+
+    def build(self, input_shape=None):
+        """A functional model is built when it is made; nothing to do."""
+
+    # ----- calling ----------------------------------------------------------------
+    def _convert_inputs(self, inputs):
+        leaves = self._match_inputs(inputs)
+        converted = []
+        for t, x in zip(self._inputs_flat, leaves):
+            layer = t._keras_history[0].layer if t._keras_history else None
+            x = layer._convert(x) if isinstance(layer, InputLayer) else Layer._convert(self, x)
+            if isinstance(x, Tensor) and x.ndim != len(t.shape):
+                raise ValueError(f"{self.name}: input {t.name!r} expects shape {t.shape} (rank {len(t.shape)}), "
+                                 f"got an array of shape {x.shape}.")
+            bad = [i for i, (want, got) in enumerate(zip(t.shape, getattr(x, "shape", ())))
+                   if want is not None and want != got]
+            if bad:
+                raise ValueError(f"{self.name}: input {t.name!r} expects shape {t.shape}, got {x.shape} "
+                                 f"(axis {bad[0]} differs).")
+            converted.append(x)
+        return converted
+
+    def _match_inputs(self, inputs):
+        """The user's inputs as a flat list in the order of ``self.inputs``."""
+        want = self._inputs_flat
+        names = [t.name for t in want]
+        if isinstance(inputs, dict):
+            keys = list(self._input_struct) if isinstance(self._input_struct, dict) else names
+            missing = [k for k in keys if k not in inputs]
+            if missing:
+                raise ValueError(f"{self.name}: the inputs dict lacks {missing}; the model's inputs are {keys}.")
+            return [inputs[k] for k in keys]
+        if len(want) == 1:
+            if isinstance(inputs, (list, tuple)) and len(inputs) == 1 and \
+                    isinstance(inputs[0], (np.ndarray, Tensor)):
+                return [inputs[0]]
+            return [inputs]
+        if not isinstance(inputs, (list, tuple)) or len(inputs) != len(want):
+            got = f"{len(inputs)} arrays" if isinstance(inputs, (list, tuple)) else f"one {type(inputs).__name__}"
+            raise ValueError(f"{self.name} has {len(want)} inputs {names}; call it with a list of {len(want)} "
+                             f"arrays (or a dict keyed by those names), got {got}.")
+        return list(inputs)
+
+    def call(self, inputs, training=None):
+        values = {}
+        for t, x in zip(self._inputs_flat, inputs):
+            values[id(t)] = x
+            layer = t._keras_history[0].layer if t._keras_history else None
+            if isinstance(layer, InputLayer):
+                layer._output = x
+        for node in self._nodes:
+            leaves, rebuild = flatten([list(node.args), node.kwargs])
+            args, kwargs = rebuild([values[id(a)] if isinstance(a, KerasTensor) else a for a in leaves])
+            if "training" not in kwargs and _accepts_training(node.layer):
+                kwargs["training"] = training
+            out = node.layer(*args, **kwargs)
+            got = flatten(out)[0]
+            if len(got) != len(node.flat_outputs):
+                raise ValueError(f"{self.name}: layer {node.layer.name!r} returned {len(got)} tensors here but "
+                                 f"{len(node.flat_outputs)} when the model was built.")
+            for t, v in zip(node.flat_outputs, got):
+                values[id(t)] = v
+        _, rebuild = flatten(self._output_struct)
+        return rebuild([values[id(t)] for t in self._outputs_flat])
+
+    # ----- summary ------------------------------------------------------------------
+    _summary_head = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+
+    def _summary_rows(self):
+        mine = {id(node) for node in self._nodes}
+        rows = []
+        for layer in self._functional_layers:
+            nodes = layer._inbound_nodes[:1] if isinstance(layer, InputLayer) else \
+                [n for n in layer._inbound_nodes if id(n) in mine]
+            shapes = {str(_symbolic_shapes(n.outputs)) for n in nodes}
+            shape = shapes.pop() if len(shapes) == 1 else "multiple"
+            sources = [f"{t._keras_history[0].layer.name}[{t._keras_history[0].index}][{t._keras_history[1]}]"
+                       for n in nodes for t in n.inputs]
+            params = f"{layer.count_params():,}"
+            rows.append((f"{layer.name} ({type(layer).__name__})", shape, params, ", ".join(sources) or "-"))
+        return rows
+
+
+def _as_symbolic(t, model_name, i):
+    """An output given as a symbolic tensor, or as the real ``output`` of a layer (or functional model)
+    that was called in a functional graph (``adv.Model(m.input, m.get_layer("h").output)`` after a call)."""
+    if isinstance(t, KerasTensor):
+        return t
+    if isinstance(t, Tensor):
+        for layer in list(_symbolic_layers):
+            if layer._output is None:
+                continue
+            real = flatten(layer._output)[0]
+            hit = next((k for k, r in enumerate(real) if r is t), None)
+            if hit is None:
+                continue
+            if isinstance(layer, Functional):
+                return layer._outputs_flat[hit]
+            if len(layer._inbound_nodes) == 1:
+                return layer._inbound_nodes[0].flat_outputs[hit]
+            raise ValueError(f"{model_name}: output {i} is the output of layer {layer.name!r}, which is called at "
+                             f"{len(layer._inbound_nodes)} places of the graph; pass the symbolic tensor of the "
+                             "call you mean.")
+    raise TypeError(f"{model_name}: outputs must be symbolic tensors made by calling layers on "
+                    f"adv.layers.Input(...), got {type(t).__name__} at position {i}.")
 
 
 _TAKES_TRAINING: dict = {}
@@ -468,21 +874,100 @@ def _accepts_training(layer) -> bool:
     return known
 
 
-def _array(data, what) -> np.ndarray:
+def _read_npz(path) -> dict:
+    """The arrays of an ``.npz`` weights file, or a :class:`WeightsFileError` that says what is wrong."""
+    expected = "an .npz archive written by model.save_weights()"
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load_weights: {path} does not exist (expected {expected}).")
+    if os.path.isdir(path):
+        raise WeightsFileError(f"load_weights: {path} is a directory, not {expected}.")
+    try:
+        f = np.load(path, allow_pickle=False)
+        if not hasattr(f, "files"):
+            raise WeightsFileError(f"load_weights: {path} holds a single array, not {expected} "
+                                   "(one array per weight).")
+        with f:
+            return {k: f[k] for k in f.files}
+    except WeightsFileError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise WeightsFileError(f"load_weights: {path} is not a readable .npz (zip) archive ({exc}); expected "
+                               f"{expected}. Nothing was loaded.") from None
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise WeightsFileError(f"load_weights: {path} holds pickled Python objects, which are never loaded "
+                                   f"(they can run code); expected {expected}, with numeric arrays only. "
+                                   "Nothing was loaded.") from None
+        raise WeightsFileError(f"load_weights: {path} could not be read as {expected} ({exc}). "
+                               "Nothing was loaded.") from None
+
+
+# ---------------------------------------------------------------------------
+# data: arrays, or lists/dicts of arrays for several inputs or outputs
+# ---------------------------------------------------------------------------
+def _data(data, what):
+    """Numpy arrays in the structure given: one array, or a list/tuple/dict of arrays."""
     if isinstance(data, Tensor):
         return data._value
-    if isinstance(data, (list, tuple)) and any(isinstance(d, (np.ndarray, Tensor)) for d in data) \
-            and len({np.shape(d) for d in data}) > 1:
-        raise TypeError(f"{what}: several input arrays (a multi-input model) are not supported; pass one array.")
+    if isinstance(data, dict):
+        return {k: _data(v, f"{what}[{k!r}]") for k, v in data.items()}
+    if isinstance(data, (list, tuple)) and data and all(isinstance(d, (np.ndarray, Tensor)) for d in data):
+        shapes = {np.shape(d._value if isinstance(d, Tensor) else d) for d in data}
+        if len(shapes) > 1:
+            return [_data(d, f"{what}[{i}]") for i, d in enumerate(data)]
     return np.asarray(data)
 
 
-def _same_length(x, y, what):
-    if len(x) != len(y):
-        raise ValueError(f"{what}: x has {len(x)} samples but y has {len(y)}; they must match.")
+def _length(data, what) -> int:
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else [(None, data)]
+    sizes = {k: len(np.atleast_1d(a)) for k, a in items}
+    if len(set(sizes.values())) > 1:
+        listed = ", ".join(f"[{k!r}] has {n}" for k, n in sizes.items())
+        raise ValueError(f"{what}: every array needs the same number of samples; {listed}.")
+    return next(iter(sizes.values()))
+
+
+def _take(data, idx):
+    if isinstance(data, dict):
+        return {k: v[idx] for k, v in data.items()}
+    if isinstance(data, list):
+        return [v[idx] for v in data]
+    return data[idx]
+
+
+def _same_length(x, y, what) -> int:
+    nx, ny = _length(x, f"{what} (x)"), _length(y, f"{what} (y)")
+    if nx != ny:
+        raise ValueError(f"{what}: x has {nx} samples but y has {ny}; they must match.")
+    return nx
+
+
+def _by_output(y, keys, names, what):
+    """``{output key: y_true}`` from a list (by position) or a dict (by output key or name)."""
+    if isinstance(y, dict):
+        out = {}
+        for i, k in enumerate(keys):
+            key = k if k in y else names[i] if names and names[i] in y else None
+            if key is None:
+                raise ValueError(f"{what}: no targets for output {names[i] if names else k!r}; got keys {sorted(y)}.")
+            out[k] = y[key]
+        return out
+    if isinstance(y, (list, tuple)) and len(y) == len(keys):
+        return dict(zip(keys, y))
+    raise ValueError(f"{what}: the model has {len(keys)} outputs{f' {names}' if names else ''}; give a list of "
+                     f"{len(keys)} target arrays (or a dict keyed by output name).")
+
+
+def _sum(terms):
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
 
 
 def _first(y_pred):
+    if isinstance(y_pred, dict):
+        return next(iter(y_pred.values()))
     return y_pred[0] if isinstance(y_pred, (list, tuple)) else y_pred
 
 

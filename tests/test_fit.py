@@ -237,3 +237,146 @@ def test_early_stopping_on_a_missing_log_warns_with_the_available_names():
     x, y = regression_data(8)
     with pytest.warns(UserWarning, match=r"'val_loss'.*\['loss'\].*validation_split"):
         linear_model().fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.EarlyStopping()])
+
+
+# ---------------------------------------------------------------------------
+# add_loss, weight regularizers and constraints
+# ---------------------------------------------------------------------------
+def half_square(weight):
+    """A regularizer written by hand: 0.5 · Σ w²."""
+    return 0.5 * adv.sum(weight ** 2)
+
+
+class Penalized(layers.Layer):
+    """y = x · w, with a regularized weight and an activity penalty mean(y²) added in call."""
+
+    def __init__(self, scale=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1], 1), initializer="ones", name="w", regularizer=half_square)
+
+    def call(self, x):
+        y = adv.matmul(x, self.w)
+        if self.scale:
+            self.add_loss(self.scale * adv.mean(y ** 2))
+        return y
+
+
+def test_regularization_is_in_model_losses_and_in_the_fit_gradient():
+    x, y = regression_data(8)
+    model = adv.Sequential([layers.Input((3,)), Penalized(dtype="float64")], dtype="float64")
+    model.compile(optimizer=optimizers.SGD(0.1), loss="mse")
+    w = model.get_weights()[0]
+    (reg,) = model.losses
+    assert reg.numpy() == pytest.approx(0.5 * np.sum(w ** 2))
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    err = x @ w - y
+    np.testing.assert_allclose(model.get_weights()[0], w - 0.1 * (2 * x.T @ err / 8 + w), rtol=1e-12)
+    assert model.evaluate(x, y, verbose=0) == pytest.approx(
+        np.mean((x @ model.get_weights()[0] - y) ** 2) + 0.5 * np.sum(model.get_weights()[0] ** 2))
+
+
+def test_regularization_is_recorded_in_its_own_scope_and_frozen_weights_are_not_regularized():
+    layer = Penalized(dtype="float64")
+    layer(np.ones((1, 2)))
+    with adv.GradientTape() as tape:
+        (total,) = layer.losses
+    assert {n.scope for n in tape.nodes} == {f"regularization/{layer.name}"}
+    assert tape.gradient(total, layer.w).numpy().tolist() == [[1.0], [1.0]]
+    layer.trainable = False
+    assert layer.losses == []
+
+
+def test_add_loss_losses_belong_to_the_latest_call_and_are_gathered_from_sublayers():
+    class Wrapper(adv.Model):
+        def __init__(self):
+            super().__init__(dtype="float64")
+            self.inner = Penalized(scale=2.0, dtype="float64")
+
+        def call(self, x):
+            return self.inner(x)
+    model = Wrapper()
+    model(np.ones((2, 3)))
+    assert len(model.losses) == 2                                 # the activity term, then the weight term
+    model(np.full((2, 3), 2.0))
+    activity, reg = model.losses
+    assert activity.numpy() == pytest.approx(2.0 * 36.0) and reg.numpy() == pytest.approx(1.5)
+    model.compile(optimizer=optimizers.SGD(0.0), loss="mse")
+    x, y = np.ones((4, 3)), np.zeros((4, 1))
+    assert model.evaluate(x, y, verbose=0) == pytest.approx(9.0 + 2.0 * 9.0 + 1.5)
+    history = model.fit(x, y, batch_size=4, verbose=0)
+    assert history.history["loss"] == [pytest.approx(28.5)]
+    with pytest.raises(TypeError, match="symbolic"):
+        model.add_loss(layers.Input((2,)))
+
+
+def test_keras_regularizer_objects_are_accepted_where_the_package_has_them():
+    import importlib
+    try:
+        regularizers = importlib.import_module("autodiff_viz.regularizers")
+    except ImportError:
+        regularizers = None
+    layer = layers.Dense(1, dtype="float64")
+    layer.build((None, 2))
+    if regularizers is None or not hasattr(regularizers, "L2"):
+        with pytest.raises(TypeError, match=r"regularizer must be a callable"):
+            layer.add_weight(shape=(2,), regularizer="l2", name="r")
+        return
+    v = layer.add_weight(shape=(2,), initializer="ones", regularizer=regularizers.L2(0.01), name="r")
+    assert layer.losses[-1].numpy() == pytest.approx(0.01 * 2.0)
+    assert v.name.endswith("/r")
+
+
+def test_constraints_are_applied_after_each_step():
+    class Clipped(layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], 1), initializer="zeros", name="w",
+                                     constraint=lambda w: adv.clip(w, -0.05, 0.05))
+
+        def call(self, x):
+            return adv.matmul(x, self.w)
+    x, y = regression_data(16)
+    model = adv.Sequential([layers.Input((3,)), Clipped(dtype="float64")], dtype="float64")
+    model.compile(optimizer=optimizers.SGD(0.5), loss="mse")
+    model.fit(x, y, epochs=2, verbose=0)
+    w = model.get_weights()[0]
+    assert np.all(np.abs(w) <= 0.05) and np.any(np.abs(w) == 0.05)
+
+
+# ---------------------------------------------------------------------------
+# memory: a step's graph does not outlive the next step
+# ---------------------------------------------------------------------------
+def test_the_previous_steps_graph_is_released_during_the_next_step():
+    import weakref
+    checks = []
+
+    class Probe(layers.Layer):
+        refs: list = []
+
+        def call(self, x):
+            checks.append([r() is None for r in Probe.refs])
+            return x
+
+    class Keep(callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            Probe.refs = [weakref.ref(layer.output) for layer in self.model.layers[1:]]
+
+    x, y = regression_data(32)
+    model = adv.Sequential([layers.Input((3,)), Probe(), layers.Dense(8, activation="tanh"), layers.Dense(1)])
+    model.compile(optimizer=optimizers.SGD(0.01), loss="mse")
+    checks.clear()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[Keep()])
+    assert checks == [[]] + [[True, True]] * 3                         # 4 steps
+    loss, y_pred = model.train_step(x, y)                   # kept by the caller across the next step
+    refs = [weakref.ref(layer.output) for layer in model.layers[1:]]
+    model.train_step(x, y)
+    assert [r() is None for r in refs] == [True, True]
+    assert loss.numpy() == pytest.approx(np.mean((y_pred.numpy() - y) ** 2))
+
+
+def test_a_sequential_given_several_input_arrays_says_it_takes_one():
+    model = linear_model()
+    with pytest.raises(TypeError, match="a Sequential takes one array"):
+        model.fit([np.ones((4, 3)), np.ones((4, 2))], np.ones((4, 1)), verbose=0)

@@ -364,3 +364,102 @@ def test_a_layer_frozen_before_it_is_built_makes_frozen_weights():
     assert dense.trainable_variables == [] and not dense.kernel.trainable
     dense.trainable = True
     assert len(dense.trainable_variables) == 2
+
+
+# ---------------------------------------------------------------------------
+# build() called by the user (Keras 3 sets built when build returns)
+# ---------------------------------------------------------------------------
+def test_build_called_by_the_user_sets_built_and_keeps_assigned_weights():
+    d = layers.Dense(1, dtype="float64")
+    d.build((None, 2))
+    assert d.built
+    d.kernel.assign([[1.0], [2.0]])
+    d.bias.assign([0.5])
+    assert d(np.array([[1.0, 1.0]])).numpy().tolist() == [[3.5]]
+    assert len(d.weights) == 2
+
+
+def test_a_user_defined_build_gets_built_too_even_without_setting_it():
+    calls = []
+
+    class Offset(layers.Layer):
+        def build(self, input_shape):
+            calls.append(input_shape)
+            self.b = self.add_weight(shape=(input_shape[-1],), initializer="zeros", name="b")
+
+        def call(self, x):
+            return x + self.b
+
+    class MoreOffset(Offset):
+        def build(self, input_shape):
+            super().build(input_shape)
+            self.c = self.add_weight(shape=(), initializer="ones", name="c")
+
+    layer = Offset()
+    layer.build((None, 3))
+    assert layer.built
+    layer(np.ones((2, 3)))
+    assert calls == [(None, 3)] and len(layer.weights) == 1
+    deeper = MoreOffset()
+    deeper(np.ones((1, 3)))
+    assert deeper.built and [w.name for w in deeper.weights] == ["more_offset/b", "more_offset/c"]
+    broken = Offset()
+    with pytest.raises(TypeError):
+        broken.build(None)                      # a build that fails leaves the layer unbuilt
+    assert not broken.built
+
+
+# ---------------------------------------------------------------------------
+# cached variable lists stay right when the structure changes
+# ---------------------------------------------------------------------------
+class Stack(adv.Model):
+    def __init__(self):
+        super().__init__()
+        self.blocks = []
+
+    def call(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def names(variables):
+    return [v.name for v in variables]
+
+
+def test_cached_trainable_variables_follow_every_change():
+    model = Stack()
+    assert model.trainable_variables == []
+    model.blocks.append(layers.Dense(2, name="a"))            # a list changed in place
+    model(np.ones((1, 3)))                                    # build adds weights
+    assert names(model.trainable_variables) == ["a/kernel", "a/bias"]
+    model.blocks += [layers.Dense(2, name="b")]
+    model(np.ones((1, 3)))
+    assert names(model.trainable_variables) == ["a/kernel", "a/bias", "b/kernel", "b/bias"]
+    model.blocks[0].trainable = False                         # a layer frozen
+    assert names(model.trainable_variables) == ["b/kernel", "b/bias"]
+    assert names(model.non_trainable_variables) == ["a/kernel", "a/bias"]
+    model.blocks[1].bias.trainable = False                    # one variable frozen directly
+    assert names(model.trainable_variables) == ["b/kernel"]
+    model.extra = layers.Dense(1, name="c")                   # a new attribute
+    model.extra(np.ones((1, 2)))
+    assert names(model.trainable_variables) == ["b/kernel", "c/kernel", "c/bias"]
+    del model.blocks[1]
+    assert names(model.trainable_variables) == ["c/kernel", "c/bias"]
+    model.blocks = {"d": layers.Dense(1, name="d", input_shape=(2,))}
+    model.blocks["d"](np.ones((1, 2)))
+    model.blocks["e"] = layers.Dense(1, name="e")
+    model.blocks["e"](np.ones((1, 2)))
+    assert names(model.trainable_variables) == ["d/kernel", "d/bias", "e/kernel", "e/bias", "c/kernel", "c/bias"]
+    got = model.trainable_variables
+    got.clear()                                               # the caller's copy, not the cache
+    assert len(model.trainable_variables) == 6
+
+
+def test_sequential_add_and_pop_update_the_variables():
+    model = adv.Sequential([layers.Input((3,)), layers.Dense(2)])
+    assert len(model.trainable_variables) == 2
+    model.add(layers.Dense(1))
+    assert len(model.trainable_variables) == 4
+    model.pop()
+    assert len(model.trainable_variables) == 2 and len(model.weights) == 2

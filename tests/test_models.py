@@ -64,9 +64,11 @@ def test_nested_models_give_nested_scopes():
                       "net/block_1/dense_4", "net/dense_5"}
 
 
-def test_functional_api_is_refused_with_the_alternatives():
-    with pytest.raises(TypeError, match="Sequential"):
+def test_model_with_inputs_that_are_not_symbolic_says_what_inputs_are():
+    with pytest.raises(TypeError, match=r"adv\.layers\.Input"):
         adv.Model(inputs=None, outputs=None)
+    with pytest.raises(TypeError, match=r"adv\.Model\(inputs, outputs\) itself"):
+        Block(inputs=layers.Input((2,)))
 
 
 def test_sequential_with_input_is_built_at_once():
@@ -189,3 +191,77 @@ def test_add_weight_takes_the_shape_first():
             return x
     with pytest.raises(TypeError, match=r"add_weight\(shape=\(\.\.\.\), name='w'\)"):
         Old()(np.ones(2))
+
+
+def test_corrupt_missing_and_odd_weight_files_are_clear_errors_and_change_nothing(tmp_path):
+    from autodiff_viz.errors import WeightsFileError
+    model = make_mlp()
+    before = model.get_weights()
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 this is not really a zip archive")
+    with pytest.raises(WeightsFileError, match=r"corrupt\.npz is not a readable \.npz \(zip\) archive.*expected "
+                                               r"an \.npz archive written by model\.save_weights\(\)"):
+        model.load_weights(corrupt)
+    text = tmp_path / "text.npz"
+    text.write_text("hello")
+    with pytest.raises(WeightsFileError, match="text.npz"):
+        model.load_weights(text)
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.npz does not exist"):
+        model.load_weights(tmp_path / "nowhere.npz")
+    np.save(tmp_path / "single.npy", np.zeros(3))
+    (tmp_path / "single.npy").rename(tmp_path / "single.npz")
+    with pytest.raises(WeightsFileError, match="single array"):
+        model.load_weights(tmp_path / "single.npz")
+    keys = ["dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"]
+    np.savez(tmp_path / "strings.npz", **{k: np.full(w.shape, "a") for k, w in zip(keys, before)})
+    with pytest.raises(WeightsFileError, match=r"dense/kernel: the file holds <U1 values, not numbers"):
+        model.load_weights(tmp_path / "strings.npz")
+    np.savez(tmp_path / "evil.npz", **{k: np.empty(w.shape, dtype=object) for k, w in zip(keys, before)})
+    with pytest.raises(WeightsFileError, match="pickled Python objects"):
+        model.load_weights(tmp_path / "evil.npz")
+    for a, b in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_weights_of_another_dtype_are_cast_on_load(tmp_path):
+    model = make_mlp()                                   # float32 weights
+    keys = ["dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"]
+    np.savez(tmp_path / "f64.npz", **{k: np.full(w.shape, 0.25, dtype=np.float64)
+                                      for k, w in zip(keys, model.get_weights())})
+    model.load_weights(tmp_path / "f64.npz")
+    assert all(w.dtype == np.float32 and np.all(w == 0.25) for w in model.get_weights())
+
+
+def test_non_trainable_weights_are_saved_and_loaded_in_functional_and_nested_models(tmp_path):
+    def make():
+        x = layers.Input((3,))
+        inner = adv.Model(x, layers.BatchNormalization()(layers.Dense(4)(x)))
+        z = layers.Input((3,))
+        return adv.Model(z, layers.Dense(1)(inner(z)))
+    model = make()
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    model.fit(rng.normal(size=(16, 3)), rng.normal(size=(16, 1)), epochs=2, verbose=0)
+    path = tmp_path / "bn.npz"
+    model.save_weights(path)
+    with np.load(path) as f:
+        assert sorted(f.files) == ["dense/bias", "dense/kernel", "functional/batch_normalization/beta",
+                                   "functional/batch_normalization/gamma",
+                                   "functional/batch_normalization/moving_mean",
+                                   "functional/batch_normalization/moving_variance",
+                                   "functional/dense/bias", "functional/dense/kernel"]
+        moving = f["functional/batch_normalization/moving_mean"]
+    assert not np.all(moving == 0)                                    # fit updated the statistics
+    again = make()
+    again.load_weights(path)
+    for a, b in zip(again.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    with np.load(path) as f:
+        partial = {k: f[k] for k in f.files if "moving_variance" not in k}
+    np.savez(tmp_path / "partial.npz", **partial)
+    fresh = make()
+    before = fresh.get_weights()
+    with pytest.raises(ValueError, match="missing from the file: functional/batch_normalization/moving_variance"):
+        fresh.load_weights(tmp_path / "partial.npz")
+    for a, b in zip(fresh.get_weights(), before):
+        np.testing.assert_array_equal(a, b)

@@ -7,7 +7,7 @@ records carry the layer's scope path and a trace can collapse a model into
 its layers; every layer keeps ``layer.output`` from its latest call.
 """
 from . import activations, initializers
-from .base import InputSpec, Input, Layer, clear_session, floatx, set_floatx, to_snake_case
+from .base import InputSpec, Input, InputLayer, KerasTensor, Layer, clear_session, floatx, set_floatx, to_snake_case
 from .dense import Dense
 from .initializers import set_random_seed
 from .core import *  # noqa: F401,F403
@@ -21,7 +21,7 @@ from .attention import *  # noqa: F401,F403
 from .merge import *  # noqa: F401,F403
 from . import attention, conv, core, embedding, merge, normalization, pooling, recurrent, regularization
 
-__all__ = ["Layer", "Dense", "Input", "InputSpec", "activations", "initializers", "clear_session", "floatx",
+__all__ = ["Layer", "Dense", "Input", "InputLayer", "KerasTensor", "InputSpec", "activations", "initializers", "clear_session", "floatx",
            "set_floatx", "set_random_seed", "to_snake_case",
            *core.__all__, *conv.__all__, *pooling.__all__, *normalization.__all__, *regularization.__all__,
            *embedding.__all__, *recurrent.__all__, *attention.__all__, *merge.__all__]

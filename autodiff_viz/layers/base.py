@@ -1,4 +1,4 @@
-"""The Layer base class: weights, lazy build, names, scopes and ``layer.output``.
+"""The Layer base class: weights, lazy build, names, scopes, losses and ``layer.output``.
 
 Write a layer the Keras way:
 
@@ -17,21 +17,27 @@ records carries the scope path, ``my_model/dense_1``), convert or cast
 floating inputs to the layer's dtype, build on first use, run ``call``, and
 keep the result as ``layer.output``. Because a tape tracks tensors by id,
 ``tape.gradient(loss, layer.output)`` works inside the tape that recorded
-that call.
+that call. ``build`` sets ``built = True`` when it returns (also a ``build``
+you call yourself, as in Keras 3), so the first call does not build again.
 
 Layers held in attributes (also in lists, tuples and dicts) are tracked
 automatically, in the order they were assigned, as in Keras.
 
-Differences from Keras, and why: there is no symbolic functional API
-(``Input`` only tells a :class:`~autodiff_viz.Sequential` its input shape),
-because every call here runs eagerly on real values; ``layer.output`` is
-the output of the *most recent* call rather than a symbolic tensor, which is
-what makes it usable as a gradient source.
+Called on a *symbolic* tensor (what :func:`Input` returns), a layer builds
+from the shape and returns symbolic outputs that remember the call: that is
+Keras' functional API, and :class:`~autodiff_viz.Model` turns such a graph
+into a model. A functional model runs its layers eagerly on real values, so
+``layer.output`` is always a real tensor of the latest call; before any
+real call it is the symbolic output (to build another model from it).
 """
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import re
+import threading
+import weakref
 from collections import defaultdict
 
 import numpy as np
@@ -44,7 +50,19 @@ from . import initializers
 
 _uids: defaultdict = defaultdict(int)
 _floatx = ["float32"]
-_INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids", "_frozen"})
+_INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids", "_frozen",
+                       "_inbound_nodes", "_losses", "_regularizers", "_constraints", "_var_cache",
+                       "_sub_cache", "_trainable", "built"})
+_version = [0]              # bumped whenever a layer's weights or sublayers may have changed
+_calls = threading.local()  # .depth: how many layer calls are open in this thread
+_holding_losses: "weakref.WeakSet" = weakref.WeakSet()   # layers with add_loss losses to clear
+_symbolic_layers: "weakref.WeakSet" = weakref.WeakSet()  # layers called on symbolic tensors
+_node_order = itertools.count()
+
+
+def _touch() -> None:
+    """Invalidate every layer's cached variable lists (weights or sublayers changed)."""
+    _version[0] += 1
 
 
 # ---------------------------------------------------------------------------
@@ -88,6 +106,64 @@ def _default(method):
     return method
 
 
+def _sets_built(build):
+    """Wrap a ``build`` method so that ``built`` is True once it returns (Keras 3 does the same)."""
+    if getattr(build, "_sets_built", False):
+        return build
+
+    @functools.wraps(build)
+    def build_then_mark(self, *args, **kwargs):
+        build(self, *args, **kwargs)
+        self.built = True
+        _touch()
+    build_then_mark._sets_built = True
+    return build_then_mark
+
+
+def _holds_weights(container) -> bool:
+    values = container.values() if isinstance(container, dict) else container
+    return any(isinstance(v, _STRUCTURAL) for v in values)
+
+
+class _TrackedList(list):
+    """A list held by a layer: adding or removing a layer or a variable invalidates the cached
+    variable lists (other items, e.g. arrays kept between calls, change nothing)."""
+
+    def _changed(method):
+        @functools.wraps(method)
+        def changed(self, *args, **kwargs):
+            had = _holds_weights(self)
+            out = method(self, *args, **kwargs)
+            if had or _holds_weights(self):
+                _touch()
+            return out
+        return changed
+
+    for _m in ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__",
+               "__delitem__", "__iadd__", "__imul__"):
+        locals()[_m] = _changed(getattr(list, _m))
+    del _m, _changed
+
+
+class _TrackedDict(dict):
+    """A dict held by a layer: adding or removing a layer or a variable invalidates the cached
+    variable lists."""
+
+    def _changed(method):
+        @functools.wraps(method)
+        def changed(self, *args, **kwargs):
+            had = _holds_weights(self)
+            out = method(self, *args, **kwargs)
+            if had or _holds_weights(self):
+                _touch()
+            return out
+        return changed
+
+    for _m in ("__setitem__", "__delitem__", "pop", "popitem", "clear", "update", "setdefault", "__ior__"):
+        locals()[_m] = _changed(getattr(dict, _m))
+    del _m, _changed
+
+
 # ---------------------------------------------------------------------------
 # Layer
 # ---------------------------------------------------------------------------
@@ -109,6 +185,11 @@ class Layer:
 
     _autocast = True
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "build" in cls.__dict__:
+            cls.build = _sets_built(cls.__dict__["build"])
+
     def __init__(self, trainable: bool = True, name: str | None = None, dtype=None, input_shape=None, **kwargs):
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {sorted(kwargs)}.")
@@ -125,6 +206,20 @@ class Layer:
         self._output = None
         self._output_shape = None
         self._input_shape_arg = None if input_shape is None else tuple(input_shape)
+        self._losses: list = []
+        self._regularizers: list = []
+        self._constraints: list = []
+        self._inbound_nodes: list = []
+
+    def __setattr__(self, name, value):
+        if name not in _INTERNAL:
+            if type(value) is list:
+                value = _TrackedList(value)
+            elif type(value) is dict:
+                value = _TrackedDict(value)
+            if _structural(value) or _structural(self.__dict__.get(name)):
+                _touch()
+        object.__setattr__(self, name, value)
 
     @property
     def name(self) -> str:
@@ -140,6 +235,7 @@ class Layer:
         them; unfreezing gives back trainability only to the variables that freezing took it from."""
         value = bool(value)
         self._trainable = value
+        _touch()
         if "_own_weights" not in vars(self):
             return
         if not value:
@@ -156,7 +252,7 @@ class Layer:
 
     # ----- weights --------------------------------------------------------
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable: bool = True,
-                   name: str | None = None) -> Variable:
+                   name: str | None = None, *, regularizer=None, constraint=None) -> Variable:
         """Create a weight named ``layer_name/name`` and track it.
 
         Args:
@@ -165,12 +261,21 @@ class Layer:
                 ``"uniform"``, ``"normal"``, ``"zeros"``, ``"ones"``, another
                 Keras name, or a callable ``f(shape, dtype)``.
             trainable: whether optimizers update it (and tapes watch it).
+            regularizer: a callable ``f(weight) -> scalar tensor`` (e.g.
+                ``adv.regularizers.L2(0.01)``) or its name; its value is in
+                ``layer.losses`` and ``fit`` adds it to the loss.
+            constraint: a callable ``f(weight) -> new value`` applied after
+                each optimizer step of ``fit`` (e.g. a max-norm projection).
         """
         if isinstance(shape, str):
             raise TypeError(f"{self.name}.add_weight: the first argument is the shape (Keras 3), got the string "
                             f"{shape!r}. Pass the name as a keyword: add_weight(shape=(...), name={shape!r}).")
         shape = () if shape is None else tuple(int(s) for s in shape)
         dtype = np.dtype(dtype or self.dtype).name
+        regularizer = _regularizer(regularizer, self.name, name)
+        if constraint is not None and not callable(constraint):
+            raise TypeError(f"{self.name}.add_weight({name!r}): constraint must be a callable f(weight) -> value, "
+                            f"got {type(constraint).__name__}.")
         init = initializers.get(initializer if initializer is not None else "glorot_uniform")
         value = init(shape, dtype)
         if value.shape != shape:
@@ -184,6 +289,11 @@ class Layer:
         if trainable and not self._trainable:          # made while the layer is frozen
             self._frozen = getattr(self, "_frozen", []) + [var]
         self._own_weights.append(var)
+        if regularizer is not None:
+            self._regularizers.append((var, regularizer))
+        if constraint is not None:
+            self._constraints.append((var, constraint))
+        _touch()
         return var
 
     def _children(self):
@@ -221,6 +331,22 @@ class Layer:
         """The layers directly inside this one (attributes, in assignment order)."""
         return [layer for _, layer in self._children()]
 
+    def _sublayers(self) -> list:
+        """Every layer inside this one, depth first, each once (cached until the structure changes)."""
+        cache = self.__dict__.get("_sub_cache")
+        if cache is not None and cache[0] == _version[0]:
+            return cache[1]
+        out, seen, stack = [], {id(self)}, list(reversed(self.layers))
+        while stack:
+            layer = stack.pop()
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            out.append(layer)
+            stack.extend(reversed(layer.layers))
+        self._sub_cache = (_version[0], out)
+        return out
+
     def _split_variables(self, parent_trainable=True):
         trainable_here = parent_trainable and self.trainable
         own = self._own_variables()
@@ -232,19 +358,30 @@ class Layer:
             non += n
         return _unique(tr), _unique(non)
 
+    def _variables(self):
+        """``(trainable, non_trainable)``, cached: rebuilt only when weights, sublayers or a
+        ``trainable`` flag (of a layer or of a variable) changed since the last time."""
+        cache = self.__dict__.get("_var_cache")
+        if cache is not None and cache[0] == _version[0] and [v.trainable for v in cache[1]] == cache[2]:
+            return cache[3], cache[4]
+        tr, non = self._split_variables()
+        every = tr + non
+        self._var_cache = (_version[0], every, [v.trainable for v in every], tr, non)
+        return tr, non
+
     @property
     def trainable_variables(self) -> list:
         """Weights an optimizer updates: own first, then those of the layers inside."""
-        return self._split_variables()[0]
+        return list(self._variables()[0])
 
     @property
     def non_trainable_variables(self) -> list:
-        return self._split_variables()[1]
+        return list(self._variables()[1])
 
     @property
     def weights(self) -> list:
         """All weights: trainable first, then non-trainable (Keras' order)."""
-        t, n = self._split_variables()
+        t, n = self._variables()
         return t + n
 
     trainable_weights = trainable_variables
@@ -277,6 +414,60 @@ class Layer:
     def count_params(self) -> int:
         return int(sum(v.size for v in self.weights))
 
+    # ----- losses -----------------------------------------------------------
+    def add_loss(self, loss) -> None:
+        """Add a scalar to the loss that ``fit`` minimises (an activity penalty, a KL term ...).
+
+        Call it inside ``call``: the losses of a call replace those of the
+        previous call (they are cleared when the outermost layer or model
+        is called again), and ``layer.losses`` gathers them with those of the
+        layers inside.
+        """
+        if isinstance(loss, KerasTensor):
+            raise TypeError(f"{self.name}.add_loss: got a symbolic tensor ({loss.name}). Add losses inside a "
+                            "layer's call(), where the values are real.")
+        if not isinstance(loss, Tensor):
+            loss = constant(np.asarray(loss, dtype=self.dtype))
+        self._losses.append(loss)
+        _holding_losses.add(self)
+
+    @property
+    def losses(self) -> list:
+        """Scalar losses to add to the training loss: those added by ``add_loss`` during the latest
+        call (of this layer and the layers inside), then the regularization of every trainable
+        weight that has a regularizer, computed now, inside ``name_scope("regularization")``."""
+        layers = [self, *self._sublayers()]
+        out = [loss for layer in layers for loss in layer._losses]
+        regularized = [(layer, v, fn) for layer in layers for v, fn in layer._regularizers]
+        if regularized:
+            trainable = {id(v) for v in self._variables()[0]}
+            with engine.name_scope("regularization"):
+                for layer, v, fn in regularized:
+                    if id(v) in trainable:
+                        with engine.name_scope(layer.name):
+                            value = fn(v)
+                        out.append(value if isinstance(value, Tensor) else constant(value))
+        return out
+
+    def _clear_losses(self) -> None:
+        """Forget the ``add_loss`` losses of this layer and the layers inside (a new outermost call)."""
+        if not len(_holding_losses):
+            return
+        holding = list(_holding_losses)
+        inside = {id(self)} | {id(layer) for layer in self._sublayers()}
+        for layer in holding:
+            if id(layer) in inside:
+                layer._losses = []
+                _holding_losses.discard(layer)
+
+    def _constrain(self) -> None:
+        """Apply each weight's constraint (after an optimizer step)."""
+        for layer in [self, *self._sublayers()]:
+            for v, fn in layer._constraints:
+                with engine.paused():
+                    value = fn(v)
+                v.assign(value._value if isinstance(value, Tensor) else value)
+
     # ----- calling ----------------------------------------------------------
     @_default
     def build(self, input_shape) -> None:
@@ -292,13 +483,24 @@ class Layer:
                                "add `super().__init__(**kwargs)` as its first line.")
         if not args:
             raise TypeError(f"{self.name}: call the layer with its inputs, e.g. layer(x).")
-        with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
-            inputs = self._convert_inputs(args[0])
-            if not self.built:
-                self._maybe_build(_shapes(inputs))
-            out = self.call(inputs, *args[1:], **kwargs)
-        self._output = out
-        self._output_shape = _shapes(out)
+        if _has_symbolic(args, kwargs):
+            return self._symbolic_call(args, kwargs)
+        calls = _calls
+        depth = calls.__dict__.get("depth", 0)
+        if depth == 0 and len(_holding_losses):
+            self._clear_losses()
+        calls.depth = depth + 1
+        try:
+            with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
+                inputs = self._convert_inputs(args[0])
+                if not self.built:
+                    self._maybe_build(_shapes(inputs))
+                out = self.call(inputs, *args[1:], **kwargs)
+        finally:
+            calls.depth = depth
+        d = self.__dict__
+        d["_output"] = out
+        d["_output_shape"] = _shapes(out)
         return out
 
     def _maybe_build(self, input_shape) -> None:
@@ -312,8 +514,8 @@ class Layer:
 
     def _convert(self, x):
         if isinstance(x, InputSpec):
-            raise TypeError(f"{self.name}: adv.layers.Input is a placeholder for Sequential([Input(shape), ...]); "
-                            "there is no symbolic functional API. Call layers on real arrays or tensors.")
+            raise TypeError(f"{self.name}: an InputSpec only gives a Sequential its input shape; call layers "
+                            "on arrays, tensors, or on adv.layers.Input(shape) for the functional API.")
         if isinstance(x, Tensor):
             if self._autocast and x.dtype.kind == "f" and x.dtype != self.dtype:
                 return cast(x, self.dtype)
@@ -323,6 +525,61 @@ class Layer:
             keep = arr.dtype.kind == "f" and not self._autocast
             return constant(arr, dtype=None if keep or arr.dtype.kind not in "fiub" else self.dtype)
         return x
+
+    # ----- the functional API ------------------------------------------------
+    def _symbolic_call(self, args, kwargs):
+        """Record a call on symbolic tensors: build from their shapes, infer the output shapes by
+        running the layer on placeholder batches (nothing recorded), and return symbolic outputs."""
+        first = args[0]
+        described = _describe_symbolic(args, kwargs)
+        try:
+            if not self.built:
+                with engine.name_scope(self.name):
+                    self._maybe_build(_symbolic_shapes(first))
+            shapes = self._infer_output_shapes(args, kwargs)
+        except Exception as exc:   # noqa: BLE001  (re-raised with the layer and the shapes named)
+            msg = (f"Layer {self.name!r} ({type(self).__name__}) cannot be called on {described}: {exc}")
+            try:
+                err = type(exc)(msg)
+            except Exception:   # noqa: BLE001
+                err = ValueError(msg)
+            raise err from exc
+        node = _SymbolicNode(self, args, kwargs, shapes)
+        return node.outputs
+
+    def _infer_output_shapes(self, args, kwargs):
+        """Output shapes (``None`` where a dimension follows an unknown input dimension)."""
+        probe_kwargs = dict(kwargs)
+        if "training" in probe_kwargs:
+            probe_kwargs["training"] = False
+        layers = [self, *self._sublayers()]
+        kept = [(layer, layer._output, layer._output_shape) for layer in layers]
+        losses = [(layer, list(layer._losses)) for layer in layers]
+        try:
+            runs = []
+            for size in (2, 3):
+                a, k = _placeholders((list(args), probe_kwargs), size)
+                with engine.paused(), np.errstate(all="ignore"):
+                    out = self(*a, **k)
+                runs.append(out)
+        finally:
+            for layer, output, shape in kept:
+                layer._output = output
+            for layer, saved in losses:
+                layer._losses = saved
+        leaves2, rebuild = flatten(runs[0])
+        leaves3, _ = flatten(runs[1])
+        shapes = []
+        for a, b in zip(leaves2, leaves3):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"call() returned a {type(a).__name__}; a layer must return tensors.")
+            sa, sb = tuple(a.shape), tuple(b.shape)
+            if len(sa) != len(sb):
+                shape = (None,) + sb[1:]
+            else:
+                shape = tuple(None if x != y else x for x, y in zip(sa, sb))
+            shapes.append((shape, a.dtype.name))
+        return shapes, rebuild
 
     @property
     def output(self):
@@ -334,16 +591,28 @@ class Layer:
 
         Use it inside the tape that recorded that call: the output of an
         earlier call is unknown to a new tape, and its gradient there is None.
+        Before any real call, a layer used in a functional model gives its
+        symbolic output (``adv.Model(model.input, layer.output)`` builds a
+        feature extractor).
         """
-        if self._output is None:
-            raise AttributeError(f"Layer {self.name!r} has not been called yet, so it has no output. "
-                                 "Call the model (or layer) on data first, inside the tape if you want gradients.")
-        return self._output
+        if self._output is not None:
+            return self._output
+        nodes = self._inbound_nodes
+        if len(nodes) == 1:
+            return nodes[0].outputs
+        if nodes:
+            raise AttributeError(f"Layer {self.name!r} has been called at {len(nodes)} places of a functional "
+                                 "graph and not yet on data, so `output` is ambiguous. Use the tensors that "
+                                 "those calls returned.")
+        raise AttributeError(f"Layer {self.name!r} has not been called yet, so it has no output. "
+                             "Call the model (or layer) on data first, inside the tape if you want gradients.")
 
     @property
     def output_shape(self):
         """The shape of the most recent output with the batch axis as None (for summaries)."""
         if self._output_shape is None:
+            if len(self._inbound_nodes) == 1:
+                return _symbolic_shapes(self._inbound_nodes[0].outputs)
             raise AttributeError(f"Layer {self.name!r} has not been called yet; its output shape is unknown.")
         return _batchless(self._output_shape)
 
@@ -351,8 +620,185 @@ class Layer:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
 
+_STRUCTURAL = (Layer, Variable)
+
+
+def _structural(value) -> bool:
+    """Does this attribute value hold weights or layers (itself, or as an item of a container)?"""
+    if isinstance(value, _STRUCTURAL):
+        return True
+    return isinstance(value, (list, tuple, dict)) and _holds_weights(value)
+
+
+def _regularizer(identifier, layer_name, weight_name):
+    if identifier is None or callable(identifier) and not isinstance(identifier, (str, dict)):
+        return identifier
+    try:
+        from .. import regularizers
+    except ImportError:
+        regularizers = None
+    if regularizers is not None and hasattr(regularizers, "get"):
+        return regularizers.get(identifier)
+    raise TypeError(f"{layer_name}.add_weight({weight_name!r}): regularizer must be a callable "
+                    f"f(weight) -> scalar, got {identifier!r}.")
+
+
+# ---------------------------------------------------------------------------
+# Symbolic tensors (the functional API)
+# ---------------------------------------------------------------------------
+class KerasTensor:
+    """A symbolic tensor: the shape and dtype of a value a functional model will compute, and which
+    layer call makes it. ``shape[0]`` is ``None`` (any batch size).
+
+        >>> x = adv.layers.Input(shape=(4,), name="features")
+        >>> x
+        <KerasTensor shape=(None, 4), dtype=float32, name=features>
+        >>> h = adv.layers.Dense(8)(x)          # builds the layer; h.shape == (None, 8)
+
+    It holds no values: to compute, make a model (``adv.Model(x, h)``) and
+    call it on data.
+    """
+
+    __slots__ = ("shape", "dtype", "name", "_keras_history", "__weakref__")
+
+    def __init__(self, shape, dtype, name=None, history=None):
+        self.shape = tuple(None if s is None else int(s) for s in shape)
+        self.dtype = np.dtype(dtype).name
+        self.name = name
+        self._keras_history = history      # (node, index among the node's outputs)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
+
+    def _no_value(self, *args, **kwargs):
+        raise TypeError(f"{self.name} is a symbolic tensor (shape {self.shape}): it has no value. Call layers "
+                        "on it to build a graph, make adv.Model(inputs, outputs), then call the model on data. "
+                        "To compute with other ops, put them in a layer (adv.layers.Lambda, or your own call()).")
+
+    __array__ = numpy = __float__ = __int__ = __bool__ = __len__ = __iter__ = _no_value
+    __hash__ = object.__hash__
+
+    def _apply(name, fn, swap=False):
+        def method(self, *other):
+            args = [*other, self] if swap else [self, *other]
+            return Operation(fn, name)(args)
+        method.__name__ = name
+        return method
+
+    __add__, __radd__ = _apply("add", operator.add), _apply("add", operator.add, True)
+    __sub__, __rsub__ = _apply("subtract", operator.sub), _apply("subtract", operator.sub, True)
+    __mul__, __rmul__ = _apply("multiply", operator.mul), _apply("multiply", operator.mul, True)
+    __truediv__, __rtruediv__ = _apply("divide", operator.truediv), _apply("divide", operator.truediv, True)
+    __matmul__, __rmatmul__ = _apply("matmul", operator.matmul), _apply("matmul", operator.matmul, True)
+    __pow__, __neg__ = _apply("power", operator.pow), _apply("negative", operator.neg)
+    __getitem__ = _apply("get_item", operator.getitem)
+    del _apply
+
+
+class Operation(Layer):
+    """An operator used on symbolic tensors (``x + shortcut``, ``2 * h``, ``h[:, 0]``), as a graph step.
+
+    Keras 3 lets the functional API use operators on symbolic tensors; each
+    becomes one step of the model, named after the op (``add``,
+    ``multiply``, ``get_item`` ...), with no weights and no casting.
+    """
+
+    _autocast = False
+
+    def __init__(self, fn, op_name, **kwargs):
+        super().__init__(name=kwargs.pop("name", None) or unique_name(op_name), **kwargs)
+        self.fn = fn
+
+    def call(self, inputs):
+        return self.fn(*inputs)
+
+
+class _SymbolicNode:
+    """One call of a layer on symbolic tensors: the layer, the arguments (with the symbolic tensors
+    in place) and the symbolic outputs. Creation order is a topological order."""
+
+    __slots__ = ("layer", "args", "kwargs", "inputs", "outputs", "flat_outputs", "index", "order")
+
+    def __init__(self, layer, args, kwargs, shapes_and_rebuild):
+        shapes, rebuild = shapes_and_rebuild
+        self.layer, self.args, self.kwargs = layer, tuple(args), dict(kwargs)
+        self.inputs = [t for t in flatten([list(args), dict(kwargs)])[0] if isinstance(t, KerasTensor)]
+        self.index = len(layer._inbound_nodes)
+        self.order = next(_node_order)
+        several = len(shapes) > 1
+        self.flat_outputs = []
+        for i, (shape, dtype) in enumerate(shapes):
+            name = layer.name if self.index == 0 else f"{layer.name}_{self.index}"
+            self.flat_outputs.append(KerasTensor(shape, dtype, f"{name}:{i}" if several else name, (self, i)))
+        self.outputs = rebuild(self.flat_outputs)
+        layer._inbound_nodes.append(self)
+        _symbolic_layers.add(layer)
+
+    def __repr__(self):
+        return f"<call {self.index} of {self.layer.name} on {[t.name for t in self.inputs]}>"
+
+
+class InputLayer(Layer):
+    """The layer behind :func:`Input`: it passes its input on, cast to its dtype."""
+
+    _autocast = False
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, name=None, batch_shape=None):
+        super().__init__(name=name or unique_name("input_layer"))
+        if batch_shape is None:
+            if shape is None:
+                raise ValueError("Input: give the shape of one sample, e.g. Input(shape=(784,)).")
+            if isinstance(shape, (int, np.integer)):
+                shape = (shape,)
+            batch_shape = (batch_size, *shape)
+        try:
+            batch_shape = tuple(None if s is None else int(s) for s in batch_shape)
+        except (TypeError, ValueError):
+            raise TypeError(f"Input: shape must be a tuple of ints (None for any size), got {shape!r}.") from None
+        if any(s is not None and s < 0 for s in batch_shape):
+            raise ValueError(f"Input: sizes must be non-negative, got {batch_shape[1:]}.")
+        self._explicit_dtype = dtype is not None
+        self.dtype = np.dtype(dtype or floatx()).name
+        if np.dtype(self.dtype).kind not in "fiub":
+            raise TypeError(f"Input: dtype must be numeric, got {self.dtype!r}.")
+        self.batch_shape = batch_shape
+        self.built = True
+        node = _SymbolicNode(self, (), {}, ([(batch_shape, self.dtype)], _only))
+        self._tensor = node.outputs
+
+    def call(self, inputs):
+        return inputs
+
+    def _convert(self, x):
+        if isinstance(x, Tensor):
+            return cast(x, self.dtype) if x.dtype != self.dtype and self._explicit_dtype else x
+        return constant(np.asarray(x), dtype=self.dtype if self._explicit_dtype or
+                        np.asarray(x).dtype.kind not in "f" else None)
+
+
+def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None) -> KerasTensor:
+    """A symbolic input: ``x = Input(shape=(784,))``, then call layers on ``x`` (Keras' functional API).
+
+    Args:
+        shape: the shape of one sample, without the batch axis (``None``
+            for a size that may vary, e.g. ``(None, 8)`` for sequences).
+        batch_size: a fixed batch size (default: any).
+        dtype: the dtype the model casts this input to (default
+            :func:`floatx`; use ``"int32"`` for indices fed to ``Embedding``).
+        name: the name of the input (and of its ``InputLayer``).
+
+    As the first entry of ``Sequential([Input((4,)), ...])`` it gives the
+    model its input shape, so the model is built at once.
+    """
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name, batch_shape=batch_shape)._tensor
+
+
 class InputSpec:
-    """What ``adv.layers.Input(shape)`` returns: the input shape for a Sequential model."""
+    """An input shape for a Sequential model (kept for old code; ``Input(shape)`` does the same)."""
 
     def __init__(self, shape, dtype=None, name=None):
         self.shape = (None,) + tuple(shape)
@@ -360,17 +806,61 @@ class InputSpec:
         self.name = name
 
     def __repr__(self):
-        return f"<Input shape={self.shape}>"
-
-
-def Input(shape, dtype=None, name=None) -> InputSpec:
-    """Declare the input shape (without the batch axis) as the first entry of a Sequential."""
-    return InputSpec(shape, dtype, name)
+        return f"<InputSpec shape={self.shape}>"
 
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
+def _only(new):
+    return new[0]
+
+
+_PLAIN = frozenset({Tensor, Variable, np.ndarray, bool, int, float, str, type(None)})
+
+
+def _has_symbolic(args, kwargs) -> bool:
+    for a in itertools.chain(args, kwargs.values()) if kwargs else args:
+        if type(a) in _PLAIN:
+            continue
+        if isinstance(a, KerasTensor):
+            return True
+        if isinstance(a, (list, tuple, dict)) and any(isinstance(t, KerasTensor) for t in flatten(a)[0]):
+            return True
+    return False
+
+
+def _symbolic_shapes(obj):
+    if isinstance(obj, KerasTensor):
+        return obj.shape
+    if isinstance(obj, (list, tuple)):
+        return [_symbolic_shapes(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _symbolic_shapes(v) for k, v in obj.items()}
+    return None
+
+
+def _describe_symbolic(args, kwargs) -> str:
+    leaves = [t for t in flatten([list(args), dict(kwargs)])[0] if isinstance(t, KerasTensor)]
+    parts = [f"{t.name} of shape {t.shape} ({t.dtype})" for t in leaves]
+    return ("the symbolic input " if len(parts) == 1 else "the symbolic inputs ") + ", ".join(parts)
+
+
+def _placeholders(structure, size):
+    """The structure with each symbolic tensor replaced by a constant batch (unknown sizes -> ``size``)."""
+    leaves, rebuild = flatten(structure)
+    out = []
+    for t in leaves:
+        if isinstance(t, KerasTensor):
+            shape = tuple(size if s is None else s for s in t.shape)
+            kind = np.dtype(t.dtype).kind
+            out.append(constant(np.zeros(shape, t.dtype) if kind in "iub" else np.ones(shape, t.dtype)))
+        else:
+            out.append(t)
+    args, kwargs = rebuild(out)
+    return args, kwargs
+
+
 def _shapes(obj):
     if isinstance(obj, (Tensor, np.ndarray)):
         return tuple(obj.shape)
@@ -407,4 +897,3 @@ def _unique(items):
             seen.add(id(v))
             out.append(v)
     return out
-
