@@ -13,9 +13,12 @@ its inputs and the line of user code that made it (like PyTorch's
 ``torch.autograd.detect_anomaly``). numpy's own "divide by zero" warnings are
 silenced inside the block: the error says it better.
 
-Outside the block nothing is checked: the engine tests one attribute
-(``engine.state.anomaly``) per op and per backward walk, and calls the
-detector only when a block has set it.
+The block is per thread (like tapes): it checks the ops run in the thread
+that entered it; other threads run unchecked.
+
+Outside the block nothing is checked: the engine tests one global count of
+threads inside a block per op, then this thread's ``engine.state.anomaly``,
+and calls the detector only when a block has set it.
 """
 from __future__ import annotations
 
@@ -171,8 +174,10 @@ def detect_anomaly(forward: bool = True, backward: bool = True):
     state = engine.state
     outer = state.anomaly
     state.anomaly = _Detector(forward, backward)
+    engine._count_anomaly_thread(1)
     try:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             yield state.anomaly
     finally:
         state.anomaly = outer
+        engine._count_anomaly_thread(-1)

@@ -22,12 +22,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import types
 from typing import Callable
 
 import numpy as np
 
 from . import errors
-from .tensor import Tensor, Variable, as_tensor
+from .tensor import Tensor, Variable, _ids, as_tensor
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -99,11 +101,14 @@ class Rule:
 # Recording state
 # ---------------------------------------------------------------------------
 class Config:
-    """Switches that trade information for speed.
+    """Switches that trade information for speed, shared by every thread.
 
     ``capture_locations``: remember the ``file:line`` of the user code that
     made each recorded op (on by default: it is what lets a diagnosis point
     at your line).
+
+    Unlike the recording state (:data:`state`, one per thread), ``config`` is
+    global: setting a switch in one thread changes it for all of them.
     """
 
     def __init__(self):
@@ -116,7 +121,16 @@ class Config:
 config = Config()
 
 
-class _State:
+class _State(threading.local):
+    """What the engine is doing, one copy per thread (TensorFlow's tapes are thread-local too).
+
+    A tape opened in one thread records the ops run in that thread only:
+    each thread has its own list of recording tapes, entered tapes, name
+    scope, shared location, lineage switch and anomaly detector. A new
+    thread starts with nothing recording, no scope, lineage on and no
+    anomaly detection. ``config`` is the one global switchboard.
+    """
+
     def __init__(self):
         self.recording: list = []   # tapes that record now, innermost last
         self.entered: list = []     # tapes inside whose `with` block we are
@@ -128,6 +142,15 @@ class _State:
 
 
 state = _State()
+_anomaly_threads = 0        # how many threads run detect_anomaly(): apply skips the per-thread look-up at 0
+_anomaly_lock = threading.Lock()
+
+
+def _count_anomaly_thread(delta: int) -> None:
+    """``detect_anomaly`` blocks entered (+1) and left (−1), over all threads."""
+    global _anomaly_threads
+    with _anomaly_lock:
+        _anomaly_threads += delta
 
 
 class Node:
@@ -149,10 +172,7 @@ class Node:
     @property
     def location(self):
         """``(filename, lineno)`` of the user code that made this op, or None."""
-        where = self._where
-        if where is not None and not isinstance(where[0], str):
-            where = self._where = resolve_location(where)
-        return where
+        return resolve_location(self._where)
 
     def output(self) -> Tensor:
         """The output as a tensor (same identity as the one user code holds)."""
@@ -161,6 +181,83 @@ class Node:
     def __repr__(self):
         ins = ", ".join(f"#{t._id}" for t in self.inputs)
         return f"<Node #{self.out_id} = {self.rule.name}({ins})>"
+
+
+class Released(np.ndarray):
+    """Stands in for a value that a record let go of: the right shape and dtype, NaN, no memory.
+
+    A non-persistent tape answers one gradient call; after it, its records
+    drop the values they saved for the backward pass (as TensorFlow's tapes
+    do), so a step's activations and the weights it read are freed as soon
+    as the user lets go of them. The records themselves stay, light, so
+    ``tape.explain`` still follows the history (ids, ops, lines, shapes).
+    """
+
+
+_released_arrays: dict = {}
+
+
+def released_array(dtype, shape) -> Released:
+    """A shared, read-only :class:`Released` array of ``shape`` and ``dtype`` (zero strides)."""
+    key = (dtype, shape)
+    arr = _released_arrays.get(key)
+    if arr is None:
+        if len(_released_arrays) > 4096:
+            _released_arrays.clear()
+        fill = np.array(np.nan if dtype.kind in "fc" else 0, dtype=dtype)
+        arr = _released_arrays[key] = np.broadcast_to(fill, shape).view(Released)
+    return arr
+
+
+def holds_values(node) -> bool:
+    """Does ``node`` still hold the values it saved (False once its tape released the large ones)?"""
+    return type(node.out) is not Released and all(type(t._value) is not Released for t in node.inputs)
+
+
+KEEP_SIZE = 256   # values up to this many entries stay when a record is released: tiny, and explain compares them
+
+
+def release(nodes, serial: int, also_done=None) -> None:
+    """Drop the large values ``nodes`` saved (more than :data:`KEEP_SIZE` entries): they become :class:`Released`.
+
+    Only the records made by tape ``serial`` alone, or by tapes that are all
+    done (``also_done(serials)``), are released: another live tape may still
+    walk the others.
+
+    An input tensor with a large value is replaced in the record by a
+    stand-in with the same id, name, shape, dtype and history (``_node``),
+    so the diagnosis can still follow it. Tensors the user holds are not
+    touched: only the records' references go. Small values stay (they cost
+    less than the stand-in) so a walk over many tiny ops pays little.
+    """
+    stand_ins: dict = {}
+    mine = (serial,)
+    for node in nodes:
+        if node.tapes == mine or (also_done is not None and also_done(node.tapes)):
+            _release_node(node, stand_ins)
+
+
+def _release_node(node, stand_ins: dict) -> None:
+    """:func:`release` for one record; ``stand_ins`` shares one stand-in per tensor id."""
+    keep = KEEP_SIZE
+    out = node.out
+    if out.size > keep and type(out) is not Released:
+        node.out = released_array(out.dtype, out.shape)
+    for t in node.inputs:
+        if t._value.size > keep and type(t._value) is not Released:
+            break
+    else:
+        return
+    new_inputs = []
+    for t in node.inputs:
+        v = t._value
+        if v.size > keep and type(v) is not Released:
+            s = stand_ins.get(t._id)
+            if s is None:
+                s = stand_ins[t._id] = _alias(t._id, released_array(v.dtype, v.shape), t._node, t.name)
+            t = s
+        new_inputs.append(t)
+    node.inputs = tuple(new_inputs)
 
 
 def user_frame(skip: int = 0):
@@ -313,51 +410,113 @@ def call(rule: Rule, *args, **params) -> Tensor:
 
 
 def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
-    """Run ``rule`` forward on tensors and record it where a tape tracks an input."""
+    """Run ``rule`` forward on tensors and record it where a tape tracks an input.
+
+    This runs for every op, so it is written flat: one look-up of this
+    thread's state, the output tensor made in place, the one-tape case
+    without a loop.
+    """
     try:
-        if len(inputs) == 2:
-            out = rule.forward(inputs[0]._value, inputs[1]._value, **params)
-        elif len(inputs) == 1:
-            out = rule.forward(inputs[0]._value, **params)
-        else:
+        if params:
             out = rule.forward(*[t._value for t in inputs], **params)
+        elif len(inputs) == 2:
+            out = rule.forward(inputs[0]._value, inputs[1]._value)
+        elif len(inputs) == 1:
+            out = rule.forward(inputs[0]._value)
+        else:
+            out = rule.forward(*[t._value for t in inputs])
     except (ValueError, TypeError, IndexError) as exc:
         raise errors.op_failed(rule, inputs, params, exc) from None
-    y = Tensor._wrap(out)
-    if state.anomaly is not None:
-        state.anomaly.forward(rule, inputs, y)
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    y = _new(Tensor)
+    y._value = out
+    y._id = y_id = next(_ids)
+    y.name = None
+    y._node = None              # set below when the op is recorded or has history
+    y._lineage = False
+    st = state
+    if _anomaly_threads and st.anomaly is not None:
+        st.anomaly.forward(rule, inputs, y)
+    recording = st.recording
     recorders = None
-    for tape in state.recording:
-        if tape._tracks_any(inputs):
-            if recorders is None:
-                recorders = [tape]
-            else:
-                recorders.append(tape)
-    if not recorders:
-        if not state.lineage:
+    if recording:
+        if len(recording) == 1:
+            tape = recording[0]
+            tracked = tape._tracked
+            for t in inputs:
+                if t._id in tracked:
+                    recorders = recording
+                elif type(t) is Variable and t.trainable and tape.watch_accessed_variables and \
+                        t._value.dtype.kind in "fc":
+                    tape._watch_one(t)
+                    recorders = recording
+        else:
+            for tape in recording:
+                if tape._tracks_any(inputs):
+                    recorders = (tape,) if recorders is None else recorders + (tape,)
+    if recorders is None:
+        if not st.lineage:
             return y
         for t in inputs:
             if t._lineage:
                 break
         else:
             return y
+    heavy = out.size > KEEP_SIZE
     for t in inputs:
         if type(t) is Variable:
-            inputs = tuple([Tensor._alias(v._id, v._value, None, v.name) if type(v) is Variable else v
+            inputs = tuple([_alias(v._id, v._value, None, v.name) if type(v) is Variable else v
                             for v in inputs])
+            heavy = heavy or any(t._value.size > KEEP_SIZE for t in inputs)
             break
-    y_id = y._id
-    node = Node(rule, inputs, params, y_id, out if type(out) is np.ndarray else y._value,
-                state.location or (user_frame() if config.capture_locations else None),
-                state.scope_path, (recorders[0].serial,) if recorders and len(recorders) == 1
-                else tuple([tape.serial for tape in recorders or ()]))
-    y._node = node
-    y._lineage = True
-    if recorders:
+    where = st.location
+    if where is None and config.capture_locations:
+        # user_frame()'s first guess, inlined: the frame above the usual last package frame
+        try:
+            f = _getframe(_last_depth - 2)
+            if _internal_file.get(f.f_code.co_filename) is True:
+                f = f.f_back
+                code = f.f_code
+                if _internal_file.get(code.co_filename) is False:
+                    where = (code, f.f_lasti)
+        except (ValueError, AttributeError):
+            pass
+        if where is None:
+            where = user_frame()
+    node = _new(Node)
+    node.rule = rule
+    node.inputs = inputs
+    node.params = params or _NO_PARAMS
+    node.out_id = y_id
+    node.out = out
+    node._where = where
+    node.scope = st.scope_path
+    if recorders is None:
+        node.tapes = ()
+    elif len(recorders) == 1:
+        tape = recorders[0]
+        node.tapes = tape._serials
+        tape._nodes.append(node)
+        tape._tracked.add(y_id)
+        if heavy:
+            tape._heavy = True
+    else:
+        node.tapes = tuple([t.serial for t in recorders])
         for tape in recorders:
             tape._nodes.append(node)
             tape._tracked.add(y_id)
+            if heavy:
+                tape._heavy = True
+    y._node = node
+    y._lineage = True
     return y
+
+
+_new = object.__new__
+_NO_PARAMS = types.MappingProxyType({})    # one shared, read-only empty params for the many ops without any
+_alias = Tensor._alias
+_getframe = sys._getframe
 
 
 def left_the_tape(tensor: Tensor, how: str) -> None:
@@ -433,50 +592,97 @@ def _values(inputs):
     return [t._value for t in inputs]
 
 
-def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None) -> dict:
+def _plan(nodes, sources: set) -> tuple[set, list]:
+    """:func:`reachable`, with each path node's inputs that carry a gradient.
+
+    Returns ``(reach, plan)`` where ``plan`` lists ``(node, live)`` in
+    record order and ``live`` holds ``(i, input id, input shape, vjp)`` for
+    the inputs in ``reach`` that have a VJP: all the backward walk needs to
+    look at (ids and shapes, not the tensors: the plan holds no values).
+    """
+    reach = set(sources)
+    plan = []
+    append, add = plan.append, reach.add
+    floating = _FLOATING
+    for node in nodes:
+        if node.out.dtype not in floating and node.out.dtype.kind not in "fc":
+            continue
+        live = None
+        i = 0
+        for t in node.inputs:
+            tid = t._id
+            if tid in reach:
+                vjp = node.rule.spec(i).vjp
+                if vjp is not None:
+                    if live is None:
+                        live = [(i, tid, t._value.shape, vjp)]
+                    else:
+                        live.append((i, tid, t._value.shape, vjp))
+            i += 1
+        if live is not None:
+            add(node.out_id)
+            append((node, live))
+    return reach, plan
+
+
+_FLOATING = frozenset(np.dtype(k) for k in ("float16", "float32", "float64", "complex64", "complex128"))
+
+
+def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, free: int | None = None) -> dict:
     """Reverse-mode walk: ``{id: gradient}`` for every id on a path to ``seeds``.
 
     ``seeds`` maps target ids to upstream gradients of shape ``batch +
     target.shape`` (numpy arrays, or tensors when a tape records the walk).
     Gradients of ids not in ``sources`` are dropped once used, unless
     ``on_step(node, g, contributions)`` is given (it sees every step).
+    ``free``: the serial of a non-persistent tape whose walk this is; each
+    of its records (made by it alone) lets go of its large values as soon
+    as the walk is past it, so activations are freed during the walk, not
+    after it (as PyTorch does).
     """
     if state.anomaly is not None:
-        return state.anomaly.backward(nodes, seeds, sources, on_step)
-    reach, path = reachable(nodes, sources)
+        return state.anomaly.backward(nodes, seeds, sources, on_step)   # checks every step: frees after
+    reach, plan = _plan(nodes, sources)
     recorded = bool(state.recording)
     grads = {k: v for k, v in seeds.items() if k in reach}
     keep_all = on_step is not None
-    for node in reversed(path):
-        g = grads.get(node.out_id)
+    get, pop = grads.get, grads.pop
+    mine, stand_ins = (free,), {}
+    for node, live in reversed(plan):
+        oid = node.out_id
+        g = get(oid) if keep_all or oid in sources else pop(oid, None)
         if g is None:
             continue
-        if not keep_all and node.out_id not in sources:
-            del grads[node.out_id]
         rule, params, inputs = node.rule, node.params, node.inputs
         if recorded:
             xs, y = inputs, node.output()
         else:
-            xs, y = _values(inputs), node.out
+            n = len(inputs)
+            xs = (inputs[0]._value, inputs[1]._value) if n == 2 else (inputs[0]._value,) if n == 1 else \
+                [t._value for t in inputs]
+            y = node.out
         contributions = [] if keep_all else None
-        specs, variadic = rule.inputs, rule.variadic
-        for i, t in enumerate(inputs):
-            if t._id not in reach:      # reach holds only float tensors that lead to a source
-                continue
-            vjp = specs[0 if variadic else i].vjp
-            if vjp is None:
-                continue
-            gi = vjp(g, y, *xs, i=i, **params) if variadic else vjp(g, y, *xs, **params)
+        variadic, elementwise = rule.variadic, rule.elementwise
+        for i, tid, shape, vjp in live:
+            if variadic:
+                gi = vjp(g, y, *xs, i=i, **params)
+            elif params:
+                gi = vjp(g, y, *xs, **params)
+            else:
+                gi = vjp(g, y, *xs)
             if gi is None:
                 continue
-            if rule.elementwise and gi.shape != t._value.shape:
-                gi = unbroadcast(gi, t._value.shape, y.ndim)
-            prev = grads.get(t._id)
-            grads[t._id] = gi if prev is None else prev + gi
+            if elementwise and gi.shape != shape:
+                gi = unbroadcast(gi, shape, y.ndim)
+            prev = get(tid)
+            grads[tid] = gi if prev is None else prev + gi
             if keep_all:
                 contributions.append((i, gi))
         if keep_all:
             on_step(node, g, contributions)
+        elif free is not None and node.tapes == mine:
+            xs = y = g = gi = None
+            _release_node(node, stand_ins)
     return grads
 
 

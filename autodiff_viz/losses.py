@@ -13,12 +13,23 @@ Keras); loss classes apply a ``reduction`` (default
 
 Numerical stability: from logits, binary cross-entropy is
 ``softplus(z) − y·z`` and categorical cross-entropy uses ``log_softmax``,
-so no logit is too large (no ``inf``, no NaN). From probabilities, values are
-clipped to ``[ε, 1 − ε]`` with ``ε = 1e-7`` before the log, exactly as Keras
-does (so the gradient is zero for probabilities beyond the clip: prefer
-logits).
+so no logit is too large (no ``inf``, no NaN).
+
+With ``from_logits=False`` the prediction is usually the output of a
+``sigmoid`` or ``softmax`` (``Dense(1, activation="sigmoid")``). Then, as
+Keras does, the loss reads the logits ``z`` from the op that made the
+prediction and uses the stable form above: no clipping, so
+``BinaryCrossentropy()([[0]], sigmoid([[20.]]))`` is 20 (not 16.1) and its
+gradient with respect to ``z`` is ``σ(z) − y ≈ 1`` (not 0). The gradient then
+flows to ``z`` without passing through the activation's output.
+
+Other probabilities (made some other way, or a numpy array) are clipped to
+``[ε, 1 − ε]`` with ``ε = 1e-7`` before the log, exactly as Keras does (so
+the gradient is zero for probabilities beyond the clip: prefer logits).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -26,16 +37,32 @@ from . import engine, nn, ops
 from .tensor import Tensor, constant
 
 EPSILON = 1e-7
-REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "none", None)
+REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
 
 
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
+def _numbers(value, what: str, dtype=None) -> np.ndarray:
+    """``value`` as a numeric numpy array, or a ``TypeError``/``ValueError`` that names ``what`` and the fix."""
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        ragged = "inhomogeneous" in str(exc)
+        raise (ValueError if ragged else TypeError)(
+            f"{what} must be numbers in a rectangular array (a numpy array, a tensor or nested lists of "
+            f"equal length), got {type(value).__name__} {value!r:.60}"
+            + (": its rows have different lengths." if ragged else f" ({str(exc).rstrip('.')}).")) from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be numbers (bool, integer or float), got {arr.dtype} from "
+                        f"{type(value).__name__} {value!r:.60}.")
+    return arr
+
+
 def _pred(y_pred) -> Tensor:
     if isinstance(y_pred, Tensor):
         return y_pred
-    arr = np.asarray(y_pred)
+    arr = _numbers(y_pred, "y_pred")
     return constant(arr if arr.dtype.kind == "f" else arr.astype("float64"))
 
 
@@ -43,7 +70,20 @@ def _target(y_true, like: Tensor) -> Tensor:
     """The labels as a tensor of the prediction's dtype."""
     if isinstance(y_true, Tensor):
         return y_true if y_true.dtype == like.dtype else ops.cast(y_true, like.dtype)
-    return constant(np.asarray(y_true, dtype=like.dtype))
+    return constant(_numbers(y_true, "y_true").astype(like.dtype, copy=False))
+
+
+def _flag(value, what: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def _smoothing(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or \
+            not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"label_smoothing must be a number in [0, 1], got {value!r}.")
+    return float(value)
 
 
 def _same_rank(y_true: Tensor, y_pred: Tensor, what: str):
@@ -59,9 +99,51 @@ def _same_rank(y_true: Tensor, y_pred: Tensor, what: str):
     return y_true, y_pred
 
 
+def _logits_of(y_pred: Tensor, op: str, axis=None):
+    """The logits ``z`` when ``y_pred`` is ``op(z)`` (``"sigmoid"`` or ``"softmax"``), else None.
+
+    Keras does the same (it keeps the logits on the activation's output).
+    Read from the record of the op that made ``y_pred``; not used when
+    that record no longer holds values (a released tape), when the softmax
+    ran over another axis, or when a recording tape tracks ``y_pred`` but not
+    ``z`` (``tape.watch`` on the probabilities: then the loss must depend on them).
+    """
+    node = y_pred._node
+    if node is None or node.rule.name != op or not engine.holds_values(node):
+        return None
+    if op == "softmax":
+        ndim = y_pred.ndim
+        if node.params.get("axis") != ((axis if axis < 0 else axis - ndim),):
+            return None
+    z = node.inputs[0]
+    for tape in engine.state.recording:
+        tracked = tape._tracked
+        if y_pred._id in tracked and z._id not in tracked:
+            return None
+    return z
+
+
 # ---------------------------------------------------------------------------
 # Per-sample functions
 # ---------------------------------------------------------------------------
+def _named_scope(fn):
+    """Run a loss function inside ``name_scope(<its name>)``: drawn as one box (not inside another loss's)."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def scoped(*args, **kwargs):
+        if engine.state.scope and engine.state.scope[-1] in _SCOPED:
+            return fn(*args, **kwargs)
+        with engine.name_scope(name):
+            return fn(*args, **kwargs)
+    _SCOPED.add(name)
+    return scoped
+
+
+_SCOPED: set = set()
+
+
+@_named_scope
 def mean_squared_error(y_true, y_pred):
     """``mean((y_true − y_pred)², axis=-1)``: one value per sample."""
     y_pred = _pred(y_pred)
@@ -69,6 +151,7 @@ def mean_squared_error(y_true, y_pred):
     return ops.mean(ops.square(y_pred - y_true), axis=-1)
 
 
+@_named_scope
 def mean_absolute_error(y_true, y_pred):
     """``mean(|y_true − y_pred|, axis=-1)``: one value per sample."""
     y_pred = _pred(y_pred)
@@ -76,16 +159,23 @@ def mean_absolute_error(y_true, y_pred):
     return ops.mean(ops.abs(y_pred - y_true), axis=-1)
 
 
+@_named_scope
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0):
     """``−mean(y·log p + (1 − y)·log(1 − p), axis=-1)``.
 
     With ``from_logits=True`` this is ``mean(softplus(z) − y·z)``, whose
-    gradient with respect to the logit is exactly ``sigmoid(z) − y``.
+    gradient with respect to the logit is exactly ``sigmoid(z) − y``. With
+    ``from_logits=False`` on the output of ``sigmoid(z)``, the same form on
+    ``z`` (Keras; see the module docstring).
     """
     y_pred = _pred(y_pred)
     y_true, y_pred = _same_rank(_target(y_true, y_pred), y_pred, "binary_crossentropy")
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if not from_logits:
+        logits = _logits_of(y_pred, "sigmoid")
+        if logits is not None:
+            y_pred, from_logits = logits, True
     if from_logits:
         per_entry = nn.softplus(y_pred) - y_true * y_pred
     else:
@@ -94,11 +184,14 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0):
     return ops.mean(per_entry, axis=-1)
 
 
+@_named_scope
 def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     """``−Σ y·log p`` over the class axis, for one-hot (or soft) labels.
 
     From probabilities, ``p`` is first normalised to sum to one and clipped
-    (Keras); from logits, ``log p = log_softmax(z)``.
+    (Keras); from logits, ``log p = log_softmax(z)``. The output of
+    ``softmax(z)`` over ``axis`` counts as logits ``z`` (Keras; see the
+    module docstring).
     """
     y_pred = _pred(y_pred)
     y_true = _target(y_true, y_pred)
@@ -109,6 +202,10 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
                          f"{y_pred.shape}; they must be equal (one-hot labels).{hint}")
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + label_smoothing / y_pred.shape[axis]
+    if not from_logits:
+        logits = _logits_of(y_pred, "softmax", axis)
+        if logits is not None:
+            y_pred, from_logits = logits, True
     if from_logits:
         log_p = nn.log_softmax(y_pred, axis=axis)
     else:
@@ -117,10 +214,11 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     return -ops.sum(y_true * log_p, axis=axis)
 
 
+@_named_scope
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     """``−log p[label]`` for integer class labels of shape ``(batch,)`` or ``(batch, 1)``."""
     y_pred = _pred(y_pred)
-    labels = np.asarray(y_true._value if isinstance(y_true, Tensor) else y_true)
+    labels = _numbers(y_true._value if isinstance(y_true, Tensor) else y_true, "sparse_categorical_crossentropy: labels")
     if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
         labels = labels[..., 0]
     if labels.shape != y_pred.shape[:-1]:
@@ -151,10 +249,13 @@ class Loss:
     """A per-sample loss function plus a reduction, as ``keras.losses.Loss``.
 
     Args:
-        reduction: ``"sum_over_batch_size"`` (default: sum of the weighted
-            per-sample losses divided by their number, i.e. the mean),
-            ``"sum"``, ``"mean"`` (divided by the sum of the sample weights)
-            or ``None`` / ``"none"`` (one value per sample).
+        reduction: ``"sum_over_batch_size"`` (default) and ``"mean"``: the
+            sum of the weighted per-sample losses divided by their number
+            (Keras 3: ``"mean"`` is the same, it does not divide by the
+            weights); ``"mean_with_sample_weight"``: divided by the sum of
+            the sample weights (a weighted average); ``"sum"``; ``None`` /
+            ``"none"``: one value per sample. A division by zero gives 0
+            (Keras' ``divide_no_nan``).
         name: shown in logs.
     """
 
@@ -172,7 +273,7 @@ class Loss:
         return self.fn(y_true, y_pred, **self.fn_kwargs)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        with engine.shared_location(engine.is_package_code(type(self).call)):
+        with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
             losses = self.call(y_true, y_pred)
             return reduce(losses, self.reduction, sample_weight)
 
@@ -182,10 +283,12 @@ class Loss:
 
 
 def reduce(losses: Tensor, reduction="sum_over_batch_size", sample_weight=None) -> Tensor:
-    """Apply a Keras reduction to per-sample losses (optionally weighted)."""
+    """Apply a Keras 3 reduction to per-sample losses (optionally weighted); see :class:`Loss`."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"Unknown reduction {reduction!r}; use one of {REDUCTIONS}.")
     if sample_weight is not None:
-        w = np.asarray(sample_weight._value if isinstance(sample_weight, Tensor) else sample_weight,
-                       dtype=losses.dtype)
+        w = _numbers(sample_weight._value if isinstance(sample_weight, Tensor) else sample_weight,
+                     "sample_weight").astype(losses.dtype, copy=False)
         while w.ndim > losses.ndim and w.shape[-1] == 1:
             w = w[..., 0]
         try:
@@ -199,9 +302,11 @@ def reduce(losses: Tensor, reduction="sum_over_batch_size", sample_weight=None) 
     total = ops.sum(losses)
     if reduction == "sum":
         return total
-    if reduction == "mean" and sample_weight is not None:
-        return total / max(float(np.sum(np.broadcast_to(w, losses.shape))), EPSILON)
-    return total / max(losses.size, 1)
+    if reduction == "mean_with_sample_weight" and sample_weight is not None:
+        divisor = float(np.sum(w))
+    else:
+        divisor = float(losses.size)
+    return total / divisor if divisor else total * 0.0
 
 
 class MeanSquaredError(Loss):
@@ -217,21 +322,22 @@ class MeanAbsoluteError(Loss):
 class BinaryCrossentropy(Loss):
     def __init__(self, from_logits=False, label_smoothing=0.0, reduction="sum_over_batch_size",
                  name="binary_crossentropy"):
-        super().__init__(binary_crossentropy, reduction, name, from_logits=from_logits,
-                         label_smoothing=label_smoothing)
+        super().__init__(binary_crossentropy, reduction, name, from_logits=_flag(from_logits, "from_logits"),
+                         label_smoothing=_smoothing(label_smoothing))
 
 
 class CategoricalCrossentropy(Loss):
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="sum_over_batch_size",
                  name="categorical_crossentropy"):
-        super().__init__(categorical_crossentropy, reduction, name, from_logits=from_logits,
-                         label_smoothing=label_smoothing, axis=axis)
+        super().__init__(categorical_crossentropy, reduction, name, from_logits=_flag(from_logits, "from_logits"),
+                         label_smoothing=_smoothing(label_smoothing), axis=axis)
 
 
 class SparseCategoricalCrossentropy(Loss):
     def __init__(self, from_logits=False, axis=-1, reduction="sum_over_batch_size",
                  name="sparse_categorical_crossentropy"):
-        super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits, axis=axis)
+        super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=_flag(from_logits, "from_logits"),
+                         axis=axis)
 
 
 _BY_NAME = {

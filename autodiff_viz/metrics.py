@@ -74,6 +74,18 @@ class MeanMetricWrapper(Mean):
 _BY_NAME = {f.__name__: f for f in (binary_accuracy, categorical_accuracy, sparse_categorical_accuracy)}
 
 
+def check(identifier) -> None:
+    """Raise now (as ``compile`` should) if ``identifier`` can never be a metric; ``get`` resolves it later."""
+    if isinstance(identifier, Mean) or callable(identifier):
+        return
+    if isinstance(identifier, str):
+        if identifier.lower() in ("accuracy", "acc") or identifier.lower() in _BY_NAME:
+            return
+        raise ValueError(f"Unknown metric {identifier!r}. Use 'accuracy', one of {sorted(_BY_NAME)}, "
+                         "or a function f(y_true, y_pred) returning one value per sample.")
+    raise TypeError(f"A metric must be a name or a function, got {type(identifier).__name__}.")
+
+
 def get(identifier, y_true=None, y_pred=None) -> MeanMetricWrapper:
     """A metric from a name, a function ``fn(y_true, y_pred) -> per-sample values``, or a metric object.
 
@@ -82,6 +94,7 @@ def get(identifier, y_true=None, y_pred=None) -> MeanMetricWrapper:
     if isinstance(identifier, Mean):
         return identifier
     if isinstance(identifier, str):
+        check(identifier)
         key = identifier.lower()
         if key in ("accuracy", "acc"):
             if y_true is None or y_pred is None:
@@ -94,9 +107,6 @@ def get(identifier, y_true=None, y_pred=None) -> MeanMetricWrapper:
             else:
                 fn = categorical_accuracy
             return MeanMetricWrapper(fn, name=identifier)
-        if key not in _BY_NAME:
-            raise ValueError(f"Unknown metric {identifier!r}. Use 'accuracy', one of {sorted(_BY_NAME)}, "
-                             "or a function f(y_true, y_pred) returning one value per sample.")
         return MeanMetricWrapper(_BY_NAME[key], name=identifier)
     if callable(identifier):
         return MeanMetricWrapper(identifier)

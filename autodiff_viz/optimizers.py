@@ -18,16 +18,49 @@ part of any graph (as in Keras, where it runs outside the tape).
 ``learning_rate`` is a number, or a schedule: a callable of the step count
 (``lambda step: 0.1 * 0.5 ** (step // 100)``, or :class:`ExponentialDecay`),
 or a callable with no arguments (Keras 3's convention).
+
+``weight_decay`` (every optimizer, as Keras 3) is *decoupled* weight decay:
+before the update, ``w ← w − lr·wd·w`` for every variable that has a
+gradient (not an L2 term in the loss: Adam with ``weight_decay`` is AdamW).
+``exclude_from_weight_decay`` leaves variables out (biases, norms).
 """
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 
 import numpy as np
 
 from .tape import GradientTape
 from .tensor import Tensor, Variable
+
+
+def _real(value) -> bool:
+    """A finite real number (not a bool, not a string)?"""
+    return (not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+            and bool(np.isfinite(value)))
+
+
+def _hyper(owner: str, name: str, value, low: float, high: float | None = None, high_open=False) -> float:
+    """``value`` as a float in ``[low, high]`` (``[low, high)`` with ``high_open``), or a ValueError naming it."""
+    if not _real(value) or value < low or (high is not None and (value >= high if high_open else value > high)):
+        span = f"in [{low}, {high}{')' if high_open else ']'}" if high is not None else f">= {low}"
+        raise ValueError(f"{owner}: {name} must be a number {span}, got {value!r}.")
+    return float(value)
+
+
+_BLOCK = 1 << 16
+
+
+def _subtract_scaled(w: np.ndarray, g: np.ndarray, lr: float) -> None:
+    """``w −= lr·g`` in place, in blocks: the temporary ``lr·g`` never exceeds 512 KB (float64)."""
+    if w.size <= _BLOCK or not w.flags.c_contiguous:
+        w -= lr * g
+        return
+    wf, gf = w.reshape(-1), np.ascontiguousarray(g).reshape(-1)
+    for start in range(0, wf.size, _BLOCK):
+        wf[start:start + _BLOCK] -= lr * gf[start:start + _BLOCK]
 
 
 class ExponentialDecay:
@@ -54,18 +87,39 @@ class Optimizer:
         clipnorm: clip each gradient to this L2 norm.
         clipvalue: clip each gradient entry to ``[-clipvalue, clipvalue]``.
         global_clipnorm: scale all gradients together so their joint norm is at most this.
+        weight_decay: decoupled weight decay (see the module docstring), or None.
     """
 
     slot_names: tuple = ()
 
-    def __init__(self, learning_rate=0.001, name=None, clipnorm=None, clipvalue=None, global_clipnorm=None):
+    def __init__(self, learning_rate=0.001, name=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 weight_decay=None):
         if clipnorm is not None and global_clipnorm is not None:
             raise ValueError("Give either clipnorm or global_clipnorm, not both.")
+        for what, value in (("clipnorm", clipnorm), ("clipvalue", clipvalue), ("global_clipnorm", global_clipnorm),
+                            ("weight_decay", weight_decay)):
+            if value is not None and (not _real(value) or value < 0):
+                raise ValueError(f"{type(self).__name__}: {what} must be None or a non-negative number, "
+                                 f"got {value!r}.")
         self.learning_rate = learning_rate
         self.name = name or type(self).__name__.lower()
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
+        self.weight_decay = None if weight_decay is None else float(weight_decay)
+        self._no_decay_ids: set = set()
+        self._no_decay_names: tuple = ()
         self.iterations = 0
         self._state: dict = {}
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None) -> None:
+        """Leave variables out of weight decay: these variables, or those whose name contains one of ``var_names``."""
+        self._no_decay_ids |= {v._id for v in (var_list or ())}
+        self._no_decay_names += tuple(str(n) for n in (var_names or ()))
+
+    def _decays(self, var) -> bool:
+        if var._id in self._no_decay_ids:
+            return False
+        name = var.name or ""
+        return not any(n in name for n in self._no_decay_names)
 
     # ----- learning rate ----------------------------------------------------
     @property
@@ -83,7 +137,7 @@ class Optimizer:
                 self._schedule_takes_step = len(inspect.signature(value).parameters) > 0
             except (TypeError, ValueError):
                 self._schedule_takes_step = True
-        elif not np.isscalar(value) or not np.isfinite(value) or value < 0:
+        elif not _real(value) or value < 0:
             raise ValueError(f"{type(self).__name__}: learning_rate must be a non-negative number or a "
                              f"schedule (a callable of the step), got {value!r}.")
         self._learning_rate = value
@@ -111,16 +165,29 @@ class Optimizer:
             grads = self._clipped([g for g, _ in pairs])
             lr = self.learning_rate
             step = self.iterations + 1
-            results = []
-            for g, var in zip(grads, [v for _, v in pairs]):
-                state = self._state.get(var._id)
-                if state is None:
-                    state = {k: np.zeros(var.shape, dtype=var.dtype) for k in self.slot_names}
-                new_value, new_state = self._step(var._value, g, state, lr, step)
-                results.append((var, new_value, new_state))
-            for var, new_value, new_state in results:
-                var._value = np.asarray(new_value, dtype=var.dtype)   # shapes were checked above
-                self._state[var._id] = new_state
+            wd = self.weight_decay
+            slots, states, step_fn = self.slot_names, self._state, self._step
+            for g, (_, var) in zip(grads, pairs):     # every pair was checked above: no failure from here on
+                if slots:
+                    state = states.get(var._id)
+                    if state is None:
+                        state = {k: np.zeros(var.shape, dtype=var.dtype) for k in slots}
+                else:
+                    state = None
+                delta, new_state = step_fn(g, state, lr, step)
+                w = var._value
+                if wd and self._decays(var):
+                    w = w - w * wd * lr
+                elif sys.getrefcount(w) > 3 or w.base is not None or not w.flags.writeable:
+                    w = w.copy()     # a record or a user holds the old value: it keeps it
+                # else only the variable holds its array: update it in place (no copy)
+                if delta is None:
+                    _subtract_scaled(w, g, lr)
+                else:
+                    w -= delta if delta.dtype == w.dtype else delta.astype(w.dtype)
+                var._value = w
+                if new_state is not None:
+                    states[var._id] = new_state
         self.iterations += 1
         return self.iterations
 
@@ -169,8 +236,14 @@ class Optimizer:
             grads = [g * scale for g in grads]
         return grads
 
-    def _step(self, w, g, state, lr, step):
-        """``(new_w, new_state)`` from numpy arrays; must not modify its arguments."""
+    def _step(self, g, state, lr, step):
+        """``(delta, new_state)`` from numpy arrays: the update is ``w ← w − delta``
+        (``delta`` None means ``lr·g``, applied without a full-size temporary).
+
+        Must not modify its arguments. The optimizer subtracts ``delta`` in
+        place when nothing but the variable holds its value (a recorded op
+        that read the variable, or a user's reference, keeps the old value).
+        """
         raise NotImplementedError
 
     def minimize(self, loss, var_list, tape=None):
@@ -211,19 +284,17 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
-        if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum}.")
-        self.momentum = float(momentum)
+        self.momentum = _hyper("SGD", "momentum", momentum, 0.0, 1.0)
         self.nesterov = bool(nesterov)
         self.slot_names = ("momentum",) if self.momentum else ()
 
-    def _step(self, w, g, state, lr, step):
+    def _step(self, g, state, lr, step):
         if not self.momentum:
-            return w - lr * g, state
+            return None, state
         v = self.momentum * state["momentum"] - lr * g
         if self.nesterov:
-            return w + self.momentum * v - lr * g, {"momentum": v}
-        return w + v, {"momentum": v}
+            return -(self.momentum * v - lr * g), {"momentum": v}
+        return -v, {"momentum": v}
 
 
 class RMSprop(Optimizer):
@@ -245,11 +316,14 @@ class RMSprop(Optimizer):
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
-        self.rho, self.momentum, self.epsilon, self.centered = float(rho), float(momentum), float(epsilon), bool(centered)
+        self.rho = _hyper("RMSprop", "rho", rho, 0.0, 1.0)
+        self.momentum = _hyper("RMSprop", "momentum", momentum, 0.0, 1.0)
+        self.epsilon = _hyper("RMSprop", "epsilon", epsilon, 0.0)
+        self.centered = bool(centered)
         self.slot_names = ("velocity",) + (("average_gradient",) if centered else ()) + (
             ("momentum",) if self.momentum else ())
 
-    def _step(self, w, g, state, lr, step):
+    def _step(self, g, state, lr, step):
         rho = self.rho
         new = {"velocity": rho * state["velocity"] + (1 - rho) * g * g}
         denominator = new["velocity"]
@@ -259,8 +333,8 @@ class RMSprop(Optimizer):
         increment = lr * g / np.sqrt(denominator + self.epsilon)
         if self.momentum:
             new["momentum"] = self.momentum * state["momentum"] + increment
-            return w - new["momentum"], new
-        return w - increment, new
+            return new["momentum"], new
+        return increment, new
 
 
 class Adam(Optimizer):
@@ -270,20 +344,29 @@ class Adam(Optimizer):
     ``v ← β₂·v + (1 − β₂)·g²``, ``α = lr·sqrt(1 − β₂ᵗ)/(1 − β₁ᵗ)`` and
     ``w ← w − α·m / (sqrt(v) + epsilon)``. This is the paper's "epsilon hat"
     form: the same as ``m̂ / (sqrt(v̂) + ε)`` with a slightly different ε.
+
+    ``amsgrad=True`` (Reddi et al., 2018, as Keras): keep ``v̂ ← max(v̂, v)``
+    and divide by ``sqrt(v̂)`` instead of ``sqrt(v)``, so the step size never
+    grows back when gradients shrink.
     """
 
-    slot_names = ("m", "v")
-
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
-        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+        self.beta_1 = _hyper("Adam", "beta_1", beta_1, 0.0, 1.0, high_open=True)
+        self.beta_2 = _hyper("Adam", "beta_2", beta_2, 0.0, 1.0, high_open=True)
+        self.epsilon = _hyper("Adam", "epsilon", epsilon, 0.0)
+        self.amsgrad = bool(amsgrad)
+        self.slot_names = ("m", "v", "v_hat") if self.amsgrad else ("m", "v")
 
-    def _step(self, w, g, state, lr, step):
+    def _step(self, g, state, lr, step):
         b1, b2 = self.beta_1, self.beta_2
         m = state["m"] + (g - state["m"]) * (1 - b1)
         v = state["v"] + (g * g - state["v"]) * (1 - b2)
         alpha = lr * np.sqrt(1 - b2 ** step) / (1 - b1 ** step)
-        return w - alpha * m / (np.sqrt(v) + self.epsilon), {"m": m, "v": v}
+        new = {"m": m, "v": v}
+        if self.amsgrad:
+            v = new["v_hat"] = np.maximum(state["v_hat"], v)
+        return alpha * m / (np.sqrt(v) + self.epsilon), new
 
 
 _BY_NAME = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam}

@@ -17,8 +17,10 @@ walk seeded with an identity, so a whole Jacobian costs one walk.
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +32,56 @@ from .tensor import Tensor, Variable, _ids
 
 _serials = itertools.count(1)
 _UNCONNECTED = ("none", "zero")
+_live_tapes: "weakref.WeakValueDictionary[int, GradientTape]" = weakref.WeakValueDictionary()
+
+
+class UnconnectedGradients(str, enum.Enum):
+    """What ``gradient``/``jacobian`` give for a source the target does not depend on (as ``tf.UnconnectedGradients``).
+
+    ``NONE``: None (the default); ``ZERO``: zeros of the source's shape. The
+    strings ``"none"`` and ``"zero"`` mean the same (and ``gradient`` also
+    takes ``"raise"``: an error that says why).
+    """
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected(value, allowed: tuple, what: str) -> str:
+    """``value`` (a string or an :class:`UnconnectedGradients`) as one of the ``allowed`` strings."""
+    if isinstance(value, UnconnectedGradients):
+        value = value.value
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{what}: unconnected_gradients must be one of {allowed} or "
+                         f"adv.UnconnectedGradients.NONE / .ZERO, got {value!r}.")
+    return value
+
+
+MAX_JACOBIAN_BYTES = 2 * 2 ** 30   # refuse Jacobian seeds and results larger than this, before allocating
+
+
+def _check_jacobian_size(what: str, rows: int, target_size: int, dtype, source_sizes) -> None:
+    """Refuse a Jacobian whose seed (``rows × target``) or result (``rows × source``) would not fit, before allocating."""
+    itemsize = np.dtype(dtype).itemsize
+    biggest = max([target_size] + list(source_sizes))
+    need = int(rows) * int(biggest) * itemsize
+    if need > MAX_JACOBIAN_BYTES:
+        raise ValueError(
+            f"{what}: the full Jacobian here needs {rows:,} rows of up to {biggest:,} entries "
+            f"({need / 2 ** 30:.1f} GiB), more than the {MAX_JACOBIAN_BYTES / 2 ** 30:.0f} GiB allowed "
+            "(adv.tape.MAX_JACOBIAN_BYTES). Ask for less: tape.gradient(target, source) for the summed "
+            "gradient, output_gradients=v for one vector-Jacobian product, batch_jacobian for per-example "
+            "blocks, or the Jacobian of a slice of the target.")
+
+
+def _pfor_options(what: str, parallel_iterations, experimental_use_pfor) -> None:
+    """TensorFlow's loop options for Jacobians: accepted so TF code runs; the pass is already one vectorized walk."""
+    if parallel_iterations is not None and (isinstance(parallel_iterations, bool) or
+                                            not isinstance(parallel_iterations, int) or parallel_iterations < 1):
+        raise ValueError(f"{what}: parallel_iterations must be None or a positive integer, "
+                         f"got {parallel_iterations!r}.")
+    if not isinstance(experimental_use_pfor, bool):
+        raise TypeError(f"{what}: experimental_use_pfor must be True or False, got {experimental_use_pfor!r}.")
 
 
 @dataclass(frozen=True)
@@ -55,6 +107,10 @@ class GradientTape:
         self.persistent = bool(persistent)
         self.watch_accessed_variables = bool(watch_accessed_variables)
         self.serial = next(_serials)
+        self._serials = (self.serial,)     # what a record made by this tape alone stores as its tapes
+        _live_tapes[self.serial] = self
+        self._released = False
+        self._heavy = False       # set by the engine when a record saves a value worth letting go of
         self._nodes: list = []
         self._tracked: set = set()
         self._watched: dict = {}
@@ -70,6 +126,7 @@ class GradientTape:
             raise RuntimeError("This tape is already recording; a tape cannot be entered twice at once.")
         self._start_id = next(_ids)
         self._end_id = None
+        self._opened_in = engine.user_frame() if engine.config.capture_locations else None
         state.entered.append(self)
         self._resume()
         return self
@@ -107,7 +164,7 @@ class GradientTape:
     def reset(self):
         """Forget everything recorded so far (the tape keeps recording if it was)."""
         self._nodes, self._tracked, self._watched, self._escapes = [], set(), {}, []
-        self._used = False
+        self._used = self._released = self._heavy = False
 
     # ----- what the tape tracks ---------------------------------------------
     def watch(self, tensor) -> None:
@@ -134,7 +191,8 @@ class GradientTape:
         for t in inputs:
             if t._id in tracked:
                 hit = True
-            elif self.watch_accessed_variables and type(t) is Variable and t.trainable:
+            elif self.watch_accessed_variables and type(t) is Variable and t.trainable and \
+                    t._value.dtype.kind in "fc":
                 self._watch_one(t)
                 hit = True
         return hit
@@ -143,8 +201,8 @@ class GradientTape:
         self._escapes.append(Escape(tensor._id, how, location, tensor._value))
 
     def watched_variables(self) -> tuple:
-        """The variables this tape watches, in the order it first saw them."""
-        return tuple(t for t in self._watched.values() if isinstance(t, Variable))
+        """The variables this tape watches, in the order they were created (as TensorFlow documents)."""
+        return tuple(sorted((t for t in self._watched.values() if isinstance(t, Variable)), key=lambda v: v._id))
 
     @property
     def nodes(self) -> tuple:
@@ -159,6 +217,41 @@ class GradientTape:
                 "answers one gradient or jacobian call unless created with "
                 "adv.GradientTape(persistent=True); do that to ask several times.")
         self._used = True
+
+    def _release(self) -> None:
+        """After the one call of a non-persistent tape: let go of the values the records saved.
+
+        As TensorFlow's tapes do, so a training step's activations and the
+        weights it read are freed once the user drops the outputs. Records
+        that another live tape also made keep their values until that tape
+        lets go too. The light records stay for :meth:`explain`.
+        """
+        if self.persistent or self._released:
+            return
+        self._released = True
+        if not self._heavy:
+            return
+        mine = self.serial
+        engine.release(self._nodes, mine, lambda serials: all(
+            s == mine or getattr(_live_tapes.get(s), "_released", True) for s in serials))
+
+    def _frees(self):
+        """The serial to pass as ``engine.backward(free=...)``: records let go during the walk (non-persistent only)."""
+        return None if self.persistent or not self._heavy else self.serial
+
+    def _require_values(self, what: str) -> None:
+        """Refuse, with the fix, to draw a non-persistent tape whose gradient call let go of large values.
+
+        A tape whose values were all small (≤ ``engine.KEEP_SIZE`` entries each) kept them, so it can still be
+        drawn and compared after its gradient call: the why-None workflow (gradient, then show) works on the
+        small examples of a course.
+        """
+        if self._released and self._heavy:
+            raise RuntimeError(
+                f"{what}: this non-persistent tape let go of the values it recorded when gradient() or "
+                "jacobian() was called (as TensorFlow's tapes do, to free memory), so it has nothing left "
+                "to draw. Call tape.trace()/adv.show(tape) before tape.gradient(), or create the tape with "
+                "adv.GradientTape(persistent=True). tape.explain() still works.")
 
     @contextlib.contextmanager
     def _walking(self):
@@ -184,20 +277,31 @@ class GradientTape:
             unconnected_gradients: ``"none"`` (a source the target does not
                 depend on gets None), ``"zero"`` (zeros of its shape) or
                 ``"raise"`` (an :class:`~autodiff_viz.UnconnectedGradientError`
-                whose text is :meth:`explain`'s answer).
+                whose text is :meth:`explain`'s answer);
+                ``adv.UnconnectedGradients.NONE`` / ``.ZERO`` as in TensorFlow.
+
+        A non-persistent tape lets go of the values it saved once this call
+        has answered (see :meth:`_release`); :meth:`explain` still works.
         """
-        if unconnected_gradients not in _UNCONNECTED + ("raise",):
-            raise ValueError(f"unconnected_gradients must be one of {_UNCONNECTED + ('raise',)}, "
-                             f"got {unconnected_gradients!r}.")
+        unconnected_gradients = _unconnected(unconnected_gradients, _UNCONNECTED + ("raise",), "gradient")
         flat_sources, rebuild = flatten(sources)
         self._check_sources(flat_sources, "gradient")
         targets = flatten(target)[0]
+        for t in targets:
+            if not isinstance(t, (Tensor, int, float, complex, np.number, np.ndarray)) or isinstance(t, bool):
+                raise TypeError(f"gradient: the target must be a tensor (or a list of tensors), got "
+                                f"{type(t).__name__}. Pass the loss tensor computed inside the tape.")
         if output_gradients is None:
             ogs = [None] * len(targets)
         else:
             ogs = flatten(output_gradients)[0]
             if len(ogs) != len(targets):
                 raise ValueError(f"gradient: {len(targets)} target(s) but {len(ogs)} output_gradients.")
+            ogs = [og if og is None or isinstance(og, Tensor) else Tensor(og) for og in ogs]
+            for t, og in zip(targets, ogs):
+                if og is not None and isinstance(t, Tensor) and og.shape != t.shape:
+                    raise ValueError(f"gradient: output_gradients has shape {og.shape}, but the target has shape "
+                                     f"{t.shape}; they must be equal (one upstream value per target entry).")
         self._claim("gradient")
         with self._walking() as recorded:
             seeds = {}
@@ -205,8 +309,10 @@ class GradientTape:
                 seed = self._seed(t, og, recorded)
                 if seed is not None:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
-            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources))
+            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees())
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
+        del grads, seeds
+        self._release()
         if unconnected_gradients == "raise":
             self._raise_unconnected(targets, flat_sources, out)
         return rebuild(out)
@@ -225,6 +331,7 @@ class GradientTape:
         first wrong intermediate; ``.show()`` marks it on the graph. Does not
         use up a non-persistent tape.
         """
+        self._require_values("tape.compare()")
         from .compare import compare_tape
         return compare_tape(self, target, hand, rtol, atol)
 
@@ -234,35 +341,49 @@ class GradientTape:
                 from .diagnosis import UnconnectedGradientError, explain
                 raise UnconnectedGradientError(explain(self, [t for t in targets if isinstance(t, Tensor)], s))
 
-    def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=True):
+    def jacobian(self, target, sources, unconnected_gradients="none", parallel_iterations=None,
+                 experimental_use_pfor=True):
         """Every partial derivative: shape ``target.shape + source.shape`` per source.
 
         One backward walk seeded with the identity of shape
-        ``target.shape + target.shape`` (each row of the Jacobian is a batch entry).
+        ``target.shape + target.shape`` (each row of the Jacobian is a batch
+        entry). ``parallel_iterations`` and ``experimental_use_pfor`` are
+        TensorFlow's options for its loop over rows; they are accepted so TF
+        code runs as is, and change nothing: the pass here is already
+        vectorized (all rows in one walk).
         """
-        if unconnected_gradients not in _UNCONNECTED:
-            raise ValueError(f"unconnected_gradients must be one of {_UNCONNECTED}, got {unconnected_gradients!r}.")
+        unconnected_gradients = _unconnected(unconnected_gradients, _UNCONNECTED, "jacobian")
+        _pfor_options("jacobian", parallel_iterations, experimental_use_pfor)
         if not isinstance(target, Tensor):
             raise TypeError(f"jacobian: target must be a tensor, got {type(target).__name__}.")
         flat_sources, rebuild = flatten(sources)
         self._check_sources(flat_sources, "jacobian")
+        _check_jacobian_size("jacobian", target.size, target.size, target.dtype,
+                             [s.size for s in flat_sources if isinstance(s, Tensor)])
         self._claim("jacobian")
         with self._walking() as recorded:
             n = target.size
             eye = np.eye(n, dtype=target.dtype).reshape(target.shape + target.shape)
             seeds = {} if target.dtype.kind not in "fc" else {target._id: Tensor(eye) if recorded else eye}
-            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources))
+            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees())
             out = [self._result(grads.get(s._id), s, unconnected_gradients, batch=target.shape)
                    for s in flat_sources]
+        del grads, seeds
+        self._release()
         return rebuild(out)
 
-    def batch_jacobian(self, target, source, unconnected_gradients="none"):
+    def batch_jacobian(self, target, source, unconnected_gradients="none", parallel_iterations=None,
+                       experimental_use_pfor=True):
         """Per-example Jacobians: ``(batch,) + target.shape[1:] + source.shape[1:]``.
 
         Assumes example ``i`` of the target depends only on example ``i`` of the
         source (as TensorFlow). One backward walk seeded with an identity over
-        the per-example entries of the target.
+        the per-example entries of the target. ``parallel_iterations`` and
+        ``experimental_use_pfor`` are accepted as in TensorFlow and change
+        nothing: the walk is already vectorized over every row.
         """
+        unconnected_gradients = _unconnected(unconnected_gradients, _UNCONNECTED, "batch_jacobian")
+        _pfor_options("batch_jacobian", parallel_iterations, experimental_use_pfor)
         for name, t in (("target", target), ("source", source)):
             if not isinstance(t, Tensor) or t.ndim < 1:
                 raise ValueError(f"batch_jacobian: {name} must be a tensor with a batch axis first.")
@@ -270,6 +391,8 @@ class GradientTape:
             raise ValueError(f"batch_jacobian: target has batch size {target.shape[0]}, "
                              f"source has {source.shape[0]}; they must match.")
         self._check_sources([source], "batch_jacobian")
+        per_entries = int(np.prod(target.shape[1:], dtype=np.int64))
+        _check_jacobian_size("batch_jacobian", per_entries, target.size, target.dtype, [source.size])
         self._claim("batch_jacobian")
         per = target.shape[1:]
         with self._walking() as recorded:
@@ -277,12 +400,14 @@ class GradientTape:
             eye = np.eye(m, dtype=target.dtype).reshape(per + (1,) + per)
             seed = np.broadcast_to(eye, per + target.shape).copy()
             grads = engine.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed},
-                                   self._source_ids([source]))
+                                   self._source_ids([source]), free=self._frees())
             g = grads.get(source._id)
             if g is not None:
                 k = len(per)
                 axes = (k,) + tuple(range(k)) + tuple(range(k + 1, g.ndim))
                 g = rules.transpose(g, axes=axes)
+            del grads, seed
+        self._release()
         if g is None:
             if unconnected_gradients == "zero":
                 return Tensor(np.zeros((source.shape[0],) + per + source.shape[1:], dtype=source.dtype))
@@ -295,6 +420,13 @@ class GradientTape:
 
     def _check_sources(self, sources, what):
         for s in sources:
+            if type(s).__name__ == "KerasTensor":
+                history = getattr(s, "_keras_history", None)
+                layer = history[0].layer.name if history else s.name
+                raise TypeError(f"{what}: {s.name} is a symbolic tensor of the functional API (it describes "
+                                "the model and holds no value). Call the model inside the tape, then ask for "
+                                f"the gradient with respect to the real output of that call: "
+                                f"model.get_layer({layer!r}).output.")
             if not isinstance(s, Tensor):
                 raise TypeError(f"{what}: sources must be tensors, got {type(s).__name__}. "
                                 "Make it a tensor first (adv.constant or adv.Variable) and watch it.")
@@ -340,8 +472,11 @@ class GradientTape:
         """The forward and backward record as an :class:`autodiff_viz.Trace` (built now, from the record).
 
         ``target`` defaults to the output of the last recorded op, ``sources``
-        to every watched tensor. Does not use up a non-persistent tape.
+        to every watched tensor. Does not use up a non-persistent tape, but
+        needs the values it recorded: ask before ``gradient`` on a
+        non-persistent tape (after it, the tape has let go of them).
         """
+        self._require_values("tape.trace()")
         from .trace import build_trace
         return build_trace(self, target, sources)
 

@@ -98,7 +98,10 @@ def test_reductions_and_sample_weights_follow_keras():
     assert losses.MeanSquaredError(reduction="sum")(y_true, y_pred).item() == pytest.approx(30.0)
     np.testing.assert_allclose(losses.MeanSquaredError(reduction=None)(y_true, y_pred).numpy(), [1, 4, 9, 16])
     assert losses.MeanSquaredError()(y_true, y_pred, sample_weight=w).item() == pytest.approx(10.0 / 4)
-    assert losses.MeanSquaredError(reduction="mean")(y_true, y_pred, sample_weight=w).item() == pytest.approx(5.0)
+    # Keras 3: "mean" divides by the number of entries, "mean_with_sample_weight" by the sum of the weights
+    assert losses.MeanSquaredError(reduction="mean")(y_true, y_pred, sample_weight=w).item() == pytest.approx(2.5)
+    assert losses.MeanSquaredError(reduction="mean_with_sample_weight")(
+        y_true, y_pred, sample_weight=w).item() == pytest.approx(5.0)
     with pytest.raises(ValueError, match="Unknown reduction"):
         losses.MeanSquaredError(reduction="avg")
 
@@ -116,3 +119,75 @@ def test_losses_by_name():
 def test_labels_get_the_prediction_dtype():
     p = adv.constant(np.full((2, 1), 0.5, dtype=np.float32))
     assert losses.binary_crossentropy(np.array([1, 0]), p).dtype == np.float32
+
+
+def test_mean_reduction_with_sample_weight_is_keras_3():
+    # the issue's case, checked in Keras 3.15: per-sample 1 and 4, weights 1 and 3
+    y_true, y_pred, w = [[0.0], [0.0]], [[1.0], [2.0]], [1.0, 3.0]
+    assert losses.MeanSquaredError(reduction="mean")(y_true, y_pred, sample_weight=w).item() == 6.5
+    assert losses.MeanSquaredError(reduction="sum_over_batch_size")(y_true, y_pred, sample_weight=w).item() == 6.5
+    assert losses.MeanSquaredError(reduction="mean_with_sample_weight")(
+        y_true, y_pred, sample_weight=w).item() == 3.25
+    # weights that sum to zero: 0, not a division by zero (Keras' divide_no_nan)
+    assert losses.MeanSquaredError(reduction="mean_with_sample_weight")(
+        y_true, y_pred, sample_weight=[0.0, 0.0]).item() == 0.0
+    with pytest.raises(ValueError, match="mean_with_sample_weight"):
+        losses.reduce(adv.constant([1.0]), "average")
+
+
+def test_bce_on_a_sigmoid_output_uses_the_logits_like_keras():
+    # Keras: BinaryCrossentropy()([[0]], sigmoid([[20.]])) = 20.0, gradient wrt the pre-activation ≈ 1
+    z = adv.Variable([[20.0]])
+    with adv.GradientTape() as tape:
+        p = adv.nn.sigmoid(z)
+        loss = losses.BinaryCrossentropy()([[0.0]], p)
+    assert loss.item() == pytest.approx(np.logaddexp(0.0, 20.0), rel=1e-14)     # ln(1 + e²⁰) ≈ 20.0
+    np.testing.assert_allclose(tape.gradient(loss, z).numpy(), [[1.0 / (1.0 + np.exp(-20.0))]], rtol=1e-12)
+
+
+def test_bce_on_a_dense_sigmoid_layer_trains_past_the_clip():
+    # the beginner set-up: Dense(1, "sigmoid") + "binary_crossentropy"; a confident wrong answer
+    dense = adv.layers.Dense(1, activation="sigmoid", dtype="float64")
+    dense.build((None, 1))
+    dense.kernel.assign([[30.0]])
+    dense.bias.assign([0.0])
+    with adv.GradientTape() as tape:
+        loss = losses.get("binary_crossentropy")(np.array([[0.0]]), dense(np.array([[1.0]])))
+    g = tape.gradient(loss, dense.kernel)
+    assert loss.item() == pytest.approx(np.logaddexp(0.0, 30.0), rel=1e-12)   # clipped probabilities would give 16.118
+    assert g.numpy()[0, 0] == pytest.approx(1.0, rel=1e-9)       # and a gradient of 0
+
+
+def test_categorical_crossentropy_on_a_softmax_output_uses_the_logits():
+    z_np = np.array([[50.0, 0.0, -50.0], [1.0, 2.0, 3.0]])
+    y = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    z = adv.Variable(z_np)
+    with adv.GradientTape(persistent=True) as tape:
+        loss = losses.CategoricalCrossentropy()(y, adv.nn.softmax(z))
+        sparse = losses.SparseCategoricalCrossentropy()(np.array([2, 1]), adv.nn.softmax(z))
+    log_p = z_np - np.log(np.exp(z_np - 50).sum(-1, keepdims=True)) - 50
+    np.testing.assert_allclose(loss.numpy(), -(y * log_p).sum(-1).mean(), rtol=1e-12)   # 100.x, not 16.1
+    np.testing.assert_allclose(sparse.numpy(), loss.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tape.gradient(loss, z).numpy(), (np.exp(log_p) - y) / 2, rtol=1e-9, atol=1e-15)
+
+
+def test_probabilities_not_made_by_an_activation_are_still_clipped():
+    p = adv.Variable([[1.0]])
+    with adv.GradientTape() as tape:
+        loss = losses.BinaryCrossentropy()([[0.0]], p * 1.0)        # 'multiply', not 'sigmoid'
+    assert loss.item() == pytest.approx(-np.log(1e-7), rel=1e-6)
+    # softmax over another axis than the loss's class axis: no shortcut
+    q = adv.nn.softmax(adv.constant([[1.0, 2.0], [3.0, 0.5]]), axis=0)
+    expected = -np.log(np.clip(q.numpy() / q.numpy().sum(-1, keepdims=True), 1e-7, 1 - 1e-7))[:, 0]
+    np.testing.assert_allclose(losses.categorical_crossentropy([[1.0, 0.0], [1.0, 0.0]], q).numpy(), expected)
+
+
+def test_watched_probabilities_keep_their_gradient():
+    # tape.watch(p) on the sigmoid's output: the loss must depend on p, so it is the clipped form
+    z = adv.constant([[0.5]])
+    p = adv.nn.sigmoid(z)
+    with adv.GradientTape() as tape:
+        tape.watch(p)
+        loss = losses.BinaryCrossentropy()([[1.0]], p)
+    g = tape.gradient(loss, p)
+    np.testing.assert_allclose(g.numpy(), -1.0 / p.numpy(), rtol=1e-9)

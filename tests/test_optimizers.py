@@ -160,3 +160,76 @@ def test_float32_variables_stay_float32():
         warnings.simplefilter("error")
         optimizers.Adam().apply_gradients([(np.ones(2), w)])
     assert w.dtype == np.float32
+
+
+def test_adam_amsgrad_keeps_the_largest_second_moment():
+    # gradients that shrink: v falls, v̂ = max(v̂, v) does not
+    grads = [np.array([10.0, -10.0, 5.0]), np.array([0.01, 0.01, 0.01]), np.array([0.02, -0.01, 0.0])]
+    lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-7
+    got = run(optimizers.Adam(lr, amsgrad=True), grads, W0)
+    plain = run(optimizers.Adam(lr), grads, W0)
+    w, m, v, v_hat = W0.copy(), np.zeros(3), np.zeros(3), np.zeros(3)
+    for t, (g, w_got) in enumerate(zip(grads, got), start=1):
+        m = m + (g - m) * (1 - b1)
+        v = v + (g * g - v) * (1 - b2)
+        v_hat = np.maximum(v_hat, v)
+        alpha = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+        w = w - alpha * m / (np.sqrt(v_hat) + eps)
+        np.testing.assert_allclose(w_got, w, rtol=1e-13)
+    assert np.all(np.abs(got[-1] - W0) < np.abs(plain[-1] - W0))           # smaller steps than plain Adam
+
+
+@pytest.mark.parametrize("make", [lambda: optimizers.SGD(0.1, weight_decay=0.5),
+                                  lambda: optimizers.SGD(0.1, momentum=0.9, weight_decay=0.5),
+                                  lambda: optimizers.RMSprop(0.1, weight_decay=0.5),
+                                  lambda: optimizers.Adam(0.1, weight_decay=0.5)])
+def test_weight_decay_is_decoupled_as_keras_3(make):
+    # Keras 3: w ← w − lr·wd·w, then the optimizer's own update from the gradient
+    grads = gradient_sequence(seed=3)
+    with_decay, without = make(), make()
+    without.weight_decay = None
+    w_decay = adv.Variable(W0.copy())
+    w_ref = adv.Variable(W0.copy())
+    for g in grads:
+        with_decay.apply_gradients([(g, w_decay)])
+        w_ref.assign(w_ref.numpy() - w_ref.numpy() * 0.5 * 0.1)      # decay first ...
+        without.apply_gradients([(g, w_ref)])                        # ... then the plain step
+        np.testing.assert_allclose(w_decay.numpy(), w_ref.numpy(), rtol=1e-13)
+
+
+def test_weight_decay_sgd_by_hand_and_exclusions():
+    w, b = adv.Variable([2.0], name="w"), adv.Variable([2.0], name="bias")
+    opt = optimizers.SGD(0.1, weight_decay=0.5)
+    opt.exclude_from_weight_decay(var_names=["bias"])
+    opt.apply_gradients([(np.array([1.0]), w), (np.array([1.0]), b)])
+    np.testing.assert_allclose(w.numpy(), [2.0 - 0.1 * 0.5 * 2.0 - 0.1])      # 1.8
+    np.testing.assert_allclose(b.numpy(), [2.0 - 0.1])
+    untouched = adv.Variable([3.0])
+    with pytest.warns(UserWarning, match="Gradients do not exist"):
+        opt.apply_gradients([(None, untouched)])
+    assert untouched.numpy()[0] == 3.0                                        # no gradient: no decay either
+    with pytest.raises(ValueError, match="weight_decay"):
+        optimizers.Adam(weight_decay=-1.0)
+
+
+@pytest.mark.parametrize("make", [lambda: optimizers.SGD(0.1), lambda: optimizers.SGD(0.1, momentum=0.9),
+                                  lambda: optimizers.Adam(0.1)])
+def test_updates_in_place_never_change_a_value_someone_else_holds(make):
+    # the optimizer updates a variable's array in place only when nothing else holds it
+    w = adv.Variable(np.ones((300, 300)))                     # larger than one block of the blocked update
+    with adv.GradientTape(persistent=True) as tape:
+        y = adv.sum(w * w)
+    held = np.asarray(w)                                      # a user's reference to the current value
+    opt = make()
+    opt.apply_gradients([(np.full((300, 300), 2.0), w)])
+    np.testing.assert_array_equal(held, 1.0)
+    np.testing.assert_array_equal(tape.gradient(y, w).numpy(), 2.0)   # the record kept what it read
+    held = None
+    before = w.numpy()
+    opt.apply_gradients([(np.full((300, 300), 2.0), w)])     # now updated in place ...
+    reference = make()
+    ref = adv.Variable(np.ones((300, 300)))
+    for _ in range(2):
+        reference.apply_gradients([(np.full((300, 300), 2.0), ref)])
+    np.testing.assert_allclose(w.numpy(), ref.numpy(), rtol=1e-15)  # ... with the same numbers
+    assert not np.array_equal(before, w.numpy())

@@ -300,3 +300,108 @@ def test_gradient_rejects_non_tensor_sources():
         y = x * 2
     with pytest.raises(TypeError, match="adv.constant"):
         tape.gradient(y, 1.0)
+
+
+# ----- hardening (issue 17) and memory (issue 18) --------------------------------
+def test_integer_and_bool_variables_exist_but_are_never_differentiable():
+    step = adv.Variable(3)                       # a counter: fine
+    mask = adv.Variable([True, False])
+    assert step.dtype.kind == "i" and mask.dtype == np.bool_
+    with adv.GradientTape() as tape:
+        y = step * 2
+    assert tape.watched_variables() == ()        # not watched, as TensorFlow
+    with pytest.raises(TypeError, match="int64.*float"):
+        tape.gradient(y, step)
+
+
+@pytest.mark.parametrize("value", [["a", "b"], np.array([{}, 1], dtype=object),
+                                   np.array(["2020-01-01"], dtype="datetime64[D]"), [object()]])
+def test_meaningless_values_are_refused_at_construction(value):
+    for make in (adv.Variable, adv.constant):
+        with pytest.raises(TypeError, match="numeric dtypes only"):
+            make(value)
+
+
+def test_unconnected_gradients_enum_as_tensorflow():
+    x, unused = adv.Variable([1.0, 2.0]), adv.Variable([[3.0]])
+    assert adv.UnconnectedGradients.ZERO == "zero" and adv.UnconnectedGradients.NONE.value == "none"
+    with adv.GradientTape(persistent=True) as tape:
+        y = adv.sum(x * x)
+    assert tape.gradient(y, unused, unconnected_gradients=adv.UnconnectedGradients.NONE) is None
+    z = tape.gradient(y, unused, unconnected_gradients=adv.UnconnectedGradients.ZERO)
+    np.testing.assert_array_equal(z.numpy(), [[0.0]])
+    j = tape.jacobian(y, [unused], unconnected_gradients=adv.UnconnectedGradients.ZERO)[0]
+    assert j.shape == (1, 1)
+    with pytest.raises(ValueError, match="UnconnectedGradients"):
+        tape.gradient(y, x, unconnected_gradients="zeros")
+
+
+def test_watched_variables_come_in_order_of_creation():
+    a, b, c = adv.Variable(1.0, name="a"), adv.Variable(2.0, name="b"), adv.Variable(3.0, name="c")
+    with adv.GradientTape() as tape:
+        y = c * b + a                            # first used: c, b, a
+    assert [v.name for v in tape.watched_variables()] == ["a", "b", "c"]
+
+
+def test_jacobians_accept_tensorflows_loop_options():
+    x = adv.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with adv.GradientTape(persistent=True) as tape:
+        y = x * x
+    j = tape.jacobian(y, x, parallel_iterations=4, experimental_use_pfor=False)
+    assert j.shape == (2, 2, 2, 2)
+    bj = tape.batch_jacobian(y, x, parallel_iterations=None, experimental_use_pfor=True)
+    np.testing.assert_allclose(bj.numpy(), [np.diag([2.0, 4.0]), np.diag([6.0, 8.0])])
+    with pytest.raises(ValueError, match="parallel_iterations"):
+        tape.jacobian(y, x, parallel_iterations=0)
+
+
+def _step(w, x):
+    with adv.GradientTape() as tape:
+        h = adv.tanh(x @ w)
+        loss = adv.sum(h * h)
+    return tape, h, loss
+
+
+def test_a_non_persistent_tape_lets_go_of_its_saved_values_after_gradient():
+    import weakref
+    w = adv.Variable(np.full((40, 50), 0.01))             # values of more than 256 entries are let go
+    x = adv.constant(np.ones((8, 40)))
+    tape, h, loss = _step(w, x)
+    held = [weakref.ref(n.out) for n in tape.nodes[:-1]]       # x@w, tanh, h*h (not the loss the user keeps)
+    assert len(held) == 3
+    read_w = weakref.ref(tape.nodes[0].inputs[1]._value)        # the weights as the matmul read them
+    h = None
+    g = tape.gradient(loss, w)
+    w.assign_sub(0.1 * g)                                       # the old weights now live only in the record
+    assert [r() for r in held] == [None] * len(held)
+    assert read_w() is None
+    assert loss.shape == () and np.isfinite(loss.numpy())      # the output the user holds is intact
+    # the light record still explains
+    assert tape.explain(loss, w).reason == "connected"
+    assert tape.explain(loss, x).reason == "not_watched"
+    with pytest.raises(RuntimeError, match="persistent=True"):
+        tape.trace(loss)
+
+
+def test_the_loss_of_one_step_does_not_keep_its_graph_alive_in_the_next():
+    import weakref
+    w = adv.Variable(np.full((40, 50), 0.01))             # values of more than 256 entries are let go
+    x = adv.constant(np.ones((8, 40)))
+    tape, h, loss = _step(w, x)
+    activation = weakref.ref(h._value)
+    h = None
+    tape.gradient(loss, w)
+    tape = None
+    assert loss._node is not None and activation() is None     # history kept, values gone
+
+
+def test_a_persistent_tape_and_an_outer_tape_keep_their_values():
+    x = adv.Variable([0.5, -1.0])
+    with adv.GradientTape(persistent=True) as outer:
+        with adv.GradientTape() as inner:
+            y = adv.sum(x * x * x)
+        dy = inner.gradient(y, x)                              # 3x²: inner lets go, outer still needs it
+        s = adv.sum(dy)
+    np.testing.assert_allclose(outer.gradient(s, x).numpy(), [3.0, -6.0])   # 6x
+    np.testing.assert_allclose(outer.gradient(y, x).numpy(), [0.75, 3.0])
+    assert outer.trace(s).nodes                                # persistent: still drawable

@@ -1,0 +1,385 @@
+"""Hostile inputs against the public entry points: a clear error (type, a message that names the
+thing and the fix), raised before anything changed.
+
+Each case says what a user did wrong; the error must let them fix it without reading our code.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+from autodiff_viz import engine, losses, metrics, optimizers
+
+
+def weights_of(model):
+    return [w.copy() for w in model.get_weights()]
+
+
+def assert_same(before, after):
+    assert len(before) == len(after) and all(np.array_equal(a, b, equal_nan=True) for a, b in zip(before, after))
+
+
+def small_model():
+    m = adv.Sequential([adv.layers.Dense(3, activation="tanh", dtype="float64"),
+                        adv.layers.Dense(1, dtype="float64")])
+    m.compile(optimizer=optimizers.SGD(0.1), loss="mse")
+    m.build((None, 2))
+    return m
+
+
+# ----- values ---------------------------------------------------------------------
+@pytest.mark.parametrize("value, kind", [(["a", "b"], "strings"), ({"w": 1.0}, "Python objects"),
+                                         ([None, 1.0], "Python objects"),
+                                         (np.array(["2021-01-01"], dtype="datetime64[D]"), "datetimes")])
+def test_non_numeric_values_are_refused_by_every_constructor(value, kind):
+    for make in (adv.constant, adv.Variable, lambda v: adv.constant(1.0) + v):
+        with pytest.raises(TypeError, match=f"{kind}.*numeric dtypes only"):
+            make(value)
+
+
+def test_ragged_nested_lists_say_so():
+    with pytest.raises(ValueError, match="different lengths.*rectangular"):
+        adv.constant([[1.0, 2.0], [3.0]])
+
+
+def test_an_unknown_dtype_name_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match="flot"):
+        adv.Variable([1.0], dtype="flot")
+
+
+def test_nan_and_inf_flow_like_numpy_and_detect_anomaly_names_the_op():
+    x = adv.Variable([1.0, 0.0])
+    with np.errstate(divide="ignore"):
+        with adv.GradientTape() as tape:
+            y = adv.sum(adv.log(x))
+    assert np.isneginf(y.numpy())
+    with pytest.raises(adv.AnomalyError, match="'log'"):
+        with adv.detect_anomaly():
+            adv.log(x)
+    assert engine.state.anomaly is None
+
+
+def test_zero_size_arrays_have_zero_size_gradients():
+    x = adv.Variable(np.zeros((0, 3)))
+    with adv.GradientTape() as tape:
+        y = adv.sum(adv.tanh(x) * 2.0)
+    assert y.numpy() == 0.0
+    assert tape.gradient(y, x).shape == (0, 3)
+
+
+# ----- ops ----------------------------------------------------------------------------
+def test_op_shape_errors_name_the_op_the_shapes_and_the_fix():
+    a = adv.constant(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"matmul.*\(2, 3\).*Fix"):
+        adv.matmul(a, a)
+    with pytest.raises(ValueError, match=r"reshape.*\(2, 3\).*-1"):
+        adv.reshape(a, (4,))
+    with pytest.raises(ValueError, match="sum: axis 5 is out of range"):
+        adv.sum(a, axis=5)
+
+
+# ----- gradient / jacobian ------------------------------------------------------------
+def test_gradient_refuses_non_tensor_targets_and_sources_and_keeps_the_tape():
+    v = adv.Variable([1.0, 2.0])
+    with adv.GradientTape() as tape:
+        y = adv.sum(v * v)
+    for bad in ("loss", None, [y, object()]):
+        with pytest.raises(TypeError, match="target must be a tensor"):
+            tape.gradient(bad, v)
+    with pytest.raises(TypeError, match="sources must be tensors.*adv.constant"):
+        tape.gradient(y, "v")
+    with pytest.raises(ValueError, match="output_gradients has shape"):
+        tape.gradient(y, v, output_gradients=np.ones(3))
+    np.testing.assert_allclose(tape.gradient(y, v).numpy(), [2.0, 4.0])   # the errors did not use it up
+    with pytest.raises(RuntimeError, match="persistent=True"):
+        tape.gradient(y, v)
+
+
+def test_gradient_keeps_any_nesting_of_sources():
+    a, b = adv.Variable(1.0), adv.Variable([2.0, 3.0])
+    with adv.GradientTape() as tape:
+        y = a * adv.sum(b)
+    g = tape.gradient(y, {"a": a, "rest": [b, (a,)]})
+    assert set(g) == {"a", "rest"} and isinstance(g["rest"][1], tuple)
+    assert g["a"].numpy() == 5.0 and g["rest"][1][0].numpy() == 5.0
+
+
+def test_a_huge_jacobian_is_refused_before_allocating():
+    x = adv.Variable(np.ones(200_000))
+    with adv.GradientTape() as tape:
+        y = x * 2.0
+    with pytest.raises(ValueError, match=r"GiB.*batch_jacobian|GiB.*output_gradients"):
+        tape.jacobian(y, x)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy()[:3], [2.0, 2.0, 2.0])   # not used up
+
+
+def test_an_error_inside_a_tape_block_leaves_nothing_recording():
+    v = adv.Variable([1.0])
+    with pytest.raises(ValueError):
+        with adv.GradientTape():
+            adv.matmul(v, adv.constant(np.ones((2, 2))))
+    assert engine.state.recording == [] and engine.state.entered == []
+
+
+# ----- layers -------------------------------------------------------------------------
+def test_layers_refuse_bad_sizes_and_activations():
+    with pytest.raises(ValueError, match="units must be a positive integer"):
+        adv.layers.Dense(0)
+    with pytest.raises(ValueError, match="Unknown activation 'relux'.*relu"):
+        adv.layers.Dense(2, activation="relux")
+
+
+def test_a_built_layer_refuses_another_input_size_and_keeps_its_weights():
+    d = adv.layers.Dense(2, dtype="float64")
+    d(np.ones((1, 3)))
+    before = [w.copy() for w in d.get_weights()]
+    with pytest.raises(ValueError, match=r"3 features.*\(4, 5\)"):
+        d(np.ones((4, 5)))
+    assert_same(before, d.get_weights())
+
+
+# ----- losses ---------------------------------------------------------------------------
+@pytest.mark.parametrize("labels, error, words", [("abc", TypeError, "y_true must be numbers"),
+                                                   ({"a": 1}, TypeError, "y_true must be numbers"),
+                                                   ([[1.0], [2.0, 3.0]], ValueError, "different lengths")])
+def test_losses_name_bad_labels(labels, error, words):
+    with pytest.raises(error, match=words):
+        losses.MeanSquaredError()(labels, np.zeros((2, 1)))
+
+
+def test_loss_options_are_checked_when_made():
+    with pytest.raises(TypeError, match="from_logits must be True or False"):
+        losses.BinaryCrossentropy(from_logits="yes")
+    with pytest.raises(ValueError, match=r"label_smoothing must be a number in \[0, 1\]"):
+        losses.CategoricalCrossentropy(label_smoothing=2.0)
+    with pytest.raises(ValueError, match="Unknown reduction 'avg'.*mean_with_sample_weight"):
+        losses.MeanSquaredError(reduction="avg")
+    with pytest.raises(ValueError, match="Unknown loss 'msee'.*mse"):
+        losses.get("msee")
+
+
+def test_sample_weights_must_be_numbers_one_per_sample():
+    mse = losses.MeanSquaredError()
+    with pytest.raises(ValueError, match=r"sample_weight of shape \(3,\).*one weight per sample"):
+        mse(np.zeros((2, 1)), np.zeros((2, 1)), sample_weight=[1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="sample_weight must be numbers"):
+        mse(np.zeros((2, 1)), np.zeros((2, 1)), sample_weight=["a", "b"])
+
+
+def test_sparse_labels_must_be_class_indices():
+    with pytest.raises(TypeError, match="labels must be numbers"):
+        losses.sparse_categorical_crossentropy(["a"], np.ones((1, 3)))
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\]"):
+        losses.sparse_categorical_crossentropy([3], np.ones((1, 3)))
+
+
+# ----- optimizers -----------------------------------------------------------------------
+@pytest.mark.parametrize("make, words", [
+    (lambda: optimizers.SGD("0.1"), "learning_rate must be a non-negative number"),
+    (lambda: optimizers.SGD(float("nan")), "learning_rate"),
+    (lambda: optimizers.SGD(0.1, momentum="a"), r"momentum must be a number in \[0.0, 1.0\]"),
+    (lambda: optimizers.Adam(beta_1=1.0), r"beta_1 must be a number in \[0.0, 1.0\)"),
+    (lambda: optimizers.Adam(beta_2="x"), "beta_2"),
+    (lambda: optimizers.Adam(epsilon=-1e-7), "epsilon must be a number >= 0"),
+    (lambda: optimizers.RMSprop(rho=1.5), "rho"),
+    (lambda: optimizers.Adam(weight_decay=float("inf")), "weight_decay"),
+    (lambda: optimizers.SGD(clipnorm=-1.0), "clipnorm"),
+])
+def test_optimizer_hyper_parameters_are_checked(make, words):
+    with pytest.raises(ValueError, match=words):
+        make()
+
+
+def test_a_bad_pair_changes_no_variable_and_no_state():
+    a, b = adv.Variable([1.0, 2.0], name="a"), adv.Variable([3.0], name="b")
+    opt = optimizers.Adam(0.1)
+    opt.apply_gradients([(np.ones(2), a), (np.ones(1), b)])
+    before = (a.numpy(), b.numpy(), opt.iterations, {k: dict(v) for k, v in opt._state.items()})
+    for bad in ([(np.ones(2), a), (np.ones(2), b)],             # wrong shape
+                [(np.ones(2), a), (np.array(["x"]), b)],        # strings
+                [(np.ones(2), a), (b, np.ones(1))],             # swapped
+                {"a": a}):                                      # not pairs
+        with pytest.raises((TypeError, ValueError), match="Nothing was updated|pairs"):
+            opt.apply_gradients(bad)
+    assert np.array_equal(a.numpy(), before[0]) and np.array_equal(b.numpy(), before[1])
+    assert opt.iterations == before[2]
+    assert all(np.array_equal(opt._state[k][s], before[3][k][s]) for k in before[3] for s in before[3][k])
+
+
+def test_unknown_optimizer_and_metric_names():
+    with pytest.raises(ValueError, match="Unknown optimizer 'sgdd'.*sgd"):
+        optimizers.get("sgdd")
+    with pytest.raises(ValueError, match="Unknown metric 'acc2'.*accuracy"):
+        metrics.check("acc2")
+    with pytest.raises(TypeError, match="metric must be a name or a function"):
+        metrics.check(3)
+
+
+# ----- fit / evaluate / predict --------------------------------------------------------------
+@pytest.mark.parametrize("x, y, error, words", [
+    (np.ones((8, 2)), np.ones((7, 1)), ValueError, "x has 8 samples but y has 7"),
+    (np.ones((8, 5)), np.ones((8, 1)), ValueError, "2 features"),
+    (np.ones((8, 2)), np.array([["a"]] * 8), TypeError, "y_true must be numbers"),
+])
+def test_fit_refuses_bad_data_and_leaves_the_weights(x, y, error, words):
+    m = small_model()
+    before = weights_of(m)
+    with pytest.raises(error, match=words):
+        m.fit(x, y, epochs=1, verbose=0)
+    assert_same(before, weights_of(m))
+    with pytest.raises(error, match=words):
+        m.evaluate(x, y, verbose=0)
+
+
+def test_fit_before_compile_and_unknown_names_in_compile():
+    m = adv.Sequential([adv.layers.Dense(1)])
+    with pytest.raises(RuntimeError, match="compile"):
+        m.fit(np.ones((2, 2)), np.ones((2, 1)), verbose=0)
+    with pytest.raises(ValueError, match="Unknown loss"):
+        m.compile(optimizer="sgd", loss="msee")
+    with pytest.raises(ValueError, match="Unknown optimizer"):
+        m.compile(optimizer="sgdd", loss="mse")
+
+
+def test_validation_split_out_of_range():
+    m = small_model()
+    with pytest.raises(ValueError, match="validation_split must be between 0 and 1"):
+        m.fit(np.ones((8, 2)), np.ones((8, 1)), validation_split=2.0, verbose=0)
+
+
+# ----- traces, pictures, files ------------------------------------------------------------------
+def _trace():
+    v = adv.Variable([1.0, 2.0], name="<script>alert(1)</script>")
+    with adv.GradientTape() as tape:
+        y = adv.sum(v * v)
+    return tape.trace(y)
+
+
+def test_trace_json_in_is_checked():
+    with pytest.raises(adv.trace.TraceFormatError, match="not JSON"):
+        adv.Trace.from_json("{not json")
+    with pytest.raises(adv.trace.TraceFormatError, match="expected a JSON object"):
+        adv.Trace.from_json("[]")
+    with pytest.raises(TypeError, match="JSON text"):
+        adv.Trace.from_json(None)
+
+
+def test_pictures_refuse_unknown_options_and_escape_labels():
+    tr = _trace()
+    with pytest.raises(ValueError, match="view must be one of"):
+        tr.to_dot(view="sideways")
+    with pytest.raises(ValueError, match="collapse must be"):
+        tr.to_dot(collapse="foo")
+    for svg in (tr.to_svg(), tr.to_svg(view="backward", renderer="builtin") if False else tr.to_svg(view="both")):
+        assert "<script>" not in svg and "&lt;script&gt;" in svg
+
+
+def test_html_export_escapes_labels_and_names_a_bad_target_path(tmp_path):
+    tr = _trace()
+    path = tr.save(str(tmp_path / "graph.html"))
+    text = open(path, encoding="utf-8").read()
+    assert "<script>alert(1)</script>" not in text
+
+
+def test_trace_save_needs_a_known_extension(tmp_path):
+    with pytest.raises(ValueError, match=r"\.svg, \.dot, \.json or \.html"):
+        _trace().save(str(tmp_path / "picture"))
+
+
+def test_weights_files_corrupt_missing_or_misnamed_change_nothing(tmp_path):
+    m = small_model()
+    before = weights_of(m)
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip archive")
+    with pytest.raises(Exception, match="bad.npz") as info:
+        m.load_weights(str(bad))
+    assert type(info.value).__module__.startswith("autodiff_viz")      # the package's error, not zipfile's
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        m.load_weights(str(tmp_path / "missing.npz"))
+    with pytest.raises(ValueError, match=r"must end in '\.npz'"):
+        m.save_weights(str(tmp_path / "weights.txt"))
+    assert_same(before, weights_of(m))
+
+
+def test_show_refuses_what_is_not_a_tape_or_trace():
+    with pytest.raises(TypeError, match="GradientTape or a Trace"):
+        adv.show("abc")
+
+
+def test_explorer_setters_refuse_unknown_choices():
+    v = adv.Variable([1.0, 2.0], name="v")
+    with adv.GradientTape() as tape:
+        y = adv.sum(v * v)
+    st = adv.show(tape, target=y).state
+    with pytest.raises(ValueError, match="view must be one of"):
+        st.set_view("sideways")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        st.set_mode("bogus")
+    with pytest.raises(ValueError, match="label kind must be one of"):
+        st.set_label("bogus", True)
+    with pytest.raises(KeyError, match="no node 'n999'"):
+        st.select("n999")
+
+
+def test_a_tape_cannot_be_drawn_after_it_let_go_of_its_values():
+    v = adv.Variable(np.ones((30, 30)))
+    with adv.GradientTape() as tape:
+        y = adv.sum(adv.tanh(v) * v)
+    tape.gradient(y, v)
+    with pytest.raises(RuntimeError, match="before tape.gradient.*persistent=True"):
+        adv.show(tape, target=y)
+    assert tape.explain(y, v).connected
+
+
+# ----- concurrency ----------------------------------------------------------------------------
+def test_a_failing_thread_leaves_the_other_threads_tapes_alone():
+    results, errors = {}, []
+    barrier = threading.Barrier(3)
+
+    def good(i):
+        barrier.wait()
+        w = adv.Variable([float(i + 1)])
+        for _ in range(100):
+            with adv.GradientTape() as tape:
+                y = adv.sum(w * w)
+            results.setdefault(i, []).append(tape.gradient(y, w).numpy()[0])
+
+    def bad():
+        barrier.wait()
+        for _ in range(100):
+            try:
+                with adv.GradientTape():
+                    adv.matmul(adv.Variable([1.0]), adv.constant(np.ones((3, 3))))
+            except ValueError:
+                pass
+            if engine.state.recording:
+                errors.append("left recording")
+
+    threads = [threading.Thread(target=good, args=(i,)) for i in range(2)] + [threading.Thread(target=bad)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results[0] == [2.0] * 100 and results[1] == [4.0] * 100
+
+
+def test_one_model_trained_in_one_thread_while_another_predicts():
+    m = small_model()
+    x, y = np.random.default_rng(0).normal(size=(32, 2)), np.zeros((32, 1))
+    out, failures = [], []
+
+    def predict():
+        try:
+            for _ in range(20):
+                out.append(m.predict(x, verbose=0).shape)
+        except Exception as exc:       # noqa: BLE001 (reported below)
+            failures.append(exc)
+
+    t = threading.Thread(target=predict)
+    t.start()
+    history = m.fit(x, y, epochs=3, batch_size=8, verbose=0)
+    t.join()
+    assert not failures and out == [(32, 1)] * 20
+    assert history.history["loss"][-1] < history.history["loss"][0]
