@@ -10,10 +10,40 @@ Three views of the same record:
   Where a tensor feeds several ops, a ``Σ`` node adds the contributions.
 * ``"both"``: the two side by side; a node has the same id (``n3``) in both.
 
-Big graphs stay readable: ``collapse="layers"`` folds every name scope into
-one box (``collapse=2`` folds at depth 2 of the scope path), and a graph with
-more than ``budget`` boxes folds by layer and then folds the middle of the
-tape into one box, saying so in a note under the drawing.
+Graphs read like a textbook figure because they are **folded by meaning**
+(``collapse="auto"``, the default): every layer call, loss object,
+``adv.name_scope`` and call of your own Python function inside the tape is
+one box (:func:`hierarchy`), drawn with its name; the edge that leaves a
+folded box in the backward view carries the box's vector–Jacobian product
+(``ḡ_x = VJP of dense_1 at ḡ_h``, with its norm). A box opens when its key is
+in ``expanded``; the same layer called many times in a row (an RNN cell per
+time step) is drawn **rolled** as one box with an edge ``t → t+1``
+(:class:`Loop`: per-step node ids and ``‖ḡ_h(t)‖``). ``collapse=None`` draws
+every op, ``collapse="layers"`` the innermost boxes, an int a nesting depth.
+Above ``budget`` boxes the drawing folds deeper (every op → layers → blocks →
+the model, then the middle of the tape) and says so in a note under it.
+
+For views that restyle the drawing (the explorer, the HTML export), the
+contract is:
+
+* ``layout(trace, collapse, budget, expanded, rolled)`` gives the boxes that
+  ``to_dot`` with the same arguments draws: ``Layout.boxes[box_id]`` (a
+  :class:`Box` with ``members``, ``key``, ``what``) and
+  ``Layout.owner[node_id] → box_id``. Box ids (``n3``, ``g4``, ``l0``,
+  ``fold``) do not depend on what is expanded; keys are stable strings.
+* Expanding: add ``box.key`` to ``expanded``; "collapse all" is
+  ``expanded=()``; a breadcrumb walks ``hierarchy(trace).groups[key].parent``.
+  A loop key ends in ``*``; expanding it unrolls the loop.
+* Classes: a box or edge standing for at most :data:`STEP_CLASS_LIMIT`
+  backward steps has ``step_<node id>`` per step; above that the single class
+  ``step_many`` (use ``Layout.owner`` to find the box of a step).
+* Label lines of a node: title (the learner's name, else the op); the op,
+  when the title is a name; the shape; then the value (forward; a small
+  matrix one line per row) or ``ḡ = …`` (backward). A backward edge: the
+  chain-rule step as a whole formula (``ḡ_x = ḡ_y · Wᵀ``, starts with
+  ``ḡ_``), then ``ḡ·∂y/∂x = …`` (the numbers); a folded box's edge:
+  ``ḡ_x = VJP of … at ḡ_…`` then ``norm …``. Summaries read
+  ``min a … max b, norm c``.
 
 Every style sits in :data:`STYLES`; the output is deterministic (same trace,
 same text), and every label is escaped, so a tensor named ``<script>`` is
@@ -43,6 +73,7 @@ STYLES = {
     "op": {"shape": "box", "style": "rounded,filled", "fillcolor": "white"},
     "group": {"shape": "box3d", "style": "filled", "fillcolor": "#e6def5"},
     "fold": {"shape": "note", "style": "filled", "fillcolor": "#fffbe6"},
+    "loop": {"shape": "box3d", "style": "filled", "fillcolor": "#dcecf7"},
     "proxy": {"shape": "box", "style": "dashed,filled", "fillcolor": "#f2f7f2", "fontsize": "8",
               "color": "#7a9a7a", "margin": "0.04,0.02", "height": "0.2"},
     "accumulate": {"shape": "circle", "style": "filled", "fillcolor": "#fff1b8", "fontsize": "12",
@@ -61,9 +92,12 @@ LEGEND_ROWS = {
                 ("constant", "#eeeeee", "constant (not watched)"),
                 ("outside", "#fde9c9", "computed outside this tape"), ("op", "white", "op: value below")],
     "backward": [("ḡ", "white", "ḡ = ∂target/∂node"), ("Σ", "#fff1b8", "adds the contributions of a fan-out"),
-                 ("edge", "#ffe6cc", "∂y/∂x: the rule's factor; ḡ·∂y/∂x: what the edge adds")],
+                 ("edge", "#ffe6cc", "ḡ_x = …: the chain rule; ḡ·∂y/∂x: what the edge adds"),
+                 ("min … max, norm", "white", "a big array: smallest, largest entry, 2-norm")],
     "common": [("grey", "#f7f7f7", "not on a path target ← sources"), ("dashed ⊣", "white", "no gradient"),
-               ("red", "#f8d0d0", "marked (reason beside it)"), ("layer", "#e6def5", "folded layer / scope")],
+               ("red", "#f8d0d0", "marked (reason beside it)"),
+               ("layer", "#e6def5", "folded layer, loss, scope or function (VJP on its edges)"),
+               ("loop", "#dcecf7", "rolled loop: one step drawn, t → t+1")],
 }
 
 
@@ -85,12 +119,24 @@ def _label(lines) -> str:
     return '"' + "\\n".join(_esc(line) for line in lines if line is not None) + '"'
 
 
+ATTR_LIMIT = 2000   # characters per attribute value: a DOT line stays far below Graphviz's 16384
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= ATTR_LIMIT else text[:ATTR_LIMIT - 1] + "…"
+
+
 def _attrs(attrs: dict) -> str:
     parts = []
     for k, v in attrs.items():
         if v is None:
             continue
-        parts.append(f"{k}={v}" if isinstance(v, str) and v.startswith('"') else f"{k}={_q(v)}")
+        if isinstance(v, str) and v.startswith('"'):
+            if len(v) > ATTR_LIMIT:
+                v = '"' + v[1:ATTR_LIMIT - 2].rstrip("\\") + '…"'
+            parts.append(f"{k}={v}")
+        else:
+            parts.append(f"{k}={_q(_clip(str(v)))}")
     return " [" + " ".join(parts) + "]" if parts else ""
 
 
@@ -99,96 +145,432 @@ def shape_text(shape, dtype) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Boxes: what is drawn, after collapsing
+# Boxes: what is drawn, after folding
 # ---------------------------------------------------------------------------
+COLLAPSES = (None, "auto", "layers")
+ROLL_ABOVE = 3          # a layer or function called more than this many times in a row is drawn rolled
+STEP_CLASS_LIMIT = 12   # boxes and edges with more steps than this carry ``step_many`` instead of a list
+
+
 @dataclass
 class Box:
-    """One drawn node: a single trace node, a folded layer, or the folded middle."""
+    """One drawn box: a single trace node, a folded group, a rolled loop, or the folded middle.
+
+    ``id`` is what the DOT uses (``n3`` for a node, ``g4`` for a group, ``l2``
+    for a loop, ``fold``); it is stable across fold states, so the SVG element
+    ``fwd_g4`` / ``bwd_g4`` is the same group whatever else is expanded.
+    ``key`` is the group's fold-state key (the string to put in
+    ``expanded=``), ``None`` for a node or the folded middle. ``what`` says
+    what the group means: ``"layer"`` (a name scope: a layer, a loss, a
+    ``name_scope``), ``"function"`` (a call of the user's own function) or
+    ``"loop"`` (the repeated calls of one layer, e.g. an RNN cell over time).
+    """
 
     id: str
-    kind: str            # "node", "group", "fold"
+    kind: str            # "node", "group", "loop", "fold"
     members: list = field(default_factory=list)
     title: str = ""
     order: int = 0
+    key: str | None = None
+    what: str = ""
+    count: int = 1       # for a loop: how many steps it rolls up
+
+
+@dataclass
+class Group:
+    """A foldable box of the trace: one run of a name scope or one call of a user function.
+
+    ``key`` is stable (same program, same key): the scope path for a scope
+    (``"model/dense_1"``), ``name()`` for a function, with ``#k`` for the
+    k-th separate run of the same path (``"model/dense_1#2"``); a child's key
+    starts with its parent's. ``id`` is ``g<k>`` in order of first appearance.
+    ``loop`` is the key of the rolled loop it belongs to (``"rnn/cell*"``), if any.
+    """
+
+    key: str
+    id: str
+    title: str
+    what: str
+    parent: str | None
+    order: int
+    base: str = ""
+    loop: str | None = None
+
+
+@dataclass
+class Loop:
+    """The repeated calls of one layer or function, drawn as one box with an edge ``t → t+1``.
+
+    ``key`` is the fold-state key (``"simple_rnn/simple_rnn_cell*"``; put it in
+    ``expanded`` to draw the steps unrolled); ``groups`` are the keys of the
+    steps in order; ``steps[t]`` the node ids of step ``t`` (t = 0 … T−1);
+    ``outputs[t]`` the node id of what step ``t`` hands to step ``t+1`` (the
+    hidden state ``h(t)``; the step's last op when nothing is handed on);
+    ``grad_norms[t]`` is ``‖ḡ_h(t)‖`` (None off the path) — the data of the
+    vanishing / exploding gradient plot; ``value_norms[t]`` is ``‖h(t)‖``.
+    """
+
+    key: str
+    id: str
+    title: str
+    parent: str | None
+    groups: list
+    steps: list
+    outputs: list
+    grad_norms: list
+    value_norms: list = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.groups)
+
+
+@dataclass
+class Hierarchy:
+    """Every foldable group of a trace: ``paths[node_id]`` lists the group keys around a node, outermost first."""
+
+    paths: dict
+    groups: dict
+    loops: dict
 
 
 @dataclass
 class Layout:
-    """Which box each trace node is drawn in, and the notes about folding."""
+    """Which box each trace node is drawn in, and the notes about folding.
+
+    ``owner[node_id]`` is the id of the box that draws the node (the node's
+    own id when it is drawn alone): the map from a backward step (a node id
+    of ``trace.steps``) to the box to light up when a box has too many steps
+    to list them as classes (``step_many``, see :func:`to_dot`).
+    """
 
     boxes: dict
     owner: dict
     notes: list
+    hierarchy: Hierarchy | None = None
 
 
-def layout(trace, collapse=None, budget=NODE_BUDGET) -> Layout:
-    """Group the trace's nodes into boxes (``collapse``), then fold to fit ``budget`` boxes."""
-    position = {n.id: k for k, n in enumerate(trace.nodes)}
-    notes = []
-    keys = _scope_keys(trace, collapse)
-    boxes, owner = _boxes(trace, keys, position)
-    if budget is not None and len(boxes) > budget and collapse is None:
-        by_layer = _boxes(trace, _scope_keys(trace, "layers"), position)
-        if len(by_layer[0]) < len(boxes):
-            boxes, owner = by_layer
-            notes.append(f"{len(trace.nodes)} nodes are more than the budget of {budget}: each layer is "
-                         "folded into one box (collapse='layers').")
-    if budget is not None and len(boxes) > budget:
-        boxes, owner = _fold_middle(trace, boxes, owner, budget)
-        fold = boxes["fold"]
-        notes.append(f"{len(fold.members)} nodes in the middle of the tape are folded into one box to stay "
-                     f"within {budget} boxes; draw everything with to_dot(..., budget=None).")
-    return Layout(boxes, owner, notes)
+def hierarchy(trace) -> Hierarchy:
+    """The foldable groups of ``trace`` (computed once per trace and cached on it).
+
+    Groups come from meaning, not from size: every name scope (a layer's
+    call, a loss object, ``adv.name_scope``) and every call of the user's own
+    Python function inside the tape (``node.function``). A function call is
+    placed inside the name scopes its ops share, and the scopes opened inside
+    it nest inside it. Separate runs of the same scope are separate groups
+    (``#2``). A trainable variable, or an unnamed constant, read only inside
+    one group belongs to it; named inputs (``x``, labels) stay outside, so the
+    picture shows what flows into a layer.
+
+    Loops: siblings with the same path (the same layer called again and
+    again, like an RNN cell once per time step) form a :class:`Loop`.
+    """
+    cached = getattr(trace, "_hierarchy", None)
+    if cached is not None and cached[0] == len(trace.nodes):
+        return cached[1]
+    ops = [n for n in trace.nodes if n.kind == "op"]
+    chains, common = _function_calls(ops)
+    segs = {}
+    for n in ops:
+        parts = n.scope.split("/") if n.scope else []
+        seg = [("layer", p) for p in parts]
+        if n.function is not None:
+            chain = chains[(n.function, n.call)]
+            c = common[chain[0]]
+            seg = seg[:c] + [("function",) + call for call in chain] + seg[c:]
+        segs[n.id] = seg
+    groups, paths = _instances(ops, segs)
+    calls = _repeated_calls(trace, ops, groups, paths)
+    if calls:
+        for (nid, j), t in calls.items():
+            segs[nid][j] = segs[nid][j] + (t,)
+        groups, paths = _instances(ops, segs)
+    index = trace._edge_index()
+    for n in trace.nodes:
+        if n.kind == "op":
+            continue
+        outs = index[2].get(n.id, ())
+        if not outs or not (n.kind == "variable" or not n.title or n.title == n.op):
+            paths[n.id] = ()
+            continue
+        prefix = None
+        for e in outs:
+            p = paths.get(e.dst, ())
+            if prefix is None:
+                prefix = p
+            else:
+                k = 0
+                while k < len(prefix) and k < len(p) and prefix[k] == p[k]:
+                    k += 1
+                prefix = prefix[:k]
+        paths[n.id] = prefix or ()
+    loops = _find_loops(trace, groups, paths)
+    out = Hierarchy(paths, groups, loops)
+    trace._hierarchy = (len(trace.nodes), out)
+    return out
 
 
-def _scope_keys(trace, collapse) -> dict:
-    if collapse is None:
-        return {}
+def _function_calls(ops) -> tuple[dict, dict]:
+    """``({call: the calls around it, outermost first, itself last}, {call: scope depth its ops share})``.
+
+    A call is ``(function, call number)``. A call whose ops all lie between
+    two ops of another call (``helper`` called inside ``block``) is nested
+    in it; its box is drawn inside that call's box.
+    """
+    span: dict = {}
+    scopes: dict = {}
+    for k, n in enumerate(ops):
+        if n.function is None:
+            continue
+        call = (n.function, n.call)
+        first, _ = span.get(call, (k, k))
+        span[call] = (first, k)
+        scopes.setdefault(call, []).append(n.scope.split("/") if n.scope else [])
+    chains, stack = {}, []
+    for call in sorted(span, key=lambda c: (span[c][0], -span[c][1])):
+        while stack and span[stack[-1]][1] < span[call][0]:
+            stack.pop()
+        parent = stack[-1] if stack and span[call][1] <= span[stack[-1]][1] else None
+        chains[call] = (chains[parent] if parent else ()) + (call,)
+        stack.append(call)
+    common = {}
+    for call, parts in scopes.items():
+        outer = chains[call][0]
+        parts = parts + scopes.get(outer, []) if outer != call else parts
+        c = 0
+        while all(len(p) > c for p in parts) and len({p[c] for p in parts}) == 1:
+            c += 1
+        common[call] = c
+    return chains, common
+
+
+def _instances(ops, segs) -> tuple[dict, dict]:
+    """Groups and node paths from each op's list of segments: consecutive ops sharing a segment
+    prefix share its groups; a segment opened again later is a new run (``#2``)."""
+    groups: dict = {}
+    paths: dict = {}
+    seen: dict = {}
+    stack: list = []
+    for order, n in enumerate(ops):
+        seg_list = segs[n.id]
+        k = 0
+        while k < len(stack) and k < len(seg_list) and stack[k][0] == seg_list[k]:
+            k += 1
+        del stack[k:]
+        for seg in seg_list[k:]:
+            parent = stack[-1][1] if stack else None
+            text = seg[1] + ("()" if seg[0] == "function" else "")
+            base = f"{parent}/{text}" if parent else text
+            seen[base] = seen.get(base, 0) + 1
+            key = base if seen[base] == 1 else f"{base}#{seen[base]}"
+            groups[key] = Group(key, f"g{len(groups)}", text, seg[0], parent, order, base=base)
+            stack.append((seg, key))
+        paths[n.id] = tuple(key for _, key in stack)
+    return groups, paths
+
+
+def _repeated_calls(trace, ops, groups, paths) -> dict:
+    """Find groups that are really one layer called several times in a row (an RNN cell per time step).
+
+    The record keeps the scope path of each op, not the call it came from,
+    so back-to-back calls of one layer look like one run. When what a group
+    directly holds (its ops, and its sub-groups as one item each) repeats
+    with a period (the same sequence, ``c ≥ 2`` times) and each repetition
+    reads what the one before produced (the state handed from step to
+    step), the repetitions are separate calls. Returns ``{(node id, depth):
+    call number}`` for the calls after the first, so the groups can be
+    rebuilt with each call as its own run.
+    """
+    items: dict = {}
+    for n in ops:
+        path = paths[n.id]
+        for j, key in enumerate(path):
+            sig = ("op", n.op, None) if j == len(path) - 1 else ("group", groups[path[j + 1]].title, path[j + 1])
+            seq = items.setdefault(key, [])
+            if seq and sig[0] == "group" and seq[-1][0] == sig:
+                seq[-1][1].append(n.id)
+            else:
+                seq.append((sig, [n.id]))
+    out = {}
+    for key, seq in items.items():
+        sigs = [sig[:2] for sig, _ in seq]
+        m = len(sigs)
+        period = next((p for p in range(1, m // 2 + 1) if m % p == 0 and sigs[p:] == sigs[:-p]
+                       and sum(len(ids) for _, ids in seq[:p]) >= 2), None)
+        if period is None:
+            continue
+        chunks = [[nid for _, ids in seq[c * period:(c + 1) * period] for nid in ids] for c in range(m // period)]
+        chunk_of = {nid: c for c, ids in enumerate(chunks) for nid in ids}
+        if not all(any(chunk_of.get(e.src) == c - 1 for nid in chunks[c] for e in trace.edges_into(nid))
+                   for c in range(1, len(chunks))):
+            continue
+        for c, ids in enumerate(chunks[1:], start=2):
+            for nid in ids:
+                out[(nid, paths[nid].index(key))] = c
+    return out
+
+
+def _find_loops(trace, groups, paths) -> dict:
+    siblings: dict = {}
+    for g in groups.values():
+        siblings.setdefault((g.parent, g.base), []).append(g.key)
+    members: dict = {}
+    for nid, path in paths.items():
+        for key in path:
+            members.setdefault(key, []).append(nid)
+    loops = {}
+    for (parent, base), keys in siblings.items():
+        if len(keys) < 2:
+            continue
+        lkey = base + "*"
+        steps = [members.get(k, []) for k in keys]
+        where = {nid: t for t, ids in enumerate(steps) for nid in ids}
+        outputs = []
+        for t, ids in enumerate(steps):
+            handed = [nid for nid in ids for e in trace.edges_from(nid) if where.get(e.dst) == t + 1]
+            ops = [nid for nid in ids if trace.node(nid).kind == "op"]
+            outputs.append(handed[-1] if handed else (ops[-1] if ops else None))
+        norms, values = [], []
+        for nid in outputs:
+            node = trace.node(nid) if nid is not None else None
+            norms.append(None if node is None or node.grad is None else node.grad.stats["norm"])
+            values.append(None if node is None else node.value.stats["norm"])
+        loops[lkey] = Loop(lkey, f"l{len(loops)}", groups[keys[0]].title, parent, keys, steps, outputs, norms,
+                           values)
+        for k in keys:
+            groups[k].loop = lkey
+    return loops
+
+
+def breadcrumb(trace, key: str) -> list:
+    """The keys from the outermost group down to ``key`` (a loop key: its parent's path, then the loop).
+
+    What a view shows above an opened box; folding back to a crumb removes
+    that key and every key below it from ``expanded``.
+    """
+    h = hierarchy(trace)
+    if key in h.loops:
+        parent = h.loops[key].parent
+        return (breadcrumb(trace, parent) if parent else []) + [key]
+    if key not in h.groups:
+        raise KeyError(f"no foldable box {key!r} in this trace; the keys are trace.groups() and loop keys.")
+    out = []
+    while key is not None:
+        out.append(key)
+        key = h.groups[key].parent
+    return out[::-1]
+
+
+def loops(trace) -> list:
+    """The :class:`Loop` s of ``trace`` (repeated calls of one layer or function), in tape order."""
+    return list(hierarchy(trace).loops.values())
+
+
+def _visible(h: Hierarchy, nid: str, collapse, expanded, rolled) -> str | None:
+    """The key of the group (or loop) that draws node ``nid``, or None when the node is drawn alone."""
+    path = h.paths.get(nid, ())
+    if not path or collapse is None:
+        return None
     if collapse == "layers":
-        depth = None
-    elif isinstance(collapse, int) and not isinstance(collapse, bool) and collapse >= 1:
-        depth = collapse
-    else:
-        raise ValueError(f"collapse must be None, 'layers' or a scope depth >= 1, got {collapse!r}.")
-    keys = {}
-    for n in trace.nodes:
-        if n.kind == "op" and n.scope:
-            parts = n.scope.split("/")
-            keys[n.id] = "/".join(parts[:depth] if depth else parts)
-    for n in trace.nodes:
-        if n.is_leaf:
-            consumer_keys = {keys.get(e.dst) for e in trace.edges_from(n.id)}
-            if len(consumer_keys) == 1 and None not in consumer_keys:
-                keys[n.id] = consumer_keys.pop()
-    return keys
+        return path[-1]
+    if isinstance(collapse, int):
+        return path[min(collapse, len(path)) - 1]
+    for key in path:
+        loop = h.groups[key].loop
+        if loop is not None and loop not in expanded and (
+                rolled is True or (rolled is None and h.loops[loop].count > ROLL_ABOVE)):
+            return loop
+        if key not in expanded:
+            return key
+    return None
 
 
-def _boxes(trace, keys, position):
-    boxes, owner, group_ids = {}, {}, {}
+def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position):
+    boxes, owner = {}, {}
     for n in trace.nodes:
-        key = keys.get(n.id)
+        key = _visible(h, n.id, collapse, expanded, rolled)
         if key is None:
             boxes[n.id] = Box(n.id, "node", [n.id], n.title, position[n.id])
             owner[n.id] = n.id
             continue
-        gid = group_ids.get(key)
-        if gid is None:
-            gid = group_ids[key] = f"g{len(group_ids)}"
-            boxes[gid] = Box(gid, "group", [], key, position[n.id])
-        boxes[gid].members.append(n.id)
-        owner[n.id] = gid
+        if key in h.loops:
+            loop = h.loops[key]
+            box = boxes.get(loop.id)
+            if box is None:
+                box = boxes[loop.id] = Box(loop.id, "loop", [], loop.title, position[n.id], key, "loop", loop.count)
+        else:
+            g = h.groups[key]
+            box = boxes.get(g.id)
+            if box is None:
+                box = boxes[g.id] = Box(g.id, "group", [], g.title, position[n.id], key, g.what)
+        box.members.append(n.id)
+        owner[n.id] = box.id
     return boxes, owner
 
 
-def _fold_middle(trace, boxes, owner, budget):
+def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=(), rolled=None) -> Layout:
+    """Group the trace's nodes into boxes, then fold deeper until at most ``budget`` boxes remain.
+
+    Args:
+        collapse: ``"auto"`` (default: fold by meaning; every outermost
+            group is one box unless its key is in ``expanded``), ``None``
+            (every node), ``"layers"`` (the innermost group of every node) or
+            an int depth (groups at that nesting depth).
+        budget: the most boxes; above it the drawing folds deeper — every
+            node → layers → the outer blocks → the model — and, if that is
+            still too many, folds the middle of the tape into one box, each
+            time saying so in :attr:`Layout.notes` (drawn under the picture).
+            ``None``: no limit.
+        expanded: keys of the groups and loops drawn open (see
+            :attr:`Box.key`, :func:`hierarchy`); only for ``"auto"``.
+        rolled: ``None`` (default: a loop of more than ``ROLL_ABOVE`` steps is
+            drawn rolled), ``True`` (every loop rolled) or ``False`` (unrolled).
+    """
+    if collapse not in COLLAPSES and not (isinstance(collapse, int) and not isinstance(collapse, bool)
+                                          and collapse >= 1):
+        raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
+    expanded = frozenset(expanded or ())
+    position = {n.id: k for k, n in enumerate(trace.nodes)}
+    h = hierarchy(trace)
+    notes = []
+    boxes, owner = _assign(trace, h, collapse, expanded, rolled, position)
+    if budget is not None and len(boxes) > budget and h.groups:
+        tries = []
+        if collapse is None:
+            tries.append(("layers", "each layer is folded into one box (collapse='layers')"))
+        depth = max((len(p) for p in h.paths.values()), default=0)
+        for d in range(depth - 1 if collapse in (None, "layers") else (collapse - 1 if isinstance(collapse, int)
+                                                                       else 0), 0, -1):
+            tries.append((d, f"layers are folded into the blocks {d} level{'s' if d > 1 else ''} deep"))
+        if collapse in (None, "layers") or isinstance(collapse, int):
+            tries.append(("auto", "the model is folded to its outermost blocks"))
+        elif expanded:
+            tries.append(("auto", "the boxes you opened are folded again"))
+        for mode, text in tries:
+            b2, o2 = _assign(trace, h, mode, frozenset() if mode == "auto" else expanded, rolled, position)
+            if len(b2) < len(boxes):
+                boxes, owner = b2, o2
+                notes = [f"{len(trace.nodes)} nodes are more than the budget of {budget} boxes: {text}."]
+            if len(boxes) <= budget:
+                break
+    if budget is not None and len(boxes) > budget:
+        boxes, owner = _fold_middle(boxes, owner, budget)
+        fold = boxes["fold"]
+        notes.append(f"{len(fold.members)} nodes in the middle of the tape are folded into one box to stay "
+                     f"within {budget} boxes; draw everything with to_dot(..., budget=None).")
+    return Layout(boxes, owner, notes, h)
+
+
+def _fold_middle(boxes, owner, budget):
     ordered = sorted(boxes.values(), key=lambda b: b.order)
     head = max(1, (budget - 1) // 2)
     tail = max(1, budget - 1 - head)
+    if len(ordered) - tail <= head:
+        tail = 0
     middle = ordered[head:len(ordered) - tail]
     fold = Box("fold", "fold", [], "", middle[0].order)
     for b in middle:
         fold.members.extend(b.members)
-        del boxes[b.id]
     for m in fold.members:
         owner[m] = "fold"
     kept = {b.id: b for b in ordered[:head]}
@@ -200,19 +582,42 @@ def _fold_middle(trace, boxes, owner, budget):
 # ---------------------------------------------------------------------------
 # Drawing
 # ---------------------------------------------------------------------------
-def to_dot(trace, view: str = "forward", collapse=None, highlight=None, budget=NODE_BUDGET) -> str:
+def to_dot(trace, view: str = "forward", collapse="auto", highlight=None, budget=NODE_BUDGET,
+           expanded=(), rolled=None) -> str:
     """DOT source of one view of ``trace``.
 
     Args:
         view: ``"forward"``, ``"backward"`` or ``"both"`` (side by side).
-        collapse: ``None``, ``"layers"`` (one box per name scope) or an int
-            depth of the scope path.
+        collapse: ``"auto"`` (default: layers, losses, name scopes and the
+            user's functions folded into boxes by meaning), ``None`` (every
+            op), ``"layers"`` (one box per innermost group) or an int depth.
         highlight: node/edge ids or tensors to draw in bold blue.
-        budget: the most boxes to draw before folding (``None``: no limit).
+        budget: the most boxes to draw before folding deeper (``None``: no limit).
+        expanded: fold-state keys of the groups drawn open (``Box.key``,
+            e.g. ``{"sequential/dense_1"}``; a loop key ends in ``*``, and
+            expanding it unrolls the loop). Use :func:`layout` with the same
+            arguments to map the drawing's box ids back to keys and members.
+        rolled: ``None`` (loops of more than ``ROLL_ABOVE`` steps rolled),
+            ``True`` or ``False``.
+
+    Ids and classes in the output (stable, for views that restyle the SVG):
+    a box is ``fwd_<id>`` / ``bwd_<id>`` with ``<id>`` = ``n3`` (a node),
+    ``g4`` (a group), ``l0`` (a loop) or ``fold``; an edge is ``fwd_e7`` or,
+    for several trace edges drawn as one, ``fwd_e7_x3``. A box or edge that
+    stands for at most ``STEP_CLASS_LIMIT`` backward steps carries one class
+    ``step_<node id>`` per step; one that stands for more carries the single
+    class ``step_many`` (Graphviz refuses attributes above 16384 characters),
+    and ``Layout.owner`` maps a step's node id to its box id.
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}.")
-    lay = layout(trace, collapse, budget)
+    from .trace import _no_gc
+    with _no_gc():
+        return _to_dot(trace, view, collapse, highlight, budget, expanded, rolled)
+
+
+def _to_dot(trace, view, collapse, highlight, budget, expanded, rolled) -> str:
+    lay = layout(trace, collapse, budget, expanded, rolled)
     lit = {trace._resolve(h) for h in (highlight or ())}
     lines = [f"digraph {view} {{", "  graph" + _attrs(STYLES["graph"]), "  node" + _attrs(STYLES["node"]),
              "  edge" + _attrs(STYLES["edge"])]
@@ -266,12 +671,19 @@ def _panel(trace, lay: Layout, view: str, lit: set) -> list:
         if reasons:
             attrs.update(STYLES["mark"])
             label += ["⚠ " + r for r in reasons]
-        steps = sorted({f"step_{step_of[m]}" for m in box.members if m in step_of})
+        steps = _step_classes(m for m in box.members if m in step_of)
         attrs.update({"label": _label(label), "id": p + box.id, "tooltip": _tooltip(box, members),
-                      "class": " ".join(steps) or None})
+                      "class": steps})
         out.append(f"  {_q(p + box.id)}" + _attrs(attrs))
     out.extend(_edges(trace, lay, view, lit))
     return out
+
+
+def _step_classes(node_ids) -> str | None:
+    steps = sorted({f"step_{m}" for m in node_ids})
+    if len(steps) > STEP_CLASS_LIMIT:
+        return "step_many"
+    return " ".join(steps) or None
 
 
 def _box_style(box, members) -> dict:
@@ -281,27 +693,36 @@ def _box_style(box, members) -> dict:
 
 
 def _box_label(trace, box, members, view) -> list:
+    """Label lines: a node's title (the learner's name, else the op), the op beneath a named op,
+    the shape, and its value (forward; a small matrix one row per line) or ḡ (backward).
+
+    A group: its name, what it is and how many ops, and the most frequent ops.
+    """
     if box.kind == "node":
         n = members[0]
-        lines = [f"{n.id} · {n.title}" + (f" ({n.op})" if n.name and n.kind == "op" else ""),
-                 shape_text(n.shape, n.dtype)]
+        lines = [n.title]
+        if n.kind == "op" and n.title != n.op:
+            lines.append(n.op)
+        lines.append(shape_text(n.shape, n.dtype))
         if view == "forward":
-            lines.append(n.value.brief())
+            lines.extend(n.value.rows())
         elif n.grad is not None:
             lines.append("ḡ = " + n.grad.brief() + (" (seed)" if n.id == trace.target else ""))
         return lines
     ops = Counter(m.op for m in members if m.kind == "op")
     counts = ", ".join(f"{op}×{k}" for op, k in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
-    span = f"{members[0].id} … {members[-1].id}"
+    n_ops = sum(ops.values())
     if box.kind == "group":
-        return [box.title, f"{sum(ops.values())} ops ({span})", counts]
-    return ["⋯ folded middle of the tape", f"{len(members)} nodes ({span})", counts]
+        return [box.title, f"{box.what} · {n_ops} op{'' if n_ops == 1 else 's'} (folded)", counts]
+    if box.kind == "loop":
+        return [box.title, f"× {box.count} steps (rolled) · {n_ops} ops", counts]
+    return ["⋯ folded middle of the tape", f"{len(members)} nodes", counts]
 
 
 def _tooltip(box, members) -> str:
     if box.kind != "node":
-        return f"{box.title or 'folded'}: {', '.join(m.id for m in members[:40])}" + (
-            " …" if len(members) > 40 else "")
+        head = f"{box.title or 'folded'}" + (f" [{box.key}]" if box.key else "")
+        return f"{head}: {', '.join(m.id for m in members[:40])}" + (" …" if len(members) > 40 else "")
     n = members[0]
     parts = [f"{n.id} {n.op}" + (f" '{n.name}'" if n.name else "")]
     if n.scope:
@@ -316,29 +737,45 @@ def _tooltip(box, members) -> str:
 def _edges(trace, lay: Layout, view: str, lit: set) -> list:
     p = PREFIX[view]
     groups: dict = {}
+    loops_back: dict = {}
     for e in trace.edges:
         s, d = lay.owner[e.src], lay.owner[e.dst]
         if s != d:
             both_single = lay.boxes[s].kind == "node" and lay.boxes[d].kind == "node"
             groups.setdefault((s, d, e.id if both_single else ""), []).append(e)
+        elif lay.boxes[s].kind == "loop" and _step_of(lay, s, e.src) != _step_of(lay, s, e.dst):
+            loops_back.setdefault(s, []).append(e)
     hubs = _hubs(trace, lay, groups)
     multi_input = Counter(e.dst for e in trace.edges)
     out = []
     fan_in = {}
     if view == "backward":
+        drawn = Counter()
         for (s, d, _), es in groups.items():
             if lay.boxes[s].kind == "node" and s not in hubs:
-                fan_in.setdefault(s, []).extend(e for e in es if e.contribution is not None)
-        fan_in = {s: es for s, es in fan_in.items() if len(es) >= 2}
+                flowing = [e for e in es if e.contribution is not None]
+                fan_in.setdefault(s, []).extend(flowing)
+                drawn[s] += bool(flowing)
+        fan_in = {s: es for s, es in fan_in.items() if drawn[s] >= 2}
         for s, es in fan_in.items():
             n = trace.node(s)
-            steps = " ".join(sorted({f"step_{e.dst}" for e in es}))
+            steps = _step_classes(e.dst for e in es)
             out.append(f"  {_q(p + 'acc_' + s)}" + _attrs(dict(
                 STYLES["accumulate"], label="Σ", id=p + "acc_" + s, **{"class": steps},
-                tooltip=f"ḡ of {s} = the sum of {len(es)} contributions")))
+                tooltip=f"ḡ of {n.title} = the sum of {len(es)} contributions")))
             out.append(f"  {_q(p + 'acc_' + s)} -> {_q(p + s)}" + _attrs(dict(
                 STYLES["gradient_edge"], id=p + "acc_" + s + "_out", **{"class": steps},
                 label="ḡ = " + (n.grad.brief() if n.grad is not None else "?"))))
+    for box_id, es in loops_back.items():
+        box = lay.boxes[box_id]
+        if view == "forward":
+            label = ["t → t+1", _crossing(trace, es)]
+        else:
+            label = ["ḡ_h(t) ← ḡ_h(t+1)", "(backprop through time)"]
+        attrs = dict(STYLES["gradient_edge"] if view == "backward" else {}, label=_label(label),
+                     id=f"{p}{box_id}_loop", **{"class": _step_classes(e.dst for e in es
+                                                                     if e.contribution is not None)})
+        out.append(f"  {_q(p + box.id)} -> {_q(p + box.id)}" + _attrs(attrs))
     for (s, d, _), es in groups.items():
         e0 = es[0]
         attrs = {}
@@ -346,7 +783,8 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
         if view == "forward":
             label = ([e0.input_name] if multi_input[e0.dst] > 1 else []) if single else _bundle_label(trace, es)
         else:
-            label = _gradient_label(e0) if single else _bundle_label(trace, es)
+            label = _gradient_label(e0) if single else _box_gradient_label(
+                trace, lay, s, d, es, short=s in hubs and d != hubs[s])
             if any(e.contribution is not None for e in es):
                 attrs.update(STYLES["gradient_edge"])
         if not any(e.differentiable for e in es):
@@ -363,15 +801,15 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
             attrs.update(STYLES["mark"])
             label = ["⚠ " + r for r in reasons] + label
         eid = p + (e0.id if len(es) == 1 else f"{e0.id}_x{len(es)}")
-        steps = sorted({f"step_{e.dst}" for e in es if e.contribution is not None})
-        attrs.update({"label": _label(label) if label else None, "id": eid, "class": " ".join(steps) or None})
+        steps = _step_classes(e.dst for e in es if e.contribution is not None)
+        attrs.update({"label": _label(label) if label else None, "id": eid, "class": steps})
         tail = s
         if s in hubs and d != hubs[s]:
             tail = f"{s}_at_{d}"
             n = trace.node(s)
             out.append(f"  {_q(p + tail)}" + _attrs(dict(
-                STYLES["proxy"], id=p + tail, label=_label([f"{n.id} · {n.title}"]),
-                tooltip=f"{n.id} again: it feeds {len(set(k[1] for k in groups if k[0] == s))} boxes")))
+                STYLES["proxy"], id=p + tail, label=_label([n.title]),
+                tooltip=f"{n.title} ({n.id}) again: it feeds {len(set(k[1] for k in groups if k[0] == s))} boxes")))
             out.append(f"  {{rank=same; {_q(p + d)}; {_q(p + tail)}}}")
         if view == "forward":
             out.append(f"  {_q(p + tail)} -> {_q(p + d)}" + _attrs(attrs))
@@ -379,6 +817,79 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
             head = p + ("acc_" + s if s in fan_in and e0.contribution is not None else tail)
             out.append(f"  {_q(p + d)} -> {_q(head)}" + _attrs(attrs))
     return out
+
+
+def _step_of(lay: Layout, box_id: str, node_id: str) -> int | None:
+    """Which step of a rolled loop a node belongs to."""
+    h = lay.hierarchy
+    loop = h.loops.get(lay.boxes[box_id].key) if h is not None else None
+    if loop is None:
+        return None
+    cache = getattr(loop, "_where", None)
+    if cache is None:
+        cache = loop._where = {nid: t for t, ids in enumerate(loop.steps) for nid in ids}
+    return cache.get(node_id)
+
+
+def _crossing(trace, es) -> str:
+    names = list(dict.fromkeys(trace.node(e.src).title for e in es))
+    return ", ".join(names[:2]) + (" …" if len(names) > 2 else "")
+
+
+def _box_gradient_label(trace, lay: Layout, s, d, es, short=False) -> list:
+    """The backward label of edges that cross into a folded box ``d`` (forward: tensors of ``s`` read in ``d``).
+
+    The gradient that leaves the box is the box's vector–Jacobian product:
+    ``ḡ_x = VJP of dense_1 at ḡ_h`` — what the ops inside do to the
+    gradients of the box's outputs, summed. Its value is the sum of the
+    contributions of the crossing edges (or, for a big tensor read only
+    inside this box, the tensor's ḡ itself).
+    """
+    box = lay.boxes[d]
+    if box.kind == "node":
+        return _gradient_label(es[0]) if len(es) == 1 else _bundle_label(trace, es)
+    srcs = list(dict.fromkeys(e.src for e in es))
+    x = ", ".join(trace.node(i).title for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
+    inside = set(box.members)
+    outs = []
+    for m in box.members:
+        if m == trace.target or any(lay.owner[e.dst] != d for e in trace.edges_from(m)
+                                    if e.contribution is not None):
+            outs.append(trace.node(m).title)
+    outs = list(dict.fromkeys(outs))
+    at = ", ".join(outs[:2]) + (" …" if len(outs) > 2 else "") if outs else "its outputs"
+    what = box.title if box.kind != "fold" else "the folded middle"
+    if short:
+        return [f"VJP of {what}"]
+    lines = [f"ḡ_{x} = VJP of {what} at ḡ_{at}"]
+    flowing = [e for e in es if e.contribution is not None]
+    if flowing and len(srcs) == 1:
+        value = _sum_norm(flowing)
+        if value is None:
+            src = trace.node(srcs[0])
+            all_here = all(e.dst in inside for e in trace.edges_from(srcs[0]) if e.contribution is not None)
+            value = _short_num(src.grad.stats["norm"]) if all_here and src.grad is not None else None
+        lines.append(f"norm {value}" if value is not None else f"the sum of {len(flowing)} contributions")
+    elif flowing:
+        lines.append(f"{len(srcs)} tensors, {len(es)} edges")
+    return lines
+
+
+def _sum_norm(es) -> str | None:
+    """The 2-norm of the summed contributions, when they are kept in full."""
+    total = None
+    for e in es:
+        if e.contribution.data is None:
+            return None
+        total = e.contribution.data if total is None else total + e.contribution.data
+    if total is None:
+        return None
+    import numpy as np
+    return _short_num(float(np.sqrt(np.sum(np.abs(total) ** 2))))
+
+
+def _short_num(v: float) -> str:
+    return f"{v:.3g}"
 
 
 def _hubs(trace, lay: Layout, groups) -> dict:
@@ -397,17 +908,21 @@ def _hubs(trace, lay: Layout, groups) -> dict:
 
 
 def _bundle_label(trace, es) -> list:
-    """The label of several edges drawn as one: the tensors that cross, and how many edges."""
+    """The label of several edges drawn as one: the tensors that cross (by name), and how many edges."""
     srcs = list(dict.fromkeys(e.src for e in es))
-    names = ", ".join(srcs[:3]) + (" …" if len(srcs) > 3 else "")
+    names = ", ".join(trace.node(i).title for i in srcs[:3]) + (" …" if len(srcs) > 3 else "")
     if len(srcs) == 1:
         n = trace.node(srcs[0])
         names += " " + str(tuple(n.shape))
-    return [names, f"{len(es)} edge{'' if len(es) == 1 else 's'}"]
+    return [names] + ([f"{len(es)} edges"] if len(es) > 1 else [])
 
 
 def _gradient_label(e) -> list:
-    lines = [e.factor] if e.factor else []
+    """A backward edge: the chain-rule step as a whole formula, then what it adds, in numbers."""
+    text = e.formula or e.factor
+    if text and e.contribution is None:
+        text = text.split("  (")[0]          # off the path: the formula without its explanations
+    lines = [text] if text else []
     if e.contribution is not None:
         lines.append(f"ḡ·∂y/∂{e.input_name} = {e.contribution.brief()}")
     return lines

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import time
 
 import graphviz
 
@@ -65,7 +66,7 @@ def mimebundle(trace) -> dict:
     return {"image/svg+xml": image, "text/plain": repr(trace)}
 
 
-def save(trace, path, view: str = "both", collapse=None) -> str:
+def save(trace, path, view: str = "both", collapse="auto") -> str:
     """Write ``trace`` to ``path``; the extension chooses the format. Returns the path."""
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()
@@ -85,78 +86,191 @@ def save(trace, path, view: str = "both", collapse=None) -> str:
     return path
 
 
-def _steps(trace) -> list:
-    out = []
-    for nid in trace.steps:
-        n = trace.node(nid)
-        sent = [f"{e.src} += {e.contribution.brief()}" for e in trace.edges_into(nid) if e.contribution is not None]
-        g = n.grad.brief() if n.grad is not None else "?"
-        out.append({"node": nid, "text": f"{nid} · {n.title}: ḡ = {g}; sends " + ("; ".join(sent) or "nothing")})
-    return out
+HTML_FOLD_STATES = 16          # fold states (sets of opened boxes) carried by a standalone page, at most
+HTML_BUDGET_CHARS = 2_000_000  # and at most about this much drawing text
+HTML_BUDGET_SECONDS = 1.5      # and at most this long spent drawing them
 
 
 def _script_json(obj) -> str:
-    """JSON safe inside a <script> element (no ``</script>`` can appear)."""
+    """JSON safe inside a <script> element (no ``</script>`` or ``<svg`` can appear)."""
     return json.dumps(obj, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace(
         "&", "\\u0026")
 
 
+def _texts(trace) -> dict:
+    """Short texts the page shows on a click or a step, by node / edge id, without internal ids."""
+    def name(n):
+        return n.title if n.title != n.op else f"{n.op} output"
+    nodes = {}
+    for n in trace.nodes[:3000]:
+        where = f"; {n.location}" if n.location is not None else ""
+        nodes[n.id] = [f"{name(n)}: {n.op}, {n.shape}{where}; value {n.value.brief()}",
+                       f"ḡ = {n.grad.brief()}" if n.grad is not None else "ḡ: none (off the path)"]
+    edges = {}
+    for e in trace.edges[:6000]:
+        src, dst = trace.node(e.src), trace.node(e.dst)
+        head = f"{name(src)} → {name(dst)}: {getattr(e, 'formula', None) or e.factor or 'no factor'}"
+        edges[e.id] = [head, f"ḡ_y = {e.upstream.brief()}; adds ḡ_{e.input_name} = {e.contribution.brief()}"
+                       if e.contribution is not None else ""]
+    return {"nodes": nodes, "edges": edges}
+
+
 PAGE_STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 16px; color: #222; }
-.controls button { margin-right: 4px; padding: 4px 10px; }
+.controls button { margin-right: 4px; padding: 4px 10px; font-size: 14px; }
 .controls button[aria-pressed="true"] { background: #1f4e99; color: white; }
-#step-info { margin: 8px 0; font-family: monospace; min-height: 1.2em; }
-.view svg { max-width: 100%; height: auto; }
-.adv-stepping .node, .adv-stepping .edge { opacity: 0.3; }
-.adv-stepping .adv-done, .adv-stepping .adv-current, .adv-stepping #bwd_legend { opacity: 1; }
-.adv-current polygon, .adv-current path, .adv-current ellipse { stroke: #d62728; stroke-width: 3px; }
-.adv-tape-table td, .adv-tape-table th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+#info { margin: 8px 0; font-family: monospace; min-height: 1.2em; white-space: pre-wrap; }
 """
 
 PAGE_SCRIPT = """
 (function () {
-  var steps = JSON.parse(document.getElementById("adv-steps").textContent);
-  var k = 0;
-  var views = {forward: document.getElementById("view-forward"),
-               backward: document.getElementById("view-backward")};
-  function show(name) {
-    for (var v in views) {
-      views[v].hidden = (v !== name);
-      document.getElementById("show-" + v).setAttribute("aria-pressed", v === name ? "true" : "false");
-    }
+  var data = JSON.parse(document.getElementById("adv-data").textContent);
+  ["forward", "backward"].forEach(function (v) {
+    var src = document.getElementById("src-" + v);
+    if (src) { data.states[""][v].body = src.innerHTML; src.parentNode.removeChild(src); }
+  });
+  var store = {step: data.start, mode: "backward", selected: null, heat: false, hidden: [], flash: [],
+               drawing: data.states[""]["forward"]};
+  var state = "", view = "forward", subs = {};
+  function fire(k) { (subs[k] || []).forEach(function (f) { f(); }); }
+  var info = document.getElementById("info");
+  function say(lines) { info.textContent = lines.filter(Boolean).join("\\n"); }
+  function known(nid) {
+    var k = data.known[nid];
+    return store.mode === "backward" && k !== undefined && k !== null && store.step >= k;
   }
-  function paint() {
-    var root = views.backward;
-    root.querySelectorAll(".adv-done, .adv-current").forEach(function (el) {
-      el.classList.remove("adv-done"); el.classList.remove("adv-current");
+  var api = {
+    get: function (k) { return store[k]; },
+    set: function (k, v) { store[k] = v; fire(k); },
+    on: function (k, f) { (subs[k] = subs[k] || []).push(f); return function () {}; },
+    send: function (msg) {
+      if (msg.event === "select") {
+        var box = (store.drawing.boxes || {})[msg.box], t = data.texts.nodes[msg.box];
+        say(t ? [t[0], known(msg.box) ? t[1] : (data.known[msg.box] !== undefined
+                 ? "ḡ: not computed yet at this step" : t[1])] : [box ? box.t : msg.box]);
+      } else if (msg.event === "edge") {
+        var id = msg.edge.split("_x")[0], e = data.texts.edges[id];
+        var reached = store.mode === "backward" && store.step >= (data.edge_step[id] || 1e9);
+        say(e ? [e[0], reached ? e[1] : "ḡ has not reached this edge at this step"] : [msg.edge]);
+      } else if (msg.event === "expand") {
+        var info = (store.drawing.boxes || {})[msg.box];
+        var next = info && info.k ? keyOf(opened().concat([info.k])) : null;
+        if (next !== null && data.states[next]) { state = next; show(view); }
+        else say(["This box's inside is not carried in this page: open the notebook to expand it."]);
+      } else if (msg.event === "fold") {
+        var base = msg.box.replace(/\\*$/, "") + "/";
+        var kept = keyOf(opened().filter(function (k) { return k !== msg.box && k.indexOf(base) !== 0; }));
+        state = data.states[kept] ? kept : ""; show(view);
+      } else if (msg.event === "collapse_all") { state = ""; show(view); }
+    }
+  };
+  function opened() { return state ? state.split("|") : []; }
+  function keyOf(keys) { return keys.filter(function (k, i) { return keys.indexOf(k) === i; }).sort().join("|"); }
+  function show(v) {
+    view = v;
+    var st = data.states[state] || data.states[""];
+    store.drawing = st[v] || data.states[""][v];
+    document.querySelectorAll(".controls [data-view]").forEach(function (b) {
+      b.setAttribute("aria-pressed", b.getAttribute("data-view") === v ? "true" : "false");
     });
-    root.classList.toggle("adv-stepping", k > 0);
-    for (var j = 0; j < k; j++) {
-      root.querySelectorAll(".step_" + steps[j].node).forEach(function (el) {
-        el.classList.add(j === k - 1 ? "adv-current" : "adv-done");
-      });
-    }
-    document.getElementById("step-info").textContent = k === 0
-      ? "before the backward pass (" + steps.length + " steps)"
-      : "step " + k + " / " + steps.length + ": " + steps[k - 1].text;
+    fire("drawing");
   }
-  function step(d) { show("backward"); k = Math.max(0, Math.min(steps.length, k + d)); paint(); }
-  document.getElementById("show-forward").onclick = function () { show("forward"); };
-  document.getElementById("show-backward").onclick = function () { show("backward"); };
-  document.getElementById("step-next").onclick = function () { step(1); };
-  document.getElementById("step-back").onclick = function () { step(-1); };
-  document.getElementById("step-reset").onclick = function () { k = 0; paint(); };
-  show("forward"); paint();
+  document.querySelectorAll(".controls [data-view]").forEach(function (b) {
+    b.onclick = function () { show(b.getAttribute("data-view")); };
+  });
+  document.querySelectorAll(".controls [data-mode]").forEach(function (b) {
+    b.onclick = function () {
+      store.mode = b.getAttribute("data-mode"); store.step = Math.min(1, store.drawing.n[store.mode] || 0);
+      document.querySelectorAll(".controls [data-mode]").forEach(function (c) {
+        c.setAttribute("aria-pressed", c === b ? "true" : "false"); });
+      fire("mode");
+    };
+  });
+  var viewer = advMount(document.getElementById("viewer"), api);
+  window.advViewer = viewer;
+  show("forward");
 })();
 """
 
 
-def html_document(trace, collapse=None, title: str = "autodiff_viz trace") -> str:
-    """A self-contained HTML page: forward and backward SVG, switch and step controls, the tape table."""
-    forward = svg(trace.to_dot("forward", collapse))
-    backward = svg(trace.to_dot("backward", collapse))
+def _page_data(trace, collapse, fold_states=HTML_FOLD_STATES, budget_chars=HTML_BUDGET_CHARS,
+               budget_seconds=HTML_BUDGET_SECONDS):
+    """The drawings (per fold state and view) and texts a standalone page carries."""
+    from .widgets.state import ExplorerState
+    st = ExplorerState(trace)
+    st.prefix = ""
+    st.set_collapse(collapse)
+    states = {}
+    size = 0
+
+    def capture(key):
+        nonlocal size
+        out = {}
+        for view in ("forward", "backward", "tape") if key == "" else ("forward", "backward"):
+            st.set_view(view)
+            p = dict(st.payload())
+            size += len(p["body"])
+            out[view] = p
+        states[key] = out
+
+    capture("")
+    base = {v: dict(p) for v, p in states[""].items()}
+    start = time.perf_counter()
+    queue = [frozenset()]
+    while queue:
+        opened = queue.pop(0)
+        st.expanded = opened
+        for box in st.foldable():
+            if (len(states) >= fold_states or size > budget_chars
+                    or time.perf_counter() - start > budget_seconds):
+                queue = []
+                break
+            st.expanded = opened
+            key = _state_key(st.expanded) if st.expand(box) else None
+            if key is not None and key not in states:
+                before = size
+                capture(key)
+                if size > budget_chars:          # too big to carry: leave this state out
+                    del states[key]
+                    size = before
+                    continue
+                queue.append(st.expanded)
+    inline = {}
+    for v in ("forward", "backward"):
+        inline[v] = base[v]["body"]
+        states[""][v] = dict(states[""][v], body="")
+    flowing = {}
+    for k, nid in enumerate(trace.steps, start=1):
+        for e in trace.edges_into(nid):
+            if e.contribution is not None:
+                flowing[e.id] = k
+    data = {"states": states, "start": min(1, len(trace.steps)),
+            "known": st._known, "edge_step": flowing, "texts": _texts(trace)}
+    return data, inline, st
+
+
+def _state_key(expanded) -> str:
+    return "|".join(sorted(expanded))
+
+
+def html_document(trace, collapse="auto", title: str = "autodiff_viz trace", fold_states: int = HTML_FOLD_STATES,
+                  budget_chars: int = HTML_BUDGET_CHARS, budget_seconds: float = HTML_BUDGET_SECONDS) -> str:
+    """A self-contained HTML page: the explorer's graph without a kernel.
+
+    Forward and backward drawings (inline SVG: readable even with scripts
+    off), the tape table, the same stepping as the live explorer (◀, slider,
+    ▶; nothing shown before the step that computes it), fit, zoom and pan,
+    colour by ‖ḡ‖, a click on a node or edge to read it, and a click on a
+    folded box to open it for the fold states the page can carry (boxes
+    opened breadth first, up to ``fold_states`` states, about
+    ``budget_chars`` of drawings and ``budget_seconds`` of drawing). Works from a ``file://`` with no network:
+    the script and the styles are inline. Without Graphviz the drawings come
+    from the built-in renderer.
+    """
+    from .widgets.frontend import CORE_JS, CSS
+    data, inline, st = _page_data(trace, collapse, fold_states, budget_chars, budget_seconds)
     target = trace.node(trace.target) if trace.target else None
-    subtitle = (f"target {target.id} · {target.title}, {len(trace.nodes)} nodes, {len(trace.steps)} backward steps"
+    subtitle = (f"target {target.title}, {len(trace.nodes)} nodes, {len(trace.steps)} backward steps"
                 if target else f"{len(trace.nodes)} nodes, no target")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in trace.notes)
     return f"""<!DOCTYPE html>
@@ -164,25 +278,25 @@ def html_document(trace, collapse=None, title: str = "autodiff_viz trace") -> st
 <head>
 <meta charset="utf-8">
 <title>{html.escape(title)}</title>
-<style>{PAGE_STYLE}</style>
+<style>{PAGE_STYLE}{CSS}</style>
 </head>
 <body>
 <h1 style="font-size:18px">{html.escape(title)}</h1>
 <p>{html.escape(subtitle)}</p>
 {f"<ul>{notes}</ul>" if notes else ""}
 <div class="controls">
-<button id="show-forward" type="button">forward</button>
-<button id="show-backward" type="button">backward</button>
-<button id="step-back" type="button">◀ step</button>
-<button id="step-next" type="button">step ▶</button>
-<button id="step-reset" type="button">reset</button>
+view: <button id="show-forward" type="button" data-view="forward">forward</button>
+<button id="show-backward" type="button" data-view="backward">backward</button>
+<button id="show-tape" type="button" data-view="tape">tape table</button>
+&nbsp; walk: <button type="button" data-mode="backward" aria-pressed="true">backward pass</button>
+<button type="button" data-mode="forward">forward pass</button>
 </div>
-<div id="step-info"></div>
-<div id="view-forward" class="view">{forward}</div>
-<div id="view-backward" class="view" hidden>{backward}</div>
-<h2 style="font-size:15px">tape</h2>
-{trace.table().to_html()}
-<script type="application/json" id="adv-steps">{_script_json(_steps(trace))}</script>
+<div id="viewer"></div>
+<div id="info" aria-live="polite">Click a node or an edge to read it.</div>
+<div id="src-forward" hidden>{inline["forward"]}</div>
+<div id="src-backward" hidden>{inline["backward"]}</div>
+<script type="application/json" id="adv-data">{_script_json(data)}</script>
+<script>{CORE_JS}</script>
 <script>{PAGE_SCRIPT}</script>
 </body>
 </html>

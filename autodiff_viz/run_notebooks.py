@@ -8,11 +8,12 @@ notebook and the cell on the first notebook that shows an error **or writes
 anything to stderr** (in a teaching notebook a warning is a defect), and
 writes one ``.html`` per notebook to the folder given.
 
-The copies are for reading without Jupyter. nbconvert's HTML loads the widget
-manager from a CDN, so offline a live widget comes out as an empty box. Every
-output that also carries a static ``text/html`` version (the explorer does,
-see :meth:`autodiff_viz.widgets.explorer.Explorer.static_html`) is exported
-with that version instead.
+The copies are for reading without Jupyter, offline. nbconvert's HTML loads
+require.js, MathJax and the widget manager from a CDN; these copies load
+nothing (:func:`offline_exporter`), and every output that also carries a
+static ``text/html`` version (the explorer does, see
+:meth:`autodiff_viz.widgets.explorer.Explorer.static_html`) is exported with
+that version instead of its live widget.
 
 The tests use the same two functions::
 
@@ -133,10 +134,33 @@ def static_copy(nb):
     return nb
 
 
-def export_html(nb, path) -> Path:
-    """Write the executed notebook ``nb`` as HTML to ``path`` (with :func:`static_copy` applied)."""
+OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+"""
+
+
+def offline_exporter():
+    """nbconvert's HTML exporter without anything it would load from a CDN.
+
+    The ``lab`` template loads require.js, MathJax, mermaid and the widget
+    manager from cdnjs / unpkg; offline they fail with errors in the console.
+    This template leaves them out: the notebooks' text needs no MathJax (their
+    formulas are written in Unicode), and every widget output worth keeping
+    carries its own static HTML (:func:`static_copy`). Styles are inlined by
+    nbconvert already.
+    """
+    import jinja2
     from nbconvert import HTMLExporter
-    body, _ = HTMLExporter().from_notebook_node(static_copy(nb))
+    return HTMLExporter(extra_loaders=[jinja2.DictLoader({"adv_offline.html.j2": OFFLINE_TEMPLATE})],
+                        template_file="adv_offline.html.j2")
+
+
+def export_html(nb, path) -> Path:
+    """Write the executed notebook ``nb`` as HTML to ``path`` (:func:`static_copy`; no CDN: :func:`offline_exporter`)."""
+    body, _ = offline_exporter().from_notebook_node(static_copy(nb))
     path = Path(path)
     path.write_text(body, encoding="utf-8")
     return path

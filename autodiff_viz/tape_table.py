@@ -6,8 +6,14 @@
     0  n1    tanh      n0      (2,) float64 [0.4621, …]    [0.9242, …]    ∂y/∂x = 1 − y²
 
 Leaves come first where they are first used; each op row lists its inputs by
-node id, and the factor column is the rule's chain-rule factor for each input.
-In a notebook the table is HTML; in a terminal it is text.
+node id, and the factor column is the chain-rule step for each input as a
+whole formula (``ḡ_x = ḡ_y · Wᵀ``). In a notebook the table is HTML; in a
+terminal it is text.
+
+``TapeTable(trace, step=k)`` is the table as it stands after ``k`` steps of
+the backward pass: a node's ḡ appears only once the step that completes it
+has run (nothing is shown before the step that computes it); ``step=None``
+shows every gradient.
 """
 from __future__ import annotations
 
@@ -22,23 +28,27 @@ TEXT_WIDTH = 30
 class TapeTable:
     """Rows of a trace's tape: index, node, op, inputs, shape, value, gradient, factor."""
 
-    def __init__(self, trace):
+    def __init__(self, trace, step: int | None = None):
         self.trace = trace
+        self.step = step
+        self._known = None if step is None else trace.grad_known(step)
         self.rows = [self._row(n) for n in trace.nodes]
 
     def _row(self, n) -> dict:
         inputs = self.trace.edges_into(n.id)
         factors = []
         for e in inputs:
-            factors.append(e.factor if e.differentiable and e.factor else f"{e.input_name}: no gradient")
+            text = (e.formula or e.factor) if e.differentiable else None
+            factors.append(text if text else f"{e.input_name}: no gradient")
+        known = n.grad is not None and (self._known is None or n.id in self._known)
         return {
             "#": "" if n.index is None else str(n.index),
             "node": n.id,
-            "op": n.op if not n.name else f"{n.op} '{n.name}'",
+            "op": n.op if n.title == n.op else f"{n.op} '{n.title}'",
             "inputs": ", ".join(e.src for e in inputs),
             "shape": shape_text(n.shape, n.dtype),
             "value": n.value.brief(),
-            "ḡ": "" if n.grad is None else n.grad.brief(),
+            "ḡ": "" if not known else n.grad.brief(),
             "factor": "; ".join(factors),
             "_off": self.trace.target is not None and not n.on_path,
         }

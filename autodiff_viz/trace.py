@@ -17,11 +17,13 @@ It holds:
 
 * **nodes** (:class:`TraceNode`): the leaves (variables, watched tensors,
   constants) and one node per recorded op, with ids ``n0, n1, ...`` in tape
-  order, the op, name, scope path, shape, dtype, value, the gradient of the
-  target with respect to the node, and the user code that made it;
+  order, the op, name, the learner's name for it (``h`` for ``h = adv.tanh(z)``),
+  scope path, the user function it ran in, shape, dtype, value, the gradient
+  of the target with respect to the node, and the user code that made it;
 * **edges** (:class:`TraceEdge`): input → op, with the rule's chain-rule factor
-  text, the upstream gradient ``ḡ_y``, the contribution ``ḡ_x = vjp(ḡ_y)`` and,
-  when both sides have at most 64 entries, the local Jacobian ``∂y/∂x``;
+  text and the whole formula (``ḡ_x = ḡ_y · Wᵀ``), the upstream gradient
+  ``ḡ_y``, the contribution ``ḡ_x = vjp(ḡ_y)`` and, when both sides have at
+  most 64 entries, the local Jacobian ``∂y/∂x``;
 * **steps**: the op nodes in the order the backward pass visited them;
 * **marks** (:class:`Mark`): nodes or edges that a diagnosis points at, with
   the reason (views draw them red).
@@ -29,17 +31,24 @@ It holds:
 Derivatives come only from the rule table: the gradients and contributions
 are those of :func:`autodiff_viz.engine.backward`, and local Jacobians are the
 rule's own VJP seeded with an identity.
+
+Size: building, JSON and lookups are linear in the number of nodes
+(``edges_into``/``edges_from`` are dict lookups), with no recursion, so a
+50,000-node trace is built and drawn folded in seconds.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import linecache
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import engine
+from . import engine, naming
 from .dot import NODE_BUDGET
 from .tensor import Tensor, Variable
 
@@ -71,39 +80,87 @@ class Summary:
     @classmethod
     def of(cls, array, limit: int = VALUE_LIMIT) -> "Summary":
         a = np.asarray(array)
-        if a.dtype.kind == "c":
+        kind = a.dtype.kind
+        if kind == "c":
             real = np.abs(a)
-        elif a.dtype.kind in "fiub":
-            real = a.astype(np.float64, copy=False)
+        elif kind in "fiub":
+            real = a
         else:
             real = np.zeros(a.shape)
-        with np.errstate(all="ignore"):
-            if real.size:
+        size = real.size
+        if size == 0:
+            stats = {"min": math.nan, "mean": math.nan, "max": math.nan, "norm": 0.0}
+        elif size <= _SMALL:
+            stats = _small_stats(real.ravel().tolist())
+        else:
+            real = real.astype(np.float64, copy=False)
+            with np.errstate(all="ignore"):
                 stats = {"min": float(real.min()), "mean": float(real.mean()),
-                         "max": float(real.max()), "norm": float(np.sqrt(np.sum(real * real)))}
-            else:
-                stats = {"min": math.nan, "mean": math.nan, "max": math.nan, "norm": 0.0}
-        data = np.array(a, copy=True) if a.size <= limit and a.dtype.kind in "fiub" else None
-        return cls(tuple(a.shape), str(a.dtype), data, stats)
+                         "max": float(real.max()), "norm": float(np.sqrt(np.dot(real.ravel(), real.ravel())))}
+        data = a.copy() if size <= limit and kind in "fiub" else None
+        return cls(a.shape, _dtype_name(a.dtype), data, stats)
 
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def brief(self, max_items: int = 6) -> str:
-        """A one-line description: the numbers when few, else ``min … max`` and the norm."""
+        """A one-line description: the numbers when few, else ``min … max`` and the norm.
+
+        A summary reads ``min -3 … max 5, norm 5.9`` (smallest entry, largest
+        entry, and the 2-norm ``‖·‖ = √Σ entries²``), so it explains itself.
+        """
         if self.data is not None and self.data.size <= max_items:
             if self.data.ndim == 0:
                 return _num(self.data.item())
             return "[" + ", ".join(_num(v) for v in self.data.ravel().tolist()) + "]"
         s = self.stats
-        return f"{_num(s['min'])} … {_num(s['max'])}, ‖·‖={_num(s['norm'])}"
+        return f"min {_num(s['min'])} … max {_num(s['max'])}, norm {_num(s['norm'])}"
+
+    def rows(self, max_rows: int = 6, max_cols: int = 6) -> list:
+        """The value as lines of text, a matrix as one line per row.
+
+        A ``(3, 2)`` weight gives three lines ``[0.1, -0.2]`` …; vectors,
+        scalars and anything bigger than ``max_rows × max_cols`` give the one
+        line of :meth:`brief`.
+        """
+        d = self.data
+        if d is not None and d.ndim == 2 and 1 < d.shape[0] <= max_rows and d.shape[1] <= max_cols:
+            return ["[" + ", ".join(_num(v) for v in row) + "]" for row in d.tolist()]
+        return [self.brief()]
 
     def to_dict(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype,
-                "data": None if self.data is None else _encode_numbers(
-                    (self.data.astype(np.int64) if self.data.dtype.kind == "b" else self.data).tolist()),
+                "data": None if self.data is None else _encode_array(self.data),
                 "stats": {k: _encode_number(v) for k, v in self.stats.items()}}
+
+
+_SMALL = 32          # arrays up to this size get their statistics in plain Python (faster than numpy calls)
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
+
+
+def _small_stats(values) -> dict:
+    """min, mean, max and 2-norm of a few numbers, with numpy's NaN and overflow behaviour."""
+    values = [float(v) for v in values]
+    if any(v != v for v in values):
+        return {"min": math.nan, "mean": math.nan, "max": math.nan, "norm": math.nan}
+    total = math.fsum(values) if all(math.isfinite(v) for v in values) else sum(values)
+    try:
+        norm = math.sqrt(math.fsum(v * v for v in values))
+    except (OverflowError, ValueError):
+        norm = math.inf
+    if math.isnan(total):
+        mean = math.nan
+    else:
+        mean = total / len(values)
+    return {"min": min(values), "mean": mean, "max": max(values), "norm": norm}
 
 
 def _num(v) -> str:
@@ -129,19 +186,32 @@ def _encode_numbers(obj):
     return _encode_number(obj)
 
 
+def _encode_array(a: np.ndarray):
+    """Nested lists for JSON; the non-finite walk only when the array has NaN or ±Inf."""
+    if a.dtype.kind == "b":
+        return a.astype(np.int64).tolist()
+    if a.dtype.kind in "fc" and not np.isfinite(a).all():
+        return _encode_numbers(a.tolist())
+    return a.tolist()
+
+
 # ---------------------------------------------------------------------------
 # Nodes, edges, marks
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Location:
-    """Where user code made a node: file, line and the text of that line."""
+    """Where user code made a node: file, line and the text of that line.
+
+    ``str(location)`` is how a learner finds it: ``"cell [3], line 8"`` in a
+    notebook, ``"path/to/file.py:8"`` for a file (see :func:`autodiff_viz.naming.place`).
+    """
 
     file: str
     line: int
     code: str = ""
 
     def __str__(self):
-        return f"{self.file}:{self.line}"
+        return naming.place(self.file, self.line)
 
 
 LEAF_KINDS = ("variable", "watched", "constant", "outside")
@@ -157,6 +227,17 @@ class TraceNode:
     did not record). ``grad`` is the gradient of the target with respect to
     this node (``None`` off the path). ``on_path`` is False for what lies on no
     path between the target and the sources (views grey it out).
+
+    Names and grouping (all optional, JSON fields of the same name):
+
+    * ``label``: the learner's name for the tensor, the assignment target of
+      the recorded source line (``h = adv.tanh(z)`` → ``"h"``), given to the
+      last op recorded by one run of that line (the op whose output the line
+      assigns); None when the line assigns nothing simple.
+    * ``function``: the qualified name of the user's own Python function the
+      op ran in (``"block"``, ``"Net.encode"``), None for code of the
+      function (or cell) that opened the tape; ``call`` numbers the calls of
+      that function (1, 2, … in tape order) so two calls are two boxes.
     """
 
     id: str
@@ -171,6 +252,9 @@ class TraceNode:
     location: Location | None = None
     params: dict = field(default_factory=dict)
     on_path: bool = False
+    label: str | None = None
+    function: str | None = None
+    call: int | None = None
 
     @property
     def shape(self) -> tuple:
@@ -186,8 +270,17 @@ class TraceNode:
 
     @property
     def title(self) -> str:
-        """``name`` when the tensor has one, else the op (``tanh``) or leaf kind."""
-        return self.name or self.op
+        """The learner's name (``label``, else ``name``), else the op (``tanh``) or leaf kind."""
+        return self.label or self.name or self.op
+
+    def describe(self) -> str:
+        """The node in words, without internal ids: ``'h'``, ``'W'`` or ``the output of tanh (cell [3], line 8)``."""
+        if self.label or self.name:
+            return f"'{self.title}'"
+        if self.kind != "op":
+            return f"a {self.kind} of shape {tuple(self.shape)}"
+        where = f" ({self.location})" if self.location is not None else ""
+        return f"the output of {self.op}{where}"
 
 
 @dataclass(eq=False)
@@ -199,6 +292,11 @@ class TraceEdge:
     to the input's gradient), ``jacobian`` the local ``∂y/∂x`` as an
     ``(out.size, in.size)`` matrix when both are small. An edge with
     ``differentiable=False`` carries no gradient; ``no_grad_reason`` says why.
+
+    ``formula`` is the whole chain-rule step for a beginner, built from the
+    factor: ``ḡ_x = ḡ_y · Wᵀ``, ``ḡ_W = xᵀ · ḡ_y``, ``ḡ_x = ḡ_y · (1 − y²)``,
+    and for an input that numpy broadcast ``ḡ_b = Σ_batch ḡ_y (b is shared by
+    every row of the batch: its gradient sums the batch)`` (see :func:`formula`).
     """
 
     id: str
@@ -213,6 +311,7 @@ class TraceEdge:
     contribution: Summary | None = None
     jacobian: np.ndarray | None = None
     on_path: bool = False
+    formula: str | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +344,8 @@ class Trace:
         self._by_id = {n.id: n for n in self.nodes}
         self._edge_by_id = {e.id: e for e in self.edges}
         self._by_tensor = {n.tensor_id: n.id for n in self.nodes}
+        self._index = None
+        self._mark_index = None
 
     # ----- lookup ------------------------------------------------------------
     def node(self, node_id: str) -> TraceNode:
@@ -262,11 +363,57 @@ class Trace:
         tid = tensor._id if isinstance(tensor, Tensor) else int(tensor)
         return self._by_tensor.get(tid)
 
+    def _edge_index(self):
+        """``(into, out_of, by_pair)`` dicts over the edges, built once (rebuilt if the edge list grew)."""
+        if self._index is None or self._index[0] != len(self.edges):
+            into, out_of, pair = {}, {}, {}
+            for e in self.edges:
+                into.setdefault(e.dst, []).append(e)
+                out_of.setdefault(e.src, []).append(e)
+                pair.setdefault((e.src, e.dst), e)
+            self._index = (len(self.edges), into, out_of, pair)
+        return self._index
+
     def edges_into(self, node_id: str) -> list[TraceEdge]:
-        return [e for e in self.edges if e.dst == node_id]
+        """The edges into ``node_id`` (its inputs, in input order): a dict lookup."""
+        return list(self._edge_index()[1].get(node_id, ()))
 
     def edges_from(self, node_id: str) -> list[TraceEdge]:
-        return [e for e in self.edges if e.src == node_id]
+        """The edges out of ``node_id`` (the ops that read it), in tape order: a dict lookup."""
+        return list(self._edge_index()[2].get(node_id, ()))
+
+    def grad_known(self, k: int) -> set:
+        """Ids of the nodes whose ḡ is final after ``k`` steps of the backward pass.
+
+        Step 0 knows only the target (its seed); after step ``j`` the op
+        ``steps[j-1]`` has sent its contributions, and a node's ḡ is known
+        once every op on the path that reads it has been stepped. Views and
+        exports show a gradient only for these nodes (nothing before the step
+        that computes it). See :meth:`grad_known_at` for the per-node step.
+        """
+        k = max(0, int(k))
+        return {nid for nid, at in self.grad_known_at().items() if at <= k}
+
+    def grad_known_at(self) -> dict:
+        """``{node id: the backward step after which its ḡ is known}`` (0 for the target), computed once.
+
+        A view that steps through the backward pass compares this number
+        with the step instead of rescanning the edges (constant work per node).
+        """
+        cached = getattr(self, "_known_at", None)
+        if cached is not None and cached[0] == (len(self.steps), len(self.edges)):
+            return cached[1]
+        pos = {nid: j + 1 for j, nid in enumerate(self.steps)}
+        at: dict = {}
+        for e in self.edges:
+            if e.contribution is not None:
+                at[e.src] = max(at.get(e.src, 0), pos.get(e.dst, len(self.steps) + 1))
+        for nid, j in pos.items():
+            at[nid] = min(at.get(nid, j), j)
+        if self.target is not None:
+            at[self.target] = 0
+        self._known_at = ((len(self.steps), len(self.edges)), at)
+        return at
 
     # ----- marks -------------------------------------------------------------
     def with_marks(self, marks) -> "Trace":
@@ -286,14 +433,16 @@ class Trace:
         return out
 
     def _shallow(self) -> "Trace":
-        return Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes)
+        out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes)
+        out._index = self._index
+        return out
 
     def _resolve(self, ref) -> str:
         if isinstance(ref, tuple) and len(ref) == 2:
             src, dst = (self._resolve(r) for r in ref)
-            for e in self.edges:
-                if e.src == src and e.dst == dst:
-                    return e.id
+            e = self._edge_index()[3].get((src, dst))
+            if e is not None:
+                return e.id
             raise ValueError(f"with_marks: no edge from {src} to {dst} in this trace.")
         if isinstance(ref, str):
             if ref in self._by_id or ref in self._edge_by_id:
@@ -310,25 +459,73 @@ class Trace:
 
     def marks_of(self, ref: str) -> list[str]:
         """The reasons marked on a node or edge id."""
-        return [m.reason for m in self.marks if m.ref == ref]
+        if not self.marks:
+            return []
+        if self._mark_index is None or self._mark_index[0] != len(self.marks):
+            index = {}
+            for m in self.marks:
+                index.setdefault(m.ref, []).append(m.reason)
+            self._mark_index = (len(self.marks), index)
+        return list(self._mark_index[1].get(ref, ()))
 
     # ----- views -------------------------------------------------------------
-    def to_dot(self, view: str = "forward", collapse=None, highlight=None, budget=NODE_BUDGET) -> str:
-        """Graphviz DOT source of a view; see :func:`autodiff_viz.dot.to_dot` (``budget=None``: no folding)."""
+    def to_dot(self, view: str = "forward", collapse="auto", highlight=None, budget=NODE_BUDGET,
+               expanded=(), rolled=None) -> str:
+        """Graphviz DOT source of a view; see :func:`autodiff_viz.dot.to_dot`.
+
+        ``collapse="auto"`` (default) folds layers, losses, name scopes and
+        your own functions into boxes by meaning; ``expanded`` lists the box
+        keys drawn open (:meth:`groups`), ``collapse=None`` draws every op;
+        ``budget=None``: no folding for size.
+        """
         from . import dot
-        return dot.to_dot(self, view=view, collapse=collapse, highlight=highlight, budget=budget)
+        return dot.to_dot(self, view=view, collapse=collapse, highlight=highlight, budget=budget,
+                          expanded=expanded, rolled=rolled)
 
-    def to_svg(self, view: str = "forward", collapse=None, highlight=None) -> str:
-        """The view drawn as SVG text (needs Graphviz's ``dot`` program)."""
+    def to_svg(self, view: str = "forward", collapse="auto", highlight=None, expanded=(), rolled=None,
+               renderer="graphviz") -> str:
+        """The view drawn as SVG text.
+
+        ``renderer="graphviz"`` needs Graphviz's ``dot`` program;
+        ``renderer="builtin"`` uses the pure-Python layout of
+        :mod:`autodiff_viz.widgets.minidot` (no dependency, simpler layout).
+        """
+        source = self.to_dot(view, collapse, highlight, expanded=expanded, rolled=rolled)
+        if renderer == "builtin":
+            from .widgets import minidot
+            return minidot.svg(source)
+        if renderer != "graphviz":
+            raise ValueError(f"renderer must be 'graphviz' or 'builtin', got {renderer!r}.")
         from . import render
-        return render.svg(self.to_dot(view, collapse, highlight))
+        return render.svg(source)
 
-    def table(self):
-        """The tape as a table (the Wengert list): HTML in notebooks, text in a terminal."""
+    def groups(self) -> dict:
+        """The foldable boxes by key (layers, losses, name scopes, your functions): ``{key: dot.Group}``.
+
+        Keys are stable for the same program; pass a set of them as
+        ``expanded=`` to draw those boxes open.
+        """
+        from . import dot
+        return dict(dot.hierarchy(self).groups)
+
+    def loops(self) -> list:
+        """Repeated calls of one layer (an RNN cell per time step) as :class:`autodiff_viz.dot.Loop` s.
+
+        Each has, per time step ``t``, the node ids of the step, the node of
+        the state handed on (``h(t)``) and ``‖ḡ_h(t)‖``.
+        """
+        from . import dot
+        return dot.loops(self)
+
+    def table(self, step: int | None = None):
+        """The tape as a table (the Wengert list): HTML in notebooks, text in a terminal.
+
+        ``step=k``: as it stands after ``k`` backward steps (gradients not yet computed are blank).
+        """
         from .tape_table import TapeTable
-        return TapeTable(self)
+        return TapeTable(self, step)
 
-    def save(self, path, view: str = "both", collapse=None) -> str:
+    def save(self, path, view: str = "both", collapse="auto") -> str:
         """Write the trace to ``path``: ``.svg``, ``.dot``, ``.json`` or a self-contained ``.html``."""
         from . import render
         return render.save(self, path, view=view, collapse=collapse)
@@ -355,7 +552,8 @@ class Trace:
 
     def to_json(self, indent=None) -> str:
         """The trace as JSON text (numbers as numbers; NaN and ±Inf as ``"nan"``, ``"inf"``, ``"-inf"``)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=indent)
+        with _no_gc():
+            return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=indent)
 
     @classmethod
     def from_json(cls, text) -> "Trace":
@@ -365,12 +563,27 @@ class Trace:
         text is not JSON, is another kind of document, or has a field of the
         wrong type.
         """
-        return _decode(text)
+        with _no_gc():
+            return _decode(text)
 
 
 # ---------------------------------------------------------------------------
 # Encoding and decoding
 # ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def _no_gc():
+    """Pause the cyclic garbage collector while building many small objects (a 50,000-node
+    trace makes millions): its full passes would make the build quadratic. Nothing built here
+    forms cycles, so nothing is missed; the collector's state is restored after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _summary_dict(s):
     return None if s is None else s.to_dict()
 
@@ -382,6 +595,7 @@ def _node_dict(n: TraceNode) -> dict:
         "location": None if n.location is None else
         {"file": n.location.file, "line": n.location.line, "code": n.location.code},
         "params": dict(n.params), "on_path": n.on_path,
+        "label": n.label, "function": n.function, "call": n.call,
     }
 
 
@@ -390,8 +604,8 @@ def _edge_dict(e: TraceEdge) -> dict:
         "id": e.id, "src": e.src, "dst": e.dst, "input_index": e.input_index, "input_name": e.input_name,
         "factor": e.factor, "differentiable": e.differentiable, "no_grad_reason": e.no_grad_reason,
         "upstream": _summary_dict(e.upstream), "contribution": _summary_dict(e.contribution),
-        "jacobian": None if e.jacobian is None else _encode_numbers(e.jacobian.tolist()),
-        "on_path": e.on_path,
+        "jacobian": None if e.jacobian is None else _encode_array(e.jacobian),
+        "on_path": e.on_path, "formula": e.formula,
     }
 
 
@@ -459,6 +673,19 @@ def _decode_number(v, where):
 
 
 def _decode_array(v, where, shape, dtype):
+    if isinstance(v, list):
+        try:
+            flat = np.array(v, dtype=object).ravel() if v else ()
+        except ValueError:
+            flat = [None]
+        if all(type(x) in (int, float) for x in flat):
+            try:
+                arr = np.array(v, dtype=dtype)
+            except (ValueError, TypeError, OverflowError):
+                arr = None
+            if arr is not None and arr.shape == tuple(shape):
+                return arr
+
     def walk(o, w):
         if isinstance(o, list):
             return [walk(x, f"{w}[{i}]") for i, x in enumerate(o)]
@@ -517,7 +744,9 @@ def _decode_node(where, obj) -> TraceNode:
         id=r.get("id", str), kind=kind, op=r.get("op", str), name=r.get("name", str, optional=True),
         tensor_id=r.get("tensor_id", int), index=r.get("index", int, optional=True), scope=r.get("scope", str),
         value=_decode_summary(r.sub("value")), grad=_decode_summary(r.sub("grad", optional=True)),
-        location=location, params=dict(params), on_path=r.get("on_path", bool))
+        location=location, params=dict(params), on_path=r.get("on_path", bool),
+        label=r.get("label", str, optional=True), function=r.get("function", str, optional=True),
+        call=r.get("call", int, optional=True))
 
 
 def _decode_edge(where, obj, node_ids) -> TraceEdge:
@@ -536,7 +765,7 @@ def _decode_edge(where, obj, node_ids) -> TraceEdge:
         differentiable=r.get("differentiable", bool), no_grad_reason=r.get("no_grad_reason", str, optional=True),
         upstream=_decode_summary(r.sub("upstream", optional=True)),
         contribution=_decode_summary(r.sub("contribution", optional=True)), jacobian=jac,
-        on_path=r.get("on_path", bool))
+        on_path=r.get("on_path", bool), formula=r.get("formula", str, optional=True))
 
 
 def _decode(text) -> Trace:
@@ -583,6 +812,137 @@ def _location(loc) -> Location | None:
     return Location(filename, int(lineno), linecache.getline(filename, lineno).strip())
 
 
+_NOT_A_BOX = ("call", "__call__", "build", "forward", "apply", "update_step")
+
+
+class _Where:
+    """Resolve record locations once per distinct ``(code, lasti)`` and find the learner's names.
+
+    A run of consecutive records made by one execution of a source line (same
+    code and line, the bytecode offset never going back) is one assignment:
+    its last op gets the line's assignment target as ``label``. A record made
+    in a code object other than the tape's own (the ``with`` block's) is in
+    the user's function of that name; consecutive records in one function are
+    one call of it, unless the code starts again at or before the line where
+    the call began (``y = f(f(x))``: two calls). A call of another function
+    in between (``helper`` called by ``block``) does not end the call: it is
+    nested in it (see :func:`autodiff_viz.dot.hierarchy`).
+    """
+
+    def __init__(self, opener):
+        self.opener = opener[0] if opener else None
+        self.cache: dict = {}
+        self.locations: dict = {}
+        self.calls: dict = {}
+
+    def resolve(self, where):
+        """``(code or None, lasti, Location or None)`` of a record's raw ``_where``."""
+        if where is None:
+            return None, -1, None
+        if isinstance(where[0], str):
+            loc = self.locations.get(where)
+            if loc is None:
+                loc = self.locations[where] = _location(where)
+            return None, -1, loc
+        code, lasti = where
+        key = (id(code), lasti)
+        loc = self.cache.get(key)
+        if loc is None:
+            loc = self.cache[key] = _location(engine.resolve_location(where))
+        return code, lasti, loc
+
+    def function_of(self, code) -> str | None:
+        if code is None or self.opener is None or code is self.opener:
+            return None
+        name = code.co_name
+        if name.startswith("<") or name in _NOT_A_BOX:
+            return None
+        return getattr(code, "co_qualname", name).split("<locals>.")[-1]
+
+    def annotate(self, records, op_nodes) -> None:
+        """Set ``label``, ``location``, ``function`` and ``call`` on the op nodes of ``records``."""
+        run_key, run_last, last_lasti, run_code = None, None, -1, None
+        calls: dict = {}      # function -> [last bytecode offset, line where the call began, call number]
+        for rec, n in zip(records, op_nodes):
+            code, lasti, loc = self.resolve(rec._where)
+            n.location = loc
+            key = None if loc is None else (id(code), loc.file, loc.line)
+            if key is None or key != run_key or lasti < last_lasti:
+                self._close(run_last, run_code)
+                run_key, run_code = key, code
+            run_last, last_lasti = (n if key is not None else None), lasti
+            fn = self.function_of(code)
+            if fn is not None:
+                line = loc.line if loc is not None else 0
+                state = calls.get(fn)
+                # a new call: the code starts again at or before the line where the last call began
+                # (a loop inside the function goes back too, but to a later line; a call of another
+                # function in between, `helper` inside `block`, resumes at a later offset)
+                if state is None or (lasti < state[0] and line <= state[1]):
+                    self.calls[fn] = self.calls.get(fn, 0) + 1
+                    state = calls[fn] = [lasti, line, self.calls[fn]]
+                state[0] = lasti
+                n.function, n.call = fn, state[2]
+        self._close(run_last, run_code)
+
+    def _close(self, node, code) -> None:
+        """Name the last op of a line's run: the assigned variable, or ``f(…)`` for ``return …`` in ``f``."""
+        if node is None or node.location is None or node.label is not None:
+            return
+        node.label = naming.assigned_name_at(node.location.file, node.location.line)
+        if node.label is None and self.function_of(code) and naming.is_return(node.location.code):
+            node.label = f"{code.co_name}(…)"
+
+
+_PRODUCT = ("·", "⋆", "@", "⊙")
+_WORDS = re.compile(r"\b(back|over|copies|window|read|place|spread|slice|with|the|every|summed|at)\b")
+
+
+def formula(factor: str | None, input_name: str, elementwise: bool, in_shape, out_shape) -> str | None:
+    """The chain-rule step of one edge as a whole formula a beginner can read.
+
+    ``factor`` is the rule table's text for ``∂y/∂x``. A factor written as a
+    right product (``· Wᵀ``) or a left product (``xᵀ ·``) is completed with
+    ``ḡ_y`` on the open side; a factor that already names the upstream
+    gradient ``ḡ`` is the VJP itself; a factor with conditions or notes is
+    shown beside ``ḡ_y · ∂y/∂x``; one said in words (``reshape back``) follows
+    ``ḡ_y,``; any other factor ``f`` multiplies: ``ḡ_x = ḡ_y · (f)`` (entry by
+    entry for elementwise ops). When numpy
+    broadcast the input (a bias added to every row of a batch), its
+    gradient sums over the copies, which the formula says: ``ḡ_b = Σ_batch ḡ_y``.
+    """
+    if factor is None:
+        return None
+    x, f, note = input_name, factor.strip(), ""
+    if f[:1] in _PRODUCT:
+        body = f"ḡ_y {f}"
+    elif f[-1:] in _PRODUCT:
+        body = f"{f} ḡ_y"
+    elif "ḡ" in f:
+        body = f.replace("ḡ", "ḡ_y")          # the factor is already written as the VJP
+    elif f == "1":
+        body = "ḡ_y"
+    elif f in ("−1", "-1"):
+        body = "−ḡ_y"
+    elif any(c in f for c in ";:=") or " if " in f:
+        body, note = f"ḡ_y · ∂y/∂{x}", f"  (∂y/∂{x} = {f})"
+    elif _WORDS.search(f):
+        body = f"ḡ_y, {f}"                   # a factor said in words: "reshape back", "sum over copies"
+    else:
+        grouped = any(op in f for op in (" + ", " − ", " - ")) or f.startswith(("−", "-"))
+        body = f"ḡ_y · ({f})" if grouped else f"ḡ_y · {f}"
+    in_shape, out_shape = tuple(in_shape), tuple(out_shape)
+    if not elementwise or in_shape == out_shape:
+        return f"ḡ_{x} = {body}{note}"
+    if all(a == 1 for a in in_shape):
+        return f"ḡ_{x} = Σ_all {body}{note}  ({x} is one number used for every entry: its gradient sums them)"
+    if len(out_shape) - len(in_shape) == 1 and in_shape == out_shape[1:]:
+        return (f"ḡ_{x} = Σ_batch {body}{note}  ({x} is added to every row of the batch, "
+                "so its gradient sums the rows)")
+    return (f"ḡ_{x} = Σ_broadcast {body}{note}  ({x} was broadcast from {in_shape} to {out_shape}: "
+            "its gradient sums the copies)")
+
+
 def _param_text(v) -> str:
     text = repr(v.tolist() if isinstance(v, np.ndarray) else v)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -616,16 +976,28 @@ def local_jacobian(node, i: int) -> np.ndarray:
     One VJP call seeded with the identity of shape ``y.shape + y.shape`` (each
     row of the identity is a batch entry of the cotangent).
     """
+    with engine.paused(), np.errstate(all="ignore"):
+        return _local_jacobian(node, i)
+
+
+_EYES: dict = {}
+
+
+def _local_jacobian(node, i: int) -> np.ndarray:
+    """:func:`local_jacobian` without entering ``paused``/``errstate`` (the caller has)."""
     rule, y = node.rule, node.out
     xs = [t._value for t in node.inputs]
     x = xs[i]
-    seed = np.eye(y.size, dtype=y.dtype).reshape(y.shape + y.shape)
+    key = (y.shape, y.dtype)
+    seed = _EYES.get(key)
+    if seed is None:
+        seed = _EYES[key] = np.eye(y.size, dtype=y.dtype).reshape(y.shape + y.shape)
+        seed.flags.writeable = False
     spec = rule.spec(i)
-    with engine.paused(), np.errstate(all="ignore"):
-        gi = spec.vjp(seed, y, *xs, i=i, **node.params) if rule.variadic else spec.vjp(seed, y, *xs, **node.params)
-        if rule.elementwise:
-            gi = engine.unbroadcast(gi, x.shape, y.ndim)
-        gi = np.broadcast_to(np.asarray(gi), y.shape + x.shape)
+    gi = spec.vjp(seed, y, *xs, i=i, **node.params) if rule.variadic else spec.vjp(seed, y, *xs, **node.params)
+    if rule.elementwise:
+        gi = engine.unbroadcast(gi, x.shape, y.ndim)
+    gi = np.broadcast_to(np.asarray(gi), y.shape + x.shape)
     return np.array(gi, dtype=np.float64).reshape(y.size, x.size)
 
 
@@ -644,8 +1016,14 @@ def build_trace(tape, target=None, sources=None, value_limit: int = VALUE_LIMIT)
     Nothing here runs user code: values come from the records, derivatives
     from the rule table.
     """
+    with _no_gc():
+        return _build_trace(tape, target, sources, value_limit)
+
+
+def _build_trace(tape, target, sources, value_limit) -> Trace:
     records = list(tape._nodes)
     nodes: list[TraceNode] = []
+    op_nodes: list[TraceNode] = []
     owner: dict[int, TraceNode] = {}
     leaf_tensors: dict[int, Tensor] = {}
     raw_edges = []
@@ -663,12 +1041,14 @@ def build_trace(tape, target=None, sources=None, value_limit: int = VALUE_LIMIT)
             if t._id not in owner:
                 leaf(t)
         n = TraceNode(f"n{len(nodes)}", "op", rec.rule.name, None, rec.out_id, index, rec.scope or "",
-                      Summary.of(rec.out, value_limit), location=_location(rec.location),
+                      Summary.of(rec.out, value_limit),
                       params={k: _param_text(v) for k, v in rec.params.items()})
         for i, t in enumerate(rec.inputs):
             raw_edges.append((rec, i, t, owner[t._id], n))
         nodes.append(n)
+        op_nodes.append(n)
         owner[rec.out_id] = n
+    _Where(getattr(tape, "_opened_in", None)).annotate(records, op_nodes)
 
     notes = []
     if target is None and records:
@@ -726,20 +1106,26 @@ def build_trace(tape, target=None, sources=None, value_limit: int = VALUE_LIMIT)
             n.on_path = True
 
     edges = []
+    with engine.paused(), np.errstate(all="ignore"):
+        _make_edges(raw_edges, contributions, upstream, value_limit, edges)
+    return Trace(nodes, edges, target=None if target_node is None else target_node.id,
+                 sources=[owner[s].id for s in source_ids], steps=steps, notes=notes)
+
+
+def _make_edges(raw_edges, contributions, upstream, value_limit, edges) -> None:
     for k, (rec, i, t, src, dst) in enumerate(raw_edges):
         reason = _no_grad_reason(rec.rule, i, t._value, rec)
-        e = TraceEdge(f"e{k}", src.id, dst.id, i, rec.rule.spec(i).name,
-                      None if rec.rule.spec(i).factor is None else
-                      f"∂y/∂{rec.rule.spec(i).name} = {rec.rule.spec(i).factor}",
-                      reason is None, reason)
+        spec = rec.rule.spec(i)
+        e = TraceEdge(f"e{k}", src.id, dst.id, i, spec.name,
+                      None if spec.factor is None else f"∂y/∂{spec.name} = {spec.factor}",
+                      reason is None, reason,
+                      formula=None if reason is not None else
+                      formula(spec.factor, spec.name, rec.rule.elementwise, t.shape, rec.out.shape))
         gi = contributions.get((rec.out_id, i))
         if gi is not None:
             e.upstream = Summary.of(upstream[rec.out_id], value_limit)
             e.contribution = Summary.of(gi, value_limit)
             e.on_path = src.on_path and dst.on_path
         if e.differentiable and t.size <= JACOBIAN_LIMIT and rec.out.size <= JACOBIAN_LIMIT:
-            e.jacobian = local_jacobian(rec, i)
+            e.jacobian = _local_jacobian(rec, i)
         edges.append(e)
-
-    return Trace(nodes, edges, target=None if target_node is None else target_node.id,
-                 sources=[owner[s].id for s in source_ids], steps=steps, notes=notes)

@@ -115,12 +115,12 @@ def variants(lib: str, adv, d) -> dict:
 
 def _widget_cases(adv, tape, target, sources) -> dict:
     explorer = adv.show(tape, target=target, sources=sources)
-    steps = max(explorer.slider.max, 1)
+    steps = max(explorer.state.max_step, 1)
     at = [0]
 
     def step():
         at[0] = at[0] + 1 if at[0] < steps else 0
-        explorer.slider.value = at[0]
+        explorer.go(at[0])
 
     return {"adv.show": lambda: adv.show(tape, target=target, sources=sources), "widget step": step}
 

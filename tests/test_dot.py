@@ -76,7 +76,7 @@ def test_same_program_same_dot_text():
 def test_backward_view_has_factors_contributions_and_accumulation():
     tr = fan_out()
     text = tr.to_dot("backward")
-    assert "∂y/∂x = cos x" in text and "∂y/∂a = b" in text
+    assert "ḡ_x = ḡ_y · cos x" in text and "ḡ_a = ḡ_y · b" in text      # whole formulas, no dangling dots
     assert '"bwd_acc_n0"' in text and '"bwd_acc_n1"' in text    # x and a both fan out
     # each contribution arrives at the Σ node, the Σ node feeds the tensor
     assert len(re.findall(r'-> "bwd_acc_n0"', text)) == 2
@@ -89,7 +89,7 @@ def test_both_view_shows_both_panels_with_linked_ids():
     assert "subgraph cluster_forward" in text and "subgraph cluster_backward" in text
     for nid in ("n0", "n1", "n3", "n4"):
         assert f'"fwd_{nid}"' in text and f'"bwd_{nid}"' in text
-        assert f"label=\"{nid} · " in text
+    assert 'label="w\\n(2,) float64' in text              # titled by name, no internal id
 
 
 def _svg_texts(svg):
@@ -109,7 +109,7 @@ def test_labels_are_escaped_in_dot_and_svg():
         root, texts = _svg_texts(svg)
         assert not list(root.iter("{http://www.w3.org/2000/svg}script"))
         assert "<script>" not in svg
-        assert f"n0 · {evil}" in texts
+        assert evil in texts
         assert '⚠ "quoted" <b>reason</b>' in texts
 
 
@@ -145,29 +145,33 @@ def two_layers():
 def test_collapse_layers_keeps_edges_between_layers():
     tr = two_layers()
     # n0 x, n1 W1, n2 matmul, n3 tanh | n4 W2, n5 matmul | n6 multiply, n7 mean
-    assert _edges(tr.to_dot("forward")) == sorted([
+    assert _edges(tr.to_dot("forward", collapse=None)) == sorted([
         ("n0", "n2"), ("n1", "n2"), ("n2", "n3"), ("n3", "n5"), ("n4", "n5"), ("n5", "n6"), ("n5", "n6"),
         ("n6", "n7")])
     text = tr.to_dot("forward", collapse="layers")
-    assert _edges(text) == [("g0", "g1"), ("g1", "n6"), ("n6", "n7")]
-    assert "model/dense_1" in text and "model/dense_2" in text
-    crossing = next(line for line in text.splitlines() if '"fwd_g0" -> "fwd_g1"' in line)
-    assert "n3 (2, 4)" in crossing                       # the tensor that crosses: tanh's output
-    squared = next(line for line in text.splitlines() if '"fwd_g1" -> "fwd_n6"' in line)
-    assert "n5 (2, 1)" in squared and "2 edges" in squared   # out * out: one tensor used twice
-    assert _edges(tr.to_dot("backward", collapse="layers"), "bwd_") == [("g1", "g0"), ("n6", "g1"), ("n7", "n6")]
+    # the named input x stays outside the layer it feeds; the weights go inside
+    assert _edges(text) == [("g1", "g2"), ("g2", "n6"), ("n0", "g1"), ("n6", "n7")]
+    assert "dense_1" in text and "dense_2" in text and "[model/dense_1]" in text
+    crossing = next(line for line in text.splitlines() if '"fwd_g1" -> "fwd_g2"' in line)
+    assert "h (2, 4)" in crossing                        # the tensor that crosses, by the learner's name
+    squared = next(line for line in text.splitlines() if '"fwd_g2" -> "fwd_n6"' in line)
+    assert "out (2, 1)" in squared and "2 edges" in squared   # out * out: one tensor used twice
+    assert _edges(tr.to_dot("backward", collapse="layers"), "bwd_") == [
+        ("g1", "n0"), ("g2", "g1"), ("n6", "g2"), ("n7", "n6")]
 
 
 def test_collapse_by_depth():
     tr = two_layers()
     one = tr.to_dot("forward", collapse=1)
-    assert _edges(one) == [("g0", "n6"), ("n6", "n7")]
-    assert "3 ops (n0 … n5)" in one
+    assert _edges(one) == [("g0", "n6"), ("n0", "g0"), ("n6", "n7")]
+    assert "layer · 3 ops" in one
+    assert tr.to_dot("forward", collapse=1) == tr.to_dot("forward")     # "auto": the outermost boxes
     assert tr.to_dot("forward", collapse=2) == tr.to_dot("forward", collapse="layers")
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"view": "sideways"}, "view must be one of"), ({"collapse": "scopes"}, "collapse must be"),
+    ({"collapse": True}, "collapse must be"),
     ({"collapse": 0}, "collapse must be")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -204,17 +208,152 @@ def test_rnn_over_200_steps_folds_to_a_readable_drawing(scoped):
         text = tr.to_dot(view)
         assert _box_count(text) <= dot.NODE_BUDGET + 10        # boxes plus a few Σ nodes
         assert "folded into one box" in text and "budget=None" in text
-        if scoped:
-            assert "collapse='layers'" in text
         svg = render.svg(text)
         root, texts = _svg_texts(svg)
         assert any("folded middle of the tape" in t for t in texts)
         width = float(root.get("width").rstrip("pt"))
         height = float(root.get("height").rstrip("pt"))
         assert width < 4000 and height < 8000                # a page you can scroll, not a smear
-    assert _box_count(tr.to_dot("forward", budget=None)) == len(tr.nodes)
+    assert _box_count(tr.to_dot("forward", collapse=None, budget=None)) == len(tr.nodes)
 
 
 def test_small_graph_is_never_folded():
     text = rnn(3).to_dot("forward")
     assert "folded" not in text.split("subgraph cluster_legend")[0]
+
+
+# ---------------------------------------------------------------------------
+# Fold by meaning, the learner's names, rolled loops
+# ---------------------------------------------------------------------------
+def mlp_with_loss_and_function():
+    rng = np.random.default_rng(0)
+    model = adv.Sequential([adv.layers.Dense(16, activation="tanh"), adv.layers.Dense(3)])
+    x = adv.constant(rng.normal(size=(8, 4)), name="x")
+    labels = rng.integers(0, 3, size=8)
+    loss_fn = adv.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def sharpen(z):
+        return adv.tanh(z) * 2.0
+
+    with adv.GradientTape() as tape:
+        logits = model(x)
+        scores = sharpen(logits)
+        loss = loss_fn(labels, scores)
+    return tape.trace(loss), model
+
+
+def test_layers_losses_and_the_users_functions_are_folded_boxes_by_default():
+    tr, model = mlp_with_loss_and_function()
+    m, (d1, d2) = model.name, (layer.name for layer in model.layers)
+    assert set(tr.groups()) == {m, f"{m}/{d1}", f"{m}/{d2}", "sharpen()", "sparse_categorical_crossentropy"}
+    lay = dot.layout(tr)
+    assert sorted(b.title for b in lay.boxes.values() if b.kind == "group") == sorted([
+        m, "sharpen()", "sparse_categorical_crossentropy"])
+    assert {b.what for b in lay.boxes.values() if b.kind == "group"} == {"layer", "function"}
+    opened = dot.layout(tr, expanded={m})
+    assert {d1, d2} <= {b.title for b in opened.boxes.values()}
+    # box ids are the same whatever is open: the SVG element of a box never changes its id
+    ids = {b.key: b.id for b in lay.boxes.values() if b.key}
+    assert all(ids[b.key] == b.id for b in opened.boxes.values() if b.key in ids)
+    # the edge out of a folded box carries the box's vector-Jacobian product
+    text = tr.to_dot("backward")
+    vjp = next(line for line in text.splitlines() if "VJP of sharpen()" in line)
+    assert "ḡ_logits = VJP of sharpen() at ḡ_" in vjp and "norm " in vjp
+    assert "VJP of sparse_categorical_crossentropy at ḡ_loss" in text
+    everything = tr.to_dot("forward", expanded=set(tr.groups()))
+    assert "VJP of" not in everything and '"fwd_g' not in everything
+
+
+def test_the_vjp_of_a_folded_box_is_the_sum_of_the_gradients_that_cross_it():
+    x = adv.constant(np.array([[0.5, -1.0]]), name="x")
+    W = adv.Variable(np.array([[1.0, 2.0], [3.0, -1.0]]), name="W")
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        with adv.name_scope("layer"):
+            h = adv.tanh(x @ W) + x
+        loss = adv.sum(h * h)
+    tr = tape.trace(loss)
+    label = next(line for line in tr.to_dot("backward").splitlines() if '-> "bwd_n0"' in line)
+    g = tr.node(tr.node_id_of(x)).grad.data
+    assert f"norm {np.linalg.norm(g):.3g}" in label and "ḡ_x = VJP of layer at ḡ_h" in label
+
+
+def test_nodes_are_titled_with_the_learners_names_and_the_op_beneath():
+    W = adv.Variable([[0.5, -1.0], [2.0, 0.1], [0.3, 0.3]], name="W")
+    x = adv.constant([[1.0, 2.0, 3.0]], name="x")
+    with adv.GradientTape() as tape:
+        hidden = adv.tanh(x @ W)
+        loss = adv.sum(hidden)
+    tr = tape.trace(loss)
+    text = tr.to_dot("forward")
+    assert 'label="hidden\\ntanh\\n(1, 2) float64' in text
+    assert 'label="loss\\nsum\\nscalar float64' in text
+    assert 'label="matmul\\n(1, 2)' in text                 # not the assigned value: titled by its op
+    # a (3, 2) weight printed as a matrix, one row per line
+    assert 'label="W\\n(3, 2) float64\\n[0.5, -1]\\n[2, 0.1]\\n[0.3, 0.3]"' in text
+    assert "n3 ·" not in text                                  # ids stay in the tooltip, for the inspector
+    assert 'tooltip="n3 tanh' in text
+
+
+def test_rolled_loop_over_rnn_steps_with_gradient_norm_per_step():
+    rng = np.random.default_rng(0)
+    model = adv.Sequential([adv.layers.SimpleRNN(4), adv.layers.Dense(1)])
+    seq = adv.constant(rng.normal(size=(2, 6, 3)))
+    with adv.GradientTape() as tape:
+        loss = adv.mean(adv.square(model(seq)))
+    tr = tape.trace(loss)
+    (loop,) = tr.loops()
+    rnn_layer = model.layers[0]
+    assert loop.count == 6 and loop.key == f"{model.name}/{rnn_layer.name}/{rnn_layer.cell.name}*"
+    assert len({len(s) for s in loop.steps[1:]}) == 1          # the same ops every step
+    for t in range(5):                      # h(t) is read by step t+1
+        assert any(e.dst in loop.steps[t + 1] for e in tr.edges_from(loop.outputs[t]))
+    assert loop.grad_norms == [tr.node(h).grad.stats["norm"] for h in loop.outputs]
+    assert loop.value_norms == [tr.node(h).value.stats["norm"] for h in loop.outputs]
+    opened = {model.name, f"{model.name}/{rnn_layer.name}"}
+    rolled = tr.to_dot("forward", expanded=opened)
+    assert "× 6 steps (rolled)" in rolled and '"fwd_l0" -> "fwd_l0"' in rolled and "t → t+1" in rolled
+    from autodiff_viz.widgets import minidot
+    drawn = ET.fromstring(minidot.svg(rolled))              # the built-in renderer draws the loop too
+    assert any(g.get("id") == "fwd_l0_loop" for g in drawn.iter("{http://www.w3.org/2000/svg}g"))
+    unrolled = tr.to_dot("forward", expanded=opened | {loop.key})
+    assert "rolled" not in unrolled.split("subgraph cluster_legend")[0]
+    assert unrolled.count(f"{rnn_layer.cell.name}\\nlayer") == 6
+    short = rnn(3)                                          # 3 steps or fewer: unrolled by default
+    assert short.loops() == [] or all(lp.count <= dot.ROLL_ABOVE for lp in short.loops())
+
+
+def test_a_long_name_cannot_break_graphviz():
+    x = adv.Variable([1.0, 2.0], name="w" * 40000)
+    with adv.GradientTape() as tape:
+        y = adv.sum(x * x)
+    text = tape.trace(y).to_dot("both")
+    assert max(len(line) for line in text.splitlines()) < 16384
+    render.svg(text)
+
+
+def test_breadcrumb_lists_the_boxes_from_the_outermost_down():
+    tr = two_layers()
+    assert dot.breadcrumb(tr, "model/dense_2") == ["model", "model/dense_2"]
+    with pytest.raises(KeyError, match="trace.groups"):
+        dot.breadcrumb(tr, "nope")
+
+
+def test_to_svg_with_the_builtin_renderer_needs_no_graphviz(monkeypatch, tmp_path):
+    tr = two_layers()
+    monkeypatch.setenv("PATH", str(tmp_path))               # no `dot` on PATH
+    svg = tr.to_svg("both", renderer="builtin")
+    root = ET.fromstring(svg)
+    assert any(g.get("id") == "bwd_g0" for g in root.iter("{http://www.w3.org/2000/svg}g"))
+    with pytest.raises(ValueError, match="renderer must be"):
+        tr.to_svg(renderer="canvas")
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 5])
+def test_any_budget_folds_into_at_most_that_many_boxes_with_every_node_drawn_once(budget):
+    tr = rnn(6)
+    lay = dot.layout(tr, None, budget=budget)
+    assert len(lay.boxes) <= max(budget, 3)              # at least: the first box, the fold, the last
+    drawn = [m for b in lay.boxes.values() for m in b.members]
+    assert sorted(drawn) == sorted(n.id for n in tr.nodes)
+    assert all(lay.owner[m] == b.id for b in lay.boxes.values() for m in b.members)

@@ -217,7 +217,7 @@ def test_nodes_off_the_path_are_not_on_path():
     tr = tape.trace(y, sources=[x])
     assert tr.sources == [tr.node_id_of(x)]
     on = {tr.node(n.id).title: n.on_path for n in tr.nodes}
-    assert on == {"c": False, "exp": False, "x": True, "multiply": True, "sin": False}
+    assert on == {"c": False, "u": False, "x": True, "y": True, "z": False}   # the learner's names
     assert tr.node(tr.node_id_of(z)).grad is None and tr.node(tr.node_id_of(u)).grad is None
     assert tr.node(tr.node_id_of(c)).kind == "watched"
     assert tape.trace(y).node(tr.node_id_of(c)).on_path   # by default every watched tensor is a source
@@ -264,7 +264,7 @@ def test_big_values_keep_summary_statistics():
     leaf = tape.trace().node("n0")
     assert leaf.value.data is None
     assert leaf.value.stats == pytest.approx({"min": -3.0, "mean": 1.0, "max": 5.0, "norm": np.linalg.norm(v)})
-    assert leaf.value.brief() == f"-3 … 5, ‖·‖={np.linalg.norm(v):.4g}"
+    assert leaf.value.brief() == f"min -3 … max 5, norm {np.linalg.norm(v):.4g}"   # says what each number is
     assert Summary.of(np.arange(3.0)).brief() == "[0, 1, 2]"
 
 
@@ -290,10 +290,26 @@ def test_tape_table_lists_every_node_with_factor():
     assert lines[0].split() == ["#", "node", "op", "inputs", "shape", "value", "ḡ", "factor"]
     assert len(lines) == 2 + 8
     tanh_row = next(line for line in lines if " tanh " in line)
-    assert tanh_row.split()[:4] == ["2", "n5", "tanh", "n4"]
-    assert "∂y/∂x = 1 − y²" in tanh_row
+    assert tanh_row.split()[:5] == ["2", "n5", "tanh", "'h'", "n4"]       # the learner's name beside the op
+    assert "ḡ_x = ḡ_y · (1 − y²)" in tanh_row                             # the chain-rule step, whole
     assert len(table) == 8
     assert table.to_html().count("<tr") == 9
+
+
+def test_tape_table_at_a_step_shows_only_gradients_computed_so_far():
+    tape, loss, _ = _mlp()
+    tr = tape.trace(loss)
+    grad_of = {n: r["ḡ"] for n, r in zip((n.id for n in tr.nodes), tr.table(step=0).rows)}
+    assert [n for n, g in grad_of.items() if g] == [tr.target]          # step 0: only the seed
+    for k in range(len(tr.steps) + 1):
+        known = {r["node"] for r in tr.table(step=k).rows if r["ḡ"]}
+        assert known == {n for n in tr.grad_known(k) if tr.node(n).grad is not None}
+        # ḡ of a node is known once every op reading it (on the path) has been stepped
+        for nid in known - {tr.target}:
+            readers = [e.dst for e in tr.edges_from(nid) if e.contribution is not None]
+            assert all(r in tr.steps[:k] for r in readers)
+    assert {r["node"] for r in tr.table(step=len(tr.steps)).rows if r["ḡ"]} == \
+        {r["node"] for r in tr.table().rows if r["ḡ"]}
 
 
 def test_table_html_escapes_names():
@@ -312,7 +328,7 @@ def test_without_dot_the_notebook_gets_install_hint_and_table(monkeypatch, tmp_p
     assert "image/svg+xml" not in bundle
     for words in ("apt-get install graphviz", "brew install graphviz", "conda install -c conda-forge graphviz"):
         assert words in bundle["text/plain"] and words in bundle["text/html"]
-    assert "adv-tape-table" in bundle["text/html"] and "∂y/∂x = 1 − y²" in bundle["text/plain"]
+    assert "adv-tape-table" in bundle["text/html"] and "ḡ_x = ḡ_y · (1 − y²)" in bundle["text/plain"]
     with pytest.raises(render.GraphvizNotFound, match="brew install graphviz"):
         tr.to_svg()
 
@@ -321,7 +337,8 @@ def test_notebook_display_is_svg_when_dot_exists():
     tape, loss, _ = _mlp()
     bundle = tape.trace(loss)._repr_mimebundle_()
     assert bundle["image/svg+xml"].startswith("<svg")
-    assert "∂y/∂x = 1 − y²" in bundle["image/svg+xml"]
+    assert "VJP of dense" in bundle["image/svg+xml"]          # the layer is folded by default
+    assert "ḡ_x = ḡ_y · (1 − y²)" in render.svg(tape.trace(loss).to_dot("backward", expanded={"dense"}))
 
 
 def test_an_unwatched_source_gets_no_gradient_in_the_trace_as_in_tape_gradient():
@@ -336,3 +353,116 @@ def test_an_unwatched_source_gets_no_gradient_in_the_trace_as_in_tape_gradient()
     assert c_node.grad is None
     assert w_node.grad is not None
     assert any("not watched" in note for note in trace.notes)
+
+
+def test_locations_read_as_notebook_cells():
+    from autodiff_viz import naming
+    from autodiff_viz.trace import Location
+    cell = "/tmp/ipykernel_14940/1163429555.py"
+    assert naming.place(cell, 8) == "cell, line 8"                       # no IPython here: count unknown
+    assert naming.place("<ipython-input-3-1f2e3d>", 8) == "cell [3], line 8"
+    assert str(Location("/home/me/train.py", 12, "loss = f(x)")) == "/home/me/train.py:12"
+
+    class Shell:
+        class compile:
+            _filename_map = {cell: 3}
+
+    import types
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: Shell
+    import sys
+    old = sys.modules.get("IPython")
+    sys.modules["IPython"] = fake
+    try:
+        assert str(Location(cell, 8)) == "cell [3], line 8"
+    finally:
+        if old is None:
+            del sys.modules["IPython"]
+        else:
+            sys.modules["IPython"] = old
+
+
+@pytest.mark.parametrize("line, name", [
+    ("h = adv.tanh(x @ W + b)  # hidden", "h"), ("self.h = adv.tanh(z)", "self.h"), ("loss += adv.sum(p)", "loss"),
+    ("z: adv.Tensor = a @ b", "z"), ("a, b = adv.split(x, 2)", None), ("out[0] = f(x)", None),
+    ("adv.sum(x)", None), ("h = adv.tanh(", None), ("a = b = f(x)", None)])
+def test_the_learners_name_is_the_lines_assignment_target(line, name):
+    from autodiff_viz.naming import assigned_name
+    assert assigned_name(line) == name
+
+
+def test_only_the_last_op_of_a_line_gets_its_name_and_each_loop_iteration_gets_it():
+    x = adv.Variable([0.1, 0.2], name="x")
+    with adv.GradientTape() as tape:
+        h = x
+        for _ in range(3):
+            h = adv.tanh(h * 2.0)
+        loss = adv.sum(h)
+    tr = tape.trace(loss)
+    assert [(n.op, n.label) for n in tr.nodes if n.kind == "op"] == [
+        ("multiply", None), ("tanh", "h"), ("multiply", None), ("tanh", "h"), ("multiply", None),
+        ("tanh", "h"), ("sum", "loss")]
+    back = adv.Trace.from_json(tr.to_json())
+    assert [n.title for n in back.nodes] == [n.title for n in tr.nodes]
+
+
+def test_ops_in_the_users_own_function_know_the_function_and_the_call():
+    def block(z):
+        a = adv.tanh(z)
+        return a * 2.0
+
+    x = adv.Variable([0.1, 0.2], name="x")
+    with adv.GradientTape() as tape:
+        y = block(x)
+        y = block(y)
+        loss = adv.sum(y)
+    tr = tape.trace(loss)
+    ops = [n for n in tr.nodes if n.kind == "op"]
+    assert [(n.op, n.function, n.call) for n in ops] == [
+        ("tanh", "block", 1), ("multiply", "block", 1), ("tanh", "block", 2), ("multiply", "block", 2),
+        ("sum", None, None)]
+    assert ops[0].label == "a"
+    assert set(tr.groups()) == {"block()", "block()#2"}
+
+
+def test_edge_formulas_are_whole_and_say_when_the_batch_is_summed():
+    tape, loss, (x, W, b, h) = _mlp()
+    tr = tape.trace(loss)
+    by = {(tr.node(e.dst).op, e.input_name): e.formula for e in tr.edges}
+    assert by[("matmul", "x")] == "ḡ_x = ḡ_y · Wᵀ"
+    assert by[("matmul", "W")] == "ḡ_W = xᵀ · ḡ_y"
+    assert by[("add", "b")].startswith("ḡ_b = Σ_batch ḡ_y") and "sums the rows" in by[("add", "b")]
+    assert by[("add", "a")] == "ḡ_a = ḡ_y"
+    assert by[("tanh", "x")] == "ḡ_x = ḡ_y · (1 − y²)"
+
+
+def test_a_statement_over_several_lines_still_names_its_value():
+    w = adv.Variable([0.1, 0.2], name="w")
+    with adv.GradientTape() as tape:
+        total = adv.sum(
+            adv.tanh(w) * 2.0,
+        )
+    tr = tape.trace(total)
+    assert tr.node(tr.target).title == "total"
+
+
+def test_a_function_called_inside_another_is_nested_in_its_box():
+    def helper(z):
+        return adv.sin(z) * 3.0
+
+    def block(z):
+        a = adv.tanh(z)
+        b = helper(a)
+        return b + a
+
+    x = adv.Variable([0.1, 0.2], name="x")
+    with adv.GradientTape() as tape:
+        y = block(x)
+        y = block(y)
+        loss = adv.sum(y)
+    tr = tape.trace(loss)
+    assert [(n.function, n.call) for n in tr.nodes if n.kind == "op"] == [
+        ("block", 1), ("helper", 1), ("helper", 1), ("block", 1),
+        ("block", 2), ("helper", 2), ("helper", 2), ("block", 2), (None, None)]
+    assert list(tr.groups()) == ["block()", "block()/helper()", "block()#2", "block()#2/helper()"]
+    assert tr.node(tr.node_id_of(y)).title == "block(…)"           # what `return b + a` hands back

@@ -29,100 +29,145 @@ def node_of(svg, gid_suffix):
     return m.group(1) if m else None
 
 
-def test_step_forward_and_back_walk_the_backward_pass_in_tape_order(explorer):
+def test_a_new_explorer_starts_at_the_first_step_so_next_moves_at_once(explorer):
     st = explorer.state
     steps = st.trace.steps
-    assert st.mode == "backward" and st.step == len(steps)
-    st.set_step(0)
-    assert st.current is None
-    st.step_forward()
-    assert st.current == steps[0] == st.trace.target
-    st.step_forward()
-    assert st.current == steps[1]
-    st.step_back()
+    assert st.mode == "backward" and st.step == 1 and st.current == steps[0] == st.trace.target
+    assert explorer.graph.step == 1
+    explorer.step_forward()
+    assert st.current == steps[1] and explorer.graph.step == 2
+    explorer.step_back()
     assert st.current == steps[0]
-    st.set_step(99)
+    explorer.go(99)
     assert st.step == len(steps)
-    st.step_back(), st.set_step(-5)
-    assert st.step == 0
+    explorer.go(-5)
+    assert st.step == 0 and st.current is None
+    explorer.graph.step = 3                      # the page's ◀ ▶ and slider set the synced trait
+    assert st.step == 3 and f"step 3 / {len(steps)}" in explorer.step_text.value
 
 
-def test_step_classes_split_edges_into_done_and_pending(explorer):
+def _pending(payload, k, mode_index):
+    return {row[0] for row in payload["els"] if row[mode_index] is not None and k < row[mode_index]}
+
+
+@pytest.mark.parametrize("mode", ["backward", "forward"])
+def test_the_browser_plan_paints_the_same_steps_as_the_reference_semantics(explorer, mode):
     st = explorer.state
-    tr = st.trace
-    flowing = {e.id for e in tr.edges if e.contribution is not None}
-    st.set_step(0)
-    c0 = st.step_classes()
-    assert set(c0["pending_edges"]) == flowing and not c0["done_edges"]
-    st.set_step(1)
-    c1 = st.step_classes()
-    just = {e.id for e in tr.edges_into(tr.target) if e.contribution is not None}
-    assert set(c1["just_done_edges"]) == just == set(c1["done_edges"])
-    st.set_step(st.max_step)
-    cn = st.step_classes()
-    assert set(cn["done_edges"]) == flowing and not cn["pending_edges"] and not cn["unknown_grad"]
+    explorer.collapse.value = "none"
+    explorer.view.value = "backward"
+    explorer.mode.value = mode
+    p = st.payload()
+    mi = 1 if mode == "backward" else 2
+    runs = p["cur"][mode]
+    for k in range(st.max_step + 1):
+        st.set_step(k)
+        ref = st.step_classes()
+        pend = _pending(p, k, mi)
+        assert {f"bwd_{e}" for e in ref["pending_edges"]} == {g for g in pend if g[4:].startswith("e")}
+        boxes = [b for first, b in runs if first <= k]
+        assert (boxes[-1] if boxes and k else None) == ref["current"]
+        just = set(p["just"][mode].get(k, []))
+        assert just == {f"bwd_{e}" for e in ref["just_done_edges"]}
+        if mode == "backward":
+            hidden_grads = {g[4:] for g in pend if g[4:].startswith("n")}
+            assert hidden_grads == set(ref["unknown_grad"])
 
 
-def test_stepping_only_changes_the_style_not_the_drawing(explorer, monkeypatch):
+def test_stepping_and_selecting_never_redraw(explorer, monkeypatch):
     calls = []
     monkeypatch.setattr(adv.render, "svg", lambda src: calls.append(src) or "<svg></svg>")
-    svg_before = explorer.graph.value
-    styles = set()
-    explorer.slider.value = 0
+    drawing = explorer.graph.drawing
+    panels = set()
+    explorer.go(0)
     for _ in range(explorer.state.max_step):
-        explorer.next.click()
-        styles.add(explorer.style.value)
-    explorer.back.click()
-    assert explorer.graph.value == svg_before and calls == []
-    assert len(styles) == explorer.state.max_step
-    cur = explorer.state.current
-    assert f"g.node.adv-node-{cur} :is(polygon, path, ellipse) {{ {svgtools.CURRENT}" in explorer.style.value
+        explorer.step_forward()
+        panels.add(explorer.step_panel.value)
+    explorer.click(explorer.state.trace.nodes[0].id)
+    explorer.step_back()
+    assert explorer.graph.drawing is drawing and calls == []
+    assert len(panels) == explorer.state.max_step
 
 
 def test_the_current_node_is_tagged_in_the_svg(explorer):
     st = explorer.state
-    svg = st.drawing().svg
+    svg = st.drawing("backward", None).svg
     for nid in st.trace.steps:
         classes = node_of(svg, f"bwd_{nid}")
         assert classes is not None and f"adv-node-{nid}" in classes.split()
 
 
-def test_select_node_updates_inspector_and_rejects_unknown_ids(explorer):
+def test_clicking_a_node_fills_the_inspector_and_names_come_first(explorer):
     st = explorer.state
     tanh = next(n for n in st.trace.nodes if n.op == "tanh")
-    explorer.node_pick.value = tanh.id
-    assert st.selected == tanh.id
+    explorer.click(st.box_of(tanh.id))
+    assert st.selected == tanh.id and explorer.tabs.selected_index == 1
     html = explorer.inspector.value
-    assert "tanh" in html and "∂y/∂x = 1 − y²" in html and "local Jacobian" in html
-    # the Jacobian of tanh at w is diag(1 - tanh(w)^2), printed in the heat-map table
+    assert "<b>h</b>" in html and "tanh" in html and "local Jacobian" in html and f"<code>{tanh.id}</code>" in html
     d = 1 - np.tanh([0.5, -1.0]) ** 2
     assert adv.trace._num(d[0]) in html and adv.trace._num(d[1]) in html
-    assert f".adv-node-{tanh.id} :is(polygon, path, ellipse) {{ {svgtools.SELECTED}" in explorer.style.value
+    assert explorer.graph.selected == st.box_of(tanh.id)
+    assert ("h (tanh)", tanh.id) in [(label.split(" — ")[0], v) for label, v in st.node_options()]
+    explorer.node_pick.value = st.trace.target
+    assert explorer.graph.selected == st.box_of(st.trace.target)
     with pytest.raises(KeyError):
         st.select("n999")
 
 
-def test_label_toggles_hide_label_kinds_by_css(explorer):
+def test_nothing_is_shown_before_the_step_that_computes_it(explorer):
+    st = explorer.state
+    w = next(n for n in st.trace.nodes if n.name == "w")
+    explorer.click(w.id)
+    explorer.go(0)
+    assert "not computed yet" in explorer.inspector.value and "ḡ" in explorer.inspector.value
+    explorer.go(st.max_step)
+    assert "not computed yet" not in explorer.inspector.value
+    explorer.view.value = "tape"
+    p = st.payload()
+    assert p["kind"] == "html" and 'class="adv-t-grad"' in p["body"]
+    rows = {r[0]: r for r in p["els"]}
+    assert rows[f"row_{st.trace.target}"][1] == 0                       # the seed is known at step 0
+    assert all(rows[f"row_{n.id}"][1] >= 1 for n in st.trace.nodes if n.grad is not None and n.id != st.trace.target)
+    assert rows[f"row_{w.id}"][1] == st.max_step
+
+
+def test_clicking_an_edge_shows_its_factor_in_numbers(explorer):
+    st = explorer.state
+    explorer.collapse.value = "none"
+    tanh = next(n for n in st.trace.nodes if n.op == "tanh")
+    e = st.trace.edges_into(tanh.id)[0]
+    explorer.go(0)
+    explorer.click_edge(e.id)
+    html = explorer.edge_panel.value
+    assert explorer.tabs.selected_index == 2 and "has not reached this edge" in html
+    explorer.go(st.max_step)
+    html = explorer.edge_panel.value
+    gx = np.asarray(e.upstream.data).ravel() @ e.jacobian
+    for v in gx:
+        assert f"<td>{adv.trace._num(v)}</td>" in html
+    assert "ḡ_y" in html and "∂y/∂x" in html and "has not reached" not in html
+
+
+def test_label_toggles_only_change_a_synced_list(explorer):
+    drawing = explorer.graph.drawing
     explorer.labels["value"].value = False
-    assert ".adv-t-value { display: none; }" in explorer.style.value
     explorer.labels["grad"].value = False
-    assert ".adv-t-grad" in explorer.style.value and ".adv-t-contrib" in explorer.style.value
+    assert explorer.graph.hidden == ["grad", "value"] and explorer.graph.drawing is drawing
     explorer.labels["value"].value = True
-    assert ".adv-t-value { display: none; }" not in explorer.style.value
+    assert explorer.graph.hidden == ["grad"]
     with pytest.raises(ValueError, match="label kind"):
         explorer.state.set_label("colour", True)
 
 
-def test_view_switch_draws_each_view_once_and_caches_it(explorer):
+def test_view_switch_draws_each_fold_state_once_and_caches_it(explorer):
     st = explorer.state
     made = st.drawings_made
     explorer.view.value = "forward"
-    assert "adv-fwd" in explorer.graph.value and "adv-bwd" not in explorer.graph.value
+    assert "fwd_" in explorer.graph.drawing["body"] and "bwd_" not in explorer.graph.drawing["body"]
     explorer.view.value = "backward"
     explorer.view.value = "forward"
     assert st.drawings_made == made + 2
     explorer.view.value = "tape"
-    assert "adv-tape-table" in explorer.graph.value and "<svg" not in explorer.graph.value
+    assert "adv-tape-table" in explorer.graph.drawing["body"] and "<svg" not in explorer.graph.drawing["body"]
     explorer.collapse.value = "layers"
     explorer.view.value = "both"
     assert st.drawings_made == made + 3
@@ -130,16 +175,15 @@ def test_view_switch_draws_each_view_once_and_caches_it(explorer):
         st.set_view("sideways")
 
 
-def test_forward_mode_walks_ops_one_at_a_time(explorer):
+def test_forward_mode_starts_at_its_first_op(explorer):
     explorer.mode.value = "forward"
     st = explorer.state
-    assert st.step == 0 and explorer.slider.max == len(st.ops)
-    cls0 = st.step_classes()
-    assert set(cls0["not_computed"]) == set(st.ops)
-    explorer.next.click()
+    assert st.step == 1 and st.current == st.ops[0] and explorer.graph.mode == "forward"
+    assert set(st.step_classes()["not_computed"]) == set(st.ops[1:])
+    explorer.go(0)
+    explorer.step_forward()
     assert st.current == st.ops[0]
-    assert st.ops[0] not in st.step_classes()["not_computed"]
-    assert f"{st.ops[0]} = tanh(x=" in explorer.step_panel.value
+    assert "h = tanh(x=" in explorer.step_panel.value
 
 
 def test_chain_rule_panel_numbers_multiply_out(explorer):
@@ -157,17 +201,19 @@ def test_chain_rule_panel_numbers_multiply_out(explorer):
     assert "ḡ_x" in html and "ḡ_y" in html and "∂y/∂x" in html
 
 
-def test_why_none_panel_explains_and_marks_the_unwatched_constant(explorer):
+def test_why_none_panel_explains_names_and_flashes_the_unwatched_constant(explorer):
     st = explorer.state
     html = explorer.why.value
     assert "not_watched" in html and "tape.watch" in html and "&#x27;c&#x27;" in html
+    assert not re.search(r"\b[ne]\d+\b", re.sub(r"<[^>]*>", "", html))      # no internal ids in the prose
     c_id = next(n.id for n in st.trace.nodes if n.name == "c")
     marked = [m.ref for m in st.trace.marks]
     assert c_id in marked
-    broken = [e for e in st.trace.edges if e.src == c_id]
-    assert any(e.id in marked for e in broken)
-    assert explorer.tabs.selected_index == 2
+    assert any(e.id in marked for e in st.trace.edges if e.src == c_id)
+    assert explorer.tabs.selected_index == 3
     assert "⚠ not watched" in st.drawing("backward").svg
+    explorer.flash_buttons[0].click()
+    assert explorer.graph.flash[1:] and st.box_of(c_id) in explorer.graph.flash[1:]
 
 
 def test_why_none_for_a_loss_computed_outside_the_tape():
@@ -212,7 +258,7 @@ def test_show_accepts_a_trace_read_back_from_json():
     tape, w, c, loss = small_tape()
     tr = adv.Trace.from_json(tape.trace(loss, [w]).to_json())
     ex = adv.show(tr)
-    assert ex.state.trace.steps == tr.steps and "<svg" in ex.graph.value
+    assert ex.state.trace.steps == tr.steps and "<svg" in ex.graph.drawing["body"]
     with pytest.raises(TypeError, match="show"):
         adv.show(tr, target=loss)
     with pytest.raises(TypeError, match="GradientTape or a Trace"):
@@ -225,21 +271,142 @@ def test_tape_show_is_the_explorer():
     assert type(ex).__name__ == "Explorer" and not ex.state.explanations
 
 
+EVIL = '<script>alert("x") & 1</script>'
+
+
 def test_labels_are_escaped_in_every_output():
-    evil = adv.Variable([1.0], name="<script>alert(1)</script>")
+    evil = adv.Variable([1.0], name=EVIL)
+    with adv.name_scope(EVIL):
+        pass
     with adv.GradientTape() as tape:
         loss = adv.sum(adv.exp(evil))
     ex = show(tape, target=loss)
     st = ex.state
-    outputs = [ex.graph.value, st.inspector_html(), st.jacobian_html(), st.step_html()]
+    outputs = [st.inspector_html(), st.jacobian_html(), st.step_html(), ex.step_text.value]
     st.select(st.trace.node_id_of(evil))
     outputs.append(st.inspector_html())
     for view in ("forward", "backward", "both", "tape"):
         st.set_view(view)
         outputs.append(st.graph_html())
+        outputs.append(st.payload()["body"])
+    outputs.append(adv.render.html_document(st.trace))
     for text in outputs:
-        assert "<script>" not in text
-    assert any("&lt;script&gt;" in t for t in outputs)
+        assert "<script>alert" not in text
+    assert any("&lt;script&gt;alert(&quot;x&quot;) &amp; 1&lt;/script&gt;" in t for t in outputs)
+    # titles travel as JSON and the page writes them with textContent, never as HTML
+    titles = [b["t"] for b in st.payload("forward")["boxes"].values()]
+    assert any(EVIL in t for t in titles)
+    assert "textContent = " in adv.widgets.frontend.CORE_JS and ".innerHTML = d.body" not in \
+        adv.widgets.frontend.CORE_JS.replace("canvas.innerHTML = d.body", "")
+
+
+# ---------------------------------------------------------------------------
+# Folding, names, gradient colours, scale
+# ---------------------------------------------------------------------------
+def mlp_tape():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(8, 4)), rng.integers(0, 3, size=8)
+    model = adv.Sequential([adv.layers.Dense(16, activation="tanh"), adv.layers.Dense(3)])
+    with adv.GradientTape() as tape:
+        logits = model(x)
+        loss = adv.losses.SparseCategoricalCrossentropy(from_logits=True)(y, logits)
+    return tape, loss
+
+
+def test_clicking_a_folded_box_opens_it_and_the_breadcrumb_folds_it_back():
+    tape, loss = mlp_tape()
+    ex = show(tape, target=loss)
+    st = ex.state
+    folded = st.foldable()
+    assert folded and all(ex.graph.drawing["boxes"][b]["f"] for b in folded)
+    first = ex.graph.drawing
+    made = st.drawings_made
+    ex.click(folded[0])
+    opened = ex.graph.drawing
+    assert opened is not first and opened["crumbs"] and len(opened["boxes"]) > len(first["boxes"])
+    assert st.drawings_made == made + 1
+    key = opened["crumbs"][0][0]
+    ex.handle({"event": "fold", "box": key})
+    assert ex.graph.drawing is first and st.drawings_made == made + 1     # cached: no new layout
+    ex.click(folded[0])
+    inner = [b for b in st.foldable() if b not in folded]
+    if inner:
+        ex.click(inner[0])
+        assert len(ex.graph.drawing["crumbs"]) == 2
+    ex.handle({"event": "collapse_all"})
+    assert ex.graph.drawing is first and not st.expanded
+    ex.handle({"event": "expand", "box": "not-a-box"})           # a stale click does nothing harmful
+    assert ex.graph.drawing is first
+
+
+def test_steps_inside_a_folded_box_are_told_apart():
+    tape, loss = mlp_tape()
+    st = show(tape, target=loss).state
+    p = st.payload()
+    folded = set(st.foldable())
+    runs = p["cur"]["backward"]
+    assert sum(run[1] in folded for run in runs) >= 1
+    assert runs[0][0] == 1 and all(a[0] < b[0] for a, b in zip(runs, runs[1:]))
+    assert "inside" in adv.widgets.frontend.CORE_JS          # the page shows "k / n inside" on the folded box
+
+
+def test_nodes_are_titled_by_the_learners_names():
+    w = adv.Variable([0.5, -1.0], name="w")
+    with adv.GradientTape() as tape:
+        hidden = adv.tanh(w * 2.0)
+        loss = adv.sum(hidden * hidden)
+    ex = show(tape, target=loss)
+    st = ex.state
+    titles = {b["t"] for b in st.payload("backward")["boxes"].values()}
+    assert {"hidden (tanh)", "loss (sum)", "w (variable)"} <= titles
+    assert "step 1 / " in ex.step_text.value and "loss (sum)" in ex.step_text.value
+    assert ">hidden<" in st.drawing("forward", None).svg or "hidden" in st.drawing("forward", None).svg
+
+
+def test_colour_by_gradient_uses_a_log_scale_and_greys_exact_zeros():
+    from autodiff_viz.widgets.state import HEAT_RAMP, HEAT_ZERO, heat_colours
+    colours, (lo, hi) = heat_colours({"a": 1e-6, "b": 1.0, "c": 1e3, "d": 0.0})
+    assert (lo, hi) == (-6, 3) and colours["a"] == HEAT_RAMP[0] and colours["c"] == HEAT_RAMP[-1]
+    assert colours["d"] == HEAT_ZERO and colours["b"] not in (HEAT_RAMP[0], HEAT_RAMP[-1])
+    x = adv.Variable([-1.0, 2.0], name="x")
+    with adv.GradientTape() as tape:
+        loss = adv.sum(adv.nn.relu(x) * 3.0)
+    ex = show(tape, target=loss)
+    p = ex.state.payload("backward")
+    assert p["heat"] and p["heat_range"] and p["heat_ramp"].startswith("linear-gradient")
+    drawn = {row[0] for row in p["els"]}
+    assert set(p["heat"]) <= drawn
+    ex.graph.heat = True
+    assert ex.state.heat
+
+
+def test_from_tape_explains_only_the_sources_without_a_gradient(monkeypatch):
+    from autodiff_viz import diagnosis
+    tape, w, c, loss = small_tape()
+    asked, walked = [], []
+    real_many, real_one = diagnosis.explain_many, diagnosis._explain_one
+    monkeypatch.setattr(diagnosis, "explain_many", lambda t, y, ss: asked.extend(ss) or real_many(t, y, ss))
+    monkeypatch.setattr(diagnosis, "_explain_one", lambda t, y, s: walked.append(s) or real_one(t, y, s))
+    st = ExplorerState.from_tape(tape, target=loss, sources=[w, c])
+    assert asked == [c] and walked == [c] and [ex.reason for _, ex, _ in st.explanations] == ["not_watched"]
+
+
+def test_a_chain_over_the_node_budget_opens_folded_and_steps_without_new_drawings():
+    v = adv.Variable(np.linspace(-1, 1, 4), name="v")
+    with adv.GradientTape() as tape:
+        z = v
+        for _ in range(400):
+            z = adv.sin(z)
+        total = adv.sum(z)
+    ex = show(tape, target=total)
+    st = ex.state
+    p = ex.graph.drawing
+    assert "folded" in p["note"] and p["n"]["backward"] == 401
+    assert len(p["cur"]["backward"]) < 100           # run-length coded: steps in the folded middle share a run
+    made = st.drawings_made
+    for k in range(0, 401, 40):
+        ex.go(k)
+    assert st.drawings_made == made
 
 
 # ---------------------------------------------------------------------------
@@ -258,18 +425,21 @@ def test_without_dot_the_explorer_renders_a_real_graph_and_says_why(no_dot):
     ex = show(tape, target=loss, sources=[w, c])
     st = ex.state
     assert st.renderer == "builtin"
-    assert "dot` program was not found" in ex.graph.value and "apt-get install graphviz" in ex.graph.value
-    svg = st.drawing().svg
+    note = ex.graph.drawing["note"]
+    assert "dot` program was not found" in note and "apt-get install graphviz" in note
+    svg = st.drawing("both", None).svg
     for n in st.trace.nodes:
         assert f"adv-node-{n.id}" in svg
     for e in st.trace.edges:
         assert f"adv-edge-{e.id}" in svg
-    before = ex.graph.value
-    ex.slider.value = 1
-    ex.next.click()
-    assert ex.graph.value == before and f"adv-node-{st.current}" in ex.style.value
+    before = ex.graph.drawing
+    ex.go(1)
+    ex.step_forward()
+    assert ex.graph.drawing is before and ex.graph.step == 2
     ex.view.value = "tape"
-    assert "adv-tape-table" in ex.graph.value
+    assert "adv-tape-table" in ex.graph.drawing["body"]
+    page = adv.render.html_document(st.trace)
+    assert page.count("<svg") == 2
 
 
 def test_builtin_renderer_keeps_ids_styles_and_escapes_labels():
@@ -319,3 +489,89 @@ def test_training_view_fed_by_hand_escapes_layer_names():
     assert view.losses == [1.0, 0.5] and view.val_losses == [1.2, 0.9]
     assert "<b>l1</b>" not in view.bars.value and "&lt;b&gt;l1&lt;/b&gt;" in view.bars.value
     assert "×0.5 since epoch 1" in view.bars.value and "val_loss (dashed)" in view.curve.value
+
+
+def test_training_views_compared_side_by_side_share_one_scale_and_plot_layer_norms_over_epochs():
+    from autodiff_viz.widgets import TrainingView
+    slow = TrainingView()
+    fast = TrainingView(compare_with=slow)
+    for epoch, (a, b) in enumerate([(2.35, 2.22), (2.25, 0.9), (2.16, 0.12)]):
+        slow.update(epoch, a, {"dense": 1e-4 * (epoch + 1), "out": 0.5})
+        fast.update(epoch, b, {"dense": 0.3, "out": 0.2})
+    ys = [[float(p.split(",")[1]) for p in re.search(r'<polyline[^>]*points="([^"]*)"', v.curve.value).group(1).split()]
+          for v in (slow, fast)]
+    assert ys[0][-1] - ys[0][0] < (ys[1][-1] - ys[1][0]) / 5       # 2.35→2.16 looks small next to 2.22→0.12
+    assert "2.35" in slow.curve.value and "2.35" in fast.curve.value and "0.12" in slow.curve.value
+    assert slow.history.value.count("<polyline") == 2 and "1e-4" in fast.history.value
+    alone = TrainingView()
+    alone.update(0, 2.35, None)
+    alone.update(1, 2.16, None)
+    assert "2.16" in alone.curve.value and "0.12" not in alone.curve.value
+
+
+def test_a_recurrent_layer_over_20_steps_is_drawn_rolled_with_a_time_slider():
+    rng = np.random.default_rng(0)
+    rnn = adv.layers.SimpleRNN(4)
+    with adv.GradientTape() as tape:
+        h = rnn(rng.normal(size=(2, 20, 3)))
+        loss = adv.sum(h * h)
+    ex = show(tape, target=loss)
+    st = ex.state
+    (loop,) = st.loops()
+    assert loop.count == 20 and ex.time.max == 19 and "loop over time" in ex.tabs.titles
+    ex.go(st.max_step)
+    ex.time.value = 5
+    html = ex.loop_panel.value
+    assert "t = 5" in html and "<svg" in html and 'class="adv-loop-t"' in html and "ḡ_h(5)" in html
+    assert "vanishes" in html or "explodes" in html or "stays within" in html
+    full = ex.loop_panel.value.count("<circle")
+    assert full == 20
+    ex.go(1)                                       # the walk has not reached step 5 of the loop
+    assert "not computed yet" in ex.loop_panel.value and ex.loop_panel.value.count("<circle") == 0
+    # opening the loop box unrolls it (a new fold state), the breadcrumb rolls it back
+    while st.foldable() and not any(b.kind == "loop" for b in st.layout().boxes.values()):
+        ex.click(st.foldable()[0])
+    rolled = [b for b in st.layout().boxes.values() if b.kind == "loop"]
+    assert rolled and rolled[0].count == 20
+    ex.click_edge(f"{rolled[0].id}_loop")                   # the edge t → t+1 opens the loop over time
+    assert ex.tabs.selected_index == len(ex.tabs.children) - 1
+    ex.click(rolled[0].id)
+    assert not any(b.kind == "loop" for b in st.layout().boxes.values())
+    assert any("unrolled" in title for _, title in ex.graph.drawing["crumbs"])
+
+
+def test_html_written_offline_loads_nothing_from_the_network():
+    import nbformat
+    from autodiff_viz import run_notebooks
+    tape, w, c, loss = small_tape()
+    ex = show(tape, target=loss, sources=[w, c])
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A title"), nbformat.v4.new_code_cell(
+        "ex", outputs=[nbformat.v4.new_output("display_data", data=ex._repr_mimebundle_())])]
+    page = run_notebooks.offline_exporter().from_notebook_node(run_notebooks.static_copy(nb))[0]
+    external = re.findall(r'(?:src|href)\s*=\s*["\'](https?:[^"\']*)', html_unescape(page))
+    assert external == [] and "require.min.js" not in page and "mathjax" not in page.lower()
+    assert "advMount" in html_unescape(page)                   # the explorer's static copy, with its script
+
+
+def html_unescape(text):
+    import html
+    return html.unescape(text)
+
+
+def test_a_big_trace_lists_a_bounded_node_menu_but_every_box_can_be_clicked():
+    v = adv.Variable(np.linspace(-1, 1, 4), name="v")
+    with adv.GradientTape() as tape:
+        z = v
+        for _ in range(300):
+            z = adv.sin(z)
+        total = adv.sum(z)
+    ex = show(tape, target=total)
+    st = ex.state
+    options = st.node_options(limit=20)
+    ids = [v for _, v in options]
+    assert len(ids) <= 22 and st.trace.target in ids
+    tail = st.trace.nodes[-3].id                       # drawn alone after the folded middle, not in a short menu
+    ex.node_pick.options = options
+    ex.click(st.box_of(tail))
+    assert st.selected == tail and ex.node_pick.value is None and "node id" in ex.inspector.value

@@ -11,9 +11,11 @@
 * :class:`TrainingView`: loss curve and per-layer gradient magnitudes, as a
   ``fit`` callback or fed by hand.
 
-Graphs are drawn with Graphviz's ``dot`` when it is installed and with the
-built-in renderer of :mod:`autodiff_viz.widgets.minidot` when it is not (see
-that module for why not a browser-side Graphviz).
+Graphs are laid out in the kernel, once per fold state, with Graphviz's
+``dot`` when it is installed and with the built-in renderer of
+:mod:`autodiff_viz.widgets.minidot` when it is not; the page
+(:mod:`autodiff_viz.widgets.frontend`, an anywidget whose script ships inside
+the package) fits, zooms, pans and steps them without asking the kernel.
 """
 from __future__ import annotations
 

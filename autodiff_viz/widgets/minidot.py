@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
 FALLBACK_NOTE = ("Graphviz's `dot` program was not found, so this graph is laid out by autodiff_viz's "
@@ -40,6 +41,7 @@ CHAR_W = 5.9           # average Helvetica advance at 10 pt
 LINE_H = 12.0
 PAD_X, PAD_Y = 10.0, 6.0
 NODE_GAP, RANK_GAP, PANEL_GAP, MARGIN = 22.0, 30.0, 40.0, 8.0
+LOOP_W = 140.0         # room right of a box for its self-loop and label
 
 _NODE = re.compile(r'^\s*"(?P<id>[^"]+)"(?P<attrs>\s*\[.*\])?\s*$')
 _EDGE = re.compile(r'^\s*"(?P<tail>[^"]+)"\s*->\s*"(?P<head>[^"]+)"(?P<attrs>\s*\[.*\])?\s*$')
@@ -169,10 +171,10 @@ def _rank(panel: _Panel, edges) -> list:
             succ[t].append(h)
             indeg[h] += 1
     by_id = {n.id: n for n in panel.nodes}
-    queue = [n.id for n in panel.nodes if indeg[n.id] == 0]
+    queue = deque(n.id for n in panel.nodes if indeg[n.id] == 0)
     seen = set()
     while queue:
-        u = queue.pop(0)
+        u = queue.popleft()
         seen.add(u)
         for v in succ[u]:
             by_id[v].rank = max(by_id[v].rank, by_id[u].rank + 1)
@@ -185,7 +187,7 @@ def _rank(panel: _Panel, edges) -> list:
     layers = [ranks[k] for k in sorted(ranks)]
     pred = {i: [] for i in ids}
     for t, h, _ in edges:
-        if t in ids and h in ids:
+        if t in ids and h in ids and t != h:
             pred[h].append(t)
     for sweep in range(4):
         pos = {n.id: k for layer in layers for k, n in enumerate(layer)}
@@ -209,7 +211,9 @@ def _place(panel: _Panel, edges, x0: float, y0: float) -> None:
     label_lines = {}
     for t, _, attrs in edges:
         label_lines[t] = max(label_lines.get(t, 0), len(_text_lines(attrs["label"])) if "label" in attrs else 0)
-    widths = [sum(n.w for n in layer) + NODE_GAP * (len(layer) - 1) for layer in layers]
+    loops = {t for t, h, _ in edges if t == h}
+    widths = [sum(n.w for n in layer) + NODE_GAP * (len(layer) - 1)
+              + (LOOP_W if any(n.id in loops for n in layer) else 0) for layer in layers]
     panel.w = max(widths) if widths else 0.0
     y = y0 + (LINE_H + 8 if panel.title else 0)
     for layer, width in zip(layers, widths):
@@ -254,7 +258,28 @@ def _node_svg(n: _Node) -> list:
     return out
 
 
+def _loop_svg(n: _Node, a: dict) -> list:
+    """An edge from a box back into itself (a rolled loop's ``t → t+1``): an arc on the box's right."""
+    colour, width = a.get("color", "#444444"), a.get("penwidth", "1")
+    cls = " ".join(["edge"] + a.get("class", "").split())
+    x, top, bottom = n.x + n.w / 2, n.y - n.h / 4, n.y + n.h / 4
+    out = [f'<g id="{_esc(a.get("id", n.id + "-" + n.id))}" class="{_esc(cls)}">',
+           f"<title>{_esc(a.get('tooltip', n.id + ' → ' + n.id))}</title>",
+           f'<path fill="none" stroke="{_esc(colour)}" stroke-width="{_esc(width)}" '
+           f'd="M{x:.2f},{bottom:.2f} C{x + 40:.2f},{bottom + 10:.2f} {x + 40:.2f},{top - 10:.2f} {x + 6:.2f},{top:.2f}"/>',
+           f'<polygon fill="{_esc(colour)}" stroke="{_esc(colour)}" '
+           f'points="{x + 7:.2f},{top - 3.5:.2f} {x:.2f},{top:.2f} {x + 7:.2f},{top + 3.5:.2f}"/>']
+    colour = a.get("fontcolor", "#222222")
+    for k, line in enumerate(_text_lines(a.get("label", ""))):
+        out.append(f'<text text-anchor="start" x="{x + 44:.2f}" y="{n.y + k * 11:.2f}" '
+                   f'font-family="Helvetica,sans-Serif" font-size="9.00" fill="{_esc(colour)}">{_esc(line)}</text>')
+    out.append("</g>")
+    return out
+
+
 def _edge_svg(t: _Node, h: _Node, a: dict) -> list:
+    if t is h:
+        return _loop_svg(t, a)
     x1, y1 = t.x, t.y + t.h / 2
     x2, y2 = h.x, h.y - h.h / 2
     if y2 <= y1:

@@ -28,7 +28,7 @@ def summary_text(a: np.ndarray) -> str:
     if a.size == 0:
         return f"shape {a.shape}, empty"
     return (f"shape {a.shape}: min {_num(a.min())}, mean {_num(a.mean())}, max {_num(a.max())}, "
-            f"‖·‖ {_num(np.sqrt(np.sum(a * a)))}")
+            f"2-norm ‖·‖ = {_num(np.sqrt(np.sum(a * a)))}")
 
 
 def matrix_html(a, caption: str = "", heat: bool = False) -> str:
@@ -76,23 +76,66 @@ def _location_html(node) -> str:
 
 def _head(node) -> str:
     scope = f" in <code>{esc(node.scope)}</code>" if node.scope else ""
-    return f"<b>{esc(node.id)} · {esc(node.title)}</b> (<code>{esc(node.op)}</code>){scope}"
+    op = f" (<code>{esc(node.op)}</code>)" if node.title != node.op else ""
+    return f"<b>{esc(node.title)}</b>{op}{scope}"
+
+
+def _name(node) -> str:
+    """A node in prose: the learner's name, else what it is (``a constant``, ``tanh output``), never an id."""
+    if node.title != node.op:
+        return node.title
+    return f"a {node.kind}" if node.is_leaf else f"{node.op} output"
+
+
+def _product_html(e, x: str, up, contrib, jac_text: str) -> str:
+    """``ḡ_x = ḡ_y · ∂y/∂x`` in numbers: as a row times the Jacobian when all of it fits on screen, else
+    ḡ_x and ḡ_y in their own shapes (a (3, 2) weight as three rows of two) and the Jacobian's size."""
+    fits = e.jacobian is not None and max(up.size, contrib.size) <= MATRIX_SIDE
+    if fits:
+        out = ('<div class="adv-eq">'
+               f'{matrix_html(as_matrix(contrib), f"ḡ_{x} {contrib.shape}")}<span class="adv-op">=</span>'
+               f'{matrix_html(up.ravel(), f"ḡ_y {up.shape}, as a row")}<span class="adv-op">·</span>'
+               f'{matrix_html(e.jacobian, f"∂y/∂{x} {e.jacobian.shape}", heat=True)}</div>')
+        if up.ndim > 1 or contrib.ndim > 1:
+            out += (f'<div class="adv-note">ḡ_y is read as one row of {up.size} numbers; the Jacobian has one '
+                    f"row per entry of y and one column per entry of {esc(x)}; the product, laid out in the "
+                    f"shape of {esc(x)}, is ḡ_{esc(x)}.</div>")
+        return out
+    formula = getattr(e, "formula", None) or f"ḡ_{x} = ḡ_y · ∂y/∂{x}"
+    return ('<div class="adv-eq">'
+            f'{matrix_html(as_matrix(contrib), f"ḡ_{x} {contrib.shape}")}<span class="adv-op">=</span>'
+            f'<span class="adv-mono">{esc(formula.split("=", 1)[-1].strip())}</span>'
+            f'<span class="adv-op">with</span>{matrix_html(as_matrix(up), f"ḡ_y {up.shape}")}</div>'
+            f'<div class="adv-note">{esc(jac_text)}</div>')
+
+
+def as_matrix(a) -> np.ndarray:
+    """A value the way it is written on paper: scalars and vectors as they are, a matrix as rows,
+    anything with more axes as (first axis) × (the rest)."""
+    a = np.asarray(a)
+    return a if a.ndim <= 2 else a.reshape(a.shape[0], -1)
 
 
 # ---------------------------------------------------------------------------
 # Chain-rule step
 # ---------------------------------------------------------------------------
 def backward_step_html(trace, k: int) -> str:
-    """Step ``k`` of the backward pass (1-based) in numbers: ``ḡ_x = ḡ_y · ∂y/∂x`` for every input."""
+    """Step ``k`` of the backward pass (1-based) in numbers: ``ḡ_x = ḡ_y · ∂y/∂x`` for every input.
+
+    Tensors keep their shape (a (3, 2) weight is three rows of two); the
+    local Jacobian is the (size of y) × (size of x) matrix the formula multiplies by.
+    """
     steps = trace.steps
     if not steps:
         return '<div class="adv-panel adv-note">No backward pass to walk: ' + esc(
             "; ".join(trace.notes) or "the trace has no target, or no source is connected to it.") + "</div>"
+    tgt = trace.node(trace.target)
     if k == 0:
-        tgt = trace.node(trace.target)
+        seed = _data(tgt.grad) if tgt.grad is not None else np.ones(tgt.shape)
         return (f'<div class="adv-panel"><b>step 0 / {len(steps)}</b>: before the backward pass. The seed is '
-                f'ḡ of the target {esc(tgt.id)} · {esc(tgt.title)} = {matrix_html(_data(tgt.grad) if tgt.grad else 1)} '
-                "(ones: the gradient of the sum of its entries). Press ▶ or drag the slider.</div>")
+                f'ḡ of the target {esc(_name(tgt))} = {matrix_html(as_matrix(seed) if seed is not None else 1)} '
+                "(ones: the gradient of the sum of its entries). No other gradient is known yet. "
+                "Press ▶ or drag the slider.</div>")
     node = trace.node(steps[k - 1])
     parts = [f'<div class="adv-panel"><b>step {k} / {len(steps)}</b>: {_head(node)} — {_location_html(node)}']
     edges = [e for e in trace.edges_into(node.id) if e.contribution is not None]
@@ -101,32 +144,48 @@ def backward_step_html(trace, k: int) -> str:
     g_y = _data(node.grad) if node.grad is not None else None
     for e in edges:
         src = trace.node(e.src)
-        parts.append(f"<div style='margin-top:8px'>input <b>{esc(e.input_name)}</b> = {esc(src.id)} · "
-                     f"{esc(src.title)} {esc(shape_text(src.shape, src.dtype))}; rule: "
-                     f"<code>{esc(e.factor or '')}</code></div>")
+        x = e.input_name
+        formula = getattr(e, "formula", None)
+        parts.append(f"<div style='margin-top:8px'>input <b>{esc(x)}</b> = {esc(_name(src))} "
+                     f"{esc(shape_text(src.shape, src.dtype))}: <code>{esc(formula or e.factor or '')}</code></div>")
         up, contrib = _data(e.upstream), _data(e.contribution)
-        if e.jacobian is not None and up is not None and contrib is not None:
-            parts.append(
-                '<div class="adv-eq">'
-                f'{matrix_html(contrib.ravel(), f"ḡ_{e.input_name} {contrib.shape}")}<span class="adv-op">=</span>'
-                f'{matrix_html(up.ravel(), f"ḡ_y {up.shape}")}<span class="adv-op">·</span>'
-                f'{matrix_html(e.jacobian, f"∂y/∂{e.input_name} {e.jacobian.shape}", heat=True)}</div>')
-            if up.ndim > 1 or contrib.ndim > 1:
-                parts.append('<div class="adv-note">(tensors flattened to rows; the Jacobian is '
-                             '(size of y) × (size of the input))</div>')
+        if up is not None and contrib is not None:
+            parts.append(_product_html(e, x, up, contrib, f"(the local Jacobian: {_jac_shape(trace, e)})"))
         else:
-            parts.append(
-                '<div class="adv-eq adv-mono">'
-                f"ḡ_{esc(e.input_name)} = ḡ_y · ∂y/∂{esc(e.input_name)}: ḡ_y {esc(_brief(e.upstream))} "
-                f"→ ḡ_{esc(e.input_name)} {esc(_brief(e.contribution))}</div>"
-                '<div class="adv-note">(too big to print the matrices: summaries shown)</div>')
-        if len([x for x in trace.edges_from(src.id) if x.contribution is not None]) > 1:
-            parts.append(f'<div class="adv-note">{esc(src.id)} feeds several ops: its ḡ is the sum of '
+            parts.append('<div class="adv-eq">' + _value_html(e.contribution, f"ḡ_{x}") +
+                         '<span class="adv-op">from</span>' + _value_html(e.upstream, "ḡ_y") + "</div>"
+                         '<div class="adv-note">(the local Jacobian is too big to print: '
+                         f"{esc(_jac_shape(trace, e))})</div>")
+        if len([y for y in trace.edges_from(src.id) if y.contribution is not None]) > 1:
+            parts.append(f'<div class="adv-note">{esc(_name(src))} feeds several ops: its ḡ is the sum of '
                          "their contributions (the Σ node in the backward view).</div>")
-    if g_y is None:
+    if g_y is None and node.grad is None:
         parts.append('<div class="adv-note">ḡ_y of this op is not kept (off the path).</div>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def _jac_shape(trace, e) -> str:
+    y, x = trace.node(e.dst), trace.node(e.src)
+    ny, nx = int(np.prod(y.shape, dtype=np.int64)), int(np.prod(x.shape, dtype=np.int64))
+    return f"∂y/∂{e.input_name} has {ny} × {nx} entries"
+
+
+def _value_html(summary, caption: str) -> str:
+    if summary is None:
+        return '<span class="adv-note">—</span>'
+    d = _data(summary)
+    if d is not None:
+        return matrix_html(as_matrix(d), f"{caption} {d.shape}")
+    return (f'<div style="display:inline-block"><span class="adv-mono">{esc(summary_text_of(summary))}</span>'
+        f'<div class="adv-caption">{esc(caption)}</div></div>')
+
+
+def summary_text_of(summary) -> str:
+    """``shape (64, 128): min …, mean …, max …, 2-norm …`` from a trace summary's statistics."""
+    s = summary.stats
+    return (f"shape {tuple(summary.shape)}: min {_num(s['min'])}, mean {_num(s['mean'])}, max {_num(s['max'])}, "
+            f"2-norm ‖·‖ = {_num(s['norm'])}")
 
 
 def forward_step_html(trace, ops: list, k: int) -> str:
@@ -135,29 +194,34 @@ def forward_step_html(trace, ops: list, k: int) -> str:
         return (f'<div class="adv-panel"><b>step 0 / {len(ops)}</b>: before the forward pass; only the leaves '
                 "(variables, watched tensors, constants) have values. Press ▶ or drag the slider.</div>")
     node = trace.node(ops[k - 1])
-    ins = ", ".join(f"{esc(e.input_name)}={esc(e.src)}" for e in trace.edges_into(node.id))
-    value = _data(node.value)
-    shown = matrix_html(value) if value is not None else f'<span class="adv-mono">{esc(node.value.brief())}</span>'
+    ins = ", ".join(f"{esc(e.input_name)}={esc(_name(trace.node(e.src)))}" for e in trace.edges_into(node.id))
     return (f'<div class="adv-panel"><b>step {k} / {len(ops)}</b>: {_head(node)} — {_location_html(node)}'
-            f'<div class="adv-eq"><span class="adv-mono">{esc(node.id)} = {esc(node.op)}({ins}) =</span>'
-            f'{shown}</div></div>')
+            f'<div class="adv-eq"><span class="adv-mono">{esc(_name(node))} = {esc(node.op)}({ins}) =</span>'
+            f'{_value_html(node.value, "value")}</div></div>')
 
 
 # ---------------------------------------------------------------------------
 # Inspector
 # ---------------------------------------------------------------------------
-def inspector_html(trace, node_id: str | None) -> str:
-    """Everything about one node: name, op, scope, shape, dtype, value, ḡ, local Jacobians, code line."""
+def inspector_html(trace, node_id: str | None, grad_known: bool = True) -> str:
+    """Everything about one node: name, op, scope, shape, dtype, value, ḡ, local Jacobians, code line, id.
+
+    ``grad_known=False`` (the backward walk has not reached the node yet)
+    shows no gradient: nothing is shown before the step that computes it.
+    """
     if node_id is None:
-        return '<div class="adv-panel adv-note">Pick a node above.</div>'
+        return '<div class="adv-panel adv-note">Click a node in the graph (or pick one above).</div>'
     n = trace.node(node_id)
-    value, grad = _data(n.value), _data(n.grad)
-    rows = [("name", esc(n.name or "—")), ("op", f"<code>{esc(n.op)}</code> ({esc(n.kind)})"),
+    if n.grad is None:
+        grad = '<span class="adv-note">None (not on a path from the target to a source)</span>'
+    elif not grad_known:
+        grad = '<span class="adv-note">not computed yet at this step of the backward pass</span>'
+    else:
+        grad = _value_html(n.grad, "ḡ")
+    rows = [("name", esc(n.title) if n.title != n.op else "—"), ("op", f"<code>{esc(n.op)}</code> ({esc(n.kind)})"),
             ("scope", esc(n.scope or "—")), ("shape", esc(n.shape)), ("dtype", esc(n.dtype)),
-            ("value", matrix_html(value) if value is not None else esc(n.value.brief())),
-            ("gradient ḡ", (matrix_html(grad) if grad is not None else esc(n.grad.brief())) if n.grad is not None
-             else '<span class="adv-note">None (not on a path from the target to a source)</span>'),
-            ("code", _location_html(n))]
+            ("value", _value_html(n.value, "value")), ("gradient ḡ", grad), ("code", _location_html(n)),
+            ("node id", f"<code>{esc(n.id)}</code>")]
     if n.params:
         rows.insert(2, ("params", esc(", ".join(f"{k}={v}" for k, v in n.params.items()))))
     marks = trace.marks_of(n.id)
@@ -168,13 +232,53 @@ def inspector_html(trace, node_id: str | None) -> str:
     for e in trace.edges_into(n.id):
         src = trace.node(e.src)
         if e.jacobian is not None:
-            jac = matrix_html(e.jacobian, f"∂{n.id}/∂{src.id} {e.jacobian.shape}", heat=True)
+            jac = matrix_html(e.jacobian, f"∂y/∂{e.input_name} {e.jacobian.shape}", heat=True)
         elif not e.differentiable:
             jac = f'<span class="adv-note">no gradient: {esc(e.no_grad_reason)}</span>'
         else:
-            jac = '<span class="adv-note">too big to keep (more than 64 entries on a side)</span>'
+            jac = f'<span class="adv-note">too big to keep ({esc(_jac_shape(trace, e))})</span>'
         parts.append(f"<div style='margin-top:6px'>local Jacobian for input <b>{esc(e.input_name)}</b> "
-                     f"({esc(src.id)} · {esc(src.title)}): <code>{esc(e.factor or '')}</code><br>{jac}</div>")
+                     f"({esc(_name(src))}): <code>{esc(getattr(e, 'formula', None) or e.factor or '')}</code>"
+                     f"<br>{jac}</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def edge_html(trace, edges: list, computed: dict) -> str:
+    """Edges of the graph in numbers: the factor, the local Jacobian (or its size), ḡ_y and ḡ_y·∂y/∂x.
+
+    ``computed[edge id]`` says whether the backward walk has reached the
+    edge; before that only the local Jacobian (a forward quantity) is shown.
+    """
+    parts = ['<div class="adv-panel">']
+    if len(edges) > 1:
+        parts.append(f'<div class="adv-note">{len(edges)} edges drawn as one; the first 4 are shown.</div>')
+    for e in edges[:4]:
+        src, dst = trace.node(e.src), trace.node(e.dst)
+        x = e.input_name
+        parts.append(f"<div style='margin-top:6px'><b>{esc(_name(src))}</b> → <b>{esc(_name(dst))}</b> "
+                     f"(input <b>{esc(x)}</b> of <code>{esc(dst.op)}</code>): "
+                     f"<code>{esc(getattr(e, 'formula', None) or e.factor or '')}</code></div>")
+        if not e.differentiable:
+            parts.append(f'<div class="adv-note">no gradient flows here: {esc(e.no_grad_reason)}</div>')
+            continue
+        jac = (matrix_html(e.jacobian, f"∂y/∂{x} {e.jacobian.shape}", heat=True) if e.jacobian is not None else
+               f'<span class="adv-note">{esc(_jac_shape(trace, e))}: too big to print</span>')
+        up, contrib = _data(e.upstream), _data(e.contribution)
+        if computed.get(e.id) and up is not None and contrib is not None:
+            parts.append(_product_html(e, x, up, contrib, f"the local Jacobian: {_jac_shape(trace, e)}"))
+            if e.jacobian is not None and max(up.size, contrib.size) > MATRIX_SIDE:
+                parts.append('<div class="adv-eq">' + jac + "</div>")
+        elif computed.get(e.id):
+            parts.append('<div class="adv-eq">' + _value_html(e.contribution, f"ḡ_{x} = ḡ_y · ∂y/∂{x}") +
+                         '<span class="adv-op">from</span>' + _value_html(e.upstream, "ḡ_y") +
+                         '<span class="adv-op">and</span>' + jac + "</div>")
+        elif e.contribution is not None:
+            parts.append('<div class="adv-eq">' + jac + '</div><div class="adv-note">ḡ has not reached this '
+                         "edge at this step of the backward pass; step on to see ḡ_y and ḡ_y·∂y/∂x.</div>")
+        else:
+            parts.append('<div class="adv-eq">' + jac + '</div><div class="adv-note">no gradient flows '
+                         "along this edge (it is not on a path from the target to a source).</div>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -194,11 +298,28 @@ def why_none_html(trace, explanations: list) -> str:
         cls = "adv-good" if ex.connected else "adv-bad"
         verdict = "has a gradient" if ex.connected else "gradient is None"
         where = f" at <code>{esc(ex.location)}</code>" if ex.location else ""
-        mark = (f"<div>marked in the graph (red, ⚠ label): {esc(', '.join(marked))}</div>" if marked else "")
+        mark = (f"<div>marked in the graph (red, ⚠ label): {esc(marked_text(trace, marked))}</div>"
+                if marked else "")
         parts.append(f'<div class="{cls}"><b>{esc(label)}</b>: {verdict} — reason <code>{esc(ex.reason)}</code>'
                      f'{where}<div class="adv-mono" style="white-space:pre-wrap">{esc(ex.message)}</div>{mark}</div>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def marked_text(trace, marked) -> str:
+    """The marked nodes and edges in words (``'h' → sum output``), never as internal ids."""
+    out = []
+    for ref in marked:
+        try:
+            e = trace.edge(ref)
+        except KeyError:
+            try:
+                out.append(_name(trace.node(ref)))
+            except KeyError:
+                continue
+        else:
+            out.append(f"{_name(trace.node(e.src))} → {_name(trace.node(e.dst))}")
+    return ", ".join(dict.fromkeys(out))
 
 
 def jacobian_html(rows: list, note: str = "") -> str:
@@ -222,5 +343,95 @@ def jacobian_html(rows: list, note: str = "") -> str:
         else:
             parts.append('<div class="adv-note">pass output_gradients=v to show() to see vᵀJ '
                          "(the vector-Jacobian product, how the chain rule splits in two).</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Rolled loops: the cell at time t, and ‖ḡ_h(t)‖ against t
+# ---------------------------------------------------------------------------
+def grad_over_time_svg(norms: list, t: int | None = None, width: int = 420, height: int = 170,
+                       shown=None) -> str:
+    """‖ḡ_h(t)‖ against t on a log10 axis, the selected t marked: vanishing or exploding gradients at a glance.
+
+    Steps without a gradient (off the path) are left out; an exact zero is
+    drawn on the bottom edge with an open marker. ``shown[t]`` False leaves
+    out a step whose ḡ the backward walk has not computed yet (the axes stay
+    those of the whole pass, so the points appear from the last t back to
+    the first as you step).
+    """
+    every = [(k, v) for k, v in enumerate(norms) if v is not None and np.isfinite(v)]
+    pos = [v for _, v in every if v > 0]
+    if not every or not pos:
+        return '<div class="adv-note">no gradient reaches the steps of this loop</div>'
+    pts = [(k, v) for k, v in every if shown is None or shown[k]]
+    lo, hi = float(np.floor(np.log10(min(pos)))), float(np.ceil(np.log10(max(pos))))
+    hi = hi if hi > lo else lo + 1
+    n = len(norms)
+    left, right, top, bottom = 52, 12, 12, 30
+
+    def xy(k, v):
+        x = left + (width - left - right) * (k / max(1, n - 1))
+        y = (height - bottom) if v <= 0 else top + (height - top - bottom) * (1 - (np.log10(v) - lo) / (hi - lo))
+        return x, y
+
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(k, v) for k, v in pts if v > 0))
+    parts = [f'<svg class="adv-loop-plot" width="{width}" height="{height}" role="img" '
+             'aria-label="norm of the gradient of the hidden state at each time step" '
+             'xmlns="http://www.w3.org/2000/svg" font-family="Helvetica,Arial" font-size="12">',
+             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#888"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#888"/>',
+             f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">1e{hi:g}</text>',
+             f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end">1e{lo:g}</text>',
+             f'<text x="{(width + left) / 2}" y="{height - 8}" text-anchor="middle">time step t (0 … {n - 1}); '
+             '‖ḡ_h(t)‖, log scale</text>',
+             f'<polyline fill="none" stroke="#1f4e99" stroke-width="2" points="{line}"/>']
+    for k, v in pts:
+        x, y = xy(k, v)
+        fill = "#1f4e99" if v > 0 else "white"
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{fill}" stroke="#1f4e99"/>')
+    if t is not None and 0 <= t < n:
+        x = xy(t, 1.0)[0]
+        parts.append(f'<line class="adv-loop-t" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{height - bottom}" '
+                     'stroke="#c2185b" stroke-width="2" stroke-dasharray="4 2"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def loop_html(trace, loop, t: int, grad_known: bool = True, shown=None) -> str:
+    """Step ``t`` of a rolled loop: what the cell hands on (h(t)), its value and ḡ_h(t), and the plot over t.
+
+    ``grad_known=False`` (the backward walk has not reached step t yet)
+    shows no gradient, as everywhere else; ``shown[t]`` says the same for
+    every step of the plot.
+    """
+    t = max(0, min(loop.count - 1, int(t)))
+    nid = loop.outputs[t]
+    parts = [f'<div class="adv-panel"><b>{esc(loop.title)}</b>: a loop of {loop.count} steps drawn as one box '
+             f"(the edge t → t+1 hands on the state). Step <b>t = {t}</b>:"]
+    if nid is not None:
+        n = trace.node(nid)
+        if n.grad is None:
+            grad = '<span class="adv-note">None (off the path)</span>'
+        elif grad_known:
+            grad = _value_html(n.grad, f"ḡ_h({t})")
+        else:
+            grad = '<span class="adv-note">not computed yet at this step of the backward pass</span>'
+        called = "" if _name(n) == "h" else f" ({esc(_name(n))})"
+        parts.append(f'<div class="adv-eq">h({t}){called} = {_value_html(n.value, f"h({t})")}'
+                     f'<span class="adv-op">ḡ_h({t}) =</span>{grad}</div>')
+    norms = list(loop.grad_norms)
+    parts.append(grad_over_time_svg(norms, t, shown=shown))
+    finite = [(k, v) for k, v in enumerate(norms) if v and (shown is None or shown[k])]
+    if shown is not None and not all(shown):
+        parts.append('<div class="adv-note">points appear as the backward walk computes ḡ_h(t), from the '
+                     "last step back to the first.</div>")
+    if len(finite) >= 2:
+        (k0, v0), (k1, v1) = finite[0], finite[-1]
+        ratio = v0 / v1
+        trend = ("vanishes going back in time" if ratio < 1e-2 else
+                 "explodes going back in time" if ratio > 1e2 else "stays within two orders of magnitude")
+        parts.append(f'<div class="adv-note">‖ḡ_h‖ at t = {k0} is {_num(ratio)} × its value at t = {k1}: the '
+                     f"gradient {trend} (each step multiplies it by the cell's Jacobian).</div>")
     parts.append("</div>")
     return "".join(parts)

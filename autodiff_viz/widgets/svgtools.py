@@ -1,9 +1,10 @@
-"""Make a drawn trace restylable: stable classes on the SVG once, then a small CSS block per step.
+"""Make a drawn trace restylable: stable classes and ids on the SVG, once per drawing.
 
 Stepping through backprop must feel instant, so the explorer never lays the
-graph out again for a step. It draws each (view, collapse) combination once,
-runs :func:`tag_svg` over the SVG once, and from then on every step, toggle,
-selection or zoom sends only the CSS text that :func:`state_css` writes.
+graph out again for a step. It draws each fold state once, runs
+:func:`tag_svg` over the SVG once, and from then on every step, toggle,
+selection or zoom only toggles classes in the page
+(:mod:`autodiff_viz.widgets.frontend`).
 
 :func:`tag_svg` turns what Graphviz (or the built-in fallback renderer)
 writes for the DOT of :mod:`autodiff_viz.dot`::
@@ -15,14 +16,15 @@ into::
     <g id="adv1-bwd_n3" class="node step_n3 adv-node-n3"> ... <text class="adv-t-grad">ḡ = [1, 2]</text>
 
 so a selector such as ``.adv-node-n3`` reaches the box of trace node ``n3`` in
-every panel (also when it is folded into a layer box), ``.adv-edge-e2`` an
-edge, and ``.adv-t-value`` / ``.adv-t-shape`` / ``.adv-t-grad`` /
+every panel (also when it is folded into a box of at most
+:data:`MEMBER_CLASSES` nodes), ``.adv-edge-e2`` an edge, and ``.adv-t-value`` / ``.adv-t-shape`` / ``.adv-t-grad`` /
 ``.adv-t-factor`` / ``.adv-t-contrib`` the label lines that the toggles hide.
 Every element id gets a per-explorer prefix, so two explorers in one
 notebook do not collide.
 """
 from __future__ import annotations
 
+import html
 import re
 
 from .. import dot
@@ -35,15 +37,26 @@ _SHAPE_LINE = re.compile(r"^(scalar|\()")
 
 
 class Tagged:
-    """A drawn view ready to restyle: the SVG text and its natural size in points."""
+    """A drawn view ready to restyle: the SVG text, its natural size in points, and its node/edge groups.
 
-    def __init__(self, svg: str, width: float, height: float):
+    ``elements`` lists ``(element id without the prefix, "node" | "edge")``
+    in drawing order, for the step plan.
+    """
+
+    def __init__(self, svg: str, width: float, height: float, elements=()):
         self.svg, self.width, self.height = svg, width, height
+        self.elements = list(elements)
 
 
-def box_members(trace, collapse) -> tuple[dict, dict]:
-    """``({box_id: [node ids]}, {drawn edge id: [edge ids]})`` for the boxes and edges ``dot`` draws."""
-    lay = dot.layout(trace, collapse)
+def box_members(trace, collapse_or_layout) -> tuple[dict, dict]:
+    """``({box_id: [node ids]}, {drawn edge id: [edge ids]})`` for the boxes and edges ``dot`` draws.
+
+    Takes a :class:`autodiff_viz.dot.Layout` (or a ``collapse`` to lay out).
+    """
+    lay = collapse_or_layout if isinstance(collapse_or_layout, dot.Layout) else dot.layout(trace, collapse_or_layout)
+    cached = getattr(lay, "_adv_members", None)
+    if cached is not None:
+        return cached
     boxes = {b.id: list(b.members) for b in lay.boxes.values()}
     groups: dict = {}
     for e in trace.edges:
@@ -54,7 +67,14 @@ def box_members(trace, collapse) -> tuple[dict, dict]:
     edges = {}
     for es in groups.values():
         edges[es[0] if len(es) == 1 else f"{es[0]}_x{len(es)}"] = es
+    try:
+        lay._adv_members = (boxes, edges)
+    except AttributeError:
+        pass
     return boxes, edges
+
+
+MEMBER_CLASSES = 40     # a folded box with more members gets no per-member classes (the plan covers it)
 
 
 def _classes_for(gid: str, kind: str, boxes: dict, edges: dict) -> list:
@@ -69,10 +89,12 @@ def _classes_for(gid: str, kind: str, boxes: dict, edges: dict) -> list:
         base = gid[4:]
         if base.endswith("_out"):
             base = base[:-4]
-        return [panel, f"adv-acc-{base}"]
+        return [panel, "adv-acc", f"adv-acc-{base}"]
     if kind == "node":
-        return [panel] + [f"adv-node-{m}" for m in boxes.get(gid, ())]
-    return [panel] + [f"adv-edge-{e}" for e in edges.get(gid, ())]
+        members = boxes.get(gid, ())
+        return [panel] + ([f"adv-node-{m}" for m in members] if len(members) <= MEMBER_CLASSES else ["adv-folded"])
+    members = edges.get(gid, ())
+    return [panel] + ([f"adv-edge-{e}" for e in members] if len(members) <= MEMBER_CLASSES else [])
 
 
 def _text_class(kind: str, index: int, body: str) -> str:
@@ -86,24 +108,28 @@ def _text_class(kind: str, index: int, body: str) -> str:
         if _SHAPE_LINE.match(body):
             return "adv-t-shape"
         return "adv-t-value"
-    if body.startswith("∂y/∂"):
+    if body.startswith("∂y/∂") or body.startswith("ḡ_") and "ḡ_y" in body and "=" in body and \
+            not body.startswith("ḡ·"):
         return "adv-t-factor"
-    if body.startswith("ḡ·∂y/∂"):
+    if body.startswith("ḡ·∂y/∂") or body.startswith("adds "):
         return "adv-t-contrib"
     return "adv-t-edge"
 
 
-def tag_svg(svg: str, trace, collapse, prefix: str) -> Tagged:
+def tag_svg(svg: str, trace, collapse_or_layout, prefix: str) -> Tagged:
     """Add node/edge/label classes and prefix every id (see the module docstring). Runs once per drawing."""
-    boxes, edges = box_members(trace, collapse)
+    boxes, edges = box_members(trace, collapse_or_layout)
     out = []
+    elements = []
     kind, texts = None, 0
     for line in svg.splitlines():
         m = _GROUP.match(line)
         if m:
-            kind = m.group("cls") if m.group("cls") != "cluster" else None
+            kind = m.group("cls") if m.group("cls") != "cluster" and not m.group("id").endswith("legend") else None
             texts = 0
             extra = _classes_for(m.group("id"), kind, boxes, edges) if kind else []
+            if kind:
+                elements.append((m.group("id"), kind))
             cls = m.group("cls") + m.group("rest") + "".join(" " + c for c in extra)
             line = f'<g id="{m.group("id")}" class="{cls}">' + line[m.end():]
         else:
@@ -112,39 +138,42 @@ def tag_svg(svg: str, trace, collapse, prefix: str) -> Tagged:
                 line = (f'{t.group("open")} class="{_text_class(kind, texts, t.group("body"))}"'
                         f'{t.group("attrs")}>{t.group("body")}</text>')
                 texts += 1
-        out.append(_ID.sub(f'id="{prefix}-', line))
+        out.append(_ID.sub(f'id="{prefix}-', line) if prefix else line)
     text = "\n".join(out)
     size = _SIZE.search(text)
     width, height = (float(size.group("w")), float(size.group("h"))) if size else (400.0, 300.0)
-    return Tagged(text, width, height)
+    return Tagged(text, width, height, elements)
+
+
+def table_html(trace, prefix: str, limit: int) -> tuple[str, list]:
+    """The tape as an HTML table whose rows the step plan can restyle; ``(html, node ids listed)``.
+
+    Each row has the id ``<prefix>-row_<node>``; the value cell has the class
+    ``adv-t-value`` and the gradient cell ``adv-t-grad``, so the page hides a
+    gradient until the step that computes it (and a value until its op ran).
+    """
+    from ..tape_table import COLUMNS, TapeTable
+    table = TapeTable(trace)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    body, ids = [], []
+    kinds = {"value": "adv-t-value", "ḡ": "adv-t-grad", "factor": "adv-t-factor", "shape": "adv-t-shape"}
+    for r in table.rows[:limit]:
+        style = ' style="color:#999"' if r.get("_off") else ""
+        tds = "".join(f'<td class="{kinds[c]}">{html.escape(str(r[c]))}</td>' if c in kinds else
+                      f"<td>{html.escape(str(r[c]))}</td>" for c in COLUMNS)
+        nid = str(r["node"])
+        ids.append(nid)
+        body.append(f'<tr id="{prefix + "-" if prefix else ""}row_{html.escape(nid)}"{style}>{tds}</tr>')
+    return ('<table class="adv-tape-table" style="border-collapse:collapse;font-family:monospace;'
+            f'font-size:12px"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'), ids
 
 
 # ---------------------------------------------------------------------------
-# Per-step CSS
+# The panels' CSS (the graph's own CSS lives in frontend.CSS)
 # ---------------------------------------------------------------------------
-SHAPES = "polygon, path, ellipse"
-CURRENT = "stroke: #c2185b !important; stroke-width: 4px !important; stroke-dasharray: none !important;"
-SELECTED = "stroke: #4a148c !important; stroke-width: 3px !important; stroke-dasharray: 7 3 !important;"
-PENDING = "opacity: 0.35;"
-PENDING_LINE = "stroke-dasharray: 2 4;"
-DONE_LINE = "stroke-width: 2px;"
-JUST_DONE_LINE = "stroke-width: 3.5px; stroke: #c2185b;"
-
-# (step key, class prefix, [(selector tail, declarations)]): how each kind of step item is drawn
-STEP_RULES = (
-    ("pending_edges", "adv-edge", [("", PENDING), (" path", PENDING_LINE), (" .adv-t-contrib", "display: none;")]),
-    ("done_edges", "adv-edge", [(" path", DONE_LINE)]),
-    ("just_done_edges", "adv-edge", [(" path", JUST_DONE_LINE), (" text", "font-weight: bold;")]),
-    ("pending_acc", "adv-acc", [("", PENDING)]),
-    ("unknown_grad", "adv-node", [(" .adv-t-grad", "visibility: hidden;")]),
-    ("not_computed", "adv-node", [("", PENDING), (f" :is({SHAPES})", "stroke-dasharray: 3 3;"),
-                                  (" .adv-t-value", "visibility: hidden;")]),
-)
-
-BASE_CSS = """
+PANEL_CSS = """
 {root} {{ font-family: Helvetica, Arial, sans-serif; font-size: 14px; color: #222; }}
 {root} .adv-graph {{ overflow: auto; max-height: 640px; border: 1px solid #ddd; background: white; }}
-{root} .adv-graph svg text {{ user-select: text; }}
 {root} .adv-panel {{ font-size: 14px; line-height: 1.4; }}
 {root} .adv-panel code, {root} .adv-mono {{ font-family: Menlo, Consolas, monospace; font-size: 13px; }}
 {root} table.adv-mat {{ border-collapse: collapse; margin: 2px 4px; display: inline-table; vertical-align: middle; }}
@@ -156,48 +185,4 @@ BASE_CSS = """
 {root} .adv-note {{ color: #555; font-style: italic; }}
 {root} .adv-bad {{ border-left: 4px solid #c62828; padding: 4px 10px; margin: 6px 0; }}
 {root} .adv-good {{ border-left: 4px solid #2e7d32; padding: 4px 10px; margin: 6px 0; }}
-{root} .adv-tape-table td, {root} .adv-tape-table th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; }}
 """
-
-
-def state_css(root: str, tagged: Tagged | None, zoom: float, hidden: set, step: dict, selected: str | None) -> str:
-    """The CSS for one state of the explorer.
-
-    Args:
-        root: the explorer's container selector (``#adv-explorer-3``).
-        tagged: the drawing on screen (its natural size sets the zoom).
-        zoom: 1.0 is the natural size (10 pt labels).
-        hidden: label kinds to hide: ``"value"``, ``"shape"``, ``"factor"``, ``"grad"``.
-        step: what :meth:`ExplorerState.step_classes` returns (current node,
-            done/just-done/pending edges, nodes still to compute, gradients not yet known).
-        selected: the node picked in the inspector.
-    """
-    r = root
-    rules = [BASE_CSS.format(root=r)]
-    if tagged is not None:
-        rules.append(f"{r} .adv-graph svg {{ width: {tagged.width * zoom:.1f}pt; "
-                     f"height: {tagged.height * zoom:.1f}pt; }}")
-    for kind in sorted(hidden):
-        classes = {"grad": ["adv-t-grad", "adv-t-contrib"], "value": ["adv-t-value"],
-                   "shape": ["adv-t-shape"], "factor": ["adv-t-factor"]}[kind]
-        rules.append(", ".join(f"{r} .{c}" for c in classes) + " { display: none; }")
-
-    panel = "." + step["edge_panel"] if step.get("edge_panel") else ""
-
-    def sel(prefix, ids, tail=""):
-        scope = panel if prefix in ("adv-edge", "adv-acc") else ""
-        return ", ".join(f"{r} {scope}.{prefix}-{i}{tail}" for i in ids)
-
-    for key, prefix, parts in STEP_RULES:
-        if step.get(key):
-            for tail, decl in parts:
-                rules.append(f"{sel(prefix, step[key], tail)} {{ {decl} }}")
-    if selected:
-        rules.append(f"{r} .adv-node-{selected} :is({SHAPES}) {{ {SELECTED} }}")
-        rules.append(f"{r} #row-{selected} {{ outline: 2px dashed #4a148c; }}")
-    current = step.get("current")
-    if current:
-        rules.append(f"{r} g.node.adv-node-{current} :is({SHAPES}) {{ {CURRENT} }}")
-        rules.append(f"{r} g.node.adv-node-{current} text {{ font-weight: bold; }}")
-        rules.append(f"{r} #row-{current} {{ background: #fde0ec; font-weight: bold; outline: 3px solid #c2185b; }}")
-    return "\n".join(rules)

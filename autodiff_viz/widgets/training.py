@@ -11,7 +11,15 @@ or feed it by hand from your own loop::
 
     view.update(epoch, loss, {"dense": 0.31, "dense_1": 0.02})
 
-Both draw inline SVG (no plotting library); every number is printed beside
+Views compared side by side share their axes (``compare_with=``), so the
+same slope means the same change in both::
+
+    relu_view = adv.widgets.TrainingView(probe=batch)
+    sigmoid_view = adv.widgets.TrainingView(probe=batch, compare_with=relu_view)
+
+It draws the loss curve, the gradient norm of every layer over the epochs
+(a line per layer on a log scale: a vanishing layer sits at the bottom) and
+the latest norms as bars. All inline SVG (no plotting library); every number is printed beside
 its bar, so the colours are not the only signal. Drawing one epoch costs a
 few microseconds of string formatting; the probe gradient one extra
 forward/backward pass of the probe batch.
@@ -31,16 +39,22 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
-def loss_curve_svg(losses: list, val_losses: list | None = None, width: int = 460, height: int = 200) -> str:
-    """An SVG line chart of the loss per epoch (solid) and the validation loss (dashed)."""
+def loss_curve_svg(losses: list, val_losses: list | None = None, width: int = 460, height: int = 200,
+                   y_range: tuple | None = None, epochs: int | None = None) -> str:
+    """An SVG line chart of the loss per epoch (solid) and the validation loss (dashed).
+
+    ``y_range=(lo, hi)`` and ``epochs`` fix the axes, so curves drawn side by
+    side for comparison share one scale (a drop from 2.35 to 2.16 then looks
+    small next to one from 2.22 to 0.12); by default the axes fit this curve.
+    """
     series = [("loss", losses, "#1f4e99", "")] + (
         [("val_loss", val_losses, "#b35900", ' stroke-dasharray="6 3"')] if val_losses else [])
     values = [v for _, s, _, _ in series for v in s if v is not None and math.isfinite(v)]
     if not values:
         return '<div class="adv-note">no epoch finished yet</div>'
-    lo, hi = min(values), max(values)
+    lo, hi = y_range if y_range is not None else (min(values), max(values))
     hi = hi if hi > lo else lo + 1.0
-    n = max(len(s) for _, s, _, _ in series)
+    n = max([len(s) for _, s, _, _ in series] + [epochs or 0])
     left, right, top, bottom = 56, 12, 14, 28
 
     def xy(i, v):
@@ -86,6 +100,75 @@ def gradient_bars_html(norms: dict, history: list | None = None) -> str:
             "(log scale)</th><th></th><th></th></tr>" + "".join(rows) + "</table>")
 
 
+LAYER_COLOURS = ("#1f4e99", "#b35900", "#2e7d32", "#c2185b", "#6a3d9a", "#00838f", "#8d6e63", "#616161")
+
+
+def gradient_history_svg(history: list, width: int = 460, height: int = 200, y_range: tuple | None = None,
+                         epochs: int | None = None) -> str:
+    """Per-layer ‖ḡ‖ over the epochs, one line per layer on a log10 axis (vanishing layers sit at the bottom).
+
+    ``y_range=(lo, hi)`` (powers of ten) and ``epochs`` fix the axes for
+    side-by-side comparison, as in :func:`loss_curve_svg`.
+    """
+    names = list(dict.fromkeys(k for h in history for k in h))
+    logs = [math.log10(v) for h in history for v in h.values() if v and v > 0 and math.isfinite(v)]
+    if not names or not logs:
+        return '<div class="adv-note">no gradient measured yet</div>'
+    lo, hi = y_range if y_range is not None else (math.floor(min(logs)), math.ceil(max(logs)))
+    hi = hi if hi > lo else lo + 1
+    n = max(len(history), epochs or 0)
+    left, right, top, bottom = 56, 110, 14, 28
+
+    def xy(i, v):
+        x = left + (width - left - right) * (i / max(1, n - 1))
+        y = top + (height - top - bottom) * (1 - (math.log10(v) - lo) / (hi - lo))
+        return f"{x:.1f},{y:.1f}"
+
+    parts = [f'<svg class="adv-grad-history" width="{width}" height="{height}" role="img" '
+             'aria-label="gradient norm of each layer per epoch" xmlns="http://www.w3.org/2000/svg" '
+             'font-family="Helvetica,Arial" font-size="12">',
+             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#888"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#888"/>',
+             f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">1e{hi:g}</text>',
+             f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end">1e{lo:g}</text>',
+             f'<text x="{(width - right + left) / 2}" y="{height - 6}" text-anchor="middle">epoch (1 … {n}); '
+             '‖ḡ‖ per layer, log scale</text>']
+    for k, name in enumerate(names):
+        colour = LAYER_COLOURS[k % len(LAYER_COLOURS)]
+        dash = "" if k < len(LAYER_COLOURS) else ' stroke-dasharray="5 3"'
+        pts = " ".join(xy(i, h[name]) for i, h in enumerate(history)
+                       if h.get(name) and h[name] > 0 and math.isfinite(h[name]))
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{pts}"/>')
+        parts.append(f'<text x="{width - right + 6}" y="{top + 14 * k + 4}" fill="{colour}">'
+                     f'{html.escape(str(name))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+class SharedScale:
+    """The axes that several :class:`TrainingView` s compared side by side share.
+
+    ``TrainingView(probe, compare_with=other)`` joins ``other``'s scale: every
+    view redraws with the loss range, the gradient range and the number of
+    epochs of all of them, so equal slopes mean equal changes.
+    """
+
+    def __init__(self):
+        self.views: list = []
+
+    def loss_range(self):
+        vals = [v for w in self.views for v in w.losses + w.val_losses if v is not None and math.isfinite(v)]
+        return (min(vals), max(vals)) if vals else None
+
+    def grad_range(self):
+        logs = [math.log10(v) for w in self.views for h in w.grad_history for v in h.values()
+                if v and v > 0 and math.isfinite(v)]
+        return (math.floor(min(logs)), math.ceil(max(logs))) if logs else None
+
+    def epochs(self) -> int:
+        return max([len(w.losses) for w in self.views] + [0])
+
+
 def layer_gradient_norms(model, x, y) -> dict:
     """``{layer name: 2-norm of the gradient of the loss w.r.t. its trainable weights}`` on one batch."""
     with GradientTape() as tape:
@@ -115,17 +198,20 @@ class TrainingView(Callback):
             unless you pass them to :meth:`update`).
     """
 
-    def __init__(self, probe=None):
+    def __init__(self, probe=None, compare_with: "TrainingView | None" = None):
         super().__init__()
         import ipywidgets as W
         self.probe = probe
         self.losses: list = []
         self.val_losses: list = []
         self.grad_history: list = []
+        self.scale = compare_with.scale if compare_with is not None else SharedScale()
+        self.scale.views.append(self)
         self.title = W.HTML("<b>training</b>")
         self.curve = W.HTML(loss_curve_svg([]))
+        self.history = W.HTML(gradient_history_svg([]))
         self.bars = W.HTML(gradient_bars_html({}))
-        self.widget = W.VBox([self.title, W.HBox([self.curve, self.bars])])
+        self.widget = W.VBox([self.title, W.HBox([self.curve, self.history]), self.bars])
 
     def update(self, epoch: int, loss: float, grad_norms: dict | None = None, val_loss: float | None = None):
         """Record one epoch and redraw (the callable protocol for hand-written loops)."""
@@ -136,7 +222,14 @@ class TrainingView(Callback):
             self.grad_history.append(dict(grad_norms))
         self.title.value = (f"<b>training</b>: epoch {epoch + 1}, loss {html.escape(_fmt(float(loss)))}"
                             + (f", val_loss {html.escape(_fmt(float(val_loss)))}" if val_loss is not None else ""))
-        self.curve.value = loss_curve_svg(self.losses, self.val_losses or None)
+        for view in self.scale.views:
+            view._draw()
+
+    def _draw(self):
+        sc = self.scale
+        self.curve.value = loss_curve_svg(self.losses, self.val_losses or None, y_range=sc.loss_range(),
+                                          epochs=sc.epochs())
+        self.history.value = gradient_history_svg(self.grad_history, y_range=sc.grad_range(), epochs=sc.epochs())
         self.bars.value = gradient_bars_html(self.grad_history[-1] if self.grad_history else {},
                                              self.grad_history)
 

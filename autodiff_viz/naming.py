@@ -1,0 +1,124 @@
+"""The learner's words for what a trace holds: names from source lines, places as notebook cells.
+
+Two small services that traces, drawings and diagnoses share:
+
+* :func:`assigned_name` reads a recorded source line with :mod:`ast` and
+  returns the name it assigns (``h = adv.tanh(z)`` → ``"h"``; ``self.h =
+  ...`` → ``"self.h"``; ``loss += ...`` → ``"loss"``), or None when the line
+  assigns nothing simple (a tuple, a subscript, an expression statement, a
+  statement spread over several lines);
+* :func:`place` writes a ``(file, line)`` the way a learner finds it:
+  ``"cell [3], line 8"`` for a notebook cell (IPython's compile cache maps
+  the kernel's ``/tmp/ipykernel_…/….py`` file to the cell's execution
+  count), ``"cell, line 8"`` when the count is unknown, else ``"file:line"``.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import os
+import re
+import sys
+
+_CELL_FILE = re.compile(r"(ipykernel_\d+[/\\]\d+\.py$)|(^<ipython-input-\d+-)")
+_INPUT_NUMBER = re.compile(r"^<ipython-input-(\d+)-")
+
+
+def cell_number(filename: str) -> tuple[bool, int | None]:
+    """``(is_a_notebook_cell, execution_count or None)`` for a code file name."""
+    if not filename or not _CELL_FILE.search(filename):
+        return False, None
+    m = _INPUT_NUMBER.match(filename)
+    if m:
+        return True, int(m.group(1))
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    number = mapping.get(filename) if isinstance(mapping, dict) else None
+    return True, (int(number) if isinstance(number, int) else None)
+
+
+def place(filename: str, line: int) -> str:
+    """``"cell [3], line 8"``, ``"cell, line 8"`` or ``"path/to/file.py:8"``."""
+    is_cell, number = cell_number(filename)
+    if is_cell:
+        return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
+    return f"{filename}:{line}"
+
+
+def short_place(filename: str, line: int) -> str:
+    """As :func:`place`, with only the base name of a file (for prose): ``"train.py:8"``."""
+    is_cell, _ = cell_number(filename)
+    return place(filename, line) if is_cell else f"{os.path.basename(filename)}:{line}"
+
+
+def assigned_name_at(filename: str, line: int) -> str | None:
+    """:func:`assigned_name` of the statement that starts at ``line`` of ``filename``, also when it
+    spans several lines (``loss = adv.mean(`` … ``)``): up to 20 lines are joined until they parse."""
+    first = linecache.getline(filename, line)
+    name = assigned_name(first)
+    if name is not None or not first.strip() or not first.rstrip().endswith(("(", "[", "{", ",", "\\")):
+        return name
+    return _assigned_over_lines(filename, line, first)
+
+
+@functools.lru_cache(maxsize=1024)
+def _assigned_over_lines(filename: str, line: int, first: str) -> str | None:
+    text = first.strip()
+    for k in range(1, 20):
+        nxt = linecache.getline(filename, line + k)
+        if not nxt:
+            return None
+        text += "\n" + nxt.strip()
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            continue
+        return assigned_name(text)
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def assigned_name(code: str) -> str | None:
+    """The name a one-line statement assigns, or None.
+
+        >>> assigned_name("h = adv.tanh(x @ W + b)  # hidden")
+        'h'
+        >>> assigned_name("a, b = adv.split(x, 2)") is None
+        True
+    """
+    text = (code or "").strip()
+    if not text or len(text) > 400:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    if len(tree.body) != 1:
+        return None
+    stmt = tree.body[0]
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        target = stmt.target
+    else:
+        return None
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return f"{target.value.id}.{target.attr}"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def is_return(code: str) -> bool:
+    """Is the one-line statement a ``return <expression>``? (Its value is the function's output.)"""
+    text = (code or "").strip()
+    if not text.startswith("return ") or len(text) > 400:
+        return False
+    try:
+        tree = ast.parse(text.replace("return ", "_ = ", 1))
+    except (SyntaxError, ValueError):
+        return False
+    return len(tree.body) == 1
