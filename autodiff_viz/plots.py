@@ -61,14 +61,14 @@ def line_chart(series: dict, x=None, log_y: bool = False, title: str = "", xlabe
     if hi <= lo:
         hi = lo + 1.0
     x0, x1 = float(xs.min()), float(xs.max()) if xs.size > 1 else float(xs.min()) + 1
-    left, right, top, bottom = 64, 150, 26 if title else 12, 40
+    left, right, top, bottom = 84, 150, 26 if title else 12, 40
 
     def px(i, v):
         X = left + (width - left - right) * ((xs[i] - x0) / ((x1 - x0) or 1))
         Y = top + (height - top - bottom) * (1 - (f(v) - lo) / (hi - lo))
         return f"{X:.1f},{Y:.1f}"
 
-    lab = (lambda v: f"1e{v:.0f}" if abs(v - round(v)) < 1e-9 else _fmt(10 ** v)) if log_y else _fmt
+    lab = (lambda v: f"1e{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{10 ** v:.1e}") if log_y else _fmt
     out = [f'<svg class="adv-line-chart" width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" '
            f'font-family="Helvetica,Arial" font-size="12" role="img" aria-label="{html.escape(title or ylabel)}">',
            f'<rect width="{width}" height="{height}" fill="white"/>']
@@ -88,7 +88,7 @@ def line_chart(series: dict, x=None, log_y: bool = False, title: str = "", xlabe
         out.append(f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle">'
                    f'{html.escape(xlabel)}</text>')
     if ylabel:
-        out.append(f'<text x="14" y="{(top + yb) / 2}" text-anchor="middle" transform="rotate(-90 14 '
+        out.append(f'<text x="12" y="{(top + yb) / 2}" text-anchor="middle" transform="rotate(-90 12 '
                    f'{(top + yb) / 2})">{html.escape(ylabel)}{" (log scale)" if log_y else ""}</text>')
     for j, (name, v) in enumerate(data.items()):
         colour = COLOURS[j % len(COLOURS)]
@@ -121,13 +121,13 @@ def heatmap(matrix, title: str = "", diverging: bool | None = None, cell: int | 
     if diverging is None:
         diverging = lo < 0 < hi
     scale = max(abs(lo), abs(hi)) or 1.0
-    left = 30 if row_labels is not None else 4
+    left = 30 if row_labels is not None else 8
     top = (22 if title else 4) + (16 if col_labels is not None else 0)
     width, height = left + cols * cell + 4, top + rows * cell + 4
     out = [f'<svg class="adv-heatmap" width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" '
            f'font-family="Helvetica,Arial" font-size="11" role="img" aria-label="{html.escape(title)}">']
     if title:
-        out.append(f'<text x="4" y="15" font-weight="bold">{html.escape(title)}</text>')
+        out.append(f'<text x="8" y="15" font-weight="bold">{html.escape(title)}</text>')
     for i in range(rows):
         for j in range(cols):
             v = m[i, j]
