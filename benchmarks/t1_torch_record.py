@@ -102,7 +102,7 @@ def check_reference() -> float:
     def loss_at(w):
         with torch.no_grad():
             net[0].weight.copy_(torch.as_tensor(w))
-        return float(net(x).pow(2).sum())
+            return net(x).pow(2).sum().item()
 
     numeric = finite_difference(loss_at, [w0])
     with torch.no_grad():
