@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import os
 import re
 import subprocess
@@ -124,6 +125,7 @@ def test_code_blocks_run_and_print_what_the_page_shows(page, restore_rule_table,
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
             warnings.simplefilter("always")
             try:
+                linecache.cache[where] = (len(block["body"]), None, block["body"].splitlines(True), where)
                 exec(compile(block["body"], where, "exec"), namespace)
             except Exception as exc:     # the page and line make the failure findable
                 raise AssertionError(f"the example at {where} raised {type(exc).__name__}: {exc}") from exc

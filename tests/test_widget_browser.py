@@ -275,6 +275,11 @@ def test_next_moves_at_once_and_the_kernel_fills_the_chain_rule_panel(page):
     out.locator(".widget-html-content", has_text="step 2 /").first.wait_for(timeout=15_000)
     gv.locator("button[data-a='back']").click()
     assert text.inner_text().startswith("step 1 /")
+    gv.locator(".adv-gv-vp").focus()
+    page.keyboard.press("ArrowRight")                       # a projector remote or the keyboard steps too
+    assert text.inner_text().startswith("step 2 /")
+    page.keyboard.press("ArrowLeft")
+    assert text.inner_text().startswith("step 1 /")
 
 
 def test_rnn_over_20_steps_fits_and_opens_on_the_current_step(page):

@@ -346,6 +346,21 @@ function advMount(host, api) {
     else if (b.hasAttribute("data-fold")) api.send({event: "fold", box: b.getAttribute("data-fold")});
   });
   slider.addEventListener("input", function () { setStep(parseInt(slider.value, 10) || 0); });
+  vp.setAttribute("tabindex", "0");
+  vp.setAttribute("aria-label", "graph: arrow keys step, + and - zoom, 0 fits");
+  vp.addEventListener("keydown", function (ev) {
+    var k = ev.key;
+    if (k === "ArrowRight" || k === "ArrowDown") setStep(step() + 1);
+    else if (k === "ArrowLeft" || k === "ArrowUp") setStep(step() - 1);
+    else if (k === "Home") setStep(0);
+    else if (k === "End") setStep(total());
+    else if (k === "+" || k === "=") { userZoom = true; applyScale(scale * 1.25, 0, 0); }
+    else if (k === "-") { userZoom = true; applyScale(scale * 0.8, 0, 0); }
+    else if (k === "0") fit();
+    else return;
+    ev.preventDefault();
+    ev.stopPropagation();            // JupyterLab's own shortcuts stay off while the graph has the focus
+  });
   heatBox.addEventListener("change", function () { api.set("heat", heatBox.checked); heat(); });
 
   function hidden() {
