@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import copy
 import html
 import json
 import os
@@ -119,19 +120,22 @@ PAGE_STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 16px; color: #222; }
 .controls button { margin-right: 4px; padding: 4px 10px; font-size: 14px; }
 .controls button[aria-pressed="true"] { background: #1f4e99; color: white; }
+.controls label { margin-right: 10px; font-size: 14px; }
 #info { margin: 8px 0; font-family: monospace; min-height: 1.2em; white-space: pre-wrap; }
 """
 
 PAGE_SCRIPT = """
 (function () {
   var data = JSON.parse(document.getElementById("adv-data").textContent);
-  ["forward", "backward"].forEach(function (v) {
+  var init = data.init;
+  var state = data.states[init.state] ? init.state : "", view = init.view, subs = {};
+  ["forward", "backward", "both"].forEach(function (v) {
     var src = document.getElementById("src-" + v);
-    if (src) { data.states[""][v].body = src.innerHTML; src.parentNode.removeChild(src); }
+    if (src && data.states[state][v]) { data.states[state][v].body = src.innerHTML; }
+    if (src) src.parentNode.removeChild(src);
   });
-  var store = {step: data.start, mode: "backward", selected: null, heat: false, hidden: [], flash: [],
-               drawing: data.states[""]["forward"]};
-  var state = "", view = "forward", subs = {};
+  var store = {step: init.step, mode: init.mode, selected: init.selected, heat: init.heat, hidden: init.hidden,
+               flash: [], drawing: data.states[state][view] || data.states[""][view]};
   function fire(k) { (subs[k] || []).forEach(function (f) { f(); }); }
   var info = document.getElementById("info");
   function say(lines) { info.textContent = lines.filter(Boolean).join("\\n"); }
@@ -186,65 +190,103 @@ PAGE_SCRIPT = """
       fire("mode");
     };
   });
+  document.querySelectorAll(".controls [data-label]").forEach(function (c) {
+    c.onchange = function () {
+      api.set("hidden", Array.prototype.filter.call(document.querySelectorAll(".controls [data-label]"),
+        function (x) { return !x.checked; }).map(function (x) { return x.getAttribute("data-label"); }));
+    };
+  });
   var viewer = advMount(document.getElementById("viewer"), api);
   window.advViewer = viewer;
-  show("forward");
+  show(view);
 })();
 """
 
 
 def _page_data(trace, collapse, fold_states=HTML_FOLD_STATES, budget_chars=HTML_BUDGET_CHARS,
-               budget_seconds=HTML_BUDGET_SECONDS):
-    """The drawings (per fold state and view) and texts a standalone page carries."""
+               budget_seconds=HTML_BUDGET_SECONDS, start=None):
+    """The drawings (per fold state and view) and texts a standalone page carries, and where it starts.
+
+    ``start``: an :class:`~autodiff_viz.widgets.state.ExplorerState` whose
+    view, fold state, walk, step, heat colours, hidden labels and selection
+    the page opens with (the explorer's static copy). Its fold state is
+    always carried, whatever the budgets, with the states its breadcrumb
+    buttons fold back to and "collapse all"; then the states one more click
+    opens, breadth first from the start and then from the top, within the
+    budgets. The drawings it has made already are reused (the copy shares
+    its caches), never redrawn; its own fold state and view are left alone.
+    """
     from .widgets.state import ExplorerState
-    st = ExplorerState(trace)
-    st.prefix = ""
-    st.set_collapse(collapse)
+    if start is not None:
+        st = copy.copy(start)
+    else:
+        st = ExplorerState(trace)
+        st.prefix = ""
+        st.set_collapse(collapse)
+    first = frozenset(st.expanded)
+    views = ("forward", "backward") + (("both",) if start is not None and start.view == "both" else ())
     states = {}
     size = 0
 
-    def capture(key):
+    def capture(opened):
         nonlocal size
+        st.expanded = frozenset(opened)
         out = {}
-        for view in ("forward", "backward", "tape") if key == "" else ("forward", "backward"):
-            st.set_view(view)
-            p = dict(st.payload())
+        for view in views + ("tape",) if not opened else views:
+            p = dict(st.payload(view))
             size += len(p["body"])
             out[view] = p
-        states[key] = out
+        states[_state_key(opened)] = out
 
-    capture("")
-    base = {v: dict(p) for v, p in states[""].items()}
-    start = time.perf_counter()
-    queue = [frozenset()]
-    while queue:
+    def over_budget():
+        return (len(states) >= fold_states or size > budget_chars
+                or time.perf_counter() - began > budget_seconds)
+
+    began = time.perf_counter()
+    capture(frozenset())
+    if first:
+        capture(first)
+    for key in sorted(first):                    # what each breadcrumb folds back to
+        st.expanded = first
+        st.fold(key)
+        if _state_key(st.expanded) not in states:
+            capture(st.expanded)
+    queue = [first] + ([frozenset()] if first else [])
+    while queue and not over_budget():
         opened = queue.pop(0)
         st.expanded = opened
         for box in st.foldable():
-            if (len(states) >= fold_states or size > budget_chars
-                    or time.perf_counter() - start > budget_seconds):
-                queue = []
+            if over_budget():
                 break
             st.expanded = opened
             key = _state_key(st.expanded) if st.expand(box) else None
             if key is not None and key not in states:
                 before = size
-                capture(key)
+                grown = st.expanded
+                capture(grown)
                 if size > budget_chars:          # too big to carry: leave this state out
                     del states[key]
                     size = before
                     continue
-                queue.append(st.expanded)
+                queue.append(grown)
+    start_key = _state_key(first)
     inline = {}
-    for v in ("forward", "backward"):
-        inline[v] = base[v]["body"]
-        states[""][v] = dict(states[""][v], body="")
+    for v in views:
+        inline[v] = states[start_key][v]["body"]
+        states[start_key][v] = dict(states[start_key][v], body="")
     flowing = {}
     for k, nid in enumerate(trace.steps, start=1):
         for e in trace.edges_into(nid):
             if e.contribution is not None:
                 flowing[e.id] = k
-    data = {"states": states, "start": min(1, len(trace.steps)),
+    st.expanded = first
+    if start is not None:
+        init = {"state": start_key, "view": start.view, "mode": start.mode, "step": start.step,
+                "heat": bool(start.heat), "hidden": sorted(start.hidden), "selected": start.box_of(start.selected)}
+    else:
+        init = {"state": "", "view": "forward", "mode": "backward", "step": min(1, len(trace.steps)),
+                "heat": False, "hidden": [], "selected": None}
+    data = {"states": states, "start": min(1, len(trace.steps)), "init": init,
             "known": st._known, "edge_step": flowing, "texts": _texts(trace)}
     return data, inline, st
 
@@ -254,25 +296,48 @@ def _state_key(expanded) -> str:
 
 
 def html_document(trace, collapse="auto", title: str = "autodiff_viz trace", fold_states: int = HTML_FOLD_STATES,
-                  budget_chars: int = HTML_BUDGET_CHARS, budget_seconds: float = HTML_BUDGET_SECONDS) -> str:
+                  budget_chars: int = HTML_BUDGET_CHARS, budget_seconds: float = HTML_BUDGET_SECONDS,
+                  start=None) -> str:
     """A self-contained HTML page: the explorer's graph without a kernel.
 
     Forward and backward drawings (inline SVG: readable even with scripts
     off), the tape table, the same stepping as the live explorer (◀, slider,
     ▶; nothing shown before the step that computes it), fit, zoom and pan,
-    colour by ‖ḡ‖, a click on a node or edge to read it, and a click on a
-    folded box to open it for the fold states the page can carry (boxes
-    opened breadth first, up to ``fold_states`` states, about
-    ``budget_chars`` of drawings and ``budget_seconds`` of drawing). Works from a ``file://`` with no network:
-    the script and the styles are inline. Without Graphviz the drawings come
-    from the built-in renderer.
+    colour by ‖ḡ‖, label toggles, a click on a node or edge to read it, and a
+    click on a folded box to open it for the fold states the page can carry
+    (boxes opened breadth first, up to ``fold_states`` states, about
+    ``budget_chars`` of drawings and ``budget_seconds`` of drawing). Works
+    from a ``file://`` with no network: the script and the styles are inline.
+    Without Graphviz the drawings come from the built-in renderer.
+
+    ``start``: an :class:`~autodiff_viz.widgets.state.ExplorerState` to open
+    as it stands (view, opened boxes, walk and step, colour by ‖ḡ‖, hidden
+    labels, selection), as :meth:`autodiff_viz.widgets.explorer.Explorer.static_html`
+    does; by default the page opens on the forward view, folded, at step 1
+    of the backward pass. ``collapse`` is then the state's own.
     """
     from .widgets.frontend import CORE_JS, CSS
-    data, inline, st = _page_data(trace, collapse, fold_states, budget_chars, budget_seconds)
+    data, inline, _ = _page_data(trace, collapse, fold_states, budget_chars, budget_seconds, start)
+    init = data["init"]
     target = trace.node(trace.target) if trace.target else None
     subtitle = (f"target {target.title}, {len(trace.nodes)} nodes, {len(trace.steps)} backward steps"
                 if target else f"{len(trace.nodes)} nodes, no target")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in trace.notes)
+
+    def pressed(on):
+        return ' aria-pressed="true"' if on else ' aria-pressed="false"'
+    view_buttons = "\n".join(
+        f'<button id="show-{v}" type="button" data-view="{v}"{pressed(init["view"] == v)}>{text}</button>'
+        for v, text in (("forward", "forward"), ("backward", "backward"), ("both", "both"), ("tape", "tape table"))
+        if v in data["states"][""])
+    mode_buttons = "\n".join(
+        f'<button type="button" data-mode="{m}"{pressed(init["mode"] == m)}>{m} pass</button>'
+        for m in ("backward", "forward"))
+    label_boxes = "\n".join(
+        f'<label><input type="checkbox" data-label="{k}"{"" if k in init["hidden"] else " checked"}> {text}</label>'
+        for k, text in (("value", "values"), ("shape", "shapes"), ("factor", "∂y/∂x factors"),
+                        ("grad", "gradients ḡ")))
+    sources = "\n".join(f'<div id="src-{v}" hidden>{body}</div>' for v, body in inline.items())
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -285,16 +350,13 @@ def html_document(trace, collapse="auto", title: str = "autodiff_viz trace", fol
 <p>{html.escape(subtitle)}</p>
 {f"<ul>{notes}</ul>" if notes else ""}
 <div class="controls">
-view: <button id="show-forward" type="button" data-view="forward">forward</button>
-<button id="show-backward" type="button" data-view="backward">backward</button>
-<button id="show-tape" type="button" data-view="tape">tape table</button>
-&nbsp; walk: <button type="button" data-mode="backward" aria-pressed="true">backward pass</button>
-<button type="button" data-mode="forward">forward pass</button>
+view: {view_buttons}
+&nbsp; walk: {mode_buttons}
+<br>show: {label_boxes}
 </div>
 <div id="viewer"></div>
 <div id="info" aria-live="polite">Click a node or an edge to read it.</div>
-<div id="src-forward" hidden>{inline["forward"]}</div>
-<div id="src-backward" hidden>{inline["backward"]}</div>
+{sources}
 <script type="application/json" id="adv-data">{_script_json(data)}</script>
 <script>{CORE_JS}</script>
 <script>{PAGE_SCRIPT}</script>

@@ -462,14 +462,20 @@ def test_parse_attrs_reads_dot_escapes():
 # ---------------------------------------------------------------------------
 # Live training view
 # ---------------------------------------------------------------------------
-def test_training_view_as_a_fit_callback_plots_loss_and_layer_gradients():
-    from autodiff_viz.widgets import TrainingView
+def small_regression(n=64):
+    """``(model, x, y)``: a Dense 4 tanh → Dense 1 network compiled with SGD and MSE, and a linear target."""
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(64, 3))
+    x = rng.normal(size=(n, 3))
     y = x @ np.array([[1.0], [-2.0], [0.5]])
     model = adv.Sequential([adv.layers.Dense(4, activation="tanh", name="hidden"),
                             adv.layers.Dense(1, name="out")])
     model.compile(optimizer=adv.optimizers.SGD(0.05), loss="mse")
+    return model, x, y
+
+
+def test_training_view_as_a_fit_callback_plots_loss_and_layer_gradients():
+    from autodiff_viz.widgets import TrainingView
+    model, x, y = small_regression()
     view = TrainingView(probe=(x[:16], y[:16]))
     history = model.fit(x, y, epochs=4, batch_size=16, callbacks=[view], verbose=0)
     assert view.losses == pytest.approx(history.history["loss"])

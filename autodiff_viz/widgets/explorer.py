@@ -19,7 +19,9 @@ Where no widget manager runs (an HTML export by nbconvert, a notebook viewer,
 a kernel that is gone), the explorer's display carries a static alternative:
 :meth:`Explorer.static_html`, the trace's self-contained page from
 :func:`autodiff_viz.render.html_document` (the same stepping and folding,
-inline) plus the why-None panel. Jupyter front ends prefer the live widget.
+inline), opened where the explorer stands when it is displayed (view,
+opened boxes, colour by ‖ḡ‖, step: what a notebook set from code), plus the
+why-None and Jacobian panels. Jupyter front ends prefer the live widget.
 """
 from __future__ import annotations
 
@@ -256,23 +258,29 @@ class Explorer(W.VBox):
 
     # ----- without a widget manager -----------------------------------------------
     def static_html(self) -> str:
-        """The explorer as self-contained HTML: no widget manager, no network.
+        """The explorer as self-contained HTML, as it stands now: no widget manager, no network.
 
         The trace's standalone page (:func:`autodiff_viz.render.html_document`:
-        both graphs, stepping and the fold states it can carry) sits in an
+        both graphs, stepping and the fold states it can carry) opens where
+        the explorer is: its view, its opened boxes (that fold state is always
+        carried, with the ones its breadcrumb folds back to), colour by ‖ḡ‖
+        with the colour bar, the walk and the step, the hidden labels and the
+        selection; the page's own controls go on from there. It sits in an
         ``<iframe srcdoc>``, so its element ids and script cannot clash with
         another explorer on the same page; the why-None and Jacobian panels follow.
         """
         st = self.state
         page = render.html_document(st.trace, st.collapse, title="autodiff_viz explorer (static copy)",
                                     fold_states=STATIC_FOLD_STATES, budget_chars=STATIC_BUDGET_CHARS,
-                                    budget_seconds=STATIC_BUDGET_SECONDS)
+                                    budget_seconds=STATIC_BUDGET_SECONDS, start=st)
         body = (f'<iframe class="adv-static-explorer" srcdoc="{html.escape(page, quote=True)}" '
                 'style="width:100%;height:720px;border:1px solid #ddd" '
                 'onload="this.style.height=(this.contentDocument.body.scrollHeight+40)+\'px\'"></iframe>')
         why = f'<div class="adv-static-why">{st.why_none_html()}</div>' if st.explanations else ""
         jac = f'<div class="adv-static-jacobian">{st.jacobian_html()}</div>' if st.jacobian_rows else ""
-        return f"<div>{body}{why}{jac}</div>"
+        style = f"<style>{PANEL_CSS.format(root='.adv-static-panels')}</style>" if why or jac else ""
+        return f'<div class="adv-static-panels">{style}{body}{why}{jac}</div>'
+
 
     def _repr_mimebundle_(self, **kwargs):
         """The live widget for Jupyter, with :meth:`static_html` as ``text/html`` for everything else."""

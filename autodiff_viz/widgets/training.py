@@ -20,7 +20,10 @@ same slope means the same change in both::
 It draws the loss curve, the gradient norm of every layer over the epochs
 (a line per layer on a log scale: a vanishing layer sits at the bottom) and
 the latest norms as bars. All inline SVG (no plotting library); every number is printed beside
-its bar, so the colours are not the only signal. Drawing one epoch costs a
+its bar, so the colours are not the only signal. Where no widget manager runs
+(a notebook exported to HTML, a notebook viewer) the same plots come as
+static HTML (:meth:`TrainingView.static_html`), brought up to date in the
+saved notebook when ``fit`` ends. Drawing one epoch costs a
 few microseconds of string formatting; the probe gradient one extra
 forward/backward pass of the probe batch.
 """
@@ -211,7 +214,10 @@ class TrainingView(Callback):
         self.curve = W.HTML(loss_curve_svg([]))
         self.history = W.HTML(gradient_history_svg([]))
         self.bars = W.HTML(gradient_bars_html({}))
-        self.widget = W.VBox([self.title, W.HBox([self.curve, self.history]), self.bars])
+        plots = W.HBox([self.curve, self.history], layout=W.Layout(flex_flow="row wrap"))   # wraps when narrow
+        self.widget = W.VBox([self.title, plots, self.bars])
+        self._handles: list = []        # the notebook outputs showing this view, refreshed when training ends
+        self._fitting = False
 
     def update(self, epoch: int, loss: float, grad_norms: dict | None = None, val_loss: float | None = None):
         """Record one epoch and redraw (the callable protocol for hand-written loops)."""
@@ -224,6 +230,8 @@ class TrainingView(Callback):
                             + (f", val_loss {html.escape(_fmt(float(val_loss)))}" if val_loss is not None else ""))
         for view in self.scale.views:
             view._draw()
+        if not self._fitting:
+            self._refresh_outputs()
 
     def _draw(self):
         sc = self.scale
@@ -233,6 +241,9 @@ class TrainingView(Callback):
         self.bars.value = gradient_bars_html(self.grad_history[-1] if self.grad_history else {},
                                              self.grad_history)
 
+    def on_train_begin(self, logs=None):
+        self._fitting = True
+
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
         norms = None
@@ -240,5 +251,45 @@ class TrainingView(Callback):
             norms = layer_gradient_norms(self.model, *self.probe)
         self.update(epoch, logs.get("loss", float("nan")), norms, logs.get("val_loss"))
 
+    def on_train_end(self, logs=None):
+        self._fitting = False
+        self._refresh_outputs()
+
+    # ----- without a widget manager -----------------------------------------------
+    def static_html(self) -> str:
+        """The view as it stands, as plain HTML: title, loss curve, ‖ḡ‖ per layer over the epochs, latest bars.
+
+        Inline SVG and a table, no script and no network: what an HTML export
+        of the notebook (nbconvert, :mod:`autodiff_viz.run_notebooks`) or a
+        notebook viewer shows where the live widget cannot run.
+        """
+        return (f'<div class="adv-training-static" style="font-family:Helvetica,Arial,sans-serif;font-size:14px">'
+                f'<div>{self.title.value}</div><div style="display:flex;flex-wrap:wrap;gap:12px">'
+                f'<div>{self.curve.value}</div><div>{self.history.value}</div></div>{self.bars.value}</div>')
+
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The live widget for Jupyter, with :meth:`static_html` as ``text/html`` for everything else."""
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+    def _ipython_display_(self):
+        """Display with a display id, so the saved static copy can be brought up to date when training ends.
+
+        Usually the view is displayed before ``fit`` runs: the ``text/html`` in
+        the notebook would stay "no epoch finished yet" while the live widget
+        moves on. At the end of ``fit`` (and after each hand-fed
+        :meth:`update`) every output showing this view, or a view sharing its
+        axes, is replaced by an up-to-date bundle.
+        """
+        from IPython.display import display
+        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        if handle is not None:
+            self._handles.append(handle)
+
+    def _refresh_outputs(self):
+        for view in self.scale.views:
+            if view._handles:
+                bundle = view._repr_mimebundle_()
+                for handle in view._handles:
+                    handle.update(bundle, raw=True)
