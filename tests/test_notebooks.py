@@ -131,7 +131,7 @@ def test_html_copy_shows_the_explorer_graph_without_a_widget_manager(tmp_path, c
     inner = frames.srcdocs[0]
     assert inner.count("<svg") == 3                     # forward, backward, and both side by side (the
                                                         # explorer opened on "both", so the copy does too)
-    assert re.search(r'<g id="(fwd|bwd)_n\d+" class="node', inner)         # Graphviz node groups
+    assert re.search(r'<g id="(?:adv\d+-)?(fwd|bwd)_n\d+" class="node', inner)   # Graphviz node groups (tagged)
     assert "w_weights" in inner and "tanh" in inner
     assert "<script" in inner and "src=" not in inner   # the step buttons' script is inline
     assert "not_watched" in html.unescape(page)         # the why-None panel for the constant c
