@@ -199,7 +199,7 @@ _released_arrays: dict = {}
 
 def released_array(dtype, shape) -> Released:
     """A shared, read-only :class:`Released` array of ``shape`` and ``dtype`` (zero strides)."""
-    key = (dtype, shape)
+    key = (dtype.num, shape)      # hashing a dtype object is slow; its number is enough here
     arr = _released_arrays.get(key)
     if arr is None:
         if len(_released_arrays) > 4096:
@@ -269,16 +269,19 @@ def user_frame(skip: int = 0):
     so that depth is tried first: two frame look-ups instead of a walk.
     ``skip`` counts extra package frames between the caller and this function.
     """
-    global _last_depth
+    global _last_depth, _other_depth
     getframe, internal = sys._getframe, _internal_file
-    d = _last_depth + skip
-    try:
-        f = getframe(d)
-        if internal.get(f.f_code.co_filename) is False and \
-                internal.get(getframe(d - 1).f_code.co_filename) is True:
-            return (f.f_code, f.f_lasti)
-    except ValueError:
-        pass
+    for guess in (_last_depth, _other_depth):    # the two depths seen last (a layer's and a user op's)
+        d = guess + skip
+        try:
+            f = getframe(d)
+            if internal.get(f.f_code.co_filename) is False and \
+                    internal.get(getframe(d - 1).f_code.co_filename) is True:
+                if guess != _last_depth:
+                    _last_depth, _other_depth = guess, _last_depth
+                return (f.f_code, f.f_lasti)
+        except ValueError:
+            pass
     d = 1 + skip
     while True:
         try:
@@ -286,7 +289,7 @@ def user_frame(skip: int = 0):
         except ValueError:
             return None
         if not _inside(f.f_code.co_filename):
-            _last_depth = d - skip
+            _last_depth, _other_depth = d - skip, _last_depth
             return (f.f_code, f.f_lasti)
         d += 1
 
@@ -324,7 +327,7 @@ def _inside(filename: str) -> bool:
 
 
 _internal_file: dict = {}   # file name -> is it inside this package?
-_last_depth = 2
+_last_depth = _other_depth = 2
 
 
 class name_scope:

@@ -127,14 +127,17 @@ def _logits_of(y_pred: Tensor, op: str, axis=None):
 # Per-sample functions
 # ---------------------------------------------------------------------------
 def _named_scope(fn):
-    """Run a loss function inside ``name_scope(<its name>)``: drawn as one box (not inside another loss's)."""
+    """Run a loss function inside ``name_scope(<its name>)``: drawn as one box (not inside another loss's).
+
+    Its ops share the user's line (``shared_location``), found once per call.
+    """
     name = fn.__name__
 
     @functools.wraps(fn)
     def scoped(*args, **kwargs):
         if engine.state.scope and engine.state.scope[-1] in _SCOPED:
             return fn(*args, **kwargs)
-        with engine.name_scope(name):
+        with engine.name_scope(name), engine.shared_location():   # the user's line, found once per call
             return fn(*args, **kwargs)
     _SCOPED.add(name)
     return scoped

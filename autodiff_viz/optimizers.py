@@ -211,14 +211,16 @@ class Optimizer:
                 missing.append(var.name or f"pair {i}")
                 continue
             arr = g._value if isinstance(g, Tensor) else np.asarray(g)
-            if arr.shape != var.shape:
+            value = var._value
+            if arr.shape != value.shape:
                 raise ValueError(f"apply_gradients: pair {i}: the gradient has shape {arr.shape} but variable "
                                  f"{var.name or ''!s} has shape {var.shape}. Pass tape.gradient(loss, variables) "
                                  "zipped with the same variables. Nothing was updated.")
-            if var.dtype.kind != "f" or arr.dtype.kind not in "fiu":
+            dtype = value.dtype
+            if dtype.kind != "f" or arr.dtype.kind not in "fiu":
                 raise TypeError(f"apply_gradients: pair {i}: variable {var.name} ({var.dtype}) and gradient "
                                 f"({arr.dtype}) must be floating. Nothing was updated.")
-            checked.append((arr.astype(var.dtype, copy=False), var))
+            checked.append((arr if arr.dtype == dtype else arr.astype(dtype), var))
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss, so they "
                           "were not updated. Their loss does not depend on them, or was computed outside the "

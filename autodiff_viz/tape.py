@@ -303,7 +303,10 @@ class GradientTape:
                     raise ValueError(f"gradient: output_gradients has shape {og.shape}, but the target has shape "
                                      f"{t.shape}; they must be equal (one upstream value per target entry).")
         self._claim("gradient")
-        with self._walking() as recorded:
+        saved = state.recording           # walk without recording the walk on this tape (as _walking)
+        state.recording = [t for t in saved if t is not self] if saved else saved
+        try:
+            recorded = bool(state.recording)
             seeds = {}
             for t, og in zip(targets, ogs):
                 seed = self._seed(t, og, recorded)
@@ -311,6 +314,8 @@ class GradientTape:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
             grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees())
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
+        finally:
+            state.recording = saved
         del grads, seeds
         self._release()
         if unconnected_gradients == "raise":

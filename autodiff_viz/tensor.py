@@ -18,6 +18,7 @@ tensor's dtype, as in numpy, TensorFlow and PyTorch.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -349,7 +350,7 @@ class Variable(Tensor):
         engine.left_the_tape(self, "numpy()")
         return self._value.copy()
 
-    def _checked(self, value, what):
+    def _checked(self, value, what, copy=True):
         arr = np.asarray(value._value if isinstance(value, Tensor) else value)
         if arr.shape != self.shape:
             try:
@@ -359,7 +360,7 @@ class Variable(Tensor):
                     f"{what}: variable {self.name or ''!s} has shape {self.shape}, "
                     f"the value has shape {arr.shape}. Give a value of shape {self.shape}."
                 ) from None
-        return np.array(arr, dtype=self.dtype, copy=True)
+        return np.array(arr, dtype=self.dtype, copy=True) if copy else arr.astype(self.dtype, copy=False)
 
     def assign(self, value):
         """Set the value (same shape; cast to the variable's dtype). Returns the variable."""
@@ -371,7 +372,11 @@ class Variable(Tensor):
         return self
 
     def assign_sub(self, delta):
-        self._value = self._value - self._checked(delta, "assign_sub")
+        delta = self._checked(delta, "assign_sub", copy=False)
+        if sys.getrefcount(self._value) <= 2 and self._value.base is None and self._value.flags.writeable:
+            self._value -= delta     # nothing but this variable holds its array (no record read it): in place
+        else:
+            self._value = self._value - delta
         return self
 
 
