@@ -11,7 +11,12 @@ from .ops import _axes, _tensor, logsumexp  # noqa: F401  (logsumexp is part of 
 
 
 def relu(x):
-    """``max(x, 0)``; the gradient at exactly 0 is 0, as in TensorFlow and PyTorch."""
+    """``max(x, 0)``; the gradient at exactly 0 is 0, as in TensorFlow and PyTorch.
+
+    The backward pass selects ḡ where ``x > 0`` and puts exactly 0 elsewhere,
+    also where ḡ is NaN or ∞ (PyTorch's and JAX's behaviour; TensorFlow
+    multiplies by the mask and gets NaN there).
+    """
     return apply(R.relu, _tensor(x))
 
 

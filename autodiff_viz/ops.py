@@ -8,6 +8,7 @@ numpy arrays or Python numbers; the result is always a tensor.
 from __future__ import annotations
 
 import builtins
+import functools
 from numbers import Integral
 
 import numpy as np
@@ -29,6 +30,13 @@ def _tensor(x) -> Tensor:
 
 def _axes(axis, ndim: int, op: str) -> tuple:
     """``axis`` (None, int or sequence) as a sorted tuple of negative axes."""
+    try:
+        return _axes_cached(axis, ndim, op)
+    except TypeError:       # unhashable axes (a list): the same answer, uncached
+        return _axes_uncached(axis, ndim, op)
+
+
+def _axes_uncached(axis, ndim: int, op: str) -> tuple:
     if axis is None:
         return tuple(range(-ndim, 0))
     items = (axis,) if isinstance(axis, Integral) else tuple(axis)
@@ -40,6 +48,10 @@ def _axes(axis, ndim: int, op: str) -> tuple:
                              f"(valid: {-ndim} to {ndim - 1}).")
         out.append(a - ndim if a >= 0 else a)
     return tuple(sorted(set(out)))
+
+
+# every reduction and softmax of a training step asks again for the same few axes
+_axes_cached = functools.lru_cache(maxsize=1024)(_axes_uncached)
 
 
 # ----- elementwise -----------------------------------------------------------
