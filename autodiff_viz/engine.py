@@ -651,6 +651,7 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
     keep_all = on_step is not None
     get, pop = grads.get, grads.pop
     mine, stand_ins = (free,), {}
+    owned = set()       # ids whose gradient is an array this walk made (a sum): later contributions add in place
     for node, live in reversed(plan):
         oid = node.out_id
         g = get(oid) if keep_all or oid in sources else pop(oid, None)
@@ -678,7 +679,15 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
             if elementwise and gi.shape != shape:
                 gi = unbroadcast(gi, shape, y.ndim)
             prev = get(tid)
-            grads[tid] = gi if prev is None else prev + gi
+            if prev is None:
+                grads[tid] = gi
+            elif tid in owned and type(prev) is np.ndarray and type(gi) is np.ndarray and \
+                    prev.shape == gi.shape and prev.dtype == gi.dtype:
+                prev += gi
+            else:
+                grads[tid] = prev + gi
+                if not recorded:
+                    owned.add(tid)
             if keep_all:
                 contributions.append((i, gi))
         if keep_all:

@@ -372,6 +372,9 @@ def test_attention_gradients_of_gradients_match_finite_differences():
 
 def test_multi_head_attention_errors_name_the_layer_shapes_and_fix_and_change_nothing():
     mha = layers.MultiHeadAttention(num_heads=2, key_dim=3, name="self_attn")
+    with pytest.raises(ValueError, match=r"attention_mask should have shape \(2, 5, 4\)"):
+        mha(np.ones((2, 5, 6)), np.ones((2, 4, 6)), attention_mask=np.ones((2, 5, 5), dtype=bool))
+    assert not mha.built
     with pytest.raises(ValueError, match=r"self_attn: query should have shape \(batch, sequence, features\), "
                                          r"got \(2, 6\)\. Add a sequence axis"):
         mha(np.ones((2, 6)), np.ones((2, 6)))
@@ -527,3 +530,8 @@ def test_a_mask_skips_padded_steps_as_keras():
     np.testing.assert_allclose(both[1, :2], short[0], rtol=1e-12)
     with pytest.raises(ValueError, match=r"mask should have shape \(batch, time\) = \(2, 4\), got \(2, 3\)"):
         lstm(x, mask=mask[:, :3])
+
+
+def test_an_empty_batch_gives_empty_outputs():
+    assert layers.LSTM(3)(np.zeros((0, 5, 2))).shape == (0, 3)
+    assert layers.MultiHeadAttention(2, 3)(np.zeros((0, 4, 5)), np.zeros((0, 4, 5))).shape == (0, 4, 5)

@@ -25,7 +25,7 @@ from ..ops import _tensor, matmul, reshape, transpose
 from ..rules import attention as _rules
 from ..tensor import Tensor, constant
 from . import initializers
-from .base import Layer
+from .base import Layer, _has_symbolic
 
 
 def scaled_dot_product_attention(query, key, value, mask=None, scale=None, return_weights=False):
@@ -113,8 +113,9 @@ class _Projection(Layer):
     def call(self, inputs):
         n_in = len(self.in_shape)
         lead = inputs.shape[:inputs.ndim - n_in]
-        x = inputs if n_in == 1 else reshape(inputs, lead + (-1,))
-        w = self.kernel if self.kernel.ndim == 2 else reshape(self.kernel, (math.prod(self.in_shape), -1))
+        n, m = math.prod(self.in_shape), math.prod(self.out_shape)
+        x = inputs if n_in == 1 else reshape(inputs, lead + (n,))
+        w = self.kernel if self.kernel.ndim == 2 else reshape(self.kernel, (n, m))
         y = matmul(x, w)
         if len(self.out_shape) != 1:
             y = reshape(y, lead + self.out_shape)
@@ -202,6 +203,10 @@ class MultiHeadAttention(Layer):
                             "self-attention pass the same sequence twice: mha(x, x).")
         shapes = [_shape_of(query), _shape_of(value), None if key is None else _shape_of(key)]
         self._check_shapes(*shapes)
+        masks = {k: kwargs.get(k) for k in ("query_mask", "value_mask", "key_mask", "attention_mask")}
+        known = (shapes[0][0], shapes[0][1], shapes[1][1])
+        if any(m is not None for m in masks.values()) and not _has_symbolic((query, value, key), masks):
+            self._compute_mask(*known, **masks, use_causal_mask=False)      # refuse a bad mask before building
         if not self.built:
             self.build(*shapes)
             self.built = True

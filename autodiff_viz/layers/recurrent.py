@@ -95,7 +95,7 @@ class _KerasCell(Layer):
     def _init_common(self, units, activation, use_bias, kernel_initializer, recurrent_initializer,
                      bias_initializer, dropout, recurrent_dropout, seed, kernel_regularizer, recurrent_regularizer,
                      bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint):
-        self.units = _positive_units(self, units)
+        self.units = _positive_units(self.name, units)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = kernel_initializer
@@ -458,6 +458,7 @@ class RNN(Layer):
     def _initial_states(self, initial_state, batch):
         states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
         states = [self._convert(s) for s in states]
+        states = [cast(s, self.cell.dtype) if s.dtype.kind == "f" else s for s in states]   # as Keras
         want = [(batch, n) for n in self.state_size]
         got = [tuple(s.shape) for s in states]
         if got != want:
@@ -484,6 +485,7 @@ class _KerasRNN(RNN):
     _rnn_args = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "activity_regularizer")
 
     def __init__(self, units, **kwargs):
+        _positive_units(type(self).__name__, units)
         rnn_kwargs = {k: kwargs.pop(k) for k in self._rnn_args if k in kwargs}
         layer_kwargs = {k: kwargs.pop(k) for k in ("name", "dtype", "trainable", "input_shape") if k in kwargs}
         self._config = {"units": units, **kwargs, **rnn_kwargs, **layer_kwargs}
@@ -669,9 +671,9 @@ class Bidirectional(Layer):
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def _positive_units(layer, units) -> int:
+def _positive_units(who: str, units) -> int:
     if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units <= 0:
-        raise ValueError(f"{layer.name}: units must be a positive integer, got {units!r}.")
+        raise ValueError(f"{who}: units must be a positive integer, got {units!r}.")
     return int(units)
 
 

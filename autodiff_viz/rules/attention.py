@@ -6,7 +6,7 @@ with leading batch axes, VJPs written with rule calls).
 Scaled dot-product attention, for queries ``Q (..., Tq, d)``, keys
 ``K (..., Tk, d)``, values ``V (..., Tk, dv)``, a boolean ``mask``
 broadcastable to ``(..., Tq, Tk)`` (True: may attend) and a scale ``s``
-(``1/√d`` as a rule)::
+(the param ``scale``; the layers pass ``1/√d``)::
 
     S = s·Q Kᵀ,   masked entries set to −∞
     A = softmax(S) along the keys      (attention_weights)
