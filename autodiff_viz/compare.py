@@ -335,6 +335,7 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
                         f"{type(hand).__name__}.")
     if not isinstance(target, Tensor):
         raise TypeError(f"compare: the target must be a tensor (the loss), got {type(target).__name__}.")
+    tape._require_values("tape.compare()")
     if namespace is None:
         frame = sys._getframe(2)
         namespace = {**frame.f_globals, **frame.f_locals}

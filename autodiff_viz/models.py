@@ -45,11 +45,12 @@ from . import engine, losses, metrics as metrics_module, optimizers
 from .errors import WeightsFileError
 from .layers import initializers
 from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _default, _numbered, _symbolic_layers,
-                          _symbolic_shapes, _touch)
+                          _symbolic_shapes, _touch, positive_int)
 from .ops import cast
 from .structure import flatten
 from .tape import GradientTape
 from .tensor import Tensor, constant
+from .trace import check_folder
 
 
 class Model(Layer):
@@ -227,6 +228,7 @@ class Model(Layer):
         """Write every weight (trainable and not, e.g. moving statistics) to an ``.npz`` file,
         keyed by its path inside the model."""
         path = self._check_path(filepath, "save_weights")
+        check_folder("save_weights", path)
         if not overwrite and os.path.exists(path):
             raise FileExistsError(f"save_weights: {path} exists; pass overwrite=True to replace it.")
         paths = self._weights_or_error("save_weights")
@@ -272,15 +274,21 @@ class Model(Layer):
             metrics: a list of names (``"accuracy"``) or functions (computed
                 on the first output).
         """
-        self.optimizer = optimizers.get(optimizer)
+        optimizer = optimizers.get(optimizer)
         if loss is None:
-            self.loss = None
+            pass
         elif isinstance(loss, (list, tuple)):
-            self.loss = [losses.get(fn) for fn in loss]
+            loss = [losses.get(fn) for fn in loss]
         elif isinstance(loss, dict):
-            self.loss = {k: losses.get(fn) for k, fn in loss.items()}
+            loss = {k: losses.get(fn) for k, fn in loss.items()}
         else:
-            self.loss = losses.get(loss)
+            loss = losses.get(loss)
+        if metrics is not None and not isinstance(metrics, (list, tuple)):
+            raise TypeError(f"compile: metrics must be a list (e.g. metrics=[{metrics!r}]), got "
+                            f"{type(metrics).__name__} {metrics!r:.40}. Nothing was compiled.")
+        for m in metrics or []:
+            metrics_module.check(m)
+        self.optimizer, self.loss = optimizer, loss
         self._metric_specs = list(metrics or [])
         self.compiled_metrics = None
 
@@ -400,6 +408,9 @@ class Model(Layer):
             maps ``"loss"``, ``"accuracy"``, ``"val_loss"``... to per-epoch lists.
         """
         self._require_compiled("fit")
+        batch_size = _batch_size(batch_size, "fit")
+        epochs = positive_int("fit", "epochs", epochs, minimum=0)
+        initial_epoch = positive_int("fit", "initial_epoch", initial_epoch, minimum=0)
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "fit")
         if validation_data is not None:
@@ -418,7 +429,6 @@ class Model(Layer):
             x_val = y_val = None
         if n == 0:
             raise ValueError("fit: no training samples (after validation_split).")
-        batch_size = int(batch_size or 32)
         steps = -(-n // batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
@@ -470,9 +480,9 @@ class Model(Layer):
         """
         if self.loss is None:
             raise ValueError("evaluate: compile the model with a loss first (model.compile(loss=...)).")
+        batch_size = _batch_size(batch_size, "evaluate")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "evaluate")
-        batch_size = int(batch_size or 32)
         loss_mean = metrics_module.Mean("loss")
         ms = None
         with engine.paused():
@@ -501,9 +511,9 @@ class Model(Layer):
 
         ``verbose`` defaults to 0 here (Keras prints a bar): a prediction is quick.
         """
+        batch_size = _batch_size(batch_size, "predict")
         x = self._x(x)
         n = _length(x, "predict")
-        batch_size = int(batch_size or 32)
         parts = []
         with engine.paused():
             for start in range(0, n, batch_size):
@@ -915,7 +925,24 @@ def _data(data, what):
         shapes = {np.shape(d._value if isinstance(d, Tensor) else d) for d in data}
         if len(shapes) > 1:
             return [_data(d, f"{what}[{i}]") for i, d in enumerate(data)]
-    return np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError as exc:
+        if "inhomogeneous" not in str(exc):
+            raise
+        raise ValueError(f"{what}: its nested lists have different lengths (a ragged array), so it is not one "
+                         "array of samples. Give a rectangular array (pad the short rows), or one array per "
+                         "input in a list for a model with several inputs.") from None
+    if arr.ndim == 0:
+        raise ValueError(f"{what}: got one value ({type(data).__name__} {data!r:.40}), not an array of samples. "
+                         f"Give an array with one row per sample, e.g. np.asarray(rows, dtype='float32') of shape "
+                         "(samples, features).")
+    return arr
+
+
+def _batch_size(value, what) -> int:
+    """``batch_size`` (32 when None, as Keras) checked to be a positive integer."""
+    return 32 if value is None else positive_int(what, "batch_size", value)
 
 
 def _length(data, what) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import rules as R
 from .engine import apply, call
-from .tensor import Tensor, as_tensor
+from .tensor import Tensor, as_tensor, check_nbytes
 
 # numpy functions that, given a tensor, run the differentiable op (see Tensor.__array_function__)
 NUMPY_FUNCTIONS = {
@@ -324,7 +324,11 @@ def one_hot(indices, depth, dtype="float64"):
     idx = _tensor(indices)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"one_hot: indices must be integers, got dtype {idx.dtype}.")
-    return call(R.one_hot, idx, depth=int(depth), dtype=np.dtype(dtype))
+    depth = int(depth)
+    fix = f"depth is the number of classes ({depth:,} here): pass the class count, e.g. one_hot(labels, 10)."
+    check_nbytes("one_hot", idx.shape + (depth,), dtype, fix)
+    check_nbytes("one_hot", (depth,), np.int64, fix)
+    return call(R.one_hot, idx, depth=depth, dtype=np.dtype(dtype))
 
 
 def stop_gradient(x):

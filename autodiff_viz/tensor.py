@@ -18,6 +18,7 @@ tensor's dtype, as in numpy, TensorFlow and PyTorch.
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 
 import numpy as np
@@ -351,7 +352,18 @@ class Variable(Tensor):
         return self._value.copy()
 
     def _checked(self, value, what, copy=True):
-        arr = np.asarray(value._value if isinstance(value, Tensor) else value)
+        if isinstance(value, Tensor):
+            arr = value._value
+        else:
+            var = f"variable {self.name!r}" if self.name else "the variable"
+            try:
+                arr = value if type(value) is np.ndarray else _to_array(value, None)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{what} on {var}: {exc} The variable is unchanged.") from None
+            if arr.dtype.kind not in "biufc":
+                raise TypeError(f"{what}: {var} holds {self.dtype} numbers; the value is {arr.dtype} "
+                                f"({_NOT_NUMERIC.get(arr.dtype.kind, 'not numbers')}). Give numbers, "
+                                f"e.g. np.asarray(data, dtype='{self.dtype}'). The variable is unchanged.")
         if arr.shape != self.shape:
             try:
                 arr = np.broadcast_to(arr, self.shape)
@@ -384,7 +396,9 @@ def constant(value, dtype=None, name=None) -> Tensor:
     """A tensor holding ``value``. Tapes do not watch it unless you call ``tape.watch``.
 
     Python floats become float64, Python ints int64; numpy arrays keep their
-    dtype unless ``dtype`` is given.
+    dtype unless ``dtype`` is given. The value is copied, so an array larger
+    than ``adv.tensor.MAX_BYTES`` (2 GiB; a broadcast view counts in full)
+    is refused before the copy.
     """
     if isinstance(value, Tensor):
         if dtype is None and name is None:
@@ -414,11 +428,31 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
 _NOT_NUMERIC = {"U": "strings", "S": "byte strings", "O": "Python objects", "M": "datetimes",
                 "m": "time deltas", "V": "structured records"}
 
+MAX_BYTES = 2 * 2 ** 30   # refuse to allocate one array (a weight, a copied constant, a one-hot) larger than this
+
+
+def check_nbytes(what: str, shape, dtype, fix: str) -> None:
+    """Refuse an array of ``shape`` and ``dtype`` over :data:`MAX_BYTES` before allocating it.
+
+    ``what`` names the op or layer, ``fix`` says what to ask for instead. A
+    learner's huge shape is nearly always a mistake (units=10**12, a depth
+    that is a label value); raise ``adv.tensor.MAX_BYTES`` for a real one.
+    """
+    need = math.prod(int(s) for s in shape) * np.dtype(dtype).itemsize
+    if need > MAX_BYTES:
+        raise ValueError(f"{what}: shape {tuple(int(s) for s in shape)} of {np.dtype(dtype).name} needs {need:,} bytes "
+                         f"({need / 2 ** 30:,.1f} GiB), more than the {MAX_BYTES / 2 ** 30:g} GiB limit "
+                         f"(adv.tensor.MAX_BYTES); nothing was allocated. {fix}")
+
 
 def _to_array(value, dtype) -> np.ndarray:
     """``value`` as a new numpy array of a numeric dtype (bool, integer, float, complex), or a clear error."""
     if isinstance(value, Tensor):
         value = value._value
+    if isinstance(value, np.ndarray):
+        check_nbytes("constant", value.shape, value.dtype if dtype is None else dtype,
+                     "The array is copied in full (a broadcast view too): slice it first, or keep it small and "
+                     "expand it with adv.broadcast_to(t, shape).")
     try:
         if dtype is not None:
             arr = np.array(value, dtype=np.dtype(dtype))

@@ -43,6 +43,7 @@ import gc
 import json
 import linecache
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -356,7 +357,13 @@ class Trace:
             raise KeyError(f"the trace has no node {node_id!r} (it has n0 … n{len(self.nodes) - 1}).") from None
 
     def edge(self, edge_id: str) -> TraceEdge:
-        return self._edge_by_id[edge_id]
+        """The edge with this id (``"e4"``)."""
+        try:
+            return self._edge_by_id[edge_id]
+        except (KeyError, TypeError):
+            ids = f"{self.edges[0].id} … {self.edges[-1].id}" if self.edges else "none"
+            raise KeyError(f"the trace has no edge {edge_id!r}: it has {len(self.edges)} edges ({ids}). Use an id "
+                           "from trace.edges (or from the drawn picture).") from None
 
     def node_id_of(self, tensor) -> str | None:
         """The trace node id of a tensor (or of a tensor id), or None if the tape never saw it."""
@@ -528,6 +535,12 @@ class Trace:
     def save(self, path, view: str = "both", collapse="auto") -> str:
         """Write the trace to ``path``: ``.svg``, ``.dot``, ``.json`` or a self-contained ``.html``."""
         from . import render
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            raise TypeError(f"Trace.save: the file must be a path (str or pathlib.Path), got "
+                            f"{type(path).__name__}.") from None
+        check_folder("Trace.save", path)
         return render.save(self, path, view=view, collapse=collapse)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -565,6 +578,15 @@ class Trace:
         """
         with _no_gc():
             return _decode(text)
+
+
+def check_folder(what: str, path: str) -> None:
+    """Refuse, before anything is computed or written, a file ``path`` whose folder does not exist."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{what}: the folder {folder!r} does not exist, so {path!r} cannot be written. "
+                                f"Create it first (os.makedirs({folder!r}, exist_ok=True)) or save to an "
+                                "existing folder.")
 
 
 # ---------------------------------------------------------------------------
@@ -770,7 +792,12 @@ def _decode_edge(where, obj, node_ids) -> TraceEdge:
 
 def _decode(text) -> Trace:
     if isinstance(text, (bytes, bytearray)):
-        text = text.decode("utf-8")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceFormatError(f"not UTF-8 text: byte 0x{text[exc.start]:02x} at byte offset {exc.start} "
+                                   f"({exc.reason}). A trace file is UTF-8 JSON written by Trace.to_json / "
+                                   "Trace.save('.json'); read it with open(path, 'rb').read() unchanged.") from None
     if not isinstance(text, str):
         raise TypeError(f"Trace.from_json takes the JSON text (str), got {type(text).__name__}. "
                         "To read a file: Trace.from_json(open(path).read()).")
@@ -778,6 +805,10 @@ def _decode(text) -> Trace:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    except RecursionError:
+        raise TraceFormatError("not a trace: its arrays/objects are nested too deeply to read (a trace nests a "
+                               "few levels). The text is corrupt or another kind of document; write it again "
+                               "with Trace.to_json.") from None
     r = _Reader(obj, "")
     schema = r.get("schema", str) if isinstance(obj, dict) and "schema" in obj else None
     if schema != SCHEMA:

@@ -383,3 +383,160 @@ def test_one_model_trained_in_one_thread_while_another_predicts():
     t.join()
     assert not failures and out == [(32, 1)] * 20
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+# ----- huge sizes: refused before allocating, naming the size in bytes and the limit -----------
+def test_one_hot_refuses_an_absurd_depth_before_allocating():
+    with adv.GradientTape(persistent=True) as tape:
+        with pytest.raises(ValueError, match=r"one_hot: shape \(1, 1000000000000\) of float64 needs "
+                                             r"8,000,000,000,000 bytes.*2 GiB limit.*number of classes"):
+            adv.one_hot([1], 10 ** 12)
+    assert len(tape._nodes) == 0
+
+
+def test_constant_refuses_a_huge_broadcast_view_before_copying_it():
+    view = np.broadcast_to(1.0, (10 ** 5, 10 ** 5))
+    with pytest.raises(ValueError, match=r"constant: shape \(100000, 100000\) of float64 needs 80,000,000,000 "
+                                         r"bytes.*MAX_BYTES.*broadcast_to"):
+        adv.constant(view)
+
+
+@pytest.mark.parametrize("make, x, words", [
+    (lambda: adv.layers.Dense(10 ** 12), np.ones((1, 2)), r"\(Dense\)\.add_weight\('kernel'\): shape \(2, 10{12}\)"),
+    (lambda: adv.layers.Embedding(10 ** 12, 10 ** 6), np.array([[1]]),
+     r"\(Embedding\)\.add_weight\('embeddings'\): shape \(10{12}, 10{6}\)"),
+    (lambda: adv.layers.Conv2D(10 ** 9, 3), np.ones((1, 5, 5, 1)),
+     r"\(Conv2D\)\.add_weight\('kernel'\): shape \(3, 3, 1, 10{9}\)"),
+])
+def test_a_weight_over_the_byte_limit_is_refused_at_build_naming_the_layer(make, x, words):
+    layer = make()
+    with pytest.raises(ValueError, match=words + r" of float32 needs [\d,]+ bytes.*2 GiB limit.*units, filters"):
+        layer(x)
+    assert not layer.built and layer.weights == []
+
+
+# ----- layer sizes and inputs -----------------------------------------------------------------
+@pytest.mark.parametrize("make, words", [
+    (lambda: adv.layers.Dense("3"), r"Dense: units must be a positive integer, got '3' \(a str\).*int\('3'\)"),
+    (lambda: adv.layers.Dense(2.5), r"Dense: units must be a positive integer, got 2\.5 \(a float\)"),
+    (lambda: adv.layers.Dense(True), r"Dense: units must be a positive integer, got True \(a bool\)"),
+    (lambda: adv.layers.Embedding("10", 2), r"Embedding: input_dim must be a positive integer, got '10' \(a str\)"),
+    (lambda: adv.layers.Conv2D("8", 3), r"Conv2D: filters must be a positive integer, got '8' \(a str\)"),
+])
+def test_layer_sizes_must_be_positive_integers_as_keras(make, words):
+    with pytest.raises(ValueError, match=words):
+        make()
+
+
+@pytest.mark.parametrize("given, kind", [({"a": 1}, "a dict"), ("abc", "a str"), (None, "a NoneType")])
+def test_a_one_input_layer_called_on_a_dict_says_it_takes_an_array(given, kind):
+    d = adv.layers.Dense(2)
+    with pytest.raises(TypeError, match=rf"dense\w* \(Dense\): takes one tensor or numpy array, got {kind}.*"
+                                        r"np\.asarray"):
+        d(given)
+    assert not d.built and d.weights == []
+
+
+# ----- variables ------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [["a", "b"], np.array(["a", "b"]), [{}, 1.0]])
+def test_assign_refuses_non_numbers_and_keeps_the_value(value):
+    v = adv.Variable([1.0, 2.0], name="w")
+    for method in (v.assign, v.assign_add, v.assign_sub):
+        with pytest.raises(TypeError, match=r"assign\w*.*'w'.*numeric dtypes only|"
+                                            r"'w' holds float64 numbers.*unchanged"):
+            method(value)
+    assert np.array_equal(v.numpy(), [1.0, 2.0])
+
+
+# ----- fit / predict / compile / save_weights ---------------------------------------------------
+@pytest.mark.parametrize("x, kwargs, error, words", [
+    ([[1.0, 2.0], [3.0]], {}, ValueError, "x: its nested lists have different lengths.*rectangular"),
+    ("abc", {}, ValueError, r"x: got one value \(str 'abc'\), not an array of samples.*one row per sample"),
+    (np.ones((2, 2)), {"batch_size": 0}, ValueError, r"fit: batch_size must be a positive integer, got 0"),
+    (np.ones((2, 2)), {"batch_size": "8"}, ValueError, r"fit: batch_size must be a positive integer, got '8' "
+                                                        r"\(a str\).*int\('8'\)"),
+    (np.ones((2, 2)), {"epochs": "2"}, ValueError, r"fit: epochs must be a non-negative integer, got '2'"),
+    (np.ones((2, 2)), {"epochs": -1}, ValueError, r"fit: epochs must be a non-negative integer, got -1"),
+])
+def test_fit_refuses_bad_arguments_before_training(x, kwargs, error, words):
+    m = small_model()
+    before, steps = weights_of(m), m.optimizer.iterations
+    with pytest.raises(error, match=words):
+        m.fit(x, np.ones((2, 1)), verbose=0, **kwargs)
+    assert_same(before, weights_of(m))
+    assert m.optimizer.iterations == steps
+
+
+def test_predict_refuses_a_string_a_dict_of_scalars_and_a_negative_batch_size():
+    inp = adv.layers.Input((2,))
+    functional = adv.Model(inp, adv.layers.Dense(1)(inp))
+    for m in (small_model(), functional):
+        with pytest.raises(ValueError, match=r"x: got one value \(str 'abc'\)"):
+            m.predict("abc")
+        with pytest.raises(ValueError, match=r"x\['a'\]: got one value \(int 1\)"):
+            m.predict({"a": 1})
+        with pytest.raises(ValueError, match=r"predict: batch_size must be a positive integer, got -1"):
+            m.predict(np.ones((4, 2)), batch_size=-1)
+        with pytest.raises(ValueError, match=r"evaluate: batch_size must be a positive integer"):
+            m.compile(optimizer="sgd", loss="mse")
+            m.evaluate(np.ones((4, 2)), np.ones((4, 1)), batch_size=0, verbose=0)
+
+
+def test_compile_checks_metric_names_at_once_and_keeps_the_old_compile():
+    m = small_model()
+    optimizer, loss = m.optimizer, m.loss
+    with pytest.raises(ValueError, match="Unknown metric 'acc2'.*accuracy"):
+        m.compile(optimizer="adam", loss="mae", metrics=["acc2"])
+    with pytest.raises(TypeError, match=r"compile: metrics must be a list \(e\.g\. metrics=\['accuracy'\]\)"):
+        m.compile(optimizer="adam", loss="mae", metrics="accuracy")
+    assert m.optimizer is optimizer and m.loss is loss
+
+
+def test_save_weights_into_a_missing_folder_names_the_folder(tmp_path):
+    m = small_model()
+    target = tmp_path / "no_such_dir" / "w.npz"
+    with pytest.raises(FileNotFoundError, match=r"save_weights: the folder '.*no_such_dir' does not exist.*"
+                                                r"os\.makedirs"):
+        m.save_weights(str(target))
+    assert not (tmp_path / "no_such_dir").exists()
+
+
+# ----- traces in and out ----------------------------------------------------------------------
+def test_trace_json_with_bad_bytes_or_absurd_nesting_is_a_trace_format_error():
+    with pytest.raises(adv.trace.TraceFormatError, match=r"not UTF-8 text: byte 0xc3 at byte offset 7"):
+        adv.Trace.from_json(b'{"a": "\xc3\x28"}')
+    for deep in ("[" * 100_000 + "]" * 100_000, '{"nodes": ' + '{"a": ' * 100_000 + "1" + "}" * 100_001):
+        with pytest.raises(adv.trace.TraceFormatError, match="nested too deeply.*Trace.to_json"):
+            adv.Trace.from_json(deep)
+
+
+def test_trace_save_into_a_missing_folder_names_the_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"Trace\.save: the folder '.*missing' does not exist.*makedirs"):
+        _trace().save(str(tmp_path / "missing" / "x.html"))
+    assert not (tmp_path / "missing").exists()
+
+
+# ----- widget state setters -------------------------------------------------------------------
+def test_explorer_step_and_edge_setters_name_what_they_expect():
+    v = adv.Variable([1.0, 2.0], name="v")
+    with adv.GradientTape() as tape:
+        y = adv.sum(v * v)
+    st = adv.show(tape, target=y).state
+    st.set_step(1)
+    with pytest.raises(TypeError, match=rf"set_step: the step must be an integer from 0 to {st.max_step}, got str"):
+        st.set_step("a")
+    with pytest.raises(KeyError, match=rf"no edge 'e999': it has {len(st.trace.edges)} edges"):
+        st.select_edge("e999")
+    assert st.step == 1 and st.selected_edge is None
+
+
+# ----- compare ----------------------------------------------------------------------------------
+def test_compare_tape_refuses_a_tape_that_let_go_of_its_values():
+    from autodiff_viz.compare import compare_tape
+    v = adv.Variable(np.ones((30, 30)))
+    with adv.GradientTape() as tape:
+        h = adv.tanh(v)
+        y = adv.sum(h * v)
+    tape.gradient(y, v)
+    with pytest.raises(RuntimeError, match=r"tape\.compare\(\): .*let go.*persistent=True"):
+        compare_tape(tape, y, {h: np.ones((30, 30))}, namespace={})

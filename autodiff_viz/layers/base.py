@@ -45,7 +45,7 @@ import numpy as np
 from .. import engine
 from ..ops import cast
 from ..structure import flatten
-from ..tensor import Tensor, Variable, constant
+from ..tensor import Tensor, Variable, check_nbytes, constant
 from . import initializers
 
 _uids: defaultdict = defaultdict(int)
@@ -184,6 +184,7 @@ class Layer:
     """
 
     _autocast = True
+    _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -266,12 +267,18 @@ class Layer:
                 ``layer.losses`` and ``fit`` adds it to the loss.
             constraint: a callable ``f(weight) -> new value`` applied after
                 each optimizer step of ``fit`` (e.g. a max-norm projection).
+
+        A weight larger than ``adv.tensor.MAX_BYTES`` (2 GiB) is refused
+        before anything is allocated: ``Dense(10**12)`` is a typo, not a model.
         """
         if isinstance(shape, str):
             raise TypeError(f"{self.name}.add_weight: the first argument is the shape (Keras 3), got the string "
                             f"{shape!r}. Pass the name as a keyword: add_weight(shape=(...), name={shape!r}).")
         shape = () if shape is None else tuple(int(s) for s in shape)
         dtype = np.dtype(dtype or self.dtype).name
+        check_nbytes(f"{self.name} ({type(self).__name__}).add_weight({name!r})", shape, dtype,
+                     "Check the layer's sizes (units, filters, input_dim/output_dim) and the input's last axis: "
+                     "one of them is far larger than intended.")
         regularizer = _regularizer(regularizer, self.name, name)
         if constraint is not None and not callable(constraint):
             raise TypeError(f"{self.name}.add_weight({name!r}): constraint must be a callable f(weight) -> value, "
@@ -493,6 +500,8 @@ class Layer:
         try:
             with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
                 inputs = self._convert_inputs(args[0])
+                if self._single_input and not isinstance(inputs, Tensor):
+                    _refuse_structure(self, args[0])
                 if not self.built:
                     self._maybe_build(_shapes(inputs))
                 out = self.call(inputs, *args[1:], **kwargs)
@@ -859,6 +868,29 @@ def _placeholders(structure, size):
             out.append(t)
     args, kwargs = rebuild(out)
     return args, kwargs
+
+
+def positive_int(who: str, what: str, value, minimum: int = 1) -> int:
+    """``value`` as an int if it is an integer ≥ ``minimum`` (not a bool, a float or a string), else a
+    ``ValueError`` as Keras 3 (``Dense("3")``, ``Dense(2.5)``, ``fit(batch_size=0)`` are mistakes, not sizes)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else "a non-negative integer" if minimum == 0 else \
+            f"an integer ≥ {minimum}"
+        plain = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+        got = repr(value) if plain else f"{value!r} (a {type(value).__name__})"
+        example = f"int({value!r})" if isinstance(value, (str, float)) else max(minimum, 8)
+        raise ValueError(f"{who}: {what} must be {kind}, got {got}. Pass a whole number, e.g. "
+                         f"{who}({what}={example}).")
+    return int(value)
+
+
+def _refuse_structure(layer, given):
+    """The TypeError of a one-input layer called on a dict, a list of inputs, a string or None."""
+    kind = (f"a {type(given).__name__} of {len(given)} entries" if isinstance(given, (dict, list, tuple))
+            else f"a {type(given).__name__} ({given!r:.40})")
+    raise TypeError(f"{layer.name} ({type(layer).__name__}): takes one tensor or numpy array, got {kind}. Pass "
+                    "the array itself (np.asarray(data, dtype='float32')); for several inputs use a layer that "
+                    "takes a list (adv.layers.Concatenate, Add ...) first.")
 
 
 def _shapes(obj):

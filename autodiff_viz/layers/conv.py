@@ -19,7 +19,7 @@ from __future__ import annotations
 from numbers import Integral
 
 from ..rules import nn as R
-from .base import Layer
+from .base import Layer, positive_int
 from .dense import kernel_and_bias_options
 
 __all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D"]
@@ -92,15 +92,15 @@ class _Conv(Layer):
 
     rank = 2
 
+    _single_input = True
+
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
                  groups=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        if not isinstance(filters, Integral) or filters <= 0:
-            raise ValueError(f"{owner}: filters must be a positive integer, got {filters!r}.")
-        self.filters = int(filters)
+        self.filters = positive_int(owner, "filters", filters)
         self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size", owner)
         self.strides = normalize_tuple(strides, self.rank, "strides", owner)
         self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate", owner)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import regularizers
 from ..ops import matmul
 from . import activations
-from .base import Layer
+from .base import Layer, positive_int
 
 
 def kernel_and_bias_options(layer, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
@@ -48,13 +48,13 @@ class Dense(Layer):
         bias_constraint: the same for the bias.
     """
 
+    _single_input = True
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        if int(units) <= 0:
-            raise ValueError(f"Dense: units must be a positive integer, got {units!r}.")
-        self.units = int(units)
+        self.units = positive_int("Dense", "units", units)
         kernel_and_bias_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
                                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 

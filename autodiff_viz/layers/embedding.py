@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import ops, regularizers
 from ..tensor import Tensor, constant
-from .base import Layer
+from .base import Layer, positive_int
 
 __all__ = ["Embedding"]
 
@@ -39,13 +39,13 @@ class Embedding(Layer):
     Float inputs are accepted when they hold whole numbers.
     """
 
+    _single_input = True
+
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", embeddings_regularizer=None,
                  embeddings_constraint=None, mask_zero=False, weights=None, **kwargs):
         super().__init__(**kwargs)
-        for what, value in (("input_dim", input_dim), ("output_dim", output_dim)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ValueError(f"Embedding: {what} must be a positive integer, got {value!r}.")
-        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.input_dim = positive_int("Embedding", "input_dim", input_dim)
+        self.output_dim = positive_int("Embedding", "output_dim", output_dim)
         self.embeddings_initializer = embeddings_initializer
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
         self.embeddings_constraint = embeddings_constraint

@@ -282,6 +282,10 @@ class ExplorerState:
         return len(self.trace.steps) if self.mode == "backward" else len(self.ops)
 
     def set_step(self, k: int) -> None:
+        """Go to step ``k`` (an int; 0 is before the first step, beyond the ends means the end)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"set_step: the step must be an integer from 0 to {self.max_step}, got "
+                            f"{type(k).__name__} {k!r:.40}. Pass e.g. state.set_step({self.max_step}).")
         self.step = max(0, min(self.max_step, int(k)))
 
     def step_forward(self) -> None:
