@@ -126,10 +126,25 @@ def _solve_parts(y, a, b):
     return vec, (_col(y) if vec else y)
 
 
+_last_adjoint = [None]   # (ḡ, A, A⁻ᵀ ḡ) of the latest backward step through a solve
+
+
 def _solve_vjp_b_full(g, y, a, b):
-    """``A⁻ᵀ ḡ`` as matrices, before summing over axes that broadcasting added."""
+    """``A⁻ᵀ ḡ`` as matrices, before summing over axes that broadcasting added.
+
+    Both inputs' VJPs need it (``ḡ_B = A⁻ᵀ ḡ``, ``ḡ_A = −A⁻ᵀ ḡ Yᵀ``) and the
+    backward walk asks for them one after the other with the same ``ḡ`` and
+    ``A``: the solve is done once and kept for the second call (matched by
+    identity, so a new ``ḡ`` or ``A`` never reuses it). That makes a
+    backward step one factorisation instead of two.
+    """
+    last = _last_adjoint[0]
+    if last is not None and last[0] is g and last[1] is a:
+        return last[2]
     vec, _ = _solve_parts(y, a, b)
-    return solve(_mT(a), _col(g) if vec else g)
+    out = solve(_mT(a), _col(g) if vec else g)
+    _last_adjoint[0] = (g, a, out)
+    return out
 
 
 def _solve_vjp_b(g, y, a, b):
