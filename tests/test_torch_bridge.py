@@ -330,3 +330,16 @@ def test_subclassed_models_and_unexportable_settings_are_named():
     gru = adv.Sequential([adv.layers.Input((4, 2)), adv.layers.GRU(3, reset_after=False, name="old_gru")])
     with pytest.raises(TypeError, match="old_gru.*reset_after=False"):
         adv.torch.to_module(gru)
+
+
+def test_a_torch_compiled_module_is_recorded_without_crashing():
+    torch.manual_seed(2)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+    compiled = torch.compile(net, backend="eager")
+    x = torch.randn(4, 3)
+    with adv.torch.record() as rec, pytest.warns(UserWarning, match="global hooks"):
+        loss = compiled(x).sum()
+        loss.backward()
+    trace = rec.trace(loss, net)
+    assert trace.target is not None
+    assert rec.explain(loss, net[0].weight).reason == "connected"

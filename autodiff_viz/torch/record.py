@@ -117,6 +117,8 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling():      # inside torch.compile's tracing: run, never record
+            return func(*args, **kwargs)
         name = getattr(func, "__name__", str(func))
         owner = getattr(func, "__self__", None)
         if name in ("__get__", "__set__") and owner is not None:
