@@ -134,3 +134,20 @@ def finite_difference(f: Callable, args: list, eps: float = 1e-6) -> list:
             g[idx] = (f(*plus) - f(*minus)) / (2 * eps)
         grads.append(g)
     return grads
+
+
+class Trainer:
+    """One library's model for one dtype: ``reset`` to the shared start, ``step``, ``gradients``."""
+
+    def __init__(self, reset, step, gradients):
+        self.reset, self.step, self.gradients = reset, step, gradients
+
+
+def dtype_variant(trainers: dict, note="") -> Variant:
+    """A row timed per dtype (``{"float64": Trainer, "float32": Trainer}``), checked on float64 from the shared start."""
+    def grads():
+        t = trainers["float64"]
+        t.reset()
+        return t.gradients()
+
+    return Variant({dt: tr.step for dt, tr in trainers.items()}, {"float64": grads}, note=note)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import Variant, finite_difference, max_relative_error
+from .harness import Trainer, dtype_variant, finite_difference, max_relative_error
 
 NAME = "W6"
 TITLE = ("training step, LeNet-5-sized CNN (Conv 6@5×5, MaxPool 2, Conv 16@5×5, MaxPool 2, Dense 120, Dense 10), "
@@ -119,26 +119,12 @@ def check_reference() -> float:
 
 
 # ----- variants ------------------------------------------------------------------------
-class Trainer:
-    def __init__(self, reset, step, gradients):
-        self.reset, self.step, self.gradients = reset, step, gradients
-
-
-def _variant(trainers: dict, note="") -> Variant:
-    def grads():
-        t = trainers["float64"]
-        t.reset()
-        return t.gradients()
-
-    return Variant({dt: tr.step for dt, tr in trainers.items()}, {"float64": grads}, note=note)
-
-
 def variants(lib: str, mod, d) -> dict:
     if lib == "autodiff_viz":
-        return {ADV: _variant({dt: _adv(mod, d, dt) for dt in CASES},
+        return {ADV: dtype_variant({dt: _adv(mod, d, dt) for dt in CASES},
                               "Conv2D, MaxPooling2D, Flatten, Dense under a GradientTape, adv.optimizers.SGD")}
     if lib == "torch":
-        return {"torch": _variant({dt: _torch(mod, d, dt) for dt in CASES},
+        return {"torch": dtype_variant({dt: _torch(mod, d, dt) for dt in CASES},
                                   "torch.nn.Sequential (NCHW), F.cross_entropy, torch.optim.SGD")}
     return {}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import Variant, finite_difference, max_relative_error
+from .harness import Trainer, dtype_variant, finite_difference, max_relative_error
 
 NAME = "W7"
 TITLE = ("training step, LSTM 64 units, 50 steps, batch 32, 16 features, last output → Dense(1), MSE, SGD "
@@ -102,32 +102,16 @@ def check_reference() -> float:
 
 
 # ----- variants --------------------------------------------------------------------
-class Trainer:
-    """One library's model for one dtype: ``reset`` to the shared start, ``step``, ``gradients``."""
-
-    def __init__(self, reset, step, gradients):
-        self.reset, self.step, self.gradients = reset, step, gradients
-
-
-def _variant(trainers: dict, note="") -> Variant:
-    def grads():
-        t = trainers["float64"]
-        t.reset()
-        return t.gradients()
-
-    return Variant({dt: tr.step for dt, tr in trainers.items()}, {"float64": grads}, note=note)
-
-
 def variants(lib: str, mod, d) -> dict:
     if lib == "numpy":
-        return {"numpy (BPTT by hand)": _variant({dt: _numpy(d, dt) for dt in CASES}, "backprop through time by hand")}
+        return {"numpy (BPTT by hand)": dtype_variant({dt: _numpy(d, dt) for dt in CASES}, "backprop through time by hand")}
     if lib == "autodiff_viz":
-        return {ADV: _variant({dt: _adv(mod, d, dt) for dt in CASES},
+        return {ADV: dtype_variant({dt: _adv(mod, d, dt) for dt in CASES},
                               "adv.layers.LSTM + Dense under a GradientTape, adv.optimizers.SGD")}
     if lib == "torch":
-        return {TORCH_LOOP: _variant({dt: _torch(mod, d, dt, fused=False) for dt in CASES},
+        return {TORCH_LOOP: dtype_variant({dt: _torch(mod, d, dt, fused=False) for dt in CASES},
                                      "torch.nn.LSTMCell called in a Python loop, torch.optim.SGD"),
-                TORCH_FUSED: _variant({dt: _torch(mod, d, dt, fused=True) for dt in CASES},
+                TORCH_FUSED: dtype_variant({dt: _torch(mod, d, dt, fused=True) for dt in CASES},
                                       "torch.nn.LSTM (one call for the sequence)")}
     return {}
 
