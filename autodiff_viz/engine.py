@@ -66,12 +66,13 @@ class Rule:
     plain backward pass (numpy) and a recorded one (tensors).
     """
 
-    __slots__ = ("name", "forward", "inputs", "elementwise", "variadic", "doc")
+    __slots__ = ("name", "forward", "inputs", "elementwise", "variadic", "doc", "vjps")
 
     def __init__(self, name, forward, inputs, elementwise=False, variadic=False, doc=""):
         self.name = name
         self.forward = forward
         self.inputs = tuple(inputs)
+        self.vjps = tuple(s.vjp for s in self.inputs)   # read by the backward walk's plan for every node
         self.elementwise = elementwise
         self.variadic = variadic
         self.doc = doc
@@ -217,12 +218,13 @@ def holds_values(node) -> bool:
 KEEP_SIZE = 256   # values up to this many entries stay when a record is released: tiny, and explain compares them
 
 
-def release(nodes, serial: int, also_done=None) -> None:
+def release(nodes, serial: int, also_done=None, done=()) -> None:
     """Drop the large values ``nodes`` saved (more than :data:`KEEP_SIZE` entries): they become :class:`Released`.
 
     Only the records made by tape ``serial`` alone, or by tapes that are all
     done (``also_done(serials)``), are released: another live tape may still
-    walk the others.
+    walk the others. ``done`` holds the output ids of records a
+    :func:`backward` walk has already released (its ``freed``), skipped here.
 
     An input tensor with a large value is replaced in the record by a
     stand-in with the same id, name, shape, dtype and history (``_node``),
@@ -233,6 +235,8 @@ def release(nodes, serial: int, also_done=None) -> None:
     stand_ins: dict = {}
     mine = (serial,)
     for node in nodes:
+        if node.out_id in done:
+            continue
         if node.tapes == mine or (also_done is not None and also_done(node.tapes)):
             _release_node(node, stand_ins)
 
@@ -243,21 +247,23 @@ def _release_node(node, stand_ins: dict) -> None:
     out = node.out
     if out.size > keep and type(out) is not Released:
         node.out = released_array(out.dtype, out.shape)
-    for t in node.inputs:
-        if t._value.size > keep and type(t._value) is not Released:
-            break
-    else:
-        return
-    new_inputs = []
+    new_inputs = None
+    i = 0
     for t in node.inputs:
         v = t._value
         if v.size > keep and type(v) is not Released:
-            s = stand_ins.get(t._id)
-            if s is None:
-                s = stand_ins[t._id] = _alias(t._id, released_array(v.dtype, v.shape), t._node, t.name)
-            t = s
-        new_inputs.append(t)
-    node.inputs = tuple(new_inputs)
+            if new_inputs is None:
+                new_inputs = list(node.inputs)
+            tid = t._id
+            s = stand_ins.get(tid)
+            if s is None:           # Tensor._alias(tid, released, t._node, t.name), inlined: one per large input
+                s = stand_ins[tid] = _new(Tensor)
+                s._value = released_array(v.dtype, v.shape)
+                s._id, s.name, s._node, s._lineage = tid, t.name, t._node, True
+            new_inputs[i] = s
+        i += 1
+    if new_inputs is not None:
+        node.inputs = tuple(new_inputs)
 
 
 def user_frame(skip: int = 0):
@@ -265,33 +271,30 @@ def user_frame(skip: int = 0):
 
     Cheap on purpose (it runs for every recorded op): the line number is
     worked out later, by :func:`resolve_location`, only when a trace or a
-    diagnosis asks. Ops are usually called from the same depth as last time,
-    so that depth is tried first: two frame look-ups instead of a walk.
+    diagnosis asks. The walk goes up ``f_back`` from the caller, one dict
+    look-up per frame (file name -> inside the package?); ops run two to
+    four package frames below the user's line, so that is a few steps.
     ``skip`` counts extra package frames between the caller and this function.
     """
-    global _last_depth, _other_depth
-    getframe, internal = sys._getframe, _internal_file
-    for guess in (_last_depth, _other_depth):    # the two depths seen last (a layer's and a user op's)
-        d = guess + skip
-        try:
-            f = getframe(d)
-            if internal.get(f.f_code.co_filename) is False and \
-                    internal.get(getframe(d - 1).f_code.co_filename) is True:
-                if guess != _last_depth:
-                    _last_depth, _other_depth = guess, _last_depth
-                return (f.f_code, f.f_lasti)
-        except ValueError:
-            pass
-    d = 1 + skip
-    while True:
-        try:
-            f = getframe(d)
-        except ValueError:
-            return None
-        if not _inside(f.f_code.co_filename):
-            _last_depth, _other_depth = d - skip, _last_depth
-            return (f.f_code, f.f_lasti)
-        d += 1
+    try:
+        f = _getframe(1 + skip)
+    except ValueError:
+        return None
+    return _first_user_frame(f)
+
+
+def _first_user_frame(f):
+    """:func:`user_frame` from frame ``f`` upwards."""
+    internal = _internal_file
+    while f is not None:
+        code = f.f_code
+        inside = internal.get(code.co_filename)
+        if inside is None:
+            inside = _inside(code.co_filename)
+        if not inside:
+            return (code, f.f_lasti)
+        f = f.f_back
+    return None
 
 
 def resolve_location(where):
@@ -327,7 +330,6 @@ def _inside(filename: str) -> bool:
 
 
 _internal_file: dict = {}   # file name -> is it inside this package?
-_last_depth = _other_depth = 2
 
 
 class name_scope:
@@ -343,10 +345,12 @@ class name_scope:
         self.name = str(name)
 
     def __enter__(self):
-        self._saved = (state.scope, state.scope_path)
-        state.scope = state.scope + (self.name,)
-        state.scope_path = "/".join(state.scope)
-        return state.scope_path
+        st = state                  # each read of a thread-local attribute costs a look-up: read once
+        scope = st.scope
+        self._saved = (scope, st.scope_path)
+        scope = st.scope = scope + (self.name,)
+        path = st.scope_path = "/".join(scope)
+        return path
 
     def __exit__(self, *exc):
         state.scope, state.scope_path = self._saved
@@ -369,11 +373,13 @@ class shared_location:
         self.share = share
 
     def __enter__(self):
-        self._saved = state.location
+        st = state
+        self._saved = saved = st.location
         if not self.share:
-            state.location = None
-        elif state.location is None and config.capture_locations:
-            state.location = user_frame()
+            if saved is not None:
+                st.location = None
+        elif saved is None and config.capture_locations:
+            st.location = user_frame()
         return self
 
     def __exit__(self, *exc):
@@ -418,6 +424,12 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     This runs for every op, so it is written flat: one look-up of this
     thread's state, the output tensor made in place, the one-tape case
     without a loop.
+
+    Meant to be called by package code (operators, op functions,
+    :func:`call`): the user's line recorded for the op is searched from the
+    caller's caller upwards. Code outside the package that calls ``apply``
+    itself gets the line of its own caller; it should go through
+    :func:`call` or a rule call (``rule(x)``) instead.
     """
     try:
         if params:
@@ -469,24 +481,28 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     heavy = out.size > KEEP_SIZE
     for t in inputs:
         if type(t) is Variable:
-            inputs = tuple([_alias(v._id, v._value, None, v.name) if type(v) is Variable else v
-                            for v in inputs])
-            heavy = heavy or any(t._value.size > KEEP_SIZE for t in inputs)
+            # the record keeps each variable's value as it was read (an alias, as Tensor._alias, inlined)
+            read = []
+            for v in inputs:
+                value = v._value
+                if type(v) is Variable:
+                    a = _new(Tensor)
+                    a._value, a._id, a.name, a._node, a._lineage = value, v._id, v.name, None, True
+                    v = a
+                if value.size > KEEP_SIZE:
+                    heavy = True
+                read.append(v)
+            inputs = tuple(read)
             break
     where = st.location
     if where is None and config.capture_locations:
-        # user_frame()'s first guess, inlined: the frame above the usual last package frame
+        # user_frame(), starting at our caller's caller: apply is called by package code (an operator,
+        # an op function, engine.call), so that frame is never the user's; skipping it saves making a
+        # frame object per op (a third of the cost of capturing locations)
         try:
-            f = _getframe(_last_depth - 2)
-            if _internal_file.get(f.f_code.co_filename) is True:
-                f = f.f_back
-                code = f.f_code
-                if _internal_file.get(code.co_filename) is False:
-                    where = (code, f.f_lasti)
-        except (ValueError, AttributeError):
-            pass
-        if where is None:
-            where = user_frame()
+            where = _first_user_frame(_getframe(2))
+        except ValueError:          # called from a module's top level: no frame above
+            where = None
     node = _new(Node)
     node.rule = rule
     node.inputs = inputs
@@ -598,40 +614,48 @@ def _values(inputs):
 def _plan(nodes, sources: set) -> tuple[set, list]:
     """:func:`reachable`, with each path node's inputs that carry a gradient.
 
-    Returns ``(reach, plan)`` where ``plan`` lists ``(node, live)`` in
-    record order and ``live`` holds ``(i, input id, input shape, vjp)`` for
-    the inputs in ``reach`` that have a VJP: all the backward walk needs to
-    look at (ids and shapes, not the tensors: the plan holds no values).
+    Returns ``(reach, plan)`` where ``plan`` lists ``(node, out id, live,
+    call, elementwise)`` in record order; ``live`` holds ``(i, input id,
+    input shape, vjp)`` for the inputs in ``reach`` that have a VJP (ids and
+    shapes, not the tensors: the plan holds no values) and ``call`` says how
+    the VJPs take their arguments (0: ``(g, y, *xs)``, 1: with the params,
+    2: a variadic rule's, with ``i=`` too). All the backward walk needs to
+    look at, read once per node here.
     """
     reach = set(sources)
     plan = []
     append, add = plan.append, reach.add
     floating = _FLOATING
     for node in nodes:
-        if node.out.dtype not in floating and node.out.dtype.kind not in "fc":
-            continue
         live = None
         i = 0
         for t in node.inputs:
             tid = t._id
             if tid in reach:
-                vjp = node.rule.spec(i).vjp
+                if live is None:
+                    dtype = node.out.dtype
+                    if dtype not in floating and dtype.kind not in "fc":
+                        break
+                    rule = node.rule
+                    vjps = rule.vjps
+                    variadic = rule.variadic
+                    live = []
+                vjp = vjps[0 if variadic else i]
                 if vjp is not None:
-                    if live is None:
-                        live = [(i, tid, t._value.shape, vjp)]
-                    else:
-                        live.append((i, tid, t._value.shape, vjp))
+                    live.append((i, tid, t._value.shape, vjp))
             i += 1
-        if live is not None:
-            add(node.out_id)
-            append((node, live))
+        if live:
+            oid = node.out_id
+            add(oid)
+            append((node, oid, live, 2 if variadic else 1 if node.params else 0, rule.elementwise))
     return reach, plan
 
 
 _FLOATING = frozenset(np.dtype(k) for k in ("float16", "float32", "float64", "complex64", "complex128"))
 
 
-def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, free: int | None = None) -> dict:
+def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, free: int | None = None,
+             freed: set | None = None) -> dict:
     """Reverse-mode walk: ``{id: gradient}`` for every id on a path to ``seeds``.
 
     ``seeds`` maps target ids to upstream gradients of shape ``batch +
@@ -641,7 +665,12 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
     ``free``: the serial of a non-persistent tape whose walk this is; each
     of its records (made by it alone) lets go of its large values as soon
     as the walk is past it, so activations are freed during the walk, not
-    after it (as PyTorch does).
+    after it (as PyTorch does). ``freed``, if given, receives the output
+    ids of those records, so that :func:`release` need not visit them again.
+
+    This loop runs once per recorded op, so it reads everything it needs
+    into locals first and keeps the common step (numpy arrays, no batch
+    axes, one tape) free of branches it does not need.
     """
     if state.anomaly is not None:
         return state.anomaly.backward(nodes, seeds, sources, on_step)   # checks every step: frees after
@@ -651,13 +680,14 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
     keep_all = on_step is not None
     get, pop = grads.get, grads.pop
     mine, stand_ins = (free,), {}
+    releasing = free is not None and not keep_all
+    ndarray = np.ndarray
     owned = set()       # ids whose gradient is an array this walk made (a sum): later contributions add in place
-    for node, live in reversed(plan):
-        oid = node.out_id
+    for node, oid, live, how, elementwise in reversed(plan):
         g = get(oid) if keep_all or oid in sources else pop(oid, None)
         if g is None:
             continue
-        rule, params, inputs = node.rule, node.params, node.inputs
+        inputs = node.inputs
         if recorded:
             xs, y = inputs, node.output()
         else:
@@ -666,14 +696,13 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
                 [t._value for t in inputs]
             y = node.out
         contributions = [] if keep_all else None
-        variadic, elementwise = rule.variadic, rule.elementwise
         for i, tid, shape, vjp in live:
-            if variadic:
-                gi = vjp(g, y, *xs, i=i, **params)
-            elif params:
-                gi = vjp(g, y, *xs, **params)
-            else:
+            if how == 0:
                 gi = vjp(g, y, *xs)
+            elif how == 1:
+                gi = vjp(g, y, *xs, **node.params)
+            else:
+                gi = vjp(g, y, *xs, i=i, **node.params)
             if gi is None:
                 continue
             if elementwise and gi.shape != shape:
@@ -681,7 +710,7 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
             prev = get(tid)
             if prev is None:
                 grads[tid] = gi
-            elif tid in owned and type(prev) is np.ndarray and type(gi) is np.ndarray and \
+            elif tid in owned and type(prev) is ndarray and type(gi) is ndarray and \
                     prev.shape == gi.shape and prev.dtype == gi.dtype:
                 prev += gi
             else:
@@ -692,9 +721,11 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
                 contributions.append((i, gi))
         if keep_all:
             on_step(node, g, contributions)
-        elif free is not None and node.tapes == mine:
+        elif releasing and node.tapes == mine:
             xs = y = g = gi = None
             _release_node(node, stand_ins)
+            if freed is not None:
+                freed.add(oid)
     return grads
 
 

@@ -34,7 +34,7 @@ import functools
 import numpy as np
 
 from . import engine, nn, ops
-from .tensor import Tensor, constant
+from .tensor import Tensor, check_nbytes, constant
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
@@ -234,10 +234,16 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
                              f"got non-integer values such as {labels[labels != np.round(labels)].ravel()[0]}.")
         labels = labels.astype(np.int64)
     classes = y_pred.shape[axis]
-    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+    flat = labels.reshape(-1).astype(np.intp, copy=False)
+    # one comparison finds both kinds of bad label: a negative index, seen as unsigned, is huge
+    if flat.size and flat.astype(np.uint64).max() >= classes:
         raise ValueError(f"sparse_categorical_crossentropy: labels must lie in [0, {classes - 1}] for "
                          f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
-    one_hot = constant(np.eye(classes, dtype=y_pred.dtype)[labels])
+    check_nbytes("sparse_categorical_crossentropy (one-hot labels)", labels.shape + (classes,), y_pred.dtype,
+                 "Check that the predictions have one column per class and the labels are class indices.")
+    one_hot = np.zeros((flat.size, classes), dtype=y_pred.dtype)
+    one_hot[np.arange(flat.size), flat] = 1
+    one_hot = Tensor._wrap(one_hot.reshape(labels.shape + (classes,)))    # made here: no copy needed
     return categorical_crossentropy(one_hot, y_pred, from_logits=from_logits, axis=axis)
 
 

@@ -218,13 +218,14 @@ class GradientTape:
                 "adv.GradientTape(persistent=True); do that to ask several times.")
         self._used = True
 
-    def _release(self) -> None:
+    def _release(self, done=()) -> None:
         """After the one call of a non-persistent tape: let go of the values the records saved.
 
         As TensorFlow's tapes do, so a training step's activations and the
         weights it read are freed once the user drops the outputs. Records
         that another live tape also made keep their values until that tape
-        lets go too. The light records stay for :meth:`explain`.
+        lets go too. The light records stay for :meth:`explain`. ``done``:
+        output ids of records the gradient walk already released (its ``freed``).
         """
         if self.persistent or self._released:
             return
@@ -233,7 +234,7 @@ class GradientTape:
             return
         mine = self.serial
         engine.release(self._nodes, mine, lambda serials: all(
-            s == mine or getattr(_live_tapes.get(s), "_released", True) for s in serials))
+            s == mine or getattr(_live_tapes.get(s), "_released", True) for s in serials), done)
 
     def _frees(self):
         """The serial to pass as ``engine.backward(free=...)``: records let go during the walk (non-persistent only)."""
@@ -303,6 +304,7 @@ class GradientTape:
                     raise ValueError(f"gradient: output_gradients has shape {og.shape}, but the target has shape "
                                      f"{t.shape}; they must be equal (one upstream value per target entry).")
         self._claim("gradient")
+        freed: set = set()     # records the walk lets go of (see _release)
         saved = state.recording           # walk without recording the walk on this tape (as _walking)
         state.recording = [t for t in saved if t is not self] if saved else saved
         try:
@@ -312,12 +314,13 @@ class GradientTape:
                 seed = self._seed(t, og, recorded)
                 if seed is not None:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
-            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees())
+            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees(),
+                                   freed=freed)
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
         finally:
             state.recording = saved
         del grads, seeds
-        self._release()
+        self._release(freed)
         if unconnected_gradients == "raise":
             self._raise_unconnected(targets, flat_sources, out)
         return rebuild(out)
@@ -366,15 +369,17 @@ class GradientTape:
         _check_jacobian_size("jacobian", target.size, target.size, target.dtype,
                              [s.size for s in flat_sources if isinstance(s, Tensor)])
         self._claim("jacobian")
+        freed: set = set()     # records the walk lets go of (see _release)
         with self._walking() as recorded:
             n = target.size
             eye = np.eye(n, dtype=target.dtype).reshape(target.shape + target.shape)
             seeds = {} if target.dtype.kind not in "fc" else {target._id: Tensor(eye) if recorded else eye}
-            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees())
+            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees(),
+                                   freed=freed)
             out = [self._result(grads.get(s._id), s, unconnected_gradients, batch=target.shape)
                    for s in flat_sources]
         del grads, seeds
-        self._release()
+        self._release(freed)
         return rebuild(out)
 
     def batch_jacobian(self, target, source, unconnected_gradients="none", parallel_iterations=None,
@@ -399,20 +404,21 @@ class GradientTape:
         per_entries = int(np.prod(target.shape[1:], dtype=np.int64))
         _check_jacobian_size("batch_jacobian", per_entries, target.size, target.dtype, [source.size])
         self._claim("batch_jacobian")
+        freed: set = set()     # records the walk lets go of (see _release)
         per = target.shape[1:]
         with self._walking() as recorded:
             m = int(np.prod(per, dtype=int))
             eye = np.eye(m, dtype=target.dtype).reshape(per + (1,) + per)
             seed = np.broadcast_to(eye, per + target.shape).copy()
             grads = engine.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed},
-                                   self._source_ids([source]), free=self._frees())
+                                   self._source_ids([source]), free=self._frees(), freed=freed)
             g = grads.get(source._id)
             if g is not None:
                 k = len(per)
                 axes = (k,) + tuple(range(k)) + tuple(range(k + 1, g.ndim))
                 g = rules.transpose(g, axes=axes)
             del grads, seed
-        self._release()
+        self._release(freed)
         if g is None:
             if unconnected_gradients == "zero":
                 return Tensor(np.zeros((source.shape[0],) + per + source.shape[1:], dtype=source.dtype))
@@ -425,6 +431,8 @@ class GradientTape:
 
     def _check_sources(self, sources, what):
         for s in sources:
+            if (type(s) is Variable or type(s) is Tensor) and s._value.dtype.kind in "fc":
+                continue        # the usual source: nothing to explain
             if type(s).__name__ == "KerasTensor":
                 history = getattr(s, "_keras_history", None)
                 layer = history[0].layer.name if history else s.name
@@ -462,10 +470,11 @@ class GradientTape:
             if unconnected == "zero":
                 return Tensor(np.zeros(tuple(batch) + source.shape, dtype=source.dtype))
             return None
+        dtype = source._value.dtype
         if isinstance(g, Tensor):
-            return g if g.dtype == source.dtype else g.astype(source.dtype)
-        if g.dtype != source.dtype or not g.flags.writeable:
-            g = g.astype(source.dtype)
+            return g if g._value.dtype == dtype else g.astype(dtype)
+        if type(g) is not np.ndarray or g.dtype != dtype or not g.flags.writeable:
+            g = np.asarray(g).astype(dtype)
         return Tensor._wrap(g)
 
     def _push(self, tangents: dict) -> dict:

@@ -185,6 +185,7 @@ class Layer:
 
     _autocast = True
     _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
+    _call_shares = (None, False)   # (cls.call, is_package_code(cls.call)): package layers' ops share the user's line
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -485,7 +486,8 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs).")
 
     def __call__(self, *args, **kwargs):
-        if "_own_weights" not in vars(self):
+        d = self.__dict__
+        if "_own_weights" not in d:
             raise RuntimeError(f"{type(self).__name__}.__init__ did not call super().__init__(); "
                                "add `super().__init__(**kwargs)` as its first line.")
         if not args:
@@ -494,20 +496,25 @@ class Layer:
             return self._symbolic_call(args, kwargs)
         calls = _calls
         depth = calls.__dict__.get("depth", 0)
-        if depth == 0 and len(_holding_losses):
+        if depth == 0 and _holding_losses.data:
             self._clear_losses()
         calls.depth = depth + 1
+        cls = type(self)
+        known = cls._call_shares        # (call, is it package code?), worked out once per class
+        if known[0] is not cls.call:
+            known = cls._call_shares = (cls.call, engine.is_package_code(cls.call))
+        shares = known[1]
         try:
-            with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
-                inputs = self._convert_inputs(args[0])
+            with engine.name_scope(d["_name"]), engine.shared_location(shares):
+                first = args[0]
+                inputs = self._convert_inputs(first)
                 if self._single_input and not isinstance(inputs, Tensor):
-                    _refuse_structure(self, args[0])
-                if not self.built:
+                    _refuse_structure(self, first)
+                if not d["built"]:
                     self._maybe_build(_shapes(inputs))
                 out = self.call(inputs, *args[1:], **kwargs)
         finally:
             calls.depth = depth
-        d = self.__dict__
         d["_output"] = out
         d["_output_shape"] = _shapes(out)
         return out
@@ -518,6 +525,8 @@ class Layer:
         self.built = True
 
     def _convert_inputs(self, inputs):
+        if type(inputs) in _LEAVES:         # one value (the usual call): no structure to flatten
+            return self._convert(inputs)
         leaves, rebuild = flatten(inputs)
         return rebuild([self._convert(x) for x in leaves])
 
@@ -826,6 +835,7 @@ def _only(new):
 
 
 _PLAIN = frozenset({Tensor, Variable, np.ndarray, bool, int, float, str, type(None)})
+_LEAVES = frozenset({Tensor, Variable, np.ndarray})   # inputs that are one value: converted without flatten()
 
 
 def _has_symbolic(args, kwargs) -> bool:
