@@ -713,10 +713,16 @@ def _box_label(trace, box, members, view) -> list:
     counts = ", ".join(f"{op}×{k}" for op, k in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
     n_ops = sum(ops.values())
     if box.kind == "group":
-        return [box.title, f"{box.what} · {n_ops} op{'' if n_ops == 1 else 's'} (folded)", counts]
+        return [_titled(trace, box), f"{box.what} · {n_ops} op{'' if n_ops == 1 else 's'} (folded)", counts]
     if box.kind == "loop":
-        return [box.title, f"× {box.count} steps (rolled) · {n_ops} ops", counts]
+        return [_titled(trace, box), f"× {box.count} steps (rolled) · {n_ops} ops", counts]
     return ["⋯ folded middle of the tape", f"{len(members)} nodes", counts]
+
+
+def _titled(trace, box) -> str:
+    """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class."""
+    cls = getattr(trace, "kinds", {}).get(box.title)
+    return f"{box.title} ({cls})" if cls else box.title
 
 
 def _tooltip(box, members) -> str:

@@ -332,19 +332,27 @@ def _inside(filename: str) -> bool:
 _internal_file: dict = {}   # file name -> is it inside this package?
 
 
+scope_kinds: dict = {}   # scope name -> what opened it most recently ("Dense" for a layer; None for a plain scope)
+
+
 class name_scope:
     """Prefix the scope of every op recorded inside (``model/dense_1``).
 
         >>> with adv.name_scope("encoder"):
         ...     h = adv.tanh(x)        # recorded with scope "encoder"
+
+    ``kind`` says what the scope is (a layer passes its class, ``"Dense"``), so
+    a drawing can title the folded box as ``summary()`` does: ``dense_1 (Dense)``.
     """
 
-    __slots__ = ("name", "_saved")
+    __slots__ = ("name", "kind", "_saved")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, kind: str | None = None):
         self.name = str(name)
+        self.kind = kind
 
     def __enter__(self):
+        scope_kinds[self.name] = self.kind
         st = state                  # each read of a thread-local attribute costs a look-up: read once
         scope = st.scope
         self._saved = (scope, st.scope_path)

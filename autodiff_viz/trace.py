@@ -334,8 +334,9 @@ class Trace:
     :meth:`save`. In a notebook a trace displays itself as its graph.
     """
 
-    def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=()):
+    def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=(), kinds=None):
         self.nodes: list[TraceNode] = list(nodes)
+        self.kinds: dict = dict(kinds or {})    # scope segment -> the class that made it ("dense_1": "Dense")
         self.edges: list[TraceEdge] = list(edges)
         self.target: str | None = target
         self.sources: list[str] = list(sources)
@@ -440,7 +441,8 @@ class Trace:
         return out
 
     def _shallow(self) -> "Trace":
-        out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes)
+        out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes,
+                    self.kinds)
         out._index = self._index
         return out
 
@@ -561,6 +563,7 @@ class Trace:
             "marks": [{"ref": m.ref, "reason": m.reason} for m in self.marks],
             "nodes": [_node_dict(n) for n in self.nodes],
             "edges": [_edge_dict(e) for e in self.edges],
+            "kinds": dict(self.kinds),
         }
 
     def to_json(self, indent=None) -> str:
@@ -829,8 +832,12 @@ def _decode(text) -> Trace:
     for w, o in r.items("marks"):
         m = _Reader(o, w)
         marks.append(Mark(m.get("ref", str), m.get("reason", str)))
+    kinds = r.get("kinds", dict, optional=True) or {}
+    for k, v in kinds.items():
+        if not isinstance(v, str):
+            raise TraceFormatError(f"kinds.{k}: expected str, got {_jtype(v)}.")
     return Trace(nodes, edges, target=target, sources=r.strings("sources"), steps=r.strings("steps"),
-                 marks=marks, notes=r.strings("notes"))
+                 marks=marks, notes=r.strings("notes"), kinds=kinds)
 
 
 # ---------------------------------------------------------------------------
@@ -1140,7 +1147,17 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
     with engine.paused(), np.errstate(all="ignore"):
         _make_edges(raw_edges, contributions, upstream, value_limit, edges)
     return Trace(nodes, edges, target=None if target_node is None else target_node.id,
-                 sources=[owner[s].id for s in source_ids], steps=steps, notes=notes)
+                 sources=[owner[s].id for s in source_ids], steps=steps, notes=notes, kinds=_scope_kinds(nodes))
+
+
+def _scope_kinds(nodes) -> dict:
+    """``{scope segment: layer class}`` for the layers a trace's scopes name (``"dense_1": "Dense"``)."""
+    kinds = {}
+    for seg in {seg for n in nodes if n.scope for seg in n.scope.split("/")}:
+        cls = engine.scope_kinds.get(seg)
+        if cls is not None:
+            kinds[seg] = cls
+    return kinds
 
 
 def _make_edges(raw_edges, contributions, upstream, value_limit, edges) -> None:

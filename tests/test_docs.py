@@ -29,6 +29,7 @@ of ``mkdocs.yml`` (the strict build fails on a page left out of the nav).
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import linecache
 import os
@@ -122,6 +123,7 @@ def test_code_blocks_run_and_print_what_the_page_shows(page, restore_rule_table,
     for block, shown in examples(page.read_text(encoding="utf-8")):
         where = f"{page.relative_to(ROOT)}:{block['line']}"
         printed = io.StringIO()
+        gc.collect()        # garbage of earlier tests (a kernel client's sockets) must not warn inside a block
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
             warnings.simplefilter("always")
             try:

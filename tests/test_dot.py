@@ -318,7 +318,7 @@ def test_rolled_loop_over_rnn_steps_with_gradient_norm_per_step():
     assert any(g.get("id") == "fwd_l0_loop" for g in drawn.iter("{http://www.w3.org/2000/svg}g"))
     unrolled = tr.to_dot("forward", expanded=opened | {loop.key})
     assert "rolled" not in unrolled.split("subgraph cluster_legend")[0]
-    assert unrolled.count(f"{rnn_layer.cell.name}\\nlayer") == 6
+    assert unrolled.count(f"{rnn_layer.cell.name} (SimpleRNNCell)\\nlayer") == 6
     short = rnn(3)                                          # 3 steps or fewer: unrolled by default
     assert short.loops() == [] or all(lp.count <= dot.ROLL_ABOVE for lp in short.loops())
 

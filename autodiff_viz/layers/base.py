@@ -452,7 +452,7 @@ class Layer:
             with engine.name_scope("regularization"):
                 for layer, v, fn in regularized:
                     if id(v) in trainable:
-                        with engine.name_scope(layer.name):
+                        with engine.name_scope(layer.name, type(layer).__name__):
                             value = fn(v)
                         out.append(value if isinstance(value, Tensor) else constant(value))
         return out
@@ -505,7 +505,7 @@ class Layer:
             known = cls._call_shares = (cls.call, engine.is_package_code(cls.call))
         shares = known[1]
         try:
-            with engine.name_scope(d["_name"]), engine.shared_location(shares):
+            with engine.name_scope(d["_name"], cls.__name__), engine.shared_location(shares):
                 first = args[0]
                 inputs = self._convert_inputs(first)
                 if self._single_input and not isinstance(inputs, Tensor):
@@ -552,7 +552,7 @@ class Layer:
         described = _describe_symbolic(args, kwargs)
         try:
             if not self.built:
-                with engine.name_scope(self.name):
+                with engine.name_scope(self.name, type(self).__name__):
                     self._maybe_build(_symbolic_shapes(first))
             shapes = self._infer_output_shapes(args, kwargs)
         except Exception as exc:   # noqa: BLE001  (re-raised with the layer and the shapes named)

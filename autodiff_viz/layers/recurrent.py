@@ -424,7 +424,7 @@ class RNN(Layer):
         for t in order:
             step = apply(R.getitem, inputs, index=(slice(None), t), lead=0)
             if direct:
-                with engine.name_scope(cell.name):
+                with engine.name_scope(cell.name, type(cell).__name__):
                     out, new = cell.call(step, states, **kwargs)
             else:
                 out, new = cell(step, states, **kwargs)
