@@ -357,3 +357,20 @@ def test_any_budget_folds_into_at_most_that_many_boxes_with_every_node_drawn_onc
     drawn = [m for b in lay.boxes.values() for m in b.members]
     assert sorted(drawn) == sorted(n.id for n in tr.nodes)
     assert all(lay.owner[m] == b.id for b in lay.boxes.values() for m in b.members)
+
+
+def test_a_folded_layer_is_titled_as_summary_names_it_and_a_plain_scope_is_not():
+    layer = adv.layers.Dense(2, name="same_name", dtype="float64")
+    x = adv.constant([[1.0, 2.0]])
+    with adv.GradientTape() as tape:
+        y = adv.sum(layer(x))
+    tr = tape.trace(y)
+    assert tr.kinds == {"same_name": "Dense"}
+    assert 'label="same_name (Dense)' in tr.to_dot("forward")
+    assert adv.Trace.from_json(tr.to_json()).kinds == {"same_name": "Dense"}
+    with adv.GradientTape() as tape2:                  # a plain name_scope that reuses the name is no layer
+        tape2.watch(x)
+        with adv.name_scope("same_name"):
+            z = adv.sum(adv.tanh(x))
+    plain = tape2.trace(z)
+    assert plain.kinds == {} and "(Dense)" not in plain.to_dot("forward")
