@@ -267,4 +267,22 @@ class ProgbarLogger(Callback):
         self._metrics = w.HTML(value="")
         self._history = w.HTML(value="")
         self.widget = w.VBox([w.HBox([self._label, self._bar, self._metrics]), self._history])
-        display(self.widget)
+        self._handle = display(self._bundle(), raw=True, display_id=True)
+
+    def static_html(self) -> str:
+        """The bar as plain HTML (no script): what an HTML export of the notebook shows instead of the widget."""
+        n, total = self._bar.value, max(self._bar.max, 1)
+        return (f'<div class="adv-progbar" style="font-family:Helvetica,Arial,sans-serif;font-size:13px">'
+                f'<div>{html.escape(self._label.value)} <progress value="{n}" max="{total}"></progress> '
+                f'{n}/{total} {self._metrics.value}</div>{self._history.value}</div>')
+
+    def _bundle(self) -> dict:
+        bundle = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+    def on_train_end(self, logs=None):
+        """Bring the saved output up to date: the live widget moved on, its static copy did not."""
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.update(self._bundle(), raw=True)

@@ -380,3 +380,19 @@ def test_a_sequential_given_several_input_arrays_says_it_takes_one():
     model = linear_model()
     with pytest.raises(TypeError, match="a Sequential takes one array"):
         model.fit([np.ones((4, 3)), np.ones((4, 2))], np.ones((4, 1)), verbose=0)
+
+
+def test_the_progress_bar_leaves_a_static_copy_with_the_last_epoch(capsys):
+    from autodiff_viz.callbacks import ProgbarLogger
+    adv.layers.set_random_seed(0)
+    model = adv.Sequential([adv.layers.Input((3,)), adv.layers.Dense(1, dtype="float64")])
+    model.compile(optimizer="sgd", loss="mse")
+    bar = ProgbarLogger(verbose=1, widget=True)
+    x = np.random.default_rng(0).normal(size=(20, 3))
+    model.fit(x, x[:, :1], epochs=2, batch_size=5, verbose=0, callbacks=[bar])
+    capsys.readouterr()                      # outside a kernel, display() prints the bundle
+    bundle = bar._bundle()
+    page = bundle["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "Epoch 2/2" in page and '<progress value="4" max="4">' in page and "loss:" in page
+    assert "<script" not in page
