@@ -125,43 +125,35 @@ def _holds_weights(container) -> bool:
     return any(isinstance(v, _STRUCTURAL) for v in values)
 
 
+def _invalidating(method):
+    """Wrap a mutating list/dict method: when weights or layers were held before or after, drop the caches."""
+    @functools.wraps(method)
+    def changed(self, *args, **kwargs):
+        had = _holds_weights(self)
+        out = method(self, *args, **kwargs)
+        if had or _holds_weights(self):
+            _touch()
+        return out
+    return changed
+
+
 class _TrackedList(list):
     """A list held by a layer: adding or removing a layer or a variable invalidates the cached
     variable lists (other items, e.g. arrays kept between calls, change nothing)."""
 
-    def _changed(method):
-        @functools.wraps(method)
-        def changed(self, *args, **kwargs):
-            had = _holds_weights(self)
-            out = method(self, *args, **kwargs)
-            if had or _holds_weights(self):
-                _touch()
-            return out
-        return changed
-
     for _m in ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__",
                "__delitem__", "__iadd__", "__imul__"):
-        locals()[_m] = _changed(getattr(list, _m))
-    del _m, _changed
+        locals()[_m] = _invalidating(getattr(list, _m))
+    del _m
 
 
 class _TrackedDict(dict):
     """A dict held by a layer: adding or removing a layer or a variable invalidates the cached
     variable lists."""
 
-    def _changed(method):
-        @functools.wraps(method)
-        def changed(self, *args, **kwargs):
-            had = _holds_weights(self)
-            out = method(self, *args, **kwargs)
-            if had or _holds_weights(self):
-                _touch()
-            return out
-        return changed
-
     for _m in ("__setitem__", "__delitem__", "pop", "popitem", "clear", "update", "setdefault", "__ior__"):
-        locals()[_m] = _changed(getattr(dict, _m))
-    del _m, _changed
+        locals()[_m] = _invalidating(getattr(dict, _m))
+    del _m
 
 
 # ---------------------------------------------------------------------------
