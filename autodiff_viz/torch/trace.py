@@ -17,6 +17,7 @@ import torch
 
 from ..rules import TABLE
 from ..trace import VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode, formula
+from .explain import _cut
 
 # torch function / method name -> rule-table name (inputs in the same order)
 RULES = {
@@ -38,9 +39,6 @@ RULES = {
     "cumsum": "cumsum", "prod": "prod", "var": "var", "std": "std", "einsum": "einsum",
 }
 JACOBIAN_LIMIT = 64
-_NO_GRAD_OPS = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__lt__", "__gt__", "__le__",
-                "__ge__", "__ne__", "round", "floor", "ceil", "sign", "long", "int", "bool", "to"}
-
 
 def _array(t: torch.Tensor) -> np.ndarray:
     t = t.detach()
@@ -218,20 +216,12 @@ def _local_jacobian(out, x):
 
 
 def _no_grad_reason(op, t, out) -> str | None:
-    if op.kind == "detach":
-        return f"{op.name} cuts the graph: the result does not require grad"
-    if op.kind == "rewrap":
-        return f"torch.{op.name}(...) makes a new tensor from plain values: no gradient flows back"
-    if op.inference:
-        return "computed under torch.inference_mode()"
-    if not op.grad_enabled:
-        return "computed under torch.no_grad()"
-    if not (t.is_floating_point() or t.is_complex()):
-        return f"integer input ({str(t.dtype).replace('torch.', '')}): no gradient"
-    if op.name in _NO_GRAD_OPS or not (out.is_floating_point() or out.is_complex()):
-        return f"torch.{op.name} has no gradient"
-    if not t.requires_grad:
-        return None if out.requires_grad else "no input of this op requires grad"
+    """Why no gradient flows along the edge ``t`` → ``op`` (the diagnosis's own test, :func:`explain._cut`), or None."""
+    cut = _cut(op, t, out)
+    if cut is not None:
+        return cut[1]
+    if not t.requires_grad and not out.requires_grad:
+        return "no input of this op requires grad"
     return None
 
 
