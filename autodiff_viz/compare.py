@@ -309,10 +309,22 @@ def _resolve(tape, key, names: dict, trace) -> tuple[str, Tensor | None, str | N
     if matches:
         node = matches[-1]
         return key, None, node.id
-    known = sorted(set(names) | {n.name for n in trace.nodes if n.name})
+    raise unknown_name(key, set(names) | {n.name for n in trace.nodes if n.name}, "on this tape")
+
+
+def unknown_name(key: str, known, where: str) -> KeyError:
+    """The error for a key that names no tensor: the names there are, closest first."""
+    known = sorted(known)
     close = difflib.get_close_matches(key, known, n=len(known), cutoff=0.0)
-    raise KeyError(f"compare: no tensor named {key!r} on this tape. Names on the tape, closest first: "
-                   f"{close[:12] or '(none: pass the tensors themselves as keys)'}.")
+    return KeyError(f"compare: no tensor named {key!r} {where}. Names there, closest first: "
+                    f"{close[:12] or '(none: pass the tensors themselves as keys)'}.")
+
+
+def along_backward(rows, trace) -> "Comparison":
+    """A :class:`Comparison` of ``rows`` ordered along the backward pass (the target end first)."""
+    order = {n.id: k for k, n in enumerate(trace.nodes)}
+    rows = sorted(rows, key=lambda r: -order.get(r.node, -1))
+    return Comparison(rows, trace)
 
 
 def _factors(trace, node_id) -> tuple:
@@ -361,9 +373,7 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
         g = grads.get(tid)
         rows.append(compare_arrays(label, node_id, value, None if g is None else np.asarray(g), rtol, atol,
                                    _factors(trace, node_id)))
-    order = {n.id: k for k, n in enumerate(trace.nodes)}
-    rows.sort(key=lambda r: -order.get(r.node, -1))
-    return Comparison(rows, trace)
+    return along_backward(rows, trace)
 
 
 def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparison:

@@ -227,8 +227,7 @@ def _no_grad_reason(op, t, out) -> str | None:
 
 def compare(rec, target, hand, rtol, atol, namespace):
     """:meth:`Recording.compare`: hand gradients against autograd's, in backward order."""
-    from ..compare import Comparison, _factors, compare_arrays
-    import difflib
+    from ..compare import _factors, along_backward, compare_arrays, unknown_name
     trace = build(rec, target)
     named = {k: v for k, v in namespace.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
     ops = _graph(rec)
@@ -243,11 +242,8 @@ def compare(rec, target, hand, rtol, atol, namespace):
             if t is None or id(t) not in recorded:
                 t = next((out for op in ops for out in op.outputs[:1] if op.assigned == key), None)
             if t is None:
-                known = sorted({k for k, v in named.items() if id(v) in recorded} |
-                               {op.assigned for op in ops if op.assigned})
-                close = difflib.get_close_matches(key, known, n=len(known), cutoff=0.0)
-                raise KeyError(f"compare: no tensor named {key!r} in this recording. Names in it, closest first: "
-                               f"{close[:12]}.")
+                raise unknown_name(key, {k for k, v in named.items() if id(v) in recorded} |
+                                   {op.assigned for op in ops if op.assigned}, "in this recording")
             label = key
         else:
             raise TypeError(f"compare: a key must be a tensor or a name, got {type(key).__name__}.")
@@ -265,6 +261,4 @@ def compare(rec, target, hand, rtol, atol, namespace):
         g = grads.get(id(t))
         rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
                                    _factors(trace, node_id)))
-    order = {n.id: k for k, n in enumerate(trace.nodes)}
-    rows.sort(key=lambda r: -order.get(r.node, -1))
-    return Comparison(rows, trace)
+    return along_backward(rows, trace)
