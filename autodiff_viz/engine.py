@@ -252,6 +252,10 @@ def _release_node(node, stand_ins: dict) -> None:
     for t in node.inputs:
         v = t._value
         if v.size > keep and type(v) is not Released:
+            if _refcount(t) <= 3:   # the record, this loop and the call: nobody else sees it, so no stand-in
+                t._value = released_array(v.dtype, v.shape)
+                i += 1
+                continue
             if new_inputs is None:
                 new_inputs = list(node.inputs)
             tid = t._id
@@ -544,6 +548,7 @@ _new = object.__new__
 _NO_PARAMS = types.MappingProxyType({})    # one shared, read-only empty params for the many ops without any
 _alias = Tensor._alias
 _getframe = sys._getframe
+_refcount = sys.getrefcount
 
 
 def left_the_tape(tensor: Tensor, how: str) -> None:

@@ -119,7 +119,7 @@ def _no_out(out, op):
 def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
     _no_out(out, rule.name)
     x = _tensor(x) if dtype is None else cast(x, dtype)
-    return call(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims), **params)
+    return apply(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims), **params)
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False):

@@ -11,6 +11,13 @@ from __future__ import annotations
 def flatten(obj):
     """``(leaves, rebuild)``: the leaves of ``obj`` in order, and a function that
     puts a list of new leaves back into the same structure."""
+    kind = type(obj)
+    if kind is list or kind is tuple:       # the usual structure (a list of variables): one level, no spec
+        for o in obj:
+            if isinstance(o, (list, tuple, dict)):
+                break
+        else:
+            return list(obj), kind
     leaves: list = []
     spec = _spec(obj, leaves)
     if spec is None:

@@ -415,6 +415,11 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     """``value`` as a Tensor; a Python number takes the dtype of ``like`` (weak typing)."""
     if isinstance(value, Tensor):
         return value
+    kind = type(value)
+    if (kind is float or kind is int) and like is not None:     # the usual operand: x / 2, 0.1 * g
+        dtype = like._value.dtype
+        if dtype.kind in "fc" or (kind is int and dtype.kind in "iu"):
+            return Tensor._wrap(np.asarray(value, dtype=dtype))
     if isinstance(value, (list, tuple)) and _holds_tensor(value):
         from .ops import stack
         return stack([as_tensor(v, like) for v in value])
@@ -449,6 +454,8 @@ def _to_array(value, dtype) -> np.ndarray:
     """``value`` as a new numpy array of a numeric dtype (bool, integer, float, complex), or a clear error."""
     if isinstance(value, Tensor):
         value = value._value
+    if dtype is None and type(value) is np.ndarray and value.dtype.kind in "biufc" and value.nbytes <= MAX_BYTES:
+        return value.copy()         # the usual case (a batch of data): nothing to convert or refuse
     if isinstance(value, np.ndarray):
         check_nbytes("constant", value.shape, value.dtype if dtype is None else dtype,
                      "The array is copied in full (a broadcast view too): slice it first, or keep it small and "
@@ -619,10 +626,14 @@ def _binary(rule, reflected=False):
     apply, call = engine.apply, engine.call
     if reflected:
         def method(self, other):
-            return apply(rule, other, self) if isinstance(other, Tensor) else call(rule, other, self)
+            if isinstance(other, Tensor):
+                return apply(rule, other, self)
+            return apply(rule, as_tensor(other, self), self)
     else:
         def method(self, other):
-            return apply(rule, self, other) if isinstance(other, Tensor) else call(rule, self, other)
+            if isinstance(other, Tensor):
+                return apply(rule, self, other)
+            return apply(rule, self, as_tensor(other, self))
     method.__name__ = rule.name
     method.__doc__ = f"{rule.doc} (the '{rule.name}' rule)"
     return method

@@ -151,3 +151,22 @@ def test_matmul_of_a_stack_by_a_matrix_has_the_right_gradients(x_shape):
     rows = int(np.prod(x_shape[:-1]))
     want = 2 * np.einsum("rs,kl->rksl", np.eye(rows), w.numpy() @ w.numpy().T).reshape(x_shape + x_shape)
     np.testing.assert_allclose(h, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tanh_vjp_in_one_buffer_is_the_formula_bit_for_bit(dtype):
+    rng = np.random.default_rng(3)
+    y = np.tanh(rng.normal(size=(40, 30)) * 3).astype(dtype)
+    y[0, :4] = [np.nan, 1.0, -1.0, -0.0]
+    g = rng.choice(SPECIALS, y.shape).astype(dtype)
+    with np.errstate(all="ignore"):        # ∞·0 is NaN on both paths, with numpy's warning
+        _tanh_vjp_cases(g, y)
+
+
+def _tanh_vjp_cases(g, y):
+    got = R.tanh.inputs[0].vjp(g, y, None)
+    assert _bits(got) == _bits(g * (1 - y * y))
+    batched = np.stack([g, -g])           # cotangents with a batch axis take the formula's path: same answer
+    assert _bits(R.tanh.inputs[0].vjp(batched, y, None)) == _bits(batched * (1 - y * y))
+    mixed = R.tanh.inputs[0].vjp(g.astype("float64"), y, None)   # numpy's promotion is kept
+    assert mixed.dtype == np.result_type(np.float64, y.dtype)
