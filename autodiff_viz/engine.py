@@ -64,11 +64,20 @@ class Rule:
     is recorded like any op; with numpy arrays only it is just the numpy
     forward. Rules are written with other rules' calls, so one VJP serves a
     plain backward pass (numpy) and a recorded one (tensors).
+
+    ``saves`` says which values the VJPs read, as PyTorch's saved tensors:
+    ``"all"`` (the default), ``"inputs"`` (``matmul``: x and W, not y),
+    ``"output"`` (``tanh``: y only) or ``"nothing"`` (``add``: shapes
+    only). A non-persistent tape's walk lets go of the others as it starts,
+    so a pre-activation nobody needs is not held through the backward pass.
+    Shapes and dtypes always stay (a released value keeps them).
     """
 
-    __slots__ = ("name", "forward", "inputs", "elementwise", "variadic", "doc", "vjps")
+    __slots__ = ("name", "forward", "inputs", "elementwise", "variadic", "doc", "vjps", "saves")
 
-    def __init__(self, name, forward, inputs, elementwise=False, variadic=False, doc=""):
+    def __init__(self, name, forward, inputs, elementwise=False, variadic=False, doc="", saves="all"):
+        if saves not in SAVES:
+            raise ValueError(f"Rule {name!r}: saves must be one of {SAVES}, got {saves!r}.")
         self.name = name
         self.forward = forward
         self.inputs = tuple(inputs)
@@ -76,6 +85,7 @@ class Rule:
         self.elementwise = elementwise
         self.variadic = variadic
         self.doc = doc
+        self.saves = saves
 
     def spec(self, i: int) -> In:
         return self.inputs[0] if self.variadic else self.inputs[i]
@@ -86,7 +96,7 @@ class Rule:
 
     def renamed(self, name: str, doc: str = "") -> "Rule":
         """The same rule under another op name (``take`` is ``getitem`` on one axis)."""
-        return Rule(name, self.forward, self.inputs, self.elementwise, self.variadic, doc or self.doc)
+        return Rule(name, self.forward, self.inputs, self.elementwise, self.variadic, doc or self.doc, self.saves)
 
     def __call__(self, *args, **params):
         for a in args:
@@ -96,6 +106,9 @@ class Rule:
 
     def __repr__(self):
         return f"Rule({self.name!r}, inputs={[s.name for s in self.inputs]})"
+
+
+SAVES = ("all", "inputs", "output", "nothing")
 
 
 # ---------------------------------------------------------------------------
@@ -243,10 +256,30 @@ def release(nodes, serial: int, also_done=None, done=()) -> None:
 
 def _release_node(node, stand_ins: dict) -> None:
     """:func:`release` for one record; ``stand_ins`` shares one stand-in per tensor id."""
-    keep = KEEP_SIZE
     out = node.out
-    if out.size > keep and type(out) is not Released:
+    if out.size > KEEP_SIZE and type(out) is not Released:
         node.out = released_array(out.dtype, out.shape)
+    _release_inputs(node, stand_ins)
+
+
+def _release_unsaved(plan, mine: tuple, stand_ins: dict) -> None:
+    """Before a releasing walk: let go of the values no VJP on the ``plan`` reads (see ``Rule.saves``)."""
+    for entry in plan:
+        node = entry[0]
+        saves = node.rule.saves
+        if saves == "all" or node.tapes != mine:
+            continue
+        if saves != "output":
+            out = node.out
+            if out.size > KEEP_SIZE and type(out) is not Released:
+                node.out = released_array(out.dtype, out.shape)
+        if saves != "inputs":
+            _release_inputs(node, stand_ins)
+
+
+def _release_inputs(node, stand_ins: dict) -> None:
+    """The input half of :func:`_release_node`."""
+    keep = KEEP_SIZE
     new_inputs = None
     i = 0
     for t in node.inputs:
@@ -694,6 +727,8 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
     get, pop = grads.get, grads.pop
     mine, stand_ins = (free,), {}
     releasing = free is not None and not keep_all
+    if releasing:
+        _release_unsaved(plan, mine, stand_ins)
     ndarray = np.ndarray
     owned = set()       # ids whose gradient is an array this walk made (a sum): later contributions add in place
     for node, oid, live, how, elementwise in reversed(plan):

@@ -397,6 +397,45 @@ def test_the_loss_of_one_step_does_not_keep_its_graph_alive_in_the_next():
     assert loss._node is not None and activation() is None     # history kept, values gone
 
 
+def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
+    """As PyTorch's saved tensors: a pre-activation (read by neither matmul's, add's nor tanh's VJP) is not
+    held through the backward pass; the input matmul reads and the output tanh reads stay until their step."""
+    import weakref
+    from autodiff_viz import engine
+    w = adv.Variable(np.full((40, 50), 0.01))
+    b = adv.Variable(np.zeros(50))
+    x = adv.constant(np.ones((8, 40)))
+    seen = {}
+
+    def probe_vjp(g, y, t):
+        seen.update(pre=[r() is None for r in pre], kept=[r() is None for r in kept])
+        return g
+
+    probe = engine.Rule("probe", lambda t: t.copy(), [engine.In("t", "1", probe_vjp, None)])
+    with adv.GradientTape() as tape:
+        z = x @ w
+        a = z + b
+        h = adv.tanh(a)
+        pre = [weakref.ref(z._value), weakref.ref(a._value)]
+        kept = [weakref.ref(x._value), weakref.ref(h._value)]
+        loss = adv.sum(engine.apply(probe, h))
+    z = a = h = None
+    x_value = x._value
+    grads = tape.gradient(loss, [w, b])
+    assert seen == {"pre": [True, True], "kept": [False, False]}
+    expected = (1 - np.tanh(x_value @ np.full((40, 50), 0.01)) ** 2)
+    np.testing.assert_allclose(grads[1].numpy(), expected.sum(axis=0))
+    np.testing.assert_allclose(grads[0].numpy(), x_value.T @ expected)
+
+
+def test_a_rule_says_which_values_its_vjps_read():
+    from autodiff_viz import engine, rules
+    assert rules.matmul.saves == "inputs" and rules.tanh.saves == "output" and rules.add.saves == "nothing"
+    assert rules.divide.saves == "all"
+    with pytest.raises(ValueError, match="saves must be one of"):
+        engine.Rule("bad", np.negative, [], saves="y")
+
+
 def test_a_persistent_tape_and_an_outer_tape_keep_their_values():
     x = adv.Variable([0.5, -1.0])
     with adv.GradientTape(persistent=True) as outer:

@@ -42,11 +42,13 @@ from ..tensor import Tensor
 TABLE: dict[str, Rule] = {}
 
 
-def define(name, forward, *, elementwise=False, variadic=False, doc="", **inputs) -> Rule:
+def define(name, forward, *, elementwise=False, variadic=False, doc="", saves="all", **inputs) -> Rule:
     """Add a rule to the table and return it.
 
     Each keyword names an input in order; its value is ``(factor, vjp, jvp)``
-    or ``None`` for an input without gradient.
+    or ``None`` for an input without gradient. ``saves``: which values the
+    VJPs read (``"all"``, ``"inputs"``, ``"output"``, ``"nothing"``; see
+    :class:`~autodiff_viz.engine.Rule`): a walk lets go of the rest early.
 
         >>> cube = define("cube", lambda x: x ** 3, elementwise=True,
         ...               x=("3x²", lambda g, y, x: g * 3 * x * x, lambda dx, y, x: dx * 3 * x * x))
@@ -58,7 +60,7 @@ def define(name, forward, *, elementwise=False, variadic=False, doc="", **inputs
         else:
             factor, vjp, jvp = entry
             specs.append(In(input_name, factor, vjp, jvp))
-    rule = Rule(name, forward, specs, elementwise=elementwise, variadic=variadic, doc=doc)
+    rule = Rule(name, forward, specs, elementwise=elementwise, variadic=variadic, doc=doc, saves=saves)
     TABLE[name] = rule
     return rule
 
@@ -88,17 +90,17 @@ def _shift(axes, nb):
 # Elementwise arithmetic
 # ---------------------------------------------------------------------------
 add = define(
-    "add", np.add, elementwise=True, doc="y = a + b",
+    "add", np.add, elementwise=True, doc="y = a + b", saves="nothing",
     a=("1", lambda g, y, a, b: g, lambda da, y, a, b: da),
     b=("1", lambda g, y, a, b: g, lambda db, y, a, b: db))
 
 subtract = define(
-    "subtract", np.subtract, elementwise=True, doc="y = a − b",
+    "subtract", np.subtract, elementwise=True, doc="y = a − b", saves="nothing",
     a=("1", lambda g, y, a, b: g, lambda da, y, a, b: da),
     b=("−1", lambda g, y, a, b: -g, lambda db, y, a, b: -db))
 
 multiply = define(
-    "multiply", np.multiply, elementwise=True, doc="y = a · b",
+    "multiply", np.multiply, elementwise=True, doc="y = a · b", saves="inputs",
     a=("b", lambda g, y, a, b: g * b, lambda da, y, a, b: da * b),
     b=("a", lambda g, y, a, b: g * a, lambda db, y, a, b: a * db))
 
@@ -130,14 +132,14 @@ power = define(
        lambda db, y, a, b: db * _power_b(y, a, b)))
 
 negative = define(
-    "negative", np.negative, elementwise=True, doc="y = −x",
+    "negative", np.negative, elementwise=True, doc="y = −x", saves="nothing",
     x=("−1", lambda g, y, x: -g, lambda dx, y, x: -dx))
 
 # ---------------------------------------------------------------------------
 # Elementwise functions
 # ---------------------------------------------------------------------------
 exp = define(
-    "exp", np.exp, elementwise=True, doc="y = eˣ",
+    "exp", np.exp, elementwise=True, doc="y = eˣ", saves="output",
     x=("eˣ = y", lambda g, y, x: g * y, lambda dx, y, x: dx * y))
 
 log = define(
@@ -171,7 +173,7 @@ def _tanh_vjp(g, y, x):
 
 
 tanh = define(
-    "tanh", np.tanh, elementwise=True, doc="y = tanh x",
+    "tanh", np.tanh, elementwise=True, doc="y = tanh x", saves="output",
     x=("1 − y²", _tanh_vjp, lambda dx, y, x: dx * (1 - y * y)))
 
 sin = define(
@@ -200,7 +202,7 @@ def _sigmoid(x):
 
 
 sigmoid = define(
-    "sigmoid", _sigmoid, elementwise=True, doc="y = σ(x) = 1/(1 + e⁻ˣ)",
+    "sigmoid", _sigmoid, elementwise=True, doc="y = σ(x) = 1/(1 + e⁻ˣ)", saves="output",
     x=("y(1 − y)", lambda g, y, x: g * (y * (1 - y)), lambda dx, y, x: dx * (y * (1 - y))))
 
 relu = define(
@@ -418,7 +420,7 @@ def _matmul_jvp_w(dw, y, x, w):
 
 
 matmul = define(
-    "matmul", np.matmul, doc="y = x @ W",
+    "matmul", np.matmul, doc="y = x @ W", saves="inputs",
     x=("· Wᵀ", _matmul_vjp_x, _matmul_jvp_x),
     W=("xᵀ ·", _matmul_vjp_w, _matmul_jvp_w))
 
@@ -437,6 +439,7 @@ def _count(x, axis):
 
 sum = define(
     "sum", lambda x, axis, keepdims: np.add.reduce(x, axis=axis, keepdims=keepdims), doc="y = Σ x over axis",
+    saves="nothing",
     x=("1", lambda g, y, x, axis, keepdims: _spread(g, y, x, axis),
         lambda dx, y, x, axis, keepdims: sum(dx, axis=axis, keepdims=keepdims)))
 
@@ -448,7 +451,7 @@ def _mean(x, axis, keepdims):
 
 
 mean = define(
-    "mean", _mean, doc="y = mean of x over axis",
+    "mean", _mean, doc="y = mean of x over axis", saves="nothing",
     # ḡ/n on the reduced cotangent, then spread: one division per output entry instead of per input entry
     x=("1/n", lambda g, y, x, axis, keepdims: _spread(g / _count(x, axis), y, x, axis),
         lambda dx, y, x, axis, keepdims: mean(dx, axis=axis, keepdims=keepdims)))
@@ -502,7 +505,7 @@ def _softmax(x, axis):
 
 
 softmax = define(
-    "softmax", _softmax, doc="yᵢ = eˣⁱ / Σⱼ eˣʲ along axis",
+    "softmax", _softmax, doc="yᵢ = eˣⁱ / Σⱼ eˣʲ along axis", saves="output",
     x=("diag(y) − y yᵀ",
        lambda g, y, x, axis: y * (g - sum(g * y, axis=axis, keepdims=True)),
        lambda dx, y, x, axis: y * (dx - sum(dx * y, axis=axis, keepdims=True))))
@@ -519,7 +522,7 @@ def _log_softmax(x, axis):
 
 
 log_softmax = define(
-    "log_softmax", _log_softmax, doc="y = x − logsumexp(x) along axis",
+    "log_softmax", _log_softmax, doc="y = x − logsumexp(x) along axis", saves="output",
     x=("I − softmax(x)",
        lambda g, y, x, axis: g - exp(y) * sum(g, axis=axis, keepdims=True),
        lambda dx, y, x, axis: dx - sum(exp(y) * dx, axis=axis, keepdims=True)))
@@ -528,7 +531,7 @@ log_softmax = define(
 # Shapes
 # ---------------------------------------------------------------------------
 reshape = define(
-    "reshape", lambda x, shape: np.reshape(x, shape), doc="y = x with another shape",
+    "reshape", lambda x, shape: np.reshape(x, shape), doc="y = x with another shape", saves="nothing",
     x=("reshape back", lambda g, y, x, shape: g.reshape(_batch(g, y) + x.shape),
        lambda dx, y, x, shape: dx.reshape(dx.shape[:dx.ndim - x.ndim] + y.shape)))
 
