@@ -256,9 +256,7 @@ def release(nodes, serial: int, also_done=None, done=()) -> None:
 
 def _release_node(node, stand_ins: dict) -> None:
     """:func:`release` for one record; ``stand_ins`` shares one stand-in per tensor id."""
-    out = node.out
-    if out.size > KEEP_SIZE and type(out) is not Released:
-        node.out = released_array(out.dtype, out.shape)
+    _release_out(node)
     _release_inputs(node, stand_ins)
 
 
@@ -270,11 +268,16 @@ def _release_unsaved(plan, mine: tuple, stand_ins: dict) -> None:
         if saves == "all" or node.tapes != mine:
             continue
         if saves != "output":
-            out = node.out
-            if out.size > KEEP_SIZE and type(out) is not Released:
-                node.out = released_array(out.dtype, out.shape)
+            _release_out(node)
         if saves != "inputs":
             _release_inputs(node, stand_ins)
+
+
+def _release_out(node) -> None:
+    """The output half of :func:`_release_node`."""
+    out = node.out
+    if out.size > KEEP_SIZE and type(out) is not Released:
+        node.out = released_array(out.dtype, out.shape)
 
 
 def _release_inputs(node, stand_ins: dict) -> None:

@@ -33,7 +33,7 @@ import functools
 
 import numpy as np
 
-from . import engine, nn, ops, tensor
+from . import engine, nn, ops
 from .tensor import Tensor, check_nbytes, constant
 
 EPSILON = 1e-7
@@ -239,9 +239,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     if flat.size and flat.astype(np.uint64).max() >= classes:
         raise ValueError(f"sparse_categorical_crossentropy: labels must lie in [0, {classes - 1}] for "
                          f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
-    if flat.size * classes * y_pred.dtype.itemsize > tensor.MAX_BYTES:
-        check_nbytes("sparse_categorical_crossentropy (one-hot labels)", labels.shape + (classes,), y_pred.dtype,
-                     "Check that the predictions have one column per class and the labels are class indices.")
+    check_nbytes("sparse_categorical_crossentropy (one-hot labels)", labels.shape + (classes,), y_pred.dtype,
+                 "Check that the predictions have one column per class and the labels are class indices.")
     one_hot = np.equal.outer(flat, np.arange(classes)).astype(y_pred.dtype)
     one_hot = Tensor._wrap(one_hot.reshape(labels.shape + (classes,)))    # made here: no copy needed
     return categorical_crossentropy(one_hot, y_pred, from_logits=from_logits, axis=axis)

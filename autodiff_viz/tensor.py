@@ -415,18 +415,13 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     """``value`` as a Tensor; a Python number takes the dtype of ``like`` (weak typing)."""
     if isinstance(value, Tensor):
         return value
-    kind = type(value)
-    if (kind is float or kind is int) and like is not None:     # the usual operand: x / 2, 0.1 * g
-        dtype = like._value.dtype
-        if dtype.kind in "fc" or (kind is int and dtype.kind in "iu"):
-            return Tensor._wrap(np.asarray(value, dtype=dtype))
+    if like is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        kind = like._value.dtype.kind      # the usual operand (x / 2, 0.1 * g): checked first
+        if kind in "fc" or (kind in "iu" and isinstance(value, int)):
+            return Tensor._wrap(np.asarray(value, dtype=like._value.dtype))
     if isinstance(value, (list, tuple)) and _holds_tensor(value):
         from .ops import stack
         return stack([as_tensor(v, like) for v in value])
-    if like is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        kind = like._value.dtype.kind
-        if kind in "fc" or (kind in "iu" and isinstance(value, int)):
-            return Tensor._wrap(np.asarray(value, dtype=like._value.dtype))
     return Tensor(value)
 
 
@@ -623,7 +618,7 @@ from . import rules as R  # noqa: E402
 
 def _binary(rule, reflected=False):
     """An operator method: straight to the engine when both sides are tensors."""
-    apply, call = engine.apply, engine.call
+    apply = engine.apply
     if reflected:
         def method(self, other):
             if isinstance(other, Tensor):
