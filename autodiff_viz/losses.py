@@ -34,6 +34,7 @@ import functools
 import numpy as np
 
 from . import engine, nn, ops
+from .rules import nn as RN
 from .tensor import Tensor, check_nbytes, constant
 
 EPSILON = 1e-7
@@ -192,9 +193,10 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     """``−Σ y·log p`` over the class axis, for one-hot (or soft) labels.
 
     From probabilities, ``p`` is first normalised to sum to one and clipped
-    (Keras); from logits, ``log p = log_softmax(z)``. The output of
-    ``softmax(z)`` over ``axis`` counts as logits ``z`` (Keras; see the
-    module docstring).
+    (Keras). From logits it is one op, ``softmax_cross_entropy``, whose
+    gradient with respect to the logits is ``softmax(z) − y`` (for labels
+    that sum to one); the output of ``softmax(z)`` over ``axis`` counts as
+    logits ``z`` (Keras; see the module docstring).
     """
     y_pred = _pred(y_pred)
     y_true = _target(y_true, y_pred)
@@ -210,40 +212,57 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
         if logits is not None:
             y_pred, from_logits = logits, True
     if from_logits:
-        log_p = nn.log_softmax(y_pred, axis=axis)
-    else:
-        p = y_pred / ops.sum(y_pred, axis=axis, keepdims=True)
-        log_p = ops.log(ops.clip(p, EPSILON, 1.0 - EPSILON))
-    return -ops.sum(y_true * log_p, axis=axis)
+        return nn.softmax_cross_entropy_with_logits(y_true, y_pred, axis=axis)
+    p = y_pred / ops.sum(y_pred, axis=axis, keepdims=True)
+    return -ops.sum(y_true * ops.log(ops.clip(p, EPSILON, 1.0 - EPSILON)), axis=axis)
 
 
 @_named_scope
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
-    """``−log p[label]`` for integer class labels of shape ``(batch,)`` or ``(batch, 1)``."""
+    """``−log p[label]`` for integer class labels of shape ``(batch,)`` or ``(batch, 1)``.
+
+    From logits (or from the output of a ``softmax``, whose logits are read
+    back as Keras does) this is one op, ``sparse_softmax_cross_entropy``,
+    whose gradient with respect to the logits is ``softmax(z) − onehot(label)``.
+    """
     y_pred = _pred(y_pred)
-    labels = _numbers(y_true._value if isinstance(y_true, Tensor) else y_true, "sparse_categorical_crossentropy: labels")
-    if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
+    labels = class_labels(y_true, y_pred.shape, "sparse_categorical_crossentropy", axis)
+    if (axis if axis < 0 else axis - y_pred.ndim) == -1:
+        logits = y_pred if from_logits else _logits_of(y_pred, "softmax", axis)
+        if logits is not None:
+            return engine.apply(RN.sparse_softmax_cross_entropy, Tensor._wrap(labels), logits)
+    classes = y_pred.shape[axis]
+    check_nbytes("sparse_categorical_crossentropy (one-hot labels)", labels.shape + (classes,), y_pred.dtype,
+                 "Check that the predictions have one column per class and the labels are class indices.")
+    one_hot = np.equal.outer(labels, np.arange(classes)).astype(y_pred.dtype)
+    return categorical_crossentropy(Tensor._wrap(one_hot), y_pred, from_logits=from_logits, axis=axis)
+
+
+def class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.ndarray:
+    """Integer class indices of shape ``pred_shape[:-1]`` (a trailing axis of 1 is dropped), or an error naming ``what``.
+
+    Whole floats are accepted (Keras casts them); anything outside
+    ``[0, classes)`` is refused before any op runs.
+    """
+    labels = _numbers(y_true._value if isinstance(y_true, Tensor) else y_true, f"{what}: labels")
+    if labels.ndim == len(pred_shape) and labels.shape[-1] == 1:
         labels = labels[..., 0]
-    if labels.shape != y_pred.shape[:-1]:
-        raise ValueError(f"sparse_categorical_crossentropy: labels of shape {labels.shape} do not match "
-                         f"predictions of shape {y_pred.shape}; expected labels of shape {y_pred.shape[:-1]} "
+    if labels.shape != pred_shape[:-1]:
+        raise ValueError(f"{what}: labels of shape {labels.shape} do not match "
+                         f"predictions of shape {pred_shape}; expected labels of shape {pred_shape[:-1]} "
                          "(one class index per sample). For one-hot labels use categorical_crossentropy.")
     if labels.dtype.kind == "f":
         if not np.all(labels == np.round(labels)):
-            raise ValueError("sparse_categorical_crossentropy: labels must be whole class indices, "
+            raise ValueError(f"{what}: labels must be whole class indices, "
                              f"got non-integer values such as {labels[labels != np.round(labels)].ravel()[0]}.")
         labels = labels.astype(np.int64)
-    classes = y_pred.shape[axis]
-    flat = labels.reshape(-1).astype(np.intp, copy=False)
+    classes = pred_shape[axis]
+    labels = labels.astype(np.intp, copy=False)
     # one comparison finds both kinds of bad label: a negative index, seen as unsigned, is huge
-    if flat.size and flat.astype(np.uint64).max() >= classes:
-        raise ValueError(f"sparse_categorical_crossentropy: labels must lie in [0, {classes - 1}] for "
+    if labels.size and labels.reshape(-1).astype(np.uint64).max() >= classes:
+        raise ValueError(f"{what}: labels must lie in [0, {classes - 1}] for "
                          f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
-    check_nbytes("sparse_categorical_crossentropy (one-hot labels)", labels.shape + (classes,), y_pred.dtype,
-                 "Check that the predictions have one column per class and the labels are class indices.")
-    one_hot = np.equal.outer(flat, np.arange(classes)).astype(y_pred.dtype)
-    one_hot = Tensor._wrap(one_hot.reshape(labels.shape + (classes,)))    # made here: no copy needed
-    return categorical_crossentropy(one_hot, y_pred, from_logits=from_logits, axis=axis)
+    return labels
 
 
 mse = MSE = mean_squared_error

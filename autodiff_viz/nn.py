@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from . import rules as R
 from .engine import apply, call
-from .ops import _axes, _tensor, logsumexp  # noqa: F401  (logsumexp is part of adv.nn)
+from .ops import _axes, _tensor, cast, logsumexp  # noqa: F401  (logsumexp is part of adv.nn)
+from .rules import nn as RN
+from .tensor import Tensor
 
 
 def relu(x):
@@ -84,3 +86,42 @@ def hard_sigmoid(x):
 def log_sigmoid(x):
     """``ln σ(x) = −softplus(−x)``, without overflow; derivative ``σ(−x)``."""
     return apply(R.log_sigmoid, _tensor(x))
+
+
+def softmax_cross_entropy_with_logits(labels, logits, axis=-1):
+    """``−Σ labels·log softmax(logits)`` along ``axis``: one loss per row (TensorFlow's op of this name).
+
+    One rule, so the backward graph shows the factor every course derives:
+    ``∂loss/∂z = softmax(z) − y`` (times ``Σy``, which is 1 for one-hot or
+    soft labels). The labels (one-hot or a distribution per row, the shape
+    of the logits) get a gradient too, ``−log softmax(z)``, as in TensorFlow 2.
+    """
+    logits = _tensor(logits)
+    labels = _tensor(labels)
+    if labels.shape != logits.shape:
+        raise ValueError(f"softmax_cross_entropy_with_logits: labels have shape {labels.shape} and logits "
+                         f"{logits.shape}; they must be equal (one row of class probabilities per row of logits). "
+                         "For class indices use sparse_softmax_cross_entropy_with_logits.")
+    if logits.dtype.kind != "f":
+        raise TypeError(f"softmax_cross_entropy_with_logits: logits must be floating, got {logits.dtype}. "
+                        "Fix: adv.cast(logits, 'float64').")
+    if labels.dtype != logits.dtype:
+        labels = cast(labels, logits.dtype)
+    return call(RN.softmax_cross_entropy, labels, logits,
+                axis=_axes(axis, logits.ndim, "softmax_cross_entropy_with_logits"))
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits):
+    """``−log softmax(logits)[label]``: one loss per row, labels are class indices (TensorFlow's op of this name).
+
+    ``labels`` has the shape of ``logits`` without its last (class) axis and
+    holds integers in ``[0, classes)``. One rule, whose factor is
+    ``∂loss/∂z = softmax(z) − onehot(label)``; the labels get no gradient.
+    """
+    from .losses import class_labels
+    logits = _tensor(logits)
+    if logits.ndim < 1 or logits.dtype.kind != "f":
+        raise TypeError(f"sparse_softmax_cross_entropy_with_logits: logits must be floating with a class axis, "
+                        f"got {logits.dtype} of shape {logits.shape}.")
+    labels = class_labels(labels, logits.shape, "sparse_softmax_cross_entropy_with_logits")
+    return apply(RN.sparse_softmax_cross_entropy, Tensor._wrap(labels), logits)

@@ -55,5 +55,11 @@ CASES = {
                          for (xs, p), x in zip(_POOLS, _FIXED)],
     "max_pool_gather": [([real(xs), const(x), const(_max_pool(x, **p))], p) for (xs, p), x in zip(_POOLS, _FIXED)],
     "avg_pool": [([real(xs)], p) for xs, p in _POOLS],
+    "softmax_cross_entropy": [
+        ([lambda rng: rng.dirichlet(np.ones(4), size=3), real((3, 4))], {"axis": (-1,)}),
+        ([lambda rng: rng.uniform(0.1, 1.0, (2, 3, 2)), real((2, 3, 2))], {"axis": (-2,)})],
+    "sparse_softmax_cross_entropy": [
+        ([lambda rng: np.array([0, 3, 1]), real((3, 4))], {}),
+        ([lambda rng: np.array([[2, 0], [1, 1]]), real((2, 2, 3))], {})],
     "avg_pool_grad": [([real(_pooled(xs, p))], {**p, "spatial": xs[1:-1]}) for xs, p in _POOLS],
 }

@@ -70,6 +70,49 @@ def test_sparse_equals_categorical_with_one_hot_labels(from_logits):
         np.testing.assert_allclose(sparse.numpy(), dense.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("loss, labels", [
+    (losses.sparse_categorical_crossentropy, np.array([2, 0, 1])),
+    (losses.categorical_crossentropy, np.eye(4)[[2, 0, 1]]),
+])
+def test_crossentropy_from_logits_is_one_op_whose_factor_is_p_minus_y(loss, labels):
+    """The backward graph shows softmax(z) − y on one edge (the result a course derives), not four ops."""
+    rng = np.random.default_rng(7)
+    z = adv.Variable(rng.normal(size=(3, 4)))
+    with adv.GradientTape() as tape:
+        per_sample = loss(labels, z, from_logits=True)
+    assert [n.rule.name for n in tape.nodes] == [
+        "sparse_softmax_cross_entropy" if labels.ndim == 1 else "softmax_cross_entropy"]
+    assert "softmax(z)" in tape.nodes[0].rule.spec(1).factor
+    p = np.exp(z.numpy()) / np.exp(z.numpy()).sum(-1, keepdims=True)
+    one_hot = np.eye(4)[[2, 0, 1]]
+    np.testing.assert_allclose(per_sample.numpy(), -np.log(p[[0, 1, 2], [2, 0, 1]]), rtol=1e-12)
+    np.testing.assert_allclose(tape.gradient(per_sample, z).numpy(), p - one_hot, rtol=1e-12, atol=1e-15)
+
+
+def test_the_fused_crossentropy_has_the_softmax_hessian():
+    """Its VJP is written with rules, so a second tape differentiates it: ∂²/∂z² = diag(p) − ppᵀ per row."""
+    z = adv.Variable([[0.3, -1.2, 2.0]])
+    with adv.GradientTape() as outer:
+        with adv.GradientTape() as inner:
+            loss = adv.nn.sparse_softmax_cross_entropy_with_logits([1], z)
+        g = inner.gradient(loss, z)
+    hessian = outer.jacobian(g, z).numpy().reshape(3, 3)
+    p = np.exp(z.numpy()[0]) / np.exp(z.numpy()[0]).sum()
+    np.testing.assert_allclose(hessian, np.diag(p) - np.outer(p, p), rtol=1e-10, atol=1e-14)
+
+
+def test_tf_named_crossentropies_refuse_mismatched_labels_with_the_fix():
+    z = np.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"sparse_softmax_cross_entropy_with_logits: labels must lie in \[0, 2\]"):
+        adv.nn.sparse_softmax_cross_entropy_with_logits([0, 5], z)
+    with pytest.raises(ValueError, match="sparse_softmax_cross_entropy_with_logits: labels of shape"):
+        adv.nn.sparse_softmax_cross_entropy_with_logits([[0, 1, 0], [1, 0, 0]], z)
+    with pytest.raises(ValueError, match="use sparse_softmax_cross_entropy_with_logits"):
+        adv.nn.softmax_cross_entropy_with_logits([0, 1], z)
+    soft = adv.nn.softmax_cross_entropy_with_logits([[0.5, 0.5, 0.0], [0, 0, 1]], z)
+    np.testing.assert_allclose(soft.numpy(), [np.log(3), np.log(3)], rtol=1e-12)
+
+
 def test_sparse_labels_out_of_range_are_a_clear_error():
     with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\]"):
         losses.sparse_categorical_crossentropy([0, 3], np.zeros((2, 3)), from_logits=True)

@@ -243,11 +243,11 @@ def test_mlp_fits_the_width_opens_a_folded_box_and_inspects_a_clicked_node(page)
         loss_box.click()
         page.wait_for_function("document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length > "
                                f"{count}", timeout=15_000)
-    node = gv.locator("g.node[id*='bwd_n']").filter(has_text="log_softmax").first
+    node = gv.locator("g.node[id*='bwd_n']").filter(has_text="softmax_cross_entropy").first
     node.click()
     panel = page.locator(".jp-OutputArea-output").nth(0).locator(".widget-html-content", has_text="node id")
     panel.first.wait_for(timeout=15_000)
-    assert "log_softmax" in panel.first.inner_text()
+    assert "sparse_softmax_cross_entropy" in panel.first.inner_text()
     _shot(page, 0, "mlp-3-inspector.png")
     panel.first.scroll_into_view_if_needed()
     panel.first.screenshot(path=str(page.out / "mlp-4-inspector-panel.png"))

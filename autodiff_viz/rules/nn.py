@@ -49,6 +49,12 @@ over the window's real (not padded) entries, TensorFlow's count for
 ``padding="same"``. Their VJPs are the rules ``max_pool_scatter`` /
 ``avg_pool_grad``, whose own VJPs are ``max_pool_gather`` / ``avg_pool``.
 
+Cross-entropy from logits is one rule (as TensorFlow's
+``softmax_cross_entropy_with_logits``), because its backward is the factor
+every course derives: ``∂/∂z (−Σ y·log softmax(z)) = softmax(z)·Σy − y``,
+which is ``p − y`` for labels that sum to one. ``sparse_softmax_cross_entropy``
+takes class indices instead of one-hot rows (``p − onehot(label)``).
+
 Params shared by these rules: ``strides``, ``pads`` (``((lo, hi), ...)``
 per spatial axis; layers turn ``padding="same"`` into numbers) and, for
 convolution, ``dilation`` and ``groups``. Spatial axes are the ones before
@@ -63,7 +69,10 @@ import weakref
 
 import numpy as np
 
-from . import broadcast_to, define, matmul
+from ..tensor import Tensor
+from . import _batch, _keepdims_shape, _log_softmax, _softmax, broadcast_to, define, log_softmax, matmul, \
+    softmax
+from . import sum as reduce_sum
 
 # ---------------------------------------------------------------------------
 # numpy helpers: padding, windows (im2col) and their transpose (col2im)
@@ -515,3 +524,79 @@ avg_pool_grad = define(
            h, pool=pool, strides=strides, pads=pads),
        lambda dg, y, g, pool, strides, pads, spatial: avg_pool_grad(
            dg, pool=pool, strides=strides, pads=pads, spatial=spatial)))
+
+
+# ---------------------------------------------------------------------------
+# Cross-entropy from logits
+# ---------------------------------------------------------------------------
+def _labels(labels) -> np.ndarray:
+    """Class indices as a numpy integer array (a recorded walk passes them as a tensor)."""
+    return labels._value if isinstance(labels, Tensor) else labels
+
+
+def _one_hot(labels, classes: int, dtype) -> np.ndarray:
+    labels = _labels(labels)
+    return np.equal.outer(labels, np.arange(classes)).astype(dtype)
+
+
+def _xent(labels, logits, axis):
+    """``−Σ y·log softmax(z)`` over ``axis``."""
+    out = labels * _log_softmax(logits, axis)
+    out = np.add.reduce(out, axis=axis)
+    return np.negative(out, out=out) if type(out) is np.ndarray else -out
+
+
+def _xent_vjp_logits(g, y, labels, logits, axis):
+    """``ḡ·(softmax(z)·Σy − y)``: ``ḡ·(p − y)`` for labels summing to one."""
+    gk = g.reshape(_batch(g, y) + _keepdims_shape(logits.shape, axis))
+    if type(g) is np.ndarray and type(labels) is np.ndarray and type(logits) is np.ndarray:
+        p = _softmax(logits, axis)
+        p *= np.add.reduce(labels, axis=axis, keepdims=True)
+        p -= labels
+        return np.multiply(p, gk, out=p) if gk.ndim <= p.ndim else p * gk
+    return gk * (softmax(logits, axis=axis) * reduce_sum(labels, axis=axis, keepdims=True) - labels)
+
+
+def _xent_jvp_logits(dz, y, labels, logits, axis):
+    return reduce_sum(dz * (softmax(logits, axis=axis) * reduce_sum(labels, axis=axis, keepdims=True) - labels),
+                      axis=axis, keepdims=False)
+
+
+softmax_cross_entropy = define(
+    "softmax_cross_entropy", _xent, saves="inputs",
+    doc="loss = −Σ y·log softmax(z) over axis (y: labels, one-hot or soft; z: logits)",
+    labels=("−log softmax(z)",
+            lambda g, y, labels, logits, axis: -(g.reshape(_batch(g, y) + _keepdims_shape(logits.shape, axis))
+                                                 * log_softmax(logits, axis=axis)),
+            lambda dl, y, labels, logits, axis: -reduce_sum(dl * log_softmax(logits, axis=axis), axis=axis,
+                                                            keepdims=False)),
+    logits=("softmax(z)·Σy − y", _xent_vjp_logits, _xent_jvp_logits))
+
+
+def _sparse_xent(labels, logits):
+    """``−log softmax(z)[label]`` over the last axis, one class index per row."""
+    rows = _log_softmax(logits, (-1,)).reshape(-1, logits.shape[-1])
+    picked = rows[np.arange(rows.shape[0]), labels.reshape(-1)]
+    return np.negative(picked, out=picked).reshape(labels.shape)
+
+
+def _sparse_xent_vjp(g, y, labels, logits):
+    """``ḡ·(softmax(z) − onehot(label))``."""
+    if type(g) is np.ndarray and type(logits) is np.ndarray and g.shape == y.shape:
+        p = _softmax(logits, (-1,))
+        rows = p.reshape(-1, p.shape[-1])
+        rows[np.arange(rows.shape[0]), _labels(labels).reshape(-1)] -= 1
+        p *= g.reshape(g.shape + (1,))
+        return p
+    gk = g.reshape(g.shape + (1,))
+    return gk * (softmax(logits, axis=(-1,)) - _one_hot(labels, logits.shape[-1], logits.dtype))
+
+
+sparse_softmax_cross_entropy = define(
+    "sparse_softmax_cross_entropy", _sparse_xent, saves="inputs",
+    doc="loss = −log softmax(z)[label] over the last axis (label: a class index per row; z: logits)",
+    labels=None,
+    logits=("softmax(z) − onehot(label)", _sparse_xent_vjp,
+            lambda dz, y, labels, logits: reduce_sum(
+                dz * (softmax(logits, axis=(-1,)) - _one_hot(labels, logits.shape[-1], logits.dtype)),
+                axis=(-1,), keepdims=False)))
