@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,3 +59,14 @@ def test_docs_table_is_replaced_between_the_markers_only(tmp_path):
     page.write_text(f"# Performance\nintro\n{report.START}\nold table\n{report.END}\noutro\n")
     report.write_docs(str(page), "new table\n")
     assert page.read_text() == f"# Performance\nintro\n{report.START}\nnew table\n{report.END}\noutro\n"
+
+
+def test_the_bare_tape_of_the_w2_floor_computes_w2s_gradients():
+    """benchmarks/w2_floor.py times a bare tape as the floor of W2: it must compute the same step."""
+    from benchmarks import w2_floor, w2_mlp
+    if w2_mlp.unavailable():
+        pytest.skip(w2_mlp.unavailable())
+    d = w2_mlp.data(True)
+    step = w2_floor._bare_step(d, w2_mlp.LR)
+    for got, want in zip(step.gradients(*d["batches"][0]), w2_mlp.reference(d)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
