@@ -260,10 +260,9 @@ def _release_node(node, stand_ins: dict) -> None:
     _release_inputs(node, stand_ins)
 
 
-def _release_unsaved(plan, mine: tuple, stand_ins: dict) -> None:
-    """Before a releasing walk: let go of the values no VJP on the ``plan`` reads (see ``Rule.saves``)."""
-    for entry in plan:
-        node = entry[0]
+def _release_unsaved(nodes, mine: tuple, stand_ins: dict) -> None:
+    """Before a releasing walk: let go of the values no VJP reads (see ``Rule.saves``) in the records of tape ``mine``."""
+    for node in nodes:
         saves = node.rule.saves
         if saves == "all" or node.tapes != mine:
             continue
@@ -660,51 +659,8 @@ def _values(inputs):
     return [t._value for t in inputs]
 
 
-def _plan(nodes, sources: set) -> tuple[set, list]:
-    """:func:`reachable`, with each path node's inputs that carry a gradient.
-
-    Returns ``(reach, plan)`` where ``plan`` lists ``(node, out id, live,
-    call, elementwise)`` in record order; ``live`` holds ``(i, input id,
-    input shape, vjp)`` for the inputs in ``reach`` that have a VJP (ids and
-    shapes, not the tensors: the plan holds no values) and ``call`` says how
-    the VJPs take their arguments (0: ``(g, y, *xs)``, 1: with the params,
-    2: a variadic rule's, with ``i=`` too). All the backward walk needs to
-    look at, read once per node here.
-    """
-    reach = set(sources)
-    plan = []
-    append, add = plan.append, reach.add
-    floating = _FLOATING
-    for node in nodes:
-        live = None
-        i = 0
-        for t in node.inputs:
-            tid = t._id
-            if tid in reach:
-                if live is None:
-                    dtype = node.out.dtype
-                    if dtype not in floating and dtype.kind not in "fc":
-                        break
-                    rule = node.rule
-                    vjps = rule.vjps
-                    variadic = rule.variadic
-                    live = []
-                vjp = vjps[0 if variadic else i]
-                if vjp is not None:
-                    live.append((i, tid, t._value.shape, vjp))
-            i += 1
-        if live:
-            oid = node.out_id
-            add(oid)
-            append((node, oid, live, 2 if variadic else 1 if node.params else 0, rule.elementwise))
-    return reach, plan
-
-
-_FLOATING = frozenset(np.dtype(k) for k in ("float16", "float32", "float64", "complex64", "complex128"))
-
-
 def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, free: int | None = None,
-             freed: set | None = None) -> dict:
+             freed: set | None = None, reach: set | None = None) -> dict:
     """Reverse-mode walk: ``{id: gradient}`` for every id on a path to ``seeds``.
 
     ``seeds`` maps target ids to upstream gradients of shape ``batch +
@@ -717,24 +673,34 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
     after it (as PyTorch does). ``freed``, if given, receives the output
     ids of those records, so that :func:`release` need not visit them again.
 
+    ``reach``: the ids a gradient may flow into. By default the walk works
+    them out first (:func:`reachable` from ``sources``). A tape whose every
+    watched tensor is a source passes the ids it tracks instead, which it
+    collected while recording: every one depends on a watched tensor, so
+    the forward pass is not needed. (An id that depends on a source only
+    through an op without gradient, ``stop_gradient(x)``, then receives a
+    contribution the walk drops at that op; integer ids never do.)
+
     This loop runs once per recorded op, so it reads everything it needs
     into locals first and keeps the common step (numpy arrays, no batch
     axes, one tape) free of branches it does not need.
     """
     if state.anomaly is not None:
         return state.anomaly.backward(nodes, seeds, sources, on_step)   # checks every step: frees after
-    reach, plan = _plan(nodes, sources)
+    keep_all = on_step is not None
+    if reach is None or keep_all:
+        reach = reachable(nodes, sources)[0]
     recorded = bool(state.recording)
     grads = {k: v for k, v in seeds.items() if k in reach}
-    keep_all = on_step is not None
     get, pop = grads.get, grads.pop
     mine, stand_ins = (free,), {}
     releasing = free is not None and not keep_all
     if releasing:
-        _release_unsaved(plan, mine, stand_ins)
+        _release_unsaved(nodes, mine, stand_ins)
     ndarray = np.ndarray
     owned = set()       # ids whose gradient is an array this walk made (a sum): later contributions add in place
-    for node, oid, live, how, elementwise in reversed(plan):
+    for node in reversed(nodes):
+        oid = node.out_id
         g = get(oid) if keep_all or oid in sources else pop(oid, None)
         if g is None:
             continue
@@ -746,18 +712,29 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
             xs = (inputs[0]._value, inputs[1]._value) if n == 2 else (inputs[0]._value,) if n == 1 else \
                 [t._value for t in inputs]
             y = node.out
+        rule = node.rule
+        vjps, variadic, elementwise, params = rule.vjps, rule.variadic, rule.elementwise, node.params
         contributions = [] if keep_all else None
-        for i, tid, shape, vjp in live:
-            if how == 0:
-                gi = vjp(g, y, *xs)
-            elif how == 1:
-                gi = vjp(g, y, *xs, **node.params)
+        i = -1
+        for t in inputs:
+            i += 1
+            tid = t._id
+            if tid not in reach:
+                continue
+            vjp = vjps[0 if variadic else i]
+            value = t._value
+            if vjp is None or value.dtype.kind not in "fc":
+                continue
+            if variadic:
+                gi = vjp(g, y, *xs, i=i, **params)
+            elif params:
+                gi = vjp(g, y, *xs, **params)
             else:
-                gi = vjp(g, y, *xs, i=i, **node.params)
+                gi = vjp(g, y, *xs)
             if gi is None:
                 continue
-            if elementwise and gi.shape != shape:
-                gi = unbroadcast(gi, shape, y.ndim)
+            if elementwise and gi.shape != value.shape:
+                gi = unbroadcast(gi, value.shape, y.ndim)
             prev = get(tid)
             if prev is None:
                 grads[tid] = gi
@@ -773,7 +750,7 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
         if keep_all:
             on_step(node, g, contributions)
         elif releasing and node.tapes == mine:
-            xs = y = g = gi = None
+            xs = y = g = gi = value = None
             _release_node(node, stand_ins)
             if freed is not None:
                 freed.add(oid)

@@ -314,8 +314,9 @@ class GradientTape:
                 seed = self._seed(t, og, recorded)
                 if seed is not None:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
-            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees(),
-                                   freed=freed)
+            source_ids = self._source_ids(flat_sources)
+            grads = engine.backward(self._nodes, seeds, source_ids, free=self._frees(), freed=freed,
+                                   reach=self._reach(source_ids))
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
         finally:
             state.recording = saved
@@ -374,8 +375,9 @@ class GradientTape:
             n = target.size
             eye = np.eye(n, dtype=target.dtype).reshape(target.shape + target.shape)
             seeds = {} if target.dtype.kind not in "fc" else {target._id: Tensor(eye) if recorded else eye}
-            grads = engine.backward(self._nodes, seeds, self._source_ids(flat_sources), free=self._frees(),
-                                   freed=freed)
+            source_ids = self._source_ids(flat_sources)
+            grads = engine.backward(self._nodes, seeds, source_ids, free=self._frees(), freed=freed,
+                                   reach=self._reach(source_ids))
             out = [self._result(grads.get(s._id), s, unconnected_gradients, batch=target.shape)
                    for s in flat_sources]
         del grads, seeds
@@ -424,6 +426,17 @@ class GradientTape:
                 return Tensor(np.zeros((source.shape[0],) + per + source.shape[1:], dtype=source.dtype))
             return None
         return g if isinstance(g, Tensor) else Tensor._wrap(np.ascontiguousarray(g))
+
+    def _reach(self, source_ids: set):
+        """What to pass as ``engine.backward(reach=...)``: the ids this tape tracks when it watches sources only.
+
+        Every tracked id depends on a watched tensor (the tape added it while
+        recording), so when each watched tensor is a source the walk needs no
+        forward pass to find the ids a gradient can reach. Otherwise (a
+        gradient with respect to some of the watched tensors) ``None``: the
+        walk works out the exact paths and computes nothing for the others.
+        """
+        return self._tracked if self._watched.keys() <= source_ids else None
 
     def _source_ids(self, sources) -> set:
         """Ids of the sources this tape tracks; the others get no gradient (TensorFlow semantics)."""

@@ -364,7 +364,8 @@ class Variable(Tensor):
                 raise TypeError(f"{what}: {var} holds {self.dtype} numbers; the value is {arr.dtype} "
                                 f"({_NOT_NUMERIC.get(arr.dtype.kind, 'not numbers')}). Give numbers, "
                                 f"e.g. np.asarray(data, dtype='{self.dtype}'). The variable is unchanged.")
-        if arr.shape != self.shape:
+        current = self._value
+        if arr.shape != current.shape:
             try:
                 arr = np.broadcast_to(arr, self.shape)
             except ValueError:
@@ -372,7 +373,9 @@ class Variable(Tensor):
                     f"{what}: variable {self.name or ''!s} has shape {self.shape}, "
                     f"the value has shape {arr.shape}. Give a value of shape {self.shape}."
                 ) from None
-        return np.array(arr, dtype=self.dtype, copy=True) if copy else arr.astype(self.dtype, copy=False)
+        if copy:
+            return np.array(arr, dtype=current.dtype, copy=True)
+        return arr if arr.dtype == current.dtype else arr.astype(current.dtype)
 
     def assign(self, value):
         """Set the value (same shape; cast to the variable's dtype). Returns the variable."""

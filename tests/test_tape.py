@@ -446,3 +446,46 @@ def test_a_persistent_tape_and_an_outer_tape_keep_their_values():
     np.testing.assert_allclose(outer.gradient(s, x).numpy(), [3.0, -6.0])   # 6x
     np.testing.assert_allclose(outer.gradient(y, x).numpy(), [0.75, 3.0])
     assert outer.trace(s).nodes                                # persistent: still drawable
+
+
+def _mixed_graph(x, w):
+    """Paths through ops without gradient: stop_gradient, an integer argmax cast back to float, a comparison."""
+    h = adv.tanh(x @ w)
+    frozen = adv.stop_gradient(h) * 3.0
+    picked = adv.cast(adv.argmax(h, axis=-1), "float64")
+    mask = adv.cast(h > 0, "float64")
+    return adv.sum(h * frozen + picked[:, None] * h + mask * h * h)
+
+
+def test_a_gradient_for_every_watched_tensor_skips_the_forward_pass_and_agrees_with_the_exact_walk(monkeypatch):
+    """When every watched tensor is a source, the walk uses the ids the tape tracked instead of a forward pass."""
+    from autodiff_viz import engine
+    rng = np.random.default_rng(3)
+    x, w = adv.Variable(rng.normal(size=(4, 3))), adv.Variable(rng.normal(size=(3, 5)))
+    with adv.GradientTape(persistent=True) as tape:
+        loss = _mixed_graph(x, w)
+    exact = engine.backward(tape._nodes, {loss._id: np.ones(())}, {x._id, w._id})
+    calls = []
+    real = engine.reachable
+    monkeypatch.setattr(engine, "reachable", lambda *a: calls.append(1) or real(*a))
+    gx, gw = tape.gradient(loss, [x, w])
+    assert calls == []
+    np.testing.assert_array_equal(gx.numpy(), exact[x._id])
+    np.testing.assert_array_equal(gw.numpy(), exact[w._id])
+    h = np.tanh(x.numpy() @ w.numpy())
+    dh = 3.0 * h + h.argmax(-1)[:, None] + 2 * (h > 0) * h     # the stop_gradient branch adds 3h and no more
+    np.testing.assert_allclose(gw.numpy(), x.numpy().T @ (dh * (1 - h * h)), rtol=1e-12)
+
+
+def test_a_gradient_for_some_watched_tensors_computes_nothing_for_the_others(monkeypatch):
+    """Asked for ∂loss/∂x only, the walk finds the exact paths first and never runs the VJP that gives ∂loss/∂w."""
+    from autodiff_viz import rules
+    rng = np.random.default_rng(4)
+    x, w = adv.Variable(rng.normal(size=(4, 3))), adv.Variable(rng.normal(size=(3, 5)))
+    with adv.GradientTape() as tape:
+        loss = _mixed_graph(x, w)
+    seen = []
+    vjps = rules.matmul.vjps
+    monkeypatch.setattr(rules.matmul, "vjps", (vjps[0], lambda *a: seen.append("W") or vjps[1](*a)))
+    gx = tape.gradient(loss, x)
+    assert seen == [] and gx.shape == (4, 3)

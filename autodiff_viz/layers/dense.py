@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from .. import regularizers
-from ..ops import matmul
 from . import activations
 from .base import Layer, positive_int
 
@@ -72,7 +71,7 @@ class Dense(Layer):
         if inputs.shape[-1] != self.kernel.shape[0]:
             raise ValueError(f"{self.name}: this layer was built for inputs with {self.kernel.shape[0]} features "
                              f"(last axis), got shape {inputs.shape}. A layer keeps the input size of its first call.")
-        y = matmul(inputs, self.kernel)
+        y = inputs @ self.kernel
         if self.use_bias:
             y = y + self.bias
         y = self.activation(y)
