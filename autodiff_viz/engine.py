@@ -751,7 +751,13 @@ def backward(nodes, seeds: dict, sources: set, on_step: Callable | None = None, 
             on_step(node, g, contributions)
         elif releasing and node.tapes == mine:
             xs = y = g = gi = value = None
-            _release_node(node, stand_ins)
+            saves = rule.saves          # what the pre-pass kept (see _release_unsaved) is all there is to let go of
+            if saves == "all":
+                _release_node(node, stand_ins)
+            elif saves == "inputs":
+                _release_inputs(node, stand_ins)
+            elif saves == "output":
+                _release_out(node)
             if freed is not None:
                 freed.add(oid)
     return grads

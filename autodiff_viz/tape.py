@@ -467,7 +467,8 @@ class GradientTape:
         if not isinstance(target, Tensor) or target.dtype.kind not in "fc":
             return None
         if output_gradient is None:
-            seed = np.ones(target.shape, dtype=target.dtype)
+            shape = target.shape
+            seed = np.array(1, dtype=target.dtype) if not shape else np.ones(shape, dtype=target.dtype)
             return Tensor._wrap(seed) if recorded else seed
         og = output_gradient if isinstance(output_gradient, Tensor) else Tensor(output_gradient)
         if og.shape != target.shape:
@@ -484,6 +485,8 @@ class GradientTape:
                 return Tensor(np.zeros(tuple(batch) + source.shape, dtype=source.dtype))
             return None
         dtype = source._value.dtype
+        if type(g) is np.ndarray and g.base is None and g.dtype == dtype:
+            return Tensor._wrap(g)      # the usual result: an array the walk made (owned, hence writeable)
         if isinstance(g, Tensor):
             return g if g._value.dtype == dtype else g.astype(dtype)
         if type(g) is not np.ndarray or g.dtype != dtype or not g.flags.writeable:
