@@ -620,21 +620,39 @@ from . import rules as R  # noqa: E402
 
 
 def _binary(rule, reflected=False):
-    """An operator method: straight to the engine when both sides are tensors."""
+    """An operator method: straight to the engine when both sides are tensors.
+
+    Arithmetic between a floating tensor without history and a Python
+    number (``lr * g`` in an update, outside any tape) is just numpy's: no
+    tape can record it (no tape tracks such a tensor and the number is a new
+    constant), so the number is not made a tensor first. numpy's weak typing
+    of the number gives the result :func:`as_tensor` would: the tensor's dtype.
+    """
     apply = engine.apply
+    forward = rule.forward
+    arithmetic = rule in (R.add, R.subtract, R.multiply, R.divide)
     if reflected:
         def method(self, other):
             if isinstance(other, Tensor):
                 return apply(rule, other, self)
+            if arithmetic and not self._lineage and (type(other) is float or type(other) is int) and \
+                    self._value.dtype.kind == "f" and not engine._anomaly_threads:
+                return _wrap(forward(other, self._value))
             return apply(rule, as_tensor(other, self), self)
     else:
         def method(self, other):
             if isinstance(other, Tensor):
                 return apply(rule, self, other)
+            if arithmetic and not self._lineage and (type(other) is float or type(other) is int) and \
+                    self._value.dtype.kind == "f" and not engine._anomaly_threads:
+                return _wrap(forward(self._value, other))
             return apply(rule, self, as_tensor(other, self))
     method.__name__ = rule.name
     method.__doc__ = f"{rule.doc} (the '{rule.name}' rule)"
     return method
+
+
+_wrap = Tensor._wrap
 
 
 def _unary(rule):

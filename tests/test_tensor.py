@@ -100,3 +100,19 @@ def test_ops_cover_the_design_list():
     np.testing.assert_allclose(adv.nn.leaky_relu(adv.constant([-1.0, 2.0])).numpy(), [-0.2, 2.0])
     assert np.isfinite(adv.nn.softplus(adv.constant(1000.0)).numpy())
     assert adv.transpose(adv.constant(np.ones((2, 3, 4))), (1, 2, 0)).shape == (3, 4, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_number_arithmetic_keeps_the_tensor_dtype_with_or_without_a_tape(dtype):
+    """``lr * g`` outside a tape is plain numpy (nothing can record it); inside, on a watched tensor, it is recorded."""
+    g = adv.constant(np.array([1.5, -2.0, 4.0], dtype=dtype))
+    plain = [0.1 * g, g * 3, 1 - g, g / 4, g + 2, 2.5 / g]
+    x = adv.constant(np.array([1.5, -2.0, 4.0], dtype=dtype))
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        recorded = [0.1 * x, x * 3, 1 - x, x / 4, x + 2, 2.5 / x]
+    assert len(tape.nodes) == 6
+    for a, b in zip(plain, recorded):
+        assert a.dtype == b.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert all(t._node is None for t in plain)
