@@ -513,7 +513,7 @@ softmax = define(
 def _log_softmax(x, axis):
     """``(x − m) − ln Σ e^(x − m)`` with ``m`` the (finite) max: the shifted ``x`` is made once and used twice."""
     m = np.maximum.reduce(x, axis=axis, keepdims=True)
-    if not np.isfinite(m).all():
+    if not math.isfinite(np.add.reduce(m, axis=None)):     # one reduction: an infinite (or NaN) max shows in the sum
         m = np.where(np.isfinite(m), m, 0)
     shifted = x - m
     total = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
