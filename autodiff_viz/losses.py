@@ -226,7 +226,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     whose gradient with respect to the logits is ``softmax(z) − onehot(label)``.
     """
     y_pred = _pred(y_pred)
-    labels = class_labels(y_true, y_pred.shape, "sparse_categorical_crossentropy", axis)
+    labels = _class_labels(y_true, y_pred.shape, "sparse_categorical_crossentropy", axis)
     if (axis if axis < 0 else axis - y_pred.ndim) == -1:
         logits = y_pred if from_logits else _logits_of(y_pred, "softmax", axis)
         if logits is not None:
@@ -238,7 +238,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     return categorical_crossentropy(Tensor._wrap(one_hot), y_pred, from_logits=from_logits, axis=axis)
 
 
-def class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.ndarray:
+def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.ndarray:
     """Integer class indices of shape ``pred_shape[:-1]`` (a trailing axis of 1 is dropped), or an error naming ``what``.
 
     Whole floats are accepted (Keras casts them); anything outside
