@@ -34,6 +34,7 @@ import functools
 import numpy as np
 
 from . import engine, nn, ops
+from . import rules as R
 from .rules import nn as RN
 from .tensor import Tensor, check_nbytes, constant
 
@@ -234,12 +235,12 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     classes = y_pred.shape[axis]
     check_nbytes("sparse_categorical_crossentropy (one-hot labels)", labels.shape + (classes,), y_pred.dtype,
                  "Check that the predictions have one column per class and the labels are class indices.")
-    one_hot = np.equal.outer(labels, np.arange(classes)).astype(y_pred.dtype)
+    one_hot = R.one_hot(labels, depth=classes, dtype=y_pred.dtype)
     return categorical_crossentropy(Tensor._wrap(one_hot), y_pred, from_logits=from_logits, axis=axis)
 
 
 def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.ndarray:
-    """Integer class indices of shape ``pred_shape[:-1]`` (a trailing axis of 1 is dropped), or an error naming ``what``.
+    """Class indices of shape ``pred_shape[:-1]`` (a trailing axis of 1 is dropped), or an error naming ``what``.
 
     Whole floats are accepted (Keras casts them); anything outside
     ``[0, classes)`` is refused before any op runs.

@@ -71,7 +71,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import _batch, _keepdims_shape, _log_softmax, _softmax, broadcast_to, define, log_softmax, matmul, \
-    softmax
+    one_hot, softmax
 from . import sum as reduce_sum
 
 # ---------------------------------------------------------------------------
@@ -534,11 +534,6 @@ def _labels(labels) -> np.ndarray:
     return labels._value if isinstance(labels, Tensor) else labels
 
 
-def _one_hot(labels, classes: int, dtype) -> np.ndarray:
-    labels = _labels(labels)
-    return np.equal.outer(labels, np.arange(classes)).astype(dtype)
-
-
 def _xent(labels, logits, axis):
     """``−Σ y·log softmax(z)`` over ``axis``."""
     out = labels * _log_softmax(logits, axis)
@@ -580,6 +575,11 @@ def _sparse_xent(labels, logits):
     return np.negative(picked, out=picked).reshape(labels.shape)
 
 
+def _minus_one_hot(logits, labels):
+    """``softmax(z) − onehot(label)`` over the last axis (rule calls: recorded when ``z`` is a tensor)."""
+    return softmax(logits, axis=(-1,)) - one_hot(_labels(labels), depth=logits.shape[-1], dtype=logits.dtype)
+
+
 def _sparse_xent_vjp(g, y, labels, logits):
     """``ḡ·(softmax(z) − onehot(label))``."""
     if type(g) is np.ndarray and type(logits) is np.ndarray and g.shape == y.shape:
@@ -589,7 +589,7 @@ def _sparse_xent_vjp(g, y, labels, logits):
         p *= g.reshape(g.shape + (1,))
         return p
     gk = g.reshape(g.shape + (1,))
-    return gk * (softmax(logits, axis=(-1,)) - _one_hot(labels, logits.shape[-1], logits.dtype))
+    return gk * _minus_one_hot(logits, labels)
 
 
 sparse_softmax_cross_entropy = define(
@@ -597,6 +597,4 @@ sparse_softmax_cross_entropy = define(
     doc="loss = −log softmax(z)[label] over the last axis (label: a class index per row; z: logits)",
     labels=None,
     logits=("softmax(z) − onehot(label)", _sparse_xent_vjp,
-            lambda dz, y, labels, logits: reduce_sum(
-                dz * (softmax(logits, axis=(-1,)) - _one_hot(labels, logits.shape[-1], logits.dtype)),
-                axis=(-1,), keepdims=False)))
+            lambda dz, y, labels, logits: reduce_sum(dz * _minus_one_hot(logits, labels), axis=(-1,), keepdims=False)))
