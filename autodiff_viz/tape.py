@@ -485,8 +485,6 @@ class GradientTape:
                 return Tensor(np.zeros(tuple(batch) + source.shape, dtype=source.dtype))
             return None
         dtype = source._value.dtype
-        if type(g) is np.ndarray and g.base is None and g.dtype == dtype:
-            return Tensor._wrap(g)      # the usual result: an array the walk made (owned, hence writeable)
         if isinstance(g, Tensor):
             return g if g._value.dtype == dtype else g.astype(dtype)
         if type(g) is not np.ndarray or g.dtype != dtype or not g.flags.writeable:

@@ -635,21 +635,26 @@ def _binary(rule, reflected=False):
         def method(self, other):
             if isinstance(other, Tensor):
                 return apply(rule, other, self)
-            if arithmetic and not self._lineage and (type(other) is float or type(other) is int) and \
-                    self._value.dtype.kind == "f" and not engine._anomaly_threads:
+            if arithmetic and _numpy_only(self, other):
                 return _wrap(forward(other, self._value))
             return apply(rule, as_tensor(other, self), self)
     else:
         def method(self, other):
             if isinstance(other, Tensor):
                 return apply(rule, self, other)
-            if arithmetic and not self._lineage and (type(other) is float or type(other) is int) and \
-                    self._value.dtype.kind == "f" and not engine._anomaly_threads:
+            if arithmetic and _numpy_only(self, other):
                 return _wrap(forward(self._value, other))
             return apply(rule, self, as_tensor(other, self))
     method.__name__ = rule.name
     method.__doc__ = f"{rule.doc} (the '{rule.name}' rule)"
     return method
+
+
+def _numpy_only(tensor: Tensor, number) -> bool:
+    """Is ``tensor <op> number`` plain numpy (see :func:`_binary`): a floating tensor without history, a Python
+    number, and no anomaly detector to check the result?"""
+    return not tensor._lineage and (type(number) is float or type(number) is int) and \
+        tensor._value.dtype.kind == "f" and not engine._anomaly_threads
 
 
 _wrap = Tensor._wrap

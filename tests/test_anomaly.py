@@ -44,6 +44,17 @@ def test_non_finite_input_is_reported_as_coming_from_upstream():
     assert "already held non-finite values" in str(info.value)
 
 
+def test_number_arithmetic_on_a_constant_is_checked_too():
+    """``t * 0.0`` on a tensor without history skips the engine outside the block, but not inside it."""
+    big = adv.constant([np.inf, 1.0], name="big")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(adv.AnomalyError) as info:
+            with adv.detect_anomaly():
+                big * 0.0
+    assert info.value.op == "multiply"
+
+
 def test_sqrt_at_zero_is_caught_in_backward():
     x = adv.Variable([0.0, 2.0], name="x")
     # without the detector the gradient silently holds nan (inf · 0 = the 0/0 of the chain rule)
