@@ -21,17 +21,17 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import harness  # noqa: E402  (imports nothing that loads a BLAS)
+
+os.environ.update(harness.thread_environment(1))
 OLD_NAME = "autodiff_viz_before"
 #: workload -> (module, case timed, baseline libraries in order of preference, repeats per round, unit)
 WORKLOADS = {"W1": ("w1_chain", "fwd+bwd", ("torch", "numpy"), 40, "µs per op"),
@@ -67,13 +67,12 @@ def main(argv=None) -> None:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="W2")
     ap.add_argument("--rounds", type=int, default=21)
     args = ap.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    harness.pin_to_cores(1)
     module, case, candidates, repeats, unit = WORKLOADS[args.workload]
     tmp = tempfile.mkdtemp(prefix="ab_")
     try:
         _export(args.commit, tmp)
-        sys.path[:0] = [ROOT, tmp]
+        sys.path.insert(0, tmp)
         import importlib
 
         import autodiff_viz as new
@@ -87,19 +86,11 @@ def main(argv=None) -> None:
             for name, variant in wl.variants("autodiff_viz", mod, d).items():
                 if "capture_locations" not in name:
                     variants[f"{tag}: {name}"] = variant
-        times: dict = {k: [] for k in variants}
-        for _ in range(args.rounds):
-            for name, variant in variants.items():
-                run = variant.cases[case]
-                run()
-                start = time.perf_counter()
-                for _ in range(repeats):
-                    run()
-                times[name].append((time.perf_counter() - start) / repeats / variant.per_call)
-        ref = statistics.median(times[label])
+        medians = harness.interleaved({name: (v.cases[case], v.per_call) for name, v in variants.items()},
+                                      args.rounds, repeats)
+        ref = medians[label]
         print(f"{args.workload} {case}, median of {args.rounds} interleaved rounds, one process pinned to one core")
-        for name, ts in times.items():
-            m = statistics.median(ts)
+        for name, m in medians.items():
             print(f"  {name:55s} {m * 1e6:9.2f} {unit}  {m / ref:6.3f}× {label}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -88,6 +88,26 @@ def measure(fn: Callable[[], object], settings: Settings) -> dict:
             "repeats": len(times), "number": number}
 
 
+def interleaved(runs: dict, rounds: int, repeats: int) -> dict:
+    """Median seconds per unit of each ``{name: (fn, per_call)}``, the runs alternating round after round.
+
+    For before/after comparisons in one process (``benchmarks/ab.py``,
+    ``benchmarks/w2_floor.py``): on a shared machine the load of the moment
+    then hits every run alike, which separate processes timed one after the
+    other cannot promise. Each round calls each ``fn`` once to warm up, then
+    ``repeats`` times timed, and divides by ``repeats · per_call``.
+    """
+    times: dict = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (fn, per_call) in runs.items():
+            fn()
+            start = time.perf_counter()
+            for _ in range(repeats):
+                fn()
+            times[name].append((time.perf_counter() - start) / repeats / per_call)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 @dataclass
 class Variant:
     """One row of a workload's table: a library used one way (``jax + jit``).
@@ -137,10 +157,10 @@ def finite_difference(f: Callable, args: list, eps: float = 1e-6) -> list:
 
 
 class Trainer:
-    """One library's model for one dtype: ``reset`` to the shared start, ``step``, ``gradients``."""
+    """One library's model: ``reset`` to the shared start, ``step``, ``gradients``, and (W2) ``logits`` for accuracy."""
 
-    def __init__(self, reset, step, gradients):
-        self.reset, self.step, self.gradients = reset, step, gradients
+    def __init__(self, reset, step, gradients, logits=None):
+        self.reset, self.step, self.gradients, self.logits = reset, step, gradients, logits
 
 
 def dtype_variant(trainers: dict, note="") -> Variant:

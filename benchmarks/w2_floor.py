@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import statistics
 import sys
-import time
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import harness  # noqa: E402  (imports nothing that loads a BLAS)
+
+os.environ.update(harness.thread_environment(1))
 
 import numpy as np  # noqa: E402
 
@@ -119,35 +119,24 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=21)
     args = ap.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    harness.pin_to_cores(1)
     import autodiff_viz as adv
     from benchmarks import w2_mlp as W
     d = W.data(False)
-    cases = {"numpy (hand-written backprop)": W.variants("numpy", np, d)["numpy"].cases["step"]}
+    per_epoch = len(d["batches"])
+    runs = {"numpy (hand-written backprop)": (W.variants("numpy", np, d)["numpy"].cases["step"], per_epoch)}
     bare = _bare_step(d, W.LR)
-    from benchmarks.harness import max_relative_error
-    error = max_relative_error(bare.gradients(*d["batches"][0]), W.reference(d))
-    cases["bare Python tape (the floor)"] = lambda: [bare(x, y) for x, y in d["batches"]]
+    error = harness.max_relative_error(bare.gradients(*d["batches"][0]), W.reference(d))
+    runs["bare Python tape (the floor)"] = (lambda: [bare(x, y) for x, y in d["batches"]], per_epoch)
     for name, variant in W.variants("autodiff_viz", adv, d).items():
         if "capture_locations" not in name:
-            cases[name] = variant.cases["step"]
-    times: dict = {k: [] for k in cases}
-    per_epoch = len(d["batches"])
-    for _ in range(args.rounds):
-        for name, epoch in cases.items():
-            epoch()
-            start = time.perf_counter()
-            for _ in range(4):
-                epoch()
-            times[name].append((time.perf_counter() - start) / 4 / per_epoch)
-    base = statistics.median(times["numpy (hand-written backprop)"])
+            runs[name] = (variant.cases["step"], variant.per_call)
+    medians = harness.interleaved(runs, args.rounds, 4)
+    base = medians["numpy (hand-written backprop)"]
     print(f"W2 step, median of {args.rounds} interleaved rounds, one process pinned to one core "
           f"(bare tape's gradients vs numpy's: max relative error {error:.1e})")
-    for name, ts in times.items():
-        m = statistics.median(ts)
+    for name, m in medians.items():
         print(f"  {name:40s} {m * 1e6:7.1f} µs  {m / base:5.2f}× numpy")
-
 
 if __name__ == "__main__":
     main()

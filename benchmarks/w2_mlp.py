@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import Variant, finite_difference, max_relative_error
+from .harness import Trainer, Variant, finite_difference, max_relative_error
 
 NAME = "W2"
 TITLE = "training step, MLP 64-128-128-10, tanh, softmax cross-entropy, batch 64, SGD, digits (ms per step)"
@@ -87,13 +87,6 @@ def check_reference() -> float:
     x, y = rng.normal(size=(5, 3)), np.array([0, 2, 1, 1, 0])
     fd = finite_difference(lambda *p: _numpy_loss(list(p), x, y), params)
     return max_relative_error(_numpy_gradients(params, x, y), fd)
-
-
-class Trainer:
-    """One library's model: ``reset`` to the shared start, ``step`` on a batch, ``logits`` for accuracy."""
-
-    def __init__(self, reset, step, gradients, logits):
-        self.reset, self.step, self.gradients, self.logits = reset, step, gradients, logits
 
 
 def _variant(trainer: Trainer, d, note="") -> Variant:
