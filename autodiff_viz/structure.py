@@ -8,18 +8,23 @@ that would keep a step's graph alive until the garbage collector runs.
 from __future__ import annotations
 
 
-def flatten(obj):
+def flatten(obj, is_leaf=None):
     """``(leaves, rebuild)``: the leaves of ``obj`` in order, and a function that
-    puts a list of new leaves back into the same structure."""
+    puts a list of new leaves back into the same structure.
+
+    ``is_leaf(container)``: True keeps that list, tuple or dict whole as one
+    leaf (as ``jax.tree_util.tree_flatten``'s ``is_leaf``).
+    """
     kind = type(obj)
     if kind is list or kind is tuple:       # the usual structure (a list of variables): one level, no spec
         for o in obj:
             if isinstance(o, (list, tuple, dict)):
                 break
         else:
-            return list(obj), kind
+            if is_leaf is None or not is_leaf(obj):
+                return list(obj), kind
     leaves: list = []
-    spec = _spec(obj, leaves)
+    spec = _spec(obj, leaves, is_leaf)
     if spec is None:
         return leaves, _single
     return leaves, lambda new: _build(spec, iter(new))
@@ -29,11 +34,11 @@ def _single(new):
     return new[0]
 
 
-def _spec(o, leaves):
-    if isinstance(o, (list, tuple)):
-        return type(o), [_spec(x, leaves) for x in o]
-    if isinstance(o, dict):
-        return dict, {key: _spec(v, leaves) for key, v in o.items()}
+def _spec(o, leaves, is_leaf):
+    if isinstance(o, (list, tuple, dict)) and (is_leaf is None or not is_leaf(o)):
+        if isinstance(o, dict):
+            return dict, {key: _spec(v, leaves, is_leaf) for key, v in o.items()}
+        return type(o), [_spec(x, leaves, is_leaf) for x in o]
     leaves.append(o)
     return None
 

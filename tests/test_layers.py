@@ -375,7 +375,7 @@ def test_build_called_by_the_user_sets_built_and_keeps_assigned_weights():
     assert d.built
     d.kernel.assign([[1.0], [2.0]])
     d.bias.assign([0.5])
-    assert d(np.array([[1.0, 1.0]])).numpy().tolist() == [[3.5]]
+    assert d([[1.0, 1.0]]).numpy().tolist() == [[3.5]]      # the issue's own call, on a Python list
     assert len(d.weights) == 2
 
 
@@ -463,3 +463,67 @@ def test_sequential_add_and_pop_update_the_variables():
     assert len(model.trainable_variables) == 4
     model.pop()
     assert len(model.trainable_variables) == 2 and len(model.weights) == 2
+
+
+# ----- Python lists as inputs ------------------------------------------------------------------
+ROW = [[1.0, -2.0, 3.0, 0.5]]                              # (1, 4)
+SEQ = [[[1.0], [-2.0], [3.0], [0.5]]]                      # (1, 4, 1)
+IMG = [[[[1.0], [-2.0]], [[3.0], [0.5]]]]                  # (1, 2, 2, 1)
+ONE_INPUT = {
+    "Dense": (lambda: layers.Dense(2), ROW),
+    "Dense on a vector": (lambda: layers.Dense(2), [1.0, -2.0]),
+    "Embedding": (lambda: layers.Embedding(5, 2), [[1, 4, 0]]),
+    "Conv1D": (lambda: layers.Conv1D(2, 2), SEQ),
+    "Conv2D": (lambda: layers.Conv2D(2, 1), IMG),
+    "Activation": (lambda: layers.Activation("relu"), ROW),
+    "Flatten": (lambda: layers.Flatten(), SEQ),
+    "Dropout": (lambda: layers.Dropout(0.5), ROW),
+    "BatchNormalization": (lambda: layers.BatchNormalization(), ROW),
+    "LayerNormalization": (lambda: layers.LayerNormalization(), ROW),
+    "Reshape": (lambda: layers.Reshape((2, 2)), ROW),
+    "MaxPooling1D": (lambda: layers.MaxPooling1D(2), SEQ),
+    "AveragePooling2D": (lambda: layers.AveragePooling2D(1), IMG),
+    "GlobalAveragePooling1D": (lambda: layers.GlobalAveragePooling1D(), SEQ),
+    "SimpleRNN": (lambda: layers.SimpleRNN(2), SEQ),
+    "LSTM": (lambda: layers.LSTM(2), SEQ),
+    "Bidirectional": (lambda: layers.Bidirectional(layers.GRU(2)), SEQ),
+    "Lambda": (lambda: layers.Lambda(lambda t: 2 * t), ROW),
+    "Sequential": (lambda: adv.Sequential([layers.Dense(3, activation="tanh"), layers.Dense(1)]), ROW),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_INPUT))
+def test_a_layer_called_on_nested_lists_treats_them_as_one_array_as_keras(name):
+    """``layer([[1., 2.]])`` is what a learner types first; Keras converts the list to one tensor."""
+    make, data = ONE_INPUT[name]
+    layer = make()
+    from_list = layer(data)
+    assert isinstance(from_list, adv.Tensor)
+    np.testing.assert_array_equal(from_list.numpy(), layer(np.asarray(data)).numpy())
+
+
+@pytest.mark.parametrize("layer", [layers.Concatenate(), layers.Add(), layers.Multiply()])
+def test_a_merge_layer_takes_a_list_of_nested_lists_as_that_many_inputs(layer):
+    np.testing.assert_array_equal(layer([ROW, ROW]).numpy(), layer([np.asarray(ROW), np.asarray(ROW)]).numpy())
+
+
+def test_attention_takes_a_list_of_nested_lists_as_query_and_value():
+    att = layers.Attention()
+    np.testing.assert_array_equal(att([SEQ, SEQ]).numpy(), att([np.asarray(SEQ), np.asarray(SEQ)]).numpy())
+
+
+@pytest.mark.parametrize("data, error, words", [
+    ([[1.0, 2.0], [3.0]], ValueError, r"dense\w* \(Dense\): .*different lengths.*rectangular"),
+    ([["a", "b"]], TypeError, r"dense\w* \(Dense\): .*strings.*numeric dtypes only"),
+    ([[1.0, None]], TypeError, r"dense\w* \(Dense\): .*numeric dtypes only"),
+])
+def test_a_nested_list_that_is_not_an_array_of_numbers_is_refused_naming_the_layer(data, error, words):
+    d = layers.Dense(1)
+    with pytest.raises(error, match=words):
+        d(data)
+    assert not d.built and d.weights == []
+
+
+def test_a_list_of_arrays_to_a_one_input_layer_is_still_refused_as_several_inputs():
+    with pytest.raises(TypeError, match=r"takes one tensor or numpy array, got a list of 2 entries"):
+        layers.Dense(1)([np.ones(2), np.ones(2)])

@@ -341,6 +341,8 @@ class Attention(Layer):
     whose keys are all masked gets weights 0 (Keras: uniform weights).
     """
 
+    _takes_list = True
+
     def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
         if score_mode != "dot":

@@ -14,7 +14,8 @@ Write a layer the Keras way:
 
 What a call does, in order: enter ``name_scope(layer.name)`` (so every op it
 records carries the scope path, ``my_model/dense_1``), convert or cast
-floating inputs to the layer's dtype, build on first use, run ``call``, and
+floating inputs to the layer's dtype (a nested list of numbers is one array,
+``layer([[1., 2.]])``, as in Keras), build on first use, run ``call``, and
 keep the result as ``layer.output``. Because a tape tracks tensors by id,
 ``tape.gradient(loss, layer.output)`` works inside the tape that recorded
 that call. ``build`` sets ``built = True`` when it returns (also a ``build``
@@ -45,7 +46,7 @@ import numpy as np
 from .. import engine
 from ..ops import cast
 from ..structure import flatten
-from ..tensor import Tensor, Variable, check_nbytes, constant
+from ..tensor import Tensor, Variable, _to_array, check_nbytes, constant
 from . import initializers
 
 _uids: defaultdict = defaultdict(int)
@@ -177,6 +178,7 @@ class Layer:
 
     _autocast = True
     _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
+    _takes_list = False     # True: call(inputs) takes a list of tensors (merge layers, Attention)
     _call_shares = (None, False)   # (cls.call, is_package_code(cls.call)): package layers' ops share the user's line
 
     def __init_subclass__(cls, **kwargs):
@@ -517,9 +519,20 @@ class Layer:
         self.built = True
 
     def _convert_inputs(self, inputs):
+        """Tensors for the inputs: arrays, numbers and nested lists of numbers become constants.
+
+        A nested list of numbers is one array (``layer([[1., 2.]])``, as
+        Keras), except at the top of a layer that takes a list of inputs
+        (``Concatenate()([[[1.]], [[2.]]])``: two inputs, as Keras).
+        """
         if type(inputs) in _LEAVES:         # one value (the usual call): no structure to flatten
             return self._convert(inputs)
-        leaves, rebuild = flatten(inputs)
+        if not self._takes_list:
+            if _python_array(inputs):
+                return self._convert(inputs)
+            leaves, rebuild = flatten(inputs, is_leaf=_python_array)
+        else:
+            leaves, rebuild = flatten(inputs, is_leaf=lambda o: o is not inputs and _python_array(o))
         return rebuild([self._convert(x) for x in leaves])
 
     def _convert(self, x):
@@ -530,8 +543,11 @@ class Layer:
             if self._autocast and x.dtype.kind == "f" and x.dtype != self.dtype:
                 return cast(x, self.dtype)
             return x
-        if isinstance(x, (np.ndarray, list, float, int, np.generic)):
-            arr = np.asarray(x)
+        if isinstance(x, (np.ndarray, list, tuple, float, int, np.generic)):
+            try:
+                arr = x if type(x) is np.ndarray else _to_array(x, None)    # a ragged list: an error that says so
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{self.name} ({type(self).__name__}): {exc}") from None
             keep = arr.dtype.kind == "f" and not self._autocast
             return constant(arr, dtype=None if keep or arr.dtype.kind not in "fiub" else self.dtype)
         return x
@@ -828,6 +844,22 @@ def _only(new):
 
 _PLAIN = frozenset({Tensor, Variable, np.ndarray, bool, int, float, str, type(None)})
 _LEAVES = frozenset({Tensor, Variable, np.ndarray})   # inputs that are one value: converted without flatten()
+_SCALARS = (int, float, complex, np.generic, str, bytes, type(None))
+
+
+def _python_array(obj) -> bool:
+    """Is ``obj`` an array written in Python: a list or tuple of scalars, or of such lists, at any depth?
+
+    Such a list is converted as one array (and a string or None in it gets
+    the error that says tensors hold numbers); a list that holds tensors or
+    numpy arrays is a structure of inputs.
+    """
+    if type(obj) is not list and type(obj) is not tuple:
+        return False
+    for o in obj:
+        if not isinstance(o, _SCALARS) and not _python_array(o):
+            return False
+    return True
 
 
 def _has_symbolic(args, kwargs) -> bool:

@@ -20,6 +20,7 @@ __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Conc
 
 
 class _Merge(Layer):
+    _takes_list = True
     min_inputs = 1
     max_inputs = None
 
