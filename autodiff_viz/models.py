@@ -600,7 +600,7 @@ class Sequential(Model):
         if dtype is not None and not isinstance(x, KerasTensor):
             if isinstance(x, Tensor):
                 return cast(x, dtype) if x.dtype != dtype else x
-            return constant(np.asarray(x), dtype=dtype)
+            return constant(self._array(x), dtype=dtype)
         return super()._convert(x)
 
     def call(self, inputs, training=None):

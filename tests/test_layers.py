@@ -527,3 +527,10 @@ def test_a_nested_list_that_is_not_an_array_of_numbers_is_refused_naming_the_lay
 def test_a_list_of_arrays_to_a_one_input_layer_is_still_refused_as_several_inputs():
     with pytest.raises(TypeError, match=r"takes one tensor or numpy array, got a list of 2 entries"):
         layers.Dense(1)([np.ones(2), np.ones(2)])
+
+
+def test_a_sequential_with_an_input_dtype_names_itself_when_a_list_is_ragged():
+    model = adv.Sequential([layers.Input((2,), dtype="float64"), layers.Dense(1)])
+    np.testing.assert_array_equal(model([[1, 2]]).numpy(), model(np.array([[1.0, 2.0]])).numpy())
+    with pytest.raises(ValueError, match=r"sequential\w* \(Sequential\): .*different lengths"):
+        model([[1.0, 2.0], [3.0]])

@@ -544,13 +544,19 @@ class Layer:
                 return cast(x, self.dtype)
             return x
         if isinstance(x, (np.ndarray, list, tuple, float, int, np.generic)):
-            try:
-                arr = x if type(x) is np.ndarray else _to_array(x, None)    # a ragged list: an error that says so
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{self.name} ({type(self).__name__}): {exc}") from None
+            arr = self._array(x)
             keep = arr.dtype.kind == "f" and not self._autocast
             return constant(arr, dtype=None if keep or arr.dtype.kind not in "fiub" else self.dtype)
         return x
+
+    def _array(self, x) -> np.ndarray:
+        """``x`` (an array, a number or a nested list of numbers) as a numpy array, or an error naming this layer."""
+        if type(x) is np.ndarray:
+            return x
+        try:
+            return _to_array(x, None)
+        except (TypeError, ValueError) as exc:     # a ragged list, strings: the error says which
+            raise type(exc)(f"{self.name} ({type(self).__name__}): {exc}") from None
 
     # ----- the functional API ------------------------------------------------
     def _symbolic_call(self, args, kwargs):
