@@ -33,7 +33,7 @@ from .diagnosis import Explanation, UnconnectedGradientError
 from .compare import Comparison, compare
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, TorchSpellingError, Variable, constant
-from .trace import Trace
+from .trace import Trace, TraceFormatError
 from .widgets import show
 from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp,
                          GradCheckReport)

@@ -228,8 +228,14 @@ def _shape_hint(hand: tuple, tape: tuple) -> str:
     return f"The gradient of a tensor has that tensor's shape, {tape}."
 
 
-def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8, factors=()) -> Row:
-    """One :class:`Row`: the hand gradient ``hand`` against the tape's ``tape`` (None: no gradient)."""
+def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8, factors=(), shape=None,
+                   why=None) -> Row:
+    """One :class:`Row`: the hand gradient ``hand`` against the tape's ``tape`` (None: no gradient).
+
+    For a tape gradient of None, ``shape`` is the tensor's shape (what a
+    gradient of it would have) and ``why`` the diagnosis to show instead of
+    the generic "the target does not depend on it".
+    """
     try:
         h = np.asarray(hand._value if isinstance(hand, Tensor) else hand)
     except Exception as exc:  # ragged lists and the like
@@ -239,8 +245,8 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
         return Row(name, node, "invalid", h.shape, _shape(tape), np.nan, np.nan,
                    f"Your gradient has dtype {h.dtype}; give floating-point numbers.", tuple(factors))
     if tape is None:
-        return Row(name, node, "no_gradient", h.shape, (), np.nan, np.nan,
-                   "The target does not depend on it, so the tape has no gradient for it "
+        return Row(name, node, "no_gradient", h.shape, () if shape is None else tuple(shape), np.nan, np.nan,
+                   why or "The target does not depend on it, so the tape has no gradient for it "
                    "(tape.explain(target, tensor) says why).", tuple(factors))
     t = np.asarray(tape)
     if h.shape != t.shape:
@@ -282,8 +288,12 @@ def _shape(a) -> tuple:
 # On a tape
 # ---------------------------------------------------------------------------
 def _names_on_tape(tape, namespace: dict) -> dict:
-    """``{name: tensor}`` for the tensors of the record that a name in ``namespace`` holds, or a trace names."""
-    ids = {rec.out_id for rec in tape._nodes} | set(tape._tracked)
+    """``{name: tensor}`` for the tensors of the record (made, read or watched) that a name in ``namespace`` holds.
+
+    A constant that a recorded op read is on the tape too (a node of its
+    trace), so ``{"c": g}`` finds it as ``{c: g}`` does.
+    """
+    ids = {x._id for rec in tape._nodes for x in rec.inputs} | {rec.out_id for rec in tape._nodes} | set(tape._tracked)
     out = {}
     for k, v in namespace.items():
         if isinstance(v, Tensor) and v._id in ids and not k.startswith("_"):
@@ -348,6 +358,8 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
     if not isinstance(target, Tensor):
         raise TypeError(f"compare: the target must be a tensor (the loss), got {type(target).__name__}.")
     tape._require_values("tape.compare()")
+    from .diagnosis import explain, require_recorded
+    require_recorded(tape, target, "tape.compare()")
     if namespace is None:
         frame = sys._getframe(2)
         namespace = {**frame.f_globals, **frame.f_locals}
@@ -362,6 +374,7 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
         tid = tensor._id if tensor is not None else (by_node[node_id].tensor_id if node_id else None)
         if tid is not None:
             ids.add(tid)
+    ids &= tape._tracked          # as tape.gradient: an unwatched constant gets no gradient
     grads = {}
     if target.dtype.kind in "fc" and target._id in {rec.out_id for rec in tape._nodes} | set(tape._tracked):
         with engine.paused(), np.errstate(all="ignore"):
@@ -370,9 +383,15 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
     rows = []
     for (label, tensor, node_id), value in resolved:
         tid = tensor._id if tensor is not None else (by_node[node_id].tensor_id if node_id else None)
-        g = grads.get(tid)
+        g = grads.get(tid) if tid in ids else None
+        shape = why = None
+        if g is None:
+            shape = tensor.shape if tensor is not None else (by_node[node_id].shape if node_id else None)
+            if tensor is not None:
+                ex = explain(tape, target, tensor)
+                why = f"The tape has no gradient for it; tape.explain(target, it) says {ex.reason}: {ex.message}"
         rows.append(compare_arrays(label, node_id, value, None if g is None else np.asarray(g), rtol, atol,
-                                   _factors(trace, node_id)))
+                                   _factors(trace, node_id), shape, why))
     return along_backward(rows, trace)
 
 

@@ -399,6 +399,15 @@ def _cut_at(tape, target, source, node, live) -> Explanation:
     if source._id not in tape._tracked:
         return _not_watched(tape, source, ids, node)
     blocked = [(i, x) for i, x in live if rule.spec(i).vjp is None]
+    if blocked and rule.name == "stop_gradient":
+        return Explanation(
+            "non_differentiable_op",
+            f"The path from {_label(source)} runs through adv.stop_gradient, which passes the value on "
+            "unchanged but, by design, sends no gradient back: the tape treats its output as a "
+            f"constant.{_code(node.location)}\n"
+            "Fix: remove adv.stop_gradient where you want the gradient; keep it where the cut is "
+            "intended (a target network, a detached baseline).",
+            _where(node.location), ids, edges, rule.name, (node.location,))
     if blocked:
         names = ", ".join(f"'{rule.spec(i).name}'" for i, _ in blocked)
         return Explanation(
@@ -413,7 +422,8 @@ def _cut_at(tape, target, source, node, live) -> Explanation:
         return Explanation(
             "integer_dtype",
             f"On the path from {_label(source)}, '{rule.name}' turns the value into integers "
-            f"({node.out.dtype}). Integers cannot carry a gradient, so it stops here.{_code(node.location)}\n"
+            f"({node.out.dtype}). Integers cannot carry a gradient, so it stops here (an index such as "
+            f"adv.take(x, i) or x[i] uses the integers' values, not a gradient).{_code(node.location)}\n"
             "Fix: keep the value floating (cast to 'float32' or 'float64', not to an integer type); "
             "cast to integers only for indexing, off the path you differentiate.",
             _where(node.location), ids, edges, rule.name, (node.location,))
@@ -427,7 +437,6 @@ _STAND_IN = {
     "argmax": "softmax weights instead of the index",
     "argmin": "softmax of the negated values instead of the index",
     "one_hot": "soft targets such as softmax probabilities",
-    "stop_gradient": "remove adv.stop_gradient where you want the gradient",
     "less": "a smooth step such as adv.nn.sigmoid(k·(b − a))",
     "greater": "a smooth step such as adv.nn.sigmoid(k·(a − b))",
     "where": "pass the gradient through the selected branches, not the condition",
@@ -509,30 +518,135 @@ def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
     escaped = _left_the_tape(tape, target, source, nodes, tensors, reach)
     if escaped is not None:
         return escaped
-    when = _made(tape, target._id)
-    if when is not None and (target._node is None or not _recorded_by(tape, target._node)):
-        loc = target._node.location if target._node is not None else None
-        return Explanation(
-            "computed_outside_tape",
-            f"The target {_label(target)} was computed {_WHEN[when]}, so this tape never recorded "
-            f"how it depends on {_label(source)}.{_code(loc)}\n"
-            "Fix: compute the target inside the `with adv.GradientTape() as tape:` block.",
-            _where(loc), (target._id,), (), None, (loc,) if loc else ())
+    outside = _target_outside(tape, target, f" how it depends on {_label(source)}")
+    if outside is not None:
+        return outside
     if source._id not in tape._tracked and not isinstance(source, Variable):
         if source._node is not None:
             stale = _stale_source(tape, source)
             if stale is not None:
                 return stale
         return _not_watched(tape, source, ())
-    loc = target._node.location if target._node is not None else None
-    return Explanation(
-        "not_used",
+    cut = _assigned(tape, source, nodes, tensors, reach) or _made_integer(tape, target, source, nodes, reach)
+    if cut is not None:
+        return cut
+    return _at_target(
+        target, "not_used",
         f"The target {_label(target)} does not depend on {_label(source)} at all: no op that made "
-        f"the target reads the source.{_code(loc)}\n"
+        "the target reads the source.",
         "Fix: check that the loss uses this tensor (a typo, a different copy of the variable, or a "
         "layer that was built twice); its gradient is genuinely zero, use "
-        "unconnected_gradients='zero' if you want zeros instead of None.",
-        _where(loc), (source._id, target._id), (), None, (loc,) if loc else ())
+        "unconnected_gradients='zero' if you want zeros instead of None.", (source._id, target._id))
+
+
+def _at_target(target, reason: str, what: str, fix: str, ids) -> Explanation:
+    """An explanation located at the line that made ``target``: ``what``, that line, then ``fix``."""
+    loc = target._node.location if target._node is not None else None
+    return Explanation(reason, f"{what}{_code(loc)}\n{fix}", _where(loc), tuple(ids), (), None,
+                       (loc,) if loc else ())
+
+
+def _target_outside(tape, target, what: str = "") -> Explanation | None:
+    """The target was made while this tape did not record (before, after, paused): computed_outside_tape.
+
+    ``what`` completes "this tape never recorded …" (how it depends on a source); None when the
+    target was made while the tape recorded, or this tape recorded the op that made it.
+    """
+    when = _made(tape, target._id)
+    if when is None or (target._node is not None and _recorded_by(tape, target._node)):
+        return None
+    return _at_target(
+        target, "computed_outside_tape",
+        f"The target {_label(target)} was computed {_WHEN[when]}, so this tape never recorded{what or ' it'}.",
+        "Fix: compute the target inside the `with adv.GradientTape() as tape:` block.", (target._id,))
+
+
+def unrecorded_target(tape, target) -> Explanation | None:
+    """Why this tape holds nothing for ``target`` (so no trace or comparison of it), or None when it does.
+
+    The target is on the tape when a record made it or read it, or the tape
+    watches it. Otherwise it was computed outside the tape
+    (``computed_outside_tape``) or, made while the tape recorded, from
+    nothing the tape watches (``not_watched``): a constant, or ops on constants.
+    """
+    tid = target._id
+    if tid in tape._tracked or any(n.out_id == tid or any(x._id == tid for x in n.inputs) for n in tape._nodes):
+        return None
+    outside = _target_outside(tape, target)
+    if outside is not None:
+        return outside
+    return _at_target(
+        target, "not_watched",
+        f"The target {_label(target)} was made from nothing this tape watches (constants only), so "
+        "the tape recorded none of the ops that made it.",
+        "Fix: make the inputs adv.Variable(...) or call tape.watch(x) on them inside the `with` block, "
+        "before the ops that use them.", (tid,))
+
+
+def require_recorded(tape, target, what: str) -> None:
+    """Refuse a target this tape holds nothing about (its trace or comparison would be empty), saying why.
+
+    The text is :func:`unrecorded_target`'s diagnosis (the same words as
+    ``tape.explain`` and ``adv.show``), with its fix. ``None`` and non-tensor
+    targets pass: the caller handles them.
+    """
+    if not isinstance(target, Tensor):
+        return
+    why = unrecorded_target(tape, target)
+    if why is not None:
+        raise ValueError(f"{what}: this tape recorded nothing about the target, so there is nothing to show "
+                         f"({why.reason}).\n{why.message}")
+
+
+def _assigned(tape, source, nodes, tensors, reach) -> Explanation | None:
+    """A variable the target's history reads was assigned a value that depends on the source.
+
+    ``v.assign(t)`` copies ``t``'s value into the variable and records no
+    op, so the target's history stops at the variable (a leaf). The engine
+    notes each assign of a tracked value (``tape._assigns``, see
+    :func:`engine.assigned`); this finds one whose variable the target reads
+    and whose value depends on the source.
+    """
+    for note in reversed(tape._assigns):
+        if note.variable_id in tensors and (note.value_id == source._id or note.value_id in reach):
+            var = tape._watched.get(note.variable_id, tensors[note.variable_id])
+            made = next((n for n in tape._nodes if n.out_id == note.value_id), None)
+            return _assign_explanation(source, var, note, made)
+    return None
+
+
+def _assign_explanation(source, var, note, made) -> Explanation:
+    what = _label(source) if made is None else _output_of(made)
+    loc = note.location
+    return Explanation(
+        "non_differentiable_op",
+        f"The path from {_label(source)} stops at an assignment: {what} was stored in the variable "
+        f"{_label(var)} with .{note.how}(), and the target reads the variable.{_code(loc)}\n"
+        "Assigning to a variable is not differentiable (as in TensorFlow): the tape sees the variable "
+        "as a leaf with no history, so the gradient stops at the assign.\n"
+        "Fix: use the tensor itself in the loss (y = v * 2.0; loss = adv.sum(y * 3.0)) instead of "
+        "assigning it to a variable; assign only to store results, outside what you differentiate.",
+        _where(loc), (source._id, note.value_id, note.variable_id), (), note.how, (loc,) if loc else ())
+
+
+def _made_integer(tape, target, source, nodes, reach) -> Explanation | None:
+    """An op of this tape turned a value that depends on the source into integers used off the graph.
+
+    Integer tensors enter ops such as ``take`` and ``x[i]`` as indices (values,
+    not inputs), so they leave no edge in the target's history. The op is the
+    one whose integer output an op of the history holds as an index, else —
+    when the target has no history on this tape — the last one.
+    """
+    exits = [n for n in tape._nodes if n.out.dtype.kind not in "fc" and any(x._id in reach for x in n.inputs)]
+    if not exits:
+        return None
+    held = {id(p) for node in nodes for v in node.params.values()
+            for p in (v if isinstance(v, tuple) else (v,)) if isinstance(p, np.ndarray)}
+    used = [n for n in exits if id(n.out) in held]
+    if not used and target._node is not None and _recorded_by(tape, target._node):
+        return None
+    node = (used or exits)[-1]
+    return _cut_at(tape, target, source, node, [(i, x) for i, x in enumerate(node.inputs) if x._id in reach])
 
 
 def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation | None:

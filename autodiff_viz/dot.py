@@ -508,6 +508,33 @@ def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position):
     return boxes, owner
 
 
+def _check_budget(budget) -> None:
+    """``budget`` is None (no folding for size) or a number of boxes >= 1."""
+    if budget is None:
+        return
+    if isinstance(budget, bool) or not hasattr(budget, "__index__"):
+        raise TypeError(f"budget must be a whole number of boxes (e.g. {NODE_BUDGET}) or None for no limit, "
+                        f"got {type(budget).__name__} {budget!r}.")
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 box (or None for no limit), got {budget}.")
+
+
+def _expanded_keys(expanded) -> frozenset:
+    """``expanded`` as a set of box keys; a single string is refused (it would be read letter by letter)."""
+    if isinstance(expanded, str):
+        raise TypeError(f"expanded takes a collection of box keys, got the string {expanded!r}: write "
+                        f"expanded={{{expanded!r}}} (the keys are those of trace.groups()).")
+    try:
+        keys = frozenset(expanded or ())
+    except TypeError:
+        raise TypeError(f"expanded takes a collection of box keys (strings from trace.groups()), got "
+                        f"{type(expanded).__name__}.") from None
+    bad = [k for k in keys if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"expanded takes box keys as strings (from trace.groups()), got {bad[0]!r}.")
+    return keys
+
+
 def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=(), rolled=None) -> Layout:
     """Group the trace's nodes into boxes, then fold deeper until at most ``budget`` boxes remain.
 
@@ -529,7 +556,8 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=(), rolled=None)
     if collapse not in COLLAPSES and not (isinstance(collapse, int) and not isinstance(collapse, bool)
                                           and collapse >= 1):
         raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
-    expanded = frozenset(expanded or ())
+    _check_budget(budget)
+    expanded = _expanded_keys(expanded)
     position = {n.id: k for k, n in enumerate(trace.nodes)}
     h = hierarchy(trace)
     notes = []

@@ -435,10 +435,15 @@ class shared_location:
 
 
 @contextlib.contextmanager
-def paused():
-    """Run engine-internal computation: nothing is recorded, no history kept."""
+def paused(lineage: bool = False):
+    """Run engine-internal computation: no tape records anything, and no history is kept.
+
+    ``lineage=True`` keeps the history (each op's record, as outside any
+    tape) while still recording on no tape: ``evaluate`` uses it so a loss
+    can read the logits off the record of a final ``sigmoid``/``softmax``.
+    """
     old_rec, old_lin = state.recording, state.lineage
-    state.recording, state.lineage = [], False
+    state.recording, state.lineage = [], lineage
     try:
         yield
     finally:
@@ -592,6 +597,21 @@ def left_the_tape(tensor: Tensor, how: str) -> None:
         if tensor._id in tape._tracked or (
                 type(tensor) is Variable and tensor.trainable and tape.watch_accessed_variables):
             tape._escaped(tensor, how, user_location() if config.capture_locations else None)
+
+
+def assigned(variable: Variable, value, how: str) -> None:
+    """Note that a tracked tensor ``value`` was stored in ``variable`` (``how``: ``"assign"`` ...) while tapes record.
+
+    An assign is not differentiable: the variable is a leaf afterwards, so a
+    loss that reads it does not depend on ``value``'s history. The note lets
+    ``tape.explain`` say where the gradient stopped.
+    """
+    if not isinstance(value, Tensor):
+        return
+    for tape in state.recording:
+        if value._id in tape._tracked or (
+                type(value) is Variable and value.trainable and tape.watch_accessed_variables):
+            tape._assigned(variable, value, how, user_location() if config.capture_locations else None)
 
 
 # ---------------------------------------------------------------------------

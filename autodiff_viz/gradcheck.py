@@ -10,10 +10,15 @@ For each argument the whole Jacobian is computed three ways: by central
 differences ``(f(x + εeᵢ) − f(x − εeᵢ)) / 2ε``, by reverse mode (VJPs), and
 by forward mode (JVPs). A row fails when some entry differs by more than
 ``atol + rtol·|numeric|``.
+
+The call is JAX's ``jax.test_util.check_grads(f, args, order, modes, atol, rtol, eps)``:
+``adv.check_grads(f, (x, y), 2, modes=("fwd", "rev"))`` also checks the derivatives of the VJPs
+and JVPs (second derivatives); ``argnums=`` (by name) picks the arguments.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 
@@ -32,6 +37,7 @@ class GradCheckRow:
     max_rel_error: float
     ok: bool
     note: str = ""
+    of: str = "f"             # the function checked: f, or a derivative of it (check_grads order > 1)
 
 
 @dataclass
@@ -99,12 +105,15 @@ class GradCheckReport:
         return self.ok
 
     def __str__(self):
-        head = f"{'arg':>3}  {'mode':<8} {'max abs err':>12} {'max rel err':>12}  result"
+        width = max((len(r.of) for r in self.rows if r.of != "f"), default=0)
+        of = (lambda r: f"{r.of:<{width}}  ") if width else (lambda r: "")
+        head = f"{'of':<{width}}  " * bool(width) + f"{'arg':>3}  {'mode':<8} {'max abs err':>12} {'max rel err':>12}  result"
         lines = [head, "-" * len(head)]
         for r in self.rows:
             verdict = "ok" if r.ok else "MISMATCH"
             note = f"  ({r.note})" if r.note else ""
-            lines.append(f"{r.argnum:>3}  {r.mode:<8} {r.max_abs_error:12.3e} {r.max_rel_error:12.3e}  {verdict}{note}")
+            lines.append(f"{of(r)}{r.argnum:>3}  {r.mode:<8} {r.max_abs_error:12.3e} {r.max_rel_error:12.3e}  "
+                         f"{verdict}{note}")
         if self.edges:
             lines.append("")
             head = f"{'op':<18} {'input':<8} {'mode':<8} {'max abs err':>12}  {'result':<8} factor / where"
@@ -121,10 +130,10 @@ class GradCheckReport:
     def _repr_html_(self):
         import html
         rows = "".join(
-            f"<tr><td>{r.argnum}</td><td>{r.mode}</td><td>{r.max_abs_error:.3e}</td>"
+            f"<tr><td>{html.escape(r.of)}</td><td>{r.argnum}</td><td>{r.mode}</td><td>{r.max_abs_error:.3e}</td>"
             f"<td>{r.max_rel_error:.3e}</td><td style='font-weight:bold'>{'ok' if r.ok else 'MISMATCH'}</td>"
             f"<td>{html.escape(r.note)}</td></tr>" for r in self.rows)
-        table = ("<table><thead><tr><th>arg</th><th>mode</th><th>max abs err</th><th>max rel err</th>"
+        table = ("<table><thead><tr><th>of</th><th>arg</th><th>mode</th><th>max abs err</th><th>max rel err</th>"
                  f"<th>result</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
         if not self.edges:
             return table
@@ -166,47 +175,138 @@ def _compare(auto, numeric, atol, rtol) -> tuple:
     return abs_err, rel_err, bool(np.all(err <= atol + rtol * np.abs(numeric)))
 
 
-def check_grads(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7,
-                modes=("reverse", "forward"), raise_on_error=False, per_edge=False) -> GradCheckReport:
+_MODES = {"reverse": "reverse", "rev": "reverse", "forward": "forward", "fwd": "forward"}
+
+
+def _check_call(args, order, modes, argnums) -> tuple:
+    """``(modes, argnums)`` normalised; a call that means something else is refused before any work.
+
+    The signature is JAX's (``check_grads(f, args, order, modes, atol, rtol, eps)``), so a third
+    positional argument is ``order``; a sequence there was meant as ``argnums``.
+    """
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"check_grads: args must be a list or tuple of f's arguments, got {type(args).__name__}; "
+                        "for one argument x write check_grads(f, [x]).")
+    if isinstance(order, bool) or not isinstance(order, Integral):
+        raise TypeError(f"check_grads: the third argument is order (as jax.test_util.check_grads), got {order!r}. "
+                        f"To choose which arguments to check pass it by name: check_grads(f, args, argnums={order!r}).")
+    if order < 1:
+        raise ValueError(f"check_grads: order must be 1 (first derivatives) or more, got {order}. The third "
+                         "argument is order, as JAX's; to check one argument use argnums=..., e.g. "
+                         f"check_grads(f, args, argnums={order}).")
+    return _modes(modes), _argnums(argnums, len(args))
+
+
+def _modes(modes) -> tuple:
+    """``modes`` as a tuple of ``"reverse"``/``"forward"`` (JAX's ``"rev"``/``"fwd"`` accepted)."""
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    bad = [m for m in modes if m not in _MODES]
+    if bad or not modes:
+        raise ValueError(f"check_grads: modes must name 'reverse' and/or 'forward' (JAX's 'rev'/'fwd' too), "
+                         f"got {modes!r}; e.g. modes=('rev',).")
+    return tuple(dict.fromkeys(_MODES[m] for m in modes))
+
+
+def _argnums(argnums, n) -> list:
+    """The checked arguments' indices, sorted and non-negative (all ``n`` when None)."""
+    nums = range(n) if argnums is None else ([argnums] if isinstance(argnums, Integral) else list(argnums))
+    for k in nums:
+        if isinstance(k, bool) or not isinstance(k, Integral) or not -n <= k < n:
+            raise ValueError(f"check_grads: argnums {k!r} is not an argument of f, which is called with {n} "
+                             f"argument(s) (valid: 0 to {n - 1}).")
+    return sorted({int(k) % n for k in nums})
+
+
+def check_grads(f, args, order=1, modes=("reverse", "forward"), atol=None, rtol=None, eps=None, *,
+                argnums=None, raise_on_error=False, per_edge=False) -> GradCheckReport:
     """Compare ``f``'s autodiff Jacobians with finite differences, per argument.
+
+    The signature is ``jax.test_util.check_grads``'s (``check_grads(f, (x, y), 2, modes=("fwd", "rev"))``
+    means the same here), with a report instead of an exception unless ``raise_on_error``.
 
     Args:
         f: a function of tensors returning a tensor.
-        args: the point to check at (arrays or tensors; converted to float64).
+        args: the point to check at, a list or tuple (arrays or tensors; converted to float64).
+        order: 1 checks the first derivatives. 2 also checks the derivatives of the derivatives, as
+            JAX: in reverse mode the VJP ``(args, ḡ) ↦ ḡᵀ∂f/∂xₖ`` as a function of the arguments and
+            a random cotangent ``ḡ``, in forward mode the JVP ``(args, ẋ) ↦ ∂f/∂x·ẋ``; and so on.
+        modes: ``"reverse"`` (VJP rules) and/or ``"forward"`` (JVP rules); JAX's ``"rev"``/``"fwd"`` too.
+        atol: absolute tolerance (default 1e-7).
+        rtol: relative tolerance (default 1e-5).
+        eps: the finite-difference step (default 1e-6).
         argnums: which arguments to check (default: all).
-        eps: the finite-difference step.
-        rtol: relative tolerance.
-        atol: absolute tolerance.
-        modes: ``"reverse"`` (VJP rules), ``"forward"`` (JVP rules), or both.
         raise_on_error: raise :class:`GradientCheckError` with the table on a mismatch.
         per_edge: also check every recorded op on the way from the checked
             arguments to the output on its own (its rule's VJP/JVP against
             finite differences of that op's forward at the values it saw), so
             a mismatch names the op, the input and the line (``report.edges``).
     """
+    modes, nums = _check_call(args, order, modes, argnums)
+    atol = 1e-7 if atol is None else atol
+    rtol = 1e-5 if rtol is None else rtol
+    eps = 1e-6 if eps is None else eps
+    args = [np.array(a._value if isinstance(a, Tensor) else a, dtype=np.float64) for a in args]
+    report = GradCheckReport(eps=eps, rtol=rtol, atol=atol)
+    report.rows = _check_rows(f, args, nums, order, modes, eps, rtol, atol, "f")
+    if per_edge:
+        report.edges, report._record = _check_edges(f, args, nums, eps, rtol, atol, modes)
+    if raise_on_error and not report.ok:
+        raise GradientCheckError("gradient check failed:\n" + str(report))
+    return report
+
+
+def _check_rows(f, args, nums, order, modes, eps, rtol, atol, of) -> list:
+    """The rows of one order for ``f`` (named ``of`` in the table), then those of its derivatives."""
     from .transforms import jacobian
 
-    args = [np.array(a._value if isinstance(a, Tensor) else a, dtype=np.float64) for a in args]
-    nums = range(len(args)) if argnums is None else ([argnums] if isinstance(argnums, int) else argnums)
-    report = GradCheckReport(eps=eps, rtol=rtol, atol=atol)
+    rows = []
     for k in nums:
         numeric = numeric_jacobian(f, args, k, eps)
         for mode in modes:
             try:
                 auto = _value(jacobian(f, argnums=k, mode=mode)(*[Tensor(a) for a in args]))
             except NotImplementedError as exc:
-                report.rows.append(GradCheckRow(k, mode, float("nan"), float("nan"), True, f"not checked: {exc}"))
+                rows.append(GradCheckRow(k, mode, float("nan"), float("nan"), True, f"not checked: {exc}", of))
                 continue
             if auto.shape != numeric.shape:
-                report.rows.append(GradCheckRow(k, mode, float("inf"), float("inf"), False,
-                                                f"shape {auto.shape} but numeric {numeric.shape}"))
+                rows.append(GradCheckRow(k, mode, float("inf"), float("inf"), False,
+                                         f"shape {auto.shape} but numeric {numeric.shape}", of))
                 continue
-            report.rows.append(GradCheckRow(k, mode, *_compare(auto, numeric, atol, rtol)))
-    if per_edge:
-        report.edges, report._record = _check_edges(f, args, nums, eps, rtol, atol, modes)
-    if raise_on_error and not report.ok:
-        raise GradientCheckError("gradient check failed:\n" + str(report))
-    return report
+            rows.append(GradCheckRow(k, mode, *_compare(auto, numeric, atol, rtol), of=of))
+    if order > 1:       # reverse: one VJP per checked argument; forward: one JVP along all of them
+        for mode in modes:
+            for k in (nums if mode == "reverse" else [None]):
+                g, g_args, g_nums, name = _derivative(f, args, nums, k, mode, of)
+                rows += _check_rows(g, g_args, g_nums, order - 1, modes, eps, rtol, atol, name)
+    return rows
+
+
+def _derivative(f, args, nums, k, mode, of) -> tuple:
+    """``(g, g_args, g_nums, name)``: the derivative of ``f`` that JAX's next order checks.
+
+    Reverse: ``g(*args, ḡ) = ḡᵀ ∂f/∂args[k]``; forward (``k`` None): ``g(*args, ẋ…) = Σⱼ ∂f/∂args[j]·ẋⱼ``
+    over the checked arguments. The cotangent and tangents are fixed random values (seeded), and
+    they are arguments of ``g`` too, so its Jacobian covers how the derivative depends on them.
+    """
+    from .transforms import jvp, vjp
+
+    rng = np.random.default_rng(len(args) * 31 + (k or 0))
+    n = len(args)
+    if mode == "reverse":
+        out = _value(f(*[Tensor(a) for a in args]))
+        ct = rng.normal(size=out.shape)
+
+        def g(*a):
+            return vjp(f, *a[:n])[1](a[n])[k]
+        return g, args + [ct], list(nums) + [n], f"ḡᵀ∂{of}/∂x{k}"
+    tangents = [rng.normal(size=args[j].shape) for j in nums]
+
+    def g(*a):
+        full = [np.zeros_like(x) for x in args]
+        for j, t in zip(nums, a[n:]):
+            full[j] = t
+        return jvp(f, a[:n], full)[1]
+    return g, args + tangents, list(nums) + list(range(n, n + len(nums))), f"∂{of}·ẋ"
 
 
 # ---------------------------------------------------------------------------
@@ -223,8 +323,7 @@ def check_edges(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7, modes=("r
     with identities and compared with central differences of the op's own
     forward, at the values the op saw, in float64.
     """
-    nums = range(len(args)) if argnums is None else ([argnums] if isinstance(argnums, int) else argnums)
-    return _check_edges(f, args, list(nums), eps, rtol, atol, modes)[0]
+    return _check_edges(f, args, _argnums(argnums, len(args)), eps, rtol, atol, _modes(modes))[0]
 
 
 def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:

@@ -94,8 +94,12 @@ def where(condition, x=None, y=None):
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, clip_value_min=None, clip_value_max=None):
-    """``a`` limited to ``[a_min, a_max]`` (either may be None); the gradient is 1 inside and 0 outside.
+    """``a`` limited to ``[a_min, a_max]`` (either may be None): ``y = min(max(a, a_min), a_max)``.
 
+    Each output entry is one of ``a``, ``a_min`` or ``a_max``, and that one gets the gradient (slope 1):
+    ``a`` where ``a_min ≤ a ≤ a_max``, a bound where the entry was clipped to it, as ``torch.clamp``,
+    ``tf.clip_by_value`` and ``jax.numpy.clip``. Bounds may be numbers or tensors that broadcast
+    against ``a`` (a tensor bound's gradient is summed over the entries it clipped).
     numpy's ``a_min``/``a_max`` (or ``min``/``max``) and TensorFlow's ``clip_value_min``/``clip_value_max``.
     """
     _no_out(out, "clip")
@@ -116,29 +120,51 @@ def _no_out(out, op):
                         f"(y = adv.{op}(...)).")
 
 
+_UNSUPPORTED_FIX = {
+    "where": "reduce the selected entries instead: adv.{op}(x[mask])",
+    "initial": "combine it with the result instead: {initial}",
+    "mean": "leave it out: the op computes the mean (and differentiates through it)",
+}
+_WITH_INITIAL = {"sum": "adv.sum(x) + initial", "prod": "adv.prod(x) * initial",
+                 "max": "adv.maximum(adv.max(x), initial)", "min": "adv.minimum(adv.min(x), initial)"}
+
+
+def _refuse_numpy_keywords(op, **given):
+    """numpy keywords the op does not support, given a value other than numpy's default: a TypeError that
+    names the op, the keyword and what to write instead (not Python's bare "unexpected keyword")."""
+    for key, value in given.items():
+        if value is not None and not (key == "where" and np.ndim(value) == 0 and bool(value)):
+            raise TypeError(f"{op}: numpy's {key}= is not supported by autodiff_viz; "
+                            + _UNSUPPORTED_FIX[key].format(op=op, initial=_WITH_INITIAL.get(op)) + ".")
+
+
 def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
     _no_out(out, rule.name)
     x = _tensor(x) if dtype is None else cast(x, dtype)
     return apply(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims), **params)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``Σ a`` over ``axis`` (all axes when None), as ``np.sum``."""
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``Σ a`` over ``axis`` (all axes when None), as ``np.sum`` (``initial``/``where`` are refused by name)."""
+    _refuse_numpy_keywords("sum", initial=initial, where=where)
     return _reduce(R.sum, a, axis, keepdims, dtype, out)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """The mean over ``axis``, as ``np.mean``."""
+    _refuse_numpy_keywords("mean", where=where)
     return _reduce(R.mean, a, axis, keepdims, dtype, out)
 
 
-def max(a, axis=None, out=None, keepdims=False):
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
     """The largest entry over ``axis``. Tied maxima share the gradient equally (as JAX and TensorFlow)."""
+    _refuse_numpy_keywords("max", initial=initial, where=where)
     return _reduce(R.max, a, axis, keepdims, None, out)
 
 
-def min(a, axis=None, out=None, keepdims=False):
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
     """The smallest entry over ``axis``. Tied minima share the gradient equally (as JAX and TensorFlow)."""
+    _refuse_numpy_keywords("min", initial=initial, where=where)
     return _reduce(R.min, a, axis, keepdims, None, out)
 
 
@@ -168,15 +194,38 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
 
 
 # ----- shapes ----------------------------------------------------------------
-def reshape(x, shape):
+def _dims(shape, op) -> tuple:
+    """``shape`` (an int or a sequence of ints) as a tuple; a non-integer size is refused, as numpy does."""
+    items = (shape,) if isinstance(shape, Integral) or np.ndim(shape) == 0 else tuple(shape)
+    for s in items:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, Integral):
+            raise TypeError(f"{op}: sizes must be integers, got {s!r} in {shape!r}; write e.g. {op}(x, (2, -1)) "
+                            "(int(n) if n is a computed float).")
+    return tuple(int(s) for s in items)
+
+
+def reshape(x, shape=None, order="C", *, newshape=None, copy=None):
+    """``x`` with another shape of the same number of entries (``-1`` for one axis to infer).
+
+    ``order="F"`` (Fortran order: the first index changes fastest) is the C-order reshape of the
+    reversed axes, ``transpose(reshape(transpose(x), reversed(shape)))``, so it is differentiable too.
+    ``copy`` is accepted for numpy 2's signature and has nothing to do: tensors are immutable.
+    """
     x = _tensor(x)
-    shape = (int(shape),) if isinstance(shape, Integral) else tuple(int(s) for s in shape)
+    shape = newshape if shape is None else shape
+    if shape is None:
+        raise TypeError("reshape: missing the new shape, e.g. adv.reshape(x, (2, -1)).")
+    if order not in ("C", "F", "A"):
+        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}.")
+    shape = _dims(shape, "reshape")
     try:
         resolved = np.empty(x.shape, dtype=np.bool_).reshape(shape).shape
     except ValueError:
         raise ValueError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} entries) "
                          f"into {shape}. The new shape must hold the same number of entries; "
                          "use -1 for one axis to infer it.") from None
+    if order == "F" and builtins.max(x.ndim, len(resolved)) > 1:
+        return transpose(call(R.reshape, transpose(x), shape=resolved[::-1]))
     return call(R.reshape, x, shape=resolved)
 
 
@@ -223,12 +272,34 @@ def broadcast_to(x, shape):
     return call(R.broadcast_to, x, shape=shape)
 
 
-def concatenate(values, axis=0):
-    """Join tensors along an existing axis."""
+def concatenate(values, axis=0, out=None, *, dtype=None):
+    """Join tensors along an existing axis; ``axis=None`` flattens each first (as ``np.concatenate``).
+
+    The shapes are checked here, so an error names the ``axis`` as passed (not the negative axis the
+    rule is given) and the input that does not fit.
+    """
+    _no_out(out, "concatenate")
     xs = [_tensor(v) for v in values]
     if not xs:
         raise ValueError("concatenate: needs at least one tensor.")
-    ax = _axes(axis, xs[0].ndim, "concatenate")[0]
+    if axis is None:
+        xs, axis = [reshape(x, (-1,)) for x in xs], 0
+    if dtype is not None:
+        xs = [cast(x, dtype) for x in xs]
+    first = xs[0]
+    if first.ndim == 0:
+        raise ValueError("concatenate: the inputs are 0-d (single numbers) and have no axis to join along; "
+                         "use adv.stack(values) to make a new axis of them, or pass axis=None.")
+    ax = _axes(axis, first.ndim, "concatenate")[0]
+    a = ax % first.ndim
+    for k, x in enumerate(xs[1:], 1):
+        if x.ndim != first.ndim:
+            raise ValueError(f"concatenate: input 0 has shape {first.shape} but input {k} has shape {x.shape}; "
+                             f"all inputs need the same number of axes ({first.ndim}). Reshape them, or use "
+                             "axis=None to join them flattened.")
+        if x.shape[:a] + x.shape[a + 1:] != first.shape[:a] + first.shape[a + 1:]:
+            raise ValueError(f"concatenate along axis {axis}: input 0 has shape {first.shape} but input {k} has "
+                             f"shape {x.shape}; the sizes must match on every axis except axis {axis}.")
     return call(R.concatenate, *xs, axis=ax)
 
 
@@ -384,19 +455,32 @@ def positive(x):
 
 
 # ----- the numpy surface: reductions and scans -----------------------------------
-def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
     """``Π a`` over ``axis``. The gradient of each entry is the product of the others (exact with zeros)."""
+    _refuse_numpy_keywords("prod", initial=initial, where=where)
     return _reduce(R.prod, a, axis, keepdims, dtype, out)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    """``Σ(a − ā)²/(n − ddof)`` over ``axis`` (numpy's default ddof=0; ``ddof=1`` for the sample variance)."""
-    return _reduce(R.var, a, axis, keepdims, dtype, out, ddof=int(ddof))
+def _ddof(op, ddof, correction, where, mean):
+    """numpy 2's ``correction`` is another name for ``ddof`` (the Array API's); giving both is an error, as numpy."""
+    _refuse_numpy_keywords(op, where=where, mean=mean)
+    if correction is None:
+        return int(ddof)
+    if ddof != 0:
+        raise ValueError(f"{op}: ddof={ddof} and correction={correction} both given; they are the same "
+                         "setting (numpy 2's name for ddof is correction): pass one.")
+    return int(correction)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    """``√var(a)``; its gradient is NaN/∞ where the standard deviation is 0 (all entries equal)."""
-    return _reduce(R.std, a, axis, keepdims, dtype, out, ddof=int(ddof))
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+    """``Σ(a − ā)²/(n − ddof)`` over ``axis`` (numpy's default ddof=0; ``ddof=1`` (or ``correction=1``) for the
+    sample variance)."""
+    return _reduce(R.var, a, axis, keepdims, dtype, out, ddof=_ddof("var", ddof, correction, where, mean))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+    """``√var(a)``; its gradient is 0 where the standard deviation is 0 (all entries equal: a subgradient)."""
+    return _reduce(R.std, a, axis, keepdims, dtype, out, ddof=_ddof("std", ddof, correction, where, mean))
 
 
 def _scan(rule, a, axis, dtype, out):

@@ -28,7 +28,7 @@ import numpy as np
 from . import engine, rules
 from .engine import state
 from .structure import flatten
-from .tensor import Tensor, Variable, _ids
+from .tensor import Tensor, Variable, _ids, _label
 
 _serials = itertools.count(1)
 _UNCONNECTED = ("none", "zero")
@@ -94,6 +94,20 @@ class Escape:
     value: np.ndarray
 
 
+@dataclass(frozen=True)
+class Assign:
+    """A tracked tensor's value was stored in a variable (``v.assign(t)``, ``assign_add``, ``assign_sub``) at ``location``.
+
+    The variable is a leaf afterwards: the gradient stops at the assign. The
+    diagnosis reads these notes to say so.
+    """
+
+    variable_id: int
+    value_id: int
+    how: str
+    location: tuple | None
+
+
 class GradientTape:
     """Records operations for automatic differentiation.
 
@@ -115,6 +129,7 @@ class GradientTape:
         self._tracked: set = set()
         self._watched: dict = {}
         self._escapes: list = []
+        self._assigns: list = []
         self._pauses: list = []
         self._start_id = None
         self._end_id = None
@@ -163,7 +178,7 @@ class GradientTape:
 
     def reset(self):
         """Forget everything recorded so far (the tape keeps recording if it was)."""
-        self._nodes, self._tracked, self._watched, self._escapes = [], set(), {}, []
+        self._nodes, self._tracked, self._watched, self._escapes, self._assigns = [], set(), {}, [], []
         self._used = self._released = self._heavy = False
 
     # ----- what the tape tracks ---------------------------------------------
@@ -199,6 +214,9 @@ class GradientTape:
 
     def _escaped(self, tensor, how, location) -> None:
         self._escapes.append(Escape(tensor._id, how, location, tensor._value))
+
+    def _assigned(self, variable, value, how, location) -> None:
+        self._assigns.append(Assign(variable._id, value._id, how, location))
 
     def watched_variables(self) -> tuple:
         """The variables this tape watches, in the order they were created (as TensorFlow documents)."""
@@ -280,6 +298,10 @@ class GradientTape:
                 ``"raise"`` (an :class:`~autodiff_viz.UnconnectedGradientError`
                 whose text is :meth:`explain`'s answer);
                 ``adv.UnconnectedGradients.NONE`` / ``.ZERO`` as in TensorFlow.
+
+        An integer or bool source gets None (zeros with ``"zero"``) and a
+        ``UserWarning`` that says to make it float, as TensorFlow warns and
+        returns None; a source that is not a tensor is a ``TypeError``.
 
         A non-persistent tape lets go of the values it saved once this call
         has answered (see :meth:`_release`); :meth:`explain` still works.
@@ -443,6 +465,7 @@ class GradientTape:
         return {s._id for s in sources if s._id in self._tracked}
 
     def _check_sources(self, sources, what):
+        """Refuse sources that are not tensors; warn about integer/bool ones (their gradient is None, as TensorFlow)."""
         for s in sources:
             if (type(s) is Variable or type(s) is Tensor) and s._value.dtype.kind in "fc":
                 continue        # the usual source: nothing to explain
@@ -457,10 +480,11 @@ class GradientTape:
                 raise TypeError(f"{what}: sources must be tensors, got {type(s).__name__}. "
                                 "Make it a tensor first (adv.constant or adv.Variable) and watch it.")
             if s.dtype.kind not in "fc":
-                raise TypeError(
-                    f"{what}: the source {s.name or ''!s} has dtype {s.dtype}; gradients exist only for "
-                    f"floating tensors. Fix: make it float, e.g. adv.constant(value, dtype='float64') "
-                    "or adv.Variable(np.asarray(value, dtype='float64')).")
+                warnings.warn(
+                    f"{what}: the source {_label(s)} has dtype {s.dtype}, so its gradient is None (gradients "
+                    "exist only for floating tensors; TensorFlow warns and returns None too). Fix: make it "
+                    "float, e.g. adv.constant(value, dtype='float64') or "
+                    "adv.Variable(np.asarray(value, dtype='float64')).", UserWarning, stacklevel=3)
 
     @staticmethod
     def _seed(target, output_gradient, recorded):
@@ -496,17 +520,23 @@ class GradientTape:
         with self._walking():
             return engine.push_tangents(self._nodes, tangents)
 
-    def trace(self, target=None, sources=None):
+    def trace(self, target=None, sources=None, value_limit=None):
         """The forward and backward record as an :class:`autodiff_viz.Trace` (built now, from the record).
 
         ``target`` defaults to the output of the last recorded op, ``sources``
-        to every watched tensor. Does not use up a non-persistent tape, but
+        to every watched tensor; arrays with more than ``value_limit``
+        entries keep summary statistics only (``None``: ``adv.trace.VALUE_LIMIT``).
+        A target this tape did not record (computed outside the ``with``
+        block, or a constant) is a ``ValueError`` that says why, as
+        :meth:`explain` does. Does not use up a non-persistent tape, but
         needs the values it recorded: ask before ``gradient`` on a
         non-persistent tape (after it, the tape has let go of them).
         """
-        self._require_values("tape.trace()")
+        from .diagnosis import require_recorded
         from .trace import build_trace
-        return build_trace(self, target, sources)
+        self._require_values("tape.trace()")
+        require_recorded(self, target, "tape.trace()")
+        return build_trace(self, target, sources, value_limit)
 
     def show(self, target=None, sources=None, **kwargs):
         """An interactive explorer of this tape's graphs (see :func:`autodiff_viz.show`)."""

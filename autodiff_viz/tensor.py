@@ -30,7 +30,14 @@ class Tensor:
     """An immutable numpy value that ops can differentiate through.
 
     Make one with :func:`constant`; ops return new tensors. Tensors are
-    hashable by identity (like PyTorch), so ``==`` compares elementwise.
+    hashable by identity (like PyTorch), so ``==`` compares elementwise
+    (with ``None`` or a string it is False, as TensorFlow).
+
+    The value is never handed out writable: ``t.numpy()`` is a copy and
+    ``np.asarray(t)`` a read-only view, since a tape computes gradients from
+    the values it saved and a write into them would silently change those
+    gradients. ``copy.copy``/``copy.deepcopy`` of a tensor give the tensor
+    itself (it is immutable); of a :class:`Variable`, a new variable.
     """
 
     __slots__ = ("_value", "_id", "name", "_node", "_lineage", "__weakref__")
@@ -87,9 +94,13 @@ class Tensor:
         return _Size(self._value.size)
 
     def numpy(self) -> np.ndarray:
-        """The value as a numpy array. It leaves the tape: no gradient flows back through it."""
+        """A copy of the value as a numpy array, as TensorFlow's ``Tensor.numpy()``.
+
+        A copy, so that changing it (``a = t.numpy(); a -= a.mean()``) cannot change the tensor, nor the
+        values a tape saved to compute gradients from. It leaves the tape: no gradient flows back through it.
+        """
         engine.left_the_tape(self, "numpy()")
-        return self._value
+        return self._value.copy()
 
     def item(self):
         """The value as a Python number (only for one-element tensors)."""
@@ -101,10 +112,24 @@ class Tensor:
         return self._value.tolist()
 
     def __array__(self, dtype=None, copy=None):
+        """``np.asarray(t)``: a read-only view of the value (no copy); ``np.array(t)``: a writable copy.
+
+        Read-only because the array is the tensor's own: writing into it would change an immutable tensor
+        and, silently, gradients computed from the values a tape saved. numpy 2 passes ``copy=True`` when
+        it wants an array of its own (``np.array``), and a new dtype makes a new array anyway.
+        """
         engine.left_the_tape(self, "np.asarray()")
-        if dtype is not None and dtype != self._value.dtype:
-            return self._value.astype(dtype)
-        return self._value.copy() if copy else self._value
+        value = self._value
+        if dtype is not None and dtype != value.dtype:
+            if copy is False:
+                raise ValueError(f"np.asarray(t, dtype={dtype!r}, copy=False): the tensor holds {value.dtype}, "
+                                 "so a new dtype needs a copy. Drop copy=False (or pass copy=None).")
+            return value.astype(dtype)
+        if copy:
+            return value.copy()
+        view = value.view()
+        view.flags.writeable = False
+        return view
 
     def __float__(self):
         engine.left_the_tape(self, "float()")
@@ -130,6 +155,48 @@ class Tensor:
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
+
+    def __index__(self):
+        """``[10, 20][t]``, ``range(t)``: a 0-d integer tensor is an index, as a 0-d integer numpy array."""
+        if self._value.ndim != 0 or self._value.dtype.kind not in "iu":
+            raise TypeError(f"only a 0-d integer tensor can be used as an index; this one has shape {self.shape} "
+                            f"and dtype {self.dtype}. Use int(t) for a whole float, or index with t.numpy().")
+        engine.left_the_tape(self, "an index")
+        return int(self._value)
+
+    def __format__(self, spec):
+        """``f"{loss:.4f}"``: a tensor of one entry formats as that number; a larger one as numpy would.
+
+        numpy formats only 0-d arrays with a spec; a loss of shape ``(1,)`` formats too here, since a
+        format spec asks for one number. ``f"{t}"`` (no spec) is ``str(t)``.
+        """
+        if not spec:
+            return str(self)
+        if self._value.size == 1:
+            return format(self._value.reshape(()).item(), spec)
+        raise TypeError(f"format spec {spec!r} on a tensor of shape {self.shape}: a spec formats one number. "
+                        f"Reduce it first (f\"{{t.mean():{spec}}}\"), or format the entries: "
+                        f"np.array2string(t.numpy(), formatter={{'float_kind': '{{:{spec}}}'.format}}).")
+
+    def __setitem__(self, index, value):
+        var = _label(self)
+        if isinstance(self, Variable):
+            fix = (f"give {var} a whole new value: v.assign(adv.where(mask, new, v)), or "
+                   "a = v.numpy(); a[index] = new; v.assign(a)")
+        else:
+            fix = ("make a new tensor: adv.where(mask, new, t), or a = t.numpy(); a[index] = new; "
+                   "t = adv.constant(a)")
+        raise TypeError(f"{type(self).__name__} {var} does not support item assignment ({var}[...] = ...): "
+                        f"tensors are immutable, and ops that read one keep its value for the gradient. "
+                        f"Instead, {fix}.")
+
+    def __copy__(self):
+        """A tensor is immutable, so a copy is the tensor itself (as ``copy.copy`` of a str or a tuple)."""
+        return self
+
+    def __deepcopy__(self, memo):
+        """The tensor itself (immutable, as ``copy.deepcopy`` of a str); its identity on tapes stays the same."""
+        return self
 
     def __hash__(self):
         return self._id
@@ -170,6 +237,8 @@ class Tensor:
                 kwargs.pop("dtype", None)
                 kwargs.setdefault("axis", 0)
                 return op(inputs[0], **kwargs)
+        if method == "__call__" and ufunc in _OPERATOR_UFUNCS:     # `mask_array & t`: a tensor, as `t & mask_array`
+            return Tensor._wrap(_bits(_OPERATOR_UFUNCS[ufunc], ufunc, *inputs, **kwargs))
         if ufunc in _VALUE_UFUNCS:      # booleans and bits: nothing to differentiate, no escape to note
             return getattr(ufunc, method)(*_values_tree(inputs), **_values_tree(kwargs))
         _refuse_if_tracked(ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}", inputs, kwargs)
@@ -203,7 +272,7 @@ class Tensor:
         from .ops import reshape
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return reshape(self, shape)
+        return reshape(self, shape, order)
 
     def transpose(self, *axes):
         """Axes permuted: ``t.transpose()``, ``t.transpose(1, 0, 2)`` or ``t.transpose((1, 0, 2))``, as ndarray."""
@@ -335,8 +404,15 @@ class Variable(Tensor):
     ``TypeError`` here). Integer and bool variables are allowed, as in
     TensorFlow, and are never differentiable: tapes do not watch them, ops
     on them are not recorded for gradients, and ``tape.gradient`` with one
-    as a source raises a ``TypeError`` that says to make it float (a step
-    counter or a mask is a fine integer variable; a weight is not).
+    as a source gives None with a warning that says to make it float, as
+    TensorFlow (a step counter or a mask is a fine integer variable; a
+    weight is not). They refuse a value they would change when casting it
+    (``0.7`` into an integer, ``2`` into bool, ``300`` into int8), where
+    numpy would silently truncate; whole floats (``3.0``) are taken.
+
+    ``copy.copy(v)`` and ``copy.deepcopy(v)`` are new variables (a new
+    identity for tapes, a value of their own) with the same name,
+    ``trainable`` and dtype, as TensorFlow's.
     """
 
     __slots__ = ("trainable",)
@@ -346,16 +422,32 @@ class Variable(Tensor):
         self.trainable = bool(trainable)
         self._lineage = True
 
-    def numpy(self) -> np.ndarray:
-        """A copy of the current value (changing it does not change the variable)."""
-        engine.left_the_tape(self, "numpy()")
-        return self._value.copy()
+    def __copy__(self):
+        """A new, independent variable holding the current value (a tape tells it apart from ``self``)."""
+        return Variable(self._value, trainable=self.trainable, name=self.name)
+
+    def __deepcopy__(self, memo):
+        """As :meth:`__copy__`; one copy per variable however often a copied structure holds it."""
+        new = memo.get(id(self))
+        if new is None:
+            new = memo[id(self)] = self.__copy__()
+        return new
+
+    def read_value(self):
+        """The current value as a tensor, read as an op does: gradients flow back to the variable (TensorFlow's)."""
+        from .ops import reshape
+        return reshape(self, self._value.shape)
+
+    @property
+    def value(self):
+        """The current value as a tensor (Keras 3's ``variable.value``, a property; TensorFlow spells it ``read_value()``)."""
+        return self.read_value()
 
     def _checked(self, value, what, copy=True):
+        var = f"variable {self.name!r}" if self.name else "the variable"
         if isinstance(value, Tensor):
             arr = value._value
         else:
-            var = f"variable {self.name!r}" if self.name else "the variable"
             try:
                 arr = value if type(value) is np.ndarray else _to_array(value, None)
             except (TypeError, ValueError) as exc:
@@ -370,9 +462,11 @@ class Variable(Tensor):
                 arr = np.broadcast_to(arr, self.shape)
             except ValueError:
                 raise ValueError(
-                    f"{what}: variable {self.name or ''!s} has shape {self.shape}, "
-                    f"the value has shape {arr.shape}. Give a value of shape {self.shape}."
+                    f"{what}: {var} has shape {self.shape}, the value has shape {arr.shape}. "
+                    f"Give a value of shape {self.shape}. The variable is unchanged."
                 ) from None
+        if current.dtype.kind in "biu" and arr.dtype != current.dtype:
+            _refuse_lossy(arr, current.dtype, f"{what}: {var}")
         if copy:
             return np.array(arr, dtype=current.dtype, copy=True)
         return arr if arr.dtype == current.dtype else arr.astype(current.dtype)
@@ -380,36 +474,73 @@ class Variable(Tensor):
     def assign(self, value):
         """Set the value (same shape; cast to the variable's dtype). Returns the variable."""
         self._value = self._checked(value, "assign")
+        if engine.state.recording:
+            engine.assigned(self, value, "assign")
         return self
 
     def assign_add(self, delta):
         self._value = self._value + self._checked(delta, "assign_add")
+        if engine.state.recording:
+            engine.assigned(self, delta, "assign_add")
         return self
 
     def assign_sub(self, delta):
-        delta = self._checked(delta, "assign_sub", copy=False)
+        given, delta = delta, self._checked(delta, "assign_sub", copy=False)
         if sys.getrefcount(self._value) <= 2 and self._value.base is None and self._value.flags.writeable:
             self._value -= delta     # nothing but this variable holds its array (no record read it): in place
         else:
             self._value = self._value - delta
+        if engine.state.recording:
+            engine.assigned(self, given, "assign_sub")
         return self
+
+
+def _label(t) -> str:
+    """How messages name a tensor: ``'w'`` when it has a name, else ``(unnamed, shape (2,))``."""
+    return repr(t.name) if t.name else f"(unnamed, shape {t.shape})"
+
+
+def _refuse_lossy(arr: np.ndarray, dtype: np.dtype, what: str) -> None:
+    """The TypeError for a value that casting to an integer or bool ``dtype`` would change (TensorFlow refuses too).
+
+    numpy's cast truncates 0.7 to 0, wraps 300 into int8 and makes 2 True, so an update to a counter or
+    a mask would be lost without a word. Lossless means: cast and cast back gives the value again.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = arr.astype(dtype)
+        changed = cast.astype(arr.dtype) != arr
+    if not changed.any():
+        return
+    i = int(np.flatnonzero(changed)[0])
+    raise TypeError(f"{what} holds {dtype}, and the value ({arr.dtype}) has {arr.reshape(-1)[i]!r}, which "
+                    f"would become {cast.reshape(-1)[i]!r} in {dtype}. Fix: round or convert it yourself "
+                    f"(np.round(value).astype('{dtype}')) if that is what you mean, or make the variable "
+                    "floating: adv.Variable(value, dtype='float64'). The variable is unchanged.")
 
 
 def constant(value, dtype=None, name=None) -> Tensor:
     """A tensor holding ``value``. Tapes do not watch it unless you call ``tape.watch``.
+
+    Of a :class:`Variable`: a new tensor holding its current value (a snapshot that later ``assign`` calls
+    do not change, as ``tf.constant(v)``). Of a tensor: that tensor (cast to ``dtype`` if given); with a
+    ``name``, the same tensor for tapes under that name (the input keeps its own name).
 
     Python floats become float64, Python ints int64; numpy arrays keep their
     dtype unless ``dtype`` is given. The value is copied, so an array larger
     than ``adv.tensor.MAX_BYTES`` (2 GiB; a broadcast view counts in full)
     is refused before the copy.
     """
+    if isinstance(value, Variable):
+        return Tensor(value._value, dtype=dtype, name=name)
     if isinstance(value, Tensor):
         if dtype is None and name is None:
             return value
         from .ops import cast
         out = cast(value, dtype) if dtype is not None else value
-        if name is not None:
-            out.name = name
+        if name is not None and name != out.name:
+            alias = Tensor._alias(out._id, out._value, out._node, name)
+            alias._lineage = out._lineage
+            out = alias
         return out
     return Tensor(value, dtype=dtype, name=name)
 
@@ -676,6 +807,65 @@ for _name, _rule in {"add": R.add, "sub": R.subtract, "mul": R.multiply, "truedi
 for _name, _rule in {"lt": R.less, "le": R.less_equal, "gt": R.greater, "ge": R.greater_equal,
                      "eq": R.equal, "ne": R.not_equal}.items():
     setattr(Tensor, f"__{_name}__", _binary(_rule))
+
+
+def _equality(method):
+    """``==`` / ``!=`` that leave an operand that is not numbers (None, a string) to Python, as TensorFlow.
+
+    ``t == None`` is then False and ``t != None`` True (identity), where numpy gives an all-False array;
+    so ``if x == None`` and ``t in [None, t]`` work, and numbers compare elementwise as before.
+    """
+    def compare(self, other):
+        if not isinstance(other, Tensor):
+            if other is None or isinstance(other, (str, bytes)):
+                return NotImplemented
+            try:
+                other = as_tensor(other, self)
+            except TypeError:           # not numbers (an object, a list of strings)
+                return NotImplemented
+        return method(self, other)
+    compare.__name__, compare.__doc__ = method.__name__, method.__doc__
+    return compare
+
+
+Tensor.__eq__ = _equality(Tensor.__eq__)
+Tensor.__ne__ = _equality(Tensor.__ne__)
+
+
+def _logical(name, ufunc, symbol, reflected=False):
+    """``&``, ``|``, ``^``: numpy's operator on the values (logical for bool, bitwise for integers); no gradient.
+
+    The result is a new tensor without history: booleans and bits carry no gradient, so no tape needs
+    the op (``adv.where(mask, a, b)`` is what a gradient flows through).
+    """
+    def method(self, other):
+        a, b = (other, self) if reflected else (self, other)
+        return Tensor._wrap(_bits(symbol, ufunc, a, b))
+    method.__name__ = name
+    method.__doc__ = f"``a {symbol} b`` as numpy's ``np.{ufunc.__name__}``: logical for bool tensors, bitwise " \
+                     "for integers; no gradient."
+    return method
+
+
+def _bits(symbol, ufunc, *operands, **kwargs):
+    """``ufunc`` on the values of the operands, after refusing floats with the fix (make a mask first)."""
+    values = [o._value if isinstance(o, Tensor) else o for o in operands]
+    for o, v in zip(operands, values):
+        kind = np.asarray(v).dtype.kind
+        if kind not in "biu":
+            what = f"a tensor of dtype {o.dtype}" if isinstance(o, Tensor) else f"{type(o).__name__} {o!r:.40}"
+            raise TypeError(f"{symbol} takes bool tensors (logical) or integer tensors (bitwise), got {what}. "
+                            "Make a mask first: (x > 0) & (x < 1), or ~(x > 0); a gradient flows through "
+                            "adv.where(mask, a, b).")
+    return ufunc(*values, **kwargs)
+
+
+for _name, _ufunc, _symbol in (("and", np.bitwise_and, "&"), ("or", np.bitwise_or, "|"),
+                               ("xor", np.bitwise_xor, "^")):
+    setattr(Tensor, f"__{_name}__", _logical(f"__{_name}__", _ufunc, _symbol))
+    setattr(Tensor, f"__r{_name}__", _logical(f"__r{_name}__", _ufunc, _symbol, reflected=True))
+Tensor.__invert__ = lambda self: Tensor._wrap(_bits("~", np.invert, self))
+Tensor.__invert__.__doc__ = "``~t``: logical not of a bool tensor, bitwise not of an integer one; no gradient."
 Tensor.__neg__ = _unary(R.negative)
 Tensor.__abs__ = _unary(R.abs)
 Tensor.__pos__ = lambda self: self
@@ -712,6 +902,9 @@ _VALUE_UFUNCS = {np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_and, np
                  np.logical_xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
                  np.right_shift, np.gcd, np.lcm, np.isnat, np.equal, np.not_equal, np.less, np.less_equal,
                  np.greater, np.greater_equal}
+
+# the ufuncs behind &, |, ^ and ~ (see _logical): a tensor whichever side the tensor is on
+_OPERATOR_UFUNCS = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.invert: "~"}
 
 
 def _install_methods():

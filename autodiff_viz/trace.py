@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import engine, naming
-from .dot import NODE_BUDGET
+from .dot import NODE_BUDGET, VIEWS
 from .tensor import Tensor, Variable
 
 SCHEMA = "autodiff_viz.trace"
@@ -542,6 +542,9 @@ class Trace:
         except TypeError:
             raise TypeError(f"Trace.save: the file must be a path (str or pathlib.Path), got "
                             f"{type(path).__name__}.") from None
+        if view not in VIEWS:
+            raise ValueError(f"Trace.save: view must be one of {VIEWS} (what a .svg or .dot file draws), "
+                             f"got {view!r}.")
         check_folder("Trace.save", path)
         return render.save(self, path, view=view, collapse=collapse)
 
@@ -581,6 +584,16 @@ class Trace:
         """
         with _no_gc():
             return _decode(text)
+
+
+def check_value_limit(value_limit) -> int:
+    """``value_limit`` as an int (``None``: :data:`VALUE_LIMIT`), refused when it is not a count of entries."""
+    if value_limit is None:
+        return VALUE_LIMIT
+    if isinstance(value_limit, bool) or not isinstance(value_limit, (int, np.integer)) or value_limit < 0:
+        raise ValueError(f"trace: value_limit is the most entries an array keeps in full (a whole number >= 0, or "
+                         f"None for {VALUE_LIMIT}), got {value_limit!r}.")
+    return int(value_limit)
 
 
 def check_folder(what: str, path: str) -> None:
@@ -710,6 +723,8 @@ def _decode_array(v, where, shape, dtype):
                 arr = None
             if arr is not None and arr.shape == tuple(shape):
                 return arr
+            if arr is not None and arr.size == 0 and arr.shape == _empty_nesting(shape):
+                return arr.reshape(shape)
 
     def walk(o, w):
         if isinstance(o, list):
@@ -719,9 +734,22 @@ def _decode_array(v, where, shape, dtype):
         arr = np.array(walk(v, where), dtype=dtype)
     except (ValueError, TypeError) as exc:
         raise TraceFormatError(f"{where}: not an array of {dtype}: {exc}") from None
+    if arr.size == 0 and arr.shape == _empty_nesting(shape):
+        return arr.reshape(shape)
     if arr.shape != tuple(shape):
         raise TraceFormatError(f"{where}: has shape {arr.shape}, but the shape field says {tuple(shape)}.")
     return arr
+
+
+def _empty_nesting(shape) -> tuple | None:
+    """The shape numpy reads back from ``tolist()`` of an empty array of ``shape``: nesting stops at the first 0.
+
+    ``np.zeros((0, 2)).tolist()`` is ``[]`` (shape ``(0,)``) and ``np.zeros((2, 0, 3)).tolist()`` is
+    ``[[], []]`` (shape ``(2, 0)``), so the axes after the first empty one live only in the shape field.
+    None for a shape without an empty axis.
+    """
+    shape = tuple(shape)
+    return shape[:shape.index(0) + 1] if 0 in shape else None
 
 
 def _decode_shape(r: _Reader, key="shape"):
@@ -774,16 +802,16 @@ def _decode_node(where, obj) -> TraceNode:
         call=r.get("call", int, optional=True))
 
 
-def _decode_edge(where, obj, node_ids) -> TraceEdge:
+def _decode_edge(where, obj, nodes: dict) -> TraceEdge:
+    """One edge; its Jacobian has the shape ``(dst size, src size)`` (as :func:`local_jacobian` makes it)."""
     r = _Reader(obj, where)
     for key in ("src", "dst"):
-        if r.get(key, str) not in node_ids:
+        if r.get(key, str) not in nodes:
             raise TraceFormatError(f"{r.path(key)}: {r.obj[key]!r} is not the id of a node of this trace.")
     jac = r.get("jacobian", list, optional=True)
     if jac is not None:
-        rows = len(jac)
-        cols = len(jac[0]) if rows and isinstance(jac[0], list) else 0
-        jac = _decode_array(jac, r.path("jacobian"), (rows, cols), np.float64)
+        shape = (nodes[r.obj["dst"]].value.size, nodes[r.obj["src"]].value.size)
+        jac = _decode_array(jac, r.path("jacobian"), shape, np.float64)
     return TraceEdge(
         id=r.get("id", str), src=r.obj["src"], dst=r.obj["dst"], input_index=r.get("input_index", int),
         input_name=r.get("input_name", str), factor=r.get("factor", str, optional=True),
@@ -821,7 +849,7 @@ def _decode(text) -> Trace:
         raise TraceFormatError(f"version: this autodiff_viz reads trace version {SCHEMA_VERSION}, the file has "
                                f"version {version}. Rebuild the trace with this version (tape.trace(...)).")
     nodes = [_decode_node(w, o) for w, o in r.items("nodes")]
-    ids = {n.id for n in nodes}
+    ids = {n.id: n for n in nodes}
     if len(ids) != len(nodes):
         raise TraceFormatError("nodes: two nodes share an id.")
     edges = [_decode_edge(w, o, ids) for w, o in r.items("edges")]
@@ -1039,7 +1067,7 @@ def _local_jacobian(node, i: int) -> np.ndarray:
     return np.array(gi, dtype=np.float64).reshape(y.size, x.size)
 
 
-def build_trace(tape, target=None, sources=None, value_limit: int = VALUE_LIMIT) -> Trace:
+def build_trace(tape, target=None, sources=None, value_limit: int | None = VALUE_LIMIT) -> Trace:
     """The :class:`Trace` of ``tape``'s record.
 
     Args:
@@ -1049,11 +1077,13 @@ def build_trace(tape, target=None, sources=None, value_limit: int = VALUE_LIMIT)
             seeded with ones (the gradient of the sum, as ``tape.gradient``).
         sources: tensors to differentiate with respect to (a tensor or a list);
             ``None`` means every tensor the tape watches.
-        value_limit: arrays with more entries keep summary statistics only.
+        value_limit: arrays with more entries keep summary statistics only
+            (``None``: :data:`VALUE_LIMIT`).
 
     Nothing here runs user code: values come from the records, derivatives
     from the rule table.
     """
+    value_limit = check_value_limit(value_limit)
     with _no_gc():
         return _build_trace(tape, target, sources, value_limit)
 

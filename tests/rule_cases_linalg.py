@@ -11,7 +11,7 @@ differences of single entries see exactly that, and so does the gradient.
 """
 import numpy as np
 
-from rule_makers import real
+from rule_makers import const, real
 
 
 def well_conditioned(shape):
@@ -55,7 +55,9 @@ def distinct_singular(shape):
 
 CASES = {
     "inv": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 2, 2))], {})],
-    "det": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 3, 3))], {})],
+    "det": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 3, 3))], {}),
+            ([const(np.array([[[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]], [[1., 2., 0.], [2., 4., 0.], [0., 0., 3.]]]))],
+             {})],      # singular (ranks 2 and 2): the gradient is the cofactor matrix
     "slogdet": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 2, 2))], {})],
     "slogdet_sign": [([well_conditioned((3, 3))], {})],
     "solve": [([well_conditioned((3, 3)), real((3,))], {}),

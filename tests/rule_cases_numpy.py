@@ -112,6 +112,9 @@ CASES = {
     "dot": [([real((2, 3)), real((3, 2))], {"subscripts": "ab,bc->ac"})],
     "inner": [([real((2, 3)), real((4, 3))], {"subscripts": "ab,cb->ac"})],
     "outer": [([real((3,)), real((2,))], {"subscripts": "a,b->ab"})],
+    # tensor bounds (per column and per row), entries at least 0.05 from a bound; the last column has lo > hi
+    "clip": [([lambda rng: rng.choice([-1.5, -0.5, 0.3, 0.8, 2.0], size=(3, 4)) + rng.uniform(-.05, .05, (3, 4)),
+               const(np.array([-1.0, -0.2, -0.9, 1.2])), const(np.array([[1.0], [0.6], [1.1]]))], {})],
     # no gradient: checked by test_non_differentiable_rules_stop_the_gradient
     "argsort": [([real((2, 3))], {"axis": -1})],
     "any": [([real((2, 3))], {"axis": (-1,), "keepdims": False})],

@@ -247,11 +247,13 @@ def test_trace_uses_no_gradient_call_and_records_nothing():
 
 
 def test_target_not_on_tape_gives_a_note_and_no_gradients():
+    """build_trace (what adv.show draws) notes it; tape.trace refuses it (tests/test_diagnosis_trace_edges.py)."""
+    from autodiff_viz.trace import build_trace
     x = adv.Variable(2.0)
     with adv.GradientTape() as tape:
         y = x * 3.0
     outside = y + 1.0
-    tr = tape.trace(outside)
+    tr = build_trace(tape, outside)
     assert tr.target is None and all(n.grad is None for n in tr.nodes)
     assert "not recorded by this tape" in tr.notes[0]
 

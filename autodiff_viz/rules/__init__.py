@@ -316,11 +316,25 @@ def _inside(x, lo, hi, g):
     return where(x >= lo, where(x <= hi, g, 0), 0)
 
 
+def _below(x, lo, hi, g):
+    """``g`` where the output is ``lo``: ``x < lo ≤ hi`` (an entry equal to ``lo`` is ``x``'s, as PyTorch)."""
+    return where(x < lo, where(lo <= hi, g, 0), 0)
+
+
+def _above(x, lo, hi, g):
+    """``g`` where the output is ``hi``: ``max(x, lo) > hi`` (also when ``lo > hi``: numpy then returns ``hi``)."""
+    return where(x > hi, g, where(lo > hi, g, 0))
+
+
 clip = define(
-    "clip", np.clip, elementwise=True, doc="y = min(max(x, lo), hi); gradient 1 inside [lo, hi]",
+    "clip", np.clip, elementwise=True,
+    doc="y = min(max(x, lo), hi); each output entry is x, lo or hi, and that one gets the gradient (slope 1)",
     x=("[lo ≤ x ≤ hi]", lambda g, y, x, lo, hi: _inside(x, lo, hi, g),
        lambda dx, y, x, lo, hi: _inside(x, lo, hi, dx)),
-    lo=None, hi=None)
+    lo=("[x < lo ≤ hi]", lambda g, y, x, lo, hi: _below(x, lo, hi, g),
+        lambda dlo, y, x, lo, hi: _below(x, lo, hi, dlo)),
+    hi=("[max(x, lo) > hi]", lambda g, y, x, lo, hi: _above(x, lo, hi, g),
+        lambda dhi, y, x, lo, hi: _above(x, lo, hi, dhi)))
 
 # ---------------------------------------------------------------------------
 # Ops without a gradient

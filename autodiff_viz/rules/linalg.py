@@ -36,7 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import lift, unbroadcast
-from . import _mT, _raw, define, where
+from ..tensor import check_nbytes
+from . import _mT, _raw, define, getitem, where
 from . import sum as _sum
 
 
@@ -102,18 +103,52 @@ def _dets(g):
     return g.reshape(g.shape + (1, 1))
 
 
+def _cofactors(y, x):
+    """``C = ∂det A/∂A``, the cofactor matrix ``Cᵢⱼ = (−1)ⁱ⁺ʲ det Mᵢⱼ`` (``Mᵢⱼ``: ``A`` without row i, column j).
+
+    Where every matrix of the stack is invertible (``det A ≠ 0``) it is ``det(A)·A⁻ᵀ``: one inverse,
+    from the same LU factors as ``det``, so a tiny ``det`` and a huge ``A⁻¹`` cancel and the product
+    stays accurate. At a singular matrix ``A⁻¹`` does not exist but ``C`` does (``det`` is a
+    polynomial: for ``[[1, 2], [2, 4]]``, ``C = [[4, −2], [−2, 1]]``), so it is taken from the minors
+    themselves: one gather of the n² minors and one ``det`` of the stack, O(n⁵) but only there. Both
+    ways are rule calls, so a recorded backward pass (second derivatives) is exact at singular
+    matrices too.
+    """
+    if np.all(_raw(y) != 0):
+        return _dets(y) * _inv_t(x)
+    n = x.shape[-1]
+    check_nbytes("det (its gradient at a singular matrix)", x.shape[:-2] + (n, n, n - 1, n - 1), _raw(x).dtype,
+                 "There the gradient comes from the n² minors of A; keep A away from singular (e.g. A + εI).")
+    keep = np.array([[k for k in range(n) if k != i] for i in range(n)], dtype=np.intp).reshape(n, n - 1)
+    index = (slice(None),) * (x.ndim - 2) + (keep[:, None, :, None], keep[None, :, None, :])
+    minors = getitem(x, index=index, lead=0)               # (..., i, j, n − 1, n − 1)
+    signs = 1.0 - 2.0 * (np.add.outer(np.arange(n), np.arange(n)) % 2)
+    return det(minors) * signs.astype(_raw(y).dtype)
+
+
 inv = define(
     "inv", np.linalg.inv, doc="Y = A⁻¹ (A square and invertible)",
     A=("−A⁻ᵀ ḡ A⁻ᵀ", lambda g, y, x: -(_mT(y) @ g @ _mT(y)), lambda dx, y, x: -(y @ dx @ y)))
 
 det = define(
-    "det", _det, doc="y = det A",
-    A=("det(A) · A⁻ᵀ", lambda g, y, x: _dets(g) * (_dets(y) * _inv_t(x)),
-       lambda dx, y, x: y * _trace(_inv_t(x) * dx)))
+    "det", _det, doc="y = det A (its gradient, the cofactor matrix, exists also where A is singular)",
+    A=("cof(A) = det(A) · A⁻ᵀ", lambda g, y, x: _dets(g) * _cofactors(y, x),
+       lambda dx, y, x: _trace(_cofactors(y, x) * dx)))
+
+
+def _log_gradient(y, x):
+    """``∂ ln|det A|/∂A = A⁻ᵀ``; at a singular ``A`` (``y = −∞``) it is infinite: refused, naming the op."""
+    if np.any(np.isneginf(_raw(y))):
+        raise np.linalg.LinAlgError(
+            f"slogdet: a matrix of the stack of shape {x.shape} is singular (ln|det A| = −∞), where the gradient "
+            "A⁻ᵀ of ln|det A| is infinite. Use adv.linalg.det, whose gradient (the cofactor matrix) exists "
+            "there, or keep A away from singular (e.g. A + εI).")
+    return _inv_t(x)
+
 
 slogdet = define(
     "slogdet", _logabsdet, doc="y = ln |det A| (the logabsdet of numpy's slogdet)",
-    A=("A⁻ᵀ", lambda g, y, x: _dets(g) * _inv_t(x), lambda dx, y, x: _trace(_inv_t(x) * dx)))
+    A=("A⁻ᵀ", lambda g, y, x: _dets(g) * _log_gradient(y, x), lambda dx, y, x: _trace(_log_gradient(y, x) * dx)))
 
 slogdet_sign = define(
     "slogdet_sign", lambda x: np.asarray(np.linalg.slogdet(x)[0]),

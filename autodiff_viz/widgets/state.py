@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import diagnosis, dot, engine, render
 from ..tensor import Tensor
-from ..trace import Trace
+from ..trace import Trace, build_trace
 from . import minidot, panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
@@ -92,7 +92,8 @@ class ExplorerState:
         diagnosis (:func:`autodiff_viz.diagnosis.explain_many`: one linear pass,
         then a walk per unconnected source) runs only for the others.
         """
-        trace = tape.trace(target, sources)
+        tape._require_values("tape.trace()")
+        trace = build_trace(tape, target, sources)     # not tape.trace: a target off the tape is explained below
         if sources is None:
             flat = [t for t in tape._watched.values()]
         else:
