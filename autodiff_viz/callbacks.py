@@ -4,7 +4,9 @@ A callback is an object with any of the Keras hooks
 (``on_train_begin``, ``on_epoch_begin``, ``on_train_batch_end``,
 ``on_epoch_end``, ``on_train_end`` ...), each receiving a ``logs`` dict such
 as ``{"loss": 0.31, "accuracy": 0.91, "val_loss": 0.35, ...}``. Set
-``self.model.stop_training = True`` to stop after the current epoch.
+``self.model.stop_training = True`` to stop: ``fit`` checks it after every
+batch (the epoch then ends early: validation and ``on_epoch_end`` still run)
+and after every epoch, as Keras 3.
 
 The progress display is an ipywidgets bar in a notebook and plain text in a
 terminal (redrawn in place only when the output is a terminal, so logs and
@@ -33,7 +35,12 @@ def in_notebook() -> bool:
 
 
 class Callback:
-    """Base class: every hook does nothing. ``self.model`` and ``self.params`` are set by ``fit``."""
+    """Base class: every hook does nothing. ``self.model`` and ``self.params`` are set by ``fit``.
+
+    ``on_train_batch_begin``/``on_train_batch_end`` call the old Keras hooks
+    ``on_batch_begin``/``on_batch_end``, so a callback written for those
+    still runs (Keras does the same); override one pair or the other.
+    """
 
     def __init__(self):
         self.model = None
@@ -49,8 +56,48 @@ class Callback:
     def on_train_end(self, logs=None): pass
     def on_epoch_begin(self, epoch, logs=None): pass
     def on_epoch_end(self, epoch, logs=None): pass
-    def on_train_batch_begin(self, batch, logs=None): pass
-    def on_train_batch_end(self, batch, logs=None): pass
+    def on_batch_begin(self, batch, logs=None): pass
+    def on_batch_end(self, batch, logs=None): pass
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.on_batch_begin(batch, logs=logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.on_batch_end(batch, logs=logs)
+
+
+def as_list(callbacks, what="fit") -> list:
+    """The user's ``callbacks=``: one :class:`Callback` or a (nested) list of them, as a flat list.
+
+    Keras flattens what it is given, so ``callbacks=EarlyStopping()`` works
+    too. Anything else is refused here, before training starts, with the
+    entry that is wrong and the form that works.
+    """
+    if callbacks is None:
+        return []
+    if _is_callback(callbacks):
+        return [callbacks]
+    if not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"{what}: callbacks= takes a callback or a list of them, e.g. "
+                        f"callbacks=[adv.callbacks.EarlyStopping(patience=3)], got {type(callbacks).__name__} "
+                        f"{callbacks!r:.40}.")
+    flat = []
+    for i, cb in enumerate(callbacks):
+        if isinstance(cb, (list, tuple)):
+            flat += as_list(cb, what)
+        elif _is_callback(cb):
+            flat.append(cb)
+        else:
+            raise TypeError(f"{what}: callbacks[{i}] is {type(cb).__name__} {cb!r:.40}, not a callback. Give "
+                            "instances of adv.callbacks.Callback (or a subclass, or any object with on_... hooks), e.g. "
+                            "callbacks=[adv.callbacks.EarlyStopping(patience=3)].")
+    return flat
+
+
+def _is_callback(obj) -> bool:
+    """A :class:`Callback`, or any object with a Keras hook (``on_epoch_end`` ...): the module's duck typing."""
+    return isinstance(obj, Callback) or (not isinstance(obj, (list, tuple, dict, str, type)) and any(
+        name.startswith("on_") and callable(getattr(obj, name, None)) for name in dir(obj)))
 
 
 class CallbackList:

@@ -88,12 +88,45 @@ def _smoothing(value) -> float:
     return float(value)
 
 
+def _squeeze_or_expand(x1, x2, expand_rank_1=True):
+    """Keras 3's alignment of two ranks that differ by one, through a trailing axis of size 1.
+
+    Without it, ``(batch,)`` labels minus ``(batch, 1)`` predictions would
+    broadcast to a ``(batch, batch)`` table: a silently wrong loss or metric.
+    When the longer one ends in an axis of 1, that axis is dropped from it,
+    except that a rank-1 partner gets an axis of 1 instead (with
+    ``expand_rank_1``): ``(n,)`` against ``(n, 1)`` gives ``(n, 1)`` and
+    ``(n, 1)``; ``(n, k)`` against ``(n, k, 1)`` gives ``(n, k)`` twice.
+    Anything else is returned as given. Works on tensors (recorded ops, so
+    the gradient flows) and on numpy arrays (metrics).
+    """
+    def lib(x):
+        return ops if isinstance(x, Tensor) else np
+
+    if x1.ndim == x2.ndim + 1 and x1.shape[-1] == 1:
+        if x2.ndim == 1 and expand_rank_1:
+            x2 = lib(x2).expand_dims(x2, -1)
+        else:
+            x1 = lib(x1).squeeze(x1, -1)
+    elif x2.ndim == x1.ndim + 1 and x2.shape[-1] == 1:
+        if x1.ndim == 1 and expand_rank_1:
+            x1 = lib(x1).expand_dims(x1, -1)
+        else:
+            x2 = lib(x2).squeeze(x2, -1)
+    return x1, x2
+
+
+def _positive(value, what: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)) or \
+            not float(value) > 0.0:
+        raise ValueError(f"{what} must be a positive number (the error where the loss turns from "
+                         f"quadratic to linear, e.g. 1.0), got {value!r}.")
+    return float(value)
+
+
 def _same_rank(y_true: Tensor, y_pred: Tensor, what: str):
-    """Keras' squeeze-or-expand: ``(batch,)`` labels against ``(batch, 1)`` predictions line up."""
-    if y_true.ndim == y_pred.ndim - 1 and y_pred.shape[-1] == 1:
-        y_true = ops.expand_dims(y_true, -1)
-    elif y_pred.ndim == y_true.ndim - 1 and y_true.shape[-1] == 1:
-        y_true = ops.squeeze(y_true, -1)
+    """:func:`_squeeze_or_expand`, then equal shapes or an error naming ``what``."""
+    y_true, y_pred = _squeeze_or_expand(y_true, y_pred)
     if y_true.shape != y_pred.shape:
         raise ValueError(f"{what}: y_true has shape {y_true.shape} and y_pred has shape {y_pred.shape}; "
                          "they must match. For integer class labels with one column per class, use "
@@ -165,6 +198,25 @@ def mean_absolute_error(y_true, y_pred):
 
 
 @_named_scope
+def huber(y_true, y_pred, delta=1.0):
+    """``mean(h(y_pred − y_true), axis=-1)`` with ``h(e) = e²/2`` for ``|e| ≤ δ``, else ``δ·|e| − δ²/2``.
+
+    Squared error near the target, absolute error (linear) beyond ``delta``:
+    an outlier pulls with a force of at most ``δ`` (the gradient with respect
+    to ``y_pred`` is the error clipped to ``[−δ, δ]``), where MSE's pull
+    grows with the error. The two pieces meet with equal value and slope at
+    ``|e| = δ``. Keras 3's ``keras.losses.huber``.
+    """
+    delta = _positive(delta, "huber: delta")
+    y_pred = _pred(y_pred)
+    y_true, y_pred = _same_rank(_target(y_true, y_pred), y_pred, "huber")
+    error = y_pred - y_true
+    abs_error = ops.abs(error)
+    per_entry = ops.where(abs_error <= delta, 0.5 * ops.square(error), delta * abs_error - 0.5 * delta * delta)
+    return ops.mean(per_entry, axis=-1)
+
+
+@_named_scope
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0):
     """``−mean(y·log p + (1 − y)·log(1 − p), axis=-1)``.
 
@@ -174,13 +226,13 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0):
     ``z`` (Keras; see the module docstring).
     """
     y_pred = _pred(y_pred)
+    if not from_logits:
+        logits = _logits_of(y_pred, "sigmoid")   # before any squeeze/expand: read off the sigmoid's own record
+        if logits is not None:
+            y_pred, from_logits = logits, True
     y_true, y_pred = _same_rank(_target(y_true, y_pred), y_pred, "binary_crossentropy")
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
-    if not from_logits:
-        logits = _logits_of(y_pred, "sigmoid")
-        if logits is not None:
-            y_pred, from_logits = logits, True
     if from_logits:
         per_entry = nn.softplus(y_pred) - y_true * y_pred
     else:
@@ -296,8 +348,22 @@ class Loss:
         self.fn_kwargs = fn_kwargs
 
     def call(self, y_true, y_pred):
+        """``fn(y_true, y_pred)`` on tensors of the prediction's dtype whose ranks line up.
+
+        As Keras' ``LossFunctionWrapper``: labels ``(batch,)`` against
+        predictions ``(batch, 1)`` reach ``fn`` as ``(batch, 1)`` (see
+        :func:`_squeeze_or_expand`), so a hand-written
+        ``mean(square(y_true − y_pred), axis=-1)`` is one value per sample,
+        not a ``(batch, batch)`` table. The functions of this module get the
+        values as given: each lines up the ranks itself, after reading the
+        logits off a ``sigmoid``/``softmax`` output, and refuses shapes that
+        still differ with an error naming the loss.
+        """
         if self.fn is None:
             raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred).")
+        if self.fn.__module__ != __name__:   # this module's functions line up (or refuse) shapes themselves
+            y_pred = _pred(y_pred)
+            y_true, y_pred = _squeeze_or_expand(_target(y_true, y_pred), y_pred)
         return self.fn(y_true, y_pred, **self.fn_kwargs)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
@@ -347,6 +413,16 @@ class MeanAbsoluteError(Loss):
         super().__init__(mean_absolute_error, reduction, name)
 
 
+class Huber(Loss):
+    """:func:`huber` reduced over the batch (Keras 3: ``keras.losses.Huber(delta=1.0)``, named ``"huber_loss"``)."""
+
+    def __init__(self, delta=1.0, reduction="sum_over_batch_size", name="huber_loss"):
+        super().__init__(huber, reduction, name, delta=_positive(delta, "Huber: delta"))
+
+
+_SCOPED.add("huber_loss")   # Keras names the class apart from its function: still one box, not two
+
+
 class BinaryCrossentropy(Loss):
     def __init__(self, from_logits=False, label_smoothing=0.0, reduction="sum_over_batch_size",
                  name="binary_crossentropy"):
@@ -370,7 +446,7 @@ class SparseCategoricalCrossentropy(Loss):
 
 _BY_NAME = {
     "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError,
-    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
+    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError, "huber": Huber,
     "binary_crossentropy": BinaryCrossentropy, "categorical_crossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
 }

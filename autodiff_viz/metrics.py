@@ -1,14 +1,23 @@
-"""Metrics for ``compile(metrics=[...])``: accuracy in its Keras flavours, and running means.
+"""Metrics for ``compile(metrics=[...])``: accuracy in its Keras flavours, regression errors, running means.
 
 Metrics are measured, never differentiated, so they work on numpy values.
 ``"accuracy"`` picks its flavour from the shapes, as Keras does: one output
 column → binary (threshold 0.5), integer labels against class scores →
-sparse categorical, one-hot labels → categorical.
+sparse categorical, one-hot labels → categorical. Regression: ``"mae"`` /
+``"mean_absolute_error"``, ``"mse"`` / ``"mean_squared_error"`` and
+``"root_mean_squared_error"`` (or their classes, ``MeanAbsoluteError()`` ...).
+A metric given by name is logged under that name (``metrics=["mae"]`` →
+``history.history["mae"]``), as Keras 3.
+
+Labels and predictions whose ranks differ by a trailing axis of 1
+(``(batch,)`` against ``(batch, 1)``) are lined up first, as Keras' ``squeeze_or_expand_to_same_rank`` does, rather than
+broadcast into a ``(batch, batch)`` comparison.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .losses import _squeeze_or_expand
 from .tensor import Tensor
 
 
@@ -16,25 +25,43 @@ def _np(x) -> np.ndarray:
     return np.asarray(x._value if isinstance(x, Tensor) else x)
 
 
+def _aligned(y_true, y_pred, expand_rank_1=True):
+    """Both as numpy arrays, their ranks lined up (see :func:`_squeeze_or_expand`)."""
+    return _squeeze_or_expand(_np(y_true), _np(y_pred), expand_rank_1)
+
+
 def binary_accuracy(y_true, y_pred, threshold=0.5) -> np.ndarray:
-    """Per sample: the fraction of entries where ``(y_pred > threshold) == y_true``."""
-    y_true, y_pred = _np(y_true), _np(y_pred)
-    if y_true.ndim == y_pred.ndim - 1:
-        y_true = y_true[..., None]
-    return np.mean((y_pred > threshold) == (y_true > 0.5), axis=-1)
+    """Per sample: the fraction of entries where ``(y_pred > threshold) == y_true`` (Keras 3)."""
+    y_true, y_pred = _aligned(y_true, y_pred)
+    return np.mean((y_pred > threshold).astype(y_true.dtype) == y_true, axis=-1)
 
 
 def categorical_accuracy(y_true, y_pred) -> np.ndarray:
     """Per sample: 1 where the largest score is at the one-hot label's position."""
-    return (np.argmax(_np(y_true), axis=-1) == np.argmax(_np(y_pred), axis=-1)).astype(np.float64)
+    label, guess = _aligned(np.argmax(_np(y_true), axis=-1), np.argmax(_np(y_pred), axis=-1))
+    return (label == guess).astype(np.float64)
 
 
 def sparse_categorical_accuracy(y_true, y_pred) -> np.ndarray:
-    """Per sample: 1 where the largest score is at the integer label."""
-    y_true, y_pred = _np(y_true), _np(y_pred)
-    if y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1:
-        y_true = y_true[..., 0]
-    return (np.argmax(y_pred, axis=-1) == y_true.astype(np.int64)).astype(np.float64)
+    """Per sample: 1 where the largest score is at the integer label (labels ``(batch,)`` or ``(batch, 1)``)."""
+    label, guess = _aligned(y_true, np.argmax(_np(y_pred), axis=-1), expand_rank_1=False)
+    return (label.astype(np.int64) == guess).astype(np.float64)
+
+
+def mean_absolute_error(y_true, y_pred) -> np.ndarray:
+    """Per sample: ``mean(|y_true − y_pred|, axis=-1)`` (Keras' ``"mae"``)."""
+    y_true, y_pred = _aligned(y_true, y_pred)
+    return np.mean(np.abs(y_pred - y_true), axis=-1)
+
+
+def mean_squared_error(y_true, y_pred) -> np.ndarray:
+    """Per sample: ``mean((y_true − y_pred)², axis=-1)`` (Keras' ``"mse"``)."""
+    y_true, y_pred = _aligned(y_true, y_pred)
+    return np.mean(np.square(y_pred - y_true), axis=-1)
+
+
+mae = MAE = mean_absolute_error
+mse = MSE = mean_squared_error
 
 
 class Mean:
@@ -71,7 +98,47 @@ class MeanMetricWrapper(Mean):
         super().update_state(self.fn(y_true, y_pred))
 
 
-_BY_NAME = {f.__name__: f for f in (binary_accuracy, categorical_accuracy, sparse_categorical_accuracy)}
+class MeanAbsoluteError(MeanMetricWrapper):
+    """The mean of :func:`mean_absolute_error` over all samples (``keras.metrics.MeanAbsoluteError``)."""
+
+    def __init__(self, name="mean_absolute_error"):
+        super().__init__(mean_absolute_error, name)
+
+
+class MeanSquaredError(MeanMetricWrapper):
+    """The mean of :func:`mean_squared_error` over all samples (``keras.metrics.MeanSquaredError``)."""
+
+    def __init__(self, name="mean_squared_error"):
+        super().__init__(mean_squared_error, name)
+
+
+class RootMeanSquaredError(MeanMetricWrapper):
+    """``√(mean of (y_true − y_pred)² over every entry seen)`` (``keras.metrics.RootMeanSquaredError``).
+
+    The root is taken of the running mean, at ``result()``: not the mean of
+    per-batch roots (which would depend on the batch size).
+    """
+
+    def __init__(self, name="root_mean_squared_error"):
+        super().__init__(mean_squared_error, name)
+
+    def result(self) -> float:
+        return float(np.sqrt(super().result()))
+
+
+_BY_NAME = {f.__name__: f for f in (binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
+                                    mean_absolute_error, mean_squared_error)}
+_BY_NAME.update({"mae": mean_absolute_error, "mse": mean_squared_error,
+                 "root_mean_squared_error": RootMeanSquaredError})
+
+
+def _key(name: str):
+    """The ``_BY_NAME`` key for ``name`` (any case, or a class name such as ``"MeanSquaredError"``), or None."""
+    from .layers.base import to_snake_case
+    for key in (name.lower(), to_snake_case(name)):
+        if key in _BY_NAME:
+            return key
+    return None
 
 
 def check(identifier) -> None:
@@ -79,7 +146,7 @@ def check(identifier) -> None:
     if isinstance(identifier, Mean) or callable(identifier):
         return
     if isinstance(identifier, str):
-        if identifier.lower() in ("accuracy", "acc") or identifier.lower() in _BY_NAME:
+        if identifier.lower() in ("accuracy", "acc") or _key(identifier):
             return
         raise ValueError(f"Unknown metric {identifier!r}. Use 'accuracy', one of {sorted(_BY_NAME)}, "
                          "or a function f(y_true, y_pred) returning one value per sample.")
@@ -93,6 +160,8 @@ def get(identifier, y_true=None, y_pred=None) -> MeanMetricWrapper:
     """
     if isinstance(identifier, Mean):
         return identifier
+    if isinstance(identifier, type) and issubclass(identifier, Mean):
+        return identifier()
     if isinstance(identifier, str):
         check(identifier)
         key = identifier.lower()
@@ -107,7 +176,8 @@ def get(identifier, y_true=None, y_pred=None) -> MeanMetricWrapper:
             else:
                 fn = categorical_accuracy
             return MeanMetricWrapper(fn, name=identifier)
-        return MeanMetricWrapper(_BY_NAME[key], name=identifier)
+        found = _BY_NAME[_key(identifier)]
+        return found(name=identifier) if isinstance(found, type) else MeanMetricWrapper(found, name=identifier)
     if callable(identifier):
         return MeanMetricWrapper(identifier)
     raise TypeError(f"A metric must be a name or a function, got {type(identifier).__name__}.")

@@ -46,7 +46,7 @@ from .errors import WeightsFileError
 from .layers import initializers
 from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _default, _numbered, _symbolic_layers,
                           _symbolic_shapes, _touch, positive_int)
-from .ops import cast
+from .ops import cast, expand_dims, squeeze
 from .structure import flatten
 from .tape import GradientTape
 from .tensor import Tensor, constant
@@ -89,6 +89,7 @@ class Model(Layer):
         self.loss = None
         self.compiled_metrics = None
         self._metric_specs = []
+        self._metric_logs = None
         self.stop_training = False
         self.history = None
 
@@ -271,8 +272,12 @@ class Model(Layer):
                 with several outputs, one loss for all of them, or a list (a
                 dict keyed by output name) with one loss per output. The
                 training loss is their sum plus ``model.losses``.
-            metrics: a list of names (``"accuracy"``) or functions (computed
-                on the first output).
+            metrics: a list of names (``"accuracy"``) or functions; for a model
+                with several outputs, per output (as Keras 3): a dict
+                ``{"cls": ["accuracy"], "box": [box_error]}`` keyed by output
+                name, or a list of lists with one list per output. They are
+                logged as ``cls_accuracy``, ``box_box_error``. A flat list is
+                refused there: it would not say which output it measures.
         """
         optimizer = optimizers.get(optimizer)
         if loss is None:
@@ -283,14 +288,21 @@ class Model(Layer):
             loss = {k: losses.get(fn) for k, fn in loss.items()}
         else:
             loss = losses.get(loss)
-        if metrics is not None and not isinstance(metrics, (list, tuple)):
-            raise TypeError(f"compile: metrics must be a list (e.g. metrics=[{metrics!r}]), got "
+        if metrics is not None and not isinstance(metrics, (list, tuple, dict)):
+            raise TypeError(f"compile: metrics must be a list (e.g. metrics=[{metrics!r}]), or for a model with "
+                            "several outputs a dict keyed by output name (metrics={'out': [...]}); got "
                             f"{type(metrics).__name__} {metrics!r:.40}. Nothing was compiled.")
-        for m in metrics or []:
-            metrics_module.check(m)
+        specs = metrics or []
+        for entry in specs.values() if isinstance(specs, dict) else specs:
+            for m in entry if isinstance(entry, (list, tuple)) else [entry]:
+                metrics_module.check(m)
+        labels = self._known_output_labels()
+        if labels is not None:
+            _metric_plan(specs, labels)
         self.optimizer, self.loss = optimizer, loss
-        self._metric_specs = list(metrics or [])
+        self._metric_specs = specs
         self.compiled_metrics = None
+        self._metric_logs = None
 
     def _require_compiled(self, what):
         if self.optimizer is None:
@@ -299,9 +311,51 @@ class Model(Layer):
             raise ValueError(f"{what}: no loss to minimise; pass loss=... to model.compile().")
 
     def _metrics_for(self, y, y_pred):
+        """The compiled metrics as ``[(output key or None, log name, metric)]``, made at the first batch
+        (``"accuracy"`` picks its flavour from the shapes of ``y`` and ``y_pred``)."""
         if self.compiled_metrics is None:
-            self.compiled_metrics = [metrics_module.get(m, _first(y), _first(y_pred)) for m in self._metric_specs]
-        return self.compiled_metrics
+            self._metric_logs = self._make_metrics(y, y_pred)
+            self.compiled_metrics = [m for _, _, m in self._metric_logs]
+        return self._metric_logs
+
+    def _make_metrics(self, y, y_pred):
+        """New metric objects for ``compile(metrics=...)``, matched to the outputs of ``y_pred``."""
+        if not isinstance(y_pred, (list, tuple, dict)) or len(y_pred) == 1:
+            made = [metrics_module.get(spec, _first(y), _first(y_pred))
+                    for _, _, spec in _metric_plan(self._metric_specs, [None])]
+            return [(None, m.name, m) for m in made]
+        keys, _, ys = self._per_output(y, y_pred)
+        out = []
+        for i, prefix, spec in _metric_plan(self._metric_specs, self._output_labels(keys)):
+            m = metrics_module.get(spec, ys[keys[i]], y_pred[keys[i]])
+            out.append((keys[i], prefix + m.name, m))
+        return out
+
+    def _update_metrics(self, plan, y, y_pred, logs) -> None:
+        """Add a batch to every metric of ``plan`` (from :meth:`_make_metrics`) and put the results in ``logs``."""
+        ys = self._per_output(y, y_pred)[2] if any(key is not None for key, _, _ in plan) else None
+        for key, name, m in plan:
+            if key is None:
+                m.update_state(_first(y), _first(y_pred))
+            else:
+                m.update_state(ys[key], y_pred[key])
+            logs[name] = m.result()
+
+    def _output_labels(self, keys) -> list:
+        """The name of each output in logs: a dict output's key, else the output tensor's name
+        (``output_0``... for a subclassed model, whose outputs have no names)."""
+        names = self._output_names()
+        return [k if isinstance(k, str) else names[i] if names else f"output_{i}" for i, k in enumerate(keys)]
+
+    def _known_output_labels(self):
+        """The output labels when they are known before any call (a functional model), else None."""
+        return None
+
+    def _per_output(self, y, y_pred):
+        """``(keys, names, {key: y_true})`` for ``y_pred`` with several outputs (a list or a dict)."""
+        names = self._output_names()
+        keys = list(y_pred) if isinstance(y_pred, dict) else list(range(len(y_pred)))
+        return keys, names, _by_output(y, keys, names, "y")
 
     def compute_loss(self, y, y_pred, sample_weight=None):
         """The loss of a batch (a scalar tensor): the compiled loss of each output, summed, plus
@@ -321,12 +375,7 @@ class Model(Layer):
             if isinstance(y, (list, tuple)) and len(y) == 1:
                 y = y[0]
             return [(loss, y, y_pred)]
-        names = self._output_names()
-        if isinstance(y_pred, dict):
-            keys = list(y_pred)
-        else:
-            keys = list(range(len(y_pred)))
-        ys = _by_output(y, keys, names, "y")
+        keys, names, ys = self._per_output(y, y_pred)
         if isinstance(loss, (list, tuple)):
             if len(loss) != len(keys):
                 raise ValueError(f"compute_loss: {len(loss)} losses were compiled for {len(keys)} outputs "
@@ -395,7 +444,11 @@ class Model(Layer):
             batch_size: samples per step (32 by default, as Keras).
             verbose: ``"auto"``/1 a progress bar (a widget in notebooks), 2 one
                 line per epoch, 0 silent.
-            callbacks: e.g. ``[adv.callbacks.EarlyStopping(patience=3)]``.
+            callbacks: a callback or a list of them, e.g.
+                ``[adv.callbacks.EarlyStopping(patience=3)]``. One that sets
+                ``model.stop_training = True`` in a batch hook ends the epoch
+                after that batch (validation and ``on_epoch_end`` still run)
+                and the training, as Keras 3.
             validation_split: the *last* fraction of the data (taken before
                 shuffling, as Keras) is held out and evaluated after each epoch.
             validation_data: ``(x_val, y_val)`` instead.
@@ -408,6 +461,7 @@ class Model(Layer):
             maps ``"loss"``, ``"accuracy"``, ``"val_loss"``... to per-epoch lists.
         """
         self._require_compiled("fit")
+        callbacks = callbacks_module.as_list(callbacks, "fit")
         batch_size = _batch_size(batch_size, "fit")
         epochs = positive_int("fit", "epochs", epochs, minimum=0)
         initial_epoch = positive_int("fit", "initial_epoch", initial_epoch, minimum=0)
@@ -434,7 +488,7 @@ class Model(Layer):
         rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
         history = callbacks_module.History()
         extra = [callbacks_module.ProgbarLogger(verbose)] if verbose else []
-        cbs = callbacks_module.CallbackList([history, *extra, *(callbacks or [])], self,
+        cbs = callbacks_module.CallbackList([history, *extra, *callbacks], self,
                                             {"epochs": epochs, "steps": steps, "verbose": verbose})
         self.stop_training = False
         loss_mean = metrics_module.Mean("loss")
@@ -454,11 +508,11 @@ class Model(Layer):
                     loss, y_pred = self.train_step(xb, yb)
                     loss_mean.update_state(loss._value, weight=len(idx))
                     logs = {"loss": loss_mean.result()}
-                    for m in self._metrics_for(yb, y_pred):
-                        m.update_state(_first(yb), _first(y_pred))
-                        logs[m.name] = m.result()
+                    self._update_metrics(self._metrics_for(yb, y_pred), yb, y_pred, logs)
                     del loss, y_pred           # the step's graph goes now, not after the next step
                     cbs.on_train_batch_end(step, logs)
+                    if self.stop_training:     # Keras 3 checks after every batch
+                        break
                 if x_val is not None:
                     val = self.evaluate(x_val, y_val, batch_size=batch_size, verbose=0, return_dict=True)
                     logs.update({f"val_{k}": v for k, v in val.items()})
@@ -484,21 +538,27 @@ class Model(Layer):
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "evaluate")
         loss_mean = metrics_module.Mean("loss")
-        ms = None
-        with engine.paused():
-            for start in range(0, n, batch_size):
-                part = slice(start, start + batch_size)
-                xb, yb = _take(x, part), _take(y, part)
-                y_pred = self(xb)
-                size = min(batch_size, n - start)
-                loss_mean.update_state(self.compute_loss(yb, y_pred)._value, weight=size)
-                if ms is None:
-                    ms = [metrics_module.get(s, _first(yb), _first(y_pred)) for s in self._metric_specs]
-                    for m in ms:
-                        m.reset_state()
-                for m in ms:
-                    m.update_state(_first(yb), _first(y_pred))
-        result = {"loss": loss_mean.result(), **{m.name: m.result() for m in ms or []}}
+        plan, result = None, {}
+        try:
+            # with the ops' records (lineage): the loss of a final sigmoid/softmax reads the logits off them,
+            # as fit's does (clipped probabilities would give 15.9 where fit logs 25); one user line for all
+            with engine.paused(lineage=True), engine.shared_location():
+                for start in range(0, n, batch_size):
+                    part = slice(start, start + batch_size)
+                    xb, yb = _take(x, part), _take(y, part)
+                    y_pred = self(xb)
+                    size = min(batch_size, n - start)
+                    loss_mean.update_state(self.compute_loss(yb, y_pred)._value, weight=size)
+                    if plan is None:
+                        plan = self._make_metrics(yb, y_pred)
+                        for _, _, m in plan:
+                            m.reset_state()
+                    self._update_metrics(plan, yb, y_pred, result)
+                    del y_pred
+                    self._forget_outputs()
+        finally:
+            self._forget_outputs()
+        result = {"loss": loss_mean.result(), **result}
         if verbose == "auto" or verbose:
             print(f"{n} samples - {callbacks_module.format_logs(result)}")
         if return_dict:
@@ -596,12 +656,17 @@ class Sequential(Model):
         return out
 
     def _convert(self, x):
-        dtype = getattr(self._input_spec, "dtype", None)
+        """A tensor of the declared input's dtype and rank (see :func:`_adjust_rank`), when there is one."""
+        spec = self._input_spec
+        dtype = getattr(spec, "dtype", None)
         if dtype is not None and not isinstance(x, KerasTensor):
             if isinstance(x, Tensor):
-                return cast(x, dtype) if x.dtype != dtype else x
-            return constant(self._array(x), dtype=dtype)
-        return super()._convert(x)
+                x = cast(x, dtype) if x.dtype != dtype else x
+            else:
+                x = constant(self._array(x), dtype=dtype)
+        else:
+            x = super()._convert(x)
+        return x if spec is None else _adjust_rank(x, spec.shape, self.name, spec.name or "input")
 
     def call(self, inputs, training=None):
         x = inputs
@@ -744,6 +809,12 @@ class Functional(Model):
     def _output_names(self):
         return self.output_names
 
+    def _known_output_labels(self):
+        struct = self._output_struct
+        if not isinstance(struct, (list, tuple, dict)) or len(struct) == 1:
+            return [None]
+        return self._output_labels(list(struct) if isinstance(struct, dict) else list(range(len(struct))))
+
     def _x(self, data, what="x"):
         return self._data(data, what, several=len(self._inputs_flat) > 1)
 
@@ -772,9 +843,7 @@ class Functional(Model):
         for t, x in zip(self._inputs_flat, leaves):
             layer = t._keras_history[0].layer if t._keras_history else None
             x = layer._convert(x) if isinstance(layer, InputLayer) else Layer._convert(self, x)
-            if isinstance(x, Tensor) and x.ndim != len(t.shape):
-                raise ValueError(f"{self.name}: input {t.name!r} expects shape {t.shape} (rank {len(t.shape)}), "
-                                 f"got an array of shape {x.shape}.")
+            x = _adjust_rank(x, t.shape, self.name, t.name)
             bad = [i for i, (want, got) in enumerate(zip(t.shape, getattr(x, "shape", ())))
                    if want is not None and want != got]
             if bad:
@@ -871,6 +940,23 @@ def _as_symbolic(t, model_name, i):
 _TAKES_TRAINING: dict = {}
 
 
+def _adjust_rank(x, shape, model_name, input_name):
+    """``x`` with the rank of a declared input ``shape`` (batch axis included), as Keras 3's
+    ``Functional._adjust_input_rank``: a missing trailing axis of size 1 is added (samples given as a
+    vector of shape ``(6,)`` for ``Input((1,))`` become ``(6, 1)``), an extra trailing axis of size 1 is
+    dropped; any other rank is an error. Both are ops, so gradients flow through to ``x``."""
+    if not isinstance(x, Tensor) or x.ndim == len(shape):
+        return x
+    if x.ndim == len(shape) - 1 and shape[-1] == 1:
+        return expand_dims(x, -1)
+    if x.ndim == len(shape) + 1 and x.shape[-1] == 1:
+        return squeeze(x, -1)
+    example = f" (e.g. x.reshape(-1, {', '.join(map(str, shape[1:]))}))" if None not in shape[1:] else ""
+    raise ValueError(f"{model_name}: input {input_name!r} expects shape {shape} (rank {len(shape)}), got an array "
+                     f"of shape {x.shape}. Give one row per sample with the input's shape after the first axis"
+                     f"{example}, or change the model's Input.")
+
+
 def _accepts_training(layer) -> bool:
     """Whether ``layer.call`` has a ``training`` parameter (looked up once per call function)."""
     fn = getattr(layer.call, "__func__", layer.call)
@@ -882,6 +968,52 @@ def _accepts_training(layer) -> bool:
             known = False
         _TAKES_TRAINING[fn] = known
     return known
+
+
+def _metric_plan(specs, labels) -> list:
+    """``[(output index, log-name prefix, metric spec)]`` for ``compile(metrics=specs)`` and the outputs ``labels``.
+
+    One output (``labels == [None]``): a list of metrics (or a dict, whose
+    values are used), logged under their own names. Several outputs, as
+    Keras 3: a dict keyed by output name or a list with one list per
+    output, logged as ``<output>_<metric>``; a flat list is an error that
+    shows both forms, since it does not say which output it measures.
+    """
+    def entries(value):
+        return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+
+    if not specs:
+        return []
+    if labels == [None]:
+        if isinstance(specs, dict):
+            flat = [m for v in specs.values() for m in entries(v)]
+        elif len(specs) == 1 and isinstance(specs[0], (list, tuple)):
+            flat = list(specs[0])
+        else:
+            flat = list(specs)
+        return [(0, "", m) for m in flat]
+    n = len(labels)
+    if isinstance(specs, dict):
+        unknown = [k for k in specs if k not in labels]
+        if unknown:
+            raise ValueError(f"compile: metrics has keys {unknown} that are not outputs of the model; its outputs "
+                             f"are {labels}. Key the dict by those names. Nothing was compiled.")
+        per_output = [entries(specs.get(label)) for label in labels]
+    elif all(isinstance(s, (list, tuple)) or s is None for s in specs):
+        if len(specs) != n:
+            raise ValueError(f"compile: metrics has {len(specs)} lists for the {n} outputs {labels}; give one list "
+                             "per output ([] for none), or a dict keyed by output name. Nothing was compiled.")
+        per_output = [entries(s) for s in specs]
+    else:
+        shown = [m if isinstance(m, str) else getattr(m, "name", None) or getattr(m, "__name__", "metric")
+                 for m in specs if not isinstance(m, (list, tuple))]
+        as_dict = {label: shown if i == 0 else [] for i, label in enumerate(labels)}
+        as_lists = [shown if i == 0 else [] for i in range(n)]
+        raise ValueError(f"compile: the model has {n} outputs {labels}, so metrics must say which output each "
+                         f"metric measures: a dict keyed by output name, e.g. metrics={as_dict}, or a list with one "
+                         f"list per output, e.g. metrics={as_lists}. Got metrics={specs!r:.80} (Keras 3 refuses "
+                         "it too). Nothing was compiled.")
+    return [(i, f"{labels[i]}_", m) for i, ms in enumerate(per_output) for m in ms]
 
 
 def _read_npz(path) -> dict:
