@@ -1,7 +1,9 @@
 """Why is ``.grad`` None (or zero) in PyTorch? The diagnosis, with the user's line.
 
 :meth:`Recording.explain` walks the recorded history of the target back
-towards the parameter and names the first place where the gradient stops;
+towards the parameter and names the first place where the gradient stops
+(in record order: the input of an in-place op such as ``z.mul_(2)`` is the
+value ``z`` held before it, so the walk goes on to the op that made that);
 :func:`explain` answers from PyTorch's autograd graph alone (no recording:
 it can say *what* is wrong, and asks for a recording to say *where*).
 
@@ -20,10 +22,12 @@ Reasons (``Explanation.reason``):
                             comparisons, a cast to an integer type)
 ``integer_dtype``           the parameter or a value on the path is an integer tensor
 ``not_used``                the target does not depend on the parameter at all
+``computed_outside_recording``  the target was not computed inside the recording (a loss
+                            computed after the ``with`` block): its history is unknown
 ``non_leaf``                the tensor is not a leaf: autograd does not keep its ``.grad``
                             unless ``retain_grad()`` was called
-``read_before_backward``    ``.grad`` was read before ``backward()`` ran
-                            (``zero_grad(set_to_none=True)`` leaves it None until then)
+``read_before_backward``    the last ``.grad`` read saw None: no ``backward()`` ran before
+                            it, or ``zero_grad(set_to_none=True)`` came after the last one
 ``non_scalar_target``       ``backward()`` on a non-scalar target needs ``gradient=``
 ``graph_cut``               (without a recording) the target does not require grad:
                             the graph was cut somewhere; record to find where
@@ -42,7 +46,7 @@ from ..diagnosis import Explanation
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
            "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
-           "non_scalar_target", "graph_cut")
+           "non_scalar_target", "graph_cut", "computed_outside_recording")
 _NO_GRAD_NAMES = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__lt__", "__gt__",
                   "__le__", "__ge__", "__ne__", "round", "floor", "ceil", "sign"}
 
@@ -109,14 +113,24 @@ def _escape_source(rec, rewrap_op):
     return None
 
 
-def _history(rec, target):
-    """Ops that made ``target`` (newest first) as ``{id(tensor): op}``, walking every input."""
-    made = {}
-    for op in rec.ops:
-        if op.kind in ("op", "rewrap", "detach"):
-            for out in op.outputs:
-                made[id(out)] = op
-    return made
+def outside_recording(rec, target) -> str | None:
+    """Words saying that ``target`` was not computed inside recording ``rec``, or None when it was.
+
+    "Inside" means a recorded op made it or used it. A leaf that requires
+    grad is never "outside": it has no history to record. Whether the target
+    was computed after the block ended is told by autograd's graph: it then
+    holds the ``grad_fn`` of a recorded op's output.
+    """
+    if target.is_leaf and target.requires_grad or any(
+            t is target for op in rec.ops if op.kind in ("op", "rewrap", "detach") for t in op.inputs + op.outputs):
+        return None
+    recorded = {out.grad_fn for op in rec.ops if op.kind == "op" for out in op.outputs if out.grad_fn is not None}
+    after = target.grad_fn is not None and not recorded.isdisjoint(_graph_nodes(target))
+    when = ("after the `with adv.torch.record()` block ended" if after else
+            "outside the `with adv.torch.record()` block (after it ended, or before it began)")
+    return (f"The target (shape {tuple(target.shape)}) was not computed inside this recording: the ops that "
+            f"made it ran {when}, so the recording never saw them. Fix: compute it inside the block (indent "
+            "the line that makes the loss), then ask again.")
 
 
 def explain_recorded(rec, target, param) -> Explanation:
@@ -136,37 +150,36 @@ def explain_recorded(rec, target, param) -> Explanation:
                            "parameter: requires_grad_(False), or a tensor made without requires_grad=True). Fix: "
                            "param.requires_grad_(True) (and pass it to the optimizer) if it should learn.",
                            nodes=(pid,))
-    made = _history(rec, target)
-    # Walk back from the target: the first cut on a path that reaches the parameter.
-    frontier, seen, reached, cuts = deque([(target, None)]), set(), False, []
+    outside = outside_recording(rec, target)
+    if outside is not None:
+        return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
+    # Walk back from the target: the first cut on a path that reaches the parameter. A frontier entry
+    # (tensor, k, cut) is the value the record k read (len(ops): the target as it is now).
+    frontier, seen, reached, cuts = deque([(target, len(rec.ops), None)]), set(), False, []
     while frontier:
-        t, below = frontier.popleft()
-        if (id(t), below is None) in seen:
-            continue
-        seen.add((id(t), below is None))
+        t, k, below = frontier.popleft()
         if t is param:
             reached = reached or below is None
             continue
-        op = made.get(id(t))
-        if op is None:
+        op = rec.producer(t, k)
+        if op is None or (op.index, id(t), below is None) in seen:
             continue
+        seen.add((op.index, id(t), below is None))
         for x in op.inputs:
             cut = _cut(op, x, t)
             if cut is not None:
-                cuts.append((op, x, t, cut))
-                frontier.append((x, cut))
-            else:
-                frontier.append((x, below))
+                cuts.append((op, x, op.index, t, cut))
+            frontier.append((x, op.index, cut or below))
         if op.kind == "rewrap":
             esc = _escape_source(rec, op)
             if esc is not None and esc.inputs:
-                cuts.append((op, esc.inputs[0], t, ("left_the_graph", "")))
-                frontier.append((esc.inputs[0], ("left_the_graph", "")))
+                cuts.append((op, esc.inputs[0], esc.index, t, ("left_the_graph", "")))
+                frontier.append((esc.inputs[0], esc.index, ("left_the_graph", "")))
     if reached:
         return _connected_but(rec, target, param, pname)
-    casts = [c for c in cuts if c[3][0] == "integer_dtype" and _is_float(c[1]) and not _is_float(c[2])]
-    for op, x, out, (reason, words) in casts + cuts:
-        if not _depends_on(rec, made, x, param):
+    casts = [c for c in cuts if c[4][0] == "integer_dtype" and _is_float(c[1]) and not _is_float(c[3])]
+    for op, x, k, out, (reason, words) in casts + cuts:
+        if not _depends_on(rec, x, k, param):
             continue
         loc = op.location
         if reason == "left_the_graph":
@@ -198,22 +211,22 @@ def explain_recorded(rec, target, param) -> Explanation:
     return Explanation("not_used", msg, nodes=(pid, tid))
 
 
-def _depends_on(rec, made, t, param) -> bool:
-    stack, seen = [t], set()
+def _depends_on(rec, t, before, param) -> bool:
+    """Whether the value ``t`` had when record ``before`` read it was computed from ``param`` (cuts or not)."""
+    stack, seen = [(t, before)], set()
     while stack:
-        x = stack.pop()
+        x, k = stack.pop()
         if x is param:
             return True
-        if id(x) in seen:
+        op = rec.producer(x, k)
+        if op is None or op.index in seen:
             continue
-        seen.add(id(x))
-        op = made.get(id(x))
-        if op is not None:
-            stack.extend(op.inputs)
-            if op.kind == "rewrap":
-                esc = _escape_source(rec, op)
-                if esc is not None:
-                    stack.extend(esc.inputs)
+        seen.add(op.index)
+        stack.extend((i, op.index) for i in op.inputs)
+        if op.kind == "rewrap":
+            esc = _escape_source(rec, op)
+            if esc is not None:
+                stack.extend((i, esc.index) for i in esc.inputs)
     return False
 
 
@@ -232,33 +245,73 @@ def _connected_but(rec, target, param, pname) -> Explanation:
                            "for scalar outputs'). Fix: reduce it first (loss.mean().backward()) or pass "
                            "gradient=torch.ones_like(loss) for the gradient of the sum.",
                            nodes=(rec.tensor_id(target),))
-    reads = [op for op in rec.ops if op.kind == "read_grad" and op.inputs[0] is param and op.extra["was_none"]]
-    for read in reads:
-        if not any(b.index < read.index for b in backwards):
-            return Explanation("read_before_backward",
-                               f".grad of {pname} was read before backward() ran{_line(read.location)}\n"
-                               "After zero_grad(set_to_none=True) (the default) .grad is None until the next "
-                               "backward(). Fix: read .grad after loss.backward().", _where(read.location),
-                               nodes=(pid,))
+    unset = _grad_unset(rec, param, pname)
+    if unset is not None:
+        return unset
     return Explanation("connected", f"The gradient of the target reaches {pname}.", nodes=(pid,))
+
+
+def _grad_unset(rec, param, pname) -> Explanation | None:
+    """``read_before_backward`` when the ``.grad`` the user last saw was None although the gradient connects.
+
+    What the user saw is the last recorded read of ``param.grad`` (with no
+    read: ``.grad`` as it is now). Why it was None is the last event before
+    that moment: a reset to None (``zero_grad(set_to_none=True)``,
+    ``p.grad = None``) after the last ``backward()``, or no ``backward()`` at
+    all. Events after a read do not change what the read returned, so a
+    read before ``backward()`` is named even when ``.grad`` holds a gradient now.
+    """
+    events = [op for op in rec.ops if op.kind == "backward" or op.kind in ("read_grad", "set_grad")
+              and op.inputs[0] is param]
+    reads = [op for op in events if op.kind == "read_grad"]
+    read = reads[-1] if reads else None
+    if (read.extra["was_none"] if read else param.grad is None) is False:
+        return None
+    before = [op for op in events if op.kind != "read_grad" and (read is None or op.index < read.index)]
+    last = before[-1] if before else None
+    reset = last if last is not None and last.kind == "set_grad" and last.extra["to_none"] else None
+    if read is None and reset is None:
+        return None           # nothing recorded says .grad was looked at or cleared: the gradient connects
+    backward = next((op for op in reversed(before) if op.kind == "backward"), None)
+    parts = [f"The .grad of {pname} read{_line(read.location)}\nwas None: " if read else
+             f"The .grad of {pname} is None: "]
+    if reset is not None:
+        parts.append(f"it was reset to None (zero_grad(set_to_none=True), the default, or .grad = None)"
+                     f"{_line(reset.location)}\n")
+        if backward is not None:
+            parts.append(f"after the last backward(){_line(backward.location)}\n")
+        parts.append("Fix: read .grad between loss.backward() and opt.zero_grad().")
+    elif backward is not None:
+        parts.append(f"the last backward() before that read did not fill it (it backpropagated another tensor)"
+                     f"{_line(backward.location)}\nFix: call backward() on this target before reading .grad.")
+    else:
+        parts.append("no backward() had run before that read.\n")
+        later = [op for op in events if op.kind == "backward" and op.index > read.index]
+        if later and param.grad is not None:
+            parts.append(f".grad holds a gradient now: backward() ran after the read{_line(later[-1].location)}\n")
+        parts.append("Fix: read .grad after loss.backward().")
+    return Explanation("read_before_backward", "".join(parts), _where((read or reset).location),
+                       nodes=(rec.tensor_id(param),))
 
 
 # ---------------------------------------------------------------------------
 # Without a recording
 # ---------------------------------------------------------------------------
-def _leaves(loss) -> set:
-    """ids of the tensors autograd accumulates into from ``loss`` (AccumulateGrad nodes)."""
-    out, stack, seen = set(), [loss.grad_fn], set()
+def _graph_nodes(loss) -> set:
+    """The nodes of autograd's backward graph of ``loss`` (its ``grad_fn`` and every node it reaches)."""
+    stack, seen = [loss.grad_fn], set()
     while stack:
         fn = stack.pop()
         if fn is None or fn in seen:
             continue
         seen.add(fn)
-        var = getattr(fn, "variable", None)
-        if var is not None:
-            out.add(id(var))
         stack.extend(f for f, _ in fn.next_functions)
-    return out
+    return seen
+
+
+def _leaves(loss) -> set:
+    """ids of the tensors autograd accumulates into from ``loss`` (AccumulateGrad nodes)."""
+    return {id(fn.variable) for fn in _graph_nodes(loss) if getattr(fn, "variable", None) is not None}
 
 
 def _one(loss, param, name, leaves) -> Explanation:
@@ -283,9 +336,10 @@ def _one(loss, param, name, leaves) -> Explanation:
         return Explanation("non_scalar_target", f"The loss has shape {tuple(loss.shape)}: backward() needs a "
                            "scalar or gradient=. Fix: loss.mean().backward().")
     if param.grad is None:
-        return Explanation("read_before_backward", f"{label} is in the graph but its .grad is None: backward() has "
-                           "not run since .grad was reset (zero_grad(set_to_none=True)). Fix: call loss.backward() "
-                           "before reading .grad.")
+        return Explanation("read_before_backward", f"{label} is in the graph but its .grad is None: no backward() "
+                           "has filled it yet (.grad stays None until the first backward(), and after "
+                           "zero_grad(set_to_none=True) until the next). Fix: call loss.backward() before reading "
+                           ".grad.")
     return Explanation("connected", f"The gradient of the loss reaches {label}.")
 
 

@@ -11,6 +11,13 @@ duration of a call, so a graph shows the function the user called. Why not
 ``TorchDispatchMode``: it sees ATen ops below autograd (``aten.addmm``,
 ``aten.t``), which are further from the code a learner wrote.
 
+``torch.from_numpy`` is the one common way into torch that never reaches a
+mode (it is among PyTorch's "ignored functions", as ``torch.tensor`` is, but
+unlike ``torch.tensor`` its C implementation does not check the mode stack):
+while a recording is active, ``torch.from_numpy`` is replaced by a wrapper
+that reports the call (:func:`_reported`), so a value that left through
+``.numpy()`` and came back through ``from_numpy`` is a re-wrap like any other.
+
 ``nn.Module`` calls become scopes through PyTorch's global module hooks
 (``register_module_forward_pre_hook`` / ``register_module_forward_hook``),
 so an op inside ``model.fc1`` is recorded with the scope ``net/fc1`` and a
@@ -20,7 +27,10 @@ What is kept per op: the function's name, the input and output tensors (the
 objects themselves, so PyTorch's autograd can later compute their
 gradients; this keeps them alive as long as the recording lives), shapes,
 dtypes, ``requires_grad``, whether grad mode / inference mode was on, the
-user's ``file:line`` and the variable name that line assigns. Values are
+user's ``file:line`` and the variable name that line assigns. An in-place op
+(``z.mul_(2)``, ``z += 1``) returns the tensor it changed, so one tensor can
+have several producers: they are kept in order, and :meth:`Recording.producer`
+answers "which op made this value as it was when record ``i`` used it". Values are
 read only when a trace is built. Gradients shown by a trace are PyTorch's:
 ``Tensor.backward`` called inside the recording keeps its graph
 (``retain_graph=True``) so the trace can compute per-edge contributions with
@@ -28,6 +38,8 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 """
 from __future__ import annotations
 
+import bisect
+import functools
 import itertools
 import weakref
 import linecache
@@ -46,6 +58,8 @@ _ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float
             "__int__": "int()", "__array__": "np.asarray()"}
 _REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
 _DETACH = {"detach", "detach_"}
+_UNSEEN = ("from_numpy",)     # torch factories that never reach a TorchFunctionMode: wrapped while recording
+_ACTIVE: list = []            # the recordings whose ``with`` block is running, outermost first
 _SKIP = {"__repr__", "__format__", "__str__", "size", "dim", "numel", "__len__", "is_floating_point",
          "requires_grad_", "retain_grad", "register_hook", "_record_function_enter_new", "__bool__",
          "__hash__", "__eq__", "__ne__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
@@ -61,8 +75,9 @@ class Op:
     Python number / list / numpy array: ``.item()``, ``.tolist()``,
     ``.numpy()``), ``"rewrap"`` (``torch.tensor(...)`` and friends: a new
     tensor from plain values), ``"detach"`` (``.detach()``, ``.data``),
-    ``"backward"`` (``Tensor.backward``) or ``"read_grad"`` (reading
-    ``.grad``, with what it held then).
+    ``"backward"`` (``Tensor.backward``), ``"read_grad"`` (reading
+    ``.grad``, with what it held then) or ``"set_grad"`` (assigning
+    ``.grad``: ``zero_grad(set_to_none=True)`` sets it to None).
     """
 
     index: int
@@ -104,6 +119,33 @@ def _tensors(obj, out):
         for o in obj.values():
             _tensors(o, out)
     return out
+
+
+def _reported(fn):
+    """``fn`` (a torch function in :data:`_UNSEEN`), reporting each call to every active recording.
+
+    Every one, as nested recordings all see a tensor op: the innermost mode
+    runs the op, and the modes outside it see that call.
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        for rec in list(_ACTIVE):
+            rec._observe(fn.__name__, args, kwargs, out)
+        return out
+    call.__adv_original__ = fn
+    return call
+
+
+def _wrap_unseen(on: bool):
+    """Put the :func:`_reported` wrappers into ``torch`` (a first recording opens), or take them out (none is left)."""
+    for name in _UNSEEN:
+        fn = getattr(torch, name)
+        original = getattr(fn, "__adv_original__", None)
+        if on and original is None:
+            setattr(torch, name, _reported(fn))
+        elif not on and original is not None:
+            setattr(torch, name, original)
 
 
 class _Mode(TorchFunctionMode):
@@ -152,7 +194,7 @@ class Recording:
         self._hooks = []
         self._ids = itertools.count()
         self._tensor_ids: dict = {}        # id(tensor) -> our id (the tensor is kept alive by the ops)
-        self._producer: dict = {}          # our id -> index of the op that made it
+        self._producer: dict = {}          # our id -> indices of the ops that made or changed it, in order
         self._active = False
 
     # ----- context -----------------------------------------------------------
@@ -164,9 +206,14 @@ class Recording:
         self._hooks = [hooks.register_module_forward_pre_hook(self._enter_module),
                        hooks.register_module_forward_hook(self._exit_module)]
         self._mode.__enter__()
+        _ACTIVE.append(self)
+        _wrap_unseen(True)
         return self
 
     def __exit__(self, *exc):
+        _ACTIVE.remove(self)
+        if not _ACTIVE:
+            _wrap_unseen(False)
         self._mode.__exit__(*exc)
         for h in self._hooks:
             h.remove()
@@ -211,14 +258,14 @@ class Recording:
                 assigned_name(*loc) if loc and kind in ("op", "rewrap", "detach") else None,
                 self._scopes[-1] if self._scopes else "", torch.is_grad_enabled(),
                 torch.is_inference_mode_enabled(), extra or {})
-        if self.ops and self.ops[-1].location == loc and kind != "read_grad":
+        if self.ops and self.ops[-1].location == loc and kind not in ("read_grad", "set_grad"):
             self.ops[-1].assigned = None        # only the line's last op makes the value the line assigns
         for t in inputs:
             self.tensor_id(t)
         for t in outputs:
             tid = self.tensor_id(t)
             if kind in ("op", "rewrap", "detach"):
-                self._producer[tid] = op.index
+                self._producer.setdefault(tid, []).append(op.index)
         self.ops.append(op)
         return op
 
@@ -232,6 +279,10 @@ class Recording:
         if name == "get:grad":
             if ins and not sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIRS):
                 self._note(name, "read_grad", ins[:1], [], {"was_none": out is None})
+            return
+        if name == "set:grad":
+            if ins:
+                self._note(name, "set_grad", ins[:1], [], {"to_none": args[1] is None})
             return
         outs = _tensors(out, [])
         if not outs:
@@ -248,19 +299,27 @@ class Recording:
                                                          if not isinstance(v, torch.Tensor)}})
 
     # ----- questions ---------------------------------------------------------------
-    def producer(self, t: torch.Tensor) -> Op | None:
-        """The op that made ``t`` inside the recording, or None."""
-        tid = self._tensor_ids.get(id(t))
-        k = self._producer.get(tid)
-        return None if k is None else self.ops[k]
+    def producers(self, t: torch.Tensor) -> list:
+        """The ops that made ``t`` or changed it in place inside the recording, in order."""
+        return [self.ops[k] for k in self._producer.get(self._tensor_ids.get(id(t)), ())]
+
+    def producer(self, t: torch.Tensor, before: int | None = None) -> Op | None:
+        """The op that made ``t`` as record ``before`` saw it (default: as it is now), or None.
+
+        After ``z = x @ w; z.mul_(2)`` the value ``z`` has two producers:
+        ``producer(z)`` is ``mul_``, and ``producer(z, before=k)`` of the
+        ``mul_`` record ``k`` is ``matmul``: the value ``mul_`` read.
+        """
+        ks = self._producer.get(self._tensor_ids.get(id(t)), ())
+        i = len(ks) if before is None else bisect.bisect_left(ks, before)
+        return self.ops[ks[i - 1]] if i else None
 
     def name_of(self, t: torch.Tensor) -> str | None:
         """The learner's name for ``t``: a parameter's name in its module, or the variable its line assigned."""
         pname = self._param_names.get(id(t))
         if pname is not None:
             return pname
-        op = self.producer(t)
-        return op.assigned if op is not None else None
+        return next((op.assigned for op in reversed(self.producers(t)) if op.assigned), None)
 
     def trace(self, target, sources=None, value_limit=None):
         """An :class:`autodiff_viz.Trace` of the recorded computation, with PyTorch's gradients.

@@ -17,7 +17,7 @@ import torch
 
 from ..rules import TABLE
 from ..trace import VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode, formula
-from .explain import _cut
+from .explain import _cut, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
 RULES = {
@@ -72,7 +72,8 @@ def rule_input(op_name: str, i: int):
     return None if spec.factor is None else (rule, spec)
 
 
-def _sources(rec, target, sources):
+def _sources(rec, sources):
+    """The source tensors: a module's parameters (named as in the module), one tensor, or a dict's or list's."""
     if sources is None:
         return None
     if isinstance(sources, torch.nn.Module):
@@ -81,9 +82,13 @@ def _sources(rec, target, sources):
         return list(sources.parameters())
     if isinstance(sources, torch.Tensor):
         return [sources]
-    if isinstance(sources, dict):
-        return list(sources.values())
-    return list(sources)
+    flat = list(sources.values()) if isinstance(sources, dict) else \
+        list(sources) if isinstance(sources, (list, tuple)) else [sources]
+    for s in flat:
+        if not isinstance(s, torch.Tensor):
+            raise TypeError(f"trace: sources must be tensors, got {type(s).__name__}. Pass the tensors themselves "
+                            "(rec.trace(loss, [model.fc.weight])) or the module (rec.trace(loss, model)).")
+    return flat
 
 
 def _graph(rec):
@@ -109,7 +114,10 @@ def build(rec, target, sources=None, value_limit=None) -> Trace:
     if not isinstance(target, torch.Tensor):
         raise TypeError(f"trace: target must be a torch tensor (the loss), got {type(target).__name__}.")
     limit = VALUE_LIMIT if value_limit is None else int(value_limit)
-    src = _sources(rec, target, sources)
+    outside = outside_recording(rec, target)
+    if outside is not None:
+        raise ValueError(f"trace: {outside}")
+    src = _sources(rec, sources)
     ops = _graph(rec)
     nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
 
@@ -141,7 +149,7 @@ def build(rec, target, sources=None, value_limit=None) -> Trace:
     notes = []
     target_node = owner.get(id(target))
     if target_node is None:
-        notes.append("the target was not computed inside this recording: no gradients to show")
+        notes.append("no recorded op used the target (a leaf tensor): no gradients to show")
     if src is None:
         source_ids = [n.id for n in nodes if n.is_leaf and node_tensor[n.id].requires_grad]
     else:
