@@ -565,6 +565,33 @@ class Model(Layer):
             return result
         return result["loss"] if len(result) == 1 else list(result.values())
 
+    def train_on_batch(self, x, y, return_dict=False):
+        """One optimizer step on ``(x, y)`` taken as one batch (Keras 3); the batch's loss and metrics.
+
+        The values are those of the forward pass before the step, as ``fit``
+        logs them; returned as :meth:`evaluate` returns them (the loss alone
+        without metrics, else ``[loss, metric, ...]``, or a dict).
+        """
+        self._require_compiled("train_on_batch")
+        x, y = self._x(x), self._y(y)
+        _same_length(x, y, "train_on_batch")
+        loss, y_pred = self.train_step(x, y)
+        result = {"loss": float(loss._value)}
+        plan = self._make_metrics(y, y_pred)
+        self._update_metrics(plan, y, y_pred, result)
+        if return_dict:
+            return result
+        return result["loss"] if len(result) == 1 else list(result.values())
+
+    def test_on_batch(self, x, y, return_dict=False):
+        """:meth:`evaluate` on ``(x, y)`` as one batch, silently (Keras 3)."""
+        n = _same_length(self._x(x), self._y(y), "test_on_batch")
+        return self.evaluate(x, y, batch_size=max(n, 1), verbose=0, return_dict=return_dict)
+
+    def predict_on_batch(self, x):
+        """:meth:`predict` on ``x`` as one batch (Keras 3)."""
+        return self.predict(x, batch_size=max(_length(self._x(x), "predict_on_batch"), 1))
+
     def predict(self, x, batch_size=None, verbose=0):
         """The model's outputs for ``x`` as numpy arrays (a list or dict of them for several
         outputs), computed batch by batch (nothing recorded).

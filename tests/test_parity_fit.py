@@ -152,3 +152,23 @@ def test_an_ambiguous_metrics_list_for_several_outputs_is_refused_with_the_forms
     single = adv.Sequential([layers.Input((1,)), layers.Dense(1)])
     with pytest.raises(TypeError, match=r"metrics=\[.accuracy.\]"):
         single.compile("sgd", "mse", metrics="accuracy")
+
+
+def test_train_test_predict_on_batch_as_keras():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(8, 3)), (rng.normal(size=8) > 0).astype(int)
+
+    def model():
+        m = adv.Sequential([adv.layers.Input((3,)), adv.layers.Dense(1, activation="sigmoid")])
+        m.compile(adv.optimizers.SGD(0.1), "binary_crossentropy", metrics=["accuracy"])
+        return m
+
+    a, b = model(), model()
+    b.set_weights(a.get_weights())
+    history = a.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    loss, accuracy = b.train_on_batch(x, y)
+    assert loss == pytest.approx(history.history["loss"][0]) and accuracy == pytest.approx(history.history["accuracy"][0])
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(wa, wb)
+    assert b.test_on_batch(x, y, return_dict=True) == pytest.approx(b.evaluate(x, y, verbose=0, return_dict=True))
+    np.testing.assert_array_equal(b.predict_on_batch(x), b.predict(x))
