@@ -561,9 +561,7 @@ class Model(Layer):
         result = {"loss": loss_mean.result(), **result}
         if verbose == "auto" or verbose:
             print(f"{n} samples - {callbacks_module.format_logs(result)}")
-        if return_dict:
-            return result
-        return result["loss"] if len(result) == 1 else list(result.values())
+        return _returned(result, return_dict)
 
     def train_on_batch(self, x, y, return_dict=False):
         """One optimizer step on ``(x, y)`` taken as one batch (Keras 3); the batch's loss and metrics.
@@ -579,18 +577,18 @@ class Model(Layer):
         result = {"loss": float(loss._value)}
         plan = self._make_metrics(y, y_pred)
         self._update_metrics(plan, y, y_pred, result)
-        if return_dict:
-            return result
-        return result["loss"] if len(result) == 1 else list(result.values())
+        return _returned(result, return_dict)
 
     def test_on_batch(self, x, y, return_dict=False):
         """:meth:`evaluate` on ``(x, y)`` as one batch, silently (Keras 3)."""
-        n = _same_length(self._x(x), self._y(y), "test_on_batch")
+        x, y = self._x(x), self._y(y)
+        n = _same_length(x, y, "test_on_batch")
         return self.evaluate(x, y, batch_size=max(n, 1), verbose=0, return_dict=return_dict)
 
     def predict_on_batch(self, x):
         """:meth:`predict` on ``x`` as one batch (Keras 3)."""
-        return self.predict(x, batch_size=max(_length(self._x(x), "predict_on_batch"), 1))
+        x = self._x(x)
+        return self.predict(x, batch_size=max(_length(x, "predict_on_batch"), 1))
 
     def predict(self, x, batch_size=None, verbose=0):
         """The model's outputs for ``x`` as numpy arrays (a list or dict of them for several
@@ -1097,6 +1095,13 @@ def _data(data, what):
                          f"Give an array with one row per sample, e.g. np.asarray(rows, dtype='float32') of shape "
                          "(samples, features).")
     return arr
+
+
+def _returned(result: dict, return_dict: bool):
+    """``evaluate``'s answer (Keras 3): the dict, or the loss alone without metrics, else ``[loss, metric, ...]``."""
+    if return_dict:
+        return result
+    return result["loss"] if len(result) == 1 else list(result.values())
 
 
 def _batch_size(value, what) -> int:

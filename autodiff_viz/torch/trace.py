@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..rules import TABLE
-from ..trace import VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode, formula
+from ..trace import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit, formula
 from .explain import _cut, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
@@ -113,7 +113,7 @@ def build(rec, target, sources=None, value_limit=None) -> Trace:
     """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`)."""
     if not isinstance(target, torch.Tensor):
         raise TypeError(f"trace: target must be a torch tensor (the loss), got {type(target).__name__}.")
-    limit = VALUE_LIMIT if value_limit is None else int(value_limit)
+    limit = check_value_limit(value_limit)
     outside = outside_recording(rec, target)
     if outside is not None:
         raise ValueError(f"trace: {outside}")
