@@ -1,4 +1,4 @@
-"""Optimizers with Keras 3 update rules: SGD, RMSprop, Adam.
+"""Optimizers with Keras 3 update rules: SGD, RMSprop, Adam, AdamW, Adagrad, Nadam.
 
     >>> opt = Adam(learning_rate=1e-3)
     >>> with adv.GradientTape() as tape:
@@ -21,7 +21,8 @@ or a callable with no arguments (Keras 3's convention).
 
 ``weight_decay`` (every optimizer, as Keras 3) is *decoupled* weight decay:
 before the update, ``w ← w − lr·wd·w`` for every variable that has a
-gradient (not an L2 term in the loss: Adam with ``weight_decay`` is AdamW).
+gradient (not an L2 term in the loss: Adam with ``weight_decay`` is
+:class:`AdamW`, which only changes the default to ``0.004``).
 ``exclude_from_weight_decay`` leaves variables out (biases, norms).
 """
 from __future__ import annotations
@@ -171,7 +172,7 @@ class Optimizer:
                 if slots:
                     state = states.get(var._id)
                     if state is None:
-                        state = {k: np.zeros(var.shape, dtype=var.dtype) for k in slots}
+                        state = self._new_state(var)
                 else:
                     state = None
                 delta, new_state = step_fn(g, state, lr, step)
@@ -237,6 +238,10 @@ class Optimizer:
             scale = min(1.0, self.global_clipnorm / max(total, 1e-12))
             grads = [g * scale for g in grads]
         return grads
+
+    def _new_state(self, var) -> dict:
+        """The slots of a variable before its first step: zeros (Adagrad starts elsewhere)."""
+        return {k: np.zeros(var.shape, dtype=var.dtype) for k in self.slot_names}
 
     def _step(self, g, state, lr, step):
         """``(delta, new_state)`` from numpy arrays: the update is ``w ← w − delta``
@@ -354,9 +359,9 @@ class Adam(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
-        self.beta_1 = _hyper("Adam", "beta_1", beta_1, 0.0, 1.0, high_open=True)
-        self.beta_2 = _hyper("Adam", "beta_2", beta_2, 0.0, 1.0, high_open=True)
-        self.epsilon = _hyper("Adam", "epsilon", epsilon, 0.0)
+        self.beta_1 = _hyper(type(self).__name__, "beta_1", beta_1, 0.0, 1.0, high_open=True)
+        self.beta_2 = _hyper(type(self).__name__, "beta_2", beta_2, 0.0, 1.0, high_open=True)
+        self.epsilon = _hyper(type(self).__name__, "epsilon", epsilon, 0.0)
         self.amsgrad = bool(amsgrad)
         self.slot_names = ("m", "v", "v_hat") if self.amsgrad else ("m", "v")
 
@@ -371,11 +376,120 @@ class Adam(Optimizer):
         return alpha * m / (np.sqrt(v) + self.epsilon), new
 
 
-_BY_NAME = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam}
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019), as Keras 3.
+
+    The same update as :class:`Adam`, preceded by ``w ← w − lr·weight_decay·w``
+    for every variable that has a gradient (and is not excluded with
+    ``exclude_from_weight_decay``). The only difference from
+    ``Adam(weight_decay=...)`` is the default: AdamW decays by ``0.004``, and
+    ``weight_decay=None`` is refused (use :class:`Adam` for no decay).
+
+    Why decoupled: an L2 term ``wd/2·||w||²`` in the loss adds ``wd·w`` to the
+    gradient, which Adam then divides by ``sqrt(v)``, so weights with large
+    gradients are barely decayed. Decaying ``w`` directly shrinks every weight
+    by the same fraction ``lr·wd`` per step.
+    """
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False, **kwargs):
+        if weight_decay is None or not _real(weight_decay) or weight_decay < 0:
+            raise ValueError(f"AdamW: weight_decay must be a non-negative number (Keras' default is 0.004), "
+                             f"got {weight_decay!r}. For Adam without weight decay, use Adam.")
+        super().__init__(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, amsgrad=amsgrad,
+                         weight_decay=weight_decay, **kwargs)
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al., 2011) with Keras 3's update (epsilon *inside* the square root).
+
+    Each entry keeps the sum of its squared gradients, starting from
+    ``initial_accumulator_value``: ``a ← a + g²``, then
+    ``w ← w − lr·g / sqrt(a + epsilon)``. Entries that have seen large (or
+    many) gradients take smaller steps; the step size only ever shrinks, so
+    Adagrad tends to want a larger ``learning_rate`` than Adam (the paper's
+    form uses ``1.0``).
+
+    PyTorch's ``torch.optim.Adagrad`` puts eps outside the root,
+    ``g / (sqrt(a) + eps)``; with ``initial_accumulator_value = 0.1`` the two
+    differ by about ``eps/(2·sqrt(a))`` relative, and agree exactly with
+    ``epsilon=0``. Its default accumulator start is ``0``, Keras' is ``0.1``.
+    """
+
+    slot_names = ("accumulator",)
+
+    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.initial_accumulator_value = _hyper("Adagrad", "initial_accumulator_value",
+                                                initial_accumulator_value, 0.0)
+        self.epsilon = _hyper("Adagrad", "epsilon", epsilon, 0.0)
+        if self.initial_accumulator_value == 0 and self.epsilon == 0:
+            raise ValueError("Adagrad: initial_accumulator_value and epsilon are both 0, so a zero first "
+                             "gradient would divide 0 by 0. Make one of them positive (Keras' defaults: 0.1 "
+                             "and 1e-7).")
+
+    def _new_state(self, var) -> dict:
+        return {"accumulator": np.full(var.shape, self.initial_accumulator_value, dtype=var.dtype)}
+
+    def _step(self, g, state, lr, step):
+        accumulator = state["accumulator"] + g * g
+        return lr * g / np.sqrt(accumulator + self.epsilon), {"accumulator": accumulator}
+
+
+class Nadam(Optimizer):
+    """Adam with Nesterov momentum (Dozat, 2016), in Keras 3's form.
+
+    The momentum coefficient warms up over the first steps:
+    ``μₜ = β₁·(1 − 0.5·0.96ᵗ)``, and ``Πₜ = μ₁·μ₂·…·μₜ``. At step ``t``:
+    ``m ← β₁·m + (1 − β₁)·g``, ``v ← β₂·v + (1 − β₂)·g²``,
+    ``m̂ = μₜ₊₁·m/(1 − Πₜ₊₁) + (1 − μₜ)·g/(1 − Πₜ)``, ``v̂ = v/(1 − β₂ᵗ)`` and
+    ``w ← w − lr·m̂ / (sqrt(v̂) + epsilon)``.
+
+    The Nesterov "look ahead": ``m̂`` uses next step's momentum coefficient
+    on ``m`` and adds the current gradient directly, so the step already
+    includes the gradient it would get from one more momentum update. This is
+    ``torch.optim.NAdam`` with ``momentum_decay=1`` (PyTorch's default
+    ``0.004`` warms ``μₜ`` up far more slowly: ``0.96^(0.004·t)``).
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.beta_1 = _hyper("Nadam", "beta_1", beta_1, 0.0, 1.0, high_open=True)
+        self.beta_2 = _hyper("Nadam", "beta_2", beta_2, 0.0, 1.0, high_open=True)
+        self.epsilon = _hyper("Nadam", "epsilon", epsilon, 0.0)
+        self.slot_names = ("m", "v")
+        self._mu_products = (0, 1.0)
+
+    def _mu(self, t: int) -> float:
+        return self.beta_1 * (1.0 - 0.5 * 0.96 ** t)
+
+    def _mu_product(self, step: int) -> float:
+        """``Πₜ`` for ``t = step``, carried forward from the last step asked for (one multiply per step)."""
+        done, product = self._mu_products
+        if step < done:
+            done, product = 0, 1.0
+        for t in range(done + 1, step + 1):
+            product *= self._mu(t)
+        self._mu_products = (step, product)
+        return product
+
+    def _step(self, g, state, lr, step):
+        b1, b2 = self.beta_1, self.beta_2
+        m = state["m"] + (g - state["m"]) * (1 - b1)
+        v = state["v"] + (g * g - state["v"]) * (1 - b2)
+        mu, mu_next = self._mu(step), self._mu(step + 1)
+        product = self._mu_product(step)
+        m_hat = (mu_next / (1 - product * mu_next)) * m + ((1 - mu) / (1 - product)) * g
+        v_hat = v / (1 - b2 ** step)
+        return lr * m_hat / (np.sqrt(v_hat) + self.epsilon), {"m": m, "v": v}
+
+
+_BY_NAME = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam, "adamw": AdamW, "adagrad": Adagrad, "nadam": Nadam}
 
 
 def get(identifier) -> Optimizer:
-    """An optimizer from a name (``"adam"``, ``"sgd"``, ``"rmsprop"``, with Keras' defaults) or an instance."""
+    """An optimizer from a name (``"adam"``, ``"adamw"``, ``"adagrad"``, ``"nadam"``, ``"sgd"``,
+    ``"rmsprop"``, any case, with Keras' defaults) or an instance."""
     if isinstance(identifier, Optimizer):
         return identifier
     if isinstance(identifier, str) and identifier.lower() in _BY_NAME:

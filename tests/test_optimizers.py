@@ -151,7 +151,7 @@ def test_optimizers_by_name():
     assert isinstance(optimizers.get("adam"), optimizers.Adam)
     assert optimizers.get("sgd").learning_rate == 0.01
     with pytest.raises(ValueError, match="rmsprop"):
-        optimizers.get("adamw")
+        optimizers.get("adamx")
 
 
 def test_float32_variables_stay_float32():
