@@ -1,4 +1,5 @@
-"""Callbacks for ``fit``: History, EarlyStopping, and the progress display.
+"""Callbacks for ``fit``: History, EarlyStopping, ModelCheckpoint, LearningRateScheduler,
+ReduceLROnPlateau, LambdaCallback, and the progress display.
 
 A callback is an object with any of the Keras hooks
 (``on_train_begin``, ``on_epoch_begin``, ``on_train_batch_end``,
@@ -15,11 +16,16 @@ captured output get one line per epoch); ``verbose=0`` shows nothing.
 from __future__ import annotations
 
 import html
+import inspect
+import os
+import string
 import sys
 import time
 import warnings
 
 import numpy as np
+
+from .optimizers import _real
 
 
 def in_notebook() -> bool:
@@ -166,11 +172,7 @@ class EarlyStopping(Callback):
     def __init__(self, monitor="val_loss", min_delta=0.0, patience=0, verbose=0, mode="auto", baseline=None,
                  restore_best_weights=False, start_from_epoch=0):
         super().__init__()
-        if mode not in ("auto", "min", "max"):
-            raise ValueError(f"EarlyStopping: mode must be 'auto', 'min' or 'max', got {mode!r}.")
-        if mode == "auto":
-            mode = "max" if any(k in monitor for k in ("acc", "auc", "precision", "recall")) else "min"
-        self.monitor, self.mode = monitor, mode
+        self.monitor, self.mode = monitor, _resolve_mode("EarlyStopping", mode, monitor)
         self.min_delta = abs(float(min_delta))
         self.patience, self.verbose, self.baseline = int(patience), verbose, baseline
         self.restore_best_weights, self.start_from_epoch = bool(restore_best_weights), int(start_from_epoch)
@@ -216,6 +218,440 @@ class EarlyStopping(Callback):
             if self.verbose:
                 print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
             self.model.set_weights(self.best_weights)
+
+
+def _resolve_mode(owner, mode, monitor) -> str:
+    """``"min"`` or ``"max"``; ``"auto"`` is ``"max"`` for accuracy-like names (acc, auc, precision, recall)."""
+    if not isinstance(monitor, str):
+        raise TypeError(f"{owner}: monitor must be the name of a log, e.g. 'val_loss' or 'accuracy', "
+                        f"got {type(monitor).__name__} {monitor!r:.40}.")
+    if mode not in ("auto", "min", "max"):
+        raise ValueError(f"{owner}: mode must be 'auto', 'min' or 'max', got {mode!r}. Use 'min' when lower is "
+                         "better (a loss), 'max' when higher is better (accuracy), or 'auto' to decide by the name.")
+    if mode == "auto":
+        return "max" if any(k in monitor for k in ("acc", "auc", "precision", "recall")) else "min"
+    return mode
+
+
+def _warn_missing(owner, monitor, logs, consequence):
+    """Warn (as Keras does, rather than fail mid-training) that ``monitor`` is not a key of ``logs``."""
+    warnings.warn(f"{owner} is watching {monitor!r}, which is not in the logs, so {consequence}. Available: "
+                  f"{sorted(logs or {})}. (val_* logs need validation_split or validation_data.)",
+                  UserWarning, stacklevel=3)
+
+
+def _settable_optimizer(owner, model):
+    """The model's optimizer, if a callback may set its ``learning_rate`` to a number.
+
+    A schedule (a callable of the step) already sets the rate at every step;
+    replacing it with a number would silently drop it, so it is refused
+    (Keras 3 refuses it too, with a TypeError).
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not hasattr(optimizer, "learning_rate"):
+        raise ValueError(f"{owner}: the model has no optimizer with a learning_rate. Compile it first, e.g. "
+                         "model.compile(optimizer=adv.optimizers.SGD(0.01), loss='mse').")
+    rate = getattr(optimizer, "_learning_rate", None)
+    if callable(rate):
+        raise TypeError(f"{owner}: the optimizer's learning_rate is a schedule ({rate!r:.60}), which sets the "
+                        f"rate at every step; {owner} would overwrite it with a number. Compile with a number "
+                        f"(e.g. {type(optimizer).__name__}(learning_rate=0.01)) and let {owner} change it, or keep "
+                        f"the schedule without {owner}.")
+    return optimizer
+
+
+def _log_learning_rate(cb, epoch, logs):
+    """Add the optimizer's current rate to this epoch's logs as ``"learning_rate"``, as Keras 3 (``fit``
+    runs the History after your callbacks, so ``history.history["learning_rate"]`` has one entry per epoch)."""
+    if logs is not None:
+        logs["learning_rate"] = float(cb.model.optimizer.learning_rate)
+
+
+class ModelCheckpoint(Callback):
+    """Save the model's weights during ``fit``: every epoch, every ``save_freq`` batches, or only the best.
+
+    The file is written with ``model.save_weights`` (an ``.npz`` archive, one
+    array per weight) and read back with ``model.load_weights``. ``filepath``
+    may hold format fields filled at each save: ``{epoch}`` (counted from 1,
+    as Keras), ``{batch}`` (from 1, with an integer ``save_freq``) and any
+    log, e.g. ``"ckpt-{epoch:02d}-{val_loss:.2f}.weights.npz"`` writes
+    ``ckpt-03-0.41.weights.npz`` after the third epoch. A fixed name is
+    overwritten at each save. Missing folders are created.
+
+    This package saves weights only (there is no whole-model file like
+    Keras' ``.keras``), so ``save_weights_only=True`` is required and the
+    name ends in ``.npz`` where Keras wants ``.weights.h5``.
+
+    Args:
+        filepath: where to save (str or ``pathlib.Path``), ending in ``.npz``.
+        monitor: the log that decides "best" with ``save_best_only``.
+        verbose: 1 prints a line at each save (and each skipped save).
+        save_best_only: save only when ``monitor`` beats the best value so
+            far (strictly: ``value < best`` in mode ``"min"``, ``value > best``
+            in mode ``"max"``). The best is kept across ``fit`` calls, as Keras.
+        save_weights_only: must be True here (see above).
+        mode: ``"min"``, ``"max"`` or ``"auto"`` (max for accuracy-like names).
+        save_freq: ``"epoch"``, or a number of batches between saves (the
+            count runs across epoch boundaries, as Keras).
+        initial_value_threshold: the best value to beat at the start
+            (with ``save_best_only``); by default any first value is saved.
+    """
+
+    def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
+                 mode="auto", save_freq="epoch", initial_value_threshold=None):
+        super().__init__()
+        try:
+            path = os.fspath(filepath)
+        except TypeError:
+            path = None
+        if not isinstance(path, str):
+            raise TypeError(f"ModelCheckpoint: filepath must be a path (str or pathlib.Path) ending in '.npz', "
+                            f"e.g. 'ckpt-{{epoch:02d}}.weights.npz', got {type(filepath).__name__}.")
+        if not path.endswith(".npz"):
+            keras = " ('.weights.h5' and '.keras' are Keras' formats)" if path.endswith((".h5", ".keras")) else ""
+            raise ValueError(f"ModelCheckpoint: filepath must end in '.npz', the format of model.save_weights{keras}; "
+                             f"got {path!r}. Use e.g. 'ckpt-{{epoch:02d}}.weights.npz'.")
+        if not save_weights_only:
+            raise ValueError("ModelCheckpoint: autodiff_viz saves weights only (model.save_weights writes an .npz "
+                             "file; there is no whole-model file like Keras' .keras), so pass "
+                             f"save_weights_only=True: ModelCheckpoint({path!r}, save_weights_only=True).")
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(path) if f is not None]
+        except ValueError as exc:
+            raise ValueError(f"ModelCheckpoint: filepath {path!r} is not a valid format string ({exc}). Fields "
+                             "are written {epoch:02d} or {val_loss:.2f}; a literal brace is doubled: {{ }}.") from None
+        if any(f == "" or f[0].isdigit() for f in fields):
+            raise ValueError(f"ModelCheckpoint: filepath {path!r} has a positional field ({{}} or {{0}}); name "
+                             "what goes there, e.g. {epoch:02d} or {val_loss:.2f}.")
+        if not (save_freq == "epoch" or (isinstance(save_freq, (int, np.integer))
+                                         and not isinstance(save_freq, bool) and save_freq > 0)):
+            raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive number of batches, "
+                             f"got {save_freq!r}.")
+        if initial_value_threshold is not None and not _real(initial_value_threshold):
+            raise ValueError(f"ModelCheckpoint: initial_value_threshold must be None or a number, "
+                             f"got {initial_value_threshold!r}.")
+        self.filepath, self.monitor = path, monitor
+        self.mode = _resolve_mode("ModelCheckpoint", mode, monitor)
+        self.verbose, self.save_best_only, self.save_weights_only = verbose, bool(save_best_only), True
+        self.save_freq = save_freq if save_freq == "epoch" else int(save_freq)
+        if initial_value_threshold is not None:
+            self.best = float(initial_value_threshold)
+        else:
+            self.best = np.inf if self.mode == "min" else -np.inf
+        self._current_epoch = 0
+        self._batches_seen_since_last_saving = 0
+        self._last_batch_seen = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._current_epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq == "epoch":
+            return
+        self._batches_seen_since_last_saving += batch + 1 if batch <= self._last_batch_seen \
+            else batch - self._last_batch_seen
+        self._last_batch_seen = batch
+        if self._batches_seen_since_last_saving >= self.save_freq:
+            self._batches_seen_since_last_saving = 0
+            self._save(self._current_epoch, batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.save_freq == "epoch":
+            self._save(epoch, None, logs)
+
+    def _file_path(self, epoch, batch, logs) -> str:
+        values = dict(logs or {})
+        values["epoch"] = epoch + 1
+        if batch is not None:
+            values.setdefault("batch", batch + 1)
+        try:
+            return self.filepath.format(**values)
+        except KeyError as exc:
+            raise KeyError(f"ModelCheckpoint: filepath {self.filepath!r} has the field {{{exc.args[0]}}}, which "
+                           f"has no value here. Available: {sorted(values)} ({{batch}} needs an integer "
+                           "save_freq; val_* logs need validation_split or validation_data).") from None
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"ModelCheckpoint: could not fill filepath {self.filepath!r} ({exc}). epoch and "
+                             "batch are integers ({epoch:02d}), logged values are floats ({val_loss:.2f}).") from None
+
+    def _should_save(self, epoch, logs, path) -> bool:
+        if not self.save_best_only:
+            if self.verbose:
+                print(f"Epoch {epoch + 1}: saving model to {path}")
+            return True
+        current = (logs or {}).get(self.monitor)
+        if current is None:
+            _warn_missing("ModelCheckpoint", self.monitor, logs, "it cannot tell the best; saving anyway")
+            return True
+        improved = current < self.best if self.mode == "min" else current > self.best
+        if improved:
+            if self.verbose:
+                print(f"Epoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to {current:.5f}, "
+                      f"saving model to {path}")
+            self.best = current
+            return True
+        if self.verbose:
+            print(f"Epoch {epoch + 1}: {self.monitor} did not improve from {self.best:.5f}")
+        return False
+
+    def _save(self, epoch, batch, logs):
+        path = self._file_path(epoch, batch, logs)
+        if not self._should_save(epoch, logs, path):
+            return
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"ModelCheckpoint: {path!r} is a folder; give a file name ending in '.npz' "
+                                    "(e.g. os.path.join(folder, 'ckpt-{epoch:02d}.weights.npz')).")
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        self.model.save_weights(path, overwrite=True)
+
+
+class LearningRateScheduler(Callback):
+    """Set the optimizer's learning rate at the start of every epoch: ``lr ← schedule(epoch, lr)``.
+
+    ``epoch`` counts from 0 and ``lr`` is the current rate, so
+    ``lambda epoch, lr: lr * 0.9`` multiplies the rate by 0.9 each epoch
+    (the first epoch too: it starts at 0.9 × the compiled rate), and
+    ``lambda epoch, lr: 0.1 if epoch < 10 else 0.01`` switches once.
+    ``schedule(epoch)`` with one argument also works (old Keras). At the end
+    of each epoch the rate is logged as ``"learning_rate"``, so
+    ``history.history["learning_rate"]`` holds the rate each epoch used.
+
+    The optimizer must have a numeric rate, not a schedule of the step (a
+    schedule already sets the rate at every step; see
+    :mod:`autodiff_viz.optimizers`).
+
+    Args:
+        schedule: ``f(epoch, lr) -> new_lr`` (a number >= 0).
+        verbose: 1 prints the new rate at each epoch.
+    """
+
+    def __init__(self, schedule, verbose=0):
+        super().__init__()
+        if not callable(schedule):
+            raise TypeError("LearningRateScheduler: schedule must be a function f(epoch, lr) -> new rate, e.g. "
+                            f"lambda epoch, lr: lr * 0.9; got {type(schedule).__name__} {schedule!r:.40}.")
+        if not (_accepts(schedule, 2) or _accepts(schedule, 1)):
+            raise TypeError(f"LearningRateScheduler: schedule is called as schedule(epoch, lr) (or schedule(epoch)), "
+                            f"but {schedule!r:.60} takes {inspect.signature(schedule)}. Write it as e.g. "
+                            "lambda epoch, lr: lr * 0.9.")
+        self.schedule, self.verbose = schedule, verbose
+        self._takes_lr = _accepts(schedule, 2)
+
+    def on_train_begin(self, logs=None):
+        _settable_optimizer("LearningRateScheduler", self.model)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        optimizer = self.model.optimizer
+        lr = float(optimizer.learning_rate)
+        value = self.schedule(epoch, lr) if self._takes_lr else self.schedule(epoch)
+        rate = _as_rate(value)
+        if rate is None:
+            call = f"schedule({epoch}, {lr})" if self._takes_lr else f"schedule({epoch})"
+            raise ValueError(f"LearningRateScheduler: {call} returned {type(value).__name__} {value!r:.40}; it "
+                             "must return the new learning rate, a finite number >= 0 (e.g. return lr * 0.9). "
+                             "The rate was not changed.")
+        optimizer.learning_rate = rate
+        if self.verbose:
+            print(f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to {rate}.")
+
+    def on_epoch_end(self, epoch, logs=None):
+        _log_learning_rate(self, epoch, logs)
+
+
+def _accepts(fn, n: int) -> bool:
+    """Can ``fn`` be called with ``n`` positional arguments? (True when Python cannot tell.)"""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(*range(n))
+    except TypeError:
+        return False
+    return True
+
+
+def _as_rate(value):
+    """``value`` as a learning rate (a finite float >= 0: a number, numpy scalar or 0-d tensor), else None."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or tuple(getattr(value, "shape", ())) != ():
+        return None
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        return None
+    return rate if np.isfinite(rate) and rate >= 0 else None
+
+
+class ReduceLROnPlateau(Callback):
+    """Divide the learning rate when a monitored value stops improving (Keras semantics).
+
+    At the end of each epoch: a value better than the best so far by more
+    than ``min_delta`` (``value < best − min_delta`` in mode ``"min"``,
+    ``value > best + min_delta`` in mode ``"max"``) becomes the best and
+    resets the count. Otherwise, after ``patience`` epochs in a row without
+    improvement, ``lr ← max(lr · factor, min_lr)`` (only while
+    ``lr > min_lr``), and a cooldown starts so the smaller rate has time to
+    act. Keras counts the cooldown down at the start of each later epoch's
+    check and skips the epochs after which it is still above 0, so
+    ``cooldown=N`` leaves ``N − 1`` epochs uncounted (``cooldown=1`` changes
+    nothing). The rate of the epoch, before any reduction, is logged as
+    ``"learning_rate"``.
+
+    Example: ``patience=2, factor=0.5`` on a loss whose best is at epoch 3
+    (counting from 1): epochs 4 and 5 do not improve, so after epoch 5 the
+    rate halves.
+
+    Args:
+        monitor: the log to watch (``"val_loss"`` by default).
+        factor: the multiplier, in ``[0, 1)``: ``0.1`` divides by 10.
+        patience: epochs without improvement before the rate is reduced.
+        verbose: 1 prints a line at each reduction.
+        mode: ``"min"``, ``"max"`` or ``"auto"`` (max for accuracy-like names).
+        min_delta: a change smaller than this does not count as improvement.
+        cooldown: epochs to wait after a reduction before counting again.
+        min_lr: the rate never goes below this.
+    """
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto", min_delta=1e-4,
+                 cooldown=0, min_lr=0.0):
+        super().__init__()
+        if not _real(factor) or not 0.0 <= factor < 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor must be a number in [0, 1), got {factor!r}: the new rate "
+                             "is lr * factor, so a factor >= 1 would never reduce it. Use e.g. factor=0.5 to "
+                             "halve the rate, factor=0.1 to divide it by 10.")
+        for name, value in (("patience", patience), ("cooldown", cooldown)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"ReduceLROnPlateau: {name} must be a whole number of epochs >= 0, got {value!r}.")
+        if not _real(min_lr) or min_lr < 0:
+            raise ValueError(f"ReduceLROnPlateau: min_lr (the lowest rate) must be a number >= 0, got {min_lr!r}.")
+        if not _real(min_delta):
+            raise ValueError(f"ReduceLROnPlateau: min_delta must be a number, got {min_delta!r}.")
+        self.monitor, self.mode = monitor, _resolve_mode("ReduceLROnPlateau", mode, monitor)
+        self.factor, self.min_lr, self.min_delta = float(factor), float(min_lr), abs(float(min_delta))
+        self.patience, self.cooldown, self.verbose = int(patience), int(cooldown), verbose
+        self._reset()
+
+    def _reset(self):
+        self.wait, self.cooldown_counter = 0, 0
+        self.best = np.inf if self.mode == "min" else -np.inf
+
+    def on_train_begin(self, logs=None):
+        _settable_optimizer("ReduceLROnPlateau", self.model)
+        self._reset()
+
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def _improves(self, value) -> bool:
+        if self.mode == "min":
+            return value < self.best - self.min_delta
+        return value > self.best + self.min_delta
+
+    def on_epoch_end(self, epoch, logs=None):
+        _log_learning_rate(self, epoch, logs)
+        current = (logs or {}).get(self.monitor)
+        if current is None:
+            _warn_missing("ReduceLROnPlateau", self.monitor, logs, "the learning rate is not reduced")
+            return
+        if self.in_cooldown():
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self._improves(current):
+            self.best, self.wait = current, 0
+        elif not self.in_cooldown():
+            self.wait += 1
+            if self.wait >= self.patience:
+                optimizer = self.model.optimizer
+                old = float(optimizer.learning_rate)
+                if old > np.float32(self.min_lr):
+                    new = max(old * self.factor, self.min_lr)
+                    optimizer.learning_rate = new
+                    if self.verbose:
+                        print(f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
+                    self.cooldown_counter, self.wait = self.cooldown, 0
+
+
+_LAMBDA_HOOKS = {
+    "on_train_begin": ("logs",), "on_train_end": ("logs",),
+    "on_epoch_begin": ("epoch", "logs"), "on_epoch_end": ("epoch", "logs"),
+    "on_train_batch_begin": ("batch", "logs"), "on_train_batch_end": ("batch", "logs"),
+    "on_batch_begin": ("batch", "logs"), "on_batch_end": ("batch", "logs"),
+}
+
+
+class LambdaCallback(Callback):
+    """A callback made of plain functions, one per hook, called with Keras' positional arguments.
+
+        >>> LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]),
+        ...                on_train_end=lambda logs: print("done"))
+
+    ``on_epoch_begin``/``on_epoch_end`` get ``(epoch, logs)``, the batch hooks
+    ``(batch, logs)``, ``on_train_begin``/``on_train_end`` get ``(logs)``;
+    ``logs`` is None where ``fit`` has none yet (the begin hooks), and
+    ``on_train_end`` gets the last epoch's logs, as Keras 3. ``on_batch_begin``
+    and ``on_batch_end`` (old Keras names) may be given by keyword. Each
+    function's argument count is checked here, before training.
+    """
+
+    def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_begin=None, on_train_end=None,
+                 on_train_batch_begin=None, on_train_batch_end=None, **kwargs):
+        super().__init__()
+        unknown = sorted(k for k in kwargs if k not in _LAMBDA_HOOKS)
+        if unknown:
+            raise TypeError(f"LambdaCallback: {', '.join(unknown)} is not a hook that fit calls. Hooks: "
+                            f"{', '.join(_LAMBDA_HOOKS)} (evaluate and predict take no callbacks here, so "
+                            "on_test_* and on_predict_* would never run).")
+        given = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_train_begin=on_train_begin,
+                     on_train_end=on_train_end, on_train_batch_begin=on_train_batch_begin,
+                     on_train_batch_end=on_train_batch_end, **kwargs)
+        for name, fn in given.items():
+            if fn is None:
+                continue
+            args = ", ".join(_LAMBDA_HOOKS[name])
+            if not callable(fn):
+                raise TypeError(f"LambdaCallback: {name} must be a function called as f({args}), e.g. "
+                                f"{name}=lambda {args}: ...; got {type(fn).__name__} {fn!r:.40}.")
+            if not _accepts(fn, len(_LAMBDA_HOOKS[name])):
+                raise TypeError(f"LambdaCallback: {name} is called as f({args}), as Keras, but {fn!r:.60} takes "
+                                f"{inspect.signature(fn)}. Write it as {name}=lambda {args}: ...")
+        self.functions = {name: fn for name, fn in given.items() if fn is not None}
+
+    def _call(self, name, *args):
+        fn = self.functions.get(name)
+        if fn is not None:
+            fn(*args)
+
+    def on_train_begin(self, logs=None):
+        self._call("on_train_begin", logs)
+
+    def on_train_end(self, logs=None):
+        self._call("on_train_end", logs)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._call("on_epoch_begin", epoch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._call("on_epoch_end", epoch, logs)
+
+    def on_batch_begin(self, batch, logs=None):
+        self._call("on_batch_begin", batch, logs)
+
+    def on_batch_end(self, batch, logs=None):
+        self._call("on_batch_end", batch, logs)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if "on_train_batch_begin" in self.functions:
+            self._call("on_train_batch_begin", batch, logs)
+        else:
+            self.on_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if "on_train_batch_end" in self.functions:
+            self._call("on_train_batch_end", batch, logs)
+        else:
+            self.on_batch_end(batch, logs)
 
 
 # ---------------------------------------------------------------------------

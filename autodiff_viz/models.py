@@ -87,6 +87,7 @@ class Model(Layer):
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
+        self.loss_weights = None
         self.compiled_metrics = None
         self._metric_specs = []
         self._metric_logs = None
@@ -262,22 +263,32 @@ class Model(Layer):
             v.assign(stored[k])
 
     # ----- training -------------------------------------------------------------
-    def compile(self, optimizer="rmsprop", loss=None, metrics=None) -> None:
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None) -> None:
         """Choose the optimizer, the loss and the metrics for ``fit`` and ``evaluate``.
 
         Args:
-            optimizer: a name (``"adam"``, ``"sgd"``, ``"rmsprop"``) or an optimizer.
+            optimizer: a name (``"adam"``, ``"adamw"``, ``"sgd"``, ``"rmsprop"``, ``"adagrad"``, ``"nadam"``)
+                or an optimizer.
             loss: a name (``"mse"``, ``"sparse_categorical_crossentropy"`` ...),
                 a loss object or a function ``f(y_true, y_pred)``; for a model
                 with several outputs, one loss for all of them, or a list (a
                 dict keyed by output name) with one loss per output. The
                 training loss is their sum plus ``model.losses``.
+            loss_weights: as Keras 3, a number per output that scales its loss
+                before the sum: ``total = Σ_k loss_weights[k] · loss_k +
+                sum(model.losses)``. A list with one number per output, a dict
+                with one entry per output name (``{"cls": 1.0, "box": 0.2}``;
+                every output needs one, Keras 3 refuses a partial dict too), or
+                one number for every output. ``None``: every weight is 1.
             metrics: a list of names (``"accuracy"``) or functions; for a model
                 with several outputs, per output (as Keras 3): a dict
                 ``{"cls": ["accuracy"], "box": [box_error]}`` keyed by output
                 name, or a list of lists with one list per output. They are
                 logged as ``cls_accuracy``, ``box_box_error``. A flat list is
                 refused there: it would not say which output it measures.
+                Metrics are never weighted by ``sample_weight`` or
+                ``class_weight`` (Keras 3's ``metrics=`` are not either; this
+                package has no ``weighted_metrics``).
         """
         optimizer = optimizers.get(optimizer)
         if loss is None:
@@ -288,6 +299,7 @@ class Model(Layer):
             loss = {k: losses.get(fn) for k, fn in loss.items()}
         else:
             loss = losses.get(loss)
+        loss_weights = _checked_loss_weights(loss_weights)
         if metrics is not None and not isinstance(metrics, (list, tuple, dict)):
             raise TypeError(f"compile: metrics must be a list (e.g. metrics=[{metrics!r}]), or for a model with "
                             "several outputs a dict keyed by output name (metrics={'out': [...]}); got "
@@ -299,7 +311,10 @@ class Model(Layer):
         labels = self._known_output_labels()
         if labels is not None:
             _metric_plan(specs, labels)
-        self.optimizer, self.loss = optimizer, loss
+            struct = self._output_struct
+            keys = list(struct) if isinstance(struct, dict) else list(range(len(labels)))
+            _loss_weight_list(loss_weights, *self._output_aliases(keys), "compile", " Nothing was compiled.")
+        self.optimizer, self.loss, self.loss_weights = optimizer, loss, loss_weights
         self._metric_specs = specs
         self.compiled_metrics = None
         self._metric_logs = None
@@ -358,14 +373,26 @@ class Model(Layer):
         return keys, names, _by_output(y, keys, names, "y")
 
     def compute_loss(self, y, y_pred, sample_weight=None):
-        """The loss of a batch (a scalar tensor): the compiled loss of each output, summed, plus
-        ``sum(model.losses)`` (regularization and ``add_loss`` terms), as Keras 3."""
-        total = _sum([fn(yt, yp, sample_weight=sample_weight) for fn, yt, yp in self._loss_terms(y, y_pred)])
+        """The loss of a batch (a scalar tensor), as Keras 3: the compiled loss of each output, weighted
+        by its sample weights, times its ``loss_weights`` entry, summed, plus ``sum(model.losses)``
+        (regularization and ``add_loss`` terms, never weighted).
+
+        ``sample_weight`` (one weight per sample of the batch, or for a model
+        with several outputs a list/dict with one array per output) goes to
+        each loss, which multiplies the per-sample losses by it before its
+        reduction: with the default ``"sum_over_batch_size"``,
+        ``Σ_i w_i · loss_i / batch size``.
+        """
+        values = []
+        for fn, yt, yp, sw, weight in self._loss_terms(y, y_pred, sample_weight):
+            value = fn(yt, yp, sample_weight=sw)
+            values.append(value if weight is None else value * weight)
+        total = _sum(values)
         extra = self.losses
         return total + _sum(extra) if extra else total
 
-    def _loss_terms(self, y, y_pred):
-        """``(loss, y_true, y_pred)`` per output."""
+    def _loss_terms(self, y, y_pred, sample_weight=None):
+        """``(loss, y_true, y_pred, sample_weight, loss weight or None)`` per output."""
         loss = self.loss
         if not isinstance(y_pred, (list, tuple, dict)):
             if isinstance(loss, (list, tuple, dict)):
@@ -374,7 +401,11 @@ class Model(Layer):
                 loss = next(iter(loss.values())) if isinstance(loss, dict) else loss[0]
             if isinstance(y, (list, tuple)) and len(y) == 1:
                 y = y[0]
-            return [(loss, y, y_pred)]
+            if isinstance(sample_weight, (list, tuple, dict)) and len(sample_weight) == 1:
+                sample_weight = next(iter(sample_weight.values())) if isinstance(sample_weight, dict) \
+                    else sample_weight[0]
+            (weight,) = _loss_weight_list(self.loss_weights, *self._output_aliases([0]), "compute_loss")
+            return [(loss, y, y_pred, sample_weight, weight)]
         keys, names, ys = self._per_output(y, y_pred)
         if isinstance(loss, (list, tuple)):
             if len(loss) != len(keys):
@@ -391,31 +422,50 @@ class Model(Layer):
                 fns[k] = loss[key]
         else:
             fns = dict.fromkeys(keys, loss)
-        return [(fns[k], ys[k], y_pred[k]) for k in keys]
+        if isinstance(sample_weight, (list, tuple, dict)):
+            sws = _by_output(sample_weight, keys, names, "sample_weight", "weight arrays")
+        else:
+            sws = dict.fromkeys(keys, sample_weight)     # one array for every output, as Keras 3
+        weights = _loss_weight_list(self.loss_weights, *self._output_aliases(keys), "compute_loss")
+        return [(fns[k], ys[k], y_pred[k], sws[k], w) for k, w in zip(keys, weights)]
+
+    def _output_aliases(self, keys):
+        """``(labels, aliases)`` for the outputs ``keys``: the label of each in logs and errors, and the
+        names a dict (``loss_weights``) may give it: its dict key or its output name. The one output of
+        a model whose outputs have no names has no aliases (any one key names it)."""
+        names = self._output_names()
+        if len(keys) == 1 and not names and not isinstance(keys[0], str):
+            return ["output"], [set()]
+        labels = self._output_labels(keys)
+        aliases = [{labels[i], *([names[i]] if names else []), *([k] if isinstance(k, str) else [])}
+                   for i, k in enumerate(keys)]
+        return labels, aliases
 
     def _output_names(self):
         return None
 
-    def train_step(self, x, y):
+    def train_step(self, x, y, sample_weight=None):
         """One optimisation step on a batch; returns ``(loss, y_pred)``.
 
         This is the whole of what ``fit`` does per batch::
 
             with adv.GradientTape() as tape:
                 y_pred = model(x, training=True)
-                loss = model.compute_loss(y, y_pred)     # + sum(model.losses)
+                loss = model.compute_loss(y, y_pred, sample_weight)   # + sum(model.losses)
             grads = tape.gradient(loss, model.trainable_variables)
             model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
         then each weight's constraint, if any, is applied. The outputs that
         layers kept from the previous step are dropped first, and the
         returned loss and predictions are plain values (no history), so two
-        steps' graphs are never alive together.
+        steps' graphs are never alive together. ``fit`` passes
+        ``sample_weight`` only when there are sample (or class) weights, so
+        a ``train_step(self, x, y)`` of your own still works without them.
         """
         self._forget_outputs()
         with GradientTape() as tape:
             y_pred = self(x, **self._training_kwargs(True))
-            loss = self.compute_loss(y, y_pred)
+            loss = self.compute_loss(y, y_pred, sample_weight)
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
         self.optimizer.apply_gradients(zip(grads, variables))
@@ -433,8 +483,11 @@ class Model(Layer):
         return {"training": training} if _accepts_training(self) else {}
 
     def fit(self, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
-            validation_data=None, shuffle=True, initial_epoch=0, seed=None):
+            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0, seed=None):
         """Train for ``epochs`` passes over ``(x, y)`` in mini-batches.
+
+        The arguments are checked before the first step (the number of
+        sample weights, the keys of ``class_weight`` included).
 
         Args:
             x: an array, or for a model with several inputs a list of
@@ -450,9 +503,32 @@ class Model(Layer):
                 after that batch (validation and ``on_epoch_end`` still run)
                 and the training, as Keras 3.
             validation_split: the *last* fraction of the data (taken before
-                shuffling, as Keras) is held out and evaluated after each epoch.
-            validation_data: ``(x_val, y_val)`` instead.
-            shuffle: shuffle the training samples each epoch.
+                shuffling, as Keras) is held out and evaluated after each
+                epoch; ``sample_weight`` is split with it.
+            validation_data: ``(x_val, y_val)`` or ``(x_val, y_val,
+                val_sample_weight)`` instead.
+            shuffle: shuffle the training samples each epoch (their sample
+                weights go with them).
+            class_weight: ``{class index: weight}``, as Keras 3: each training
+                sample gets the weight of its class (read from ``y``: integer
+                labels, or the position of the largest entry of one-hot
+                labels), 1 for classes the dict leaves out. Only for a model
+                with one output; not with ``sample_weight`` (Keras 3 refuses
+                both at once: fold the class weights into ``sample_weight``);
+                not applied to the validation data. A key outside the classes
+                (from 0 to the number of columns of one-hot labels, or of the
+                model's output; 0 and 1 for one output column) is an error.
+            sample_weight: one weight per training sample (shape ``(n,)`` or
+                ``(n, 1)``; ``(n, steps)`` weights each step of a sequence
+                output), or for a model with several outputs a list/dict with
+                one array per output (one array alone weights every output).
+                Each batch's weights scale its per-sample losses before the
+                loss's reduction: with the default ``"sum_over_batch_size"``
+                the batch loss is ``Σ_i w_i · loss_i / batch size`` (Keras 3:
+                divided by the number of samples, not by ``Σ w_i``). The
+                logged ``loss`` is that weighted loss; metrics are not
+                weighted (see :meth:`compile`).
+            initial_epoch: the epoch to start counting from (resuming a run).
             seed: seed for the shuffling (our addition; by default the
                 generator of :func:`adv.layers.set_random_seed` is used).
 
@@ -465,33 +541,53 @@ class Model(Layer):
         batch_size = _batch_size(batch_size, "fit")
         epochs = positive_int("fit", "epochs", epochs, minimum=0)
         initial_epoch = positive_int("fit", "initial_epoch", initial_epoch, minimum=0)
+        if class_weight is not None and sample_weight is not None:
+            raise ValueError("fit: class_weight and sample_weight cannot be given together (Keras 3 refuses it "
+                             "too). Multiply them yourself: sample_weight * np.array([class_weight[c] for c in "
+                             "labels]).")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "fit")
+        sample_weight = self._sample_weight(sample_weight, n, "fit")
         if validation_data is not None:
-            if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
-                raise ValueError("fit: validation_data must be a pair (x_val, y_val).")
+            if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+                got = f"{len(validation_data)} items" if isinstance(validation_data, (tuple, list)) else \
+                    type(validation_data).__name__
+                raise ValueError("fit: validation_data must be (x_val, y_val) or (x_val, y_val, val_sample_weight), "
+                                 f"got {got}.")
             x_val, y_val = self._x(validation_data[0], "x_val"), self._y(validation_data[1], "y_val")
-            _same_length(x_val, y_val, "fit (validation_data)")
+            n_val = _same_length(x_val, y_val, "fit (validation_data)")
+            sw_val = self._sample_weight(validation_data[2] if len(validation_data) == 3 else None, n_val,
+                                         "fit (validation_data)")
         elif validation_split:
             if not 0.0 < validation_split < 1.0:
                 raise ValueError(f"fit: validation_split must be between 0 and 1, got {validation_split}.")
             split = int(n * (1.0 - validation_split))
             x, x_val = _take(x, slice(None, split)), _take(x, slice(split, None))
             y, y_val = _take(y, slice(None, split)), _take(y, slice(split, None))
+            if sample_weight is not None:
+                sample_weight, sw_val = _take(sample_weight, slice(None, split)), \
+                    _take(sample_weight, slice(split, None))
+            else:
+                sw_val = None
             n = split
         else:
-            x_val = y_val = None
+            x_val = y_val = sw_val = None
         if n == 0:
             raise ValueError("fit: no training samples (after validation_split).")
+        if class_weight is not None:
+            sample_weight = self._class_weights(class_weight, x, y, "fit")
+        if sample_weight is not None:
+            _check_takes_sample_weight(self.train_step, "fit")
         steps = -(-n // batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
         history = callbacks_module.History()
         extra = [callbacks_module.ProgbarLogger(verbose)] if verbose else []
-        cbs = callbacks_module.CallbackList([history, *extra, *callbacks], self,
+        cbs = callbacks_module.CallbackList([*callbacks, history, *extra], self,   # Keras' order: yours first
                                             {"epochs": epochs, "steps": steps, "verbose": verbose})
         self.stop_training = False
         loss_mean = metrics_module.Mean("loss")
+        logs = {}
         cbs.on_train_begin()
         try:
             for epoch in range(initial_epoch, epochs):
@@ -505,7 +601,10 @@ class Model(Layer):
                     idx = order[step * batch_size:(step + 1) * batch_size]
                     xb, yb = _take(x, idx), _take(y, idx)
                     cbs.on_train_batch_begin(step)
-                    loss, y_pred = self.train_step(xb, yb)
+                    if sample_weight is None:
+                        loss, y_pred = self.train_step(xb, yb)
+                    else:
+                        loss, y_pred = self.train_step(xb, yb, sample_weight=_take(sample_weight, idx))
                     loss_mean.update_state(loss._value, weight=len(idx))
                     logs = {"loss": loss_mean.result()}
                     self._update_metrics(self._metrics_for(yb, y_pred), yb, y_pred, logs)
@@ -514,21 +613,109 @@ class Model(Layer):
                     if self.stop_training:     # Keras 3 checks after every batch
                         break
                 if x_val is not None:
-                    val = self.evaluate(x_val, y_val, batch_size=batch_size, verbose=0, return_dict=True)
+                    val = self.evaluate(x_val, y_val, batch_size=batch_size, verbose=0, sample_weight=sw_val,
+                                        return_dict=True)
                     logs.update({f"val_{k}": v for k, v in val.items()})
                 cbs.on_epoch_end(epoch, logs)
                 if self.stop_training:
                     break
         finally:
             self._forget_outputs()
-        cbs.on_train_end()
+        cbs.on_train_end(logs)          # the last epoch's logs, as Keras 3
         self.history = history
         return history
 
-    def evaluate(self, x, y, batch_size=None, verbose="auto", return_dict=False):
+    def _sample_weight(self, sample_weight, n, what):
+        """``sample_weight`` as numpy arrays (one, or a list/dict with one per output), each with ``n``
+        entries along its first axis; None stays None. Checked before anything runs."""
+        if sample_weight is None:
+            return None
+        if not isinstance(sample_weight, (list, tuple, dict, Tensor)) and np.ndim(sample_weight) == 0:
+            raise ValueError(f"{what}: sample_weight must hold one weight per sample (an array of shape ({n},)), "
+                             f"got the single value {sample_weight!r:.40}. For one weight on every sample, use "
+                             f"np.full({n}, {sample_weight!r:.20}).")
+        if isinstance(sample_weight, (list, tuple)) and all(np.ndim(v) == 0 for v in sample_weight):
+            sample_weight = np.asarray(sample_weight)    # numbers, one per sample: not one array per output
+        sw = self._y(sample_weight, f"{what}: sample_weight")
+        leaves = list(sw.values()) if isinstance(sw, dict) else sw if isinstance(sw, list) else [sw]
+        for leaf in leaves:
+            if leaf.dtype.kind not in "biuf":
+                raise TypeError(f"{what}: sample_weight must be numbers, got an array of dtype {leaf.dtype} "
+                                f"({leaf.ravel()[:3].tolist()!r:.40}...).")
+            if leaf.ndim == 0 or len(leaf) != n:
+                got = "a single value" if leaf.ndim == 0 else f"{len(leaf)} weights (shape {leaf.shape})"
+                raise ValueError(f"{what}: sample_weight has {got} but there are {n} samples; give one weight "
+                                 f"per sample, an array of shape ({n},).")
+        labels = self._known_output_labels()
+        if isinstance(sw, (list, dict)) and labels is not None and len(labels) > 1:
+            struct = self._output_struct
+            keys = list(struct) if isinstance(struct, dict) else list(range(len(labels)))
+            _by_output(sw, keys, self._output_names(), f"{what}: sample_weight", "weight arrays")
+        return sw
+
+    def _class_weights(self, class_weight, x, y, what) -> np.ndarray:
+        """One weight per sample from ``class_weight = {class index: weight}``, as Keras 3's
+        ``class_weight_to_sample_weights``: the class of a sample is its label (rounded) or, for one-hot
+        labels, the position of its largest entry; classes left out of the dict weigh 1.
+
+        Refused, before anything runs: a model with several outputs (as
+        Keras 3), labels with more than one class per sample, keys that are
+        not whole numbers or lie outside the classes, weights that are not
+        numbers. The classes are ``0 … k − 1`` for one-hot labels with ``k``
+        columns, else for a model output with ``k > 1`` columns (found by
+        predicting the first sample); 0 and 1 for one output column.
+        """
+        if not isinstance(class_weight, dict):
+            raise ValueError(f"{what}: class_weight must be a dict {{class index: weight}}, e.g. {{0: 1.0, 1: 5.0}}; "
+                             f"got {type(class_weight).__name__} {class_weight!r:.40}.")
+        if isinstance(y, (list, dict)):
+            raise ValueError(f"{what}: class_weight is only for a model with one output (as Keras 3); this one has "
+                             f"{len(y)}. Pass sample_weight with one weight array per output instead.")
+        if y.dtype.kind not in "biuf":
+            raise TypeError(f"{what}: class_weight needs numeric labels in y, got dtype {y.dtype}.")
+        if y.ndim > 1 and y.shape[-1] != 1:
+            classes, source = y.shape[-1], f"one-hot labels with {y.shape[-1]} columns"
+            labels = np.argmax(y, axis=-1)
+        else:
+            labels = y[..., 0] if y.ndim > 1 else y
+            out = np.asarray(_first(self.predict(_take(x, slice(0, 1)))))
+            width = out.shape[-1] if out.ndim > 1 else 1
+            classes = width if width > 1 else 2
+            source = f"the model's output with {width} columns" if width > 1 else "one output column (0 and 1)"
+        if labels.ndim != 1:
+            raise ValueError(f"{what}: class_weight needs one class per sample: labels of shape (n,), (n, 1) or "
+                             f"one-hot (n, classes); y has shape {y.shape}. Use sample_weight for other shapes.")
+        table = {}
+        for key, value in class_weight.items():
+            try:
+                index = int(key)
+                whole = isinstance(key, str) or float(key) == index
+            except (TypeError, ValueError):
+                whole = False
+            if isinstance(key, (bool, np.bool_)) or not whole:
+                raise ValueError(f"{what}: class_weight keys must be class indices (whole numbers), got {key!r}.")
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(f"{what}: class_weight[{key!r}] must be a number, got {value!r:.40}.")
+            table[index] = float(value)
+        outside = sorted(k for k in table if not 0 <= k < classes)
+        if outside:
+            raise ValueError(f"{what}: class_weight has keys {outside} outside the classes 0 to {classes - 1} "
+                             f"({source}). Number the classes from 0, as the labels are.")
+        lookup = np.ones(classes)
+        lookup[list(table)] = list(table.values())
+        labels = np.round(labels).astype(np.int64)
+        inside = (labels >= 0) & (labels < classes)
+        weights = np.ones(len(labels))
+        weights[inside] = lookup[labels[inside]]
+        return weights
+
+    def evaluate(self, x, y, batch_size=None, verbose="auto", sample_weight=None, return_dict=False):
         """The compiled loss (plus ``model.losses``) and metrics over ``(x, y)``, without training.
 
-        Returns the loss (a float) when there are no metrics, else
+        ``sample_weight`` (one weight per sample) weights the loss as in
+        :meth:`fit`; the loss returned is the mean of the batch losses,
+        each counted by its number of samples (Keras 3). Metrics are not
+        weighted. Returns the loss (a float) when there are no metrics, else
         ``[loss, metric, ...]``, or a dict with ``return_dict=True``.
         ``verbose`` ("auto" or 1) prints one summary line.
         """
@@ -537,6 +724,7 @@ class Model(Layer):
         batch_size = _batch_size(batch_size, "evaluate")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "evaluate")
+        sample_weight = self._sample_weight(sample_weight, n, "evaluate")
         loss_mean = metrics_module.Mean("loss")
         plan, result = None, {}
         try:
@@ -548,13 +736,17 @@ class Model(Layer):
                     xb, yb = _take(x, part), _take(y, part)
                     y_pred = self(xb)
                     size = min(batch_size, n - start)
-                    loss_mean.update_state(self.compute_loss(yb, y_pred)._value, weight=size)
+                    if sample_weight is None:
+                        loss = self.compute_loss(yb, y_pred)
+                    else:
+                        loss = self.compute_loss(yb, y_pred, sample_weight=_take(sample_weight, part))
+                    loss_mean.update_state(loss._value, weight=size)
                     if plan is None:
                         plan = self._make_metrics(yb, y_pred)
                         for _, _, m in plan:
                             m.reset_state()
                     self._update_metrics(plan, yb, y_pred, result)
-                    del y_pred
+                    del y_pred, loss
                     self._forget_outputs()
         finally:
             self._forget_outputs()
@@ -563,27 +755,39 @@ class Model(Layer):
             print(f"{n} samples - {callbacks_module.format_logs(result)}")
         return _returned(result, return_dict)
 
-    def train_on_batch(self, x, y, return_dict=False):
+    def train_on_batch(self, x, y, sample_weight=None, class_weight=None, return_dict=False):
         """One optimizer step on ``(x, y)`` taken as one batch (Keras 3); the batch's loss and metrics.
 
         The values are those of the forward pass before the step, as ``fit``
         logs them; returned as :meth:`evaluate` returns them (the loss alone
         without metrics, else ``[loss, metric, ...]``, or a dict).
+        ``sample_weight`` and ``class_weight`` are those of :meth:`fit`.
         """
         self._require_compiled("train_on_batch")
+        if class_weight is not None and sample_weight is not None:
+            raise ValueError("train_on_batch: class_weight and sample_weight cannot be given together (Keras 3 "
+                             "refuses it too); multiply them into sample_weight.")
         x, y = self._x(x), self._y(y)
-        _same_length(x, y, "train_on_batch")
-        loss, y_pred = self.train_step(x, y)
+        n = _same_length(x, y, "train_on_batch")
+        sample_weight = self._sample_weight(sample_weight, n, "train_on_batch")
+        if class_weight is not None:
+            sample_weight = self._class_weights(class_weight, x, y, "train_on_batch")
+        if sample_weight is None:
+            loss, y_pred = self.train_step(x, y)
+        else:
+            _check_takes_sample_weight(self.train_step, "train_on_batch")
+            loss, y_pred = self.train_step(x, y, sample_weight=sample_weight)
         result = {"loss": float(loss._value)}
         plan = self._make_metrics(y, y_pred)
         self._update_metrics(plan, y, y_pred, result)
         return _returned(result, return_dict)
 
-    def test_on_batch(self, x, y, return_dict=False):
+    def test_on_batch(self, x, y, sample_weight=None, return_dict=False):
         """:meth:`evaluate` on ``(x, y)`` as one batch, silently (Keras 3)."""
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "test_on_batch")
-        return self.evaluate(x, y, batch_size=max(n, 1), verbose=0, return_dict=return_dict)
+        return self.evaluate(x, y, batch_size=max(n, 1), verbose=0, sample_weight=sample_weight,
+                             return_dict=return_dict)
 
     def predict_on_batch(self, x):
         """:meth:`predict` on ``x`` as one batch (Keras 3)."""
@@ -1133,7 +1337,7 @@ def _same_length(x, y, what) -> int:
     return nx
 
 
-def _by_output(y, keys, names, what):
+def _by_output(y, keys, names, what, kind="target arrays"):
     """``{output key: y_true}`` from a list (by position) or a dict (by output key or name)."""
     if isinstance(y, dict):
         out = {}
@@ -1146,7 +1350,68 @@ def _by_output(y, keys, names, what):
     if isinstance(y, (list, tuple)) and len(y) == len(keys):
         return dict(zip(keys, y))
     raise ValueError(f"{what}: the model has {len(keys)} outputs{f' {names}' if names else ''}; give a list of "
-                     f"{len(keys)} target arrays (or a dict keyed by output name).")
+                     f"{len(keys)} {kind} (or a dict keyed by output name).")
+
+
+def _checked_loss_weights(loss_weights):
+    """``compile(loss_weights=...)`` with every entry a float: None, a number, or a list/dict of numbers."""
+    def number(value, where):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            hint = " Metrics go to metrics=[...] (the third argument, as in Keras 3, is loss_weights)." \
+                if isinstance(value, str) else ""
+            raise TypeError(f"compile: loss_weights{where} must be a number (the factor of that output's loss), "
+                            f"got {type(value).__name__} {value!r:.40}.{hint} Nothing was compiled.")
+        return float(value)
+    if loss_weights is None:
+        return None
+    if isinstance(loss_weights, dict):
+        return {k: number(v, f"[{k!r}]") for k, v in loss_weights.items()}
+    if isinstance(loss_weights, (list, tuple)):
+        return [number(v, f"[{i}]") for i, v in enumerate(loss_weights)]
+    return number(loss_weights, "")
+
+
+def _loss_weight_list(loss_weights, labels, aliases, what, tail=""):
+    """One factor (or None: no ``loss_weights``) per output for ``compile(loss_weights=...)``.
+
+    ``labels`` name the outputs in errors; ``aliases`` are the keys a dict
+    may use for each (see :meth:`Model._output_aliases`). A list needs one
+    number per output and a dict one entry per output, as Keras 3; a
+    number applies to every output.
+    """
+    n = len(labels)
+    if loss_weights is None or not isinstance(loss_weights, (list, dict)):
+        return [loss_weights] * n
+    if isinstance(loss_weights, list):
+        if len(loss_weights) != n:
+            raise ValueError(f"{what}: loss_weights has {len(loss_weights)} entries for the {n} output"
+                             f"{'s' if n > 1 else ''} {labels}; give one number per output (in that order), or a "
+                             f"dict keyed by output name.{tail}")
+        return list(loss_weights)
+    if n == 1 and not aliases[0]:
+        if len(loss_weights) != 1:
+            raise ValueError(f"{what}: loss_weights has {len(loss_weights)} entries {sorted(map(str, loss_weights))} "
+                             f"but the model has one output; give one number.{tail}")
+        return list(loss_weights.values())
+    unknown = [k for k in loss_weights if not any(k in a for a in aliases)]
+    missing = [labels[i] for i, a in enumerate(aliases) if not any(k in loss_weights for k in a)]
+    if unknown or missing:
+        problem = f"keys {unknown} that are not outputs of the model" if unknown else f"no entry for {missing}"
+        raise ValueError(f"{what}: loss_weights has {problem}; the model's outputs are {labels}. Give one number "
+                         f"per output name (1.0 keeps a loss as it is).{tail}")
+    return [loss_weights[next(k for k in loss_weights if k in a)] for a in aliases]
+
+
+def _check_takes_sample_weight(train_step, what) -> None:
+    """A ``train_step`` of one's own must take ``sample_weight`` for ``fit`` to pass sample weights."""
+    try:
+        params = inspect.signature(train_step).parameters
+    except (TypeError, ValueError):
+        return
+    if "sample_weight" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise TypeError(f"{what}: sample_weight (or class_weight) was given, but this model's train_step takes "
+                        f"({', '.join(params)}); add a sample_weight=None parameter and pass it to "
+                        "self.compute_loss(y, y_pred, sample_weight).")
 
 
 def _sum(terms):
