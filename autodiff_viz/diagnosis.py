@@ -498,7 +498,13 @@ def _not_watched(tape, source, ids, node=None) -> Explanation:
     if isinstance(source, Variable) and not source.trainable:
         why = (f"The source {_label(source)} is a Variable with trainable=False, which tapes do not "
                "watch by themselves.")
-        fix = "Fix: call tape.watch(v) inside the `with` block, or create it with trainable=True."
+        owner = source.name.rpartition("/")[0] if source.name else ""
+        if owner:       # a layer's weight (add_weight names it "layer/weight"): frozen with the layer, most likely
+            fix = (f"Fix: it is a weight of layer {owner!r}; if that layer was frozen (layer.trainable = False), "
+                   f"set its trainable back to True (model.get_layer({owner!r}).trainable = True). Or call "
+                   "tape.watch(v) inside the `with` block.")
+        else:
+            fix = "Fix: call tape.watch(v) inside the `with` block, or create it with trainable=True."
     elif isinstance(source, Variable):
         why = (f"The source {_label(source)} was not watched: this tape was made with "
                "watch_accessed_variables=False.")

@@ -391,3 +391,20 @@ def test_explain_many_answers_like_explain_for_every_source():
     many = explain_many(tape, loss, [W, c, frozen])
     assert [m.reason for m in many] == [tape.explain(loss, s).reason for s in (W, c, frozen)]
     assert [m.reason for m in many] == ["connected", "not_watched", "not_watched"]
+
+
+def test_a_frozen_layers_weight_is_explained_with_the_layer_to_unfreeze():
+    """A layer frozen with layer.trainable = False: the fix names the layer, not Variable(trainable=True)."""
+    model = adv.Sequential([adv.layers.Input((2,)), adv.layers.Dense(3, name="encoder"), adv.layers.Dense(1)])
+    model.get_layer("encoder").trainable = False
+    kernel = model.get_layer("encoder").kernel
+    with adv.GradientTape() as tape:
+        loss = adv.sum(model(np.ones((4, 2))))
+    ex = tape.explain(loss, kernel)
+    assert ex.reason == "not_watched"
+    assert "model.get_layer('encoder').trainable = True" in ex.message
+    assert "create it with trainable=True" not in ex.message
+    plain = adv.Variable([1.0], trainable=False)
+    with adv.GradientTape() as tape:
+        y = adv.sum(plain * 2.0)
+    assert "create it with trainable=True" in tape.explain(y, plain).message

@@ -163,6 +163,16 @@ def test_integer_values_have_no_gradient():
     assert adv.torch.explain(loss, torch.tensor([1, 2])).reason == "integer_dtype"
 
 
+def test_integer_labels_are_named_with_their_own_dtype():
+    """The edge from int64 labels into a cross-entropy says int64 (the float32 loss is not what has no gradient)."""
+    logits, labels = torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2, 1, 1])
+    with adv.torch.record() as rec:
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+    edges = rec.trace(loss).to_json()
+    assert "torch.cross_entropy works on integer values (int64): no gradient" in edges
+    assert "integer values (float32)" not in edges
+
+
 def test_grad_read_after_zero_grad_before_backward():
     lin, x = _lin(), torch.randn(4, 3)
     opt = torch.optim.SGD(lin.parameters(), lr=0.1)
@@ -343,3 +353,17 @@ def test_a_torch_compiled_module_is_recorded_without_crashing():
     trace = rec.trace(loss, net)
     assert trace.target is not None
     assert rec.explain(loss, net[0].weight).reason == "connected"
+
+
+def test_layers_called_on_their_own_have_distinct_parameter_names():
+    """model[0](x) then model[2](h): the two weights are named apart, not both 'weight'."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    x = torch.randn(5, 3)
+    with adv.torch.record() as rec:
+        loss = model[2](model[1](model[0](x))).sum()
+    assert rec.name_of(model[0].weight) == "linear.weight"
+    assert rec.name_of(model[2].weight) == "linear_1.weight"
+    with adv.torch.record() as rec:
+        loss = model(x).sum()
+    assert rec.name_of(model[0].weight) == "0.weight"            # called through the model: its own names
+    assert loss.requires_grad

@@ -86,7 +86,8 @@ def _cut(op, t_in, out) -> tuple[str, str] | None:
     if not op.grad_enabled:
         return "no_grad", f"torch.{op.name} ran under torch.no_grad()"
     if not _is_float(t_in) or not _is_float(out):
-        return "integer_dtype", f"torch.{op.name} works on integer values ({str(out.dtype)[6:]}): no gradient"
+        integer = t_in if not _is_float(t_in) else out
+        return "integer_dtype", f"torch.{op.name} works on integer values ({str(integer.dtype)[6:]}): no gradient"
     if op.name in _NO_GRAD_NAMES:
         return "non_differentiable_op", f"torch.{op.name} has no gradient"
     return None

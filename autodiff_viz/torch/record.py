@@ -235,8 +235,11 @@ class Recording:
                 self._modules.append(module)
                 for qual, m in module.named_modules():
                     self._module_names.setdefault(id(m), root + ("/" + qual.replace(".", "/") if qual else ""))
+                # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
+                # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
+                prefix = "" if next(module.children(), None) is not None else root + "."
                 for qual, p in module.named_parameters():
-                    self._param_names.setdefault(id(p), qual)
+                    self._param_names.setdefault(id(p), prefix + qual)
         self._scopes.append(self._module_names[key])
 
     def _exit_module(self, module, inputs, output):
