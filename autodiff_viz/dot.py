@@ -32,7 +32,8 @@ contract is:
   ``Layout.owner[node_id] → box_id``. Box ids (``n3``, ``g4``, ``l0``,
   ``fold``) do not depend on what is expanded; keys are stable strings.
 * Expanding: add ``box.key`` to ``expanded``; "collapse all" is
-  ``expanded=()``; a breadcrumb walks ``hierarchy(trace).groups[key].parent``.
+  ``expanded=()`` (the default, ``None``, opens the groups holding a mark:
+  :func:`marked_keys`); a breadcrumb walks ``hierarchy(trace).groups[key].parent``.
   A loop key ends in ``*``; expanding it unrolls the loop.
 * Classes: a box or edge standing for at most :data:`STEP_CLASS_LIMIT`
   backward steps has ``step_<node id>`` per step; above that the single class
@@ -535,7 +536,24 @@ def _expanded_keys(expanded) -> frozenset:
     return keys
 
 
-def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=(), rolled=None) -> Layout:
+def marked_keys(trace) -> frozenset:
+    """Keys of the groups around every marked node or edge (a failed check, the broken path of a None).
+
+    ``collapse="auto"`` draws these groups open unless ``expanded`` is given, so
+    a mark is never hidden inside a folded box.
+    """
+    if not trace.marks:
+        return frozenset()
+    h = hierarchy(trace)
+    ends = {e.id: (e.src, e.dst) for e in trace.edges}
+    keys = set()
+    for m in trace.marks:
+        for node_id in ends.get(m.ref, (m.ref,)):
+            keys.update(h.paths.get(node_id, ()))
+    return frozenset(keys)
+
+
+def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=None) -> Layout:
     """Group the trace's nodes into boxes, then fold deeper until at most ``budget`` boxes remain.
 
     Args:
@@ -550,6 +568,8 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=(), rolled=None)
             ``None``: no limit.
         expanded: keys of the groups and loops drawn open (see
             :attr:`Box.key`, :func:`hierarchy`); only for ``"auto"``.
+            ``None`` (default): the groups that hold a mark
+            (:func:`marked_keys`); ``()``: every group folded.
         rolled: ``None`` (default: a loop of more than ``ROLL_ABOVE`` steps is
             drawn rolled), ``True`` (every loop rolled) or ``False`` (unrolled).
     """
@@ -557,7 +577,7 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=(), rolled=None)
                                           and collapse >= 1):
         raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
     _check_budget(budget)
-    expanded = _expanded_keys(expanded)
+    expanded = marked_keys(trace) if expanded is None and collapse == "auto" else _expanded_keys(expanded)
     position = {n.id: k for k, n in enumerate(trace.nodes)}
     h = hierarchy(trace)
     notes = []
@@ -611,7 +631,7 @@ def _fold_middle(boxes, owner, budget):
 # Drawing
 # ---------------------------------------------------------------------------
 def to_dot(trace, view: str = "forward", collapse="auto", highlight=None, budget=NODE_BUDGET,
-           expanded=(), rolled=None) -> str:
+           expanded=None, rolled=None) -> str:
     """DOT source of one view of ``trace``.
 
     Args:
@@ -623,8 +643,10 @@ def to_dot(trace, view: str = "forward", collapse="auto", highlight=None, budget
         budget: the most boxes to draw before folding deeper (``None``: no limit).
         expanded: fold-state keys of the groups drawn open (``Box.key``,
             e.g. ``{"sequential/dense_1"}``; a loop key ends in ``*``, and
-            expanding it unrolls the loop). Use :func:`layout` with the same
-            arguments to map the drawing's box ids back to keys and members.
+            expanding it unrolls the loop). ``None`` (default): the groups
+            holding a mark are open (:func:`marked_keys`). Use :func:`layout`
+            with the same arguments to map the drawing's box ids back to keys
+            and members.
         rolled: ``None`` (loops of more than ``ROLL_ABOVE`` steps rolled),
             ``True`` or ``False``.
 

@@ -22,6 +22,7 @@ from numbers import Integral
 
 import numpy as np
 
+from . import naming
 from .tensor import Tensor
 
 
@@ -351,7 +352,7 @@ def _check_edge(node, i, eps, rtol, atol, modes) -> list:
 
     rule, params, spec = node.rule, node.params, node.rule.spec(i)
     name = f"x{i}" if rule.variadic else spec.name
-    loc = f"{node.location[0]}:{node.location[1]}" if node.location else None
+    loc = naming.place(*node.location) if node.location else None     # "cell [3], line 8" in a notebook
     xs = [np.array(t._value, dtype=np.float64) if t.dtype.kind in "fc" else t._value for t in node.inputs]
     x = xs[i]
     extra = {"i": i} if rule.variadic else {}

@@ -479,19 +479,20 @@ class Trace:
 
     # ----- views -------------------------------------------------------------
     def to_dot(self, view: str = "forward", collapse="auto", highlight=None, budget=NODE_BUDGET,
-               expanded=(), rolled=None) -> str:
+               expanded=None, rolled=None) -> str:
         """Graphviz DOT source of a view; see :func:`autodiff_viz.dot.to_dot`.
 
         ``collapse="auto"`` (default) folds layers, losses, name scopes and
         your own functions into boxes by meaning; ``expanded`` lists the box
-        keys drawn open (:meth:`groups`), ``collapse=None`` draws every op;
+        keys drawn open (:meth:`groups`; by default the boxes that hold a
+        mark, so a failed check is never hidden), ``collapse=None`` draws every op;
         ``budget=None``: no folding for size.
         """
         from . import dot
         return dot.to_dot(self, view=view, collapse=collapse, highlight=highlight, budget=budget,
                           expanded=expanded, rolled=rolled)
 
-    def to_svg(self, view: str = "forward", collapse="auto", highlight=None, expanded=(), rolled=None,
+    def to_svg(self, view: str = "forward", collapse="auto", highlight=None, expanded=None, rolled=None,
                renderer="graphviz") -> str:
         """The view drawn as SVG text.
 
@@ -895,8 +896,9 @@ class _Where:
     nested in it (see :func:`autodiff_viz.dot.hierarchy`).
     """
 
-    def __init__(self, opener):
+    def __init__(self, opener, escaped=frozenset()):
         self.opener = opener[0] if opener else None
+        self.escaped = escaped      # (tensor id, file, line) of values that left the tape as numbers or numpy
         self.cache: dict = {}
         self.locations: dict = {}
         self.calls: dict = {}
@@ -952,8 +954,14 @@ class _Where:
         self._close(run_last, run_code)
 
     def _close(self, node, code) -> None:
-        """Name the last op of a line's run: the assigned variable, or ``f(…)`` for ``return …`` in ``f``."""
+        """Name the last op of a line's run: the assigned variable, or ``f(…)`` for ``return …`` in ``f``.
+
+        Not when that op's output left the tape on the same line (``loss = loss - math.log(p[i])``: the
+        line assigns a Python number made from it, not the op's output).
+        """
         if node is None or node.location is None or node.label is not None:
+            return
+        if (node.tensor_id, node.location.file, node.location.line) in self.escaped:
             return
         node.label = naming.assigned_name_at(node.location.file, node.location.line)
         if node.label is None and self.function_of(code) and naming.is_return(node.location.code):
@@ -1116,7 +1124,8 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
         nodes.append(n)
         op_nodes.append(n)
         owner[rec.out_id] = n
-    _Where(getattr(tape, "_opened_in", None)).annotate(records, op_nodes)
+    escaped = {(e.tensor_id, *e.location) for e in getattr(tape, "_escapes", ()) if e.location is not None}
+    _Where(getattr(tape, "_opened_in", None), escaped).annotate(records, op_nodes)
 
     notes = []
     if target is None and records:

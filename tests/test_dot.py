@@ -264,6 +264,27 @@ def test_layers_losses_and_the_users_functions_are_folded_boxes_by_default():
     assert "VJP of" not in everything and '"fwd_g' not in everything
 
 
+def test_a_mark_inside_a_folded_box_opens_it_unless_the_boxes_are_given():
+    """A failed check or a broken path marked inside a layer is drawn, not hidden in the folded box."""
+    tr, model = mlp_with_loss_and_function()
+    inner = model.layers[1].name
+    node = next(n for n in tr.nodes if n.kind == "op" and n.scope.endswith(inner))
+    marked = tr.with_marks([(node.id, "gradient check failed")])
+    key = f"{model.name}/{inner}"
+    assert dot.marked_keys(marked) == {model.name, key} and dot.marked_keys(tr) == frozenset()
+    assert node.id in {b.id for b in dot.layout(marked).boxes.values()}       # drawn as itself, open around it
+    assert "gradient check failed" in marked.to_dot("backward")
+    folded = dot.layout(marked, expanded=())                                    # asked for: everything folded
+    assert node.id not in {b.id for b in folded.boxes.values()}
+    edge = next(e for e in tr.edges if e.dst == node.id)
+    assert dot.marked_keys(tr.with_marks([(edge.id, "tiny factor")])) >= {model.name}
+    from autodiff_viz.widgets import ExplorerState
+    state = ExplorerState(marked)
+    assert state.expanded == {model.name, key}          # the explorer starts with the mark in sight
+    state.collapse_all()
+    assert state.expanded == frozenset()                # and the learner can still fold it
+
+
 def test_the_vjp_of_a_folded_box_is_the_sum_of_the_gradients_that_cross_it():
     x = adv.constant(np.array([[0.5, -1.0]]), name="x")
     W = adv.Variable(np.array([[1.0, 2.0], [3.0, -1.0]]), name="W")

@@ -119,3 +119,11 @@ def test_integer_cast_output_is_reported_not_checked():
     rows = check_edges(lambda a: adv.sum(adv.cast(a, "float32")), [np.ones(2)])
     cast = [r for r in rows if r.op == "cast"]
     assert cast and all(r.ok and "float32" in r.note for r in cast)
+
+
+def test_an_edge_made_in_a_notebook_cell_is_placed_as_the_cell():
+    """The where column says "cell [7], line 2" (as explain does), not the kernel's temporary file name."""
+    namespace = {"adv": adv}
+    exec(compile("def f(x):\n    return adv.sum(adv.tanh(x))\n", "<ipython-input-7-0a1b2c3d>", "exec"), namespace)
+    report = adv.check_grads(namespace["f"], [np.array([0.3, -0.2])], per_edge=True)
+    assert {e.location for e in report.edges} == {"cell [7], line 2"}

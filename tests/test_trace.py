@@ -408,6 +408,18 @@ def test_only_the_last_op_of_a_line_gets_its_name_and_each_loop_iteration_gets_i
     assert [n.title for n in back.nodes] == [n.title for n in tr.nodes]
 
 
+def test_an_op_whose_value_leaves_the_tape_on_its_line_is_not_named_after_the_assignment():
+    """``loss = loss - math.log(probs[i])`` assigns a Python number: the getitem is not 'loss'."""
+    import math
+    logits = adv.Variable([[0.5, -0.2]], name="logits")
+    with adv.GradientTape() as tape:
+        probs = adv.nn.softmax(logits)
+        loss = 0.0
+        loss = loss - math.log(probs[0, 1])
+    ops = [n for n in tape.trace(probs).nodes if n.kind == "op"]
+    assert [(n.op, n.label) for n in ops] == [("softmax", "probs"), ("getitem", None)]
+
+
 def test_ops_in_the_users_own_function_know_the_function_and_the_call():
     def block(z):
         a = adv.tanh(z)
