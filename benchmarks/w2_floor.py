@@ -12,7 +12,8 @@ to one core, alternating round after round, medians:
   loop over it, no checks, no names, nothing freed early: the same ops as
   W2's tape-ops step (matmul, add, tanh, log_softmax, multiply, sum,
   negative, divide);
-* autodiff_viz, tape ops and ``Sequential`` + ``optimizers.SGD``, as W2.
+* autodiff_viz, tape ops and ``Sequential`` + ``optimizers.SGD``, as W2;
+* PyTorch's eager step (``torch.nn.Sequential`` + ``torch.optim.SGD``), if installed.
 
     .venv/bin/python benchmarks/w2_floor.py [--rounds 21]
 """
@@ -131,6 +132,13 @@ def main(argv=None) -> None:
     for name, variant in W.variants("autodiff_viz", adv, d).items():
         if "capture_locations" not in name:
             runs[name] = (variant.cases["step"], variant.per_call)
+    from benchmarks import libraries
+    try:                # PyTorch's eager step, when installed: what a C++ tape pays on the same step
+        torch = libraries.load("torch", 1)
+    except libraries.Missing:
+        torch = None
+    if torch is not None:
+        runs["torch (eager, C++ autograd)"] = (W.variants("torch", torch, d)["torch"].cases["step"], per_epoch)
     medians = harness.interleaved(runs, args.rounds, 4)
     base = medians["numpy (hand-written backprop)"]
     print(f"W2 step, median of {args.rounds} interleaved rounds, one process pinned to one core "
