@@ -192,6 +192,22 @@ class Optimizer:
         self.iterations += 1
         return self.iterations
 
+    def apply(self, grads, trainable_variables=None) -> int:
+        """Keras 3's form of :meth:`apply_gradients`: ``opt.apply(grads, model.trainable_variables)``.
+
+        ``grads`` and ``trainable_variables`` are two lists in the same order
+        (what ``tape.gradient(loss, variables)`` returns, and those variables).
+        """
+        if trainable_variables is None:
+            raise TypeError(f"{type(self).__name__}.apply needs the variables as well as the gradients: "
+                            "opt.apply(grads, model.trainable_variables) (this package's optimizers are not "
+                            "built on a fixed list of variables).")
+        grads, variables = list(grads), list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(f"{type(self).__name__}.apply: {len(grads)} gradients for {len(variables)} variables; "
+                             "pass tape.gradient(loss, variables) with the same variables. Nothing was updated.")
+        return self.apply_gradients(zip(grads, variables))
+
     def _checked_pairs(self, grads_and_vars) -> list:
         try:
             pairs = list(grads_and_vars)

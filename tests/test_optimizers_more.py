@@ -275,3 +275,21 @@ def test_fit_reduces_the_loss_of_a_tiny_regression(optimizer):
         assert after < before and losses[-1] < losses[0]
     else:
         assert after < 0.2 * before
+
+
+def test_apply_is_keras_3s_form_of_apply_gradients():
+    a = adv.Variable([1.0, 2.0])
+    b = adv.Variable([[3.0]])
+    twin_a, twin_b = adv.Variable([1.0, 2.0]), adv.Variable([[3.0]])
+    grads = [np.array([0.5, -1.0]), np.array([[2.0]])]
+    assert adv.optimizers.Adam(0.1).apply(grads, [a, b]) == 1
+    adv.optimizers.Adam(0.1).apply_gradients(zip(grads, [twin_a, twin_b]))
+    np.testing.assert_array_equal(a.numpy(), twin_a.numpy())
+    np.testing.assert_array_equal(b.numpy(), twin_b.numpy())
+    opt = adv.optimizers.SGD(0.1)
+    with pytest.raises(ValueError, match="1 gradients for 2 variables.*Nothing was updated"):
+        opt.apply(grads[:1], [a, b])
+    with pytest.raises(TypeError, match=r"opt.apply\(grads, model.trainable_variables\)"):
+        opt.apply(grads)
+    np.testing.assert_array_equal(a.numpy(), twin_a.numpy())
+    assert opt.iterations == 0
