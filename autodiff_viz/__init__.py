@@ -40,7 +40,7 @@ from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, 
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import linalg
-from . import regularizers
+from . import plots, regularizers
 from .models import Model, Sequential
 
 __version__ = "0.1.0"
