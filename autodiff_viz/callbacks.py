@@ -191,9 +191,7 @@ class EarlyStopping(Callback):
     def on_epoch_end(self, epoch, logs=None):
         value = (logs or {}).get(self.monitor)
         if value is None:
-            warnings.warn(f"EarlyStopping is watching {self.monitor!r}, which is not in the logs. Available: "
-                          f"{sorted(logs or {})}. (val_* logs need validation_split or validation_data.)",
-                          UserWarning, stacklevel=2)
+            _warn_missing("EarlyStopping", self.monitor, logs, "it cannot tell whether to stop")
             return
         if epoch < self.start_from_epoch:
             return
@@ -231,6 +229,11 @@ def _resolve_mode(owner, mode, monitor) -> str:
     if mode == "auto":
         return "max" if any(k in monitor for k in ("acc", "auc", "precision", "recall")) else "min"
     return mode
+
+
+def _beats(mode, value, best, min_delta=0.0) -> bool:
+    """Is ``value`` better than ``best`` by more than ``min_delta`` (lower in mode ``"min"``, higher in ``"max"``)?"""
+    return value < best - min_delta if mode == "min" else value > best + min_delta
 
 
 def _warn_missing(owner, monitor, logs, consequence):
@@ -383,8 +386,7 @@ class ModelCheckpoint(Callback):
         if current is None:
             _warn_missing("ModelCheckpoint", self.monitor, logs, "it cannot tell the best; saving anyway")
             return True
-        improved = current < self.best if self.mode == "min" else current > self.best
-        if improved:
+        if _beats(self.mode, current, self.best):
             if self.verbose:
                 print(f"Epoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to {current:.5f}, "
                       f"saving model to {path}")
@@ -544,11 +546,6 @@ class ReduceLROnPlateau(Callback):
     def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
-    def _improves(self, value) -> bool:
-        if self.mode == "min":
-            return value < self.best - self.min_delta
-        return value > self.best + self.min_delta
-
     def on_epoch_end(self, epoch, logs=None):
         _log_learning_rate(self, epoch, logs)
         current = (logs or {}).get(self.monitor)
@@ -558,7 +555,7 @@ class ReduceLROnPlateau(Callback):
         if self.in_cooldown():
             self.cooldown_counter -= 1
             self.wait = 0
-        if self._improves(current):
+        if _beats(self.mode, current, self.best, self.min_delta):
             self.best, self.wait = current, 0
         elif not self.in_cooldown():
             self.wait += 1

@@ -311,8 +311,7 @@ class Model(Layer):
         labels = self._known_output_labels()
         if labels is not None:
             _metric_plan(specs, labels)
-            struct = self._output_struct
-            keys = list(struct) if isinstance(struct, dict) else list(range(len(labels)))
+            keys = self._known_output_keys(labels)
             _loss_weight_list(loss_weights, *self._output_aliases(keys), "compile", " Nothing was compiled.")
         self.optimizer, self.loss, self.loss_weights = optimizer, loss, loss_weights
         self._metric_specs = specs
@@ -365,6 +364,11 @@ class Model(Layer):
     def _known_output_labels(self):
         """The output labels when they are known before any call (a functional model), else None."""
         return None
+
+    def _known_output_keys(self, labels) -> list:
+        """The keys of the outputs whose ``labels`` are known before a call: dict keys, else positions."""
+        struct = self._output_struct
+        return list(struct) if isinstance(struct, dict) else list(range(len(labels)))
 
     def _per_output(self, y, y_pred):
         """``(keys, names, {key: y_true})`` for ``y_pred`` with several outputs (a list or a dict)."""
@@ -541,10 +545,7 @@ class Model(Layer):
         batch_size = _batch_size(batch_size, "fit")
         epochs = positive_int("fit", "epochs", epochs, minimum=0)
         initial_epoch = positive_int("fit", "initial_epoch", initial_epoch, minimum=0)
-        if class_weight is not None and sample_weight is not None:
-            raise ValueError("fit: class_weight and sample_weight cannot be given together (Keras 3 refuses it "
-                             "too). Multiply them yourself: sample_weight * np.array([class_weight[c] for c in "
-                             "labels]).")
+        _refuse_class_and_sample_weight(class_weight, sample_weight, "fit")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "fit")
         sample_weight = self._sample_weight(sample_weight, n, "fit")
@@ -574,10 +575,7 @@ class Model(Layer):
             x_val = y_val = sw_val = None
         if n == 0:
             raise ValueError("fit: no training samples (after validation_split).")
-        if class_weight is not None:
-            sample_weight = self._class_weights(class_weight, x, y, "fit")
-        if sample_weight is not None:
-            _check_takes_sample_weight(self.train_step, "fit")
+        sample_weight = self._step_weights(class_weight, sample_weight, x, y, "fit")
         steps = -(-n // batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
@@ -648,10 +646,18 @@ class Model(Layer):
                                  f"per sample, an array of shape ({n},).")
         labels = self._known_output_labels()
         if isinstance(sw, (list, dict)) and labels is not None and len(labels) > 1:
-            struct = self._output_struct
-            keys = list(struct) if isinstance(struct, dict) else list(range(len(labels)))
-            _by_output(sw, keys, self._output_names(), f"{what}: sample_weight", "weight arrays")
+            _by_output(sw, self._known_output_keys(labels), self._output_names(), f"{what}: sample_weight",
+                       "weight arrays")
         return sw
+
+    def _step_weights(self, class_weight, sample_weight, x, y, what):
+        """The sample weights ``train_step`` gets for ``(x, y)``: from ``class_weight`` if given, else
+        ``sample_weight`` (checked); a ``train_step`` of one's own must then take them."""
+        if class_weight is not None:
+            sample_weight = self._class_weights(class_weight, x, y, what)
+        if sample_weight is not None:
+            _check_takes_sample_weight(self.train_step, what)
+        return sample_weight
 
     def _class_weights(self, class_weight, x, y, what) -> np.ndarray:
         """One weight per sample from ``class_weight = {class index: weight}``, as Keras 3's
@@ -736,7 +742,7 @@ class Model(Layer):
                     xb, yb = _take(x, part), _take(y, part)
                     y_pred = self(xb)
                     size = min(batch_size, n - start)
-                    if sample_weight is None:
+                    if sample_weight is None:       # a compute_loss of one's own may not take sample_weight
                         loss = self.compute_loss(yb, y_pred)
                     else:
                         loss = self.compute_loss(yb, y_pred, sample_weight=_take(sample_weight, part))
@@ -764,18 +770,14 @@ class Model(Layer):
         ``sample_weight`` and ``class_weight`` are those of :meth:`fit`.
         """
         self._require_compiled("train_on_batch")
-        if class_weight is not None and sample_weight is not None:
-            raise ValueError("train_on_batch: class_weight and sample_weight cannot be given together (Keras 3 "
-                             "refuses it too); multiply them into sample_weight.")
+        _refuse_class_and_sample_weight(class_weight, sample_weight, "train_on_batch")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "train_on_batch")
         sample_weight = self._sample_weight(sample_weight, n, "train_on_batch")
-        if class_weight is not None:
-            sample_weight = self._class_weights(class_weight, x, y, "train_on_batch")
+        sample_weight = self._step_weights(class_weight, sample_weight, x, y, "train_on_batch")
         if sample_weight is None:
             loss, y_pred = self.train_step(x, y)
         else:
-            _check_takes_sample_weight(self.train_step, "train_on_batch")
             loss, y_pred = self.train_step(x, y, sample_weight=sample_weight)
         result = {"loss": float(loss._value)}
         plan = self._make_metrics(y, y_pred)
@@ -1400,6 +1402,13 @@ def _loss_weight_list(loss_weights, labels, aliases, what, tail=""):
         raise ValueError(f"{what}: loss_weights has {problem}; the model's outputs are {labels}. Give one number "
                          f"per output name (1.0 keeps a loss as it is).{tail}")
     return [loss_weights[next(k for k in loss_weights if k in a)] for a in aliases]
+
+
+def _refuse_class_and_sample_weight(class_weight, sample_weight, what) -> None:
+    if class_weight is not None and sample_weight is not None:
+        raise ValueError(f"{what}: class_weight and sample_weight cannot be given together (Keras 3 refuses it "
+                         "too). Multiply them yourself: sample_weight * np.array([class_weight[c] for c in "
+                         "labels]).")
 
 
 def _check_takes_sample_weight(train_step, what) -> None:
