@@ -6,24 +6,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, optimizers
-
-
-@pytest.fixture(autouse=True)
-def fresh_session():
-    layers.clear_session()
-    layers.set_random_seed(0)
-
-
-def regression_data(n=8, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, 3))
-    return x, x @ np.array([[1.0], [-2.0], [0.5]]) + 0.1
-
-
-def linear_model(lr=0.05):
-    model = adv.Sequential([layers.Input((3,)), layers.Dense(1, dtype="float64")], dtype="float64")
-    model.compile(optimizer=optimizers.SGD(lr), loss="mse")
-    return model
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 def inject(name, values):
@@ -41,7 +24,7 @@ def test_lambda_callback_calls_each_function_with_keras_arguments():
         on_train_batch_end=lambda batch, logs: calls.append(("batch_end", batch, sorted(logs))),
         on_epoch_end=lambda epoch, logs: calls.append(("epoch_end", epoch, dict(logs))),
         on_train_end=lambda logs: calls.append(("train_end", dict(logs))))
-    x, y = regression_data()
+    x, y = regression_data(8)
     history = linear_model().fit(x, y, epochs=2, batch_size=4, validation_data=(x, y), verbose=0, callbacks=cb)
     epoch_logs = [c[2] for c in calls if c[0] == "epoch_end"]
     assert [c[:2] for c in calls] == [
@@ -60,7 +43,7 @@ def test_lambda_callback_calls_each_function_with_keras_arguments():
 def test_lambda_callback_old_batch_names_and_early_errors():
     seen = []
     cb = callbacks.LambdaCallback(on_batch_end=lambda batch, logs: seen.append((batch, round(logs["loss"], 12))))
-    x, y = regression_data()
+    x, y = regression_data(8)
     history = linear_model().fit(x, y, epochs=1, batch_size=8, verbose=0, callbacks=[cb])
     assert seen == [(0, round(history.history["loss"][0], 12))]
     with pytest.raises(TypeError, match=r"LambdaCallback: on_epoch_end is called as f\(epoch, logs\).*"
@@ -78,7 +61,7 @@ def test_checkpoint_files_have_formatted_names_and_hold_that_epochs_weights(tmp_
     keep = callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
     path = tmp_path / "run" / "ckpt-{epoch:02d}-{loss:.3f}.weights.npz"       # the folder is created
     ckpt = callbacks.ModelCheckpoint(path, save_weights_only=True)
-    x, y = regression_data()
+    x, y = regression_data(8)
     model = linear_model()
     history = model.fit(x, y, epochs=3, batch_size=4, verbose=0, callbacks=[ckpt, keep])
     names = [f"ckpt-{e + 1:02d}-{loss:.3f}.weights.npz" for e, loss in enumerate(history.history["loss"])]
@@ -100,7 +83,7 @@ def test_save_best_only_writes_only_on_improvement(tmp_path, mode, saved):
                                      save_best_only=True, save_weights_only=True)
     one = callbacks.ModelCheckpoint(tmp_path / "best.npz", monitor="val_score", mode=mode,
                                     save_best_only=True, save_weights_only=True)
-    x, y = regression_data()
+    x, y = regression_data(8)
     model = linear_model()
     model.fit(x, y, epochs=5, batch_size=4, verbose=0, callbacks=[inject("val_score", scores), each, one, keep])
     assert sorted(os.listdir(tmp_path)) == sorted([f"best-{e}.npz" for e in saved] + ["best.npz"])
@@ -111,14 +94,14 @@ def test_save_best_only_writes_only_on_improvement(tmp_path, mode, saved):
 
 def test_checkpoint_every_n_batches_counts_across_epochs(tmp_path):
     ckpt = callbacks.ModelCheckpoint(tmp_path / "b-{epoch}-{batch}.npz", save_freq=3, save_weights_only=True)
-    x, y = regression_data()
+    x, y = regression_data(8)
     linear_model().fit(x, y, epochs=2, batch_size=2, verbose=0, callbacks=[ckpt])    # 4 batches an epoch
     assert sorted(os.listdir(tmp_path)) == ["b-1-3.npz", "b-2-2.npz"]
 
 
 def test_checkpoint_missing_monitor_warns_with_the_logs_and_saves_anyway(tmp_path):
     ckpt = callbacks.ModelCheckpoint(tmp_path / "w.npz", save_best_only=True, save_weights_only=True)
-    x, y = regression_data()
+    x, y = regression_data(8)
     with pytest.warns(UserWarning, match=r"ModelCheckpoint is watching 'val_loss'.*Available: \['loss'\]"):
         linear_model().fit(x, y, epochs=1, verbose=0, callbacks=[ckpt])
     assert os.listdir(tmp_path) == ["w.npz"]
@@ -126,7 +109,7 @@ def test_checkpoint_missing_monitor_warns_with_the_logs_and_saves_anyway(tmp_pat
 
 def test_checkpoint_field_missing_from_logs_names_the_available_ones(tmp_path):
     ckpt = callbacks.ModelCheckpoint(tmp_path / "w-{val_loss:.2f}.npz", save_weights_only=True)
-    x, y = regression_data()
+    x, y = regression_data(8)
     with pytest.raises(KeyError, match=r"\{val_loss\}.*Available: \['epoch', 'loss'\]"):
         linear_model().fit(x, y, epochs=1, verbose=0, callbacks=[ckpt])
 
@@ -146,7 +129,7 @@ def test_checkpoint_bad_arguments_say_the_fix(kwargs, message):
 
 # ----- LearningRateScheduler --------------------------------------------------
 def test_scheduler_sets_the_rate_each_epoch_and_the_steps_use_it():
-    x, y = regression_data()
+    x, y = regression_data(8)
     model = linear_model(lr=0.1)
     W, b = model.get_weights()
     seen = []
@@ -164,7 +147,7 @@ def test_scheduler_sets_the_rate_each_epoch_and_the_steps_use_it():
 
 
 def test_scheduler_of_the_epoch_alone_and_bad_schedules():
-    x, y = regression_data()
+    x, y = regression_data(8)
     model = linear_model(lr=0.1)
     history = model.fit(x, y, epochs=3, verbose=0,
                         callbacks=[callbacks.LearningRateScheduler(lambda epoch: 0.1 if epoch < 2 else 0.01)])
@@ -183,7 +166,7 @@ def test_scheduler_of_the_epoch_alone_and_bad_schedules():
 @pytest.mark.parametrize("make", [lambda: callbacks.LearningRateScheduler(lambda epoch, lr: lr),
                                   lambda: callbacks.ReduceLROnPlateau(monitor="loss")])
 def test_rate_callbacks_refuse_an_optimizer_with_a_schedule_before_training(make):
-    x, y = regression_data()
+    x, y = regression_data(8)
     model = adv.Sequential([layers.Input((3,)), layers.Dense(1, dtype="float64")], dtype="float64")
     model.compile(optimizer=optimizers.SGD(lambda step: 0.1 * 0.5 ** step), loss="mse")
     before = model.get_weights()
@@ -206,7 +189,7 @@ SCORES = [1.0, 0.9] + [0.9] * 8                       # improves twice, then sta
 def test_plateau_reduces_after_patience_respecting_cooldown_and_min_lr(cooldown, rates):
     plateau = callbacks.ReduceLROnPlateau(monitor="val_score", factor=0.5, patience=2, cooldown=cooldown,
                                           min_lr=0.03)
-    x, y = regression_data()
+    x, y = regression_data(8)
     model = linear_model(lr=0.1)
     history = model.fit(x, y, epochs=10, verbose=0, callbacks=[inject("val_score", SCORES), plateau])
     assert history.history["learning_rate"] == pytest.approx(rates, rel=1e-12)
@@ -215,7 +198,7 @@ def test_plateau_reduces_after_patience_respecting_cooldown_and_min_lr(cooldown,
 
 def test_plateau_auto_mode_follows_the_name_and_min_delta_counts():
     rising = [0.1 * e for e in range(6)]
-    x, y = regression_data()
+    x, y = regression_data(8)
     for monitor, mode, expected in [("val_accuracy", "auto", 0.1), ("val_accuracy", "min", 0.001),
                                     ("val_error", "auto", 0.001)]:
         model = linear_model(lr=0.1)
@@ -233,14 +216,14 @@ def test_plateau_auto_mode_follows_the_name_and_min_delta_counts():
 
 
 def test_plateau_and_scheduler_together_log_the_rate_once_per_epoch():
-    x, y = regression_data()
+    x, y = regression_data(8)
     both = [callbacks.LearningRateScheduler(lambda epoch, lr: lr), callbacks.ReduceLROnPlateau(monitor="loss")]
     history = linear_model(lr=0.1).fit(x, y, epochs=3, verbose=0, callbacks=both)
     assert history.history["learning_rate"] == [0.1, 0.1, 0.1]
 
 
 def test_plateau_missing_monitor_warns_with_the_logs():
-    x, y = regression_data()
+    x, y = regression_data(8)
     with pytest.warns(UserWarning, match=r"ReduceLROnPlateau is watching 'val_loss'.*not reduced.*"
                                          r"Available: \['learning_rate', 'loss'\]"):
         linear_model().fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ReduceLROnPlateau()])
@@ -259,7 +242,7 @@ def test_plateau_bad_arguments_say_the_fix(kwargs, message):
 
 
 def test_verbose_lines_say_what_changed(capsys, tmp_path):
-    x, y = regression_data()
+    x, y = regression_data(8)
     cbs = [callbacks.LearningRateScheduler(lambda epoch, lr: 0.05, verbose=1),
            inject("val_score", [1.0, 2.0]),
            callbacks.ModelCheckpoint(tmp_path / "w.npz", monitor="val_score", save_best_only=True,

@@ -6,24 +6,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, losses, optimizers
-
-
-@pytest.fixture(autouse=True)
-def fresh_session():
-    layers.clear_session()
-    layers.set_random_seed(0)
-
-
-def regression_data(n=40, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, 3))
-    return x, x @ np.array([[1.0], [-2.0], [0.5]]) + 0.1
-
-
-def linear_model(lr=0.05, dtype="float64"):
-    model = adv.Sequential([layers.Input((3,)), layers.Dense(1, dtype=dtype)], dtype=dtype)
-    model.compile(optimizer=optimizers.SGD(lr), loss="mse")
-    return model
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 def test_mlp_on_digits_reaches_95_percent_test_accuracy():
@@ -42,7 +25,7 @@ def test_mlp_on_digits_reaches_95_percent_test_accuracy():
 
 
 def test_one_full_batch_epoch_is_one_hand_written_sgd_step():
-    x, y = regression_data()
+    x, y = regression_data(40)
     model = linear_model(lr=0.1)
     W, b = model.get_weights()
     model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
@@ -73,7 +56,7 @@ def test_the_epoch_loss_is_the_sample_weighted_mean_of_the_batch_losses():
 
 
 def test_shuffling_with_a_seed_is_repeatable():
-    x, y = regression_data()
+    x, y = regression_data(40)
     runs = []
     for _ in range(2):
         layers.clear_session()
@@ -93,7 +76,7 @@ def test_shuffling_with_a_seed_is_repeatable():
 
 
 def test_early_stopping_stops_after_patience_and_restores_the_best_weights():
-    x, y = regression_data()
+    x, y = regression_data(40)
     model = linear_model(lr=0.0)
     stop = callbacks.EarlyStopping(monitor="loss", patience=2)
     history = model.fit(x, y, epochs=20, verbose=0, callbacks=[stop])
@@ -144,7 +127,7 @@ def test_accuracy_flavours_follow_the_shapes():
 
 
 def test_verbose_zero_is_silent_and_text_progress_has_one_line_per_epoch(capsys):
-    x, y = regression_data()
+    x, y = regression_data(40)
     model = linear_model()
     model.fit(x, y, epochs=2, verbose=0)
     model.evaluate(x, y, verbose=0)
@@ -203,7 +186,7 @@ def test_predict_is_batch_independent_and_records_nothing():
 
 def test_clear_errors_before_compile_and_for_mismatched_data():
     model = adv.Sequential([layers.Input((3,)), layers.Dense(1)])
-    x, y = regression_data()
+    x, y = regression_data(40)
     with pytest.raises(RuntimeError, match=r"compile"):
         model.fit(x, y)
     model.compile(optimizer="sgd")

@@ -5,28 +5,11 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, optimizers
-
-
-@pytest.fixture(autouse=True)
-def fresh_session():
-    layers.clear_session()
-    layers.set_random_seed(0)
-
-
-def regression_data(n=10, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, 3))
-    return x, x @ np.array([[1.0], [-2.0], [0.5]]) + 0.1
-
-
-def linear(lr=0.1, loss="mse"):
-    model = adv.Sequential([layers.Input((3,)), layers.Dense(1, dtype="float64")], dtype="float64")
-    model.compile(optimizer=optimizers.SGD(lr), loss=loss)
-    return model
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 def twin(model, lr):
-    other = linear(lr)
+    other = linear_model(lr)
     other.set_weights(model.get_weights())
     return other
 
@@ -60,9 +43,9 @@ def head_data(n=8):
 
 # ----- sample_weight -------------------------------------------------------------------------
 def test_one_weighted_full_batch_step_is_the_keras_formula_by_hand():
-    x, y = regression_data()
+    x, y = regression_data(10)
     w = np.linspace(0.5, 2.0, len(x))
-    model = linear(lr=0.1)
+    model = linear_model(lr=0.1)
     W, b = model.get_weights()
     history = model.fit(x, y, batch_size=len(x), shuffle=False, sample_weight=w, verbose=0)
     err = x @ W + b - y                                     # Keras 3: Σ w·err² / n (not / Σ w)
@@ -73,11 +56,11 @@ def test_one_weighted_full_batch_step_is_the_keras_formula_by_hand():
 
 
 def test_a_weight_of_two_is_the_sample_twice_in_the_sum_but_not_in_the_count():
-    x, y = regression_data()
+    x, y = regression_data(10)
     n = len(x)
     w = np.ones(n)
     w[3] = 2.0
-    weighted = linear(lr=0.1)
+    weighted = linear_model(lr=0.1)
     duplicated = twin(weighted, lr=0.1 * (n + 1) / n)       # sum_over_batch_size: Σ w·l / n against Σ l / (n + 1)
     h_w = weighted.fit(x, y, batch_size=n, shuffle=False, sample_weight=w, verbose=0)
     h_d = duplicated.fit(np.vstack([x, x[3:4]]), np.vstack([y, y[3:4]]), batch_size=n + 1, shuffle=False, verbose=0)
@@ -89,7 +72,7 @@ def test_a_weight_of_two_is_the_sample_twice_in_the_sum_but_not_in_the_count():
 def test_weights_are_sliced_and_shuffled_with_their_samples():
     x, y = regression_data(11)
     w = np.arange(1.0, 12.0)
-    model = linear(lr=0.05)
+    model = linear_model(lr=0.05)
     by_hand = twin(model, lr=0.05)
     history = model.fit(x, y, batch_size=4, epochs=2, seed=7, sample_weight=w[:, None], verbose=0)
     rng = np.random.default_rng(7)
@@ -105,7 +88,7 @@ def test_weights_are_sliced_and_shuffled_with_their_samples():
 def test_evaluate_with_sample_weight_is_the_weighted_sum_over_the_samples():
     x, y = regression_data(10)
     w = np.linspace(0.0, 3.0, 10)
-    model = linear()
+    model = linear_model(0.1)
     err = model.predict(x) - y
     # every batch is Σ w·l / batch size, and batches count by their size: Σ w·l / n whatever the batch size
     assert model.evaluate(x, y, batch_size=3, sample_weight=w, verbose=0) == pytest.approx(
@@ -117,7 +100,7 @@ def test_evaluate_with_sample_weight_is_the_weighted_sum_over_the_samples():
 def test_validation_data_takes_weights_and_validation_split_splits_them():
     x, y = regression_data(20)
     w = np.linspace(0.1, 2.0, 20)
-    a = linear(lr=0.05)
+    a = linear_model(lr=0.05)
     b = twin(a, lr=0.05)
     h_split = a.fit(x, y, batch_size=4, epochs=2, shuffle=False, sample_weight=w, validation_split=0.25, verbose=0)
     h_data = b.fit(x[:15], y[:15], batch_size=4, epochs=2, shuffle=False, sample_weight=w[:15],
@@ -297,7 +280,7 @@ class Spy(callbacks.Callback):
 ])
 def test_wrong_weights_are_refused_before_anything_runs(kwargs, error, match):
     x, y = regression_data(10)
-    model = linear()
+    model = linear_model(0.1)
     before = model.get_weights()
     spy = Spy()
     with pytest.raises(error, match=match):
