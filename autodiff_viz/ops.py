@@ -133,7 +133,9 @@ def _refuse_numpy_keywords(op, **given):
     """numpy keywords the op does not support, given a value other than numpy's default: a TypeError that
     names the op, the keyword and what to write instead (not Python's bare "unexpected keyword")."""
     for key, value in given.items():
-        if value is not None and not (key == "where" and np.ndim(value) == 0 and bool(value)):
+        if value is None or value is True and key == "where":    # numpy's defaults: the usual call
+            continue
+        if not (key == "where" and np.ndim(value) == 0 and bool(value)):
             raise TypeError(f"{op}: numpy's {key}= is not supported by autodiff_viz; "
                             + _UNSUPPORTED_FIX[key].format(op=op, initial=_WITH_INITIAL.get(op)) + ".")
 
