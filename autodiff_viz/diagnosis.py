@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import engine, naming
+from .tape import _live_tapes
 from .tensor import Tensor, Variable
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
@@ -138,10 +139,24 @@ def _naming(t: Tensor) -> tuple[str, str]:
     if loc is None:
         return f"the output of '{node.rule.name}'{_scope(node)}", ""
     place = naming.short_place(*loc)
-    assigned = naming.assigned_name_at(loc[0], loc[1])
+    assigned = None if _left_on_its_line(t, loc) else naming.assigned_name_at(loc[0], loc[1])
     if assigned:
         return f"'{assigned}'", f"the output of {node.rule.name} on {place}"
     return f"the output of '{node.rule.name}'{_scope(node)}", place
+
+
+def _left_on_its_line(t: Tensor, loc) -> bool:
+    """Did ``t``'s value leave the tape on the line that made it (see :func:`naming.escape_sites`)?
+
+    The escapes are the ones noted by the tapes that recorded ``t`` (every
+    tape tracking it notes them).
+    """
+    site = (t._id, *loc)
+    for serial in t._node.tapes or ():
+        tape = _live_tapes.get(serial)
+        if tape is not None and site in naming.escape_sites(tape._escapes):
+            return True
+    return False
 
 
 def _output_of(node) -> str:

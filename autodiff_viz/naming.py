@@ -53,6 +53,17 @@ def short_place(filename: str, line: int) -> str:
     return place(filename, line) if is_cell else f"{os.path.basename(filename)}:{line}"
 
 
+def escape_sites(escapes) -> set:
+    """``{(tensor id, file, line)}`` where a tape saw a value leave it (``float()``, ``math.log``, ``.numpy()``).
+
+    A tensor whose value left on the line that made it is not what that line
+    assigns (``loss = loss - math.log(p[i])`` holds a number, not the
+    getitem ``p[i]``), so neither a trace label nor ``explain`` names it
+    after that line's variable.
+    """
+    return {(e.tensor_id, *e.location) for e in escapes if e.location is not None}
+
+
 def assigned_name_at(filename: str, line: int) -> str | None:
     """:func:`assigned_name` of the statement that starts at ``line`` of ``filename``, also when it
     spans several lines (``loss = adv.mean(`` … ``)``): up to 20 lines are joined until they parse."""

@@ -1124,7 +1124,7 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
         nodes.append(n)
         op_nodes.append(n)
         owner[rec.out_id] = n
-    escaped = {(e.tensor_id, *e.location) for e in getattr(tape, "_escapes", ()) if e.location is not None}
+    escaped = naming.escape_sites(getattr(tape, "_escapes", ()))
     _Where(getattr(tape, "_opened_in", None), escaped).annotate(records, op_nodes)
 
     notes = []

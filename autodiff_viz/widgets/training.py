@@ -11,6 +11,9 @@ or feed it by hand from your own loop::
 
     view.update(epoch, loss, {"dense": 0.31, "dense_1": 0.02})
 
+A model trained with ``sample_weight`` minimises a weighted loss: give the
+probe its weights too, ``probe=(x[:64], y[:64], w[:64])``, as in Keras' data tuples.
+
 Views compared side by side share their axes (``compare_with=``), so the
 same slope means the same change in both::
 
@@ -172,11 +175,17 @@ class SharedScale:
         return max([len(w.losses) for w in self.views] + [0])
 
 
-def layer_gradient_norms(model, x, y) -> dict:
-    """``{layer name: 2-norm of the gradient of the loss w.r.t. its trainable weights}`` on one batch."""
+def layer_gradient_norms(model, x, y, sample_weight=None) -> dict:
+    """``{layer name: 2-norm of the gradient of the loss w.r.t. its trainable weights}`` on one batch.
+
+    The loss is ``model.compute_loss(y, y_pred, sample_weight)``, the one
+    ``fit`` minimises: with sample weights (one per sample) and the default
+    ``"sum_over_batch_size"`` reduction it is ``Σ_i w_i · loss_i / batch size``,
+    so a sample of weight 0 adds nothing to the gradient.
+    """
     with GradientTape() as tape:
         y_pred = model(x)
-        loss = model.compute_loss(y, y_pred)
+        loss = model.compute_loss(y, y_pred, sample_weight)
     layers = [layer for layer in model.layers if layer.trainable_variables]
     variables = [v for layer in layers for v in layer.trainable_variables]
     grads = tape.gradient(loss, variables)
@@ -196,12 +205,21 @@ class TrainingView(Callback):
     """Loss curve and per-layer gradient magnitudes, per epoch: a ``fit`` callback and a widget.
 
     Args:
-        probe: ``(x, y)``, a small fixed batch on which the gradient of the
-            loss is measured after every epoch (``None``: no gradient bars
-            unless you pass them to :meth:`update`).
+        probe: ``(x, y)`` or ``(x, y, sample_weight)`` (Keras' data tuples),
+            a small fixed batch on which the gradient of the loss is measured
+            after every epoch (:func:`layer_gradient_norms`). Give the sample
+            weights when the model trains with them, so the bars measure the
+            weighted loss ``fit`` minimises. ``None``: no gradient bars
+            unless you pass them to :meth:`update`.
     """
 
     def __init__(self, probe=None, compare_with: "TrainingView | None" = None):
+        if probe is not None and (not isinstance(probe, (tuple, list)) or len(probe) not in (2, 3)):
+            got = f"{len(probe)} item{'s' * (len(probe) != 1)}" if isinstance(probe, (tuple, list)) \
+                else type(probe).__name__
+            raise ValueError(f"TrainingView: probe must be (x, y) or (x, y, sample_weight), got {got}. "
+                             "Give the batch as a tuple, e.g. probe=(x[:64], y[:64]) or "
+                             "probe=(x[:64], y[:64], w[:64]).")
         super().__init__()
         import ipywidgets as W
         self.probe = probe
