@@ -389,6 +389,30 @@ for _name in _TORCH_HINTS:
         setattr(Tensor, _name, _Hint(_name))
 
 
+class _VariableOnly(_Hint):
+    """``t.assign`` (``assign_add``, ``assign_sub``) on a Tensor: an AttributeError that says what to write.
+
+    TensorFlow's ``v[0:2].assign(new)`` changes a slice of a variable. Here
+    ``v[0:2]`` is a new tensor (a getitem op, as every op on a variable), so
+    an assign on it could not reach ``v``; the message gives the two ways.
+    """
+
+    __slots__ = ()
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        raise AttributeError(
+            f"Tensor has no attribute '{self.name}': only a Variable changes, and this tensor is a value of its "
+            f"own (v[0:2], like any op on a variable, makes a new tensor, so an assign could not reach v). To "
+            f"change part of a variable, give it a whole new value: v.assign(adv.where(mask, new, v)), or "
+            f"a = v.numpy(); a[0:2] = new; v.{self.name}(a) for the whole array.")
+
+
+for _name in ("assign", "assign_add", "assign_sub"):
+    setattr(Tensor, _name, _VariableOnly(_name))
+
+
 class Variable(Tensor):
     """A tensor with a mutable value, watched automatically by every tape.
 
