@@ -21,6 +21,7 @@ import itertools
 import zlib
 
 import numpy as np
+import pytest
 
 import autodiff_viz as adv
 
@@ -137,3 +138,35 @@ def combo_check(fun, argnums, modes=("fwd", "rev"), order=2):
             for values in itertools.product(*[kwarg_lists[k] for k in keys]):
                 check_grads(fun, *combo, argnums=argnums, modes=modes, order=order, **dict(zip(keys, values)))
     return run
+
+
+class Draws:
+    """The random numbers of a ported test module, drawn afresh for each test.
+
+    A module holds ``rng = Draws(seed)`` and imports :func:`fresh_draws`,
+    which restarts the generator before each of its tests, so a test's
+    numbers do not depend on which other tests ran before it. Everything
+    else is numpy's ``Generator`` (``rng.uniform``, ``rng.integers`` ...);
+    ``rng.normals(*shape)`` is autograd's ``npr.randn(*shape)``.
+    """
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.reset()
+
+    def reset(self) -> None:
+        self._gen = np.random.default_rng(self.seed)
+
+    def normals(self, *shape):
+        return self._gen.normal(size=shape)
+
+    def __getattr__(self, name):
+        return getattr(self._gen, name)
+
+
+@pytest.fixture(autouse=True)
+def fresh_draws(request):
+    """Restart the module's ``rng`` (a :class:`Draws`) before each test of a module that imports this."""
+    draws = getattr(request.module, "rng", None)
+    if isinstance(draws, Draws):
+        draws.reset()

@@ -19,21 +19,11 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autograd_port_check import check_grads
+from autograd_port_check import Draws, check_grads, fresh_draws  # noqa: F401  (fresh_draws: autouse)
 from rule_cases_linalg import distinct_singular
 
-rng = np.random.default_rng(1)
-
-
-@pytest.fixture(autouse=True)
-def _same_draws_in_every_run():
-    """Each test draws from a fresh generator: its numbers do not depend on which other tests ran."""
-    global rng
-    rng = np.random.default_rng(1)
-
-
-def R(*shape):
-    return rng.normal(size=shape)
+rng = Draws(1)
+R = rng.normals
 
 
 def T(A):

@@ -19,23 +19,12 @@ Not ported, or ported in this package's spelling (deliberate differences):
 # - test_make_diagonal: np.make_diagonal is autograd's own function, not numpy's.
 """
 import numpy as np
-import pytest
 
 import autodiff_viz as adv
-from autograd_port_check import check_grads, combo_check
+from autograd_port_check import Draws, check_grads, combo_check, fresh_draws  # noqa: F401  (autouse)
 
-rng = np.random.default_rng(1)
-
-
-@pytest.fixture(autouse=True)
-def _same_draws_in_every_run():
-    """Each test draws from a fresh generator: its numbers do not depend on which other tests ran."""
-    global rng
-    rng = np.random.default_rng(1)
-
-
-def R(*shape):
-    return rng.normal(size=shape)
+rng = Draws(1)
+R = rng.normals
 
 
 # ----- products ----------------------------------------------------------------

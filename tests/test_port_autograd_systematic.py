@@ -17,22 +17,11 @@ Not ported (this package deliberately does not support it):
 import operator as op
 
 import numpy as np
-import pytest
 
-from autograd_port_check import combo_check
+from autograd_port_check import Draws, combo_check, fresh_draws  # noqa: F401  (fresh_draws: autouse)
 
-rng = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True)
-def _same_draws_in_every_run():
-    """Each test draws from a fresh generator: its numbers do not depend on which other tests ran."""
-    global rng
-    rng = np.random.default_rng(0)
-
-
-def R(*shape):
-    return rng.normal(size=shape)
+rng = Draws(0)
+R = rng.normals
 
 
 def transform(lims, x):
