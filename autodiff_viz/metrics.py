@@ -65,7 +65,15 @@ mse = MSE = mean_squared_error
 
 
 class Mean:
-    """A running (weighted) mean: ``update_state(values)``, ``result()``, ``reset_state()``."""
+    """A running (weighted) mean: ``update_state(values)``, ``result()``, ``reset_state()``.
+
+    ``update_state(values, sample_weight=w)`` is Keras 3's weighted form:
+    each sample's value (the mean over its other axes) counts ``w_i``
+    times, so the result is ``Σ w_i · v_i / Σ w_i`` (``w`` one weight per
+    sample, or one number for all, as in ``tracker.update_state(loss,
+    sample_weight=batch_size)``). ``weight=n`` counts the mean of
+    ``values`` ``n`` times (``fit`` uses it for a batch of ``n`` samples).
+    """
 
     def __init__(self, name="mean"):
         self.name = name
@@ -74,14 +82,31 @@ class Mean:
     def reset_state(self):
         self.total, self.count = 0.0, 0.0
 
-    def update_state(self, values, weight=None):
+    def update_state(self, values, sample_weight=None, weight=None):
         values = _np(values).astype(np.float64)
-        if weight is None:
+        if sample_weight is not None:
+            self._add_weighted(values, _np(sample_weight).astype(np.float64))
+        elif weight is None:
             self.total += float(values.sum())
             self.count += values.size
         else:
             self.total += float(values.mean()) * weight
             self.count += weight
+
+    def _add_weighted(self, values, sample_weight):
+        """Keras 3's ``reduce_to_samplewise_values``: values reduced (by their mean) to the weights' rank,
+        multiplied by the weights; the weights' own extra axes averaged; both summed."""
+        values, sample_weight = _squeeze_or_expand(values, sample_weight)
+        if values.ndim > sample_weight.ndim:
+            values = values.mean(axis=tuple(range(sample_weight.ndim, values.ndim)))
+        sample_weight = np.broadcast_to(sample_weight, values.shape)
+        values = values * sample_weight
+        if sample_weight.ndim > 1:
+            sample_weight = sample_weight.mean(axis=tuple(range(1, sample_weight.ndim)))
+        if values.ndim > 1:
+            values = values.mean(axis=tuple(range(1, values.ndim)))
+        self.total += float(values.sum())
+        self.count += float(sample_weight.sum())
 
     def result(self) -> float:
         return self.total / self.count if self.count else 0.0
@@ -94,8 +119,8 @@ class MeanMetricWrapper(Mean):
         super().__init__(name or fn.__name__)
         self.fn = fn
 
-    def update_state(self, y_true, y_pred):
-        super().update_state(self.fn(y_true, y_pred))
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        super().update_state(self.fn(y_true, y_pred), sample_weight=sample_weight)
 
 
 class MeanAbsoluteError(MeanMetricWrapper):

@@ -70,6 +70,11 @@ class Model(Layer):
         ...         self.out = adv.layers.Dense(10)
         ...     def call(self, x):
         ...         return self.out(self.hidden(x))
+
+    A subclass may also be called with symbolic inputs and outputs, as in
+    Keras 3: ``CustomModel(inputs, outputs)`` is a functional model that has
+    the subclass's methods (a ``train_step`` of its own, say; see
+    :meth:`train_step`).
     """
 
     _autocast = False
@@ -77,20 +82,25 @@ class Model(Layer):
     def __new__(cls, *args, **kwargs):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
             return super().__new__(Functional)
+        if not issubclass(cls, (Functional, Sequential)) and _functional_arguments(args, kwargs):
+            return super().__new__(_functional_subclass(cls))
         return super().__new__(cls)
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
             raise TypeError(f"{type(self).__name__}: inputs and outputs go to adv.Model(inputs, outputs) itself "
-                            "(the functional API); a subclass of adv.Model makes its layers in __init__ and "
-                            "uses them in call().")
+                            "(the functional API), or to a subclass as MyModel(inputs, outputs), both symbolic "
+                            "tensors (from adv.layers.Input and layer calls); otherwise a subclass of adv.Model "
+                            "makes its layers in __init__ and uses them in call().")
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
         self.loss_weights = None
         self.compiled_metrics = None
         self._metric_specs = []
-        self._metric_logs = None
+        self._loss_tracker = None
+        self._compile_metrics = None
+        self._loss_metrics = []
         self.stop_training = False
         self.history = None
 
@@ -316,21 +326,77 @@ class Model(Layer):
         self.optimizer, self.loss, self.loss_weights = optimizer, loss, loss_weights
         self._metric_specs = specs
         self.compiled_metrics = None
-        self._metric_logs = None
+        self._loss_tracker = metrics_module.Mean("loss")
+        self._compile_metrics = None if metrics is None else _CompileMetrics(self)
+        self._loss_metrics = []
 
-    def _require_compiled(self, what):
+    def _require_compiled(self, what, loss=True):
+        """Refuse to train before ``compile``; ``loss=False`` for a step of one's own, which may compute its
+        own loss (Keras 3's guide compiles such models with an optimizer alone)."""
         if self.optimizer is None:
             raise RuntimeError(f"{what}: call model.compile(optimizer=..., loss=...) first.")
-        if self.loss is None:
+        if loss and self.loss is None:
             raise ValueError(f"{what}: no loss to minimise; pass loss=... to model.compile().")
 
-    def _metrics_for(self, y, y_pred):
-        """The compiled metrics as ``[(output key or None, log name, metric)]``, made at the first batch
-        (``"accuracy"`` picks its flavour from the shapes of ``y`` and ``y_pred``)."""
-        if self.compiled_metrics is None:
-            self._metric_logs = self._make_metrics(y, y_pred)
-            self.compiled_metrics = [m for _, _, m in self._metric_logs]
-        return self._metric_logs
+    # ----- metrics, as Keras 3 lists them -----------------------------------------
+    @property
+    def metrics(self) -> list:
+        """The metric objects that ``fit`` resets at the start of each epoch and ``evaluate`` at its start,
+        in Keras 3's order: the loss tracker (a ``Mean`` named ``"loss"``), then ``compile_metrics`` (one
+        object for every metric of ``compile(metrics=...)``, whose ``result()`` is a dict such as
+        ``{"mae": 0.3}``), then for a model with several outputs one ``Mean`` per output loss
+        (``"<output>_loss"``), then the metrics the model holds as attributes
+        (``self.loss_tracker = adv.metrics.Mean(name="loss")``).
+
+        The first two exist after ``compile`` (``compile_metrics`` only when
+        ``metrics=`` was given); the per-output trackers after the first
+        :meth:`compute_loss`. A subclass may override this property to list
+        its own trackers instead; ``fit`` then resets those.
+        """
+        out = [m for m in (self._loss_tracker, self._compile_metrics) if m is not None]
+        out += self._loss_metrics
+        out += [v for v in vars(self).values() if isinstance(v, metrics_module.Mean) and v is not self._loss_tracker]
+        return out
+
+    @property
+    def metrics_names(self) -> list:
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self) -> None:
+        """``reset_state()`` on every metric of :attr:`metrics`."""
+        for m in self.metrics:
+            m.reset_state()
+
+    def _reset_all_metrics(self) -> None:
+        """:meth:`reset_metrics`, and the compiled trackers too when a subclass's ``metrics`` leaves them out."""
+        seen = set()
+        for m in [*self.metrics, self._loss_tracker, self._compile_metrics, *self._loss_metrics]:
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                m.reset_state()
+
+    def get_metrics_result(self) -> dict:
+        """``{name: current value}`` for every metric of :attr:`metrics`; a metric whose result is a dict
+        (``compile_metrics``) adds its entries (Keras 3)."""
+        out = {}
+        for m in self.metrics:
+            result = m.result()
+            if isinstance(result, dict):
+                out.update(result)
+            else:
+                out[m.name] = result
+        return out
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None) -> dict:
+        """Add a batch to the metrics of ``compile(metrics=...)`` and return :meth:`get_metrics_result`, as
+        Keras 3 (``x`` is unused here; a subclass may use it). The loss tracker is not updated here: the
+        built-in steps update it before this call.
+
+        The metrics are not weighted by ``sample_weight`` (see :meth:`compile`).
+        """
+        if self._compile_metrics is not None:
+            self._compile_metrics.update_state(y, y_pred, sample_weight)
+        return self.get_metrics_result()
 
     def _make_metrics(self, y, y_pred):
         """New metric objects for ``compile(metrics=...)``, matched to the outputs of ``y_pred``."""
@@ -376,7 +442,7 @@ class Model(Layer):
         keys = list(y_pred) if isinstance(y_pred, dict) else list(range(len(y_pred)))
         return keys, names, _by_output(y, keys, names, "y")
 
-    def compute_loss(self, y, y_pred, sample_weight=None):
+    def compute_loss(self, y=None, y_pred=None, sample_weight=None, *, x=None, training=True):
         """The loss of a batch (a scalar tensor), as Keras 3: the compiled loss of each output, weighted
         by its sample weights, times its ``loss_weights`` entry, summed, plus ``sum(model.losses)``
         (regularization and ``add_loss`` terms, never weighted).
@@ -386,14 +452,60 @@ class Model(Layer):
         each loss, which multiplies the per-sample losses by it before its
         reduction: with the default ``"sum_over_batch_size"``,
         ``Σ_i w_i · loss_i / batch size``.
+
+        ``x`` and ``training`` are Keras 3's keywords; this loss uses neither
+        (a subclass's ``compute_loss`` may). Keras' positional order is
+        ``(x, y, y_pred, sample_weight)``, this one's ``(y, y_pred,
+        sample_weight)``: when porting Keras code, pass keywords
+        (``self.compute_loss(y=y, y_pred=y_pred)``, as Keras' guides do).
+
+        For a model with several outputs, each output's loss (before its
+        ``loss_weights`` factor) is also added to a ``Mean`` named
+        ``<output>_loss`` in :attr:`metrics`, so ``fit`` and ``evaluate``
+        log it beside the total, as Keras 3 does.
         """
-        values = []
+        if y_pred is None:
+            raise TypeError(f"{self.name}.compute_loss needs y_pred, the model's output: "
+                            "compute_loss(y=y, y_pred=y_pred, sample_weight=None). (Keras' positional order starts "
+                            "with x; pass keywords when porting Keras code.)")
+        values, unweighted = [], []
         for fn, yt, yp, sw, weight in self._loss_terms(y, y_pred, sample_weight):
             value = fn(yt, yp, sample_weight=sw)
+            unweighted.append((value, yp))
             values.append(value if weight is None else value * weight)
+        if len(unweighted) > 1:
+            self._track_output_losses(y_pred, unweighted)
         total = _sum(values)
         extra = self.losses
         return total + _sum(extra) if extra else total
+
+    def _track_output_losses(self, y_pred, values) -> None:
+        """Add each output's loss to its ``<output>_loss`` tracker, counted by the batch size (Keras 3's
+        ``CompileLoss`` does it as it computes the loss); the trackers are made at the first call."""
+        keys = list(y_pred) if isinstance(y_pred, dict) else list(range(len(y_pred)))
+        names = [f"{label}_loss" for label in self._output_labels(keys)]
+        if [m.name for m in self._loss_metrics] != names:
+            self._loss_metrics = [metrics_module.Mean(name) for name in names]
+        for m, (value, yp) in zip(self._loss_metrics, values):
+            m.update_state(value._value, weight=_batch_len(yp))
+
+    def _loss_for(self, x, y, y_pred, sample_weight, training):
+        """``self.compute_loss`` called in the form it was written in: Keras 3's ``(x, y, y_pred,
+        sample_weight, training=...)`` when its first parameter is ``x``, else ``(y, y_pred[,
+        sample_weight])`` (sample weights only when there are some, so a ``compute_loss(self, y, y_pred)``
+        of one's own still works)."""
+        fn = self.compute_loss
+        if getattr(fn, "__func__", None) is Model.compute_loss:
+            return fn(y, y_pred, sample_weight)
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        if next(iter(params), None) == "x":
+            if "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                return fn(x, y, y_pred, sample_weight, training=training)
+            return fn(x, y, y_pred, sample_weight)
+        return fn(y, y_pred) if sample_weight is None else fn(y, y_pred, sample_weight)
 
     def _loss_terms(self, y, y_pred, sample_weight=None):
         """``(loss, y_true, y_pred, sample_weight, loss weight or None)`` per output."""
@@ -448,10 +560,19 @@ class Model(Layer):
     def _output_names(self):
         return None
 
-    def train_step(self, x, y, sample_weight=None):
-        """One optimisation step on a batch; returns ``(loss, y_pred)``.
+    def train_step(self, x, y=None, sample_weight=None):
+        """One optimisation step on a batch. Two forms:
 
-        This is the whole of what ``fit`` does per batch::
+        * ``train_step(x, y, sample_weight=None)`` returns ``(loss,
+          y_pred)``, plain values (no history); ``fit`` then updates the
+          loss tracker and the metrics.
+        * ``train_step(data)``, Keras 3's form, with ``data`` = ``(x, y)`` or
+          ``(x, y, sample_weight)``: the same step, then the loss tracker and
+          :meth:`compute_metrics`; returns the logs dict (``{"loss": ...,
+          "mae": ...}``). This is what ``super().train_step(data)`` gives a
+          subclass.
+
+        The step is the whole of what ``fit`` does per batch::
 
             with adv.GradientTape() as tape:
                 y_pred = model(x, training=True)
@@ -460,22 +581,71 @@ class Model(Layer):
             model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
         then each weight's constraint, if any, is applied. The outputs that
-        layers kept from the previous step are dropped first, and the
-        returned loss and predictions are plain values (no history), so two
-        steps' graphs are never alive together. ``fit`` passes
+        layers kept from the previous step are dropped first, so two steps'
+        graphs are never alive together.
+
+        To customise ``fit``, override it in either form. A subclass's
+        ``train_step(self, data)`` (one parameter) is called by ``fit`` and
+        ``train_on_batch`` with ``data`` and must return a dict of logs, as
+        in Keras 3's guide "Customizing what happens in fit()"::
+
+            class CustomModel(adv.Model):
+                def train_step(self, data):
+                    x, y = data                  # (x, y, sample_weight) with sample or class weights
+                    with adv.GradientTape() as tape:
+                        y_pred = self(x, training=True)
+                        loss = self.compute_loss(y=y, y_pred=y_pred)
+                    grads = tape.gradient(loss, self.trainable_variables)
+                    self.optimizer.apply(grads, self.trainable_variables)
+                    for metric in self.metrics:
+                        if metric.name == "loss":
+                            metric.update_state(loss)
+                        else:
+                            metric.update_state(y, y_pred)
+                    return {m.name: m.result() for m in self.metrics}
+
+        The dict's values are numbers or 0-d tensors/arrays; a nested dict
+        (``compile_metrics``' result) is flattened into it, as Keras 3 does.
+        A subclass's ``train_step(self, x, y, sample_weight=None)`` returns
+        ``(loss, y_pred)`` as the first form; ``fit`` passes
         ``sample_weight`` only when there are sample (or class) weights, so
-        a ``train_step(self, x, y)`` of your own still works without them.
+        a ``train_step(self, x, y)`` still works without them.
         """
+        if y is None:
+            x, y, sample_weight = _unpack_data(x, "train_step")
+            loss, y_pred = self._one_step(x, y, sample_weight)
+            self._loss_tracker.update_state(loss._value, weight=_batch_len(x))
+            return self.compute_metrics(x, y, y_pred, sample_weight)
+        return self._one_step(x, y, sample_weight)
+
+    def _one_step(self, x, y, sample_weight):
+        """The optimisation step of :meth:`train_step`; ``(loss, y_pred)`` as plain values."""
         self._forget_outputs()
         with GradientTape() as tape:
             y_pred = self(x, **self._training_kwargs(True))
-            loss = self.compute_loss(y, y_pred, sample_weight)
+            loss = self._loss_for(x, y, y_pred, sample_weight, training=True)
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
         self.optimizer.apply_gradients(zip(grads, variables))
         self._constrain()
         leaves, rebuild = flatten(y_pred)
         return constant(loss._value), rebuild([constant(t._value) if isinstance(t, Tensor) else t for t in leaves])
+
+    def test_step(self, data) -> dict:
+        """One evaluation step on ``data`` = ``(x, y)`` or ``(x, y, sample_weight)``, as Keras 3: the
+        prediction (``training=False``), :meth:`compute_loss` into the loss tracker (counted by the batch
+        size), then :meth:`compute_metrics`; returns the logs dict.
+
+        ``evaluate``, ``test_on_batch`` and ``fit``'s validation call it for
+        every batch (nothing is recorded on any tape there). Override it as
+        ``test_step(self, data)`` returning a dict of logs to change what
+        they measure; ``evaluate`` returns the last batch's dict.
+        """
+        x, y, sample_weight = _unpack_data(data, "test_step")
+        y_pred = self(x, **self._training_kwargs(False))
+        loss = self._loss_for(x, y, y_pred, sample_weight, training=False)
+        self._loss_tracker.update_state(loss._value, weight=_batch_len(x))
+        return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def _forget_outputs(self) -> None:
         """Drop every layer's kept output (it pins the whole graph of the call that made it)."""
@@ -536,11 +706,20 @@ class Model(Layer):
             seed: seed for the shuffling (our addition; by default the
                 generator of :func:`adv.layers.set_random_seed` is used).
 
+        Each epoch starts by resetting every metric of :attr:`metrics`, so
+        the logged values are that epoch's. A ``train_step(self, data)`` of
+        one's own (see :meth:`train_step`) is called with ``data`` = ``(x,
+        y)`` or ``(x, y, sample_weight)`` and its dict is the batch's logs;
+        the epoch's logs are the last batch's (as Keras 3). For a model with
+        several outputs, each output's loss is logged as ``<output>_loss``
+        beside ``loss``.
+
         Returns:
             a :class:`~autodiff_viz.callbacks.History`; ``history.history``
             maps ``"loss"``, ``"accuracy"``, ``"val_loss"``... to per-epoch lists.
         """
-        self._require_compiled("fit")
+        own_step = _takes_data(self.train_step)
+        self._require_compiled("fit", loss=not own_step)
         callbacks = callbacks_module.as_list(callbacks, "fit")
         batch_size = _batch_size(batch_size, "fit")
         epochs = positive_int("fit", "epochs", epochs, minimum=0)
@@ -575,7 +754,7 @@ class Model(Layer):
             x_val = y_val = sw_val = None
         if n == 0:
             raise ValueError("fit: no training samples (after validation_split).")
-        sample_weight = self._step_weights(class_weight, sample_weight, x, y, "fit")
+        sample_weight = self._step_weights(class_weight, sample_weight, x, y, "fit", own_step)
         steps = -(-n // batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
@@ -584,36 +763,26 @@ class Model(Layer):
         cbs = callbacks_module.CallbackList([*callbacks, history, *extra], self,   # Keras' order: yours first
                                             {"epochs": epochs, "steps": steps, "verbose": verbose})
         self.stop_training = False
-        loss_mean = metrics_module.Mean("loss")
         logs = {}
         cbs.on_train_begin()
         try:
             for epoch in range(initial_epoch, epochs):
-                loss_mean.reset_state()
-                for m in self.compiled_metrics or []:
-                    m.reset_state()
+                self._reset_all_metrics()
                 cbs.on_epoch_begin(epoch)
                 order = rng.permutation(n) if shuffle else np.arange(n)
                 logs = {}
                 for step in range(steps):
                     idx = order[step * batch_size:(step + 1) * batch_size]
-                    xb, yb = _take(x, idx), _take(y, idx)
+                    sw = None if sample_weight is None else _take(sample_weight, idx)
                     cbs.on_train_batch_begin(step)
-                    if sample_weight is None:
-                        loss, y_pred = self.train_step(xb, yb)
-                    else:
-                        loss, y_pred = self.train_step(xb, yb, sample_weight=_take(sample_weight, idx))
-                    loss_mean.update_state(loss._value, weight=len(idx))
-                    logs = {"loss": loss_mean.result()}
-                    self._update_metrics(self._metrics_for(yb, y_pred), yb, y_pred, logs)
-                    del loss, y_pred           # the step's graph goes now, not after the next step
+                    logs = self._train_batch(_take(x, idx), _take(y, idx), sw, own_step)
                     cbs.on_train_batch_end(step, logs)
                     if self.stop_training:     # Keras 3 checks after every batch
                         break
                 if x_val is not None:
                     val = self.evaluate(x_val, y_val, batch_size=batch_size, verbose=0, sample_weight=sw_val,
                                         return_dict=True)
-                    logs.update({f"val_{k}": v for k, v in val.items()})
+                    logs = {**logs, **{f"val_{k}": v for k, v in val.items()}}
                 cbs.on_epoch_end(epoch, logs)
                 if self.stop_training:
                     break
@@ -622,6 +791,22 @@ class Model(Layer):
         cbs.on_train_end(logs)          # the last epoch's logs, as Keras 3
         self.history = history
         return history
+
+    def _train_batch(self, x, y, sample_weight, own_step) -> dict:
+        """One training step on a batch and its logs: a ``train_step(data)`` of one's own (``own_step``)
+        returns them; the built-in form's ``(loss, y_pred)`` goes to the loss tracker, counted by the
+        batch size, and to :meth:`compute_metrics`."""
+        if own_step:
+            self._forget_outputs()
+            data = (x, y) if sample_weight is None else (x, y, sample_weight)
+            return _step_logs(self.train_step(data), "train_step(self, data)")
+        if sample_weight is None:
+            loss, y_pred = self.train_step(x, y)
+        else:
+            loss, y_pred = self.train_step(x, y, sample_weight=sample_weight)
+        self._loss_tracker.update_state(loss._value, weight=_batch_len(x))
+        logs = self.compute_metrics(x, y, y_pred, sample_weight)
+        return _step_logs(logs, "compute_metrics(x, y, y_pred, sample_weight)")
 
     def _sample_weight(self, sample_weight, n, what):
         """``sample_weight`` as numpy arrays (one, or a list/dict with one per output), each with ``n``
@@ -650,12 +835,13 @@ class Model(Layer):
                        "weight arrays")
         return sw
 
-    def _step_weights(self, class_weight, sample_weight, x, y, what):
+    def _step_weights(self, class_weight, sample_weight, x, y, what, own_step=False):
         """The sample weights ``train_step`` gets for ``(x, y)``: from ``class_weight`` if given, else
-        ``sample_weight`` (checked); a ``train_step`` of one's own must then take them."""
+        ``sample_weight`` (checked); a ``train_step(x, y, ...)`` of one's own must then take them (one
+        that takes ``data`` finds them in it)."""
         if class_weight is not None:
             sample_weight = self._class_weights(class_weight, x, y, what)
-        if sample_weight is not None:
+        if sample_weight is not None and not own_step:
             _check_takes_sample_weight(self.train_step, what)
         return sample_weight
 
@@ -724,42 +910,48 @@ class Model(Layer):
         weighted. Returns the loss (a float) when there are no metrics, else
         ``[loss, metric, ...]``, or a dict with ``return_dict=True``.
         ``verbose`` ("auto" or 1) prints one summary line.
+
+        It starts by resetting every metric of :attr:`metrics`, then calls
+        :meth:`test_step` on each batch (a ``test_step(self, data)`` of
+        one's own included) and returns the last batch's logs (Keras 3).
+        For a model with several outputs the dict also holds each output's
+        loss (``<output>_loss``); the list form leaves them out, so ``loss
+        = model.evaluate(x, ys)`` stays one number (Keras 3 would append
+        them).
         """
-        if self.loss is None:
+        own_step = _overrides(self, "test_step")
+        if own_step:
+            if not _takes_data(self.test_step):
+                raise TypeError(f"evaluate: {type(self).__name__}.test_step must take one argument besides self, "
+                                "data = (x, y) or (x, y, sample_weight), and return a dict of logs (Keras 3's form: "
+                                "def test_step(self, data)).")
+            self._require_compiled("evaluate", loss=False)
+        elif self.loss is None:
             raise ValueError("evaluate: compile the model with a loss first (model.compile(loss=...)).")
         batch_size = _batch_size(batch_size, "evaluate")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "evaluate")
         sample_weight = self._sample_weight(sample_weight, n, "evaluate")
-        loss_mean = metrics_module.Mean("loss")
-        plan, result = None, {}
+        self._reset_all_metrics()
+        result = None
         try:
             # with the ops' records (lineage): the loss of a final sigmoid/softmax reads the logits off them,
             # as fit's does (clipped probabilities would give 15.9 where fit logs 25); one user line for all
             with engine.paused(lineage=True), engine.shared_location():
                 for start in range(0, n, batch_size):
                     part = slice(start, start + batch_size)
-                    xb, yb = _take(x, part), _take(y, part)
-                    y_pred = self(xb)
-                    size = min(batch_size, n - start)
-                    if sample_weight is None:       # a compute_loss of one's own may not take sample_weight
-                        loss = self.compute_loss(yb, y_pred)
-                    else:
-                        loss = self.compute_loss(yb, y_pred, sample_weight=_take(sample_weight, part))
-                    loss_mean.update_state(loss._value, weight=size)
-                    if plan is None:
-                        plan = self._make_metrics(yb, y_pred)
-                        for _, _, m in plan:
-                            m.reset_state()
-                    self._update_metrics(plan, yb, y_pred, result)
-                    del y_pred, loss
+                    data = (_take(x, part), _take(y, part))
+                    if sample_weight is not None:
+                        data += (_take(sample_weight, part),)
+                    result = _step_logs(self.test_step(data), "test_step(self, data)")
                     self._forget_outputs()
         finally:
             self._forget_outputs()
-        result = {"loss": loss_mean.result(), **result}
+        if result is None:
+            result = _step_logs(self.get_metrics_result(), "get_metrics_result()")
         if verbose == "auto" or verbose:
             print(f"{n} samples - {callbacks_module.format_logs(result)}")
-        return _returned(result, return_dict)
+        return _returned(result, return_dict, [m.name for m in self._loss_metrics])
 
     def train_on_batch(self, x, y, sample_weight=None, class_weight=None, return_dict=False):
         """One optimizer step on ``(x, y)`` taken as one batch (Keras 3); the batch's loss and metrics.
@@ -769,20 +961,16 @@ class Model(Layer):
         without metrics, else ``[loss, metric, ...]``, or a dict).
         ``sample_weight`` and ``class_weight`` are those of :meth:`fit`.
         """
-        self._require_compiled("train_on_batch")
+        own_step = _takes_data(self.train_step)
+        self._require_compiled("train_on_batch", loss=not own_step)
         _refuse_class_and_sample_weight(class_weight, sample_weight, "train_on_batch")
         x, y = self._x(x), self._y(y)
         n = _same_length(x, y, "train_on_batch")
         sample_weight = self._sample_weight(sample_weight, n, "train_on_batch")
-        sample_weight = self._step_weights(class_weight, sample_weight, x, y, "train_on_batch")
-        if sample_weight is None:
-            loss, y_pred = self.train_step(x, y)
-        else:
-            loss, y_pred = self.train_step(x, y, sample_weight=sample_weight)
-        result = {"loss": float(loss._value)}
-        plan = self._make_metrics(y, y_pred)
-        self._update_metrics(plan, y, y_pred, result)
-        return _returned(result, return_dict)
+        sample_weight = self._step_weights(class_weight, sample_weight, x, y, "train_on_batch", own_step)
+        self._reset_all_metrics()
+        result = self._train_batch(x, y, sample_weight, own_step)
+        return _returned(result, return_dict, [m.name for m in self._loss_metrics])
 
     def test_on_batch(self, x, y, sample_weight=None, return_dict=False):
         """:meth:`evaluate` on ``(x, y)`` as one batch, silently (Keras 3)."""
@@ -1303,11 +1491,145 @@ def _data(data, what):
     return arr
 
 
-def _returned(result: dict, return_dict: bool):
-    """``evaluate``'s answer (Keras 3): the dict, or the loss alone without metrics, else ``[loss, metric, ...]``."""
+def _returned(result: dict, return_dict: bool, hidden=()):
+    """``evaluate``'s answer (Keras 3): the dict, or the loss alone without metrics, else ``[loss, metric, ...]``;
+    the list form leaves out the logs named in ``hidden`` (the per-output losses)."""
     if return_dict:
         return result
-    return result["loss"] if len(result) == 1 else list(result.values())
+    shown = [v for k, v in result.items() if k not in hidden]
+    return shown[0] if len(shown) == 1 else shown
+
+
+def _takes_data(step) -> bool:
+    """Whether a bound ``train_step``/``test_step`` has Keras 3's form ``step(data)``: one parameter."""
+    try:
+        params = inspect.signature(step).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return len([p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]) == 1
+
+
+def _overrides(model, name) -> bool:
+    """Whether the class of ``model`` defines its own method ``name`` (not :class:`Model`'s)."""
+    return getattr(type(model), name) is not getattr(Model, name)
+
+
+def _unpack_data(data, what):
+    """``(x, y, sample_weight)`` from ``data`` = ``(x, y)`` or ``(x, y, sample_weight)`` (Keras 3's
+    ``unpack_x_y_sample_weight``, with y required: these steps compute a loss against it)."""
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple) or len(data) not in (2, 3) or data[1] is None:
+        got = f"a tuple of {len(data)}" if isinstance(data, tuple) else type(data).__name__
+        raise ValueError(f"{what}(data): data must be (x, y) or (x, y, sample_weight), got {got}. Called by hand, "
+                         f"it is model.{what}((x, y)).")
+    return data if len(data) == 3 else (*data, None)
+
+
+def _batch_len(x) -> int:
+    """The number of samples in a batch: the length of its first array (or tensor)."""
+    first = flatten(x)[0][0]
+    return int(np.shape(first._value if isinstance(first, Tensor) else first)[0])
+
+
+def _step_logs(logs, what) -> dict:
+    """The logs a step returned, as ``{name: float}``: numbers and 0-d (or one-entry) tensors and arrays
+    become floats; a nested dict (``compile_metrics``' result) is flattened into the top level, as Keras 3's
+    ``pythonify_logs`` does. Anything else is a TypeError that names the step and says what to return."""
+    if not isinstance(logs, dict):
+        hint = (" A step that returns (loss, y_pred) takes (self, x, y, sample_weight=None) instead of (self, data)."
+                if isinstance(logs, tuple) and len(logs) == 2 else "")
+        raise TypeError(f"{what} returned {type(logs).__name__}, not a dict of logs. Return a dict "
+                        "{name: value}, e.g. {m.name: m.result() for m in self.metrics} or "
+                        f"self.compute_metrics(x, y, y_pred, sample_weight).{hint}")
+    out = {}
+    for key, value in logs.items():
+        if isinstance(value, dict):
+            out.update(_step_logs(value, what))
+            continue
+        raw = value._value if isinstance(value, Tensor) else value
+        try:
+            number = None if raw is None or isinstance(raw, str) else np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number.size != 1:
+            if number is not None:
+                got = f"an array of shape {number.shape}"
+            elif hasattr(value, "result"):
+                got = f"the metric object {type(value).__name__}; return its .result()"
+            else:
+                got = f"{type(value).__name__} {value!r:.40}"
+            raise TypeError(f"{what} returned logs[{key!r}] = {got}. Each log is one number (a float, a 0-d tensor, "
+                            "a metric's result()); reduce an array first (e.g. its mean).")
+        out[key] = float(number.reshape(()))
+    return out
+
+
+def _functional_arguments(args, kwargs) -> bool:
+    """Whether a Model subclass is called as ``MyModel(inputs, outputs)`` with symbolic tensors."""
+    inputs = args[0] if args else kwargs.get("inputs")
+    outputs = args[1] if len(args) > 1 else kwargs.get("outputs")
+    if inputs is None or outputs is None:
+        return False
+    leaves = flatten(inputs)[0]
+    return bool(leaves) and all(isinstance(t, KerasTensor) for t in leaves)
+
+
+_FUNCTIONAL_SUBCLASSES: dict = {}
+
+
+def _functional_subclass(cls):
+    """``cls`` with :class:`Functional` mixed in (made once per class), as Keras 3 does when a subclass of
+    ``Model`` is called with inputs and outputs: the instance is a functional model with the subclass's
+    methods. The subclass's ``__init__``, if any, calls ``super().__init__(inputs, outputs)``, which is
+    then ``Functional.__init__``."""
+    made = _FUNCTIONAL_SUBCLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, Functional), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        _FUNCTIONAL_SUBCLASSES[cls] = made
+    return made
+
+
+class _CompileMetrics:
+    """The metrics of ``compile(metrics=...)`` as one object named ``"compile_metrics"``, as Keras 3's
+    ``CompileMetrics``: ``update_state(y, y_pred, sample_weight=None)`` adds a batch to each metric (of
+    the output it measures), ``result()`` is ``{log name: value}`` (``{"mae": 0.3}``, or
+    ``{"cls_accuracy": ...}`` per output), ``reset_state()`` resets them all. The metric objects are made
+    at the first update, when the shapes of ``y`` and ``y_pred`` pick the flavour of ``"accuracy"``.
+    ``sample_weight`` is accepted and not used: compiled metrics are unweighted."""
+
+    name = "compile_metrics"
+
+    def __init__(self, model):
+        self._model = model
+        self.plan = None
+
+    @property
+    def built(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def metrics(self) -> list:
+        return [m for _, _, m in self.plan or []]
+
+    def build(self, y_true, y_pred) -> None:
+        self.plan = self._model._make_metrics(y_true, y_pred)
+        self._model.compiled_metrics = self.metrics
+
+    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        if self.plan is None:
+            self.build(y_true, y_pred)
+        self._model._update_metrics(self.plan, y_true, y_pred, {})
+
+    def reset_state(self) -> None:
+        for m in self.metrics:
+            m.reset_state()
+
+    def result(self) -> dict:
+        return {name: m.result() for _, name, m in self.plan or []}
+
+    def __repr__(self):
+        return f"<compile_metrics {[name for _, name, _ in self.plan or []]}>"
 
 
 def _batch_size(value, what) -> int:

@@ -132,12 +132,17 @@ def test_metrics_per_output_are_logged_with_the_output_name(metrics):
     model.compile("sgd", ["binary_crossentropy", "mse"], metrics=metrics)
     x, ys = head_data()
     history = model.fit(x, ys, epochs=1, verbose=0, validation_data=(x, ys))
-    assert sorted(history.history) == ["cls_accuracy", "loss", "reg_abs_error", "val_cls_accuracy", "val_loss",
-                                       "val_reg_abs_error"]
+    assert sorted(history.history) == ["cls_accuracy", "cls_loss", "loss", "reg_abs_error", "reg_loss",
+                                       "val_cls_accuracy", "val_cls_loss", "val_loss", "val_reg_abs_error",
+                                       "val_reg_loss"]     # a loss per output too, as Keras 3 (since 3.5)
     logs = model.evaluate(x, ys, verbose=0, return_dict=True)
     p = model.predict(x)
     assert logs["cls_accuracy"] == pytest.approx(np.mean((p[0] > 0.5) == (ys[0] > 0.5)))
     assert logs["reg_abs_error"] == pytest.approx(np.mean(np.abs(p[1] - ys[1])))
+    bce = -np.mean(ys[0] * np.log(p[0]) + (1 - ys[0]) * np.log(1 - p[0]))
+    assert logs["cls_loss"] == pytest.approx(bce, rel=1e-5)
+    assert logs["reg_loss"] == pytest.approx(np.mean((p[1] - ys[1]) ** 2), rel=1e-5)
+    assert logs["loss"] == pytest.approx(logs["cls_loss"] + logs["reg_loss"], rel=1e-6)
 
 
 def test_an_ambiguous_metrics_list_for_several_outputs_is_refused_with_the_forms_that_work():
