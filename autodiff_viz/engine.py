@@ -382,26 +382,51 @@ class name_scope:
 
     ``kind`` says what the scope is (a layer passes its class, ``"Dense"``), so
     a drawing can title the folded box as ``summary()`` does: ``dense_1 (Dense)``.
+    ``share_location`` (True or False) also does :class:`shared_location`'s
+    work for the block, in the same ``with``: what a layer or a loss does on
+    every call.
     """
 
-    __slots__ = ("name", "kind", "_saved")
+    __slots__ = ("name", "kind", "share", "_saved")
 
-    def __init__(self, name: str, kind: str | None = None):
+    def __init__(self, name: str, kind: str | None = None, share_location: bool | None = None):
         self.name = str(name)
         self.kind = kind
+        self.share = share_location
 
     def __enter__(self):
         scope_kinds[self.name] = self.kind
         st = state                  # each read of a thread-local attribute costs a look-up: read once
         scope = st.scope
-        self._saved = (scope, st.scope_path)
+        self._saved = (scope, st.scope_path,
+                       _NOT_SHARED if self.share is None else _enter_location(st, self.share, 1))
         scope = st.scope = scope + (self.name,)
         path = st.scope_path = "/".join(scope)
         return path
 
     def __exit__(self, *exc):
-        state.scope, state.scope_path = self._saved
+        st = state
+        st.scope, st.scope_path, location = self._saved
+        if location is not _NOT_SHARED:
+            st.location = location
         return False
+
+
+_NOT_SHARED = object()     # a name_scope that leaves the shared location alone
+
+
+def _enter_location(st, share: bool, skip: int = 0):
+    """Set this thread's shared location for a block (see :class:`shared_location`); returns the one to restore.
+
+    ``skip``: package frames between the ``__enter__`` that calls this and the block's caller.
+    """
+    saved = st.location
+    if not share:
+        if saved is not None:
+            st.location = None
+    elif saved is None and config.capture_locations:
+        st.location = user_frame(skip + 1)
+    return saved
 
 
 class shared_location:
@@ -420,13 +445,7 @@ class shared_location:
         self.share = share
 
     def __enter__(self):
-        st = state
-        self._saved = saved = st.location
-        if not self.share:
-            if saved is not None:
-                st.location = None
-        elif saved is None and config.capture_locations:
-            st.location = user_frame()
+        self._saved = _enter_location(state, self.share, 1)
         return self
 
     def __exit__(self, *exc):

@@ -172,7 +172,7 @@ def _named_scope(fn):
     def scoped(*args, **kwargs):
         if engine.state.scope and engine.state.scope[-1] in _SCOPED:
             return fn(*args, **kwargs)
-        with engine.name_scope(name), engine.shared_location():   # the user's line, found once per call
+        with engine.name_scope(name, share_location=True):   # the user's line, found once per call
             return fn(*args, **kwargs)
     _SCOPED.add(name)
     return scoped
@@ -312,7 +312,7 @@ def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.nd
     classes = pred_shape[axis]
     labels = labels.astype(np.intp, copy=False)
     # one comparison finds both kinds of bad label: a negative index, seen as unsigned, is huge
-    if labels.size and labels.reshape(-1).astype(np.uint64).max() >= classes:
+    if labels.size and np.maximum.reduce(labels.reshape(-1).view(np.uintp)) >= classes:
         raise ValueError(f"{what}: labels must lie in [0, {classes - 1}] for "
                          f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
     return labels
@@ -367,7 +367,7 @@ class Loss:
         return self.fn(y_true, y_pred, **self.fn_kwargs)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        with engine.name_scope(self.name), engine.shared_location(engine.is_package_code(type(self).call)):
+        with engine.name_scope(self.name, share_location=engine.is_package_code(type(self).call)):
             losses = self.call(y_true, y_pred)
             return reduce(losses, self.reduction, sample_weight)
 

@@ -499,7 +499,7 @@ class Layer:
             known = cls._call_shares = (cls.call, engine.is_package_code(cls.call))
         shares = known[1]
         try:
-            with engine.name_scope(d["_name"], cls.__name__), engine.shared_location(shares):
+            with engine.name_scope(d["_name"], cls.__name__, share_location=shares):
                 first = args[0]
                 inputs = self._convert_inputs(first)
                 if self._single_input and not isinstance(inputs, Tensor):
