@@ -656,7 +656,7 @@ class Model(Layer):
     def _training_kwargs(self, training):
         return {"training": training} if _accepts_training(self) else {}
 
-    def fit(self, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
+    def fit(self, x, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0, seed=None):
         """Train for ``epochs`` passes over ``(x, y)`` in mini-batches.
 
@@ -667,7 +667,9 @@ class Model(Layer):
             x: an array, or for a model with several inputs a list of
                 arrays (a dict keyed by input name), all with the same
                 number of samples.
-            y: an array, or a list (dict) with one array per output.
+            y: an array, or a list (dict) with one array per output. Only a
+                ``train_step(self, data)`` of your own may train without it:
+                ``data`` is then the batch of ``x`` alone, as in Keras 3.
             batch_size: samples per step (32 by default, as Keras).
             verbose: ``"auto"``/1 a progress bar (a widget in notebooks), 2 one
                 line per epoch, 0 silent.
@@ -720,12 +722,13 @@ class Model(Layer):
         """
         own_step = _takes_data(self.train_step)
         self._require_compiled("fit", loss=not own_step)
+        _refuse_missing_y(y, own_step, sample_weight, class_weight, "fit", "train_step")
         callbacks = callbacks_module.as_list(callbacks, "fit")
         batch_size = _batch_size(batch_size, "fit")
         epochs = positive_int("fit", "epochs", epochs, minimum=0)
         initial_epoch = positive_int("fit", "initial_epoch", initial_epoch, minimum=0)
         _refuse_class_and_sample_weight(class_weight, sample_weight, "fit")
-        x, y = self._x(x), self._y(y)
+        x, y = self._x(x), None if y is None else self._y(y)
         n = _same_length(x, y, "fit")
         sample_weight = self._sample_weight(sample_weight, n, "fit")
         if validation_data is not None:
@@ -798,8 +801,7 @@ class Model(Layer):
         batch size, and to :meth:`compute_metrics`."""
         if own_step:
             self._forget_outputs()
-            data = (x, y) if sample_weight is None else (x, y, sample_weight)
-            return _step_logs(self.train_step(data), "train_step(self, data)")
+            return _step_logs(self.train_step(_packed(x, y, sample_weight)), "train_step(self, data)")
         if sample_weight is None:
             loss, y_pred = self.train_step(x, y)
         else:
@@ -901,7 +903,7 @@ class Model(Layer):
         weights[inside] = lookup[labels[inside]]
         return weights
 
-    def evaluate(self, x, y, batch_size=None, verbose="auto", sample_weight=None, return_dict=False):
+    def evaluate(self, x, y=None, batch_size=None, verbose="auto", sample_weight=None, return_dict=False):
         """The compiled loss (plus ``model.losses``) and metrics over ``(x, y)``, without training.
 
         ``sample_weight`` (one weight per sample) weights the loss as in
@@ -928,8 +930,9 @@ class Model(Layer):
             self._require_compiled("evaluate", loss=False)
         elif self.loss is None:
             raise ValueError("evaluate: compile the model with a loss first (model.compile(loss=...)).")
+        _refuse_missing_y(y, own_step, sample_weight, None, "evaluate", "test_step")
         batch_size = _batch_size(batch_size, "evaluate")
-        x, y = self._x(x), self._y(y)
+        x, y = self._x(x), None if y is None else self._y(y)
         n = _same_length(x, y, "evaluate")
         sample_weight = self._sample_weight(sample_weight, n, "evaluate")
         self._reset_all_metrics()
@@ -940,9 +943,7 @@ class Model(Layer):
             with engine.paused(lineage=True), engine.shared_location():
                 for start in range(0, n, batch_size):
                     part = slice(start, start + batch_size)
-                    data = (_take(x, part), _take(y, part))
-                    if sample_weight is not None:
-                        data += (_take(sample_weight, part),)
+                    data = _packed(_take(x, part), _take(y, part), _take(sample_weight, part))
                     result = _step_logs(self.test_step(data), "test_step(self, data)")
                     self._forget_outputs()
         finally:
@@ -953,7 +954,7 @@ class Model(Layer):
             print(f"{n} samples - {callbacks_module.format_logs(result)}")
         return _returned(result, return_dict, [m.name for m in self._loss_metrics])
 
-    def train_on_batch(self, x, y, sample_weight=None, class_weight=None, return_dict=False):
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """One optimizer step on ``(x, y)`` taken as one batch (Keras 3); the batch's loss and metrics.
 
         The values are those of the forward pass before the step, as ``fit``
@@ -963,8 +964,9 @@ class Model(Layer):
         """
         own_step = _takes_data(self.train_step)
         self._require_compiled("train_on_batch", loss=not own_step)
+        _refuse_missing_y(y, own_step, sample_weight, class_weight, "train_on_batch", "train_step")
         _refuse_class_and_sample_weight(class_weight, sample_weight, "train_on_batch")
-        x, y = self._x(x), self._y(y)
+        x, y = self._x(x), None if y is None else self._y(y)
         n = _same_length(x, y, "train_on_batch")
         sample_weight = self._sample_weight(sample_weight, n, "train_on_batch")
         sample_weight = self._step_weights(class_weight, sample_weight, x, y, "train_on_batch", own_step)
@@ -972,9 +974,9 @@ class Model(Layer):
         result = self._train_batch(x, y, sample_weight, own_step)
         return _returned(result, return_dict, [m.name for m in self._loss_metrics])
 
-    def test_on_batch(self, x, y, sample_weight=None, return_dict=False):
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """:meth:`evaluate` on ``(x, y)`` as one batch, silently (Keras 3)."""
-        x, y = self._x(x), self._y(y)
+        x, y = self._x(x), None if y is None else self._y(y)
         n = _same_length(x, y, "test_on_batch")
         return self.evaluate(x, y, batch_size=max(n, 1), verbose=0, sample_weight=sample_weight,
                              return_dict=return_dict)
@@ -1514,6 +1516,29 @@ def _overrides(model, name) -> bool:
     return getattr(type(model), name) is not getattr(Model, name)
 
 
+def _packed(x, y, sample_weight):
+    """What a step of one's own gets as ``data``, as Keras 3's ``pack_x_y_sample_weight``: ``(x, y)``,
+    ``(x, y, sample_weight)``, or without targets ``x`` itself (a list of inputs: ``(x,)``)."""
+    if y is None:
+        return (x,) if isinstance(x, (list, tuple)) else x
+    return (x, y) if sample_weight is None else (x, y, sample_weight)
+
+
+def _refuse_missing_y(y, own_step, sample_weight, class_weight, what, step) -> None:
+    """Without ``y`` only a step of one's own can run (a GAN's ``train_step(self, data)`` gets the batch of
+    ``x`` alone, as in Keras 3); sample or class weights need targets. Checked before anything runs."""
+    if y is not None:
+        return
+    if not own_step:
+        raise ValueError(f"{what}: y (the targets) is missing. The built-in {step} computes the compiled loss "
+                         f"against y: pass {what}(x, y, ...). Only a {step}(self, data) of your own may go without "
+                         "y; its data is then the batch of x alone, as in Keras 3.")
+    if sample_weight is not None or class_weight is not None:
+        given = "sample_weight" if sample_weight is not None else "class_weight"
+        raise ValueError(f"{what}: {given} without y: weights go with targets (data = (x, y, sample_weight)). "
+                         f"Pass y too, or leave out {given} (Keras 3 would drop it without a word).")
+
+
 def _unpack_data(data, what):
     """``(x, y, sample_weight)`` from ``data`` = ``(x, y)`` or ``(x, y, sample_weight)`` (Keras 3's
     ``unpack_x_y_sample_weight``, with y required: these steps compute a loss against it)."""
@@ -1647,6 +1672,8 @@ def _length(data, what) -> int:
 
 
 def _take(data, idx):
+    if data is None:
+        return None
     if isinstance(data, dict):
         return {k: v[idx] for k, v in data.items()}
     if isinstance(data, list):
@@ -1655,7 +1682,11 @@ def _take(data, idx):
 
 
 def _same_length(x, y, what) -> int:
-    nx, ny = _length(x, f"{what} (x)"), _length(y, f"{what} (y)")
+    """The number of samples of ``x``, checked against ``y``'s (``y`` None: there are no targets)."""
+    nx = _length(x, f"{what} (x)")
+    if y is None:
+        return nx
+    ny = _length(y, f"{what} (y)")
     if nx != ny:
         raise ValueError(f"{what}: x has {nx} samples but y has {ny}; they must match.")
     return nx

@@ -379,3 +379,63 @@ def test_trackers_take_keras_sample_weight():
     y_true, y_pred, w = np.array([[1.0], [2.0], [4.0]]), np.array([[2.0], [2.0], [0.0]]), np.array([3.0, 1.0, 0.5])
     mae.update_state(y_true, y_pred, sample_weight=w)
     assert mae.result() == pytest.approx((3.0 * 1.0 + 1.0 * 0.0 + 0.5 * 4.0) / 4.5)
+
+
+class Reconstruct(adv.Model):
+    """A step without targets, as Keras 3's GAN example: data is the batch of x itself (a tuple for a list x)."""
+
+    def train_step(self, data):
+        self.seen.append(type(data))
+        x = data[0] if isinstance(data, tuple) else data
+        with adv.GradientTape() as tape:
+            loss = adv.mean(adv.square(self(x, training=True) - x))
+        self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+        self.metrics[0].update_state(loss)
+        return {"loss": self.metrics[0].result()}
+
+    def test_step(self, data):
+        loss = adv.mean(adv.square(self(data, training=False) - data))
+        self.metrics[0].update_state(loss)
+        return {"loss": self.metrics[0].result()}
+
+
+def square_linear(cls=adv.Model):
+    x = layers.Input((3,), dtype="float64")
+    model = cls(x, layers.Dense(3, dtype="float64")(x))
+    model.compile(optimizer=optimizers.SGD(0.05), loss="mse")
+    return model
+
+
+def test_a_step_of_ones_own_trains_without_y_and_gets_the_batch_of_x_as_data():
+    x, _ = regression_data(32)
+    builtin = square_linear()
+    own = square_linear(Reconstruct)
+    own.seen = []
+    own.set_weights(builtin.get_weights())
+    expected = builtin.fit(x, x, epochs=2, batch_size=8, seed=3, verbose=0).history["loss"]
+    history = own.fit(x, epochs=2, batch_size=8, seed=3, verbose=0)       # mse against x: the same steps
+    assert own.seen == [np.ndarray] * 8
+    np.testing.assert_allclose(history.history["loss"], expected, rtol=1e-12)
+    for a, b in zip(own.get_weights(), builtin.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    p = own.predict(x)
+    assert own.evaluate(x, verbose=0) == pytest.approx(np.mean((p - x) ** 2), rel=1e-12)
+    own.train_on_batch(x[:8])
+    assert own.seen[-1] is np.ndarray
+
+
+def test_without_y_only_a_step_of_ones_own_runs_and_weights_are_refused():
+    x, _ = regression_data(16)
+    builtin = square_linear()
+    before = [w.copy() for w in builtin.get_weights()]
+    for call in (lambda: builtin.fit(x, verbose=0), lambda: builtin.train_on_batch(x),
+                 lambda: builtin.evaluate(x, verbose=0)):
+        with pytest.raises(ValueError, match=r"y \(the targets\) is missing.*\(self, data\) of your own"):
+            call()
+    own = square_linear(Reconstruct)
+    own.seen = []
+    with pytest.raises(ValueError, match=r"fit: sample_weight without y"):
+        own.fit(x, sample_weight=np.ones(16), verbose=0)
+    with pytest.raises(ValueError, match=r"fit: class_weight without y"):
+        own.fit(x, class_weight={0: 1.0}, verbose=0)
+    assert own.seen == [] and all(np.array_equal(a, b) for a, b in zip(builtin.get_weights(), before))
