@@ -653,7 +653,10 @@ def unbroadcast(g, shape: tuple, out_ndim: int):
     )
     if not axes:
         return g
-    g = g.sum(axis=axes, keepdims=True)
+    if type(g) is np.ndarray:
+        g = np.add.reduce(g, axis=axes, keepdims=True)     # the ufunc itself: ndarray.sum adds a Python wrapper
+    else:
+        g = g.sum(axis=axes, keepdims=True)                # a tensor: a recorded walk (higher order)
     return g.reshape(g.shape[:nb] + tuple(shape))
 
 
