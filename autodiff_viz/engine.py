@@ -354,6 +354,20 @@ def user_location():
     return resolve_location(user_frame(skip=1))
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the caller point at the learner's line.
+
+    Counts the package frames between the function that warns and the first
+    frame outside the package, so a warning names the user's call whether it
+    came directly (``opt.apply_gradients``) or through another entry point
+    (``opt.apply``, ``fit``).
+    """
+    f, level = _getframe(1), 1
+    while f is not None and _inside(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def is_package_code(func) -> bool:
     """Was ``func`` written in this package (not by the user)?"""
     code = getattr(func, "__code__", None)

@@ -334,7 +334,9 @@ class Model(Layer):
         """Refuse to train before ``compile``; ``loss=False`` for a step of one's own, which may compute its
         own loss (Keras 3's guide compiles such models with an optimizer alone)."""
         if self.optimizer is None:
-            raise RuntimeError(f"{what}: call model.compile(optimizer=..., loss=...) first.")
+            own = (f" {type(self).__name__} overrides compile(): it must call super().compile(...) (as Keras 3's GAN "
+                   "example does: super().compile() then its own optimizers)." if _overrides(self, "compile") else "")
+            raise RuntimeError(f"{what}: call model.compile(optimizer=..., loss=...) first.{own}")
         if loss and self.loss is None:
             raise ValueError(f"{what}: no loss to minimise; pass loss=... to model.compile().")
 
@@ -722,13 +724,13 @@ class Model(Layer):
         """
         own_step = _takes_data(self.train_step)
         self._require_compiled("fit", loss=not own_step)
-        _refuse_missing_y(y, own_step, sample_weight, class_weight, "fit", "train_step")
         callbacks = callbacks_module.as_list(callbacks, "fit")
         batch_size = _batch_size(batch_size, "fit")
         epochs = positive_int("fit", "epochs", epochs, minimum=0)
         initial_epoch = positive_int("fit", "initial_epoch", initial_epoch, minimum=0)
         _refuse_class_and_sample_weight(class_weight, sample_weight, "fit")
         x, y = self._x(x), None if y is None else self._y(y)
+        _refuse_missing_y(y, own_step, sample_weight, class_weight, "fit", "train_step")
         n = _same_length(x, y, "fit")
         sample_weight = self._sample_weight(sample_weight, n, "fit")
         if validation_data is not None:
@@ -930,9 +932,9 @@ class Model(Layer):
             self._require_compiled("evaluate", loss=False)
         elif self.loss is None:
             raise ValueError("evaluate: compile the model with a loss first (model.compile(loss=...)).")
-        _refuse_missing_y(y, own_step, sample_weight, None, "evaluate", "test_step")
         batch_size = _batch_size(batch_size, "evaluate")
         x, y = self._x(x), None if y is None else self._y(y)
+        _refuse_missing_y(y, own_step, sample_weight, None, "evaluate", "test_step")
         n = _same_length(x, y, "evaluate")
         sample_weight = self._sample_weight(sample_weight, n, "evaluate")
         self._reset_all_metrics()
@@ -964,9 +966,9 @@ class Model(Layer):
         """
         own_step = _takes_data(self.train_step)
         self._require_compiled("train_on_batch", loss=not own_step)
-        _refuse_missing_y(y, own_step, sample_weight, class_weight, "train_on_batch", "train_step")
         _refuse_class_and_sample_weight(class_weight, sample_weight, "train_on_batch")
         x, y = self._x(x), None if y is None else self._y(y)
+        _refuse_missing_y(y, own_step, sample_weight, class_weight, "train_on_batch", "train_step")
         n = _same_length(x, y, "train_on_batch")
         sample_weight = self._sample_weight(sample_weight, n, "train_on_batch")
         sample_weight = self._step_weights(class_weight, sample_weight, x, y, "train_on_batch", own_step)
@@ -1474,6 +1476,12 @@ def _data(data, what):
         return data._value
     if isinstance(data, dict):
         return {k: _data(v, f"{what}[{k!r}]") for k, v in data.items()}
+    if hasattr(data, "__next__") or (hasattr(data, "__iter__") and not isinstance(data, (list, tuple, str, bytes))
+                                     and not hasattr(data, "__array__") and not hasattr(data, "__len__")):
+        raise TypeError(f"{what}: got a {type(data).__name__} of batches; fit, evaluate and predict take whole "
+                        "arrays here and make the batches themselves (batch_size=, shuffle=). Collect the data "
+                        "first, e.g. x = np.concatenate([xb for xb, yb in batches]) and y the same way, then "
+                        "fit(x, y, batch_size=...).")
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, (np.ndarray, Tensor)) for d in data):
         shapes = {np.shape(d._value if isinstance(d, Tensor) else d) for d in data}
         if len(shapes) > 1:

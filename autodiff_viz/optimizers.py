@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 
+from . import engine
 from .tape import GradientTape
 from .tensor import Tensor, Variable
 
@@ -238,10 +239,17 @@ class Optimizer:
                 raise TypeError(f"apply_gradients: pair {i}: variable {var.name} ({var.dtype}) and gradient "
                                 f"({arr.dtype}) must be floating. Nothing was updated.")
             checked.append((arr if arr.dtype == dtype else arr.astype(dtype), var))
+        if missing and not checked:
+            raise ValueError(f"apply_gradients: no gradients provided for any variable ({missing}): every gradient "
+                             "is None, so there is nothing to apply (Keras 3 refuses this too). The loss does not "
+                             "depend on these variables, or was computed outside the tape (e.g. a model called "
+                             "before `with adv.GradientTape()`); tape.explain(loss, variable) says why. Nothing was "
+                             "updated.")
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss, so they "
                           "were not updated. Their loss does not depend on them, or was computed outside the "
-                          "tape; tape.explain(loss, variable) says why.", UserWarning, stacklevel=3)
+                          "tape; tape.explain(loss, variable) says why.", UserWarning,
+                          stacklevel=engine.user_stacklevel())
         return checked
 
     def _clipped(self, grads):

@@ -206,7 +206,7 @@ def test_weight_decay_sgd_by_hand_and_exclusions():
     np.testing.assert_allclose(b.numpy(), [2.0 - 0.1])
     untouched = adv.Variable([3.0])
     with pytest.warns(UserWarning, match="Gradients do not exist"):
-        opt.apply_gradients([(None, untouched)])
+        opt.apply_gradients([(np.array([1.0]), w), (None, untouched)])
     assert untouched.numpy()[0] == 3.0                                        # no gradient: no decay either
     with pytest.raises(ValueError, match="weight_decay"):
         optimizers.Adam(weight_decay=-1.0)
@@ -233,3 +233,25 @@ def test_updates_in_place_never_change_a_value_someone_else_holds(make):
         reference.apply_gradients([(np.full((300, 300), 2.0), ref)])
     np.testing.assert_allclose(w.numpy(), ref.numpy(), rtol=1e-15)  # ... with the same numbers
     assert not np.array_equal(before, w.numpy())
+
+
+@pytest.mark.parametrize("entry", ["apply_gradients", "apply"])
+def test_no_gradient_for_any_variable_is_an_error_and_some_missing_warn_at_the_users_line(entry):
+    """Keras 3 raises when every gradient is None (a loss computed outside the tape trains nothing) and warns
+    for the ones missing; the warning points at the caller's line through either entry point."""
+    a, b = adv.Variable([1.0], name="a"), adv.Variable([1.0], name="b")
+    opt = optimizers.Adam(0.1)
+
+    def step(grads):
+        if entry == "apply":
+            return opt.apply(grads, [a, b])
+        return opt.apply_gradients(zip(grads, [a, b]))
+
+    with pytest.raises(ValueError, match=r"no gradients provided for any variable \(\['b', 'a'\]|"
+                                         r"no gradients provided for any variable \(\['a', 'b'\]"):
+        step([None, None])
+    assert opt.iterations == 0 and a.numpy()[0] == 1.0 and b.numpy()[0] == 1.0
+    with pytest.warns(UserWarning, match=r"Gradients do not exist for variables \['b'\]") as record:
+        step([np.array([1.0]), None])
+    assert record[0].filename == __file__
+    assert opt.iterations == 1 and a.numpy()[0] < 1.0 and b.numpy()[0] == 1.0

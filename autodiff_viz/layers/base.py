@@ -214,6 +214,10 @@ class Layer:
             elif type(value) is dict:
                 value = _TrackedDict(value)
             if _structural(value) or _structural(self.__dict__.get(name)):
+                if "_own_weights" not in self.__dict__:
+                    raise RuntimeError(f"{type(self).__name__}: self.{name} is set before the layer was initialised. "
+                                       f"Call super().__init__() first in {type(self).__name__}.__init__ (as in "
+                                       "Keras), before creating layers or weights.")
                 _touch()
         object.__setattr__(self, name, value)
 
