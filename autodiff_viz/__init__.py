@@ -28,6 +28,7 @@ from .ops import (absolute, all, amax, amin, any, arccos, arccosh, arcsin, arcsi
 from .ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, deg2rad,
                   degrees, diff, dsplit, dstack, fmax, fmin, gradient, hsplit, hstack, kron, linspace, nan_to_num,
                   partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc, vsplit, vstack)
+from .ops import full, ones, shape, zeros
 from .anomaly import AnomalyError, detect_anomaly
 from .diagnosis import Explanation, UnconnectedGradientError
 from .compare import Comparison, compare
@@ -40,6 +41,7 @@ from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, 
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import linalg
+from . import random
 from . import plots, regularizers
 from .models import Model, Sequential
 

@@ -1140,3 +1140,99 @@ NUMPY_FUNCTIONS.update({
     "fmax", "fmin", "deg2rad", "rad2deg", "radians", "degrees", "sinc", "nan_to_num", "linspace", "partition",
     "select",
 })
+
+
+# ----- new tensors: zeros, ones, full; a tensor's shape (keras.ops' spellings) ---
+def _new_shape(shape, op: str) -> tuple:
+    """``shape`` (an int, or a sequence of ints such as ``adv.shape(x)``) as a tuple of sizes ≥ 0.
+
+    Shared by the functions that make a tensor from nothing but a shape
+    (:func:`zeros`, :func:`ones`, :func:`full`, ``adv.random.*``), so each
+    names itself when a size is not a whole number or is negative.
+    """
+    if isinstance(shape, Tensor):
+        shape = shape._value
+    try:
+        items = (shape,) if isinstance(shape, Integral) or np.ndim(shape) == 0 else tuple(shape)
+    except TypeError:
+        items = None
+    if items is None or builtins.any(isinstance(s, (bool, np.bool_)) or not isinstance(s, Integral) for s in items):
+        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}; write e.g. "
+                        f"{op}((batch_size, 3)) (int(n) for a size computed as a float, adv.shape(x) for "
+                        "another tensor's shape).")
+    out = tuple(int(s) for s in items)
+    if builtins.any(s < 0 for s in out):
+        raise ValueError(f"{op}: shape {out} has a negative size; every size must be 0 or more.")
+    return out
+
+
+def _default_float(dtype, op: str):
+    """``dtype`` as a numpy dtype, ``floatx()`` (``"float32"``, as Keras) when it is None."""
+    if dtype is None:
+        from .layers.base import floatx
+        return np.dtype(floatx())
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: {dtype!r} is not a dtype; use e.g. 'float32', 'float64' or 'int32'.") from None
+
+
+def _filled(make, shape, dtype, op: str) -> Tensor:
+    """``make(shape, dtype)`` (``np.zeros``, ``np.ones``) as a constant, its shape and size checked first."""
+    shape, dt = _new_shape(shape, op), _default_float(dtype, op)
+    check_nbytes(op, shape, dt, "Check the shape (a size that is much too large?).")
+    return Tensor._wrap(make(shape, dtype=dt))
+
+
+def zeros(shape, dtype=None):
+    """A tensor of zeros, as ``keras.ops.zeros``: without ``dtype``, of ``adv.layers.floatx()`` (float32).
+
+    The default is Keras' (``np.zeros`` would give float64), so labels made
+    with it match a float32 model's outputs. The result is a constant.
+    """
+    return _filled(np.zeros, shape, dtype, "zeros")
+
+
+def ones(shape, dtype=None):
+    """A tensor of ones, as ``keras.ops.ones``: without ``dtype``, of ``adv.layers.floatx()`` (float32).
+
+    The default is Keras' (``np.ones`` would give float64), so labels made
+    with it match a float32 model's outputs. The result is a constant.
+    """
+    return _filled(np.ones, shape, dtype, "ones")
+
+
+def full(shape, fill_value, dtype=None):
+    """A tensor of ``shape`` filled with ``fill_value``, as ``keras.ops.full``.
+
+    Without ``dtype`` the result has ``adv.layers.floatx()`` (float32), as in
+    Keras, even for an integer ``fill_value`` (numpy would keep the value's
+    type). ``fill_value`` may be an array that broadcasts to ``shape``. A
+    tensor ``fill_value`` stays differentiable: the result is
+    ``broadcast_to(fill_value, shape)``, whose gradient sums over the copies.
+    """
+    shape, dt = _new_shape(shape, "full"), _default_float(dtype, "full")
+    check_nbytes("full", shape, dt, "Check the shape (a size that is much too large?).")
+    if isinstance(fill_value, Tensor):
+        return broadcast_to(cast(fill_value, dt), shape)
+    value = np.asarray(fill_value)
+    try:
+        fits = np.broadcast_shapes(value.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"full: fill_value of shape {value.shape} does not broadcast to shape {shape}; give a "
+                         "number or an array whose sizes are 1 or match shape's trailing sizes.")
+    return Tensor._wrap(np.full(shape, value, dtype=dt))
+
+
+def shape(x) -> tuple:
+    """The shape of ``x`` as a tuple of ints, as ``keras.ops.shape`` (``tf.shape`` in Keras 2 code).
+
+    A plain tuple, not a tensor: ``adv.shape(x)[0]`` is the batch size, and
+    ``adv.zeros(adv.shape(x))`` a tensor like ``x``. Arrays, lists and
+    numbers are accepted too.
+    """
+    if isinstance(x, Tensor):
+        return tuple(x.shape)
+    return tuple(int(s) for s in np.shape(x))
