@@ -9,11 +9,19 @@ sparse categorical, one-hot labels → categorical. Regression: ``"mae"`` /
 A metric given by name is logged under that name (``metrics=["mae"]`` →
 ``history.history["mae"]``), as Keras 3.
 
+The accuracy classes of Keras 3, ``Accuracy()``, ``BinaryAccuracy(threshold=0.5)``,
+``CategoricalAccuracy()`` and ``SparseCategoricalAccuracy()``, go to
+``compile(metrics=[...])`` or into a training loop of your own: calling a
+metric, ``acc(y_true, y_pred)``, is ``update_state`` then ``result()``, and
+``acc.reset_state()`` starts a new epoch.
+
 Labels and predictions whose ranks differ by a trailing axis of 1
 (``(batch,)`` against ``(batch, 1)``) are lined up first, as Keras' ``squeeze_or_expand_to_same_rank`` does, rather than
 broadcast into a ``(batch, batch)`` comparison.
 """
 from __future__ import annotations
+
+from numbers import Real
 
 import numpy as np
 
@@ -30,10 +38,26 @@ def _aligned(y_true, y_pred, expand_rank_1=True):
     return _squeeze_or_expand(_np(y_true), _np(y_pred), expand_rank_1)
 
 
-def binary_accuracy(y_true, y_pred, threshold=0.5) -> np.ndarray:
-    """Per sample: the fraction of entries where ``(y_pred > threshold) == y_true`` (Keras 3)."""
+def accuracy(y_true, y_pred) -> np.ndarray:
+    """Per entry: 1 where ``y_pred == y_true`` exactly (Keras 3's ``accuracy``, for labels predicted as labels).
+
+    Not for scores or probabilities: those need :func:`binary_accuracy`
+    (a threshold) or the categorical ones (an argmax).
+    """
     y_true, y_pred = _aligned(y_true, y_pred)
-    return np.mean((y_pred > threshold).astype(y_true.dtype) == y_true, axis=-1)
+    return (y_true.astype(y_pred.dtype) == y_pred).astype(np.float64)
+
+
+def binary_accuracy(y_true, y_pred, threshold=0.5) -> np.ndarray:
+    """Per sample: the fraction of entries where ``(y_pred > threshold) == y_true`` (Keras 3).
+
+    Predictions of shape ``(batch,)`` are one entry per sample, so the result
+    is one 0 or 1 per sample (not their mean, which would count the whole
+    batch as one sample).
+    """
+    y_true, y_pred = _aligned(y_true, y_pred)
+    matches = (y_pred > threshold).astype(y_true.dtype) == y_true
+    return np.mean(matches, axis=-1) if matches.ndim > 1 else matches.astype(np.float64)
 
 
 def categorical_accuracy(y_true, y_pred) -> np.ndarray:
@@ -79,6 +103,15 @@ class Mean:
         self.name = name
         self.reset_state()
 
+    def __call__(self, *args, **kwargs) -> float:
+        """``update_state(*args, **kwargs)``, then ``result()``, as Keras 3's ``Metric.__call__``.
+
+        The value returned is the running result over everything seen since
+        the last ``reset_state()``, this batch included, not this batch's own value.
+        """
+        self.update_state(*args, **kwargs)
+        return self.result()
+
     def reset_state(self):
         self.total, self.count = 0.0, 0.0
 
@@ -113,14 +146,73 @@ class Mean:
 
 
 class MeanMetricWrapper(Mean):
-    """The mean over all samples of a per-sample metric function ``fn(y_true, y_pred)``."""
+    """The mean over all samples of a per-sample metric function ``fn(y_true, y_pred, **kwargs)``.
 
-    def __init__(self, fn, name=None):
+    ``kwargs`` (such as ``threshold=0.7``) go to ``fn`` at every update, as in Keras 3.
+    """
+
+    def __init__(self, fn, name=None, **kwargs):
         super().__init__(name or fn.__name__)
         self.fn = fn
+        self.fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        super().update_state(self.fn(y_true, y_pred), sample_weight=sample_weight)
+        super().update_state(self.fn(y_true, y_pred, **self.fn_kwargs), sample_weight=sample_weight)
+
+
+class Accuracy(MeanMetricWrapper):
+    """How often ``y_pred`` equals ``y_true`` exactly: the mean of :func:`accuracy` (``keras.metrics.Accuracy``).
+
+    For predicted labels (``[1, 2, 0]`` against ``[1, 1, 0]`` → 2/3); for
+    probabilities use :class:`BinaryAccuracy` or the categorical ones.
+    ``update_state(y_true, y_pred, sample_weight=None)``: a sample of weight
+    0 does not count.
+    """
+
+    def __init__(self, name="accuracy"):
+        super().__init__(accuracy, name)
+
+
+class BinaryAccuracy(MeanMetricWrapper):
+    """How often ``y_pred > threshold`` matches the 0/1 label: the mean of :func:`binary_accuracy`
+    (``keras.metrics.BinaryAccuracy``).
+
+    Args:
+        name: the name in the logs.
+        threshold: predictions above it count as 1 (0.5 suits probabilities; 0 suits logits).
+    """
+
+    def __init__(self, name="binary_accuracy", *, threshold=0.5):
+        if isinstance(threshold, bool) or not isinstance(threshold, Real):
+            raise TypeError(f"BinaryAccuracy: threshold must be a number, got {threshold!r}. "
+                            "Example: BinaryAccuracy(threshold=0.5).")
+        super().__init__(binary_accuracy, name, threshold=float(threshold))
+        self.threshold = float(threshold)
+
+
+class CategoricalAccuracy(MeanMetricWrapper):
+    """How often the largest score is at the one-hot label's position: the mean of :func:`categorical_accuracy`
+    (``keras.metrics.CategoricalAccuracy``). Logits or probabilities alike (the argmax is the same)."""
+
+    def __init__(self, name="categorical_accuracy"):
+        super().__init__(categorical_accuracy, name)
+
+
+class SparseCategoricalAccuracy(MeanMetricWrapper):
+    """How often the largest score is at the integer label: the mean of :func:`sparse_categorical_accuracy`
+    (``keras.metrics.SparseCategoricalAccuracy``).
+
+        >>> acc = SparseCategoricalAccuracy()
+        >>> acc([2, 1], [[0.1, 0.6, 0.3], [0.05, 0.95, 0.0]])
+        0.5
+
+    With ``sample_weight`` (one weight per sample) it is
+    ``Σ wᵢ·matchᵢ / Σ wᵢ``. Labels ``(batch,)`` or ``(batch, 1)``; scores
+    ``(batch, classes)``, logits or probabilities.
+    """
+
+    def __init__(self, name="sparse_categorical_accuracy"):
+        super().__init__(sparse_categorical_accuracy, name)
 
 
 class MeanAbsoluteError(MeanMetricWrapper):

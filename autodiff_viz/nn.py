@@ -5,6 +5,8 @@ numpy calls inside it) and is computed in a numerically stable form.
 """
 from __future__ import annotations
 
+from numbers import Real
+
 from . import rules as R
 from .engine import apply, call
 from .ops import _axes, _tensor, cast, logsumexp  # noqa: F401  (logsumexp is part of adv.nn)
@@ -32,9 +34,22 @@ def softplus(x):
     return apply(R.softplus, _tensor(x))
 
 
-def leaky_relu(x, alpha=0.2):
-    """``x`` for positive entries, ``alpha·x`` otherwise (Keras' default alpha is 0.2)."""
-    return call(R.leaky_relu, _tensor(x), alpha=float(alpha))
+def leaky_relu(x, negative_slope=None, *, alpha=None):
+    """``x`` for positive entries, ``negative_slope·x`` otherwise, as ``keras.ops.leaky_relu``.
+
+    Args:
+        x: a tensor or an array.
+        negative_slope: the slope for ``x ≤ 0``; ``None`` means Keras' default, 0.2.
+        alpha: the older name of ``negative_slope`` (Keras 2, ``tf.nn.leaky_relu``); give one or the other.
+    """
+    if negative_slope is not None and alpha is not None:
+        raise TypeError(f"leaky_relu: got negative_slope={negative_slope!r} and alpha={alpha!r}, two names for the "
+                        "same slope. Pass only negative_slope= (Keras 3's name).")
+    slope = 0.2 if negative_slope is None and alpha is None else alpha if negative_slope is None else negative_slope
+    if isinstance(slope, bool) or not isinstance(slope, Real):
+        raise TypeError(f"leaky_relu: negative_slope must be a number, got {slope!r}. Example: "
+                        "adv.nn.leaky_relu(x, negative_slope=0.2).")
+    return call(R.leaky_relu, _tensor(x), alpha=float(slope))
 
 
 def softmax(x, axis=-1):

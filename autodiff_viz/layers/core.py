@@ -1,17 +1,24 @@
-"""Core layers: ``Flatten``, ``Reshape``, ``Activation``, ``Lambda`` (``Dense`` lives in dense.py).
+"""Core layers: ``Flatten``, ``Reshape``, ``Activation``, ``Lambda`` (``Dense`` lives in dense.py), and the
+activation layers ``LeakyReLU``, ``ReLU``, ``Softmax``, ``ELU``, ``PReLU``.
 
-Each is a thin layer around one op (``reshape``, an activation), so on the
-graph it is a folded box with that single op inside.
+Each is a thin layer around one op or a few (``reshape``, an activation), so
+on the graph it is a folded box with those ops inside: ``LeakyReLU`` is one
+``leaky_relu`` node, ``PReLU`` the ``relu`` nodes and the product with its
+learned ``alpha``.
 """
 from __future__ import annotations
 
+import warnings
+from numbers import Integral, Real
+
 import numpy as np
 
-from .. import engine, ops
-from . import activations
+from .. import engine, nn, ops, regularizers
+from ..tensor import Tensor
+from . import activations, initializers
 from .base import Layer
 
-__all__ = ["Flatten", "Reshape", "Activation", "Lambda"]
+__all__ = ["Flatten", "Reshape", "Activation", "Lambda", "LeakyReLU", "ReLU", "Softmax", "ELU", "PReLU"]
 
 
 class Flatten(Layer):
@@ -83,6 +90,250 @@ class Activation(Layer):
 
     def call(self, inputs):
         return self.activation(inputs)
+
+
+def _non_negative(who: str, what: str, value, example) -> float:
+    """``value`` as a float if it is a number ≥ 0 (not None, a bool, NaN or a string), else Keras 3's ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
+        raise ValueError(f"{who}: {what} must be a number ≥ 0, got {value!r}. Example: {who}({what}={example}).")
+    return float(value)
+
+
+class LeakyReLU(Layer):
+    """``x`` where ``x > 0``, ``negative_slope·x`` elsewhere, as ``keras.layers.LeakyReLU``.
+
+        >>> LeakyReLU(negative_slope=0.5)(np.array([-10.0, -5.0, 0.0, 5.0])).numpy()
+        array([-5. , -2.5,  0. ,  5. ], dtype=float32)
+
+    The layer's default slope is 0.3 (Keras 3's; ``adv.nn.leaky_relu`` and
+    the ``"leaky_relu"`` activation use 0.2, as Keras does). The small slope
+    keeps a gradient for negative inputs: ``∂y/∂x`` is 1 where ``x > 0`` and
+    ``negative_slope`` elsewhere (also at 0, as PyTorch), so a unit cannot
+    "die" as a relu unit can. One ``leaky_relu`` node on the graph.
+    ``LeakyReLU(alpha=0.1)``, Keras 2's name for the slope, is accepted with
+    a warning, as Keras 3 does.
+
+    Args:
+        negative_slope: the slope for ``x ≤ 0``, a number ≥ 0.
+    """
+
+    _single_input = True
+
+    def __init__(self, negative_slope=0.3, **kwargs):
+        if "alpha" in kwargs:
+            alpha = kwargs.pop("alpha")
+            if negative_slope != 0.3:
+                raise TypeError(f"LeakyReLU: got negative_slope={negative_slope!r} and alpha={alpha!r}, two names "
+                                "for the same slope. Pass only negative_slope= (Keras 3's name).")
+            warnings.warn("LeakyReLU: the argument `alpha` is deprecated (as in Keras 3). Use `negative_slope` "
+                          "instead.", stacklevel=2)
+            negative_slope = alpha
+        self.negative_slope = _non_negative("LeakyReLU", "negative_slope", negative_slope, 0.3)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        return nn.leaky_relu(inputs, negative_slope=self.negative_slope)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "negative_slope": self.negative_slope}
+
+
+class ReLU(Layer):
+    """Keras 3's rectifier with its three options, as ``keras.layers.ReLU``::
+
+        y = min(x, max_value)             where x > threshold
+        y = negative_slope · (x − threshold)   elsewhere
+
+        >>> ReLU(max_value=10, negative_slope=0.5)(np.array([-10.0, -5.0, 0.0, 5.0, 20.0])).numpy()
+        array([-5. , -2.5,  0. ,  5. , 10. ], dtype=float32)
+
+    ``∂y/∂x`` is 1 where ``threshold < x ≤ max_value``, ``negative_slope``
+    below the threshold, 0 above ``max_value`` and 0 at exactly the
+    threshold (relu's gradient at 0). With the defaults it is one ``relu``
+    node, with only a slope one ``leaky_relu`` node; otherwise the graph shows
+    Keras' composition: ``where(x > threshold, x, 0)`` (or ``relu(x)``),
+    ``clip`` to ``[0, max_value]``, minus ``negative_slope · relu(threshold − x)``.
+
+    Args:
+        max_value: the largest output, a number ≥ 0, or None (no limit).
+        negative_slope: the slope below the threshold, a number ≥ 0.
+        threshold: the input below which the output is damped (0 without a
+            slope), a number ≥ 0.
+    """
+
+    _single_input = True
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
+        self.max_value = None if max_value is None else _non_negative("ReLU", "max_value", max_value, 6.0)
+        self.negative_slope = _non_negative("ReLU", "negative_slope", negative_slope, 0.1)
+        self.threshold = _non_negative("ReLU", "threshold", threshold, 0.0)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        slope, top, threshold = self.negative_slope, self.max_value, self.threshold
+        if top is None and threshold == 0:
+            return nn.leaky_relu(inputs, negative_slope=slope) if slope else nn.relu(inputs)
+        y = ops.where(inputs > threshold, inputs, 0.0) if threshold else nn.relu(inputs)
+        if top is not None:
+            y = ops.clip(y, 0.0, top)
+        if slope:
+            y = y - slope * nn.relu(threshold - inputs if threshold else -inputs)
+        return y
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "max_value": self.max_value, "negative_slope": self.negative_slope,
+                "threshold": self.threshold}
+
+
+class Softmax(Layer):
+    """``exp(x − max x) / Σ exp(x − max x)`` along ``axis``, as ``keras.layers.Softmax``.
+
+        >>> Softmax()(np.array([1.0, 2.0, 1.0])).numpy()
+        array([0.21194156, 0.5761169 , 0.21194156], dtype=float32)
+
+    ``axis`` is an int or a list of axes (one distribution over all of them,
+    as Keras). One ``softmax`` node, whose factor is ``diag(y) − y yᵀ``.
+
+    ``layer(x, mask=m)`` takes Keras' mask: booleans (or numbers, > 0.5
+    meaning True) that broadcast to ``x`` from the right, True where an entry
+    counts. Masked entries are replaced by −1e9 before the softmax (so they
+    get no probability and no gradient) and set to exactly 0 after it, so a
+    row masked everywhere is all zeros rather than uniform (two ``where``
+    nodes around the ``softmax``).
+
+    Args:
+        axis: the axis (or list of axes) that sums to 1.
+    """
+
+    _single_input = True
+
+    def __init__(self, axis=-1, **kwargs):
+        items = axis if isinstance(axis, (list, tuple)) else [axis]
+        if not items or any(isinstance(a, bool) or not isinstance(a, Integral) for a in items):
+            raise TypeError(f"Softmax: axis must be an int or a list of ints, got {axis!r}. Example: Softmax(axis=-1).")
+        self.axis = list(axis) if isinstance(axis, (list, tuple)) else int(axis)
+        super().__init__(**kwargs)
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return nn.softmax(inputs, axis=self.axis)
+        keep = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
+        if keep.ndim > inputs.ndim or any(m not in (1, n) for m, n in zip(keep.shape[::-1], inputs.shape[::-1])):
+            raise ValueError(f"{self.name} (Softmax): the mask of shape {keep.shape} does not broadcast to the inputs "
+                             f"of shape {tuple(inputs.shape)}: it may not have more axes, and each of its axes "
+                             "(counted from the right) must be 1 or the input's size.")
+        if keep.dtype != np.bool_:
+            keep = keep > 0.5
+        lowest = -3e4 if inputs.dtype == np.float16 else -1e9
+        y = nn.softmax(ops.where(keep, inputs, lowest), axis=self.axis)
+        return ops.where(keep, y, 0.0)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "axis": self.axis}
+
+
+class ELU(Layer):
+    """``x`` where ``x > 0``, ``alpha·(eˣ − 1)`` elsewhere, as ``keras.layers.ELU``.
+
+        >>> ELU()(np.array([-1.0, 0.0, 2.0])).numpy()
+        array([-0.63212055,  0.        ,  2.        ], dtype=float32)
+
+    Smooth at 0 for ``alpha = 1``: ``∂y/∂x`` is 1 where ``x > 0`` and
+    ``alpha·eˣ = y + alpha`` elsewhere. One ``elu`` node.
+
+    Args:
+        alpha: the scale of the negative part (the output tends to ``−alpha``).
+    """
+
+    _single_input = True
+
+    def __init__(self, alpha=1.0, **kwargs):
+        if isinstance(alpha, bool) or not isinstance(alpha, Real):
+            raise TypeError(f"ELU: alpha must be a number, got {alpha!r}. Example: ELU(alpha=1.0).")
+        self.alpha = float(alpha)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        return nn.elu(inputs, alpha=self.alpha)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "alpha": self.alpha}
+
+
+class PReLU(Layer):
+    """A leaky relu whose slope is learned: ``y = relu(x) − alpha·relu(−x)``, as ``keras.layers.PReLU``.
+
+        >>> layer = PReLU(shared_axes=[1, 2])
+        >>> layer(np.ones((2, 5, 5, 3))).shape, layer.alpha.shape
+        ((2, 5, 5, 3), (1, 1, 3))
+
+    ``alpha`` holds one slope per entry of a sample (shape
+    ``input_shape[1:]``) and starts at 0 (Keras' ``alpha_initializer="Zeros"``:
+    the layer starts as a relu). ``shared_axes`` names the axes (the batch
+    axis is 0) along which one slope is shared: for ``(batch, h, w,
+    channels)``, ``shared_axes=[1, 2]`` learns one slope per channel.
+
+    The gradients: ``∂y/∂x`` is 1 where ``x > 0``, ``alpha`` where ``x < 0``
+    (0 at exactly 0, relu's); ``∂y/∂alpha = −relu(−x) = min(x, 0)``, summed
+    over the batch and the shared axes. The graph shows the two ``relu``
+    nodes, the product with ``alpha`` and the difference.
+
+    Args:
+        alpha_initializer: a name (``"zeros"``, ``"ones"`` ...) or a callable ``f(shape, dtype)``.
+        alpha_regularizer: a penalty on ``alpha`` (``adv.regularizers.L2(0.01)``, ``"l2"`` ...).
+        alpha_constraint: a function applied to ``alpha`` after each optimizer step.
+        shared_axes: an axis or a list of axes (1 or more) that share one slope.
+    """
+
+    _single_input = True
+
+    def __init__(self, alpha_initializer="Zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
+                 **kwargs):
+        initializers.get(alpha_initializer)
+        if alpha_constraint is not None and not callable(alpha_constraint):
+            raise TypeError(f"PReLU: alpha_constraint must be a function f(alpha) -> new value, or None; got "
+                            f"{alpha_constraint!r}.")
+        axes = None if shared_axes is None else list(shared_axes) if isinstance(shared_axes, (list, tuple)) \
+            else [shared_axes]
+        if axes is not None and any(isinstance(a, bool) or not isinstance(a, Integral) or a < 1 for a in axes):
+            raise ValueError(f"PReLU: shared_axes must be axes ≥ 1 (axis 0 is the batch), got {shared_axes!r}. "
+                             "Example: PReLU(shared_axes=[1, 2]) for (batch, height, width, channels).")
+        self.alpha_initializer = alpha_initializer
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = alpha_constraint
+        self.shared_axes = None if axes is None else [int(a) for a in axes]
+        super().__init__(**kwargs)
+
+    def build(self, input_shape):
+        shared = set(self.shared_axes or ())
+        if len(input_shape) < 2 or max(shared, default=0) >= len(input_shape):
+            raise ValueError(f"{self.name} (PReLU): inputs of shape {tuple(input_shape)} and shared_axes "
+                             f"{self.shared_axes}: the inputs need a batch axis and more, and each shared axis "
+                             f"must be one of them (1 to {len(input_shape) - 1}).")
+        shape = tuple(1 if i in shared else s for i, s in enumerate(input_shape) if i > 0)
+        if None in shape:
+            unknown = [i for i, s in enumerate(input_shape) if i > 0 and s is None and i not in shared]
+            raise ValueError(f"{self.name} (PReLU): axes {unknown} of the input shape {tuple(input_shape)} have no "
+                             "fixed size, and alpha needs one entry per position. Share them: "
+                             f"PReLU(shared_axes={sorted(shared | set(unknown))}).")
+        self.alpha = self.add_weight(shape=shape, initializer=self.alpha_initializer, name="alpha",
+                                     regularizer=self.alpha_regularizer, constraint=self.alpha_constraint)
+
+    def call(self, inputs):
+        shared = set(self.shared_axes or ())
+        expected = tuple("any" if i + 1 in shared else s for i, s in enumerate(self.alpha.shape))
+        if inputs.ndim != self.alpha.ndim + 1 or any(
+                e != "any" and e != s for e, s in zip(expected, inputs.shape[1:])):
+            raise ValueError(f"{self.name} (PReLU): this layer was built for samples of shape {expected} (alpha "
+                             f"{self.alpha.shape}), got inputs of shape {tuple(inputs.shape)}. A layer keeps the "
+                             "input shape of its first call; shared axes may vary.")
+        return nn.relu(inputs) - self.alpha * nn.relu(-inputs)
+
+    def get_config(self) -> dict:
+        reg = self.alpha_regularizer
+        return {"name": self.name, "alpha_initializer": self.alpha_initializer,
+                "alpha_regularizer": regularizers.serialize(reg) if hasattr(reg, "get_config") else reg,
+                "alpha_constraint": self.alpha_constraint, "shared_axes": self.shared_axes}
 
 
 class Lambda(Layer):
