@@ -281,7 +281,11 @@ def _models():
     skip = L.LayerNormalization()(L.Add()([h, x]))
     both = L.Concatenate()([skip, L.Dense(2)(x)])
     functional = adv.Model(x, L.Dense(3)(both))
+    activations = adv.Sequential([L.Input((6,)), L.Dense(5), L.LeakyReLU(0.1), L.Dense(5),
+                                  L.ReLU(max_value=1.5, negative_slope=0.05, threshold=0.1), L.Dense(4), L.ELU(0.7),
+                                  L.Dense(4), L.PReLU(alpha_initializer="ones"), L.Dense(3), L.Softmax()])
     return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
+            ("activations", activations, _rng_data((4, 6))),
             *[(k, m, _rng_data((4, 7, 3))) for k, m in rnns.items()],
             ("tokens", tokens, np.random.default_rng(1).integers(0, 10, size=(4, 6))),
             ("functional", functional, _rng_data((4, 6)))]
@@ -310,7 +314,7 @@ def test_weights_trained_in_pytorch_come_back_with_load_from():
         models = dict((n, (m, x)) for n, m, x in _models())
     finally:
         adv.layers.set_floatx("float32")
-    for name in ("cnn", "GRU", "functional"):
+    for name in ("cnn", "GRU", "functional", "activations"):
         model, x = models[name]
         model.predict(x)
         module = adv.torch.to_module(model)

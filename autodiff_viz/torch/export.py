@@ -119,6 +119,53 @@ def _activation(layer):
     return _Stateless(act.forward)
 
 
+def _leaky_relu(layer):
+    return _Stateless(nn.LeakyReLU(float(layer.negative_slope)))
+
+
+def _relu(layer):
+    """Keras' ReLU: ``max(x, 0)`` above ``threshold``, capped at ``max_value``, ``negative_slope·(x − threshold)`` below."""
+    cap, slope, threshold = layer.max_value, float(layer.negative_slope), float(layer.threshold)
+
+    def f(x):
+        out = torch.where(x > threshold, x, torch.zeros_like(x)) if threshold else torch.relu(x)
+        if cap is not None:
+            out = out.clamp(0.0, float(cap))
+        return out - slope * torch.relu(threshold - x) if slope else out
+    return _Stateless(f)
+
+
+def _softmax(layer):
+    dims = layer.axis if isinstance(layer.axis, list) else [layer.axis]
+    if len(dims) != 1:
+        raise ExportError(f"to_module: {layer.name} (Softmax over axes {dims}): only a softmax over one axis exports.")
+    return _Stateless(nn.Softmax(dim=dims[0]))
+
+
+def _elu(layer):
+    return _Stateless(nn.ELU(float(layer.alpha)))
+
+
+class _PReLU(nn.Module):
+    """Keras' PReLU, ``relu(x) − α·relu(−x)`` with ``α`` of shape ``input_shape[1:]`` (1 on shared axes),
+    which broadcasts the same way in PyTorch (``nn.PReLU`` has one α per channel on axis 1 instead)."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.zeros(tuple(layer.alpha.shape), dtype=_dtype(layer)))
+        self.copy_from(layer)
+
+    def copy_from(self, layer):
+        with torch.no_grad():
+            self.alpha.copy_(_t(layer.alpha.numpy(), self.alpha.dtype))
+
+    def copy_to(self, layer):
+        layer.alpha.assign(self.alpha.detach().cpu().numpy())
+
+    def forward(self, x):
+        return torch.relu(x) - self.alpha * torch.relu(-x)
+
+
 def _dropout(layer):
     if type(layer).__name__ != "Dropout" or layer.noise_shape is not None:
         raise ExportError(f"to_module: {layer.name} ({type(layer).__name__}) has no PyTorch counterpart here "
@@ -396,7 +443,8 @@ CONVERTERS = {
     "GlobalMaxPooling2D": _global_pool("max"), "BatchNormalization": _BatchNorm,
     "LayerNormalization": _LayerNorm, "Embedding": _Embedding, "SimpleRNN": _Recurrent, "LSTM": _Recurrent,
     "GRU": _Recurrent, "Add": _Merge, "Subtract": _Merge, "Multiply": _Merge, "Average": _Merge,
-    "Maximum": _Merge, "Minimum": _Merge, "Concatenate": _Merge,
+    "Maximum": _Merge, "Minimum": _Merge, "Concatenate": _Merge, "LeakyReLU": _leaky_relu, "ReLU": _relu,
+    "Softmax": _softmax, "ELU": _elu, "PReLU": _PReLU,
 }
 """Layer class name → a function of the layer returning a module with ``copy_from`` / ``copy_to``."""
 
