@@ -36,6 +36,7 @@ from __future__ import annotations
 import html
 import inspect
 import os
+import warnings
 import zipfile
 
 import numpy as np
@@ -96,7 +97,6 @@ class Model(Layer):
         self.optimizer = None
         self.loss = None
         self.loss_weights = None
-        self.compiled_metrics = None
         self._metric_specs = []
         self._loss_tracker = None
         self._compile_metrics = None
@@ -325,7 +325,6 @@ class Model(Layer):
             _loss_weight_list(loss_weights, *self._output_aliases(keys), "compile", " Nothing was compiled.")
         self.optimizer, self.loss, self.loss_weights = optimizer, loss, loss_weights
         self._metric_specs = specs
-        self.compiled_metrics = None
         self._loss_tracker = metrics_module.Mean("loss")
         self._compile_metrics = None if metrics is None else _CompileMetrics(self)
         self._loss_metrics = []
@@ -376,6 +375,30 @@ class Model(Layer):
             if m is not None and id(m) not in seen:
                 seen.add(id(m))
                 m.reset_state()
+
+    def compiled_loss(self, y, y_pred, sample_weight=None, regularization_losses=None):
+        """Keras 2's ``self.compiled_loss(y, y_pred, regularization_losses=self.losses)``, kept as Keras 3 keeps
+        it: a deprecation warning, then :meth:`compute_loss` (which adds ``model.losses`` itself, so
+        ``regularization_losses`` is not added again).
+
+        As in Keras 2 the loss also goes into the ``"loss"`` tracker (Keras 3
+        leaves it out), so a Keras 2 ``train_step`` that ends with
+        ``return {m.name: m.result() for m in self.metrics}`` logs its loss.
+        """
+        warnings.warn("model.compiled_loss() is deprecated, as in Keras 3. Use model.compute_loss(y=y, y_pred=y_pred, "
+                      "sample_weight=sample_weight) and update the trackers of model.metrics yourself.",
+                      UserWarning, stacklevel=2)
+        loss = self.compute_loss(y=y, y_pred=y_pred, sample_weight=sample_weight)
+        if self._loss_tracker is not None:
+            self._loss_tracker.update_state(loss._value, weight=_batch_len(y_pred))
+        return loss
+
+    @property
+    def compiled_metrics(self):
+        """Keras 2's ``self.compiled_metrics``: its ``update_state(y, y_pred, sample_weight=None)`` warns that it is
+        deprecated (as Keras 3) and adds the batch to the metrics of ``compile(metrics=...)``; iterating it gives
+        those metric objects."""
+        return _DeprecatedCompiledMetrics(self)
 
     def get_metrics_result(self) -> dict:
         """``{name: current value}`` for every metric of :attr:`metrics`; a metric whose result is a dict
@@ -1623,6 +1646,28 @@ def _functional_subclass(cls):
     return made
 
 
+class _DeprecatedCompiledMetrics:
+    """What ``model.compiled_metrics`` gives (see :attr:`Model.compiled_metrics`)."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        warnings.warn("model.compiled_metrics is deprecated, as in Keras 3. Use: for metric in self.metrics: "
+                      "metric.update_state(y, y_pred) (or return self.compute_metrics(x, y, y_pred, sample_weight)).",
+                      UserWarning, stacklevel=2)
+        compiled = self._model._compile_metrics
+        if compiled is not None:
+            compiled.update_state(y_true, y_pred, sample_weight)
+
+    def __iter__(self):
+        compiled = self._model._compile_metrics
+        return iter(compiled.metrics if compiled is not None else [])
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+
 class _CompileMetrics:
     """The metrics of ``compile(metrics=...)`` as one object named ``"compile_metrics"``, as Keras 3's
     ``CompileMetrics``: ``update_state(y, y_pred, sample_weight=None)`` adds a batch to each metric (of
@@ -1647,7 +1692,6 @@ class _CompileMetrics:
 
     def build(self, y_true, y_pred) -> None:
         self.plan = self._model._make_metrics(y_true, y_pred)
-        self._model.compiled_metrics = self.metrics
 
     def update_state(self, y_true, y_pred, sample_weight=None) -> None:
         if self.plan is None:

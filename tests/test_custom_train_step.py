@@ -439,3 +439,33 @@ def test_without_y_only_a_step_of_ones_own_runs_and_weights_are_refused():
     with pytest.raises(ValueError, match=r"fit: class_weight without y"):
         own.fit(x, class_weight={0: 1.0}, verbose=0)
     assert own.seen == [] and all(np.array_equal(a, b) for a, b in zip(builtin.get_weights(), before))
+
+
+class Keras2Step(adv.Model):
+    """Keras 2 / tf.keras's guide, as much course material still has it: compiled_loss and compiled_metrics."""
+
+    def train_step(self, data):
+        x, y = data
+        with adv.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
+def test_keras_2s_compiled_loss_and_compiled_metrics_warn_and_train_as_the_built_in_fit():
+    x, y = regression_data(32)
+    builtin = linear()
+    old = twin_of(builtin, Keras2Step)
+    expected = builtin.fit(x, y, epochs=2, batch_size=8, seed=5, verbose=0).history
+    with pytest.warns(UserWarning) as record:
+        history = old.fit(x, y, epochs=2, batch_size=8, seed=5, verbose=0).history
+    messages = {str(w.message).split(",")[0] for w in record}
+    assert messages == {"model.compiled_loss() is deprecated", "model.compiled_metrics is deprecated"}
+    assert all(w.filename == __file__ for w in record)           # at the line of the train_step
+    assert list(history) == ["loss", "mae"]
+    for key in ("loss", "mae"):
+        np.testing.assert_allclose(history[key], expected[key], rtol=1e-12)
+    assert [m.name for m in old.compiled_metrics] == ["mae"]
