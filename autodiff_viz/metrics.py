@@ -88,6 +88,20 @@ mae = MAE = mean_absolute_error
 mse = MSE = mean_squared_error
 
 
+class Result(float):
+    """A metric's result: a Python float that also answers ``.numpy()``.
+
+    Keras returns a backend tensor, and TensorFlow course code reads it with
+    ``metric.result().numpy()`` as often as with ``float(metric.result())``;
+    both work, and anything that takes a float takes it.
+    """
+
+    __slots__ = ()
+
+    def numpy(self) -> np.float64:
+        return np.float64(self)
+
+
 class Mean:
     """A running (weighted) mean: ``update_state(values)``, ``result()``, ``reset_state()``.
 
@@ -141,8 +155,8 @@ class Mean:
         self.total += float(values.sum())
         self.count += float(sample_weight.sum())
 
-    def result(self) -> float:
-        return self.total / self.count if self.count else 0.0
+    def result(self) -> "Result":
+        return Result(self.total / self.count if self.count else 0.0)
 
 
 class MeanMetricWrapper(Mean):
@@ -239,8 +253,8 @@ class RootMeanSquaredError(MeanMetricWrapper):
     def __init__(self, name="root_mean_squared_error"):
         super().__init__(mean_squared_error, name)
 
-    def result(self) -> float:
-        return float(np.sqrt(super().result()))
+    def result(self) -> "Result":
+        return Result(np.sqrt(super().result()))
 
 
 _BY_NAME = {f.__name__: f for f in (binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,

@@ -371,3 +371,15 @@ def test_a_custom_training_loop_as_keras_guides_write_it():
     assert float(train_acc_metric.result()) == pytest.approx(np.mean(hits))
     train_acc_metric.reset_state()
     assert train_acc_metric.result() == 0.0
+
+
+def test_a_metric_result_is_a_float_that_tensorflow_code_can_read_with_numpy():
+    acc = adv.metrics.SparseCategoricalAccuracy()
+    acc.update_state(np.array([0, 1, 1]), np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3]]))
+    value = acc.result()
+    assert isinstance(value, float) and value == pytest.approx(2 / 3)
+    assert value.numpy() == pytest.approx(2 / 3) and isinstance(value.numpy(), np.float64)
+    assert f"{value:.4f}" == "0.6667" and "%.2f" % value == "0.67"
+    rmse = adv.metrics.RootMeanSquaredError()
+    rmse.update_state(np.array([[0.0], [0.0]]), np.array([[3.0], [4.0]]))
+    assert rmse.result().numpy() == pytest.approx(np.sqrt(12.5))
