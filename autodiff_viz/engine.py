@@ -650,6 +650,19 @@ def assigned(variable: Variable, value, how: str) -> None:
 # ---------------------------------------------------------------------------
 # Broadcasting, with leading batch axes
 # ---------------------------------------------------------------------------
+def broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Does an array of ``shape`` broadcast to exactly ``target`` (numpy's rules, ``target`` unchanged)?
+
+    What a mask, a weight or a fill value must do to stand for ``target``:
+    each of its axes, counted from the right, is 1 or ``target``'s size, and
+    it has no more axes than ``target``.
+    """
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def unbroadcast(g, shape: tuple, out_ndim: int):
     """Sum ``g`` (shape ``batch + out_shape``) back to ``batch + shape``.
 

@@ -14,7 +14,7 @@ from numbers import Integral
 import numpy as np
 
 from . import rules as R
-from .engine import apply, call
+from .engine import apply, broadcasts_to, call
 from .tensor import Tensor, as_tensor, check_nbytes
 
 # numpy functions that, given a tensor, run the differentiable op (see Tensor.__array_function__)
@@ -1216,11 +1216,7 @@ def full(shape, fill_value, dtype=None):
     if isinstance(fill_value, Tensor):
         return broadcast_to(cast(fill_value, dt), shape)
     value = np.asarray(fill_value)
-    try:
-        fits = np.broadcast_shapes(value.shape, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(value.shape, shape):
         raise ValueError(f"full: fill_value of shape {value.shape} does not broadcast to shape {shape}; give a "
                          "number or an array whose sizes are 1 or match shape's trailing sizes.")
     return Tensor._wrap(np.full(shape, value, dtype=dt))

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from .. import regularizers
-from ..engine import call as _call
+from ..engine import broadcasts_to, call as _call
 from ..ops import _tensor, matmul, reshape, transpose
 from ..rules import attention as _rules
 from ..tensor import Tensor, constant
@@ -51,11 +51,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, scale=None, retur
     if mask is not None:
         m = _mask_tensor(mask)
         want = q.shape[:-1] + (k.shape[-2],)
-        try:
-            ok = np.broadcast_shapes(m.shape, want) == want
-        except ValueError:
-            ok = False
-        if not ok:
+        if not broadcasts_to(m.shape, want):
             raise ValueError(f"scaled_dot_product_attention: the mask of shape {m.shape} does not broadcast to "
                              f"(..., Tq, Tk) = {want}. Give one entry per query and key (True: may attend).")
         extra = (m,)
@@ -307,11 +303,7 @@ class MultiHeadAttention(Layer):
             parts.append(("attention_mask", attention_mask, (batch, T, S), lambda m: m))
         for what, m, shape, expand in parts:
             m = _mask_tensor(m)._value
-            try:
-                fits = np.broadcast_shapes(m.shape, shape) == shape
-            except ValueError:
-                fits = False
-            if not fits or m.ndim != len(shape):
+            if not broadcasts_to(m.shape, shape) or m.ndim != len(shape):
                 raise ValueError(f"{self.name}: {what} should have shape {shape} ((batch, T, S) with T the query "
                                  f"length, S the value length), got {m.shape}. True marks what may be attended to.")
             m = expand(m)

@@ -218,7 +218,7 @@ class Softmax(Layer):
         if mask is None:
             return nn.softmax(inputs, axis=self.axis)
         keep = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
-        if keep.ndim > inputs.ndim or any(m not in (1, n) for m, n in zip(keep.shape[::-1], inputs.shape[::-1])):
+        if not engine.broadcasts_to(keep.shape, inputs.shape):
             raise ValueError(f"{self.name} (Softmax): the mask of shape {keep.shape} does not broadcast to the inputs "
                              f"of shape {tuple(inputs.shape)}: it may not have more axes, and each of its axes "
                              "(counted from the right) must be 1 or the input's size.")
