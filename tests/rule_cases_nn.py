@@ -47,6 +47,8 @@ CASES = {
     "conv": [([real(xs), real(ws)], p) for xs, ws, p in _CONVS],
     "conv_input_grad": [([real(_out_shape(xs, ws, p)), real(ws)], {**p, "spatial": xs[1:-1]})
                         for xs, ws, p in _CONVS],
+    "conv_transpose": [([real(_out_shape(xs, ws, p)), real(ws)], {**p, "spatial": xs[1:-1]})
+                       for xs, ws, p in _CONVS],
     "conv_kernel_grad": [([real(xs), real(_out_shape(xs, ws, p))], {**p, "ksize": ws[:len(p["strides"])]})
                          for xs, ws, p in _CONVS],
     "bias_add": [([real((2, 3, 4)), real((4,))], {}), ([real((2, 5)), real((5,))], {})],

@@ -1,4 +1,5 @@
-"""Convolution layers: ``Conv1D`` and ``Conv2D`` (Keras 3 names, defaults and weight layouts).
+"""Convolution layers: ``Conv1D``, ``Conv2D`` and their transposes ``Conv1DTranspose``,
+``Conv2DTranspose`` (Keras 3 names, defaults and weight layouts).
 
 Inputs are channels last, ``(batch, *spatial, channels)``; the kernel has
 Keras' layout ``(*kernel_size, channels // groups, filters)``, so
@@ -13,6 +14,14 @@ flipped kernel, the kernel gradient the correlation of the input with ḡ
 ``padding="same"`` pads as TensorFlow does: ``out = ceil(n / stride)`` and the
 ``(out − 1)·stride + (k − 1)·dilation + 1 − n`` missing entries go half before,
 the odd one after. ``Conv1D`` also takes ``padding="causal"`` (all of it before).
+
+A transposed convolution runs a convolution backwards: it *is* the input
+gradient of a convolution, recorded as one ``conv_transpose`` op (the
+``conv_input_grad`` computation, with ``x`` where that rule has ``ḡ``), and maps
+a convolution's output shape back to its input shape (the upsampling half of
+an autoencoder, a GAN generator or a U-Net). Its kernel is Keras'
+``(*kernel_size, filters, channels)``: filters *before* the input channels,
+because it is the kernel of the convolution it runs backwards.
 """
 from __future__ import annotations
 
@@ -22,11 +31,12 @@ from ..rules import nn as R
 from .base import Layer, positive_int
 from .dense import kernel_and_bias_options
 
-__all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D"]
+__all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "Conv1DTranspose", "Conv2DTranspose",
+           "Convolution1DTranspose", "Convolution2DTranspose"]
 
 
-def normalize_tuple(value, n, what, owner) -> tuple:
-    """``value`` (an int or a sequence of ``n`` ints, each ≥ 1) as a tuple of ``n`` ints."""
+def normalize_tuple(value, n, what, owner, minimum=1) -> tuple:
+    """``value`` (an int or a sequence of ``n`` ints, each ≥ ``minimum``) as a tuple of ``n`` ints."""
     if isinstance(value, Integral):
         items = (int(value),) * n
     else:
@@ -36,8 +46,8 @@ def normalize_tuple(value, n, what, owner) -> tuple:
             raise TypeError(f"{owner}: {what} must be an int or a tuple of {n} ints, got {value!r}.") from None
         if len(items) != n:
             raise ValueError(f"{owner}: {what} must have {n} entries (one per spatial axis), got {value!r}.")
-    if any(v < 1 for v in items):
-        raise ValueError(f"{owner}: every entry of {what} must be ≥ 1, got {value!r}.")
+    if any(v < minimum for v in items):
+        raise ValueError(f"{owner}: every entry of {what} must be ≥ {minimum}, got {value!r}.")
     return items
 
 
@@ -216,3 +226,189 @@ class Conv2D(_Conv):
 
 
 Convolution1D, Convolution2D = Conv1D, Conv2D
+
+
+def transpose_pads(spatial, ksize, strides, dilation, padding, output_padding) -> tuple:
+    """Output sizes and the ``conv_transpose`` pads of a Keras transposed convolution, per spatial axis.
+
+    Keras (``ops.conv_transpose``; JAX's and PyTorch's backends compute the
+    same) pads the stride-spread input with ``lo_k`` zeros before and
+    ``hi_k`` after, then correlates with the flipped kernel, of reach
+    ``span = (k − 1)·d + 1``:
+
+    * ``'valid'``: ``lo_k = span − 1``, ``hi_k = span − 1 + output_padding`` (default
+      ``max(span, s) − span``), so ``out = (n − 1)·s + max(span, s)``;
+    * ``'same'``: ``lo_k + hi_k = s + span − 2`` (``out = n·s``), or, with an
+      ``output_padding``, ``span + span % 2 − 2 + output_padding``
+      (``out = (n − 1)·s + span % 2 + output_padding``); ``lo_k`` takes the larger
+      half, at most ``span − 1``.
+
+    The result is the full transposed convolution (``(n − 1)·s + span``
+    entries) with ``span − 1 − lo_k`` entries cut off before and
+    ``span − 1 − hi_k`` after (zeros added if that is negative): exactly the
+    input gradient of a convolution over ``out`` positions padded with those
+    cuts, ``((span − 1 − lo_k, max(span − 1 − hi_k, 0)), ...)``.
+    """
+    outs, pads = [], []
+    for n, k, s, d, op in zip(spatial, ksize, strides, dilation, output_padding):
+        span = (k - 1) * d + 1
+        if padding == "valid":
+            lo_k = span - 1
+            hi_k = span - 1 + (max(span, s) - span if op is None else op)
+        else:
+            total = s + span - 2 if op is None else span + span % 2 - 2 + op
+            lo_k = min(total - total // 2, span - 1)
+            hi_k = total - lo_k
+        outs.append((n - 1) * s + lo_k + hi_k - span + 2)
+        pads.append((span - 1 - lo_k, max(span - 1 - hi_k, 0)))
+    return tuple(outs), tuple(pads)
+
+
+class _ConvTranspose(Layer):
+    """What ``Conv1DTranspose`` and ``Conv2DTranspose`` share; ``rank`` is the number of spatial axes."""
+
+    rank = 2
+
+    _single_input = True
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None, data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        self.filters = positive_int(owner, "filters", filters)
+        self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size", owner)
+        self.strides = normalize_tuple(strides, self.rank, "strides", owner)
+        self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate", owner)
+        self.padding = normalize_padding(padding, owner)
+        check_data_format(data_format, owner)
+        self.data_format = "channels_last"
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(f"{owner}: strides > 1 together with dilation_rate > 1 is not supported (as in "
+                             f"Keras); got strides={self.strides}, dilation_rate={self.dilation_rate}.")
+        self.output_padding = None
+        if output_padding is not None:
+            op = normalize_tuple(output_padding, self.rank, "output_padding", owner, minimum=0)
+            if any(p >= s for p, s in zip(op, self.strides)):
+                raise ValueError(f"{owner}: every entry of output_padding must be smaller than the stride on its "
+                                 f"axis, got output_padding={op}, strides={self.strides}. It only chooses among "
+                                 "the output sizes that the stride rounds together; use output_padding=None "
+                                 "for Keras' default size.")
+            self.output_padding = op
+        kernel_and_bias_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                                bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
+
+    def build(self, input_shape):
+        input_shape = tuple(input_shape)
+        check_rank(self, input_shape, self.rank)
+        channels = input_shape[-1]
+        if channels is None:
+            raise ValueError(f"{self.name}: the channel axis (last) must have a known size, got shape {input_shape}.")
+        self.kernel = self.add_weight(self.kernel_size + (self.filters, channels), self.kernel_initializer,
+                                      name="kernel", regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = (self.add_weight((self.filters,), self.bias_initializer, name="bias",
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                     if self.use_bias else None)
+
+    def _geometry(self, input_shape):
+        """Check an input shape and return the output's spatial sizes and the ``conv_transpose`` pads."""
+        check_rank(self, input_shape, self.rank)
+        spatial = tuple(input_shape[1:-1])
+        outs, pads = transpose_pads(spatial, self.kernel_size, self.strides, self.dilation_rate, self.padding,
+                                    self.output_padding or (None,) * self.rank)
+        if min(outs) < 1:
+            raise ValueError(f"{self.name}: with padding={self.padding!r}, output_padding={self.output_padding} "
+                             f"and kernel_size {self.kernel_size}, the input's spatial size {spatial} gives an "
+                             f"output of size {outs}. Use a larger output_padding (or None), padding='valid', "
+                             "or larger inputs.")
+        return outs, pads
+
+    def compute_output_shape(self, input_shape):
+        """``(batch, *out, filters)``, Keras' sizes: ``(n − 1)·s + max(span, s)`` for ``'valid'``, ``n·s`` for
+        ``'same'`` (each plus ``output_padding`` in place of the default, see :func:`transpose_pads`)."""
+        outs, _ = self._geometry(tuple(input_shape))
+        return (input_shape[0],) + outs + (self.filters,)
+
+    def call(self, inputs):
+        outs, pads = self._geometry(tuple(inputs.shape))
+        channels = self.kernel.shape[-1]
+        if inputs.shape[-1] != channels:
+            raise ValueError(f"{self.name}: this layer was built for inputs with {channels} channels (last axis), "
+                             f"got shape {tuple(inputs.shape)}. A layer keeps the input channels of its first "
+                             "call; use a new layer for other inputs, or check that the channel axis is last.")
+        y = R.conv_transpose(inputs, self.kernel, spatial=outs, strides=self.strides, pads=pads,
+                              dilation=self.dilation_rate, groups=1)
+        if self.use_bias:
+            y = R.bias_add(y, self.bias)
+        y = self.activation(y)
+        if self.activity_regularizer is not None:
+            self.add_loss(self.activity_regularizer(y))
+        return y
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "filters": self.filters, "kernel_size": self.kernel_size,
+                "strides": self.strides, "padding": self.padding, "output_padding": self.output_padding,
+                "dilation_rate": self.dilation_rate, "use_bias": self.use_bias}
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """1-D transposed convolution over ``(batch, steps, channels)``, as ``keras.layers.Conv1DTranspose``.
+
+        >>> Conv1DTranspose(4, 3, strides=2)(np.ones((2, 10, 8))).shape     # kernel (3, 4, 8)
+        (2, 21, 4)
+
+    Arguments as :class:`Conv2DTranspose` (ints or 1-tuples).
+    """
+
+    rank = 1
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """2-D transposed convolution over ``(batch, height, width, channels)``, as ``keras.layers.Conv2DTranspose``.
+
+        >>> up = Conv2DTranspose(3, 2, strides=2)
+        >>> up(np.ones((2, 7, 7, 16))).shape                 # doubles height and width
+        (2, 14, 14, 3)
+        >>> up.kernel.shape                                  # (kh, kw, filters, in), Keras' layout
+        (2, 2, 3, 16)
+
+    Where a convolution *gathers* a window into one output, its transpose
+    *scatters*: every input position ``(i, j)`` adds ``x[n, i, j, :] · W[a, b, o, :]``
+    into the output at ``(i·sh + a·dh − ph, j·sw + b·dw − pw)``, where ``ph``, ``pw``
+    are the entries cut off before (see :func:`transpose_pads`):
+
+    ``y[n, p, q, o] = b[o] + Σ_{i·sh + a·dh = p + ph, j·sw + b·dw = q + pw} Σ_c x[n, i, j, c] · W[a, b, o, c]``
+
+    That is the gradient of ``Conv2D(c, kernel_size, strides, padding)`` with
+    respect to its input, with this kernel and ``x`` as the upstream
+    gradient, so on the graph it is one ``conv_transpose`` op (factor
+    ``⋆ W (conv)`` to the input: the backward of a transposed convolution is a
+    convolution).
+
+    Output size per spatial axis (``span = (k − 1)·d + 1``): ``'valid'`` gives
+    ``(n − 1)·s + max(span, s)``, ``'same'`` gives ``n·s``; with an
+    ``output_padding`` ``p``, ``(n − 1)·s + span + p`` and ``(n − 1)·s + span % 2 + p``.
+
+    Args:
+        filters: number of output channels.
+        kernel_size: an int or ``(kh, kw)``.
+        strides: an int or ``(sh, sw)`` (default 1): the upsampling factor.
+        padding: ``"valid"`` (default) or ``"same"``.
+        output_padding: None (default) or an int or ``(ph, pw)``, each smaller than the stride: picks
+            one of the output sizes a stride-``s`` convolution maps to the same input size.
+        dilation_rate: an int or ``(dh, dw)`` (not together with strides > 1, as Keras).
+        activation: a name, a callable or None, as for ``Dense``.
+        use_bias: add one bias per filter (a ``bias_add`` op).
+        kernel_initializer: default ``"glorot_uniform"``.
+        bias_initializer: default ``"zeros"``.
+        kernel_regularizer: a penalty on the kernel (see :mod:`autodiff_viz.regularizers`).
+        bias_regularizer: a penalty on the bias.
+        activity_regularizer: a penalty on the output.
+    """
+
+    rank = 2
+
+
+Convolution1DTranspose, Convolution2DTranspose = Conv1DTranspose, Conv2DTranspose

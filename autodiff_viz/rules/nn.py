@@ -341,6 +341,14 @@ conv_input_grad = define(
        lambda dW, y, g, W, spatial, strides, pads, dilation, groups: conv_input_grad(
            g, dW, spatial=spatial, strides=strides, pads=pads, dilation=dilation, groups=groups)))
 
+_upstream, _kernel = conv_input_grad.inputs      # the same VJPs and JVPs: only the names and texts differ
+conv_transpose = define(
+    "conv_transpose", _conv_input_grad, saves="inputs",
+    doc="y = x scattered through W: the transposed convolution of Conv1DTranspose/Conv2DTranspose "
+        "(the same computation as conv_input_grad, with x where that rule has ḡ)",
+    x=("⋆ W (conv)", _upstream.vjp, _upstream.jvp),
+    W=("ȳ ⋆ x (conv_kernel_grad)", _kernel.vjp, _kernel.jvp))
+
 conv_kernel_grad = define(
     "conv_kernel_grad", _conv_kernel_grad,
     doc="W̄ = correlation of x with ḡ: the kernel gradient of conv",
