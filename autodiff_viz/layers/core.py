@@ -1,10 +1,12 @@
-"""Core layers: ``Flatten``, ``Reshape``, ``Activation``, ``Lambda`` (``Dense`` lives in dense.py), and the
-activation layers ``LeakyReLU``, ``ReLU``, ``Softmax``, ``ELU``, ``PReLU``.
+"""Core layers: ``Flatten``, ``Reshape``, ``Activation``, ``Lambda`` (``Dense`` lives in dense.py), the
+reshaping layers of autoencoders and U-Nets ``UpSampling1D/2D``, ``ZeroPadding1D/2D``, ``Cropping1D/2D``,
+and the activation layers ``LeakyReLU``, ``ReLU``, ``Softmax``, ``ELU``, ``PReLU``.
 
 Each is a thin layer around one op or a few (``reshape``, an activation), so
-on the graph it is a folded box with those ops inside: ``LeakyReLU`` is one
-``leaky_relu`` node, ``PReLU`` the ``relu`` nodes and the product with its
-learned ``alpha``.
+on the graph it is a folded box with those ops inside: ``UpSampling2D`` is
+two ``repeat`` nodes, ``ZeroPadding2D`` one ``pad``, ``Cropping2D`` one
+``getitem`` (a slice), ``LeakyReLU`` one ``leaky_relu`` node, ``PReLU``
+the ``relu`` nodes and the product with its learned ``alpha``.
 """
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from .. import engine, nn, ops, regularizers
 from ..tensor import Tensor
 from . import activations, initializers
 from .base import Layer
+from .conv import check_data_format, check_rank
 
-__all__ = ["Flatten", "Reshape", "Activation", "Lambda", "LeakyReLU", "ReLU", "Softmax", "ELU", "PReLU"]
+__all__ = ["Flatten", "Reshape", "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D",
+           "Cropping1D", "Cropping2D", "Activation", "Lambda", "LeakyReLU", "ReLU", "Softmax", "ELU", "PReLU"]
 
 
 class Flatten(Layer):
@@ -73,6 +77,275 @@ class Reshape(Layer):
 
     def get_config(self) -> dict:
         return {"name": self.name, "target_shape": self.target_shape}
+
+
+def _count(who: str, what: str, value, minimum: int, example, given=None) -> int:
+    """``value`` as an int if it is an integer ≥ ``minimum`` (not a bool, a float or a string), else a
+    ``ValueError`` that names the layer and gives an example (``given``: the whole argument ``value`` is part of)."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else "an integer ≥ 0"
+        part = f"{what} must be {kind}" if given is None else f"every entry of {what} must be {kind}"
+        raise ValueError(f"{who}: {part}, got {value!r}{'' if given is None else f' in {given!r}'}. "
+                         f"Example: {who}({what}={example}).")
+    return int(value)
+
+
+def _pair(who: str, what: str, value, minimum: int, example, given=None) -> tuple:
+    """An int ``n`` as ``(n, n)``, or a sequence of two ints as a tuple (Keras' ``standardize_tuple(value, 2)``)."""
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return (_count(who, what, value, minimum, example, given),) * 2
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        part = f"{what} must be" if given is None else f"each entry of {what} must be"
+        raise ValueError(f"{who}: {part} an int or a tuple of 2 ints, got {value!r}"
+                         f"{'' if given is None else f' in {given!r}'}. Example: {who}({what}={example}).")
+    return tuple(_count(who, what, v, minimum, example, given or value) for v in value)
+
+
+def _pairs_2d(who: str, what: str, value, example) -> tuple:
+    """Keras' three forms for the spatial axes of ``ZeroPadding2D`` / ``Cropping2D`` as ``((top, bottom), (left,
+    right))``: an int (the same on every side), ``(symmetric_height, symmetric_width)``, or the pairs themselves."""
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        n = _count(who, what, value, 0, example)
+        return ((n, n), (n, n))
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValueError(f"{who}: {what} must be an int, a tuple of 2 ints (symmetric_height, symmetric_width) or "
+                         f"a tuple of 2 tuples of 2 ints ((top, bottom), (left, right)), got {value!r}. "
+                         f"Example: {who}({what}={example}).")
+    return tuple(_pair(who, what, v, 0, example, value) for v in value)
+
+
+class UpSampling1D(Layer):
+    """Each step repeated ``size`` times along the steps axis, as ``keras.layers.UpSampling1D``.
+
+        >>> UpSampling1D(size=2)(np.ones((4, 5, 3))).shape
+        (4, 10, 3)
+
+    Inputs are ``(batch, steps, features)``; step ``t`` of the output is step
+    ``t // size`` of the input. One ``repeat`` node: its gradient sums the
+    ``size`` copies, ``ḡ_x[t] = Σ_k ḡ_y[t·size + k]``.
+
+    Args:
+        size: the upsampling factor, a positive integer.
+    """
+
+    _single_input = True
+
+    def __init__(self, size=2, **kwargs):
+        if isinstance(size, bool) or not isinstance(size, Integral):
+            raise TypeError(f"UpSampling1D: size must be an integer, got {size!r} (a {type(size).__name__}). "
+                            "Example: UpSampling1D(size=2).")
+        self.size = _count("UpSampling1D", "size", size, 1, 2)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        check_rank(self, inputs.shape, 1)
+        return ops.repeat(inputs, self.size, axis=1)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "size": self.size}
+
+
+def _bilinear_weights(n: int, factor: int, dtype) -> np.ndarray:
+    """The ``(n·factor, n)`` matrix of bilinear upsampling with half-pixel centres (Keras' ``image.resize``,
+    PyTorch's ``align_corners=False``): output ``i`` reads input ``(i + ½)/factor − ½``, clamped to the ends."""
+    src = np.clip((np.arange(n * factor) + 0.5) / factor - 0.5, 0, n - 1)
+    lo = np.floor(src).astype(int)
+    hi = np.minimum(lo + 1, n - 1)
+    w = np.zeros((n * factor, n), dtype=dtype)
+    rows = np.arange(n * factor)
+    np.add.at(w, (rows, lo), 1 - (src - lo))
+    np.add.at(w, (rows, hi), src - lo)
+    return w
+
+
+class UpSampling2D(Layer):
+    """Rows repeated ``size[0]`` times and columns ``size[1]`` times, as ``keras.layers.UpSampling2D``.
+
+        >>> UpSampling2D(size=(2, 2))(np.ones((4, 7, 7, 16))).shape
+        (4, 14, 14, 16)
+
+    Inputs are ``(batch, height, width, channels)`` (channels last). With
+    ``interpolation="nearest"`` (the default) pixel ``(i, j)`` of the output
+    is pixel ``(i // size[0], j // size[1])`` of the input: two ``repeat``
+    nodes, as Keras composes it, and each input pixel's gradient is the sum
+    of ḡ over its ``size[0]·size[1]`` copies.
+
+    ``interpolation="bilinear"`` mixes the two nearest input rows (then
+    columns) with weights given by the distance, half-pixel centres, as
+    Keras' ``image.resize`` and PyTorch's ``Upsample(mode="bilinear")``:
+    ``y = W_h · x · W_wᵀ`` per channel, two ``einsum`` nodes with the fixed
+    weight matrices ``W``, so the gradient is ``W_hᵀ · ḡ · W_w``.
+
+    Args:
+        size: the factors for rows and columns, an int or a tuple of 2 positive ints.
+        data_format: only ``"channels_last"`` (or None).
+        interpolation: ``"nearest"`` or ``"bilinear"``.
+    """
+
+    _single_input = True
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
+        self.size = _pair("UpSampling2D", "size", size, 1, (2, 2))
+        check_data_format(data_format, "UpSampling2D")
+        key = interpolation.lower() if isinstance(interpolation, str) else interpolation
+        if key not in ("nearest", "bilinear"):
+            raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported; use 'nearest' "
+                             "(copies of each pixel) or 'bilinear' (a distance-weighted mix of the nearest "
+                             "pixels). Keras' 'bicubic', 'lanczos3' and 'lanczos5' are not available here.")
+        self.data_format, self.interpolation = "channels_last", key
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        check_rank(self, inputs.shape, 2)
+        (fh, fw), (_, h, w, _) = self.size, inputs.shape
+        if self.interpolation == "nearest":
+            return ops.repeat(ops.repeat(inputs, fh, axis=1), fw, axis=2)
+        y = inputs
+        if fh > 1:
+            y = ops.einsum("ih,bhwc->biwc", _bilinear_weights(h, fh, inputs.dtype), y)
+        if fw > 1:
+            y = ops.einsum("jw,bhwc->bhjc", _bilinear_weights(w, fw, inputs.dtype), y)
+        return y
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "size": self.size, "data_format": self.data_format,
+                "interpolation": self.interpolation}
+
+
+class ZeroPadding1D(Layer):
+    """Rows of zeros added before and after the steps, as ``keras.layers.ZeroPadding1D``.
+
+        >>> ZeroPadding1D(padding=(1, 2))(np.ones((4, 5, 3))).shape
+        (4, 8, 3)
+
+    Inputs are ``(batch, steps, features)``. One ``pad`` node; its gradient
+    is ḡ with the padded steps cut off (they depend on nothing).
+
+    Args:
+        padding: an int (the same before and after) or ``(before, after)``, ints ≥ 0.
+        data_format: only ``"channels_last"`` (or None).
+    """
+
+    _single_input = True
+
+    def __init__(self, padding=1, data_format=None, **kwargs):
+        self.padding = _pair("ZeroPadding1D", "padding", padding, 0, (1, 1))
+        check_data_format(data_format, "ZeroPadding1D")
+        self.data_format = "channels_last"
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        check_rank(self, inputs.shape, 1)
+        return ops.pad(inputs, ((0, 0), self.padding, (0, 0)))
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "padding": self.padding, "data_format": self.data_format}
+
+
+class ZeroPadding2D(Layer):
+    """Rows and columns of zeros around each image, as ``keras.layers.ZeroPadding2D``.
+
+        >>> ZeroPadding2D(padding=((1, 0), (2, 2)))(np.ones((4, 5, 5, 3))).shape
+        (4, 6, 9, 3)
+
+    Inputs are ``(batch, height, width, channels)``. ``padding`` takes
+    Keras' three forms: ``1`` (one on every side), ``(1, 2)`` (1 above and
+    below, 2 left and right) or ``((top, bottom), (left, right))``. One
+    ``pad`` node; its gradient is ḡ with the border cut off.
+
+    Args:
+        padding: an int, a tuple of 2 ints or a tuple of 2 tuples of 2 ints, all ≥ 0.
+        data_format: only ``"channels_last"`` (or None).
+    """
+
+    _single_input = True
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        self.padding = _pairs_2d("ZeroPadding2D", "padding", padding, ((1, 1), (1, 1)))
+        check_data_format(data_format, "ZeroPadding2D")
+        self.data_format = "channels_last"
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        check_rank(self, inputs.shape, 2)
+        return ops.pad(inputs, ((0, 0), *self.padding, (0, 0)))
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "padding": self.padding, "data_format": self.data_format}
+
+
+def _check_crop(layer, shape, cropping) -> None:
+    """Keras' rule: at least one entry must remain along each cropped axis."""
+    for axis, (a, b) in enumerate(cropping, start=1):
+        if a + b >= shape[axis]:
+            raise ValueError(f"{layer.name} ({type(layer).__name__}): cropping ({a}, {b}) from axis {axis} of "
+                             f"inputs of shape {tuple(shape)} leaves no entries ({a} + {b} ≥ {shape[axis]}). Crop "
+                             f"fewer than {shape[axis]} entries in all along that axis, or feed larger inputs.")
+
+
+class Cropping1D(Layer):
+    """Steps cut off at the start and the end, as ``keras.layers.Cropping1D``.
+
+        >>> Cropping1D(cropping=(1, 2))(np.ones((4, 10, 3))).shape
+        (4, 7, 3)
+
+    Inputs are ``(batch, steps, features)``. One ``getitem`` node (the
+    slice ``x[:, before:steps − after]``); its gradient is ḡ placed back in
+    zeros: the cropped steps get 0.
+
+    Args:
+        cropping: an int (the same at both ends) or ``(before, after)``, ints ≥ 0.
+    """
+
+    _single_input = True
+
+    def __init__(self, cropping=(1, 1), **kwargs):
+        self.cropping = _pair("Cropping1D", "cropping", cropping, 0, (1, 1))
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        check_rank(self, inputs.shape, 1)
+        _check_crop(self, inputs.shape, (self.cropping,))
+        (a, b), n = self.cropping, inputs.shape[1]
+        return inputs[:, a:n - b]
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "cropping": self.cropping}
+
+
+class Cropping2D(Layer):
+    """Rows and columns cut off each image's borders, as ``keras.layers.Cropping2D``.
+
+        >>> Cropping2D(cropping=((2, 2), (4, 4)))(np.ones((2, 28, 28, 3))).shape
+        (2, 24, 20, 3)
+
+    Inputs are ``(batch, height, width, channels)``. ``cropping`` takes
+    Keras' three forms, as ``ZeroPadding2D``'s ``padding``; the default
+    crops nothing. One ``getitem`` node; its gradient is ḡ placed back in
+    zeros. In a U-Net it trims the encoder's larger maps to the decoder's
+    size before they are concatenated.
+
+    Args:
+        cropping: an int, a tuple of 2 ints or a tuple of 2 tuples of 2 ints, all ≥ 0.
+        data_format: only ``"channels_last"`` (or None).
+    """
+
+    _single_input = True
+
+    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
+        self.cropping = _pairs_2d("Cropping2D", "cropping", cropping, ((2, 2), (4, 4)))
+        check_data_format(data_format, "Cropping2D")
+        self.data_format = "channels_last"
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        check_rank(self, inputs.shape, 2)
+        _check_crop(self, inputs.shape, self.cropping)
+        ((top, bottom), (left, right)), (_, h, w, _) = self.cropping, inputs.shape
+        return inputs[:, top:h - bottom, left:w - right]
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "cropping": self.cropping, "data_format": self.data_format}
 
 
 class Activation(Layer):
