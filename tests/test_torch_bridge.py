@@ -281,11 +281,23 @@ def _models():
     skip = L.LayerNormalization()(L.Add()([h, x]))
     both = L.Concatenate()([skip, L.Dense(2)(x)])
     functional = adv.Model(x, L.Dense(3)(both))
+    decoder = adv.Sequential([L.Input((5, 5, 2)), L.Conv2DTranspose(3, 3, strides=2, padding="same", activation="tanh"),
+                              L.Conv2DTranspose(2, (2, 3), strides=(2, 1), padding="valid", output_padding=(1, 0)),
+                              L.Conv2DTranspose(2, 3, dilation_rate=2), L.Flatten(), L.Dense(2)])
+    unet = adv.Sequential([L.Input((6, 6, 2)), L.Conv2D(3, 3, padding="same"), L.MaxPooling2D(2),
+                           L.UpSampling2D(2), L.ZeroPadding2D(((1, 0), (2, 1))), L.Cropping2D(((0, 1), (1, 2))),
+                           L.UpSampling2D((1, 2), interpolation="bilinear"), L.Flatten(), L.Dense(2)])
+    seq1d = adv.Sequential([L.Input((5, 3)), L.UpSampling1D(3), L.ZeroPadding1D((2, 1)), L.Cropping1D((1, 3)),
+                            L.Conv1D(2, 3), L.Flatten(), L.Dense(1)])
+    decoder1d = adv.Sequential([L.Input((6, 3)), L.Conv1DTranspose(4, 4, strides=3, padding="same"),
+                                L.Conv1DTranspose(2, 2, strides=3), L.GlobalMaxPooling1D()])
     activations = adv.Sequential([L.Input((6,)), L.Dense(5), L.LeakyReLU(0.1), L.Dense(5),
                                   L.ReLU(max_value=1.5, negative_slope=0.05, threshold=0.1), L.Dense(4), L.ELU(0.7),
                                   L.Dense(4), L.PReLU(alpha_initializer="ones"), L.Dense(3), L.Softmax()])
     return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
-            ("activations", activations, _rng_data((4, 6))),
+            ("activations", activations, _rng_data((4, 6))), ("decoder", decoder, _rng_data((4, 5, 5, 2))),
+            ("decoder1d", decoder1d, _rng_data((4, 6, 3))), ("unet", unet, _rng_data((4, 6, 6, 2))),
+            ("seq1d", seq1d, _rng_data((4, 5, 3))),
             *[(k, m, _rng_data((4, 7, 3))) for k, m in rnns.items()],
             ("tokens", tokens, np.random.default_rng(1).integers(0, 10, size=(4, 6))),
             ("functional", functional, _rng_data((4, 6)))]
@@ -314,7 +326,7 @@ def test_weights_trained_in_pytorch_come_back_with_load_from():
         models = dict((n, (m, x)) for n, m, x in _models())
     finally:
         adv.layers.set_floatx("float32")
-    for name in ("cnn", "GRU", "functional", "activations"):
+    for name in ("cnn", "GRU", "functional", "activations", "decoder"):
         model, x = models[name]
         model.predict(x)
         module = adv.torch.to_module(model)

@@ -166,6 +166,36 @@ class _PReLU(nn.Module):
         return torch.relu(x) - self.alpha * torch.relu(-x)
 
 
+def _upsampling(layer):
+    """Nearest: each entry repeated along the spatial axes (``repeat_interleave``); bilinear: ``nn.Upsample``
+    with half-pixel centres (``align_corners=False``), which is Keras' resize for upsampling."""
+    sizes = (layer.size,) if isinstance(layer.size, int) else tuple(layer.size)
+    if getattr(layer, "interpolation", "nearest") == "bilinear":
+        up = nn.Upsample(scale_factor=sizes, mode="bilinear", align_corners=False)
+        return _Stateless(lambda x: torch.movedim(up(torch.movedim(x, -1, 1)), 1, -1))
+
+    def f(x):
+        for axis, size in enumerate(sizes, start=1):
+            x = x.repeat_interleave(size, dim=axis)
+        return x
+    return _Stateless(f)
+
+
+def _zero_padding(layer):
+    pads = (tuple(layer.padding),) if isinstance(layer.padding[0], int) else tuple(map(tuple, layer.padding))
+    flat = [0, 0] + [p for before_after in reversed(pads) for p in before_after]   # F.pad: last axis first
+    return _Stateless(lambda x: nn.functional.pad(x, flat))
+
+
+def _cropping(layer):
+    crops = (tuple(layer.cropping),) if isinstance(layer.cropping[0], int) else tuple(map(tuple, layer.cropping))
+
+    def f(x):
+        index = (slice(None),) + tuple(slice(a, x.shape[i + 1] - b) for i, (a, b) in enumerate(crops))
+        return x[index]
+    return _Stateless(f)
+
+
 def _dropout(layer):
     if type(layer).__name__ != "Dropout" or layer.noise_shape is not None:
         raise ExportError(f"to_module: {layer.name} ({type(layer).__name__}) has no PyTorch counterpart here "
@@ -202,11 +232,12 @@ class _Conv(nn.Module):
         super().__init__()
         self.layer_name, self.rank = layer.name, layer.rank
         self.kernel_size, self.strides = tuple(layer.kernel_size), tuple(layer.strides)
-        self.dilation, self.groups, self.padding = tuple(layer.dilation_rate), int(layer.groups), layer.padding
+        self.dilation, self.padding = tuple(layer.dilation_rate), layer.padding
+        self.groups = int(getattr(layer, "groups", 1))          # a transposed convolution has none
         k = layer.kernel.numpy()
         dtype = _dtype(layer)
         self.weight = nn.Parameter(torch.empty(k.shape[-1], k.shape[-2], *k.shape[:-2], dtype=dtype))
-        self.bias = nn.Parameter(torch.empty(k.shape[-1], dtype=dtype)) if layer.use_bias else None
+        self.bias = nn.Parameter(torch.empty(int(layer.filters), dtype=dtype)) if layer.use_bias else None
         self.act = _Act(layer.activation, layer.name)
         self.copy_from(layer)
 
@@ -233,6 +264,37 @@ class _Conv(nn.Module):
             x = nn.functional.pad(x, pad)
         conv = nn.functional.conv1d if self.rank == 1 else nn.functional.conv2d
         y = conv(x, self.weight, self.bias, self.strides, 0, self.dilation, self.groups)
+        return self.act(torch.movedim(y, 1, -1))
+
+
+class _ConvTranspose(_Conv):
+    """Keras' ``Conv1DTranspose``/``Conv2DTranspose`` on ``F.conv_transpose1d/2d``.
+
+    Keras' kernel ``(k..., filters, in)`` takes the same permutation as a
+    convolution's to PyTorch's ``(in, filters, k...)``. PyTorch's ``padding``
+    and ``output_padding`` cannot express Keras' ``'same'`` placement, so the
+    full transposed convolution is cut (or padded after with zeros) to Keras'
+    window, as Keras' own PyTorch backend does; the bias is added after.
+    """
+
+    def __init__(self, layer):
+        self.output_padding = layer.output_padding or (None,) * layer.rank
+        super().__init__(layer)
+
+    def forward(self, x):
+        from ..layers.conv import transpose_pads
+        outs, pads = transpose_pads(tuple(x.shape[1:-1]), self.kernel_size, self.strides, self.dilation,
+                                    self.padding, self.output_padding)
+        f = nn.functional.conv_transpose1d if self.rank == 1 else nn.functional.conv_transpose2d
+        y = f(torch.movedim(x, -1, 1), self.weight, None, self.strides, 0, 0, 1, self.dilation)
+        for axis, (out, (lo, _)) in enumerate(zip(outs, pads)):
+            dim = 2 + axis
+            y = y.narrow(dim, lo, min(out, y.shape[dim] - lo))
+            if y.shape[dim] < out:
+                pad = [0, 0] * (y.ndim - 1 - dim) + [0, out - y.shape[dim]]
+                y = nn.functional.pad(y, pad)
+        if self.bias is not None:
+            y = y + self.bias.view((1, -1) + (1,) * self.rank)
         return self.act(torch.movedim(y, 1, -1))
 
 
@@ -444,7 +506,10 @@ CONVERTERS = {
     "LayerNormalization": _LayerNorm, "Embedding": _Embedding, "SimpleRNN": _Recurrent, "LSTM": _Recurrent,
     "GRU": _Recurrent, "Add": _Merge, "Subtract": _Merge, "Multiply": _Merge, "Average": _Merge,
     "Maximum": _Merge, "Minimum": _Merge, "Concatenate": _Merge, "LeakyReLU": _leaky_relu, "ReLU": _relu,
-    "Softmax": _softmax, "ELU": _elu, "PReLU": _PReLU,
+    "Softmax": _softmax, "ELU": _elu, "PReLU": _PReLU, "Conv1DTranspose": _ConvTranspose,
+    "Conv2DTranspose": _ConvTranspose, "UpSampling1D": _upsampling, "UpSampling2D": _upsampling,
+    "ZeroPadding1D": _zero_padding, "ZeroPadding2D": _zero_padding, "Cropping1D": _cropping,
+    "Cropping2D": _cropping,
 }
 """Layer class name → a function of the layer returning a module with ``copy_from`` / ``copy_to``."""
 
