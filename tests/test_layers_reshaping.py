@@ -259,3 +259,16 @@ def test_cropping_everything_is_an_error_at_call_time(layer, shape, words):
 def test_wrong_rank_names_the_expected_layout(make, shape):
     with pytest.raises(ValueError, match=r"expected inputs of rank"):
         make()(np.ones(shape))
+
+
+def test_cropping_and_wide_kernels_on_an_unknown_length_keep_it_unknown():
+    """Shapes are found by running the layer on placeholders; a crop or a kernel wider than the first ones
+    (2 and 3 entries) gets larger ones instead of an error, as Keras' symbolic shapes never fail there."""
+    x = adv.layers.Input((None, 3))
+    cropped = adv.layers.Cropping1D((1, 1))(x)
+    wide = adv.layers.Conv1D(2, 5)(x)
+    assert tuple(cropped.shape) == (None, None, 3) and tuple(wide.shape) == (None, None, 2)
+    model = adv.Model(x, adv.layers.Dense(1)(cropped))
+    assert model.predict(np.ones((2, 6, 3))).shape == (2, 4, 1)
+    with pytest.raises(ValueError, match=r"Cropping1D.*\(None, 4, 3\)"):
+        adv.layers.Cropping1D((3, 3))(adv.layers.Input((4, 3)))      # a known length: the real error

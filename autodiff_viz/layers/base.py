@@ -584,7 +584,14 @@ class Layer:
         return node.outputs
 
     def _infer_output_shapes(self, args, kwargs):
-        """Output shapes (``None`` where a dimension follows an unknown input dimension)."""
+        """Output shapes (``None`` where a dimension follows an unknown input dimension).
+
+        The layer runs twice on placeholder batches whose unknown sizes are 2,
+        then 3: a dimension that differs follows an unknown one. A layer that
+        cannot take so few entries (a crop of 1 + 1 on an unknown length, a
+        5-wide valid convolution on an unknown width) gets a second try with
+        16 and 17 before its error is reported.
+        """
         probe_kwargs = dict(kwargs)
         if "training" in probe_kwargs:
             probe_kwargs["training"] = False
@@ -592,12 +599,22 @@ class Layer:
         kept = [(layer, layer._output, layer._output_shape) for layer in layers]
         losses = [(layer, list(layer._losses)) for layer in layers]
         try:
-            runs = []
-            for size in (2, 3):
-                a, k = _placeholders((list(args), probe_kwargs), size)
-                with engine.paused(), np.errstate(all="ignore"):
-                    out = self(*a, **k)
-                runs.append(out)
+            first_error = None
+            for sizes in ((2, 3), (16, 17)):
+                try:
+                    runs = []
+                    for size in sizes:
+                        a, k = _placeholders((list(args), probe_kwargs), size)
+                        with engine.paused(), np.errstate(all="ignore"):
+                            out = self(*a, **k)
+                        runs.append(out)
+                    break
+                except Exception as exc:   # noqa: BLE001  (tried again with larger sizes, else re-raised)
+                    first_error = first_error or exc
+                    if not _has_unknown_sizes(args):
+                        raise
+            else:
+                raise first_error
         finally:
             for layer, output, shape in kept:
                 layer._output = output
@@ -881,6 +898,11 @@ def _has_symbolic(args, kwargs) -> bool:
         if isinstance(a, (list, tuple, dict)) and any(isinstance(t, KerasTensor) for t in flatten(a)[0]):
             return True
     return False
+
+
+def _has_unknown_sizes(args) -> bool:
+    """Does a symbolic input have an unknown size besides the batch (so larger placeholders could help)?"""
+    return any(isinstance(t, KerasTensor) and None in tuple(t.shape)[1:] for t in flatten(list(args))[0])
 
 
 def _symbolic_shapes(obj):

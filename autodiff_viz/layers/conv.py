@@ -63,7 +63,8 @@ def normalize_padding(padding, owner, allowed=("valid", "same")) -> str:
 def check_data_format(data_format, owner) -> None:
     if data_format not in (None, "channels_last"):
         raise ValueError(f"{owner}: only data_format='channels_last' (batch, ..., channels) is supported, got "
-                         f"{data_format!r}. Move the channel axis last: adv.transpose(x, (0, 2, 3, 1)).")
+                         f"{data_format!r}. Move the channel axis last: adv.moveaxis(x, 1, -1) turns (batch, channels, "
+                         "...) into (batch, ..., channels) for inputs of any rank.")
 
 
 def window_pads(spatial, ksize, strides, dilation, padding) -> tuple:
