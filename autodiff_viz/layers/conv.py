@@ -67,6 +67,16 @@ def check_data_format(data_format, owner) -> None:
                          "...) into (batch, ..., channels) for inputs of any rank.")
 
 
+def _bias_and_activation(layer, y):
+    """How every convolution layer ends, in Keras' order: ``bias_add``, the activation, the activity regularizer."""
+    if layer.use_bias:
+        y = R.bias_add(y, layer.bias)
+    y = layer.activation(y)
+    if layer.activity_regularizer is not None:
+        layer.add_loss(layer.activity_regularizer(y))
+    return y
+
+
 def window_pads(spatial, ksize, strides, dilation, padding) -> tuple:
     """``((lo, hi), ...)`` per spatial axis for ``'valid'``, ``'same'`` (TensorFlow's split) or ``'causal'``."""
     pads = []
@@ -169,13 +179,7 @@ class _Conv(Layer):
                       groups=self.groups)
 
     def call(self, inputs):
-        y = self.convolution_op(inputs, self.kernel, self._pads(inputs))
-        if self.use_bias:
-            y = R.bias_add(y, self.bias)
-        y = self.activation(y)
-        if self.activity_regularizer is not None:
-            self.add_loss(self.activity_regularizer(y))
-        return y
+        return _bias_and_activation(self, self.convolution_op(inputs, self.kernel, self._pads(inputs)))
 
     def get_config(self) -> dict:
         return {"name": self.name, "filters": self.filters, "kernel_size": self.kernel_size,
@@ -339,14 +343,8 @@ class _ConvTranspose(Layer):
             raise ValueError(f"{self.name}: this layer was built for inputs with {channels} channels (last axis), "
                              f"got shape {tuple(inputs.shape)}. A layer keeps the input channels of its first "
                              "call; use a new layer for other inputs, or check that the channel axis is last.")
-        y = R.conv_transpose(inputs, self.kernel, spatial=outs, strides=self.strides, pads=pads,
-                              dilation=self.dilation_rate, groups=1)
-        if self.use_bias:
-            y = R.bias_add(y, self.bias)
-        y = self.activation(y)
-        if self.activity_regularizer is not None:
-            self.add_loss(self.activity_regularizer(y))
-        return y
+        return _bias_and_activation(self, R.conv_transpose(inputs, self.kernel, spatial=outs, strides=self.strides,
+                                                           pads=pads, dilation=self.dilation_rate, groups=1))
 
     def get_config(self) -> dict:
         return {"name": self.name, "filters": self.filters, "kernel_size": self.kernel_size,
