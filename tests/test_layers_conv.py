@@ -471,3 +471,11 @@ def test_layer_regularizers_reach_model_losses_and_their_gradient():
     emb = L.Embedding(3, 2, embeddings_regularizer="l2")
     emb(np.array([[0, 1]]))
     assert float(emb.losses[0]) == pytest.approx(0.01 * np.sum(emb.embeddings.numpy() ** 2), rel=1e-5)
+
+
+@pytest.mark.parametrize("make", [lambda: adv.layers.Conv2D(4, kernel_size=2.5), lambda: adv.layers.Conv1D(4, (3.0,)),
+                                  lambda: adv.layers.MaxPooling2D(pool_size=(2, 1.5)),
+                                  lambda: adv.layers.Conv2D(4, 3, strides=True)])
+def test_a_size_that_is_not_a_whole_number_is_refused_not_truncated(make):
+    with pytest.raises(TypeError, match=r"must be an int or a tuple of \d ints.*a size is a whole number"):
+        make()

@@ -37,13 +37,17 @@ __all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "Conv1DTranspos
 
 def normalize_tuple(value, n, what, owner, minimum=1) -> tuple:
     """``value`` (an int or a sequence of ``n`` ints, each ≥ ``minimum``) as a tuple of ``n`` ints."""
-    if isinstance(value, Integral):
+    if isinstance(value, Integral) and not isinstance(value, bool):
         items = (int(value),) * n
     else:
         try:
-            items = tuple(int(v) for v in value)
-        except (TypeError, ValueError):
-            raise TypeError(f"{owner}: {what} must be an int or a tuple of {n} ints, got {value!r}.") from None
+            items = tuple(value)
+        except TypeError:
+            items = None
+        if items is None or any(isinstance(v, bool) or not isinstance(v, Integral) for v in items):
+            raise TypeError(f"{owner}: {what} must be an int or a tuple of {n} ints, got {value!r} (a size is a "
+                            f"whole number: write e.g. {what}=3 or {what}={(3,) * n}).") from None
+        items = tuple(int(v) for v in items)
         if len(items) != n:
             raise ValueError(f"{owner}: {what} must have {n} entries (one per spatial axis), got {value!r}.")
     if any(v < minimum for v in items):
