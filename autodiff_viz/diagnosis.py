@@ -139,10 +139,23 @@ def _naming(t: Tensor) -> tuple[str, str]:
     if loc is None:
         return f"the output of '{node.rule.name}'{_scope(node)}", ""
     place = naming.short_place(*loc)
-    assigned = None if _left_on_its_line(t, loc) else naming.assigned_name_at(loc[0], loc[1])
+    assigned = None if _left_on_its_line(t, loc) or not _assigned_on_its_line(node) else \
+        naming.assigned_name_at(loc[0], loc[1])
     if assigned:
         return f"'{assigned}'", f"the output of {node.rule.name} on {place}"
     return f"the output of '{node.rule.name}'{_scope(node)}", place
+
+
+def _assigned_on_its_line(node) -> bool:
+    """Is the op's output what its line assigns (the ``+`` of ``h = a @ a + c``, not the ``@``)?
+
+    Ops inside a layer or a loss share the user's line of the call, so for
+    them the line cannot tell one op from another, and they keep its name.
+    """
+    where = node._where
+    if node.scope or where is None or isinstance(where[0], str):
+        return True
+    return naming.is_stored_at_once(*where)
 
 
 def _left_on_its_line(t: Tensor, loc) -> bool:

@@ -15,6 +15,7 @@ Two small services that traces, drawings and diagnoses share:
 from __future__ import annotations
 
 import ast
+import dis
 import functools
 import linecache
 import os
@@ -51,6 +52,39 @@ def short_place(filename: str, line: int) -> str:
     """As :func:`place`, with only the base name of a file (for prose): ``"train.py:8"``."""
     is_cell, _ = cell_number(filename)
     return place(filename, line) if is_cell else f"{os.path.basename(filename)}:{line}"
+
+
+def is_stored_at_once(code, lasti) -> bool:
+    """Is the value made at instruction ``lasti`` of ``code`` stored right away (so the line's variable holds it)?
+
+    ``h = a @ a + c`` runs ``@`` then ``+`` then stores ``h``: only the ``+``
+    makes ``h``; the product is an intermediate of the line. ``lasti`` is what
+    an op recorded as its user frame's position (an operator's instruction,
+    or the end of a call). True when the position is unknown (another
+    Python's bytecode), so a name is never taken away by mistake.
+    """
+    entry = _STORED.get(id(code))
+    if entry is None or entry[0] is not code:
+        if len(_STORED) > 4096:
+            _STORED.clear()
+        entry = _STORED[id(code)] = (code, _stored_offsets(code))
+    known, stored = entry[1]
+    return lasti not in known or lasti in stored
+
+
+_STORED: dict = {}   # id(code) -> (code, (offsets seen, offsets whose value is stored at once))
+
+
+def _stored_offsets(code) -> tuple:
+    ins = list(dis.get_instructions(code, show_caches=True))
+    stored = set()
+    following = None
+    for i in reversed(ins):             # the next real instruction after each one
+        if following is not None and following.startswith(("STORE_", "UNPACK_")):
+            stored.add(i.offset)
+        if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP"):
+            following = i.opname
+    return {i.offset for i in ins}, stored
 
 
 def escape_sites(escapes) -> set:

@@ -93,3 +93,21 @@ def test_a_probe_that_is_not_a_data_tuple_is_refused_at_construction(probe, got)
     text = str(err.value)
     assert text.startswith("TrainingView: probe must be (x, y) or (x, y, sample_weight)") and got in text
     assert "probe=(x[:64], y[:64], w[:64])" in text
+
+
+def test_explain_names_only_the_op_whose_output_the_line_assigns():
+    """``h = a @ a + c`` assigns the sum: the product is an intermediate of the line, not 'h'."""
+    a = adv.Variable(np.ones((2, 2)), name="a")
+    c = adv.Variable(np.ones((2, 2)), name="c")
+    h = a @ a + c
+    with adv.GradientTape() as tape:
+        loss = adv.sum(h * 2.0)
+    text = tape.explain(loss, a).message
+    assert "output of 'matmul'" in text and "'h' (the output of matmul" not in text, text
+    with adv.GradientTape(persistent=True) as tape:
+        k = adv.tanh(a @ c)
+        total = adv.sum(k)
+    product = next(n.output() for n in tape.nodes if n.rule.name == "matmul")
+    assert "'k' (the output of tanh" in tape.explain(k, c).message
+    assert "'k'" not in tape.explain(product, c).message.split(" is ")[0]
+    assert tape.explain(total, c).reason == "connected"
