@@ -38,3 +38,15 @@ def test_heatmap_colours_by_sign_and_states_the_range():
     assert fills[0] == "rgb(178,24,43)" and fills[3] == "rgb(33,102,172)" and fills[1] == "rgb(255,255,255)"
     with pytest.raises(ValueError, match="2-D"):
         heatmap(np.zeros((2, 2, 2)))
+
+
+def test_scatter_puts_groups_on_one_scale_and_states_their_spread():
+    from autodiff_viz.plots import scatter
+    chart = scatter({"real": [[0.0, 0.0], [2.0, 2.0]], "generated": [[1.0, 1.0]]}, title="GAN")
+    circles = [tuple(map(float, c)) for c in re.findall(r'<circle cx="([^"]*)" cy="([^"]*)"', chart.svg)]
+    (r0, r1, g0) = circles
+    assert r0[0] < g0[0] < r1[0] and r0[1] > g0[1] > r1[1]           # (1, 1) between (0, 0) and (2, 2); y up
+    assert pytest.approx(g0[0] - r0[0]) == r1[0] - g0[0]
+    assert "real: 2 points, mean (1, 1), std (1, 1)" in chart.caption and "generated: 1 points" in chart.caption
+    with pytest.raises(ValueError, match=r"group 'bad' has shape \(3,\); give points of shape \(n, 2\)"):
+        scatter({"bad": [1.0, 2.0, 3.0]})
