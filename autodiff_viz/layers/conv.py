@@ -112,6 +112,47 @@ def check_rank(layer, shape, rank):
                      f"got shape {shape}.{hint}")
 
 
+def _window_options(layer, filters, kernel_size, strides, dilation_rate, data_format) -> None:
+    """The options every convolution layer checks and keeps the same way (its ``padding`` it checks itself)."""
+    owner = type(layer).__name__
+    layer.filters = positive_int(owner, "filters", filters)
+    layer.kernel_size = normalize_tuple(kernel_size, layer.rank, "kernel_size", owner)
+    layer.strides = normalize_tuple(strides, layer.rank, "strides", owner)
+    layer.dilation_rate = normalize_tuple(dilation_rate, layer.rank, "dilation_rate", owner)
+    check_data_format(data_format, owner)
+    layer.data_format = "channels_last"
+    if max(layer.strides) > 1 and max(layer.dilation_rate) > 1:
+        raise ValueError(f"{owner}: strides > 1 together with dilation_rate > 1 is not supported (as in "
+                         f"Keras); got strides={layer.strides}, dilation_rate={layer.dilation_rate}.")
+
+
+def _known_channels(layer, input_shape) -> int:
+    """The channels (last axis) of a convolution layer's input shape at build time: its rank checked, its size known."""
+    input_shape = tuple(input_shape)
+    check_rank(layer, input_shape, layer.rank)
+    channels = input_shape[-1]
+    if channels is None:
+        raise ValueError(f"{layer.name}: the channel axis (last) must have a known size, got shape {input_shape}.")
+    return channels
+
+
+def _kernel_and_bias(layer, kernel_shape) -> None:
+    """A convolution layer's weights: the kernel of ``kernel_shape`` and, with ``use_bias``, one bias per filter."""
+    layer.kernel = layer.add_weight(kernel_shape, layer.kernel_initializer, name="kernel",
+                                    regularizer=layer.kernel_regularizer, constraint=layer.kernel_constraint)
+    layer.bias = (layer.add_weight((layer.filters,), layer.bias_initializer, name="bias",
+                                   regularizer=layer.bias_regularizer, constraint=layer.bias_constraint)
+                  if layer.use_bias else None)
+
+
+def _check_channels(layer, inputs, channels) -> None:
+    """A built convolution layer refuses inputs with other channels than those of its first call."""
+    if inputs.shape[-1] != channels:
+        raise ValueError(f"{layer.name}: this layer was built for inputs with {channels} channels (last axis), "
+                         f"got shape {tuple(inputs.shape)}. A layer keeps the input channels of its first "
+                         "call; use a new layer for other inputs, or check that the channel axis is last.")
+
+
 class _Conv(Layer):
     """What ``Conv1D`` and ``Conv2D`` share; ``rank`` is the number of spatial axes."""
 
@@ -125,17 +166,9 @@ class _Conv(Layer):
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        self.filters = positive_int(owner, "filters", filters)
-        self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size", owner)
-        self.strides = normalize_tuple(strides, self.rank, "strides", owner)
-        self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate", owner)
+        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
         allowed = ("valid", "same", "causal") if self.rank == 1 else ("valid", "same")
         self.padding = normalize_padding(padding, owner, allowed)
-        check_data_format(data_format, owner)
-        self.data_format = "channels_last"
-        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{owner}: strides > 1 together with dilation_rate > 1 is not supported (as in "
-                             f"Keras); got strides={self.strides}, dilation_rate={self.dilation_rate}.")
         if not isinstance(groups, Integral) or groups <= 0 or self.filters % groups:
             raise ValueError(f"{owner}: groups must be a positive integer that divides filters ({self.filters}), "
                              f"got {groups!r}.")
@@ -144,29 +177,16 @@ class _Conv(Layer):
                                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
-        input_shape = tuple(input_shape)
-        check_rank(self, input_shape, self.rank)
-        channels = input_shape[-1]
-        if channels is None:
-            raise ValueError(f"{self.name}: the channel axis (last) must have a known size, got shape {input_shape}.")
+        channels = _known_channels(self, input_shape)
         if channels % self.groups:
             raise ValueError(f"{self.name}: the input has {channels} channels, which groups={self.groups} does not "
                              "divide; each group must see the same number of channels.")
-        self.kernel = self.add_weight(self.kernel_size + (channels // self.groups, self.filters),
-                                      self.kernel_initializer, name="kernel", regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = (self.add_weight((self.filters,), self.bias_initializer, name="bias",
-                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
-                     if self.use_bias else None)
+        _kernel_and_bias(self, self.kernel_size + (channels // self.groups, self.filters))
 
     def _pads(self, inputs):
         """Check the inputs against the kernel and return the padding amounts."""
         check_rank(self, inputs.shape, self.rank)
-        channels = self.kernel.shape[-2] * self.groups
-        if inputs.shape[-1] != channels:
-            raise ValueError(f"{self.name}: this layer was built for inputs with {channels} channels (last axis), "
-                             f"got shape {tuple(inputs.shape)}. A layer keeps the input channels of its first "
-                             "call; use a new layer for other inputs, or check that the channel axis is last.")
+        _check_channels(self, inputs, self.kernel.shape[-2] * self.groups)
         spatial = tuple(inputs.shape[1:-1])
         pads = window_pads(spatial, self.kernel_size, self.strides, self.dilation_rate, self.padding)
         spans = [(k - 1) * d + 1 for k, d in zip(self.kernel_size, self.dilation_rate)]
@@ -286,16 +306,8 @@ class _ConvTranspose(Layer):
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        self.filters = positive_int(owner, "filters", filters)
-        self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size", owner)
-        self.strides = normalize_tuple(strides, self.rank, "strides", owner)
-        self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate", owner)
+        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
         self.padding = normalize_padding(padding, owner)
-        check_data_format(data_format, owner)
-        self.data_format = "channels_last"
-        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{owner}: strides > 1 together with dilation_rate > 1 is not supported (as in "
-                             f"Keras); got strides={self.strides}, dilation_rate={self.dilation_rate}.")
         self.output_padding = None
         if output_padding is not None:
             op = normalize_tuple(output_padding, self.rank, "output_padding", owner, minimum=0)
@@ -309,17 +321,7 @@ class _ConvTranspose(Layer):
                                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
-        input_shape = tuple(input_shape)
-        check_rank(self, input_shape, self.rank)
-        channels = input_shape[-1]
-        if channels is None:
-            raise ValueError(f"{self.name}: the channel axis (last) must have a known size, got shape {input_shape}.")
-        self.kernel = self.add_weight(self.kernel_size + (self.filters, channels), self.kernel_initializer,
-                                      name="kernel", regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = (self.add_weight((self.filters,), self.bias_initializer, name="bias",
-                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
-                     if self.use_bias else None)
+        _kernel_and_bias(self, self.kernel_size + (self.filters, _known_channels(self, input_shape)))
 
     def _geometry(self, input_shape):
         """Check an input shape and return the output's spatial sizes and the ``conv_transpose`` pads."""
@@ -342,11 +344,7 @@ class _ConvTranspose(Layer):
 
     def call(self, inputs):
         outs, pads = self._geometry(tuple(inputs.shape))
-        channels = self.kernel.shape[-1]
-        if inputs.shape[-1] != channels:
-            raise ValueError(f"{self.name}: this layer was built for inputs with {channels} channels (last axis), "
-                             f"got shape {tuple(inputs.shape)}. A layer keeps the input channels of its first "
-                             "call; use a new layer for other inputs, or check that the channel axis is last.")
+        _check_channels(self, inputs, self.kernel.shape[-1])
         return _bias_and_activation(self, R.conv_transpose(inputs, self.kernel, spatial=outs, strides=self.strides,
                                                            pads=pads, dilation=self.dilation_rate, groups=1))
 
