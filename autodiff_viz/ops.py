@@ -1153,14 +1153,11 @@ def _new_shape(shape, op: str) -> tuple:
     if isinstance(shape, Tensor):
         shape = shape._value
     try:
-        items = (shape,) if isinstance(shape, Integral) or np.ndim(shape) == 0 else tuple(shape)
-    except TypeError:
-        items = None
-    if items is None or builtins.any(isinstance(s, (bool, np.bool_)) or not isinstance(s, Integral) for s in items):
+        out = _dims(shape, op)
+    except TypeError:           # a size that is not a whole number, or no shape at all
         raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}; write e.g. "
                         f"{op}((batch_size, 3)) (int(n) for a size computed as a float, adv.shape(x) for "
-                        "another tensor's shape).")
-    out = tuple(int(s) for s in items)
+                        "another tensor's shape).") from None
     if builtins.any(s < 0 for s in out):
         raise ValueError(f"{op}: shape {out} has a negative size; every size must be 0 or more.")
     return out
