@@ -522,13 +522,10 @@ class Model(Layer):
         fn = self.compute_loss
         if getattr(fn, "__func__", None) is Model.compute_loss:
             return fn(y, y_pred, sample_weight)
-        try:
-            params = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            params = {}
-        if next(iter(params), None) == "x":
-            if "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                return fn(x, y, y_pred, sample_weight, training=training)
+        form = _loss_form(fn)
+        if form == "x, training":
+            return fn(x, y, y_pred, sample_weight, training=training)
+        if form == "x":
             return fn(x, y, y_pred, sample_weight)
         return fn(y, y_pred) if sample_weight is None else fn(y, y_pred, sample_weight)
 
@@ -1384,6 +1381,27 @@ def _as_symbolic(t, model_name, i):
 
 
 _TAKES_TRAINING: dict = {}
+_LOSS_FORMS: dict = {}
+
+
+def _loss_form(fn) -> str:
+    """How a ``compute_loss`` of one's own is called (looked up once per function, as :func:`_accepts_training`):
+    ``"x, training"`` or ``"x"`` for Keras 3's form (first parameter ``x``), ``"y"`` for ``(y, y_pred[, ...])``."""
+    key = getattr(fn, "__func__", fn)
+    form = _LOSS_FORMS.get(key)
+    if form is None:
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        if next(iter(params), None) != "x":
+            form = "y"
+        elif "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            form = "x, training"
+        else:
+            form = "x"
+        _LOSS_FORMS[key] = form
+    return form
 
 
 def _adjust_rank(x, shape, model_name, input_name):
