@@ -181,14 +181,19 @@ def _upsampling(layer):
     return _Stateless(f)
 
 
+def _pairs_per_axis(value) -> tuple:
+    """A 1-D layer's ``(before, after)`` or a 2-D layer's ``((top, bottom), (left, right))`` as one pair per axis."""
+    return (tuple(value),) if isinstance(value[0], int) else tuple(map(tuple, value))
+
+
 def _zero_padding(layer):
-    pads = (tuple(layer.padding),) if isinstance(layer.padding[0], int) else tuple(map(tuple, layer.padding))
+    pads = _pairs_per_axis(layer.padding)
     flat = [0, 0] + [p for before_after in reversed(pads) for p in before_after]   # F.pad: last axis first
     return _Stateless(lambda x: nn.functional.pad(x, flat))
 
 
 def _cropping(layer):
-    crops = (tuple(layer.cropping),) if isinstance(layer.cropping[0], int) else tuple(map(tuple, layer.cropping))
+    crops = _pairs_per_axis(layer.cropping)
 
     def f(x):
         index = (slice(None),) + tuple(slice(a, x.shape[i + 1] - b) for i, (a, b) in enumerate(crops))
