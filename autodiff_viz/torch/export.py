@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..layers.base import Layer
+from ..layers.conv import transpose_pads
 from ..structure import flatten
 
 
@@ -287,7 +288,6 @@ class _ConvTranspose(_Conv):
         super().__init__(layer)
 
     def forward(self, x):
-        from ..layers.conv import transpose_pads
         outs, pads = transpose_pads(tuple(x.shape[1:-1]), self.kernel_size, self.strides, self.dilation,
                                     self.padding, self.output_padding)
         f = nn.functional.conv_transpose1d if self.rank == 1 else nn.functional.conv_transpose2d
