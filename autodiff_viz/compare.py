@@ -361,8 +361,8 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
     from .diagnosis import explain, require_recorded
     require_recorded(tape, target, "tape.compare()")
     if namespace is None:
-        frame = sys._getframe(2)
-        namespace = {**frame.f_globals, **frame.f_locals}
+        frame = engine.user_frame_object()
+        namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
     names = _names_on_tape(tape, namespace)
     from .trace import build_trace
     trace = build_trace(tape, target)

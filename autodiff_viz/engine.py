@@ -287,7 +287,7 @@ def _release_inputs(node, stand_ins: dict) -> None:
     for t in node.inputs:
         v = t._value
         if v.size > keep and type(v) is not Released:
-            if _refcount(t) <= 3:   # the record, this loop and the call: nobody else sees it, so no stand-in
+            if _refcount(t) <= _ONLY_THE_RECORD:    # nobody else sees it, so no stand-in
                 t._value = released_array(v.dtype, v.shape)
                 i += 1
                 continue
@@ -316,10 +316,18 @@ def user_frame(skip: int = 0):
     ``skip`` counts extra package frames between the caller and this function.
     """
     try:
-        f = _getframe(1 + skip)
+        f = _getframe(0 if COMPILED else 1 + skip)
     except ValueError:
         return None
     return _first_user_frame(f)
+
+
+def user_frame_object():
+    """The first frame outside this package (the frame itself: its locals name the learner's tensors), or None."""
+    f = _getframe(0)
+    while f is not None and _inside(f.f_code.co_filename):
+        f = f.f_back
+    return f
 
 
 def _first_user_frame(f):
@@ -362,7 +370,7 @@ def user_stacklevel() -> int:
     came directly (``opt.apply_gradients``) or through another entry point
     (``opt.apply``, ``fit``).
     """
-    f, level = _getframe(1), 1
+    f, level = _getframe(0 if COMPILED else 1), 1     # warnings.warn counts from the nearest Python frame
     while f is not None and _inside(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     return level
@@ -371,7 +379,12 @@ def user_stacklevel() -> int:
 def is_package_code(func) -> bool:
     """Was ``func`` written in this package (not by the user)?"""
     code = getattr(func, "__code__", None)
-    return code is not None and _inside(code.co_filename)
+    if code is None:
+        return False
+    filename = code.co_filename
+    if not os.path.isabs(filename):     # compiled (setup.py): named from the folder that holds the package
+        filename = os.path.join(os.path.dirname(_PACKAGE_DIR.rstrip(os.sep)), filename)
+    return _inside(filename)
 
 
 def _inside(filename: str) -> bool:
@@ -583,9 +596,10 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     if where is None and config.capture_locations:
         # user_frame(), starting at our caller's caller: apply is called by package code (an operator,
         # an op function, engine.call), so that frame is never the user's; skipping it saves making a
-        # frame object per op (a third of the cost of capturing locations)
+        # frame object per op (a third of the cost of capturing locations). Compiled, the package's
+        # functions make no frames: the walk starts at the nearest Python frame.
         try:
-            where = _first_user_frame(_getframe(2))
+            where = _first_user_frame(_getframe(_APPLY_SKIP))
         except ValueError:          # called from a module's top level: no frame above
             where = None
     node = _new(Node)
@@ -621,7 +635,27 @@ _new = object.__new__
 _NO_PARAMS = types.MappingProxyType({})    # one shared, read-only empty params for the many ops without any
 _alias = Tensor._alias
 _getframe = sys._getframe
+#: Is this module compiled (see ``setup.py``)? Its functions, and those of the package's other compiled
+#: modules, then run without Python frames, so a walk up the stack starts at the nearest Python frame.
+COMPILED = type(user_frame) is not types.FunctionType
+_APPLY_SKIP = 0 if COMPILED else 2
 _refcount = sys.getrefcount
+
+
+def _refs_of_an_input_only_the_record_holds() -> int:
+    """What ``_refcount(t)`` gives in :func:`_release_inputs`'s loop when only the record holds ``t``.
+
+    Python counts the record's tuple, the loop variable and the call's
+    argument (3); compiled code (setup.py) may count fewer. Measured here,
+    with the same loop, so the test is right either way: a count too high
+    would overwrite a value someone else still reads.
+    """
+    for t in (object(),):
+        return _refcount(t)
+    return 0
+
+
+_ONLY_THE_RECORD = _refs_of_an_input_only_the_record_holds()
 
 
 def left_the_tape(tensor: Tensor, how: str) -> None:

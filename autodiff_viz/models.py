@@ -429,7 +429,7 @@ class Model(Layer):
         """
         warnings.warn("model.compiled_loss() is deprecated, as in Keras 3. Use model.compute_loss(y=y, y_pred=y_pred, "
                       "sample_weight=sample_weight) and update the trackers of model.metrics yourself.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=engine.user_stacklevel())
         loss = self.compute_loss(y=y, y_pred=y_pred, sample_weight=sample_weight)
         if self._loss_tracker is not None:
             self._loss_tracker.update_state(loss._value, weight=_batch_len(y_pred))
@@ -2117,7 +2117,7 @@ class _DeprecatedCompiledMetrics:
     def update_state(self, y_true, y_pred, sample_weight=None) -> None:
         warnings.warn("model.compiled_metrics is deprecated, as in Keras 3. Use: for metric in self.metrics: "
                       "metric.update_state(y, y_pred) (or return self.compute_metrics(x, y, y_pred, sample_weight)).",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=engine.user_stacklevel())
         compiled = self._model._compile_metrics
         if compiled is not None:
             compiled.update_state(y_true, y_pred, sample_weight)

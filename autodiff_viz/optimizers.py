@@ -317,7 +317,7 @@ class Optimizer:
                 w = var._value
                 if wd and self._decays(var):
                     w = w - w * wd * lr
-                elif sys.getrefcount(w) > 3 or w.base is not None or not w.flags.writeable:
+                elif sys.getrefcount(w) > _ONLY_THE_VARIABLE or w.base is not None or not w.flags.writeable:
                     w = w.copy()     # a record or a user holds the old value: it keeps it
                 # else only the variable holds its array: update it in place (no copy)
                 if delta is None:
@@ -657,3 +657,24 @@ def get(identifier) -> Optimizer:
         return _BY_NAME[identifier.lower()]()
     raise ValueError(f"Unknown optimizer {identifier!r}. Use one of {sorted(_BY_NAME)} or an optimizer "
                      "instance such as adv.optimizers.Adam(learning_rate=1e-3).")
+
+
+class _Holder:
+    __slots__ = ("_value",)
+
+
+def _refs_of_a_weight_only_its_variable_holds() -> int:
+    """What ``sys.getrefcount(w)`` gives in :meth:`Optimizer.apply_gradients` when only the variable holds ``w``.
+
+    3 in Python (the variable, the local ``w``, the call's argument);
+    compiled code (setup.py) may count fewer. Measured with the same
+    statements, so a weight a record or the user still holds is copied,
+    never changed under them.
+    """
+    var = _Holder()
+    var._value = np.empty(1)
+    w = var._value
+    return sys.getrefcount(w)
+
+
+_ONLY_THE_VARIABLE = _refs_of_a_weight_only_its_variable_holds()

@@ -199,7 +199,8 @@ class GradientTape:
             if t.dtype.kind not in "fc":
                 warnings.warn(
                     f"tape.watch(): {t.name or 'the tensor'} has dtype {t.dtype}; gradients exist only "
-                    "for floating tensors. Use adv.constant(value, dtype='float64').", stacklevel=2)
+                    "for floating tensors. Use adv.constant(value, dtype='float64').",
+                    stacklevel=engine.user_stacklevel())
             self._watch_one(t)
 
     def _watch_one(self, t: Tensor) -> None:
@@ -500,7 +501,8 @@ class GradientTape:
                     f"{what}: the source {_label(s)} has dtype {s.dtype}, so its gradient is None (gradients "
                     "exist only for floating tensors; TensorFlow warns and returns None too). Fix: make it "
                     "float, e.g. adv.constant(value, dtype='float64') or "
-                    "adv.Variable(np.asarray(value, dtype='float64')).", UserWarning, stacklevel=3)
+                    "adv.Variable(np.asarray(value, dtype='float64')).", UserWarning,
+                    stacklevel=engine.user_stacklevel())
 
     @staticmethod
     def _seed(target, output_gradient, recorded):

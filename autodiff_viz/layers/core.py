@@ -403,7 +403,7 @@ class LeakyReLU(Layer):
                 raise TypeError(f"LeakyReLU: got negative_slope={negative_slope!r} and alpha={alpha!r}, two names "
                                 "for the same slope. Pass only negative_slope= (Keras 3's name).")
             warnings.warn("LeakyReLU: the argument `alpha` is deprecated (as in Keras 3). Use `negative_slope` "
-                          "instead.", stacklevel=2)
+                          "instead.", stacklevel=engine.user_stacklevel())
             negative_slope = alpha
         self.negative_slope = _non_negative("LeakyReLU", "negative_slope", negative_slope, 0.3)
         super().__init__(**kwargs)
