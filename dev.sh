@@ -43,6 +43,23 @@ need_system() {  # need_system COMMAND DEBIAN_PACKAGE BREW CONDA
     return 1
 }
 
+with_progress() {  # with_progress LOG COMMAND...: run COMMAND into LOG, saying every 15 s what it is doing
+    local log=$1; shift
+    "$@" > "$log" 2>&1 &
+    local pid=$! waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1; waited=$((waited + 1))
+        if [ $((waited % 15)) = 0 ] && kill -0 "$pid" 2>/dev/null; then
+            say "  ... ${waited}s: $(tail -n 1 "$log" 2>/dev/null | cut -c1-100)"
+        fi
+    done
+    wait "$pid"
+}
+
+install_all() {
+    "$PY" -m pip install --upgrade pip && "$PY" -m pip install -e ".[test]"
+}
+
 setup_python() {
     local python
     python=$(command -v python3.11 || command -v python3)
@@ -54,17 +71,39 @@ setup_python() {
             "$python" -m venv "$VENV"
         fi
     fi
-    local stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+    local stamp="$VENV/.installed-$(cat pyproject.toml setup.py | sha1sum | cut -c1-12)"
     if [ ! -f "$stamp" ]; then
         say "installing autodiff_viz and its test tools into $VENV (log: $VENV/pip.log)"
-        if ! { "$PY" -m pip install --upgrade pip && "$PY" -m pip install -e ".[test]"; } > "$VENV/pip.log" 2>&1; then
+        if ! with_progress "$VENV/pip.log" install_all; then
             tail -n 30 "$VENV/pip.log" >&2
             say "pip failed; the full log is $VENV/pip.log"
             exit 1
         fi
         rm -f "$VENV"/.installed-*
         touch "$stamp"
+    elif compiled_is_stale; then
+        say "recompiling the hot path (Cython; a source changed since the last build; ~3 min, log: $VENV/pip.log)"
+        if ! with_progress "$VENV/pip.log" "$PY" -m pip install --no-deps -e .; then
+            tail -n 30 "$VENV/pip.log" >&2
+            say "the rebuild failed; the full log is $VENV/pip.log (the package runs as plain Python meanwhile)"
+        fi
     fi
+}
+
+compiled_is_stale() {  # did a module compiled by setup.py change since it was compiled? (see autodiff_viz/_compiled.py)
+    "$PY" - <<'PY'
+import hashlib, sys
+record = {}
+try:
+    exec(open("autodiff_viz/_build.py").read(), record)
+except OSError:
+    sys.exit(0)             # never built here
+for source, digest in record["SOURCES"].items():
+    with open("autodiff_viz/" + source, "rb") as f:
+        if hashlib.sha1(f.read()).hexdigest() != digest:
+            sys.exit(0)
+sys.exit(1)
+PY
 }
 
 setup() {

@@ -11,6 +11,9 @@ gradient is ``None`` can all be shown.
     ...     loss = adv.sum(adv.tanh(w) ** 2)
     >>> tape.gradient(loss, w)
 """
+from ._compiled import use_pure_python_where_stale as _use_pure_python_where_stale
+
+_use_pure_python_where_stale()      # first: decides whether the compiled hot path is used (see setup.py)
 from . import tensor as _tensor  # noqa: F401  (first: the other modules build on it)
 from . import nn, rules
 from .engine import config, name_scope

@@ -1,0 +1,103 @@
+"""Use the compiled hot path only when it matches its sources (see ``setup.py``).
+
+``setup.py`` may compile the modules every op runs through into C
+extensions (Cython). Python imports an extension in preference to the
+``.py`` beside it, so an extension built from an older source would
+silently run old code after an edit. Before the package imports anything
+else, this checks each extension found in the package against the SHA-1
+that ``setup.py`` recorded for its source (``_build.py``). If any source
+changed, was never recorded, or ``AUTODIFF_VIZ_PURE=1`` is set, *every*
+module is loaded from its ``.py`` (all or nothing: the frame walks that
+find the learner's line assume one or the other), with a warning unless
+pure Python was asked for.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import warnings
+
+PACKAGE = __name__.rpartition(".")[0]
+ROOT = os.path.dirname(os.path.abspath(__file__))
+_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def _extensions() -> dict:
+    """``{module name: source path relative to the package}`` of every compiled module present."""
+    found = {}
+    for folder, _dirs, files in os.walk(ROOT):
+        rel_dir = os.path.relpath(folder, ROOT)
+        for name in files:
+            for suffix in _SUFFIXES:
+                if name.endswith(suffix):
+                    stem = name[:-len(suffix)]
+                    parts = [] if rel_dir == "." else rel_dir.split(os.sep)
+                    if stem == "__init__":
+                        module, source = ".".join([PACKAGE, *parts]), os.path.join(*parts, "__init__.py")
+                    else:
+                        module = ".".join([PACKAGE, *parts, stem])
+                        source = os.path.join(*parts, stem + ".py")
+                    found[module] = source.replace(os.sep, "/")
+                    break
+    return found
+
+
+def _stale(extensions: dict) -> list:
+    """Sources of ``extensions`` that differ from what ``setup.py`` compiled (or were never recorded)."""
+    try:
+        from ._build import SOURCES
+    except ImportError:
+        SOURCES = {}
+    stale = []
+    for source in extensions.values():
+        path = os.path.join(ROOT, source)
+        try:
+            with open(path, "rb") as f:
+                digest = hashlib.sha1(f.read()).hexdigest()
+        except OSError:
+            continue            # an installed wheel without sources: nothing else to load
+        if SOURCES.get(source) != digest:
+            stale.append(source)
+    return stale
+
+
+class _SourceFinder:
+    """A meta path finder that loads the listed modules from their ``.py`` files, not their extensions."""
+
+    def __init__(self, modules: dict):
+        self.modules = modules
+
+    def find_spec(self, name, path=None, target=None):
+        source = self.modules.get(name)
+        if source is None:
+            return None
+        file = os.path.join(ROOT, source)
+        if source.endswith("__init__.py"):
+            return importlib.util.spec_from_file_location(name, file,
+                                                          submodule_search_locations=[os.path.dirname(file)])
+        return importlib.util.spec_from_file_location(name, file)
+
+
+def use_pure_python_where_stale() -> bool:
+    """Load every module from source if any extension is out of date (or pure Python is asked for); True if so."""
+    extensions = _extensions()
+    if not extensions:
+        return False
+    asked = bool(os.environ.get("AUTODIFF_VIZ_PURE"))
+    stale = [] if asked else _stale(extensions)
+    if not asked and not stale:
+        return False
+    sources = {name: source for name, source in extensions.items()
+               if os.path.exists(os.path.join(ROOT, source))}
+    if any(isinstance(f, _SourceFinder) for f in sys.meta_path):
+        return True
+    sys.meta_path.insert(0, _SourceFinder(sources))
+    if stale:
+        warnings.warn(f"autodiff_viz: {', '.join(stale)} changed since the package was compiled, so every module "
+                      "runs as plain Python (correct, slower). Recompile with `bash dev.sh setup` (or "
+                      "`pip install -e .`); set AUTODIFF_VIZ_PURE=1 to choose plain Python without this warning.",
+                      RuntimeWarning, stacklevel=3)
+    return True
