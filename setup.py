@@ -81,12 +81,15 @@ def _extensions() -> list:
         return []
     try:
         from Cython.Build import cythonize
-    except ImportError:
+        extensions = cythonize(COMPILED, nthreads=os.cpu_count() or 1, quiet=True, force=True,
+                               compiler_directives={"language_level": 3, "binding": True, "embedsignature": True,
+                                                    "annotation_typing": False})
+    except Exception as exc:   # noqa: BLE001  (no Cython, or it cannot translate: install pure Python)
         _record([])
+        print(f"autodiff_viz: not compiling ({exc}); installing pure Python (same behaviour, slower).",
+              file=sys.stderr)
         return []
-    extensions = cythonize(COMPILED, nthreads=os.cpu_count() or 1, quiet=True, force=True,
-                           compiler_directives={"language_level": 3, "binding": True, "embedsignature": True,
-                                                "annotation_typing": False})
+    _record(COMPILED)       # now, before build_py copies the package into a wheel (a failed compile rewrites it)
     if os.name != "nt":
         for ext in extensions:
             ext.extra_compile_args.append("-g0")    # no debug info: a third of the size and the compile time
