@@ -11,6 +11,11 @@ hand-written numpy step, W1's forward + backward per op against PyTorch
 eager (numpy's hand-written backward if torch is not installed), W7's
 float64 LSTM step against PyTorch's LSTMCell loop.
 
+The old package always runs as plain Python (it comes from ``git archive``,
+without extensions); the working tree's runs compiled when ``setup.py``
+compiled it. ``ab.py HEAD`` therefore measures what compiling buys, and
+``AUTODIFF_VIZ_PURE=1`` compares plain Python with plain Python.
+
     .venv/bin/python benchmarks/ab.py b64f4c9                   # W2, 21 rounds
     .venv/bin/python benchmarks/ab.py b64f4c9 --workload W1     # W1
     .venv/bin/python benchmarks/ab.py b64f4c9 --workload W7     # W7 (needs torch)
