@@ -82,7 +82,7 @@ setup_python() {
         rm -f "$VENV"/.installed-*
         touch "$stamp"
     elif compiled_is_stale; then
-        say "recompiling the hot path (Cython; a source changed since the last build; ~3 min, log: $VENV/pip.log)"
+        say "recompiling the hot path (Cython; a source changed since the last build; ~5 min, log: $VENV/pip.log)"
         if ! with_progress "$VENV/pip.log" "$PY" -m pip install --no-deps -e .; then
             tail -n 30 "$VENV/pip.log" >&2
             say "the rebuild failed; the full log is $VENV/pip.log (the package runs as plain Python meanwhile)"
@@ -91,19 +91,7 @@ setup_python() {
 }
 
 compiled_is_stale() {  # did a module compiled by setup.py change since it was compiled? (see autodiff_viz/_compiled.py)
-    "$PY" - <<'PY'
-import hashlib, sys
-record = {}
-try:
-    exec(open("autodiff_viz/_build.py").read(), record)
-except OSError:
-    sys.exit(0)             # never built here
-for source, digest in record["SOURCES"].items():
-    with open("autodiff_viz/" + source, "rb") as f:
-        if hashlib.sha1(f.read()).hexdigest() != digest:
-            sys.exit(0)
-sys.exit(1)
-PY
+    "$PY" autodiff_viz/_compiled.py
 }
 
 setup() {

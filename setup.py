@@ -2,22 +2,23 @@
 
 The modules that run for every op, layer call and update (``COMPILED``) are
 plain Python; Cython turns each into a C extension that runs the same code
-without the interpreter's per-bytecode cost (annotations are not read as C
-types, so the semantics stay Python's) (W2's training step: ~20% less
-overhead over numpy, see docs/performance.md). The ``.py`` files stay the
+without the interpreter's per-bytecode cost (W2's training step: ~20% fewer
+instructions over numpy's, see docs/performance.md). Annotations are not
+read as C types, so the semantics stay Python's. The ``.py`` files stay the
 one source: nothing is written twice.
 
 Compiling is optional. Without a C compiler, or with
 ``AUTODIFF_VIZ_PURE=1`` at install time, the package installs as pure
 Python and behaves the same, only slower. ``autodiff_viz/_build.py``
-records a hash of each compiled source; at import, a source that changed
-since (an edit in a development checkout) makes the package load every
+(written and read by ``autodiff_viz/_compiled.py``) records a hash of each
+compiled source; at import, a source that changed since (an edit in a
+development checkout) makes the package load every
 module from its ``.py`` instead, with a warning, so a stale extension never
 runs (``bash dev.sh setup`` recompiles).
 """
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import os
 import sys
 
@@ -32,25 +33,24 @@ COMPILED = [
     "autodiff_viz/layers/activations.py", "autodiff_viz/optimizers.py", "autodiff_viz/losses.py",
     "autodiff_viz/models.py",
 ]
-RECORD = os.path.join(ROOT, "autodiff_viz", "_build.py")
 
 
-def _digest(path: str) -> str:
-    with open(os.path.join(ROOT, path), "rb") as f:
-        return hashlib.sha1(f.read()).hexdigest()
+def _load_record_keeper():
+    """``autodiff_viz/_compiled.py`` (standard library only), loaded by path: it owns ``_build.py``'s format."""
+    spec = importlib.util.spec_from_file_location("_autodiff_viz_compiled",
+                                                  os.path.join(ROOT, "autodiff_viz", "_compiled.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-DIGESTS = {path: _digest(path) for path in COMPILED}     # taken before compiling: an edit meanwhile shows as stale
+_compiled = _load_record_keeper()
+# taken before compiling: an edit made meanwhile shows as a changed source at import
+DIGESTS = {source: _compiled.digest(source) for source in (path.split("/", 1)[1] for path in COMPILED)}
 
 
-def _record(sources: list) -> None:
-    """Write ``autodiff_viz/_build.py``: the hash of every source that was compiled (empty: pure Python)."""
-    lines = ['"""Written by setup.py: the sources compiled into extensions, with their SHA-1 (see there)."""',
-             "SOURCES = {"]
-    lines += [f"    {path[len('autodiff_viz/'):]!r}: {DIGESTS[path]!r}," for path in sources]
-    lines += ["}", ""]
-    with open(RECORD, "w") as f:
-        f.write("\n".join(lines))
+def _record(compiled: bool) -> None:
+    _compiled.write_record(DIGESTS if compiled else {})
 
 
 class OptionalBuildExt(build_ext):
@@ -66,18 +66,16 @@ class OptionalBuildExt(build_ext):
             super().run()
         except Exception as exc:   # noqa: BLE001  (no compiler, no headers: install pure Python)
             self._fall_back(exc)
-            return
-        _record(COMPILED)
 
     def _fall_back(self, exc) -> None:
-        _record([])
+        _record(False)
         print(f"autodiff_viz: compiling {COMPILED[0]} & co. failed ({exc}); installing pure Python "
               "(same behaviour, slower).", file=sys.stderr)
 
 
 def _extensions() -> list:
     if os.environ.get("AUTODIFF_VIZ_PURE"):
-        _record([])
+        _record(False)
         return []
     try:
         from Cython.Build import cythonize
@@ -85,11 +83,11 @@ def _extensions() -> list:
                                compiler_directives={"language_level": 3, "binding": True, "embedsignature": True,
                                                     "annotation_typing": False})
     except Exception as exc:   # noqa: BLE001  (no Cython, or it cannot translate: install pure Python)
-        _record([])
+        _record(False)
         print(f"autodiff_viz: not compiling ({exc}); installing pure Python (same behaviour, slower).",
               file=sys.stderr)
         return []
-    _record(COMPILED)       # now, before build_py copies the package into a wheel (a failed compile rewrites it)
+    _record(True)       # now, before build_py copies the package into a wheel (a failed compile rewrites it)
     if os.name != "nt":
         for ext in extensions:
             ext.extra_compile_args.append("-g0")    # no debug info: a third of the size and the compile time

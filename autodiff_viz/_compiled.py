@@ -45,23 +45,47 @@ def _extensions() -> dict:
     return found
 
 
-def _stale(extensions: dict) -> list:
-    """Sources of ``extensions`` that differ from what ``setup.py`` compiled (or were never recorded)."""
+RECORD = os.path.join(ROOT, "_build.py")
+
+
+def digest(source: str) -> str | None:
+    """SHA-1 of a source file (a path relative to the package), or None if it is not there."""
     try:
-        from ._build import SOURCES
-    except ImportError:
-        SOURCES = {}
-    stale = []
-    for source in extensions.values():
-        path = os.path.join(ROOT, source)
-        try:
-            with open(path, "rb") as f:
-                digest = hashlib.sha1(f.read()).hexdigest()
-        except OSError:
-            continue            # an installed wheel without sources: nothing else to load
-        if SOURCES.get(source) != digest:
-            stale.append(source)
-    return stale
+        with open(os.path.join(ROOT, source), "rb") as f:
+            return hashlib.sha1(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def write_record(digests: dict) -> None:
+    """Write ``_build.py``: ``{source relative to the package: SHA-1}`` of what was compiled (empty: pure Python)."""
+    lines = ['"""Written by setup.py: the sources compiled into extensions, with their SHA-1 (see _compiled.py)."""',
+             "SOURCES = {"]
+    lines += [f"    {source!r}: {value!r}," for source, value in digests.items()]
+    lines += ["}", ""]
+    with open(RECORD, "w") as f:
+        f.write("\n".join(lines))
+
+
+def recorded() -> dict:
+    """What ``_build.py`` says was compiled (read as a file: this also runs outside the package, from dev.sh)."""
+    record: dict = {}
+    try:
+        with open(RECORD) as f:
+            exec(f.read(), record)
+    except OSError:
+        return {}
+    return record.get("SOURCES", {})
+
+
+def changed(sources) -> list:
+    """Those of ``sources`` that differ from what was compiled, or were never recorded.
+
+    A source that is not there (an installed wheel without sources) counts as unchanged.
+    """
+    record = recorded()
+    return [source for source in sources
+            if (now := digest(source)) is not None and record.get(source) != now]
 
 
 class _SourceFinder:
@@ -87,7 +111,7 @@ def use_pure_python_where_stale() -> bool:
     if not extensions:
         return False
     asked = bool(os.environ.get("AUTODIFF_VIZ_PURE"))
-    stale = [] if asked else _stale(extensions)
+    stale = [] if asked else changed(extensions.values())
     if not asked and not stale:
         return False
     sources = {name: source for name, source in extensions.items()
@@ -101,3 +125,7 @@ def use_pure_python_where_stale() -> bool:
                       "`pip install -e .`); set AUTODIFF_VIZ_PURE=1 to choose plain Python without this warning.",
                       RuntimeWarning, stacklevel=3)
     return True
+
+
+if __name__ == "__main__":      # bash dev.sh: exit status 0 if a compiled source changed since it was compiled
+    sys.exit(0 if changed(recorded()) else 1)
