@@ -1341,6 +1341,10 @@ class Sequential(Model):
 
     def call(self, inputs, training=None):
         x = inputs
+        if training is None:    # no mode given: each layer reads the call context, which is None here too
+            for layer in self._layers:
+                x = layer(x)
+            return x
         for layer in self._layers:
             x = layer(x, training=training)     # a layer whose call has no training passes it to its own layers
         return x

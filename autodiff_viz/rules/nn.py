@@ -64,6 +64,7 @@ the channel axis; every axis in front of them is folded into one batch axis
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import weakref
 
@@ -589,19 +590,32 @@ def _minus_one_hot(logits, labels):
 
 
 def _sparse_xent_vjp(g, y, labels, logits):
-    """``ḡ·(softmax(z) − onehot(label))``."""
-    if type(g) is np.ndarray and type(logits) is np.ndarray and g.shape == y.shape:
-        p = _softmax(logits, (-1,))
-        rows = p.reshape(-1, p.shape[-1])
-        rows[np.arange(rows.shape[0]), _labels(labels).reshape(-1)] -= 1
-        p *= g.reshape(g.shape + (1,))
-        return p
+    """``ḡ·(softmax(z) − onehot(label))``.
+
+    The loss already holds ``logsumexp(z) = y + z[label]``, so ``softmax(z)
+    = exp(z − logsumexp(z))`` costs one subtraction and one ``exp``: no
+    second max or sum over the classes. A row whose ``logsumexp`` is not
+    finite (an infinite logit) takes the shifted softmax instead.
+    """
+    if type(g) is np.ndarray and type(logits) is np.ndarray and g.shape == y.shape and type(y) is np.ndarray:
+        classes = logits.shape[-1]
+        z = logits.reshape(-1, classes)
+        rows, index = np.arange(z.shape[0]), _labels(labels).reshape(-1)
+        lse = y.reshape(-1) + z[rows, index]
+        if math.isfinite(np.add.reduce(lse)):
+            p = np.subtract(z, lse.reshape(-1, 1))
+            np.exp(p, out=p)
+        else:
+            p = _softmax(z, (-1,))
+        p[rows, index] -= 1
+        p *= g.reshape(-1, 1)
+        return p.reshape(logits.shape)
     gk = g.reshape(g.shape + (1,))
     return gk * _minus_one_hot(logits, labels)
 
 
 sparse_softmax_cross_entropy = define(
-    "sparse_softmax_cross_entropy", _sparse_xent, saves="inputs",
+    "sparse_softmax_cross_entropy", _sparse_xent,
     doc="loss = −log softmax(z)[label] over the last axis (label: a class index per row; z: logits)",
     labels=None,
     logits=("softmax(z) − onehot(label)", _sparse_xent_vjp,
