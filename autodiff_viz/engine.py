@@ -423,36 +423,37 @@ class name_scope:
 
     def __enter__(self):
         scope_kinds[self.name] = self.kind
-        st = state                  # each read of a thread-local attribute costs a look-up: read once
-        scope = st.scope
-        self._saved = (scope, st.scope_path,
+        st = state.__dict__         # this thread's attributes: one thread-local look-up, then plain dict reads
+        scope = st["scope"]
+        self._saved = (scope, st["scope_path"],
                        _NOT_SHARED if self.share is None else _enter_location(st, self.share, 1))
-        scope = st.scope = scope + (self.name,)
-        path = st.scope_path = "/".join(scope)
+        scope = st["scope"] = scope + (self.name,)
+        path = st["scope_path"] = "/".join(scope)
         return path
 
     def __exit__(self, *exc):
-        st = state
-        st.scope, st.scope_path, location = self._saved
+        st = state.__dict__
+        st["scope"], st["scope_path"], location = self._saved
         if location is not _NOT_SHARED:
-            st.location = location
+            st["location"] = location
         return False
 
 
 _NOT_SHARED = object()     # a name_scope that leaves the shared location alone
 
 
-def _enter_location(st, share: bool, skip: int = 0):
+def _enter_location(st: dict, share: bool, skip: int = 0):
     """Set this thread's shared location for a block (see :class:`shared_location`); returns the one to restore.
 
-    ``skip``: package frames between the ``__enter__`` that calls this and the block's caller.
+    ``st``: ``state.__dict__``. ``skip``: package frames between the ``__enter__`` that calls this and the
+    block's caller.
     """
-    saved = st.location
+    saved = st["location"]
     if not share:
         if saved is not None:
-            st.location = None
+            st["location"] = None
     elif saved is None and config.capture_locations:
-        st.location = user_frame(skip + 1)
+        st["location"] = user_frame(skip + 1)
     return saved
 
 
@@ -472,7 +473,7 @@ class shared_location:
         self.share = share
 
     def __enter__(self):
-        self._saved = _enter_location(state, self.share, 1)
+        self._saved = _enter_location(state.__dict__, self.share, 1)
         return self
 
     def __exit__(self, *exc):
@@ -548,10 +549,10 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     y.name = None
     y._node = None              # set below when the op is recorded or has history
     y._lineage = False
-    st = state
-    if _anomaly_threads and st.anomaly is not None:
-        st.anomaly.forward(rule, inputs, y)
-    recording = st.recording
+    st = state.__dict__     # this thread's attributes: one thread-local look-up, then plain dict reads
+    if _anomaly_threads and st["anomaly"] is not None:
+        st["anomaly"].forward(rule, inputs, y)
+    recording = st["recording"]
     recorders = None
     if recording:
         if len(recording) == 1:
@@ -569,7 +570,7 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
                 if tape._tracks_any(inputs):
                     recorders = (tape,) if recorders is None else recorders + (tape,)
     if recorders is None:
-        if not st.lineage:
+        if not st["lineage"]:
             return y
         for t in inputs:
             if t._lineage:
@@ -592,7 +593,7 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
                 read.append(v)
             inputs = tuple(read)
             break
-    where = st.location
+    where = st["location"]
     if where is None and config.capture_locations:
         # user_frame(), starting at our caller's caller: apply is called by package code (an operator,
         # an op function, engine.call), so that frame is never the user's; skipping it saves making a
@@ -609,7 +610,7 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
     node.out_id = y_id
     node.out = out
     node._where = where
-    node.scope = st.scope_path
+    node.scope = st["scope_path"]
     if recorders is None:
         node.tapes = ()
     elif len(recorders) == 1:

@@ -553,17 +553,17 @@ class Layer:
             raise TypeError(f"{self.name}: call the layer with its inputs, e.g. layer(x).")
         if _has_symbolic(args, kwargs):
             return self._symbolic_call(args, kwargs)
-        calls = _calls
-        depth = calls.__dict__.get("depth", 0)
+        calls = _calls.__dict__     # this thread's: one thread-local look-up, then plain dict reads and writes
+        depth = calls.get("depth", 0)
         if depth == 0 and _holding_losses.data:
             self._clear_losses()
-        calls.depth = depth + 1
+        calls["depth"] = depth + 1
         cls = type(self)
         known = cls._call_shares        # (call, package code?, takes training?, takes mask?), once per class
         if known[0] is not cls.call:
             known = cls._call_shares = (cls.call, engine.is_package_code(cls.call), *_call_parameters(cls.call))
         _, shares, takes_training, takes_mask = known
-        outer = calls.__dict__.get("training")
+        outer = calls.get("training")
         if "training" in kwargs:        # Keras 3's call context: the given value goes to the layers inside
             training = kwargs["training"] if takes_training else kwargs.pop("training")
         else:
@@ -571,7 +571,7 @@ class Layer:
             if training is not None and takes_training:
                 kwargs["training"] = training
         if training is not outer:
-            calls.training = training
+            calls["training"] = training
         try:
             with engine.name_scope(d["_name"], cls.__name__, share_location=shares):
                 first = args[0]
@@ -590,9 +590,9 @@ class Layer:
                 elif mask is not None and not takes_mask:       # a layer that takes the mask has used it
                     _mask_dropped(self)
         finally:
-            calls.depth = depth
+            calls["depth"] = depth
             if training is not outer:
-                calls.training = outer
+                calls["training"] = outer
         d["_output"] = out
         d["_output_shape"] = _shapes(out)
         return out
