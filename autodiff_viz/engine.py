@@ -422,21 +422,35 @@ class name_scope:
         self.share = share_location
 
     def __enter__(self):
-        scope_kinds[self.name] = self.kind
-        st = state.__dict__         # this thread's attributes: one thread-local look-up, then plain dict reads
-        scope = st["scope"]
-        self._saved = (scope, st["scope_path"],
-                       _NOT_SHARED if self.share is None else _enter_location(st, self.share, 1))
-        scope = st["scope"] = scope + (self.name,)
-        path = st["scope_path"] = "/".join(scope)
-        return path
+        self._saved = enter_scope(self.name, self.kind, self.share)
+        return state.scope_path
 
     def __exit__(self, *exc):
-        st = state.__dict__
-        st["scope"], st["scope_path"], location = self._saved
-        if location is not _NOT_SHARED:
-            st["location"] = location
+        exit_scope(self._saved)
         return False
+
+
+def enter_scope(name: str, kind: str | None = None, share: bool | None = None) -> tuple:
+    """Open :class:`name_scope` ``name`` in this thread; returns what :func:`exit_scope` needs to close it.
+
+    The scope itself, without a context-manager object: a layer opens one on
+    every call.
+    """
+    scope_kinds[name] = kind
+    st = state.__dict__         # this thread's attributes: one thread-local look-up, then plain dict reads
+    scope = st["scope"]
+    saved = (scope, st["scope_path"], _NOT_SHARED if share is None else _enter_location(st, share, 1))
+    scope = st["scope"] = scope + (name,)
+    st["scope_path"] = "/".join(scope)
+    return saved
+
+
+def exit_scope(saved: tuple) -> None:
+    """Close the scope :func:`enter_scope` opened (``saved`` is what it returned)."""
+    st = state.__dict__
+    st["scope"], st["scope_path"], location = saved
+    if location is not _NOT_SHARED:
+        st["location"] = location
 
 
 _NOT_SHARED = object()     # a name_scope that leaves the shared location alone

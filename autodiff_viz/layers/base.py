@@ -46,6 +46,7 @@ from collections import defaultdict
 import numpy as np
 
 from .. import engine
+from ..engine import enter_scope, exit_scope
 from ..ops import cast
 from ..structure import flatten
 from ..tensor import Tensor, Variable, _to_array, check_nbytes, constant
@@ -557,7 +558,6 @@ class Layer:
         depth = calls.get("depth", 0)
         if depth == 0 and _holding_losses.data:
             self._clear_losses()
-        calls["depth"] = depth + 1
         cls = type(self)
         known = cls._call_shares        # (call, package code?, takes training?, takes mask?), once per class
         if known[0] is not cls.call:
@@ -570,26 +570,28 @@ class Layer:
             training = outer
             if training is not None and takes_training:
                 kwargs["training"] = training
+        scope = enter_scope(d["_name"], cls.__name__, shares)
+        calls["depth"] = depth + 1
         if training is not outer:
             calls["training"] = training
         try:
-            with engine.name_scope(d["_name"], cls.__name__, share_location=shares):
-                first = args[0]
-                inputs = self._convert_inputs(first)
-                if self._single_input and not isinstance(inputs, Tensor):
-                    _refuse_structure(self, first)
-                if not d["built"]:
-                    self._maybe_build(_shapes(inputs))
-                # carried by the input tensor (Keras 3), also when cast; no look-up until some layer made a mask
-                mask = _carried(first) if _masks_made[0] else None
-                if mask is not None and takes_mask and kwargs.get("mask") is None:
-                    kwargs["mask"] = mask
-                out = self.call(inputs, *args[1:], **kwargs)
-                if self.supports_masking and (mask is not None or cls.compute_mask is not Layer.compute_mask):
-                    _carry_mask(out, self.compute_mask(inputs, kwargs.get("mask", mask)))
-                elif mask is not None and not takes_mask:       # a layer that takes the mask has used it
-                    _mask_dropped(self)
+            first = args[0]
+            inputs = self._convert_inputs(first)
+            if self._single_input and not isinstance(inputs, Tensor):
+                _refuse_structure(self, first)
+            if not d["built"]:
+                self._maybe_build(_shapes(inputs))
+            # carried by the input tensor (Keras 3), also when cast; no look-up until some layer made a mask
+            mask = _carried(first) if _masks_made[0] else None
+            if mask is not None and takes_mask and kwargs.get("mask") is None:
+                kwargs["mask"] = mask
+            out = self.call(inputs, *args[1:], **kwargs)
+            if self.supports_masking and (mask is not None or cls.compute_mask is not Layer.compute_mask):
+                _carry_mask(out, self.compute_mask(inputs, kwargs.get("mask", mask)))
+            elif mask is not None and not takes_mask:       # a layer that takes the mask has used it
+                _mask_dropped(self)
         finally:
+            exit_scope(scope)
             calls["depth"] = depth
             if training is not outer:
                 calls["training"] = outer
@@ -644,7 +646,8 @@ class Layer:
             raise TypeError(f"{self.name}: an InputSpec only gives a Sequential its input shape; call layers "
                             "on arrays, tensors, or on adv.layers.Input(shape) for the functional API.")
         if isinstance(x, Tensor):
-            if self._autocast and x.dtype.kind == "f" and x.dtype != self.dtype:
+            dtype = x._value.dtype
+            if self._autocast and dtype.kind == "f" and dtype != self.dtype:
                 return cast(x, self.dtype)
             return x
         if isinstance(x, (np.ndarray, list, tuple, float, int, np.generic)):
@@ -1060,6 +1063,8 @@ def _refuse_structure(layer, given):
 
 
 def _shapes(obj):
+    if type(obj) is Tensor:         # the usual output: no property, no copy
+        return obj._value.shape
     if isinstance(obj, (Tensor, np.ndarray)):
         return tuple(obj.shape)
     if isinstance(obj, (list, tuple)):

@@ -592,18 +592,20 @@ def _minus_one_hot(logits, labels):
 def _sparse_xent_vjp(g, y, labels, logits):
     """``ḡ·(softmax(z) − onehot(label))``.
 
-    The loss already holds ``logsumexp(z) = y + z[label]``, so ``softmax(z)
-    = exp(z − logsumexp(z))`` costs one subtraction and one ``exp``: no
-    second max or sum over the classes. A row whose ``logsumexp`` is not
-    finite (an infinite logit) takes the shifted softmax instead.
+    The saved loss already holds the normaliser: ``y = logsumexp(z) −
+    z[label]``, so ``softmax(z)ᵢ = exp((zᵢ − z[label]) − y)``: one ``exp``
+    and no second max or sum over the classes. Both differences are of
+    nearby numbers, as in the max-shifted softmax, so large logits lose no
+    precision. A row with an infinite (or NaN) logit or loss takes the
+    shifted softmax instead.
     """
     if type(g) is np.ndarray and type(logits) is np.ndarray and g.shape == y.shape and type(y) is np.ndarray:
-        classes = logits.shape[-1]
-        z = logits.reshape(-1, classes)
+        z = logits.reshape(-1, logits.shape[-1])
         rows, index = np.arange(z.shape[0]), _labels(labels).reshape(-1)
-        lse = y.reshape(-1) + z[rows, index]
-        if math.isfinite(np.add.reduce(lse)):
-            p = np.subtract(z, lse.reshape(-1, 1))
+        at_label, loss = z[rows, index], y.reshape(-1)
+        if math.isfinite(np.add.reduce(at_label) + np.add.reduce(loss)):
+            p = np.subtract(z, at_label.reshape(-1, 1))
+            p -= loss.reshape(-1, 1)
             np.exp(p, out=p)
         else:
             p = _softmax(z, (-1,))
