@@ -70,6 +70,38 @@ def test_sparse_equals_categorical_with_one_hot_labels(from_logits):
         np.testing.assert_allclose(sparse.numpy(), dense.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype, offset", [("float64", 0.0), ("float32", 0.0), ("float32", 3000.0),
+                                           ("float64", 1e9)])
+def test_sparse_crossentropy_gradient_is_softmax_minus_one_hot_at_any_logit_size(dtype, offset):
+    """The VJP reads logsumexp off the saved loss; large logits close together must not cost precision
+    (float32 at 3000: an error of one ulp of the logits in the normaliser is ~2e-4 in every probability)."""
+    rng = np.random.default_rng(5)
+    z = adv.Variable((rng.normal(size=(6, 5)) * 2.0 + offset).astype(dtype))
+    labels, weights = np.array([0, 3, 1, 2, 2, 4]), np.arange(1.0, 7.0)
+    with adv.GradientTape() as tape:
+        loss = adv.sum(losses.sparse_categorical_crossentropy(labels, z, from_logits=True) * weights)
+    g = tape.gradient(loss, z).numpy()
+    zz = z.numpy().astype(np.float64)
+    expected = np.exp(zz - zz.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    expected[np.arange(6), labels] -= 1
+    assert g.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(g, expected * weights[:, None], atol=2e-6 if dtype == "float32" else 1e-12)
+
+
+def test_sparse_crossentropy_gradient_with_infinite_logits_matches_the_softmax():
+    """A row with −inf at its label has an infinite loss; its gradient is still softmax(z) − onehot."""
+    z = adv.Variable(np.array([[0.0, -np.inf, 1.0], [1.0, 2.0, 3.0], [0.0, 1.0, -np.inf]]))
+    with adv.GradientTape() as tape:
+        loss = adv.sum(losses.sparse_categorical_crossentropy([1, 2, 0], z, from_logits=True))
+    e = np.exp(np.array([[0.0, 0.0, 1.0], [1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]) - [[1.0], [3.0], [1.0]])
+    e *= [[1, 0, 1], [1, 1, 1], [1, 1, 0]]
+    expected = e / e.sum(1, keepdims=True)
+    expected[[0, 1, 2], [1, 2, 0]] -= 1
+    assert loss.numpy() == np.inf
+    np.testing.assert_allclose(tape.gradient(loss, z).numpy(), expected, atol=1e-12)
+
+
 @pytest.mark.parametrize("loss, labels", [
     (losses.sparse_categorical_crossentropy, np.array([2, 0, 1])),
     (losses.categorical_crossentropy, np.eye(4)[[2, 0, 1]]),

@@ -596,14 +596,14 @@ def _sparse_xent_vjp(g, y, labels, logits):
     z[label]``, so ``softmax(z)ᵢ = exp((zᵢ − z[label]) − y)``: one ``exp``
     and no second max or sum over the classes. Both differences are of
     nearby numbers, as in the max-shifted softmax, so large logits lose no
-    precision. A row with an infinite (or NaN) logit or loss takes the
-    shifted softmax instead.
+    precision. A batch with an infinite (or NaN) loss, which an infinite
+    or NaN logit makes, takes the shifted softmax instead.
     """
     if type(g) is np.ndarray and type(logits) is np.ndarray and g.shape == y.shape and type(y) is np.ndarray:
         z = logits.reshape(-1, logits.shape[-1])
         rows, index = np.arange(z.shape[0]), _labels(labels).reshape(-1)
         at_label, loss = z[rows, index], y.reshape(-1)
-        if math.isfinite(np.add.reduce(at_label) + np.add.reduce(loss)):
+        if math.isfinite(np.add.reduce(loss)):     # finite: no logit is +inf or NaN, z[label] is not −inf
             p = np.subtract(z, at_label.reshape(-1, 1))
             p -= loss.reshape(-1, 1)
             np.exp(p, out=p)
