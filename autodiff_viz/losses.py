@@ -170,10 +170,14 @@ def _named_scope(fn):
 
     @functools.wraps(fn)
     def scoped(*args, **kwargs):
-        if engine.state.scope and engine.state.scope[-1] in _SCOPED:
+        scope = engine.state.scope
+        if scope and scope[-1] in _SCOPED:
             return fn(*args, **kwargs)
-        with engine.name_scope(name, share_location=True):   # the user's line, found once per call
+        saved = engine.enter_scope(name, None, True)     # the user's line, found once per call
+        try:
             return fn(*args, **kwargs)
+        finally:
+            engine.exit_scope(saved)
     _SCOPED.add(name)
     return scoped
 

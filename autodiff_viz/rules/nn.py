@@ -578,10 +578,22 @@ softmax_cross_entropy = define(
 
 
 def _sparse_xent(labels, logits):
-    """``−log softmax(z)[label]`` over the last axis, one class index per row."""
-    rows = _log_softmax(logits, (-1,)).reshape(-1, logits.shape[-1])
-    picked = rows[np.arange(rows.shape[0]), labels.reshape(-1)]
-    return np.negative(picked, out=picked).reshape(labels.shape)
+    """``−log softmax(z)[label] = ln Σ e^(z − m) − (z[label] − m)`` over the last axis, one class index per row.
+
+    ``m`` is the row's (finite) max, as in :func:`_log_softmax`, whose bits this
+    matches; only the picked entry is shifted, not the whole row.
+    """
+    z = logits.reshape(-1, logits.shape[-1])
+    m = np.maximum.reduce(z, axis=1)
+    if not math.isfinite(np.add.reduce(m)):     # one reduction: an infinite (or NaN) max shows in the sum
+        m = np.where(np.isfinite(m), m, 0)
+    e = np.subtract(z, m.reshape(-1, 1))
+    total = np.add.reduce(np.exp(e, out=e), axis=1)
+    picked = z[np.arange(z.shape[0]), labels.reshape(-1)]
+    picked -= m
+    loss = np.log(total, out=total)
+    loss -= picked
+    return loss.reshape(labels.shape)
 
 
 def _minus_one_hot(logits, labels):
