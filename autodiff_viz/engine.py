@@ -214,12 +214,14 @@ _released_arrays: dict = {}
 def released_array(dtype, shape) -> Released:
     """A shared, read-only :class:`Released` array of ``shape`` and ``dtype`` (zero strides)."""
     key = (dtype.num, shape)      # hashing a dtype object is slow; its number is enough here
-    arr = _released_arrays.get(key)
-    if arr is None:
-        if len(_released_arrays) > 4096:
-            _released_arrays.clear()
-        fill = np.array(np.nan if dtype.kind in "fc" else 0, dtype=dtype)
-        arr = _released_arrays[key] = np.broadcast_to(fill, shape).view(Released)
+    try:
+        return _released_arrays[key]    # nearly always there: a step releases the same shapes every time
+    except KeyError:
+        pass
+    if len(_released_arrays) > 4096:
+        _released_arrays.clear()
+    fill = np.array(np.nan if dtype.kind in "fc" else 0, dtype=dtype)
+    arr = _released_arrays[key] = np.broadcast_to(fill, shape).view(Released)
     return arr
 
 
