@@ -58,7 +58,15 @@ _INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_
                        "_inbound_nodes", "_losses", "_regularizers", "_constraints", "_var_cache",
                        "_sub_cache", "_trainable", "built"})
 _version = [0]              # bumped whenever a layer's weights or sublayers may have changed
-_calls = threading.local()  # .depth: how many layer calls are open in this thread
+class _Calls(threading.local):
+    """This thread's layer-call context: how many calls are open, and the ``training`` mode they pass on."""
+
+    def __init__(self):
+        self.depth = 0
+        self.training = None
+
+
+_calls = _Calls()
 _holding_losses: "weakref.WeakSet" = weakref.WeakSet()   # layers with add_loss losses to clear
 _symbolic_layers: "weakref.WeakSet" = weakref.WeakSet()  # layers called on symbolic tensors
 _node_order = itertools.count()
@@ -555,7 +563,7 @@ class Layer:
         if _has_symbolic(args, kwargs):
             return self._symbolic_call(args, kwargs)
         calls = _calls.__dict__     # this thread's: one thread-local look-up, then plain dict reads and writes
-        depth = calls.get("depth", 0)
+        depth = calls["depth"]
         if depth == 0 and _holding_losses.data:
             self._clear_losses()
         cls = type(self)
@@ -563,7 +571,7 @@ class Layer:
         if known[0] is not cls.call:
             known = cls._call_shares = (cls.call, engine.is_package_code(cls.call), *_call_parameters(cls.call))
         _, shares, takes_training, takes_mask = known
-        outer = calls.get("training")
+        outer = calls["training"]
         if "training" in kwargs:        # Keras 3's call context: the given value goes to the layers inside
             training = kwargs["training"] if takes_training else kwargs.pop("training")
         else:
@@ -642,14 +650,14 @@ class Layer:
         return rebuild([self._convert(x) for x in leaves])
 
     def _convert(self, x):
+        if isinstance(x, Tensor):
+            dtype = x._value.dtype
+            if dtype.kind == "f" and self._autocast and dtype != self.dtype:
+                return cast(x, self.dtype)
+            return x
         if isinstance(x, InputSpec):
             raise TypeError(f"{self.name}: an InputSpec only gives a Sequential its input shape; call layers "
                             "on arrays, tensors, or on adv.layers.Input(shape) for the functional API.")
-        if isinstance(x, Tensor):
-            dtype = x._value.dtype
-            if self._autocast and dtype.kind == "f" and dtype != self.dtype:
-                return cast(x, self.dtype)
-            return x
         if isinstance(x, (np.ndarray, list, tuple, float, int, np.generic)):
             arr = self._array(x)
             keep = arr.dtype.kind == "f" and not self._autocast
