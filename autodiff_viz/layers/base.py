@@ -58,6 +58,8 @@ _INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_
                        "_inbound_nodes", "_losses", "_regularizers", "_constraints", "_var_cache",
                        "_sub_cache", "_trainable", "built"})
 _version = [0]              # bumped whenever a layer's weights or sublayers may have changed
+
+
 class _Calls(threading.local):
     """This thread's layer-call context: how many calls are open, and the ``training`` mode they pass on."""
 
