@@ -184,3 +184,91 @@ def test_attention_uses_the_carried_masks_and_passes_the_querys_on():
     out = att([e, e])
     np.testing.assert_array_equal(out.numpy(), att([e.numpy(), e.numpy()], mask=[TOKENS != 0, TOKENS != 0]).numpy())
     np.testing.assert_array_equal(out._keras_mask, TOKENS != 0)
+
+
+# ----- masks in pooling, batch normalization and multi-head attention (Keras 3) ---------------------------
+def test_global_average_pooling_1d_averages_the_real_steps_only():
+    """Embedding(mask_zero) → GlobalAveragePooling1D, the text-classification set-up of Keras' tutorials."""
+    emb = adv.layers.Embedding(10, 3, mask_zero=True, dtype="float64")
+    gap = adv.layers.GlobalAveragePooling1D(dtype="float64")
+    with adv.GradientTape() as tape:
+        e = emb(TOKENS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")              # the layer takes the mask: no "mask stops here"
+            out = gap(e)
+        total = adv.sum(out)
+    mask = TOKENS != 0
+    want = np.stack([e.numpy()[i][mask[i]].mean(axis=0) for i in range(2)])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    assert getattr(out, "_keras_mask", None) is None             # averaged away: no mask after it
+    g = tape.gradient(total, emb.embeddings).numpy()
+    np.testing.assert_allclose(g[0], 0.0)                          # padding token: no gradient
+    np.testing.assert_allclose(g[3], 1 / 3)                        # one of 3 real steps in the first sequence
+    np.testing.assert_allclose(g[2], 1 / 3 + 1 / 5)                # in both sequences
+    kept = adv.layers.GlobalAveragePooling1D(keepdims=True, dtype="float64")(e.numpy(), mask=mask)
+    np.testing.assert_allclose(kept.numpy()[:, 0], want, rtol=1e-12)
+
+
+def test_global_average_pooling_1d_refuses_a_mask_of_the_wrong_shape_and_warns_on_an_empty_sequence():
+    x = np.ones((2, 5, 3))
+    gap = adv.layers.GlobalAveragePooling1D(name="pool")
+    with pytest.raises(ValueError, match=r"pool \(GlobalAveragePooling1D\): mask should have shape \(batch, time\) = \(2, 5\), got \(2, 4\)"):
+        gap(x, mask=np.ones((2, 4), bool))
+    with pytest.warns(RuntimeWarning, match=r"every step of sample\(s\) \[1\] is masked.*NaN") as caught:
+        out = gap(x, mask=np.array([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]]))
+    assert caught[0].filename == __file__
+    np.testing.assert_allclose(out.numpy()[0], 1.0)
+    assert np.isnan(out.numpy()[1]).all()
+
+
+def test_batch_normalization_takes_its_batch_statistics_over_the_real_steps():
+    adv.layers.set_random_seed(5)
+    emb = adv.layers.Embedding(10, 3, mask_zero=True, dtype="float64")
+    bn = adv.layers.BatchNormalization(momentum=0.0, dtype="float64")
+    e = emb(TOKENS)
+    out = bn(e, training=True)
+    real = e.numpy()[TOKENS != 0]
+    np.testing.assert_allclose(bn.moving_mean.numpy(), real.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), real.var(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(out.numpy(), (e.numpy() - real.mean(axis=0)) / np.sqrt(real.var(axis=0) + 1e-3),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(out._keras_mask, TOKENS != 0)   # passed on to the next layer
+    with pytest.raises(ValueError, match=r"mask should have shape \(batch, time\) = \(2, 5\)"):
+        bn(e.numpy(), training=True, mask=np.ones((2, 3), bool))
+    channels_first = adv.layers.BatchNormalization(axis=1, momentum=0.0, dtype="float64")
+    x = np.random.default_rng(1).normal(size=(2, 3, 5))           # (batch, features, steps)
+    channels_first(x, training=True, mask=TOKENS != 0)
+    np.testing.assert_allclose(channels_first.moving_mean.numpy(),
+                               np.moveaxis(x, 1, -1)[TOKENS != 0].mean(axis=0), rtol=1e-6)
+
+
+def test_multi_head_attention_reads_the_masks_its_inputs_carry():
+    emb = adv.layers.Embedding(10, 8, mask_zero=True, dtype="float64")
+    mha = adv.layers.MultiHeadAttention(num_heads=2, key_dim=4, dtype="float64")
+    e = emb(TOKENS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # neither the layer nor its projections drop the mask
+        out, scores = mha(e, e, return_attention_scores=True)
+    np.testing.assert_allclose(scores.numpy()[0, :, :, 3:], 0.0)       # padded keys get no weight
+    mask = TOKENS != 0
+    explicit = mha(e.numpy(), e.numpy(), query_mask=mask, value_mask=mask)
+    np.testing.assert_allclose(out.numpy(), explicit.numpy(), rtol=1e-12)
+    assert not np.allclose(out.numpy(), mha(e.numpy(), e.numpy()).numpy())
+    np.testing.assert_array_equal(out._keras_mask, mask)                 # the query's mask goes on
+    assert getattr(scores, "_keras_mask", None) is None
+
+
+def test_pooling_normalization_and_attention_configs_rebuild_the_same_layer():
+    given = [
+        (adv.layers.GlobalAveragePooling1D, {"keepdims": True, "dtype": "float64"}),
+        (adv.layers.MaxPooling2D, {"pool_size": (3, 3), "strides": (1, 1), "padding": "same"}),
+        (adv.layers.BatchNormalization, {"axis": 1, "momentum": 0.9, "epsilon": 1e-5, "center": False,
+                                         "gamma_initializer": "zeros", "moving_variance_initializer": "zeros"}),
+        (adv.layers.LayerNormalization, {"axis": [1, 2], "epsilon": 1e-6, "scale": False}),
+        (adv.layers.MultiHeadAttention, {"num_heads": 3, "key_dim": 2, "value_dim": 5, "dropout": 0.1,
+                                         "kernel_initializer": "he_normal", "output_shape": 7, "trainable": False}),
+    ]
+    for cls, kwargs in given:
+        config = cls(**kwargs).get_config()
+        assert {k: config.get(k) for k in kwargs} == kwargs, cls.__name__     # every argument is kept
+        assert cls.from_config(config).get_config() == config, cls.__name__

@@ -88,7 +88,14 @@ class _Projection(Layer):
     ``kernel`` has shape ``in_shape + out_shape`` (``(d_model, heads,
     key_dim)`` for a query projection, ``(heads, value_dim, d_model)`` for
     the output one); the product is one matrix product after a reshape.
+    The attention layer has read its inputs' masks already, so a projection
+    ignores them.
     """
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    supports_masking = True
 
     def __init__(self, in_shape, out_shape, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
                  bias_regularizer, kernel_constraint, bias_constraint, **kwargs):
@@ -150,12 +157,18 @@ class MultiHeadAttention(Layer):
     return_attention_scores=False, training=None, use_causal_mask=False)``;
     ``attention_mask`` is boolean ``(batch, T, S)`` (True: may attend), and
     ``query_mask (batch, T)`` / ``value_mask`` / ``key_mask (batch, S)`` are
-    combined with it as Keras does. Attention probabilities are dropped
+    combined with it as Keras does. A query, value or key that carries a
+    mask (from ``Embedding(mask_zero=True)`` or ``Masking``) gives its
+    ``*_mask`` when that argument is not passed, as in Keras 3: padded keys
+    get no weight, padded query rows give 0, and the output carries the
+    query's mask. Attention probabilities are dropped
     (``dropout``) only with ``training=True``. ``kernel_regularizer``,
     ``bias_regularizer`` and the constraints apply to all four projections,
     as Keras. Only inputs of rank 3 (attention over one sequence axis) are
     supported.
     """
+
+    supports_masking = True
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
@@ -199,6 +212,10 @@ class MultiHeadAttention(Layer):
                             "self-attention pass the same sequence twice: mha(x, x).")
         shapes = [_shape_of(query), _shape_of(value), None if key is None else _shape_of(key)]
         self._check_shapes(*shapes)
+        for name, t in (("query_mask", query), ("value_mask", value), ("key_mask", key)):
+            carried = getattr(t, "_keras_mask", None)
+            if carried is not None and kwargs.get(name) is None:    # Keras 3: a tensor's mask fills its *_mask
+                kwargs[name] = carried
         masks = {k: kwargs.get(k) for k in ("query_mask", "value_mask", "key_mask", "attention_mask")}
         known = (shapes[0][0], shapes[0][1], shapes[1][1])
         if any(m is not None for m in masks.values()) and not _has_symbolic((query, value, key), masks):
@@ -206,7 +223,10 @@ class MultiHeadAttention(Layer):
         if not self.built:
             self.build(*shapes)
             self.built = True
-        return super().__call__(query, value=value, key=key, **kwargs)
+        out = super().__call__(query, value=value, key=key, **kwargs)
+        if isinstance(out, tuple) and isinstance(out[1], Tensor):
+            out[1]._keras_mask = None       # the query's mask belongs to the output, not to the scores
+        return out
 
     def _check_shapes(self, q, v, k):
         k = v if k is None else k
@@ -253,9 +273,13 @@ class MultiHeadAttention(Layer):
         self.built = True
 
     def get_config(self) -> dict:
-        return {"name": self.name, "num_heads": self.num_heads, "key_dim": self.key_dim, "value_dim": self.value_dim,
-                "dropout": self.dropout, "use_bias": self.use_bias,
-                "output_shape": self._output_dims[0] if self._output_dims else None, "seed": self.seed}
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "value_dim": self.value_dim, "dropout": self.dropout, "use_bias": self.use_bias,
+                "output_shape": self._output_dims[0] if self._output_dims else None, "attention_axes": None,
+                "kernel_initializer": self.kernel_initializer, "bias_initializer": self.bias_initializer,
+                "kernel_regularizer": self.kernel_regularizer, "bias_regularizer": self.bias_regularizer,
+                "kernel_constraint": self.kernel_constraint, "bias_constraint": self.bias_constraint,
+                "seed": self.seed}
 
     @property
     def query_dense(self):

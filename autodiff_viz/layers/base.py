@@ -110,6 +110,23 @@ def _carry_mask(out, mask) -> None:
                 _masks_made[0] = True
 
 
+def boolean_mask(layer, mask, shape: tuple) -> np.ndarray:
+    """``mask`` (booleans or 0/1 numbers, an array, list or tensor) as a numpy bool array of ``shape``.
+
+    True marks a real step, False a padded one, as in Keras. A mask of another
+    shape is an error naming ``layer`` and the shape it needs.
+    """
+    m = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
+    if m.shape != tuple(shape):
+        want = f"(batch, time) = {tuple(shape)}" if len(shape) == 2 else f"{tuple(shape)}"
+        raise ValueError(f"{layer.name} ({type(layer).__name__}): mask should have shape {want}, got {m.shape}. "
+                         "True marks the steps to use (Embedding(mask_zero=True).compute_mask(tokens) gives it).")
+    if m.dtype.kind not in "biuf":
+        raise TypeError(f"{layer.name} ({type(layer).__name__}): mask must hold booleans (True: a real step), "
+                        f"got {m.dtype}.")
+    return m if m.dtype == np.bool_ else m != 0
+
+
 _warned_masks: "weakref.WeakSet" = weakref.WeakSet()
 
 

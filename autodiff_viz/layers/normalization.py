@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from numbers import Integral
 
+import numpy as np
+
 from .. import ops, regularizers
-from .base import Layer
+from .base import Layer, boolean_mask
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
 
@@ -35,6 +37,22 @@ def _moments(x, axes):
     """Mean and biased variance over ``axes`` (kept as size-1 axes)."""
     mean = ops.mean(x, axis=axes, keepdims=True)
     variance = ops.mean(ops.square(x - mean), axis=axes, keepdims=True)
+    return mean, variance
+
+
+MASK_EPSILON = 1e-7     # Keras' backend epsilon, which its masked moments add to the count
+
+
+def _masked_moments(x, weights, axes):
+    """Keras 3's moments over the real entries: ``weights`` is 1 at a real step and 0 at a padded one.
+
+    ``μ = Σ w·x / (Σ w + ε)`` and ``σ² = Σ w·(w·x − μ)² / (Σ w + ε)``, ``ε = 1e-7``
+    (for 0/1 weights, the mean and biased variance of the real entries).
+    """
+    count = weights.sum(axis=axes, keepdims=True) + MASK_EPSILON
+    weighted = x * weights
+    mean = ops.sum(weighted, axis=axes, keepdims=True) / count
+    variance = ops.sum(ops.square(weighted - mean) * weights, axis=axes, keepdims=True) / count
     return mean, variance
 
 
@@ -93,6 +111,13 @@ class _Normalization(Layer):
             shape[a] = n
         return ops.reshape(param, tuple(shape))
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon, "center": self.center,
+                "scale": self.scale, "beta_initializer": self.beta_initializer,
+                "gamma_initializer": self.gamma_initializer,
+                "beta_regularizer": self.beta_regularizer, "gamma_regularizer": self.gamma_regularizer,
+                "beta_constraint": self.beta_constraint, "gamma_constraint": self.gamma_constraint}
+
     def _normalize(self, x, mean, variance):
         x_hat = (x - mean) / ops.sqrt(variance + self.epsilon)
         if self.scale:
@@ -117,7 +142,10 @@ class BatchNormalization(_Normalization):
         moving_variance ← momentum · moving_variance + (1 − momentum) · σ²_batch
 
     Otherwise (``predict``, ``evaluate``, a plain call) it uses the moving
-    averages. A frozen layer (``trainable=False``) always runs in inference
+    averages. With a mask (``Embedding(mask_zero=True)`` or ``Masking``
+    before it, or ``mask=`` of the input's shape without the feature axis),
+    the batch statistics count the real steps only (Keras 3's masked
+    moments); every entry is normalised, and the mask is passed on. A frozen layer (``trainable=False``) always runs in inference
     mode, as in Keras 3. The moving averages are weights: ``save_weights``
     writes them and ``load_weights`` reads them.
 
@@ -143,6 +171,14 @@ class BatchNormalization(_Normalization):
         self.momentum = float(momentum)
         self.moving_mean_initializer = moving_mean_initializer
         self.moving_variance_initializer = moving_variance_initializer
+        self.synchronized = bool(synchronized)
+
+    supports_masking = True
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "momentum": self.momentum,
+                "moving_mean_initializer": self.moving_mean_initializer,
+                "moving_variance_initializer": self.moving_variance_initializer, "synchronized": self.synchronized}
 
     def build(self, input_shape):
         axes = _axes(self.axis, len(input_shape), self.name)
@@ -152,11 +188,17 @@ class BatchNormalization(_Normalization):
         self.moving_variance = self.add_weight(shape, self.moving_variance_initializer, name="moving_variance",
                                                trainable=False)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
         self._check(inputs)
         reduce = tuple(a for a in range(inputs.ndim) if a not in self._param_axes)
+        weights = None
+        if mask is not None:
+            feature = self._param_axes[0]
+            shape = tuple(n for a, n in enumerate(inputs.shape) if a != feature)
+            weights = np.expand_dims(boolean_mask(self, mask, shape), feature).astype(inputs.dtype)
         if training and self.trainable:
-            mean, variance = _moments(inputs, reduce)
+            mean, variance = _moments(inputs, reduce) if weights is None else \
+                _masked_moments(inputs, weights, reduce)
             m = self.momentum
             self.moving_mean.assign(self.moving_mean._value * m + mean._value.reshape(self._param_shape) * (1 - m))
             self.moving_variance.assign(self.moving_variance._value * m
@@ -190,8 +232,12 @@ class LayerNormalization(_Normalization):
                  gamma_constraint=None, **kwargs):
         super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
                          gamma_regularizer, beta_constraint, gamma_constraint, **kwargs)
+        self.rms_scaling = bool(rms_scaling)
         if rms_scaling:
             raise NotImplementedError("LayerNormalization: rms_scaling=True is not supported.")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rms_scaling": self.rms_scaling}
 
     def build(self, input_shape):
         axes = _axes(self.axis, len(input_shape), self.name)

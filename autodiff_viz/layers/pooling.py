@@ -10,9 +10,13 @@ and are not part of an average's divisor.
 """
 from __future__ import annotations
 
-from .. import ops
+import warnings
+
+import numpy as np
+
+from .. import engine, ops
 from ..rules import nn as R
-from .base import Layer
+from .base import Layer, boolean_mask
 from .conv import check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
@@ -45,7 +49,8 @@ class _Pooling(Layer):
         return self.rule(inputs, pool=self.pool_size, strides=self.strides, pads=pads)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "pool_size": self.pool_size, "strides": self.strides, "padding": self.padding}
+        return {**super().get_config(), "pool_size": self.pool_size, "strides": self.strides,
+                "padding": self.padding, "data_format": self.data_format}
 
 
 class MaxPooling1D(_Pooling):
@@ -112,11 +117,43 @@ class _GlobalPooling(Layer):
         check_rank(self, inputs.shape, self.rank)
         return type(self).reduce(inputs, axis=tuple(range(1, 1 + self.rank)), keepdims=self.keepdims)
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "data_format": self.data_format, "keepdims": self.keepdims}
+
 
 class GlobalAveragePooling1D(_GlobalPooling):
-    """The mean over the steps: ``(batch, steps, channels)`` -> ``(batch, channels)``."""
+    """The mean over the steps: ``(batch, steps, channels)`` -> ``(batch, channels)``.
+
+    With a mask (from ``Embedding(mask_zero=True)`` or ``Masking``, or
+    ``mask=`` of shape ``(batch, steps)``), the mean over the real steps
+    only, as Keras 3: ``Σₜ mₜ·xₜ / Σₜ mₜ``, so padding does not dilute a
+    short sequence's average, and the padded steps get no gradient. The
+    output carries no mask. A sequence whose steps are all masked averages
+    nothing: its row is NaN (0/0, as in Keras), with a warning.
+    """
 
     rank, reduce = 1, ops.mean
+    supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return super().call(inputs)
+        check_rank(self, inputs.shape, self.rank)
+        keep = boolean_mask(self, mask, tuple(inputs.shape[:2]))[:, :, None]
+        count = keep.sum(axis=1, keepdims=self.keepdims).astype(inputs.dtype)
+        empty = np.flatnonzero(keep.sum(axis=(1, 2)) == 0)
+        if empty.size:
+            warnings.warn(f"{self.name} (GlobalAveragePooling1D): every step of sample(s) {empty.tolist()[:10]} is "
+                          "masked, so their average is NaN (0/0, as in Keras). Leave empty sequences out of the "
+                          "batch, or give each at least one real step.", RuntimeWarning,
+                          stacklevel=engine.user_stacklevel())
+        total = ops.sum(ops.where(keep, inputs, 0.0), axis=1, keepdims=self.keepdims)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total / count
+
+    def compute_mask(self, inputs, mask=None):
+        """None: the steps are averaged away (Keras 3)."""
+        return None
 
 
 class GlobalAveragePooling2D(_GlobalPooling):

@@ -43,9 +43,9 @@ from .. import engine, regularizers
 from .. import rules as R
 from ..engine import apply
 from ..ops import cast, concatenate, matmul, stack, where
-from ..tensor import Tensor, constant
+from ..tensor import constant
 from . import activations, initializers
-from .base import Layer, to_snake_case, unique_name
+from .base import Layer, boolean_mask, to_snake_case, unique_name
 
 
 def _columns(z, start, stop):
@@ -595,13 +595,7 @@ class RNN(Layer):
         return output
 
     def _step_mask(self, mask, batch, steps):
-        if mask is None:
-            return None
-        m = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
-        if m.shape != (batch, steps):
-            raise ValueError(f"{self.name}: mask should have shape (batch, time) = {(batch, steps)}, got {m.shape}. "
-                             "True marks the steps to use (Embedding(mask_zero=True).compute_mask(tokens) gives it).")
-        return m if m.dtype == np.bool_ else m != 0
+        return None if mask is None else boolean_mask(self, mask, (batch, steps))
 
     def _initial_states(self, initial_state, batch):
         states = [self._convert(s) for s in _flatten(initial_state)]
