@@ -46,7 +46,7 @@ from . import callbacks as callbacks_module
 from . import engine, losses, metrics as metrics_module, optimizers
 from .errors import WeightsFileError
 from .layers import initializers
-from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _default, _numbered, _symbolic_layers,
+from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _calls, _default, _numbered, _symbolic_layers,
                           _symbolic_shapes, _touch, positive_int)
 from .ops import cast, expand_dims, squeeze
 from .structure import flatten
@@ -113,8 +113,12 @@ class Model(Layer):
     def build(self, input_shape):
         """Create every weight by running one batch of zeros through the model (``None`` → 1)."""
         shape = tuple(1 if s is None else int(s) for s in input_shape)
-        with engine.paused():
-            self(np.zeros(shape, dtype=self.dtype))
+        outer, _calls.building = _calls.building, True
+        try:
+            with engine.paused():
+                self(np.zeros(shape, dtype=self.dtype))
+        finally:
+            _calls.building = outer
         for layer in [self, *self._all_layers()]:
             layer._output = None
 

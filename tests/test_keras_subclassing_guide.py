@@ -221,6 +221,17 @@ def test_global_average_pooling_1d_refuses_a_mask_of_the_wrong_shape_and_warns_o
     assert np.isnan(out.numpy()[1]).all()
 
 
+def test_a_model_with_an_input_shape_builds_a_masked_average_without_a_warning():
+    """Sequential builds by running a batch of zeros, all padding for Embedding(mask_zero=True): no data warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = adv.Sequential([adv.layers.Input((5,), dtype="int32"), adv.layers.Embedding(10, 3, mask_zero=True),
+                                adv.layers.GlobalAveragePooling1D(), adv.layers.Dense(1, activation="sigmoid")])
+        assert model.output_shape == (None, 1) and np.isfinite(model.predict(TOKENS, verbose=0)).all()
+    with pytest.warns(RuntimeWarning, match=r"every step of sample\(s\) \[0\] is masked"):
+        model.predict(np.zeros((1, 5), dtype="int64"), verbose=0)       # a real batch of padding still warns
+
+
 def test_batch_normalization_takes_its_batch_statistics_over_the_real_steps():
     adv.layers.set_random_seed(5)
     emb = adv.layers.Embedding(10, 3, mask_zero=True, dtype="float64")

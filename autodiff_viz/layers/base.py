@@ -61,11 +61,18 @@ _version = [0]              # bumped whenever a layer's weights or sublayers may
 
 
 class _Calls(threading.local):
-    """This thread's layer-call context: how many calls are open, and the ``training`` mode they pass on."""
+    """This thread's layer-call context: how many calls are open, the ``training`` mode they pass on, and
+    whether a model is running its build batch (placeholder zeros: warnings about the data do not apply)."""
 
     def __init__(self):
         self.depth = 0
         self.training = None
+        self.building = False
+
+
+def building() -> bool:
+    """Is this thread running a model's build batch (:meth:`Model.build`'s zeros)?"""
+    return _calls.building
 
 
 _calls = _Calls()

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import engine, ops
 from ..rules import nn as R
-from .base import Layer, boolean_mask
+from .base import Layer, boolean_mask, building
 from .conv import check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
@@ -142,7 +142,7 @@ class GlobalAveragePooling1D(_GlobalPooling):
         keep = boolean_mask(self, mask, tuple(inputs.shape[:2]))[:, :, None]
         count = keep.sum(axis=1, keepdims=self.keepdims).astype(inputs.dtype)
         empty = np.flatnonzero(keep.sum(axis=(1, 2)) == 0)
-        if empty.size:
+        if empty.size and not building():       # a model's build batch is zeros: all padding
             warnings.warn(f"{self.name} (GlobalAveragePooling1D): every step of sample(s) {empty.tolist()[:10]} is "
                           "masked, so their average is NaN (0/0, as in Keras). Leave empty sequences out of the "
                           "batch, or give each at least one real step.", RuntimeWarning,
