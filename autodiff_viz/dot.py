@@ -472,17 +472,24 @@ def _visible(h: Hierarchy, nid: str, collapse, expanded, rolled) -> str | None:
     path = h.paths.get(nid, ())
     if not path or collapse is None:
         return None
-    if collapse == "layers":
-        return path[-1]
-    if isinstance(collapse, int):
-        return path[min(collapse, len(path)) - 1]
+    if collapse == "layers" or isinstance(collapse, int):
+        key = path[-1] if collapse == "layers" else path[min(collapse, len(path)) - 1]
+        return _rolled(h, key, expanded, rolled) or key
     for key in path:
-        loop = h.groups[key].loop
-        if loop is not None and loop not in expanded and (
-                rolled is True or (rolled is None and h.loops[loop].count > ROLL_ABOVE)):
+        loop = _rolled(h, key, expanded, rolled)
+        if loop is not None:
             return loop
         if key not in expanded:
             return key
+    return None
+
+
+def _rolled(h: Hierarchy, key: str, expanded, rolled) -> str | None:
+    """The loop that group ``key`` is one step of, if that loop is drawn rolled (one box for every step)."""
+    loop = h.groups[key].loop
+    if loop is not None and loop not in expanded and (
+            rolled is True or (rolled is None and h.loops[loop].count > ROLL_ABOVE)):
+        return loop
     return None
 
 
@@ -560,7 +567,9 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
         collapse: ``"auto"`` (default: fold by meaning; every outermost
             group is one box unless its key is in ``expanded``), ``None``
             (every node), ``"layers"`` (the innermost group of every node) or
-            an int depth (groups at that nesting depth).
+            an int depth (groups at that nesting depth); in every mode but
+            ``None`` a group that is one step of a loop is drawn as the loop,
+            as ``rolled`` says.
         budget: the most boxes; above it the drawing folds deeper — every
             node → layers → the outer blocks → the model — and, if that is
             still too many, folds the middle of the tape into one box, each
