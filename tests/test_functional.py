@@ -309,6 +309,19 @@ def test_operators_on_symbolic_tensors_are_graph_steps():
         adv.tanh(x)
 
 
+def test_indexing_a_symbolic_tensor_with_an_integer_or_a_list_keeps_the_index_an_index():
+    """``h[:, 0]`` (the docstring's own example) and ``h[:, [0, 2]]``: the index is not made a float tensor."""
+    x = layers.Input(shape=(3, 4), dtype=F64)
+    first, picked, scaled = x[:, 0], x[:, [0, 2]], 2 * x[..., 1:] + 1
+    assert first.shape == (None, 4) and picked.shape == (None, 2, 4) and scaled.shape == (None, 3, 3)
+    model = adv.Model(x, [first, picked, scaled])
+    data = np.arange(24.0).reshape(2, 3, 4)
+    got = model(data)
+    np.testing.assert_array_equal(got[0].numpy(), data[:, 0])
+    np.testing.assert_array_equal(got[1].numpy(), data[:, [0, 2]])
+    np.testing.assert_array_equal(got[2].numpy(), 2 * data[..., 1:] + 1)
+
+
 def test_asking_a_gradient_for_the_symbolic_tensor_points_at_layer_output():
     x = layers.Input(shape=(3,))
     h = layers.Dense(2, name="hidden")(x)

@@ -903,6 +903,11 @@ class Operation(Layer):
         super().__init__(name=kwargs.pop("name", None) or unique_name(op_name), **kwargs)
         self.fn = fn
 
+    def _convert_inputs(self, inputs):
+        """The operands as given: the operator converts its own (``h[:, 0]``'s index stays an index, ``2 * h``'s
+        number a Python number, as outside a model)."""
+        return inputs
+
     def call(self, inputs):
         return self.fn(*inputs)
 
