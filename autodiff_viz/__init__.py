@@ -44,10 +44,12 @@ from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, 
                          GradCheckReport)
 
 from . import callbacks, layers, losses, metrics, optimizers
+from . import utils
 from . import linalg
 from . import random
 from . import plots, regularizers
 from .models import Model, Sequential
+from . import saving
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 
 __version__ = "0.1.0"

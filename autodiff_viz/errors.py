@@ -44,3 +44,15 @@ class WeightsFileError(ValueError):
     non-numeric arrays, or weights that do not match the model. The message
     names the file and says what was expected; no weight has changed.
     """
+
+
+class ModelFileError(ValueError):
+    """A ``.keras`` file, or a model's config or JSON, that cannot be read as what ``model.save`` writes.
+
+    Raised by ``adv.saving.load_model`` for a file that is not a zip
+    archive, an archive without ``config.json`` or ``model.weights.npz``,
+    JSON that does not parse, a config written by Keras or by another
+    package, a functional graph that cannot be rebuilt, or an optimizer
+    state that does not fit the model. The message names the file (or the
+    config) and what was expected; nothing was loaded.
+    """

@@ -46,8 +46,8 @@ from . import callbacks as callbacks_module
 from . import engine, losses, metrics as metrics_module, optimizers
 from .errors import WeightsFileError
 from .layers import initializers
-from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _calls, _default, _numbered, _symbolic_layers,
-                          _symbolic_shapes, _touch, positive_int)
+from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _batchless, _calls, _default, _numbered,
+                          _symbolic_layers, _symbolic_shapes, _touch, positive_int)
 from .ops import cast, expand_dims, squeeze
 from .structure import flatten
 from .tape import GradientTape
@@ -112,15 +112,21 @@ class Model(Layer):
     @_default
     def build(self, input_shape):
         """Create every weight by running one batch of zeros through the model (``None`` → 1)."""
-        shape = tuple(1 if s is None else int(s) for s in input_shape)
-        outer, _calls.building = _calls.building, True
-        try:
-            with engine.paused():
-                self(np.zeros(shape, dtype=self.dtype))
-        finally:
-            _calls.building = outer
-        for layer in [self, *self._all_layers()]:
-            layer._output = None
+        shape = tuple(None if s is None else int(s) for s in input_shape)
+        self.__dict__.setdefault("_build_input_shape", (None, *shape[1:]))
+        run_build_batch(self, [shape])
+        if None in shape[1:]:       # an axis of any size (a sequence's steps): find the output axes that follow it
+            layers = [self, *self._all_layers()]
+            ones = [layer._output_shape for layer in layers]
+            run_build_batch(self, [tuple(2 if n is None else n for n in shape)])
+            for layer, one in zip(layers, ones):
+                layer._output_shape = _unknown_where_different(one, layer._output_shape)
+
+    def _maybe_build(self, input_shape) -> None:
+        """Build on the first call, recording the input shape (batch axis None): ``model.save`` keeps it so
+        that a loaded Sequential or subclassed model can be built again (Keras 3's ``build_config``)."""
+        self.__dict__.setdefault("_build_input_shape", _batchless(input_shape))
+        super()._maybe_build(input_shape)
 
     def _all_layers(self):
         return list(self._sublayers())
@@ -252,7 +258,7 @@ class Model(Layer):
         if not overwrite and os.path.exists(path):
             raise FileExistsError(f"save_weights: {path} exists; pass overwrite=True to replace it.")
         paths = self._weights_or_error("save_weights")
-        np.savez(path, **{k: v._value for k, v in paths.items()})
+        _write_npz(path, {k: v._value for k, v in paths.items()})
 
     def load_weights(self, filepath) -> None:
         """Read weights saved by ``save_weights``; on any problem nothing changes.
@@ -268,6 +274,14 @@ class Model(Layer):
         path = self._check_path(filepath, "load_weights")
         paths = self._weights_or_error("load_weights")
         stored = _read_npz(path)
+        self._check_weights(paths, stored, path, "load_weights")
+        for k, v in paths.items():
+            v.assign(stored[k])
+
+    def _check_weights(self, paths, stored, source, what) -> None:
+        """Refuse ``stored`` (``{path: array}`` read from ``source``) unless it holds exactly the weights
+        ``paths`` of this model, with their shapes and numeric values: a WeightsFileError that lists every
+        problem."""
         problems = [f"missing from the file: {k} {v.shape}" for k, v in paths.items() if k not in stored]
         problems += [f"in the file but not in the model: {k} {stored[k].shape}" for k in stored if k not in paths]
         problems += [f"{k}: the model has shape {v.shape}, the file {stored[k].shape}"
@@ -275,10 +289,38 @@ class Model(Layer):
         problems += [f"{k}: the file holds {stored[k].dtype} values, not numbers" for k in paths
                      if k in stored and stored[k].dtype.kind not in "fiub"]
         if problems:
-            raise WeightsFileError(f"load_weights: {path} does not match {self.name}; nothing was loaded.\n  - "
+            raise WeightsFileError(f"{what}: {source} does not match {self.name}; nothing was loaded.\n  - "
                                    + "\n  - ".join(problems))
-        for k, v in paths.items():
-            v.assign(stored[k])
+
+    # ----- the whole model on disk and as data (adv.saving does the work) ---------------
+    def save(self, filepath, overwrite=True) -> None:
+        """Write the whole model to a ``.keras`` file, as Keras 3: its architecture (``get_config``), every
+        weight, and when compiled the optimizer, loss and metrics with the optimizer's state, so that
+        ``adv.models.load_model(filepath)`` gives a model that predicts the same and trains on from here.
+
+        The file is a zip archive of JSON and ``.npz`` (never pickle), written to a temporary file first
+        and then renamed, so a save that fails leaves an earlier file as it was. See :mod:`autodiff_viz.saving`.
+        """
+        from .saving import save_model
+        save_model(self, filepath, overwrite=overwrite)
+
+    def to_json(self, **kwargs) -> str:
+        """The architecture as a JSON string (no weights, no compile state), as Keras:
+        ``adv.models.model_from_json(json_string)`` builds it again with fresh weights. ``kwargs`` go to
+        ``json.dumps`` (``indent=2``)."""
+        import json
+
+        from .saving import serialize_keras_object
+        return json.dumps(serialize_keras_object(self), **kwargs)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None, safe_mode=None):
+        """A new model from :meth:`get_config`'s dict (``adv.Model.from_config`` for a functional model,
+        ``adv.Sequential.from_config`` for a Sequential; a subclass's own from its ``get_config``), as
+        Keras 3. Weights are not part of the config: the model gets fresh ones. ``custom_objects`` names
+        your own classes and functions (see :func:`adv.saving.load_model`)."""
+        from .saving import model_from_config
+        return model_from_config(cls, config, custom_objects=custom_objects, safe_mode=safe_mode)
 
     # ----- training -------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
@@ -1323,6 +1365,13 @@ class Sequential(Model):
     def _children(self):
         return _numbered("", self._layers)
 
+    def get_config(self) -> dict:
+        """Keras 3's Sequential config: ``name``, ``trainable``, ``dtype``, ``layers`` (an ``InputLayer``
+        first when the model has an Input, then each layer as ``{"module", "class_name", "config",
+        "registered_name"}``) and, for a model built by a call, ``build_input_shape``."""
+        from .saving import sequential_config
+        return sequential_config(self)
+
     def _x(self, data, what="x"):
         out = self._data(data, what)
         if isinstance(out, (list, dict)):
@@ -1461,6 +1510,14 @@ class Functional(Model):
 
     def _children(self):
         return _numbered("", [layer for layer in self._functional_layers if not isinstance(layer, InputLayer)])
+
+    def get_config(self) -> dict:
+        """Keras 3's functional config: ``name``, ``trainable``, ``layers`` in the order of
+        :attr:`layers`, each with ``inbound_nodes`` (for every call of the layer in this graph, its
+        arguments with each tensor written ``[layer name, call index, output index]``), and
+        ``input_layers`` / ``output_layers`` in the structure of the model's inputs and outputs."""
+        from .saving import functional_config
+        return functional_config(self)
 
     @property
     def inputs(self) -> list:
@@ -1721,32 +1778,98 @@ def _metric_plan(specs, labels, what="metrics") -> list:
     return [(i, f"{labels[i]}_", m) for i, ms in enumerate(per_output) for m in ms]
 
 
-def _read_npz(path) -> dict:
-    """The arrays of an ``.npz`` weights file, or a :class:`WeightsFileError` that says what is wrong."""
-    expected = "an .npz archive written by model.save_weights()"
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"load_weights: {path} does not exist (expected {expected}).")
-    if os.path.isdir(path):
-        raise WeightsFileError(f"load_weights: {path} is a directory, not {expected}.")
+def _unknown_where_different(a, b):
+    """Shapes ``a`` and ``b`` (or nested lists/tuples of them) with ``None`` wherever they differ."""
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+            all(isinstance(n, (int, type(None))) for n in a + b):
+        return tuple(n if n == m else None for n, m in zip(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return type(a)(_unknown_where_different(x, y) for x, y in zip(a, b))
+    return a if a == b else None
+
+
+def run_build_batch(model, shapes: list) -> None:
+    """Build ``model`` by running one batch of zeros of each of ``shapes`` through it (``None`` → 1).
+
+    Nothing is recorded, the call is marked as a build batch (zeros are not data: a layer's warnings
+    about the data do not apply), and the layers forget the outputs it made.
+    """
+    batch = [np.zeros(tuple(1 if n is None else n for n in shape), dtype=model.dtype) for shape in shapes]
+    outer, _calls.building = _calls.building, True
     try:
-        f = np.load(path, allow_pickle=False)
+        with engine.paused():
+            model(batch if len(batch) > 1 else batch[0])
+    finally:
+        _calls.building = outer
+    for layer in [model, *model._all_layers()]:
+        layer._output = None
+
+
+def _write_npz(target, arrays: dict) -> None:
+    """Write ``{key: array}`` as an ``.npz`` archive (numpy's format, no pickle) to a path or a binary file:
+    the weights file of ``save_weights``, and the weights inside a ``.keras`` file."""
+    np.savez(target, **arrays)
+
+
+def _read_npz(path, what="load_weights", file=None,
+              expected="an .npz archive written by model.save_weights()") -> dict:
+    """The arrays of an ``.npz`` weights file, or a :class:`WeightsFileError` that says what is wrong.
+
+    ``file``: a binary file object to read instead of ``path`` (a member of a ``.keras`` archive); ``path``
+    then only names it in messages.
+    """
+    if file is None and not os.path.exists(path):
+        raise FileNotFoundError(f"{what}: {path} does not exist (expected {expected}).")
+    if file is None and os.path.isdir(path):
+        raise WeightsFileError(f"{what}: {path} is a directory, not {expected}.")
+    try:
+        f = np.load(path if file is None else file, allow_pickle=False)
         if not hasattr(f, "files"):
-            raise WeightsFileError(f"load_weights: {path} holds a single array, not {expected} "
+            raise WeightsFileError(f"{what}: {path} holds a single array, not {expected} "
                                    "(one array per weight).")
         with f:
             return {k: f[k] for k in f.files}
     except WeightsFileError:
         raise
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise WeightsFileError(f"load_weights: {path} is not a readable .npz (zip) archive ({exc}); expected "
+        raise WeightsFileError(f"{what}: {path} is not a readable .npz (zip) archive ({exc}); expected "
                                f"{expected}. Nothing was loaded.") from None
     except ValueError as exc:
         if "pickle" in str(exc):
-            raise WeightsFileError(f"load_weights: {path} holds pickled Python objects, which are never loaded "
+            raise WeightsFileError(f"{what}: {path} holds pickled Python objects, which are never loaded "
                                    f"(they can run code); expected {expected}, with numeric arrays only. "
                                    "Nothing was loaded.") from None
-        raise WeightsFileError(f"load_weights: {path} could not be read as {expected} ({exc}). "
+        raise WeightsFileError(f"{what}: {path} could not be read as {expected} ({exc}). "
                                "Nothing was loaded.") from None
+
+
+# ---------------------------------------------------------------------------
+# whole models: Keras 3's keras.models functions (the work is in adv.saving)
+# ---------------------------------------------------------------------------
+def save_model(model, filepath, overwrite=True) -> None:
+    """``model.save(filepath)`` as a function (Keras 3's ``keras.models.save_model``)."""
+    from .saving import save_model as save
+    save(model, filepath, overwrite=overwrite)
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """A model from a ``.keras`` file written by ``model.save``: see :func:`autodiff_viz.saving.load_model`."""
+    from .saving import load_model as load
+    return load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+
+
+def model_from_json(json_string, custom_objects=None, safe_mode=True):
+    """A model from ``model.to_json()``'s string, with fresh weights: see
+    :func:`autodiff_viz.saving.model_from_json`."""
+    from .saving import model_from_json as from_json
+    return from_json(json_string, custom_objects=custom_objects, safe_mode=safe_mode)
+
+
+def clone_model(model):
+    """A new model with the same architecture and freshly initialised weights, as Keras 3's ``clone_model``:
+    see :func:`autodiff_viz.saving.clone_model`."""
+    from .saving import clone_model as clone
+    return clone(model)
 
 
 # ---------------------------------------------------------------------------

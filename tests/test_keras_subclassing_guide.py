@@ -278,6 +278,7 @@ def test_pooling_normalization_and_attention_configs_rebuild_the_same_layer():
         (adv.layers.LayerNormalization, {"axis": [1, 2], "epsilon": 1e-6, "scale": False}),
         (adv.layers.MultiHeadAttention, {"num_heads": 3, "key_dim": 2, "value_dim": 5, "dropout": 0.1,
                                          "kernel_initializer": "he_normal", "output_shape": 7, "trainable": False}),
+        (adv.layers.Attention, {"use_scale": True, "dropout": 0.2, "seed": 3}),
     ]
     for cls, kwargs in given:
         config = cls(**kwargs).get_config()

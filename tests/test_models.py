@@ -103,6 +103,17 @@ def test_summary_text_and_html():
     assert "<table>" in page and "Total params: 58" in page
 
 
+def test_an_axis_of_any_size_stays_unknown_in_the_output_shapes():
+    """Input((None, 8)) (sequences of any length): summary shows (None, None, 4), not the build batch's 1."""
+    model = adv.Sequential([layers.Input((None, 8)), layers.LSTM(4, return_sequences=True), layers.Dense(2),
+                            layers.GlobalAveragePooling1D()])
+    assert [layer.output_shape for layer in model.layers] == [(None, None, 4), (None, None, 2), (None, 2)]
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert "(None, None, 4)" in "\n".join(lines)
+    assert model(np.ones((3, 5, 8))).shape == (3, 2) and model.layers[0].output_shape == (None, 5, 4)   # latest call
+
+
 def test_summary_of_an_unbuilt_model_says_so():
     model = adv.Sequential([layers.Dense(2)])
     lines = []

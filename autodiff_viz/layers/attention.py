@@ -369,7 +369,12 @@ class Attention(Layer):
         self.use_scale = bool(use_scale)
         self.score_mode = score_mode
         self.dropout = float(dropout)
+        self.seed = seed
         self._rng = None if seed is None else np.random.default_rng(seed)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "use_scale": self.use_scale, "score_mode": self.score_mode,
+                "dropout": self.dropout, "seed": self.seed}
 
     def build(self, input_shape):
         if not isinstance(input_shape, list) or len(input_shape) not in (2, 3):

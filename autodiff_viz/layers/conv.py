@@ -29,7 +29,7 @@ from numbers import Integral
 
 from ..rules import nn as R
 from .base import Layer, positive_int
-from .dense import kernel_and_bias_options
+from .dense import kernel_and_bias_config, kernel_and_bias_options
 
 __all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "Conv1DTranspose", "Conv2DTranspose",
            "Convolution1DTranspose", "Convolution2DTranspose"]
@@ -206,9 +206,9 @@ class _Conv(Layer):
         return _bias_and_activation(self, self.convolution_op(inputs, self.kernel, self._pads(inputs)))
 
     def get_config(self) -> dict:
-        return {"name": self.name, "filters": self.filters, "kernel_size": self.kernel_size,
-                "strides": self.strides, "padding": self.padding, "dilation_rate": self.dilation_rate,
-                "groups": self.groups, "use_bias": self.use_bias}
+        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
+                "strides": self.strides, "padding": self.padding, "data_format": self.data_format,
+                "dilation_rate": self.dilation_rate, "groups": self.groups, **kernel_and_bias_config(self)}
 
 
 class Conv1D(_Conv):
@@ -349,9 +349,10 @@ class _ConvTranspose(Layer):
                                                            pads=pads, dilation=self.dilation_rate, groups=1))
 
     def get_config(self) -> dict:
-        return {"name": self.name, "filters": self.filters, "kernel_size": self.kernel_size,
+        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding, "output_padding": self.output_padding,
-                "dilation_rate": self.dilation_rate, "use_bias": self.use_bias}
+                "data_format": self.data_format, "dilation_rate": self.dilation_rate,
+                **kernel_and_bias_config(self)}
 
 
 class Conv1DTranspose(_ConvTranspose):

@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from . import activations, initializers
 from .base import Layer
 from .conv import check_data_format, check_rank
+from .dense import activation_config
 
 __all__ = ["Flatten", "Reshape", "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D",
            "Cropping1D", "Cropping2D", "Activation", "Lambda", "LeakyReLU", "ReLU", "Softmax", "ELU", "PReLU",
@@ -367,6 +368,9 @@ class Activation(Layer):
     def call(self, inputs):
         return self.activation(inputs)
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "activation": activation_config(self.activation)}
+
 
 def _non_negative(who: str, what: str, value, example) -> float:
     """``value`` as a float if it is a number ≥ 0 (not None, a bool, NaN or a string), else Keras 3's ``ValueError``."""
@@ -663,6 +667,13 @@ class Lambda(Layer):
             raise TypeError(f"Lambda: function must be callable, got {type(function).__name__}.")
         self.function = function
         self.arguments = dict(arguments or {})
+        self._given_output_shape = output_shape
+
+    def get_config(self) -> dict:
+        """The function itself (``adv.saving`` writes a named function by name, a lambda as code that is only
+        run again with ``safe_mode=False``), ``output_shape`` and ``arguments``."""
+        return {**super().get_config(), "function": self.function, "output_shape": self._given_output_shape,
+                "arguments": dict(self.arguments)}
 
     def call(self, inputs):
         with engine.shared_location(False):

@@ -20,6 +20,26 @@ def kernel_and_bias_options(layer, activation, use_bias, kernel_initializer, bia
     layer.bias_constraint = bias_constraint
 
 
+def activation_config(activation):
+    """An activation as a config value: its name when ``activations.get(name)`` gives this very function back
+    (``"relu"``), else the callable itself (``adv.saving`` writes a function by its name and module)."""
+    name = getattr(activation, "__name__", None)
+    try:
+        return name if name is not None and activations.get(name) is activation else activation
+    except ValueError:
+        return activation
+
+
+def kernel_and_bias_config(layer) -> dict:
+    """The options of :func:`kernel_and_bias_options` as ``get_config`` entries (objects as given: a
+    regularizer, a constraint or an initializer function is written by ``adv.saving``)."""
+    return {"activation": activation_config(layer.activation), "use_bias": layer.use_bias,
+            "kernel_initializer": layer.kernel_initializer, "bias_initializer": layer.bias_initializer,
+            "kernel_regularizer": layer.kernel_regularizer, "bias_regularizer": layer.bias_regularizer,
+            "activity_regularizer": layer.activity_regularizer, "kernel_constraint": layer.kernel_constraint,
+            "bias_constraint": layer.bias_constraint}
+
+
 class Dense(Layer):
     """A fully connected layer, as ``keras.layers.Dense``.
 
@@ -81,12 +101,7 @@ class Dense(Layer):
         return y
 
     def get_config(self) -> dict:
-        """Keras 3's base keys and ``units``, ``activation`` (its name when it has one), ``use_bias`` and the
-        initializers: ``Dense.from_config(d.get_config())`` is a new, unbuilt layer of the same kind."""
-        name = getattr(self.activation, "__name__", None)
-        try:
-            activation = name if name is not None and activations.get(name) is self.activation else self.activation
-        except ValueError:
-            activation = self.activation
-        return {**super().get_config(), "units": self.units, "activation": activation, "use_bias": self.use_bias,
-                "kernel_initializer": self.kernel_initializer, "bias_initializer": self.bias_initializer}
+        """Keras 3's base keys and every argument: ``units``, ``activation`` (its name when it has one),
+        ``use_bias``, the initializers, regularizers and constraints. ``Dense.from_config(d.get_config())``
+        is a new, unbuilt layer of the same kind."""
+        return {**super().get_config(), "units": self.units, **kernel_and_bias_config(self)}

@@ -111,5 +111,7 @@ class Embedding(Layer):
         return value != 0
 
     def get_config(self) -> dict:
-        return {"name": self.name, "input_dim": self.input_dim, "output_dim": self.output_dim,
-                "mask_zero": self.mask_zero}
+        return {**super().get_config(), "input_dim": self.input_dim, "output_dim": self.output_dim,
+                "embeddings_initializer": self.embeddings_initializer,
+                "embeddings_regularizer": self.embeddings_regularizer,
+                "embeddings_constraint": self.embeddings_constraint, "mask_zero": self.mask_zero}

@@ -117,6 +117,9 @@ class Concatenate(_Merge):
             raise TypeError(f"Concatenate: axis must be an int, got {axis!r}.")
         self.axis = int(axis)
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis}
+
     def compute_mask(self, inputs, mask=None):
         """Keras 3's: along the features (the last axis) a step is real where it is real in every input; along
         another axis the masks are joined like the inputs (an input without a mask counts as all real)."""

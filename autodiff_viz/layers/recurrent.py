@@ -46,6 +46,7 @@ from ..ops import cast, concatenate, matmul, stack, where
 from ..tensor import constant
 from . import activations, initializers
 from .base import Layer, boolean_mask, to_snake_case, unique_name
+from .dense import activation_config
 
 
 def _columns(z, start, stop):
@@ -130,9 +131,12 @@ class _KerasCell(Layer):
                      if self.use_bias else None)
 
     def get_config(self) -> dict:
-        """The constructor's arguments that matter for a copy (names, as Keras)."""
-        config = {"name": self.name, "units": self.units, "use_bias": self.use_bias, "dropout": self.dropout,
-                  "recurrent_dropout": self.recurrent_dropout, "seed": self.seed}
+        """Every constructor argument (names as Keras): the activations by name where they have one, the
+        initializers, regularizers and constraints as given."""
+        config = {**super().get_config(), "units": self.units, "activation": activation_config(self.activation)}
+        if hasattr(self, "recurrent_activation"):
+            config["recurrent_activation"] = activation_config(self.recurrent_activation)
+        config.update({k: getattr(self, k) for k in _COMMON})
         for attr in ("unit_forget_bias", "reset_after"):
             if hasattr(self, attr):
                 config[attr] = getattr(self, attr)
@@ -358,8 +362,15 @@ class StackedRNNCells(Layer):
         return _output_size(self.cells[-1])
 
     def get_config(self) -> dict:
-        return {"name": self.name, "cells": [c.get_config() if hasattr(c, "get_config") else type(c).__name__
-                                             for c in self.cells]}
+        """The base keys and ``cells``, each written as Keras 3 writes a nested layer
+        (``{"module", "class_name", "config", ...}``)."""
+        from ..saving import serialize_keras_object
+        return {**super().get_config(), "cells": [serialize_keras_object(c) for c in self.cells]}
+
+    @classmethod
+    def from_config(cls, config):
+        from ..saving import deserialize_keras_object
+        return cls(**{**config, "cells": [deserialize_keras_object(c) for c in config["cells"]]})
 
     def get_initial_state(self, batch_size=None) -> list:
         """One list of zero states per cell (or what the cell's own ``get_initial_state`` gives)."""
@@ -453,9 +464,19 @@ class RNN(Layer):
         self.activity_regularizer = regularizers.get(activity_regularizer)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "return_sequences": self.return_sequences, "return_state": self.return_state,
-                "go_backwards": self.go_backwards, "stateful": self.stateful,
-                "zero_output_for_mask": self.zero_output_for_mask, "cell": self.cell.get_config() if hasattr(self.cell, "get_config") else type(self.cell).__name__}
+        """Every constructor argument; ``cell`` written as Keras 3 writes a nested layer."""
+        from ..saving import serialize_keras_object
+        return {**super().get_config(), "cell": serialize_keras_object(self.cell),
+                "return_sequences": self.return_sequences, "return_state": self.return_state,
+                "go_backwards": self.go_backwards, "stateful": self.stateful, "unroll": self.unroll,
+                "zero_output_for_mask": self.zero_output_for_mask, "activity_regularizer": self.activity_regularizer}
+
+    @classmethod
+    def from_config(cls, config):
+        if "cell" not in config:
+            return cls(**config)
+        from ..saving import deserialize_keras_object
+        return cls(**{**config, "cell": deserialize_keras_object(config["cell"])})
 
     @property
     def state_size(self) -> list:
@@ -649,7 +670,7 @@ class _KerasRNN(RNN):
         return type(self)(**{**self._config, "go_backwards": go_backwards, "name": name})
 
     def get_config(self) -> dict:
-        return {**self._config, "name": self.name, "go_backwards": self.go_backwards,
+        return {**Layer.get_config(self), **self._config, "name": self.name, "go_backwards": self.go_backwards,
                 "zero_output_for_mask": self.zero_output_for_mask}
 
 
@@ -768,7 +789,8 @@ class Bidirectional(Layer):
                 if getattr(backward_layer, attr) != getattr(layer, attr):
                     raise ValueError(f"{self.name}: backward_layer.{attr} must equal layer.{attr} "
                                      f"({getattr(layer, attr)}).")
-        layer._name = "forward_" + layer.name
+        if not layer.name.startswith("forward_"):       # as Keras 3: a rebuilt forward layer keeps its name
+            layer._name = "forward_" + layer.name
         for rnn in (layer, backward_layer):       # masked steps give 0, so the halves line up (Keras)
             rnn.zero_output_for_mask = rnn.return_sequences
         self.forward_layer = layer
@@ -778,8 +800,21 @@ class Bidirectional(Layer):
         self.return_state = layer.return_state
 
     def get_config(self) -> dict:
-        return {"name": self.name, "merge_mode": self.merge_mode, "layer": self.forward_layer.get_config(),
-                "backward_layer": self.backward_layer.get_config()}
+        """The base keys, ``merge_mode``, and ``layer`` and ``backward_layer`` written as Keras 3 writes nested
+        layers (``Bidirectional.from_config`` rebuilds both, with their names)."""
+        from ..saving import serialize_keras_object
+        return {**super().get_config(), "merge_mode": self.merge_mode,
+                "layer": serialize_keras_object(self.forward_layer),
+                "backward_layer": serialize_keras_object(self.backward_layer)}
+
+    @classmethod
+    def from_config(cls, config):
+        from ..saving import deserialize_keras_object
+        config = dict(config)
+        for key in ("layer", "backward_layer"):
+            if config.get(key) is not None:
+                config[key] = deserialize_keras_object(config[key])
+        return cls(**config)
 
     def compute_mask(self, inputs, mask=None):
         """As Keras 3: the input mask with ``return_sequences`` (twice, ``[mask, mask]``, for
