@@ -292,28 +292,28 @@ def _log_learning_rate(cb, epoch, logs):
 
 
 class ModelCheckpoint(Callback):
-    """Save the model's weights during ``fit``: every epoch, every ``save_freq`` batches, or only the best.
+    """Save the model (or its weights) during ``fit``: every epoch, every ``save_freq`` batches, or only the best.
 
-    The file is written with ``model.save_weights`` (an ``.npz`` archive, one
-    array per weight) and read back with ``model.load_weights``. ``filepath``
-    may hold format fields filled at each save: ``{epoch}`` (counted from 1,
-    as Keras), ``{batch}`` (from 1, with an integer ``save_freq``) and any
-    log, e.g. ``"ckpt-{epoch:02d}-{val_loss:.2f}.weights.npz"`` writes
-    ``ckpt-03-0.41.weights.npz`` after the third epoch. A fixed name is
+    As Keras 3: by default the whole model is written with ``model.save`` to
+    a ``.keras`` file (architecture, weights, optimizer state; read back with
+    ``adv.models.load_model``); with ``save_weights_only=True`` the weights
+    alone, with ``model.save_weights``, to an ``.npz`` archive (Keras:
+    ``.weights.h5``) read back with ``model.load_weights``. ``filepath`` may
+    hold format fields filled at each save: ``{epoch}`` (counted from 1, as
+    Keras), ``{batch}`` (from 1, with an integer ``save_freq``) and any log,
+    e.g. ``"ckpt-{epoch:02d}-{val_loss:.2f}.keras"`` writes
+    ``ckpt-03-0.41.keras`` after the third epoch. A fixed name is
     overwritten at each save. Missing folders are created.
 
-    This package saves weights only (there is no whole-model file like
-    Keras' ``.keras``), so ``save_weights_only=True`` is required and the
-    name ends in ``.npz`` where Keras wants ``.weights.h5``.
-
     Args:
-        filepath: where to save (str or ``pathlib.Path``), ending in ``.npz``.
+        filepath: where to save (str or ``pathlib.Path``), ending in
+            ``.keras`` (or ``.npz`` with ``save_weights_only=True``).
         monitor: the log that decides "best" with ``save_best_only``.
         verbose: 1 prints a line at each save (and each skipped save).
         save_best_only: save only when ``monitor`` beats the best value so
             far (strictly: ``value < best`` in mode ``"min"``, ``value > best``
             in mode ``"max"``). The best is kept across ``fit`` calls, as Keras.
-        save_weights_only: must be True here (see above).
+        save_weights_only: write the weights alone (``.npz``), not the whole model (``.keras``).
         mode: ``"min"``, ``"max"`` or ``"auto"`` (max for accuracy-like names).
         save_freq: ``"epoch"``, or a number of batches between saves (the
             count runs across epoch boundaries, as Keras).
@@ -329,16 +329,21 @@ class ModelCheckpoint(Callback):
         except TypeError:
             path = None
         if not isinstance(path, str):
-            raise TypeError(f"ModelCheckpoint: filepath must be a path (str or pathlib.Path) ending in '.npz', "
-                            f"e.g. 'ckpt-{{epoch:02d}}.weights.npz', got {type(filepath).__name__}.")
-        if not path.endswith(".npz"):
-            keras = " ('.weights.h5' and '.keras' are Keras' formats)" if path.endswith((".h5", ".keras")) else ""
-            raise ValueError(f"ModelCheckpoint: filepath must end in '.npz', the format of model.save_weights{keras}; "
-                             f"got {path!r}. Use e.g. 'ckpt-{{epoch:02d}}.weights.npz'.")
-        if not save_weights_only:
-            raise ValueError("ModelCheckpoint: autodiff_viz saves weights only (model.save_weights writes an .npz "
-                             "file; there is no whole-model file like Keras' .keras), so pass "
-                             f"save_weights_only=True: ModelCheckpoint({path!r}, save_weights_only=True).")
+            raise TypeError(f"ModelCheckpoint: filepath must be a path (str or pathlib.Path) ending in '.keras' "
+                            f"(or '.npz' with save_weights_only=True), e.g. 'ckpt-{{epoch:02d}}.keras', got "
+                            f"{type(filepath).__name__}.")
+        if save_weights_only and not path.endswith(".npz"):
+            keras = " ('.weights.h5' is Keras' format)" if path.endswith(".h5") else \
+                " ('.keras' holds the whole model: leave save_weights_only False)" if path.endswith(".keras") else ""
+            raise ValueError(f"ModelCheckpoint: with save_weights_only=True the filepath must end in '.npz', the "
+                             f"format of model.save_weights{keras}; got {path!r}. Use e.g. "
+                             "'ckpt-{epoch:02d}.weights.npz'.")
+        if not save_weights_only and not path.endswith(".keras"):
+            weights = " (an '.npz' file holds weights alone: pass save_weights_only=True)" \
+                if path.endswith(".npz") else ""
+            raise ValueError(f"ModelCheckpoint: the filepath must end in '.keras', the format of model.save (the "
+                             f"whole model){weights}; got {path!r}. Use e.g. 'ckpt-{{epoch:02d}}.keras', or "
+                             "save_weights_only=True with a name ending in '.npz'.")
         try:
             fields = [f for _, f, _, _ in string.Formatter().parse(path) if f is not None]
         except ValueError as exc:
@@ -356,7 +361,8 @@ class ModelCheckpoint(Callback):
                              f"got {initial_value_threshold!r}.")
         self.filepath, self.monitor = path, monitor
         self.mode = _resolve_mode("ModelCheckpoint", mode, monitor)
-        self.verbose, self.save_best_only, self.save_weights_only = verbose, bool(save_best_only), True
+        self.verbose, self.save_best_only = verbose, bool(save_best_only)
+        self.save_weights_only = bool(save_weights_only)
         self.save_freq = save_freq if save_freq == "epoch" else int(save_freq)
         if initial_value_threshold is not None:
             self.best = float(initial_value_threshold)
@@ -422,12 +428,16 @@ class ModelCheckpoint(Callback):
         if not self._should_save(epoch, logs, path):
             return
         if os.path.isdir(path):
-            raise IsADirectoryError(f"ModelCheckpoint: {path!r} is a folder; give a file name ending in '.npz' "
-                                    "(e.g. os.path.join(folder, 'ckpt-{epoch:02d}.weights.npz')).")
+            ext = ".npz" if self.save_weights_only else ".keras"
+            raise IsADirectoryError(f"ModelCheckpoint: {path!r} is a folder; give a file name ending in '{ext}' "
+                                    f"(e.g. os.path.join(folder, 'ckpt-{{epoch:02d}}{ext}')).")
         folder = os.path.dirname(path)
         if folder:
             os.makedirs(folder, exist_ok=True)
-        self.model.save_weights(path, overwrite=True)
+        if self.save_weights_only:
+            self.model.save_weights(path, overwrite=True)
+        else:
+            self.model.save(path, overwrite=True)
 
 
 class LearningRateScheduler(Callback):

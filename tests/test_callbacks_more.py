@@ -114,10 +114,25 @@ def test_checkpoint_field_missing_from_logs_names_the_available_ones(tmp_path):
         linear_model().fit(x, y, epochs=1, verbose=0, callbacks=[ckpt])
 
 
+def test_checkpoint_saves_the_whole_model_by_default_as_keras_3(tmp_path):
+    """ModelCheckpoint("ckpt-{epoch}.keras"): model.save each epoch; the file loads and predicts the same."""
+    x, y = regression_data(16)
+    model = linear_model()
+    ckpt = callbacks.ModelCheckpoint(tmp_path / "run" / "ckpt-{epoch}.keras", monitor="loss", save_best_only=True)
+    assert ckpt.save_weights_only is False
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[ckpt])
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["ckpt-1.keras", "ckpt-2.keras"]
+    again = adv.models.load_model(tmp_path / "run" / "ckpt-2.keras")
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
+    assert again.optimizer.iterations == model.optimizer.iterations
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(filepath="ckpt.weights.h5", save_weights_only=True), r"ModelCheckpoint: filepath must end in '\.npz'"),
-    (dict(filepath="model.keras", save_weights_only=True), r"'\.npz'.*Keras' formats"),
-    (dict(filepath="ckpt.weights.npz"), r"ModelCheckpoint: .*pass save_weights_only=True"),
+    (dict(filepath="ckpt.weights.h5", save_weights_only=True),
+     r"ModelCheckpoint: with save_weights_only=True the filepath must end in '\.npz'.*Keras' format"),
+    (dict(filepath="model.keras", save_weights_only=True), r"'\.npz'.*'\.keras' holds the whole model"),
+    (dict(filepath="ckpt.weights.npz"), r"ModelCheckpoint: .*must end in '\.keras'.*pass save_weights_only=True"),
+    (dict(filepath="ckpt.h5"), r"ModelCheckpoint: the filepath must end in '\.keras'.*'ckpt-\{epoch:02d\}\.keras'"),
     (dict(filepath="c.npz", save_weights_only=True, mode="best"), r"ModelCheckpoint: mode must be 'auto', 'min'"),
     (dict(filepath="c.npz", save_weights_only=True, save_freq=0), r"ModelCheckpoint: save_freq must be 'epoch'"),
     (dict(filepath="c-{}.npz", save_weights_only=True), r"ModelCheckpoint: .*positional field.*\{epoch:02d\}"),
