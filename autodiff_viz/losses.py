@@ -375,6 +375,16 @@ class Loss:
             losses = self.call(y_true, y_pred)
             return reduce(losses, self.reduction, sample_weight)
 
+    def get_config(self) -> dict:
+        """The constructor's arguments (``name``, ``reduction`` and the function's options such as
+        ``from_logits``), as Keras 3: ``type(loss).from_config(loss.get_config())`` is the same loss."""
+        from .saving import constructor_config
+        return constructor_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def __repr__(self):
         extra = "".join(f", {k}={v!r}" for k, v in self.fn_kwargs.items())
         return f"{type(self).__name__}(reduction={self.reduction!r}{extra})"

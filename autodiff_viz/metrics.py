@@ -337,10 +337,16 @@ class MeanMetricWrapper(Mean):
     ``kwargs`` (such as ``threshold=0.7``) go to ``fn`` at every update, as in Keras 3.
     """
 
-    def __init__(self, fn, name=None, **kwargs):
-        super().__init__(name or fn.__name__)
+    def __init__(self, fn, name=None, dtype=None, **kwargs):
+        super().__init__(name or fn.__name__, dtype=dtype)
         self.fn = fn
         self.fn_kwargs = kwargs
+
+    def get_config(self) -> dict:
+        """``name``, ``dtype`` and the keyword arguments of ``fn`` (``threshold``), as Keras 3; a wrapper made
+        directly (``MeanMetricWrapper(fn)``) also gives ``fn``."""
+        config = {**super().get_config(), **self.fn_kwargs}
+        return {"fn": self.fn, **config} if type(self) is MeanMetricWrapper else config
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         super().update_state(self.fn(y_true, y_pred, **self.fn_kwargs), sample_weight=sample_weight)
@@ -355,8 +361,8 @@ class Accuracy(MeanMetricWrapper):
     0 does not count.
     """
 
-    def __init__(self, name="accuracy"):
-        super().__init__(accuracy, name)
+    def __init__(self, name="accuracy", dtype=None):
+        super().__init__(accuracy, name, dtype=dtype)
 
 
 class BinaryAccuracy(MeanMetricWrapper):
@@ -368,11 +374,11 @@ class BinaryAccuracy(MeanMetricWrapper):
         threshold: predictions above it count as 1 (0.5 suits probabilities; 0 suits logits).
     """
 
-    def __init__(self, name="binary_accuracy", *, threshold=0.5):
+    def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
         if isinstance(threshold, bool) or not isinstance(threshold, Real):
             raise TypeError(f"BinaryAccuracy: threshold must be a number, got {threshold!r}. "
                             "Example: BinaryAccuracy(threshold=0.5).")
-        super().__init__(binary_accuracy, name, threshold=float(threshold))
+        super().__init__(binary_accuracy, name, dtype=dtype, threshold=float(threshold))
         self.threshold = float(threshold)
 
 
@@ -380,8 +386,8 @@ class CategoricalAccuracy(MeanMetricWrapper):
     """How often the largest score is at the one-hot label's position: the mean of :func:`categorical_accuracy`
     (``keras.metrics.CategoricalAccuracy``). Logits or probabilities alike (the argmax is the same)."""
 
-    def __init__(self, name="categorical_accuracy"):
-        super().__init__(categorical_accuracy, name)
+    def __init__(self, name="categorical_accuracy", dtype=None):
+        super().__init__(categorical_accuracy, name, dtype=dtype)
 
 
 class SparseCategoricalAccuracy(MeanMetricWrapper):
@@ -397,22 +403,22 @@ class SparseCategoricalAccuracy(MeanMetricWrapper):
     ``(batch, classes)``, logits or probabilities.
     """
 
-    def __init__(self, name="sparse_categorical_accuracy"):
-        super().__init__(sparse_categorical_accuracy, name)
+    def __init__(self, name="sparse_categorical_accuracy", dtype=None):
+        super().__init__(sparse_categorical_accuracy, name, dtype=dtype)
 
 
 class MeanAbsoluteError(MeanMetricWrapper):
     """The mean of :func:`mean_absolute_error` over all samples (``keras.metrics.MeanAbsoluteError``)."""
 
-    def __init__(self, name="mean_absolute_error"):
-        super().__init__(mean_absolute_error, name)
+    def __init__(self, name="mean_absolute_error", dtype=None):
+        super().__init__(mean_absolute_error, name, dtype=dtype)
 
 
 class MeanSquaredError(MeanMetricWrapper):
     """The mean of :func:`mean_squared_error` over all samples (``keras.metrics.MeanSquaredError``)."""
 
-    def __init__(self, name="mean_squared_error"):
-        super().__init__(mean_squared_error, name)
+    def __init__(self, name="mean_squared_error", dtype=None):
+        super().__init__(mean_squared_error, name, dtype=dtype)
 
 
 class RootMeanSquaredError(MeanMetricWrapper):
@@ -422,8 +428,8 @@ class RootMeanSquaredError(MeanMetricWrapper):
     per-batch roots (which would depend on the batch size).
     """
 
-    def __init__(self, name="root_mean_squared_error"):
-        super().__init__(mean_squared_error, name)
+    def __init__(self, name="root_mean_squared_error", dtype=None):
+        super().__init__(mean_squared_error, name, dtype=dtype)
 
     def result(self) -> "Result":
         return Result(np.sqrt(super().result()))
@@ -433,8 +439,8 @@ class MeanAbsolutePercentageError(MeanMetricWrapper):
     """The mean of :func:`mean_absolute_percentage_error` over all samples
     (``keras.metrics.MeanAbsolutePercentageError``), in percent."""
 
-    def __init__(self, name="mean_absolute_percentage_error"):
-        super().__init__(mean_absolute_percentage_error, name)
+    def __init__(self, name="mean_absolute_percentage_error", dtype=None):
+        super().__init__(mean_absolute_percentage_error, name, dtype=dtype)
 
 
 _BY_NAME = {f.__name__: f for f in (binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,

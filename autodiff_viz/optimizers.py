@@ -438,6 +438,16 @@ class Optimizer:
         self.apply_gradients(zip(grads, variables))
         return value
 
+    def get_config(self) -> dict:
+        """The constructor's arguments (``learning_rate`` as given: a number or a schedule), as Keras 3:
+        ``type(opt).from_config(opt.get_config())`` is a new optimizer of the same kind, with no state."""
+        from .saving import constructor_config
+        return constructor_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def __repr__(self):
         return f"{type(self).__name__}(learning_rate={self._learning_rate!r}, iterations={self.iterations})"
 

@@ -504,10 +504,12 @@ def _attribute(obj, name):
     return False, None
 
 
-def _constructor_config(obj, given) -> dict:
+def constructor_config(obj, given=None) -> dict:
     """The arguments that rebuild ``obj``: each parameter of its class's ``__init__`` (and, behind
     ``**kwargs``, of its package base class), valued from ``given`` (its ``get_config()``) or else from
-    the attribute that keeps it. A layer's members (``weights``, ``output`` ...) never count as arguments."""
+    the attribute that keeps it. A layer's members (``weights``, ``output`` ...) never count as arguments.
+    The ``get_config`` of the package's optimizers and losses."""
+    given = {} if given is None else given
     names, var_kw, _ = _init_parameters(type(obj))
     if var_kw:
         for base, extra in _BASE_PARAMETERS:
@@ -563,7 +565,7 @@ def _object_config(obj, where) -> dict:
                         "the package knows, a function defined with def (registered with "
                         "@adv.saving.register_keras_serializable()), or an object whose class has get_config().")
     given = obj.get_config() if get_config is not None else {}
-    config = _constructor_config(obj, given if isinstance(given, dict) else {})
+    config = constructor_config(obj, given if isinstance(given, dict) else {})
     if not _in_package(cls.__module__):
         _check_covers(cls, config, where, "it keeps under no attribute of the same name and has no get_config() "
                                           "to return")
@@ -596,7 +598,7 @@ def _layer_config(layer, where) -> dict:
         return given
     cls = type(layer)
     if _in_package(cls.__module__):
-        found = _constructor_config(layer, given)
+        found = constructor_config(layer, given)
         return {**given, **{k: v for k, v in found.items() if k not in given}}
     _check_covers(_user_class(cls), given, where)
     return given

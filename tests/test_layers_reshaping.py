@@ -166,16 +166,19 @@ def test_each_layer_is_the_recorded_ops_inside_its_scope():
 
 
 def test_get_config_holds_keras_argument_forms():
-    assert L.UpSampling1D(name="u").get_config() == {"name": "u", "size": 2}
+    base = {"trainable": True, "dtype": "float32"}          # Keras 3's base keys, in every layer's config
+    assert L.UpSampling1D(name="u").get_config() == {"name": "u", **base, "size": 2}
     assert L.UpSampling2D(3, name="u2").get_config() == {
-        "name": "u2", "size": (3, 3), "data_format": "channels_last", "interpolation": "nearest"}
-    assert L.ZeroPadding1D(name="p").get_config() == {"name": "p", "padding": (1, 1), "data_format": "channels_last"}
+        "name": "u2", **base, "size": (3, 3), "data_format": "channels_last", "interpolation": "nearest"}
+    assert L.ZeroPadding1D(name="p").get_config() == {"name": "p", **base, "padding": (1, 1),
+                                                      "data_format": "channels_last"}
     assert L.ZeroPadding2D((1, 2), name="p2").get_config()["padding"] == ((1, 1), (2, 2))
     assert L.ZeroPadding2D(name="p3").get_config()["padding"] == ((1, 1), (1, 1))
-    assert L.Cropping1D(name="c").get_config() == {"name": "c", "cropping": (1, 1)}
-    assert L.Cropping2D(name="c2").get_config() == {"name": "c2", "cropping": ((0, 0), (0, 0)),
+    assert L.Cropping1D(name="c").get_config() == {"name": "c", **base, "cropping": (1, 1)}
+    assert L.Cropping2D(name="c2").get_config() == {"name": "c2", **base, "cropping": ((0, 0), (0, 0)),
                                                      "data_format": "channels_last"}
     assert L.Cropping2D([3, [1, 0]], name="c3").get_config()["cropping"] == ((3, 3), (1, 0))
+    assert L.Reshape((2, 3), dtype="float64", trainable=False).get_config()["dtype"] == "float64"
 
 
 def test_autoencoder_with_upsampling_padding_and_cropping_fits():

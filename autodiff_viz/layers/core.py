@@ -78,7 +78,7 @@ class Reshape(Layer):
         return ops.reshape(inputs, (inputs.shape[0],) + self.target_shape)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "target_shape": self.target_shape}
+        return {**super().get_config(), "target_shape": self.target_shape}
 
 
 def _count(who: str, what: str, value, minimum: int, example, given=None) -> int:
@@ -144,7 +144,7 @@ class UpSampling1D(Layer):
         return ops.repeat(inputs, self.size, axis=1)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "size": self.size}
+        return {**super().get_config(), "size": self.size}
 
 
 def _bilinear_weights(n: int, factor: int, dtype) -> np.ndarray:
@@ -210,7 +210,7 @@ class UpSampling2D(Layer):
         return y
 
     def get_config(self) -> dict:
-        return {"name": self.name, "size": self.size, "data_format": self.data_format,
+        return {**super().get_config(), "size": self.size, "data_format": self.data_format,
                 "interpolation": self.interpolation}
 
 
@@ -241,7 +241,7 @@ class ZeroPadding1D(Layer):
         return ops.pad(inputs, ((0, 0), self.padding, (0, 0)))
 
     def get_config(self) -> dict:
-        return {"name": self.name, "padding": self.padding, "data_format": self.data_format}
+        return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
 
 
 class ZeroPadding2D(Layer):
@@ -273,7 +273,7 @@ class ZeroPadding2D(Layer):
         return ops.pad(inputs, ((0, 0), *self.padding, (0, 0)))
 
     def get_config(self) -> dict:
-        return {"name": self.name, "padding": self.padding, "data_format": self.data_format}
+        return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
 
 
 def _check_crop(layer, shape, cropping) -> None:
@@ -312,7 +312,7 @@ class Cropping1D(Layer):
         return inputs[:, a:n - b]
 
     def get_config(self) -> dict:
-        return {"name": self.name, "cropping": self.cropping}
+        return {**super().get_config(), "cropping": self.cropping}
 
 
 class Cropping2D(Layer):
@@ -347,7 +347,7 @@ class Cropping2D(Layer):
         return inputs[:, top:h - bottom, left:w - right]
 
     def get_config(self) -> dict:
-        return {"name": self.name, "cropping": self.cropping, "data_format": self.data_format}
+        return {**super().get_config(), "cropping": self.cropping, "data_format": self.data_format}
 
 
 class Activation(Layer):
@@ -416,7 +416,7 @@ class LeakyReLU(Layer):
         return nn.leaky_relu(inputs, negative_slope=self.negative_slope)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "negative_slope": self.negative_slope}
+        return {**super().get_config(), "negative_slope": self.negative_slope}
 
 
 class ReLU(Layer):
@@ -463,7 +463,7 @@ class ReLU(Layer):
         return y
 
     def get_config(self) -> dict:
-        return {"name": self.name, "max_value": self.max_value, "negative_slope": self.negative_slope,
+        return {**super().get_config(), "max_value": self.max_value, "negative_slope": self.negative_slope,
                 "threshold": self.threshold}
 
 
@@ -511,7 +511,7 @@ class Softmax(Layer):
         return ops.where(keep, y, 0.0)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "axis": self.axis}
+        return {**super().get_config(), "axis": self.axis}
 
 
 class ELU(Layer):
@@ -540,7 +540,7 @@ class ELU(Layer):
         return nn.elu(inputs, alpha=self.alpha)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "alpha": self.alpha}
+        return {**super().get_config(), "alpha": self.alpha}
 
 
 class PReLU(Layer):
@@ -615,7 +615,7 @@ class PReLU(Layer):
 
     def get_config(self) -> dict:
         reg = self.alpha_regularizer
-        return {"name": self.name, "alpha_initializer": self.alpha_initializer,
+        return {**super().get_config(), "alpha_initializer": self.alpha_initializer,
                 "alpha_regularizer": regularizers.serialize(reg) if hasattr(reg, "get_config") else reg,
                 "alpha_constraint": self.alpha_constraint, "shared_axes": self.shared_axes}
 
@@ -651,7 +651,7 @@ class Masking(Layer):
         return inputs * keep.astype(inputs.dtype)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "mask_value": self.mask_value}
+        return {**super().get_config(), "mask_value": self.mask_value}
 
 
 class Lambda(Layer):

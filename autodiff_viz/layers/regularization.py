@@ -75,7 +75,7 @@ class Dropout(Layer):
         return inputs * constant(mask, name="dropout_mask")
 
     def get_config(self) -> dict:
-        return {"name": self.name, "rate": self.rate, "noise_shape": self.noise_shape, "seed": self.seed}
+        return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape, "seed": self.seed}
 
 
 class _SpatialDropout(Dropout):
