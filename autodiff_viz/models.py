@@ -241,12 +241,8 @@ class Model(Layer):
 
     @staticmethod
     def _check_path(filepath, what):
-        try:
-            path = os.fspath(filepath)
-        except TypeError:
-            raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '.npz', "
-                            f"got {type(filepath).__name__}.") from None
-        if not isinstance(path, str) or not path.endswith(".npz"):
+        path = path_of(filepath, what, ".npz")
+        if not path.endswith(".npz"):
             raise ValueError(f"{what}: the file name must end in '.npz' (e.g. 'model.weights.npz'), got {path!r}.")
         return path
 
@@ -1786,6 +1782,19 @@ def _unknown_where_different(a, b):
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
         return type(a)(_unknown_where_different(x, y) for x, y in zip(a, b))
     return a if a == b else None
+
+
+def path_of(filepath, what: str, ending: str) -> str:
+    """``filepath`` (a str or ``pathlib.Path``) as a str, or a TypeError naming ``what`` and the ``ending``
+    the file needs (``'.npz'`` for weights, ``'.keras'`` for a whole model)."""
+    try:
+        path = os.fspath(filepath)
+    except TypeError:
+        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '{ending}', got "
+                        f"{type(filepath).__name__}.") from None
+    if not isinstance(path, str):
+        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '{ending}', got bytes.")
+    return path
 
 
 def run_build_batch(model, shapes: list) -> None:

@@ -233,6 +233,16 @@ def _refuse_foreign(module, name, where):
                              "same names and arguments) and copy the weights with layer.set_weights().")
 
 
+def _given(registered, name, ctx):
+    """What ``custom_objects`` holds under the registered name or the plain name, else the registered object;
+    None if neither knows it."""
+    custom = ctx["custom_objects"]
+    for key in (registered, name):
+        if key and key in custom:
+            return custom[key]
+    return _REGISTERED.get(registered) if registered else None
+
+
 def _resolve_class(entry, where):
     """The class an entry names: from custom objects, the registered objects, then the package itself
     (by its module, or by class name when the entry has none). A clone's classes are its own."""
@@ -240,12 +250,9 @@ def _resolve_class(entry, where):
     ctx = _context()
     if ctx["classes"] is not None and (module, name) in ctx["classes"]:
         return ctx["classes"][(module, name)]
-    custom = ctx["custom_objects"]
-    for key in (registered, name):
-        if key and key in custom:
-            return custom[key]
-    if registered and registered in _REGISTERED:
-        return _REGISTERED[registered]
+    found = _given(registered, name, ctx)
+    if found is not None:
+        return found
     if _in_package(module):
         found = _import_attr(module, name)
         if inspect.isclass(found):
@@ -274,12 +281,9 @@ def _resolve_function(entry, where):
         raise ModelFileError(f"{_at(where)}: a function entry must name the function (\"config\": its name), "
                              f"got {name!r}.")
     ctx = _context()
-    custom = ctx["custom_objects"]
-    for key in (registered, name):
-        if key and key in custom:
-            return custom[key]
-    if registered and registered in _REGISTERED:
-        return _REGISTERED[registered]
+    found = _given(registered, name, ctx)
+    if found is not None:
+        return found
     if _in_package(module) or (module and not ctx["safe_mode"]):
         found = _import_attr(module, name)
         if callable(found):
@@ -1115,13 +1119,7 @@ def _optimizer_state(opt, stored, paths, source):
 # Files
 # ---------------------------------------------------------------------------
 def _keras_path(filepath, what):
-    try:
-        path = os.fspath(filepath)
-    except TypeError:
-        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '.keras', got "
-                        f"{type(filepath).__name__}.") from None
-    if not isinstance(path, str):
-        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '.keras', got bytes.")
+    path = models.path_of(filepath, what, ".keras")
     if path.endswith(".keras"):
         return path
     hint = ("An '.npz' file holds weights alone: model.save_weights(path) writes one, and "

@@ -540,3 +540,50 @@ def test_compare_tape_refuses_a_tape_that_let_go_of_its_values():
     tape.gradient(y, v)
     with pytest.raises(RuntimeError, match=r"tape\.compare\(\): .*let go.*persistent=True"):
         compare_tape(tape, y, {h: np.ones((30, 30))}, namespace={})
+
+
+# ----- whole-model files and adv.utils (added with model.save and adv.utils) --------------------------------
+def test_model_files_damaged_foreign_or_misnamed_change_nothing(tmp_path):
+    m = small_model()
+    before = weights_of(m)
+    for name, data in (("zip.keras", b"not a zip archive"), ("empty.keras", b"")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(adv.errors.ModelFileError, match=rf"{name}.*not a \.keras archive"):
+            adv.models.load_model(tmp_path / name)
+    with pytest.raises(FileNotFoundError, match="missing.keras does not exist"):
+        adv.models.load_model(tmp_path / "missing.keras")
+    with pytest.raises(ValueError, match=r"must end in '\.keras'.*save_weights"):
+        m.save(tmp_path / "model.h5")
+    with pytest.raises(TypeError, match=r"save: the file must be a path .*'\.keras', got dict"):
+        m.save({"path": "m.keras"})
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        m.save(tmp_path / "nowhere" / "m.keras")
+    m.save(tmp_path / "good.keras")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        m.save(tmp_path / "good.keras", overwrite=False)
+    with pytest.raises(TypeError, match=r"expected the JSON text of model\.to_json\(\), got list"):
+        adv.models.model_from_json([1, 2])
+    with pytest.raises(adv.errors.ModelFileError, match="not valid JSON"):
+        adv.models.model_from_json("{not json")
+    assert_same(before, weights_of(m))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.keras", "good.keras", "zip.keras"]
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: adv.utils.to_categorical([0, -1]), ValueError, ["to_categorical", "[-1]", "0 or more"]),
+    (lambda: adv.utils.to_categorical([0.5]), ValueError, ["to_categorical", "whole numbers", "np.argmax"]),
+    (lambda: adv.utils.to_categorical([3], num_classes=2), ValueError, ["num_classes=2", "num_classes=4"]),
+    (lambda: adv.utils.to_categorical(["cat"]), TypeError, ["to_categorical", "class ids"]),
+    (lambda: adv.utils.pad_sequences([[1, 2], 3]), ValueError, ["pad_sequences", "position 1", "[[1], [2, 3]]"]),
+    (lambda: adv.utils.pad_sequences([[1]], padding="left"), ValueError, ["padding='left'", "'pre'", "'post'"]),
+    (lambda: adv.utils.pad_sequences([[1]], value=np.nan), ValueError, ["padding value nan", "int32"]),
+    (lambda: adv.utils.normalize(np.ones(3), axis=2), ValueError, ["normalize", "axis=2", "out of range"]),
+    (lambda: adv.utils.plot_model("model"), TypeError, ["plot_model", "expects a model", "str"]),
+    (lambda: adv.utils.plot_model(small_model(), rankdir="up"), ValueError, ["rankdir='up'", "'TB'"]),
+    (lambda: adv.utils.plot_model(adv.Sequential([adv.layers.Dense(2)]), show_shapes=True), ValueError,
+     ["show_shapes", "Input", "model.build"]),
+])
+def test_utils_refuse_bad_inputs_naming_the_function_and_the_fix(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert all(w in str(info.value) for w in words), str(info.value)
