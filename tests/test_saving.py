@@ -329,6 +329,12 @@ def attention():
     return adv.Model([q, v], L.Attention(use_scale=True, dropout=0.1)([q, v])), [(2, 5, 4), (2, 6, 4)]
 
 
+def adapted_normalization():
+    norm = L.Normalization(axis=[1, 2], invert=True)
+    norm.adapt(np.random.default_rng(0).normal(size=(10, 3, 2)))
+    return adv.Sequential([L.Input((3, 2)), norm]), (4, 3, 2)
+
+
 def bidirectional_with_backward():
     return adv.Sequential([L.Input((5, 3)), L.Bidirectional(L.GRU(2, return_sequences=True), merge_mode="ave",
                                                             backward_layer=L.GRU(2, return_sequences=True,
@@ -372,6 +378,12 @@ LAYER_CASES = {
     "BatchNormalization": seq(lambda: L.BatchNormalization(momentum=0.9, epsilon=1e-4, center=False,
                                                            gamma_initializer="normal"), (4,)),
     "LayerNormalization": seq(lambda: L.LayerNormalization(axis=[1, 2], epsilon=1e-5, scale=False), (3, 4)),
+    "GroupNormalization": seq(lambda: L.GroupNormalization(groups=2, epsilon=1e-4, center=False,
+                                                           gamma_initializer="normal"), (3, 4)),
+    "UnitNormalization": seq(lambda: L.UnitNormalization(axis=[1, 2]), (3, 2)),
+    "Rescaling": seq(lambda: L.Rescaling(1 / 127.5, offset=-1.0), (4,)),
+    "Normalization": adapted_normalization,
+    "Normalization+mean": seq(lambda: L.Normalization(mean=[1.0, 2.0], variance=[4.0, 9.0]), (3, 2)),
     "Dropout": seq(lambda: L.Dropout(0.3, noise_shape=(None, 1), seed=3), (4,)),
     "SpatialDropout1D": seq(lambda: L.SpatialDropout1D(0.2, seed=1), (3, 4)),
     "SpatialDropout2D": seq(lambda: L.SpatialDropout2D(0.2, data_format="channels_last"), (3, 3, 2)),
@@ -396,6 +408,14 @@ LAYER_CASES = {
     "Maximum": two(lambda: L.Maximum()),
     "Minimum": two(lambda: L.Minimum()),
     "Concatenate": two(lambda: L.Concatenate(axis=1), shape=(2, 3)),
+    "Identity": seq(lambda: L.Identity(), (4,)),
+    "RepeatVector": seq(lambda: L.RepeatVector(3), (4,)),
+    "Permute": seq(lambda: L.Permute((2, 1)), (3, 4)),
+    "GaussianNoise": seq(lambda: L.GaussianNoise(0.2, seed=1), (4,)),
+    "GaussianDropout": seq(lambda: L.GaussianDropout(0.3, seed=2), (4,)),
+    "ActivityRegularization": seq(lambda: L.ActivityRegularization(l1=0.01, l2=0.02), (4,)),
+    "Dot": two(lambda: L.Dot(axes=(1, 2), normalize=True), shape=(3, 3)),
+    "TimeDistributed": seq(lambda: L.TimeDistributed(L.Dense(2, activation="tanh")), (5, 3)),
 }
 
 
@@ -444,6 +464,8 @@ GIVEN = {   # arguments that change the layer (not the defaults): each must be i
     L.Conv1D: {"padding": "causal", "dilation_rate": [2], "activation": "tanh", "bias_initializer": "ones"},
     L.Conv1DTranspose: {"output_padding": [1], "activation": "relu"},
     L.Embedding: {"embeddings_initializer": "normal", "mask_zero": True},
+    L.GroupNormalization: {"groups": 2, "epsilon": 1e-4, "center": False},
+    L.Normalization: {"invert": True},
     L.SimpleRNNCell: {"activation": "relu", "recurrent_initializer": "glorot_uniform"},
     L.LSTMCell: {"unit_forget_bias": False},
     L.GRUCell: {"reset_after": False, "use_bias": False},

@@ -16,6 +16,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .. import engine, nn, ops, regularizers
+from ..structure import flatten
 from ..tensor import Tensor
 from . import activations, initializers
 from .base import Layer
@@ -24,7 +25,7 @@ from .dense import activation_config
 
 __all__ = ["Flatten", "Reshape", "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D",
            "Cropping1D", "Cropping2D", "Activation", "Lambda", "LeakyReLU", "ReLU", "Softmax", "ELU", "PReLU",
-           "Masking"]
+           "Masking", "Identity", "RepeatVector", "Permute"]
 
 
 class Flatten(Layer):
@@ -678,3 +679,92 @@ class Lambda(Layer):
     def call(self, inputs):
         with engine.shared_location(False):
             return self.function(inputs, **self.arguments)
+
+
+class Identity(Layer):
+    """The input, unchanged, as ``keras.layers.Identity`` (a placeholder, e.g. for a skipped block).
+
+        >>> Identity()(np.ones((2, 3))).shape
+        (2, 3)
+
+    On the graph it is one ``identity`` node (recorded as a ``cast`` to the
+    input's own dtype) whose factor is 1: ḡ passes through. Its output is a
+    tensor of its own, so ``layer.output`` can be a gradient source. Nested
+    inputs (a list or dict of tensors) give the same structure back. The
+    mask passes through, as in Keras 3.
+    """
+
+    supports_masking = True
+
+    def call(self, inputs):
+        leaves, rebuild = flatten(inputs)
+        return rebuild([ops.identity(x) if isinstance(x, Tensor) else x for x in leaves])
+
+
+class RepeatVector(Layer):
+    """Each sample of ``(batch, features)`` repeated ``n`` times: ``(batch, n, features)``, as ``keras.layers.RepeatVector``.
+
+        >>> RepeatVector(3)(np.ones((2, 4))).shape
+        (2, 3, 4)
+
+    Used to feed one encoding to every step of a recurrent decoder. One
+    ``expand_dims`` node and one ``repeat`` node; the gradient sums ḡ over
+    the ``n`` copies: ``ḡ_x = Σ_t ḡ_y[:, t, :]``.
+
+    Args:
+        n: how many times to repeat, a positive integer.
+    """
+
+    _single_input = True
+
+    def __init__(self, n, **kwargs):
+        self.n = _count("RepeatVector", "n", n, 1, 3)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        if inputs.ndim != 2:
+            raise ValueError(f"{self.name} (RepeatVector): expected inputs of shape (batch, features), got shape "
+                             f"{tuple(inputs.shape)}. Flatten the samples first (Flatten()) or use UpSampling1D "
+                             "for sequences.")
+        return ops.repeat(ops.expand_dims(inputs, 1), self.n, axis=1)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "n": self.n}
+
+
+class Permute(Layer):
+    """The axes of each sample reordered, as ``keras.layers.Permute``.
+
+        >>> Permute((2, 1))(np.ones((4, 10, 64))).shape
+        (4, 64, 10)
+
+    ``dims`` counts the axes from 1 (the batch axis 0 stays first):
+    ``Permute((2, 1))`` swaps the two axes of ``(batch, steps, features)``.
+    One ``transpose`` node; its gradient is ḡ transposed back.
+
+    Args:
+        dims: a permutation of ``1 … k`` for inputs with ``k`` axes besides the batch axis.
+    """
+
+    _single_input = True
+
+    def __init__(self, dims, **kwargs):
+        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__") or any(
+                isinstance(d, bool) or not isinstance(d, Integral) for d in dims):
+            raise TypeError(f"Permute: dims must be a tuple of ints (axes counted from 1), got {dims!r}. "
+                            "Example: Permute(dims=(2, 1)).")
+        if sorted(int(d) for d in dims) != list(range(1, len(dims) + 1)):
+            raise ValueError(f"Permute: dims={tuple(dims)!r} is not a permutation of 1 … {len(dims)}: it must hold "
+                             f"each of the axes 1 to {len(dims)} once (the batch axis 0 is not part of it). "
+                             "Example: Permute(dims=(2, 1)) swaps the two axes of (batch, steps, features).")
+        self.dims = tuple(int(d) for d in dims)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        if inputs.ndim != len(self.dims) + 1:
+            raise ValueError(f"{self.name} (Permute): dims={self.dims} needs inputs with {len(self.dims) + 1} axes "
+                             f"(the batch axis and {len(self.dims)} more), got shape {tuple(inputs.shape)}.")
+        return ops.transpose(inputs, (0,) + self.dims)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "dims": self.dims}

@@ -1,4 +1,5 @@
-"""Merge layers: ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Maximum``, ``Minimum``, ``Concatenate``.
+"""Merge layers: ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Maximum``, ``Minimum``, ``Concatenate``,
+``Dot``.
 
 Each takes a *list* of tensors, as in Keras: ``Add()([x, shortcut])`` (a
 residual connection). On the graph the inputs meet in one box; the gradient
@@ -15,8 +16,8 @@ import numpy as np
 from .. import ops
 from .base import Layer
 
-__all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
-           "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate"]
+__all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot",
+           "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate", "dot"]
 
 
 class _Merge(Layer):
@@ -147,6 +148,103 @@ class Concatenate(_Merge):
         return ops.concatenate(list(xs), axis=ax)
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+class Dot(_Merge):
+    """The dot product of two batches of samples along ``axes``, as ``keras.layers.Dot``.
+
+        >>> Dot(axes=1)([np.ones((2, 3)), np.full((2, 3), 2.0)]).numpy()
+        array([[6.],
+               [6.]], dtype=float32)
+
+    For sample ``i`` the entries of ``x[i]`` along ``axes[0]`` are multiplied
+    with those of ``y[i]`` along ``axes[1]`` and summed (Keras' ``batch_dot``):
+    the output has ``x``'s other axes, then ``y``'s other axes but the batch
+    axis. Two ``(batch, n)`` inputs give ``(batch, 1)``; ``(batch, n, m)`` and
+    ``(batch, n, k)`` with ``axes=1`` give ``(batch, m, k)``. One ``einsum``
+    node: the gradient to ``x`` is ḡ contracted with ``y`` and back.
+
+    With ``normalize=True`` each input is first divided by its L2 norm along
+    its axis (``x / max(‖x‖, 1e-7)``, Keras' ``ops.normalize``), so the
+    output is the cosine similarity. Masks stop here (the output carries none),
+    as in Keras 3.
+
+    Args:
+        axes: an int (the same axis of both inputs) or a tuple of two ints,
+            one axis per input; never 0 (the batch axis); negative counts from the end.
+        normalize: L2-normalise both inputs along their axis first.
+    """
+
+    min_inputs = max_inputs = 2
+
+    def __init__(self, axes, normalize=False, **kwargs):
+        def bad(a):
+            return isinstance(a, bool) or not isinstance(a, Integral)
+        if isinstance(axes, (list, tuple)):
+            if len(axes) != 2 or any(bad(a) for a in axes):
+                raise ValueError(f"Dot: axes must be an int or a tuple of 2 ints (one axis of each input), got "
+                                 f"{axes!r}. Example: Dot(axes=(1, 2)).")
+            axes = tuple(int(a) for a in axes)
+        elif bad(axes):
+            raise TypeError(f"Dot: axes must be an int or a tuple of 2 ints, got {axes!r}. Example: Dot(axes=1).")
+        else:
+            axes = int(axes)
+        if 0 in (axes if isinstance(axes, tuple) else (axes,)):
+            raise ValueError(f"Dot: axes={axes!r} names axis 0, the batch axis; the dot product is taken within "
+                             "each sample. Example: Dot(axes=1) for inputs of shape (batch, features).")
+        if not isinstance(normalize, (bool, np.bool_)):
+            raise TypeError(f"Dot: normalize must be True or False, got {normalize!r}.")
+        self.axes = axes
+        self.normalize = bool(normalize)
+        super().__init__(**kwargs)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axes": self.axes, "normalize": self.normalize}
+
+    def compute_mask(self, inputs, mask=None):
+        """None, as Keras 3's ``Dot``: the output's axes are not the inputs' steps."""
+        return None
+
+    def _resolve(self, shapes):
+        pair = self.axes if isinstance(self.axes, tuple) else (self.axes, self.axes)
+        out = []
+        for a, shape in zip(pair, shapes):
+            if len(shape) < 2 or not -len(shape) < a < len(shape):
+                raise ValueError(f"{self.name} (Dot): axes={self.axes!r} does not fit the input shapes {list(shapes)}: "
+                                 "each input needs a batch axis and the named axis (not the batch axis).")
+            out.append(a % len(shape))
+        return out
+
+    def call(self, inputs):
+        x, y = self._check(inputs)
+        shapes = [tuple(x.shape), tuple(y.shape)]
+        a0, a1 = self._resolve(shapes)
+        if shapes[0][0] != shapes[1][0]:
+            raise ValueError(f"{self.name} (Dot): the inputs have different batch sizes, shapes {shapes}.")
+        if shapes[0][a0] != shapes[1][a1]:
+            raise ValueError(f"{self.name} (Dot): axis {a0} of the first input ({shapes[0][a0]} entries) and axis "
+                             f"{a1} of the second ({shapes[1][a1]} entries) must have the same size; got shapes "
+                             f"{shapes}. Choose axes=(i, j) with shapes[0][i] == shapes[1][j].")
+        if self.normalize:
+            x, y = _l2_normalize(x, a0), _l2_normalize(y, a1)
+        nx, ny = len(shapes[0]), len(shapes[1])
+        if nx + ny - 1 > len(_LETTERS):
+            raise ValueError(f"{self.name} (Dot): inputs with {nx} and {ny} axes are too many for one einsum.")
+        xs = "a" + _LETTERS[1:nx]
+        ys = "a" + _LETTERS[nx:nx + ny - 1]
+        ys = ys[:a1] + xs[a0] + ys[a1 + 1:]
+        out = xs[:a0] + xs[a0 + 1:] + ys[1:a1] + ys[a1 + 1:]
+        z = ops.einsum(f"{xs},{ys}->{out}", x, y)
+        return ops.expand_dims(z, -1) if z.ndim == 1 else z
+
+
+def _l2_normalize(x, axis, epsilon=1e-7):
+    """``x / max(‖x‖, epsilon)`` along ``axis`` (Keras' ``ops.normalize``), written as ``x / sqrt(max(Σx², ε²))``
+    so that a zero slice gets 0 and a finite gradient."""
+    return x / ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), epsilon * epsilon))
+
+
 def _functional(cls):
     def merge(inputs, **kwargs):
         return cls(**kwargs)(inputs)
@@ -162,3 +260,8 @@ add, subtract, multiply, average, maximum, minimum = (
 def concatenate(inputs, axis=-1, **kwargs):
     """``Concatenate(axis)(inputs)`` in one call (Keras' functional form)."""
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+def dot(inputs, axes=-1, **kwargs):
+    """``Dot(axes, **kwargs)(inputs)`` in one call (Keras' functional form; ``axes`` defaults to -1 here, as Keras)."""
+    return Dot(axes=axes, **kwargs)(inputs)

@@ -1,4 +1,5 @@
-"""Normalization layers: ``BatchNormalization`` and ``LayerNormalization`` (Keras 3 defaults).
+"""Normalization layers: ``BatchNormalization``, ``LayerNormalization``, ``GroupNormalization`` and
+``UnitNormalization`` (Keras 3 defaults).
 
 Both compute ``x̂ = (x − μ) / √(σ² + ε)`` and ``y = γ·x̂ + β``, written with
 the package's ops (``mean``, ``square``, ``sqrt``, ``divide`` ...) so that,
@@ -18,7 +19,7 @@ import numpy as np
 from .. import ops, regularizers
 from .base import Layer, boolean_mask
 
-__all__ = ["BatchNormalization", "LayerNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization"]
 
 
 def _axes(axis, ndim, owner) -> tuple:
@@ -248,3 +249,114 @@ class LayerNormalization(_Normalization):
         mean, variance = _moments(inputs, self._param_axes)
         return self._normalize(inputs, mean, variance)
 
+
+
+class GroupNormalization(_Normalization):
+    """Normalise each sample over groups of channels, as ``keras.layers.GroupNormalization``.
+
+        >>> GroupNormalization(groups=2)(np.random.rand(3, 5, 4)).shape
+        (3, 5, 4)
+
+    The ``C`` channels of ``axis`` are split into ``groups`` groups of
+    ``C / groups`` consecutive channels; ``μ`` and ``σ²`` (biased) are taken
+    per sample and group, over the group's channels and every other
+    non-batch axis, and ``y = γ · (x − μ) / √(σ² + ε) + β`` with ``γ`` and
+    ``β`` of shape ``(C,)``. ``groups=1`` is layer normalisation over all
+    features; ``groups=-1`` (one channel per group) is instance
+    normalisation. Training and inference behave the same.
+
+    Args:
+        groups: the number of groups (default 32; -1: one per channel). It
+            must divide the number of channels.
+        axis: the channel axis, one int (default -1).
+        epsilon: 1e-3 (Keras' default).
+        center: learn ``β``.
+        scale: learn ``γ``.
+    """
+
+    supports_masking = True
+
+    def __init__(self, groups=32, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, **kwargs):
+        if isinstance(groups, bool) or not isinstance(groups, Integral) or (groups < 1 and groups != -1):
+            raise ValueError(f"GroupNormalization: groups must be a positive integer that divides the number of "
+                             f"channels (or -1: one group per channel), got {groups!r}.")
+        if isinstance(axis, bool) or not isinstance(axis, Integral):
+            raise TypeError(f"GroupNormalization: axis must be one int (the channel axis), got {axis!r}.")
+        super().__init__(int(axis), epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
+                         gamma_regularizer, beta_constraint, gamma_constraint, **kwargs)
+        self.groups = int(groups)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "groups": self.groups}
+
+    def build(self, input_shape):
+        input_shape = tuple(input_shape)
+        (axis,) = _axes(self.axis, len(input_shape), self.name)
+        if axis == 0:
+            raise ValueError(f"{self.name} (GroupNormalization): axis {self.axis} is the batch axis of inputs of "
+                             f"shape {input_shape}; pass the channel axis (e.g. axis=-1).")
+        channels = input_shape[axis]
+        if channels is not None:
+            groups = channels if self.groups == -1 else self.groups
+            if groups > channels or channels % groups:
+                raise ValueError(f"{self.name} (GroupNormalization): groups={self.groups} must divide the "
+                                 f"{channels} channels of axis {self.axis} (input shape {input_shape}). Pass a "
+                                 f"divisor of {channels}, e.g. groups="
+                                 f"{max(d for d in range(1, min(groups, channels) + 1) if channels % d == 0)}.")
+        self._param_shape = self._build_params(input_shape, (axis,))
+        self._groups = self._param_shape[0] if self.groups == -1 else self.groups
+
+    def call(self, inputs):
+        self._check(inputs)
+        axis, groups = self._param_axes[0], self._groups
+        shape = tuple(inputs.shape)
+        grouped = shape[:axis] + (groups, shape[axis] // groups) + shape[axis + 1:]
+        x = ops.reshape(inputs, grouped)
+        reduce = tuple(a for a in range(1, len(grouped)) if a != axis)
+        mean, variance = _moments(x, reduce)
+        x_hat = ops.reshape((x - mean) / ops.sqrt(variance + self.epsilon), shape)
+        if self.scale:
+            x_hat = x_hat * self._broadcast(self.gamma)
+        if self.center:
+            x_hat = x_hat + self._broadcast(self.beta)
+        return x_hat
+
+
+UNIT_EPSILON = 1e-12    # Keras' floor of the squared norm in UnitNormalization
+
+
+class UnitNormalization(Layer):
+    """Scale each sample to L2 norm 1 along ``axis``, as ``keras.layers.UnitNormalization``.
+
+        >>> UnitNormalization()(np.array([[3.0, 4.0]])).numpy()
+        array([[0.6, 0.8]], dtype=float32)
+
+    ``y = x / √max(Σ x², 1e-12)`` over ``axis`` (an int or a list of ints,
+    default -1), as Keras 3: an all-zero input stays zero instead of
+    dividing by zero. No weights.
+    """
+
+    supports_masking = True
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(axis, (list, tuple)) and axis and \
+                all(isinstance(a, Integral) and not isinstance(a, bool) for a in axis):
+            self.axis = [int(a) for a in axis]
+        elif isinstance(axis, Integral) and not isinstance(axis, bool):
+            self.axis = int(axis)
+        else:
+            raise TypeError(f"UnitNormalization: axis must be an int or a list of ints, got {axis!r}. Pass e.g. "
+                            "axis=-1 (the feature axis).")
+
+    def call(self, inputs):
+        axes = _axes(self.axis, inputs.ndim, f"{self.name} (UnitNormalization)")
+        if inputs.dtype.kind != "f":
+            inputs = ops.cast(inputs, self.dtype)
+        squared = ops.sum(ops.square(inputs), axis=axes, keepdims=True)
+        return inputs / ops.sqrt(ops.maximum(squared, UNIT_EPSILON))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis}

@@ -2,7 +2,7 @@
 
 Keras 3 names, defaults and weight layouts: ``SimpleRNN``, ``LSTM``, ``GRU``,
 their cells ``SimpleRNNCell``, ``LSTMCell``, ``GRUCell``, ``StackedRNNCells``
-(several cells in one step) and ``Bidirectional``.
+(several cells in one step), ``Bidirectional`` and ``TimeDistributed``.
 
 A cell is any layer with a ``state_size`` attribute (an int, or a list of
 ints for several states) whose ``call(inputs, states)`` returns
@@ -31,7 +31,7 @@ reads like the textbook equations.
 from __future__ import annotations
 
 __all__ = ["RNN", "SimpleRNN", "SimpleRNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "StackedRNNCells",
-           "Bidirectional"]
+           "Bidirectional", "TimeDistributed"]
 
 import copy
 import functools
@@ -42,10 +42,10 @@ import numpy as np
 from .. import engine, regularizers
 from .. import rules as R
 from ..engine import apply
-from ..ops import cast, concatenate, matmul, stack, where
-from ..tensor import constant
+from ..ops import cast, concatenate, matmul, reshape, stack, where
+from ..tensor import Tensor, constant
 from . import activations, initializers
-from .base import Layer, boolean_mask, to_snake_case, unique_name
+from .base import Layer, _call_parameters, boolean_mask, to_snake_case, unique_name
 from .dense import activation_config
 
 
@@ -873,6 +873,96 @@ class Bidirectional(Layer):
         if self.return_state:
             return (out if isinstance(out, list) else [out]) + states
         return out
+
+
+class TimeDistributed(Layer):
+    """Apply a layer to every step of ``(batch, time, ...)``, with the same weights, as ``keras.layers.TimeDistributed``.
+
+        >>> td = TimeDistributed(Dense(4))
+        >>> td(np.zeros((2, 5, 3))).shape, td.layer.kernel.shape
+        ((2, 5, 4), (3, 4))
+
+    The time axis is folded into the batch axis (``reshape`` to ``(batch·time,
+    ...)``), the wrapped layer is called once on that, and the result is
+    unfolded (``reshape`` to ``(batch, time, ...)``). So the graph shows one
+    call of the inner layer between two ``reshape`` nodes, and the gradient
+    of each weight is the sum of its gradients over all steps. The values
+    equal Keras 3's, which calls the layer once per step, for every layer
+    whose output for a sample depends on that sample alone; a layer that
+    mixes the batch (``BatchNormalization`` while training) sees
+    ``batch·time`` samples at once here, and ``batch`` per step in Keras 3.
+
+    ``training`` is passed on to the inner layer; a mask of shape ``(batch,
+    time, ...)`` is folded the same way and passed to an inner layer whose
+    ``call`` takes ``mask``. The output carries the input's mask, as Keras 3.
+
+    Args:
+        layer: a layer instance (``Dense``, ``Conv2D``, a model ...); it is
+            ``td.layer`` and its weights are this layer's weights.
+    """
+
+    supports_masking = True
+
+    def __init__(self, layer, **kwargs):
+        if not isinstance(layer, Layer):
+            raise ValueError(f"TimeDistributed: layer must be a layer instance, e.g. TimeDistributed(Dense(4)); got "
+                             f"{layer!r} (a {type(layer).__name__}).")
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def get_config(self) -> dict:
+        """The base keys and ``layer``, written as Keras 3 writes nested layers (``from_config`` rebuilds it)."""
+        from ..saving import serialize_keras_object
+        return {**super().get_config(), "layer": serialize_keras_object(self.layer)}
+
+    @classmethod
+    def from_config(cls, config):
+        from ..saving import deserialize_keras_object
+        config = dict(config)
+        config["layer"] = deserialize_keras_object(config["layer"])
+        return cls(**config)
+
+    def _child_shape(self, input_shape):
+        if not isinstance(input_shape, (tuple, list)) or len(input_shape) < 3 or isinstance(input_shape[0],
+                                                                                            (tuple, list)):
+            raise ValueError(f"{self.name} (TimeDistributed): needs one input of shape (batch, time, ...) with at "
+                             f"least 3 axes, got shape {input_shape!r}. For (batch, features) call "
+                             f"{type(self.layer).__name__} directly.")
+        batch, steps = input_shape[0], input_shape[1]
+        folded = None if batch is None or steps is None else batch * steps
+        return (folded, *input_shape[2:])
+
+    def build(self, input_shape):
+        child = self._child_shape(tuple(input_shape) if isinstance(input_shape, list) else input_shape)
+        if not self.layer.built:
+            with engine.name_scope(self.layer.name, type(self.layer).__name__):
+                self.layer._maybe_build(child)
+        self.built = True
+
+    def call(self, inputs, training=None, mask=None):
+        if not isinstance(inputs, Tensor):
+            raise TypeError(f"{self.name} (TimeDistributed): call it on one tensor of shape (batch, time, ...), "
+                            f"got a {type(inputs).__name__}.")
+        shape = tuple(inputs.shape)
+        self._child_shape(shape)
+        batch, steps = shape[:2]
+        kwargs = {} if training is None else {"training": training}
+        if mask is not None:
+            m = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
+            if m.shape[:2] != (batch, steps):
+                raise ValueError(f"{self.name} (TimeDistributed): the mask must have shape ({batch}, {steps}, ...) "
+                                 f"like the inputs' first two axes, got {m.shape}.")
+            if _call_parameters(type(self.layer).call)[1]:
+                kwargs["mask"] = m.reshape((batch * steps,) + m.shape[2:])
+        y = self.layer(reshape(inputs, (batch * steps,) + shape[2:]), **kwargs)
+        if not isinstance(y, Tensor):
+            raise TypeError(f"{self.name} (TimeDistributed): the wrapped layer {self.layer.name} returned a "
+                            f"{type(y).__name__}; TimeDistributed needs a layer that returns one tensor.")
+        if y.ndim == 0 or y.shape[0] != batch * steps:
+            raise ValueError(f"{self.name} (TimeDistributed): the wrapped layer {self.layer.name} turned "
+                             f"{batch * steps} samples into output of shape {tuple(y.shape)}; it must keep one "
+                             "output per sample (axis 0).")
+        return reshape(y, (batch, steps) + tuple(y.shape[1:]))
 
 
 # ---------------------------------------------------------------------------
