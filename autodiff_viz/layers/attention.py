@@ -2,18 +2,21 @@
 
 ``MultiHeadAttention`` as in "Attention is all you need" and
 ``keras.layers.MultiHeadAttention``; ``Attention``, Luong's dot-product
-attention as ``keras.layers.Attention``. Both compute their core,
+attention as ``keras.layers.Attention``; ``AdditiveAttention``, Bahdanau's
+additive attention as ``keras.layers.AdditiveAttention``. The first two
+compute their core,
 
     O = softmax(s·Q Kᵀ + mask) V,
 
 with one rule of the table (``attention``), so the graph shows it as one
 op whose edges carry its chain-rule factors (``ḡ_V = Aᵀ ḡ`` ...) instead
 of the six ops inside. :func:`scaled_dot_product_attention` is that op as
-a function.
+a function. Additive scores are a sum of ``tanh``, so ``AdditiveAttention``
+is composed of the package's ops instead.
 """
 from __future__ import annotations
 
-__all__ = ["MultiHeadAttention", "Attention", "scaled_dot_product_attention"]
+__all__ = ["MultiHeadAttention", "Attention", "AdditiveAttention", "scaled_dot_product_attention"]
 
 import math
 
@@ -21,7 +24,8 @@ import numpy as np
 
 from .. import regularizers
 from ..engine import broadcasts_to, call as _call
-from ..ops import _tensor, matmul, reshape, transpose
+from ..nn import softmax
+from ..ops import _tensor, expand_dims, matmul, reshape, sum as _sum, tanh, transpose
 from ..rules import attention as _rules
 from ..tensor import Tensor, constant
 from . import initializers
@@ -393,6 +397,18 @@ class Attention(Layer):
             raise ValueError(f"{self.name}: query, value and key should be (batch, steps, features), got "
                              f"{q.shape}, {v.shape}, {k.shape}.")
         _check_qkv(self.name, q, k, v)
+        qm, m = self._masks(q, v, mask, use_causal_mask)
+        if self.use_scale:
+            q = q * self.scale
+        out, scores = _attend(q, k, v, None if m is None else constant(m), 1.0, return_attention_scores,
+                              self.dropout if training else 0.0, self._rng)
+        if qm is not None:
+            out = out * constant(qm[:, :, None].astype(out.dtype))
+        return (out, scores) if return_attention_scores else out
+
+    def _masks(self, q, v, mask, use_causal_mask):
+        """``(query mask (batch, T) or None, score mask (batch or 1, 1 or T, S) or None)`` as numpy booleans,
+        from ``mask=[query_mask, value_mask]`` and ``use_causal_mask``; a mask of the wrong shape is refused."""
         q_mask = v_mask = None
         if mask is not None:
             q_mask, v_mask = (list(mask) + [None, None])[:2]
@@ -406,16 +422,88 @@ class Attention(Layer):
         if use_causal_mask:
             causal = np.tril(np.ones((T, S), dtype=bool))[None]
             m = causal if m is None else m & causal
-        if self.use_scale:
-            q = q * self.scale
-        out, scores = _attend(q, k, v, None if m is None else constant(m), 1.0, return_attention_scores,
-                              self.dropout if training else 0.0, self._rng)
+        qm = None
         if q_mask is not None:
             qm = _mask_tensor(q_mask)._value
             if qm.shape != (q.shape[0], T):
                 raise ValueError(f"{self.name}: the query mask should have shape {(q.shape[0], T)}, got {qm.shape}.")
+        return qm, m
+
+
+class AdditiveAttention(Attention):
+    """Additive (Bahdanau-style) attention, as ``keras.layers.AdditiveAttention`` (Keras 3).
+
+    ``attention([query, value])`` or ``attention([query, value, key])`` with
+    query ``(batch, T, d)``, value ``(batch, S, dv)`` and key ``(batch, S, d)``
+    (default: the value)::
+
+        scores[n, t, s] = Σ_f scale[f] · tanh(query[n, t, f] + key[n, s, f])
+        out             = softmax(scores + mask) value
+
+    ``scale`` is a trainable ``(d,)`` vector (``glorot_uniform``, Keras' weight
+    ``scale``) with ``use_scale=True`` (the default), else 1. Masks, causal
+    mask, ``dropout``, ``return_attention_scores`` and the output's mask are
+    those of :class:`Attention`: masked values get no weight, masked query
+    rows give 0, and a query whose keys are all masked gets weights 0. The
+    scores are built from the package's ops (``expand_dims``, ``add``,
+    ``tanh``, ``multiply``, ``sum``, ``softmax``, ``matmul``), so every factor
+    of the chain rule shows on the graph.
+
+        >>> att = AdditiveAttention()
+        >>> out, w = att([np.ones((2, 3, 4)), np.ones((2, 5, 4))], return_attention_scores=True)
+        >>> out.shape, w.shape, att.scale.shape
+        ((2, 3, 4), (2, 3, 5), (4,))
+    """
+
+    def __init__(self, use_scale=True, dropout=0.0, seed=None, **kwargs):
+        if "score_mode" in kwargs:
+            raise TypeError(f"AdditiveAttention: score_mode={kwargs['score_mode']!r} is not an argument of "
+                            "AdditiveAttention (its scores are always additive, as in Keras); leave it out, or "
+                            "use Attention for dot-product scores.")
+        super().__init__(use_scale=use_scale, dropout=dropout, seed=seed, **kwargs)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        del config["score_mode"]            # as Keras 3: not an argument of this layer
+        return config
+
+    def build(self, input_shape):
+        if not isinstance(input_shape, list) or len(input_shape) not in (2, 3):
+            raise ValueError(f"{self.name}: call it on a list [query, value] or [query, value, key], "
+                             f"got inputs of shape {input_shape}.")
+        dim = input_shape[0][-1]
+        if dim is None:
+            raise ValueError(f"{self.name}: the query's feature axis (last) must have a known size, got shape "
+                             f"{input_shape[0]}.")
+        self.scale = self.add_weight((dim,), "glorot_uniform", name="scale") if self.use_scale else None
+
+    def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
+        q, v = inputs[0], inputs[1]
+        k = inputs[2] if len(inputs) == 3 else v
+        if q.ndim != 3 or v.ndim != 3 or k.ndim != 3:
+            raise ValueError(f"{self.name}: query, value and key should be (batch, steps, features), got "
+                             f"{q.shape}, {v.shape}, {k.shape}.")
+        _check_qkv(self.name, q, k, v)
+        if self.use_scale and q.shape[-1] != self.scale.shape[0]:
+            raise ValueError(f"{self.name}: this layer was built for query and key features of size "
+                             f"{self.scale.shape[0]}, got query {q.shape} and key {k.shape}. A layer keeps the "
+                             "sizes of its first call; make a new AdditiveAttention for other sizes.")
+        qm, m = self._masks(q, v, mask, use_causal_mask)
+        z = tanh(expand_dims(q, -2) + expand_dims(k, -3))          # (batch, T, S, d)
+        scores = _sum(z * self.scale if self.use_scale else z, axis=-1)
+        if m is not None:                                           # as Keras: −1e9 on the masked scores
+            scores = scores + constant(np.where(m, 0.0, -1e9).astype(scores.dtype))
+        weights = softmax(scores, axis=-1)
+        if m is not None:       # a query whose keys are all masked gets weights 0 (as Attention here)
+            weights = weights * constant(m.astype(weights.dtype))
+        used = weights
+        if training and self.dropout:
+            keep = (self._rng or initializers.generator()).random(weights.shape) >= self.dropout
+            used = weights * constant(keep.astype(weights.dtype) / (1.0 - self.dropout))
+        out = matmul(used, v)
+        if qm is not None:
             out = out * constant(qm[:, :, None].astype(out.dtype))
-        return (out, scores) if return_attention_scores else out
+        return (out, weights) if return_attention_scores else out
 
 
 def _attend(q, k, v, mask, scale, return_weights, dropout, rng):

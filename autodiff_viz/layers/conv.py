@@ -22,17 +22,30 @@ a convolution's output shape back to its input shape (the upsampling half of
 an autoencoder, a GAN generator or a U-Net). Its kernel is Keras'
 ``(*kernel_size, filters, channels)``: filters *before* the input channels,
 because it is the kernel of the convolution it runs backwards.
+
+A depthwise convolution (``DepthwiseConv1D``/``DepthwiseConv2D``) filters each
+input channel on its own: it is the ``conv`` op with ``groups = channels``,
+its Keras kernel ``(*kernel_size, channels, depth_multiplier)`` reshaped to the
+rule's ``(*kernel_size, 1, channels · depth_multiplier)`` (output channel
+``c · depth_multiplier + m`` comes from input channel ``c``, as Keras). A
+separable convolution (``SeparableConv1D``/``SeparableConv2D``) is that
+depthwise convolution followed by a pointwise 1×1 ``conv`` that mixes the channels:
+two ``conv`` ops on the graph.
 """
 from __future__ import annotations
 
 from numbers import Integral
 
+from .. import regularizers
+from ..ops import reshape
 from ..rules import nn as R
+from . import activations
 from .base import Layer, positive_int
-from .dense import kernel_and_bias_config, kernel_and_bias_options
+from .dense import activation_config, kernel_and_bias_config, kernel_and_bias_options
 
 __all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "Conv1DTranspose", "Conv2DTranspose",
-           "Convolution1DTranspose", "Convolution2DTranspose"]
+           "Convolution1DTranspose", "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D",
+           "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D", "SeparableConvolution2D"]
 
 
 def normalize_tuple(value, n, what, owner, minimum=1) -> tuple:
@@ -116,6 +129,12 @@ def _window_options(layer, filters, kernel_size, strides, dilation_rate, data_fo
     """The options every convolution layer checks and keeps the same way (its ``padding`` it checks itself)."""
     owner = type(layer).__name__
     layer.filters = positive_int(owner, "filters", filters)
+    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format)
+
+
+def _window_geometry(layer, kernel_size, strides, dilation_rate, data_format) -> None:
+    """``kernel_size``, ``strides``, ``dilation_rate`` and ``data_format`` checked and kept (every convolution)."""
+    owner = type(layer).__name__
     layer.kernel_size = normalize_tuple(kernel_size, layer.rank, "kernel_size", owner)
     layer.strides = normalize_tuple(strides, layer.rank, "strides", owner)
     layer.dilation_rate = normalize_tuple(dilation_rate, layer.rank, "dilation_rate", owner)
@@ -153,6 +172,22 @@ def _check_channels(layer, inputs, channels) -> None:
                          "call; use a new layer for other inputs, or check that the channel axis is last.")
 
 
+def _checked_pads(layer, inputs, channels) -> tuple:
+    """Check a convolution layer's inputs (rank, channels, size against the kernel's reach); return the pads."""
+    check_rank(layer, inputs.shape, layer.rank)
+    _check_channels(layer, inputs, channels)
+    spatial = tuple(inputs.shape[1:-1])
+    pads = window_pads(spatial, layer.kernel_size, layer.strides, layer.dilation_rate, layer.padding)
+    spans = [(k - 1) * d + 1 for k, d in zip(layer.kernel_size, layer.dilation_rate)]
+    for n, span, (lo, hi) in zip(spatial, spans, pads):
+        if n + lo + hi < span:
+            raise ValueError(f"{layer.name}: the input's spatial size {spatial} is smaller than the kernel's "
+                             f"reach {tuple(spans)} (kernel_size {layer.kernel_size}, dilation "
+                             f"{layer.dilation_rate}) with padding={layer.padding!r}. Use padding='same', a "
+                             "smaller kernel, or larger inputs.")
+    return pads
+
+
 class _Conv(Layer):
     """What ``Conv1D`` and ``Conv2D`` share; ``rank`` is the number of spatial axes."""
 
@@ -185,18 +220,7 @@ class _Conv(Layer):
 
     def _pads(self, inputs):
         """Check the inputs against the kernel and return the padding amounts."""
-        check_rank(self, inputs.shape, self.rank)
-        _check_channels(self, inputs, self.kernel.shape[-2] * self.groups)
-        spatial = tuple(inputs.shape[1:-1])
-        pads = window_pads(spatial, self.kernel_size, self.strides, self.dilation_rate, self.padding)
-        spans = [(k - 1) * d + 1 for k, d in zip(self.kernel_size, self.dilation_rate)]
-        for n, span, (lo, hi) in zip(spatial, spans, pads):
-            if n + lo + hi < span:
-                raise ValueError(f"{self.name}: the input's spatial size {spatial} is smaller than the kernel's "
-                                 f"reach {tuple(spans)} (kernel_size {self.kernel_size}, dilation "
-                                 f"{self.dilation_rate}) with padding={self.padding!r}. Use padding='same', a "
-                                 "smaller kernel, or larger inputs.")
-        return pads
+        return _checked_pads(self, inputs, self.kernel.shape[-2] * self.groups)
 
     def convolution_op(self, inputs, kernel, pads):
         return R.conv(inputs, kernel, strides=self.strides, pads=pads, dilation=self.dilation_rate,
@@ -414,3 +438,228 @@ class Conv2DTranspose(_ConvTranspose):
 
 
 Convolution1DTranspose, Convolution2DTranspose = Conv1DTranspose, Conv2DTranspose
+
+
+# ----- depthwise and separable convolutions ---------------------------------------------------------------
+def _depth_multiplier(layer, depth_multiplier) -> int:
+    if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, Integral) or depth_multiplier < 1:
+        raise ValueError(f"{layer.name} ({type(layer).__name__}): depth_multiplier must be a positive integer (the "
+                         f"number of output channels per input channel), got {depth_multiplier!r}. Pass a whole "
+                         "number, e.g. depth_multiplier=2.")
+    return int(depth_multiplier)
+
+
+def _depthwise(layer, inputs, kernel, pads):
+    """One ``conv`` op with ``groups = channels``: Keras' ``(*k, C, m)`` kernel reshaped to the rule's ``(*k, 1, C·m)``."""
+    channels = kernel.shape[-2]
+    w = reshape(kernel, layer.kernel_size + (1, channels * layer.depth_multiplier))
+    return R.conv(inputs, w, strides=layer.strides, pads=pads, dilation=layer.dilation_rate, groups=channels)
+
+
+class _DepthwiseConv(Layer):
+    """What ``DepthwiseConv1D`` and ``DepthwiseConv2D`` share; ``rank`` is the number of spatial axes."""
+
+    rank = 2
+
+    _single_input = True
+
+    def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1, data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        _window_geometry(self, kernel_size, strides, dilation_rate, data_format)
+        self.padding = normalize_padding(padding, type(self).__name__)
+        self.depth_multiplier = _depth_multiplier(self, depth_multiplier)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.depthwise_initializer = depthwise_initializer
+        self.bias_initializer = bias_initializer
+        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        self.depthwise_constraint = depthwise_constraint
+        self.bias_constraint = bias_constraint
+
+    def build(self, input_shape):
+        channels = _known_channels(self, input_shape)
+        self.kernel = self.add_weight(self.kernel_size + (channels, self.depth_multiplier),
+                                      self.depthwise_initializer, name="kernel",
+                                      regularizer=self.depthwise_regularizer, constraint=self.depthwise_constraint)
+        self.bias = (self.add_weight((channels * self.depth_multiplier,), self.bias_initializer, name="bias",
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                     if self.use_bias else None)
+
+    @property
+    def depthwise_kernel(self):
+        """The kernel ``(*kernel_size, channels, depth_multiplier)`` (Keras 3 names this weight ``kernel``;
+        tf.keras 2 named it ``depthwise_kernel``)."""
+        return self.kernel
+
+    def call(self, inputs):
+        pads = _checked_pads(self, inputs, self.kernel.shape[-2])
+        return _bias_and_activation(self, _depthwise(self, inputs, self.kernel, pads))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "kernel_size": self.kernel_size, "strides": self.strides,
+                "padding": self.padding, "depth_multiplier": self.depth_multiplier,
+                "data_format": self.data_format, "dilation_rate": self.dilation_rate,
+                "activation": activation_config(self.activation), "use_bias": self.use_bias,
+                "depthwise_initializer": self.depthwise_initializer, "bias_initializer": self.bias_initializer,
+                "depthwise_regularizer": self.depthwise_regularizer, "bias_regularizer": self.bias_regularizer,
+                "activity_regularizer": self.activity_regularizer,
+                "depthwise_constraint": self.depthwise_constraint, "bias_constraint": self.bias_constraint}
+
+
+class DepthwiseConv1D(_DepthwiseConv):
+    """1-D depthwise convolution over ``(batch, steps, channels)``, as ``keras.layers.DepthwiseConv1D``.
+
+        >>> DepthwiseConv1D(3, depth_multiplier=2)(np.ones((2, 10, 4))).shape     # kernel (3, 4, 2)
+        (2, 8, 8)
+
+    Arguments as :class:`DepthwiseConv2D` (ints or 1-tuples).
+    """
+
+    rank = 1
+
+
+class DepthwiseConv2D(_DepthwiseConv):
+    """2-D depthwise convolution over ``(batch, height, width, channels)``, as ``keras.layers.DepthwiseConv2D``.
+
+        >>> layer = DepthwiseConv2D(3, depth_multiplier=2)
+        >>> layer(np.ones((2, 8, 8, 3))).shape
+        (2, 6, 6, 6)
+        >>> layer.kernel.shape                          # (kh, kw, channels, depth_multiplier), Keras' layout
+        (3, 3, 3, 2)
+
+    Each input channel ``c`` is convolved with its own ``depth_multiplier``
+    filters and never mixed with the others; output channel ``c·m + j`` is
+
+    ``y[n, i, k, c·m + j] = b[c·m + j] + Σ_{di, dk} x_pad[n, i·sh + di·dh, k·sw + dk·dw, c] · W[di, dk, c, j]``
+
+    On the graph it is one ``conv`` op with ``groups = channels`` (after a
+    ``reshape`` of the kernel to the rule's ``(kh, kw, 1, channels·m)``).
+
+    Args:
+        kernel_size: an int or ``(kh, kw)``.
+        strides: an int or ``(sh, sw)`` (default 1).
+        padding: ``"valid"`` (default) or ``"same"`` (TensorFlow's padding).
+        depth_multiplier: output channels per input channel (default 1).
+        dilation_rate: an int or ``(dh, dw)`` (not together with strides > 1, as Keras).
+        activation: a name, a callable or None, as for ``Dense``.
+        use_bias: add one bias per output channel (``channels · depth_multiplier`` of them).
+        depthwise_initializer: default ``"glorot_uniform"``; bias_initializer: default ``"zeros"``.
+        depthwise_regularizer, bias_regularizer, activity_regularizer: penalties, as for ``Conv2D``.
+        depthwise_constraint, bias_constraint: functions applied after each optimizer step.
+    """
+
+    rank = 2
+
+
+class _SeparableConv(Layer):
+    """What ``SeparableConv1D`` and ``SeparableConv2D`` share; ``rank`` is the number of spatial axes."""
+
+    rank = 2
+
+    _single_input = True
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
+                 depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 pointwise_initializer="glorot_uniform", bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
+        self.padding = normalize_padding(padding, type(self).__name__)
+        self.depth_multiplier = _depth_multiplier(self, depth_multiplier)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.depthwise_initializer = depthwise_initializer
+        self.pointwise_initializer = pointwise_initializer
+        self.bias_initializer = bias_initializer
+        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
+        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        self.depthwise_constraint = depthwise_constraint
+        self.pointwise_constraint = pointwise_constraint
+        self.bias_constraint = bias_constraint
+
+    def build(self, input_shape):
+        channels = _known_channels(self, input_shape)
+        self.depthwise_kernel = self.add_weight(self.kernel_size + (channels, self.depth_multiplier),
+                                                self.depthwise_initializer, name="depthwise_kernel",
+                                                regularizer=self.depthwise_regularizer,
+                                                constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight((1,) * self.rank + (channels * self.depth_multiplier, self.filters),
+                                                self.pointwise_initializer, name="pointwise_kernel",
+                                                regularizer=self.pointwise_regularizer,
+                                                constraint=self.pointwise_constraint)
+        self.bias = (self.add_weight((self.filters,), self.bias_initializer, name="bias",
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                     if self.use_bias else None)
+
+    def call(self, inputs):
+        pads = _checked_pads(self, inputs, self.depthwise_kernel.shape[-2])
+        y = _depthwise(self, inputs, self.depthwise_kernel, pads)
+        ones = (1,) * self.rank
+        y = R.conv(y, self.pointwise_kernel, strides=ones, pads=((0, 0),) * self.rank, dilation=ones, groups=1)
+        return _bias_and_activation(self, y)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
+                "strides": self.strides, "padding": self.padding, "data_format": self.data_format,
+                "dilation_rate": self.dilation_rate, "depth_multiplier": self.depth_multiplier,
+                "activation": activation_config(self.activation), "use_bias": self.use_bias,
+                "depthwise_initializer": self.depthwise_initializer,
+                "pointwise_initializer": self.pointwise_initializer, "bias_initializer": self.bias_initializer,
+                "depthwise_regularizer": self.depthwise_regularizer,
+                "pointwise_regularizer": self.pointwise_regularizer, "bias_regularizer": self.bias_regularizer,
+                "activity_regularizer": self.activity_regularizer,
+                "depthwise_constraint": self.depthwise_constraint,
+                "pointwise_constraint": self.pointwise_constraint, "bias_constraint": self.bias_constraint}
+
+
+class SeparableConv1D(_SeparableConv):
+    """1-D depthwise separable convolution over ``(batch, steps, channels)``, as ``keras.layers.SeparableConv1D``.
+
+        >>> SeparableConv1D(5, 3)(np.ones((2, 10, 4))).shape     # depthwise (3, 4, 1), pointwise (1, 4, 5)
+        (2, 8, 5)
+
+    Arguments as :class:`SeparableConv2D` (ints or 1-tuples).
+    """
+
+    rank = 1
+
+
+class SeparableConv2D(_SeparableConv):
+    """2-D depthwise separable convolution, as ``keras.layers.SeparableConv2D``.
+
+        >>> layer = SeparableConv2D(8, 3, depth_multiplier=2)
+        >>> layer(np.ones((2, 8, 8, 3))).shape
+        (2, 6, 6, 8)
+        >>> layer.depthwise_kernel.shape, layer.pointwise_kernel.shape      # Keras' layouts
+        ((3, 3, 3, 2), (1, 1, 6, 8))
+
+    A :class:`DepthwiseConv2D` (with this layer's ``kernel_size``, ``strides``,
+    ``padding``, ``dilation_rate`` and ``depth_multiplier``, no bias) followed by a
+    1×1 :class:`Conv2D` with ``filters`` outputs, then the bias and the
+    activation: two ``conv`` ops on the graph. It has far fewer weights than a
+    ``Conv2D`` of the same window (``kh·kw·C·m + C·m·filters`` against
+    ``kh·kw·C·filters``).
+
+    Args:
+        filters: number of output channels.
+        kernel_size, strides, padding, dilation_rate, depth_multiplier: of the depthwise step,
+            as for :class:`DepthwiseConv2D`.
+        activation, use_bias: as for ``Conv2D`` (one bias per filter).
+        depthwise_initializer, pointwise_initializer: default ``"glorot_uniform"``;
+            bias_initializer: default ``"zeros"``.
+        depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer: penalties.
+        depthwise_constraint, pointwise_constraint, bias_constraint: functions applied after each optimizer step.
+    """
+
+    rank = 2
+
+
+SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
