@@ -391,12 +391,7 @@ class Attention(Layer):
         return mask[0] if isinstance(mask, (list, tuple)) and mask else None
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
-        q, v = inputs[0], inputs[1]
-        k = inputs[2] if len(inputs) == 3 else v
-        if q.ndim != 3 or v.ndim != 3 or k.ndim != 3:
-            raise ValueError(f"{self.name}: query, value and key should be (batch, steps, features), got "
-                             f"{q.shape}, {v.shape}, {k.shape}.")
-        _check_qkv(self.name, q, k, v)
+        q, v, k = self._qvk(inputs)
         qm, m = self._masks(q, v, mask, use_causal_mask)
         if self.use_scale:
             q = q * self.scale
@@ -405,6 +400,16 @@ class Attention(Layer):
         if qm is not None:
             out = out * constant(qm[:, :, None].astype(out.dtype))
         return (out, scores) if return_attention_scores else out
+
+    def _qvk(self, inputs):
+        """Query, value and key (default: the value) of ``[query, value]`` or ``[query, value, key]``, checked."""
+        q, v = inputs[0], inputs[1]
+        k = inputs[2] if len(inputs) == 3 else v
+        if q.ndim != 3 or v.ndim != 3 or k.ndim != 3:
+            raise ValueError(f"{self.name}: query, value and key should be (batch, steps, features), got "
+                             f"{q.shape}, {v.shape}, {k.shape}.")
+        _check_qkv(self.name, q, k, v)
+        return q, v, k
 
     def _masks(self, q, v, mask, use_causal_mask):
         """``(query mask (batch, T) or None, score mask (batch or 1, 1 or T, S) or None)`` as numpy booleans,
@@ -478,12 +483,7 @@ class AdditiveAttention(Attention):
         self.scale = self.add_weight((dim,), "glorot_uniform", name="scale") if self.use_scale else None
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
-        q, v = inputs[0], inputs[1]
-        k = inputs[2] if len(inputs) == 3 else v
-        if q.ndim != 3 or v.ndim != 3 or k.ndim != 3:
-            raise ValueError(f"{self.name}: query, value and key should be (batch, steps, features), got "
-                             f"{q.shape}, {v.shape}, {k.shape}.")
-        _check_qkv(self.name, q, k, v)
+        q, v, k = self._qvk(inputs)
         if self.use_scale and q.shape[-1] != self.scale.shape[0]:
             raise ValueError(f"{self.name}: this layer was built for query and key features of size "
                              f"{self.scale.shape[0]}, got query {q.shape} and key {k.shape}. A layer keeps the "
