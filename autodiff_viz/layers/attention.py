@@ -496,11 +496,7 @@ class AdditiveAttention(Attention):
         weights = softmax(scores, axis=-1)
         if m is not None:       # a query whose keys are all masked gets weights 0 (as Attention here)
             weights = weights * constant(m.astype(weights.dtype))
-        used = weights
-        if training and self.dropout:
-            keep = (self._rng or initializers.generator()).random(weights.shape) >= self.dropout
-            used = weights * constant(keep.astype(weights.dtype) / (1.0 - self.dropout))
-        out = matmul(used, v)
+        out = matmul(_dropped(weights, self.dropout if training else 0.0, self._rng), v)
         if qm is not None:
             out = out * constant(qm[:, :, None].astype(out.dtype))
         return (out, weights) if return_attention_scores else out
@@ -513,11 +509,16 @@ def _attend(q, k, v, mask, scale, return_weights, dropout, rng):
     if not (return_weights or dropout):
         return _call(_rules.attention, q, k, v, *extra, scale=scale), None
     weights = _call(_rules.attention_weights, q, k, *extra, scale=scale)
-    used = weights
-    if dropout:
-        keep = (rng or initializers.generator()).random(weights.shape) >= dropout
-        used = weights * constant(keep.astype(weights.dtype) / (1.0 - dropout))
-    return matmul(used, v), weights
+    return matmul(_dropped(weights, dropout, rng), v), weights
+
+
+def _dropped(weights, dropout, rng):
+    """The attention weights with a fraction ``dropout`` of them dropped and the rest scaled by
+    ``1 / (1 − dropout)`` (a constant mask: its factor on the graph); unchanged when ``dropout`` is 0."""
+    if not dropout:
+        return weights
+    keep = (rng or initializers.generator()).random(weights.shape) >= dropout
+    return weights * constant(keep.astype(weights.dtype) / (1.0 - dropout))
 
 
 def _shape_of(x) -> tuple:

@@ -36,12 +36,10 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from .. import regularizers
 from ..ops import reshape
 from ..rules import nn as R
-from . import activations
 from .base import Layer, positive_int
-from .dense import activation_config, kernel_and_bias_config, kernel_and_bias_options
+from .dense import kernel_and_bias_config, kernel_and_bias_options, weight_config, weight_options
 
 __all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "Conv1DTranspose", "Conv2DTranspose",
            "Convolution1DTranspose", "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D",
@@ -471,15 +469,9 @@ class _DepthwiseConv(Layer):
         _window_geometry(self, kernel_size, strides, dilation_rate, data_format)
         self.padding = normalize_padding(padding, type(self).__name__)
         self.depth_multiplier = _depth_multiplier(self, depth_multiplier)
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.depthwise_initializer = depthwise_initializer
-        self.bias_initializer = bias_initializer
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.activity_regularizer = regularizers.get(activity_regularizer)
-        self.depthwise_constraint = depthwise_constraint
-        self.bias_constraint = bias_constraint
+        weight_options(self, activation, use_bias, activity_regularizer,
+                       depthwise=(depthwise_initializer, depthwise_regularizer, depthwise_constraint),
+                       bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
         channels = _known_channels(self, input_shape)
@@ -504,11 +496,7 @@ class _DepthwiseConv(Layer):
         return {**super().get_config(), "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding, "depth_multiplier": self.depth_multiplier,
                 "data_format": self.data_format, "dilation_rate": self.dilation_rate,
-                "activation": activation_config(self.activation), "use_bias": self.use_bias,
-                "depthwise_initializer": self.depthwise_initializer, "bias_initializer": self.bias_initializer,
-                "depthwise_regularizer": self.depthwise_regularizer, "bias_regularizer": self.bias_regularizer,
-                "activity_regularizer": self.activity_regularizer,
-                "depthwise_constraint": self.depthwise_constraint, "bias_constraint": self.bias_constraint}
+                **weight_config(self, "depthwise", "bias")}
 
 
 class DepthwiseConv1D(_DepthwiseConv):
@@ -572,18 +560,10 @@ class _SeparableConv(Layer):
         _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
         self.padding = normalize_padding(padding, type(self).__name__)
         self.depth_multiplier = _depth_multiplier(self, depth_multiplier)
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.depthwise_initializer = depthwise_initializer
-        self.pointwise_initializer = pointwise_initializer
-        self.bias_initializer = bias_initializer
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.activity_regularizer = regularizers.get(activity_regularizer)
-        self.depthwise_constraint = depthwise_constraint
-        self.pointwise_constraint = pointwise_constraint
-        self.bias_constraint = bias_constraint
+        weight_options(self, activation, use_bias, activity_regularizer,
+                       depthwise=(depthwise_initializer, depthwise_regularizer, depthwise_constraint),
+                       pointwise=(pointwise_initializer, pointwise_regularizer, pointwise_constraint),
+                       bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
         channels = _known_channels(self, input_shape)
@@ -610,14 +590,7 @@ class _SeparableConv(Layer):
         return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding, "data_format": self.data_format,
                 "dilation_rate": self.dilation_rate, "depth_multiplier": self.depth_multiplier,
-                "activation": activation_config(self.activation), "use_bias": self.use_bias,
-                "depthwise_initializer": self.depthwise_initializer,
-                "pointwise_initializer": self.pointwise_initializer, "bias_initializer": self.bias_initializer,
-                "depthwise_regularizer": self.depthwise_regularizer,
-                "pointwise_regularizer": self.pointwise_regularizer, "bias_regularizer": self.bias_regularizer,
-                "activity_regularizer": self.activity_regularizer,
-                "depthwise_constraint": self.depthwise_constraint,
-                "pointwise_constraint": self.pointwise_constraint, "bias_constraint": self.bias_constraint}
+                **weight_config(self, "depthwise", "pointwise", "bias")}
 
 
 class SeparableConv1D(_SeparableConv):

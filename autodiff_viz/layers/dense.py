@@ -6,18 +6,25 @@ from . import activations
 from .base import Layer, positive_int
 
 
+def weight_options(layer, activation, use_bias, activity_regularizer, **weights) -> None:
+    """Store a layer's ``activation`` and ``use_bias``, its activity regularizer and, for each weight
+    ``name=(initializer, regularizer, constraint)``, Keras' ``<name>_initializer`` (as given),
+    ``<name>_regularizer`` (resolved, as Keras) and ``<name>_constraint``."""
+    layer.activation = activations.get(activation)
+    layer.use_bias = bool(use_bias)
+    layer.activity_regularizer = regularizers.get(activity_regularizer)
+    for name, (initializer, regularizer, constraint) in weights.items():
+        setattr(layer, f"{name}_initializer", initializer)
+        setattr(layer, f"{name}_regularizer", regularizers.get(regularizer))
+        setattr(layer, f"{name}_constraint", constraint)
+
+
 def kernel_and_bias_options(layer, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
                             bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint) -> None:
     """Store the options that ``Dense`` and the convolutions share (names resolved, as Keras)."""
-    layer.activation = activations.get(activation)
-    layer.use_bias = bool(use_bias)
-    layer.kernel_initializer = kernel_initializer
-    layer.bias_initializer = bias_initializer
-    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
-    layer.bias_regularizer = regularizers.get(bias_regularizer)
-    layer.activity_regularizer = regularizers.get(activity_regularizer)
-    layer.kernel_constraint = kernel_constraint
-    layer.bias_constraint = bias_constraint
+    weight_options(layer, activation, use_bias, activity_regularizer,
+                   kernel=(kernel_initializer, kernel_regularizer, kernel_constraint),
+                   bias=(bias_initializer, bias_regularizer, bias_constraint))
 
 
 def activation_config(activation):
@@ -30,14 +37,20 @@ def activation_config(activation):
         return activation
 
 
+def weight_config(layer, *names) -> dict:
+    """The options :func:`weight_options` stored, for the weights ``names``, as ``get_config`` entries
+    (objects as given: a regularizer, a constraint or an initializer function is written by ``adv.saving``)."""
+    config = {"activation": activation_config(layer.activation), "use_bias": layer.use_bias,
+              "activity_regularizer": layer.activity_regularizer}
+    for name in names:
+        for option in ("initializer", "regularizer", "constraint"):
+            config[f"{name}_{option}"] = getattr(layer, f"{name}_{option}")
+    return config
+
+
 def kernel_and_bias_config(layer) -> dict:
-    """The options of :func:`kernel_and_bias_options` as ``get_config`` entries (objects as given: a
-    regularizer, a constraint or an initializer function is written by ``adv.saving``)."""
-    return {"activation": activation_config(layer.activation), "use_bias": layer.use_bias,
-            "kernel_initializer": layer.kernel_initializer, "bias_initializer": layer.bias_initializer,
-            "kernel_regularizer": layer.kernel_regularizer, "bias_regularizer": layer.bias_regularizer,
-            "activity_regularizer": layer.activity_regularizer, "kernel_constraint": layer.kernel_constraint,
-            "bias_constraint": layer.bias_constraint}
+    """The options of :func:`kernel_and_bias_options` as ``get_config`` entries."""
+    return weight_config(layer, "kernel", "bias")
 
 
 class Dense(Layer):

@@ -15,6 +15,9 @@ import numpy as np
 
 from .. import ops
 from .base import Layer
+from .normalization import l2_normalize
+
+NORMALIZE_FLOOR = 1e-7 * 1e-7   # Keras' ops.normalize: x / max(‖x‖, 1e-7), as x / √max(Σx², 1e-7²)
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot",
            "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate", "dot"]
@@ -227,7 +230,7 @@ class Dot(_Merge):
                              f"{a1} of the second ({shapes[1][a1]} entries) must have the same size; got shapes "
                              f"{shapes}. Choose axes=(i, j) with shapes[0][i] == shapes[1][j].")
         if self.normalize:
-            x, y = _l2_normalize(x, a0), _l2_normalize(y, a1)
+            x, y = l2_normalize(x, a0, NORMALIZE_FLOOR), l2_normalize(y, a1, NORMALIZE_FLOOR)
         nx, ny = len(shapes[0]), len(shapes[1])
         if nx + ny - 1 > len(_LETTERS):
             raise ValueError(f"{self.name} (Dot): inputs with {nx} and {ny} axes are too many for one einsum.")
@@ -237,12 +240,6 @@ class Dot(_Merge):
         out = xs[:a0] + xs[a0 + 1:] + ys[1:a1] + ys[a1 + 1:]
         z = ops.einsum(f"{xs},{ys}->{out}", x, y)
         return ops.expand_dims(z, -1) if z.ndim == 1 else z
-
-
-def _l2_normalize(x, axis, epsilon=1e-7):
-    """``x / max(‖x‖, epsilon)`` along ``axis`` (Keras' ``ops.normalize``), written as ``x / sqrt(max(Σx², ε²))``
-    so that a zero slice gets 0 and a finite gradient."""
-    return x / ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), epsilon * epsilon))
 
 
 def _functional(cls):

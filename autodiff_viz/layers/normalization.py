@@ -120,7 +120,10 @@ class _Normalization(Layer):
                 "beta_constraint": self.beta_constraint, "gamma_constraint": self.gamma_constraint}
 
     def _normalize(self, x, mean, variance):
-        x_hat = (x - mean) / ops.sqrt(variance + self.epsilon)
+        return self._scale_and_center((x - mean) / ops.sqrt(variance + self.epsilon))
+
+    def _scale_and_center(self, x_hat):
+        """``γ · x̂ + β`` (each only if the layer learns it)."""
         if self.scale:
             x_hat = x_hat * self._broadcast(self.gamma)
         if self.center:
@@ -316,15 +319,16 @@ class GroupNormalization(_Normalization):
         x = ops.reshape(inputs, grouped)
         reduce = tuple(a for a in range(1, len(grouped)) if a != axis)
         mean, variance = _moments(x, reduce)
-        x_hat = ops.reshape((x - mean) / ops.sqrt(variance + self.epsilon), shape)
-        if self.scale:
-            x_hat = x_hat * self._broadcast(self.gamma)
-        if self.center:
-            x_hat = x_hat + self._broadcast(self.beta)
-        return x_hat
+        return self._scale_and_center(ops.reshape((x - mean) / ops.sqrt(variance + self.epsilon), shape))
 
 
 UNIT_EPSILON = 1e-12    # Keras' floor of the squared norm in UnitNormalization
+
+
+def l2_normalize(x, axis, floor):
+    """``x / √max(Σx², floor)`` along ``axis`` (kept): each slice scaled to L2 norm 1, a zero slice kept at 0
+    with a finite gradient. ``UnitNormalization`` and ``Dot(normalize=True)`` use it with Keras' floors."""
+    return x / ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), floor))
 
 
 class UnitNormalization(Layer):
@@ -355,8 +359,7 @@ class UnitNormalization(Layer):
         axes = _axes(self.axis, inputs.ndim, f"{self.name} (UnitNormalization)")
         if inputs.dtype.kind != "f":
             inputs = ops.cast(inputs, self.dtype)
-        squared = ops.sum(ops.square(inputs), axis=axes, keepdims=True)
-        return inputs / ops.sqrt(ops.maximum(squared, UNIT_EPSILON))
+        return l2_normalize(inputs, axes, UNIT_EPSILON)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axis": self.axis}

@@ -124,16 +124,14 @@ class _Noise(Layer):
 
     supports_masking = True
 
-    def _rng(self):
-        if self.seed is None:
-            return initializers.generator()
-        if self._own_rng is None:
-            self._own_rng = np.random.default_rng(self.seed)
-        return self._own_rng
+    def __init__(self, seed, **kwargs):
+        self.seed = _seed(type(self).__name__, seed)
+        self._rng = None if seed is None else np.random.default_rng(self.seed)
+        super().__init__(**kwargs)
 
     def _normal(self, inputs, mean, stddev):
-        noise = self._rng().normal(mean, stddev, size=tuple(inputs.shape))
-        return noise.astype(inputs.dtype)
+        rng = self._rng if self._rng is not None else initializers.generator()
+        return rng.normal(mean, stddev, size=tuple(inputs.shape)).astype(inputs.dtype)
 
 
 class GaussianNoise(_Noise):
@@ -163,9 +161,7 @@ class GaussianNoise(_Noise):
             raise ValueError(f"GaussianNoise: stddev must be a number in [0, 1] (the standard deviation of the "
                              f"added noise), got {stddev!r}. Example: GaussianNoise(stddev=0.1).")
         self.stddev = float(stddev)
-        self.seed = _seed("GaussianNoise", seed)
-        self._own_rng = None
-        super().__init__(**kwargs)
+        super().__init__(seed, **kwargs)
 
     def call(self, inputs, training=None):
         if not training or self.stddev == 0:
@@ -201,9 +197,7 @@ class GaussianDropout(_Noise):
                              f"has standard deviation sqrt(rate / (1 - rate)), infinite at 1), got {rate!r}. "
                              "Example: GaussianDropout(rate=0.2).")
         self.rate = float(rate)
-        self.seed = _seed("GaussianDropout", seed)
-        self._own_rng = None
-        super().__init__(**kwargs)
+        super().__init__(seed, **kwargs)
 
     def call(self, inputs, training=None):
         if not training or self.rate == 0:
