@@ -24,6 +24,8 @@ from autodiff_viz.errors import ModelFileError, WeightsFileError
 from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 RNG = np.random.default_rng(0)
+# the LayerNormalization(rms_scaling=True) case warns that the option is deprecated (as Keras 3); known here
+pytestmark = pytest.mark.filterwarnings("ignore:LayerNormalization. rms_scaling=True is deprecated:UserWarning")
 
 
 # ----- helpers ------------------------------------------------------------------------------------------
@@ -329,6 +331,12 @@ def attention():
     return adv.Model([q, v], L.Attention(use_scale=True, dropout=0.1)([q, v])), [(2, 5, 4), (2, 6, 4)]
 
 
+def concat_attention():
+    q, v, k = L.Input((5, 4)), L.Input((6, 3)), L.Input((6, 4))
+    out = L.Attention(use_scale=True, score_mode="concat", dropout=0.1, seed=3)([q, v, k])
+    return adv.Model([q, v, k], out), [(2, 5, 4), (2, 6, 3), (2, 6, 4)]
+
+
 def additive_attention():
     q, v = L.Input((5, 4)), L.Input((6, 4))
     return adv.Model([q, v], L.AdditiveAttention(dropout=0.1, seed=2)([q, v])), [(2, 5, 4), (2, 6, 4)]
@@ -393,6 +401,9 @@ LAYER_CASES = {
     "LayerNormalization": seq(lambda: L.LayerNormalization(axis=[1, 2], epsilon=1e-5, scale=False), (3, 4)),
     "GroupNormalization": seq(lambda: L.GroupNormalization(groups=2, epsilon=1e-4, center=False,
                                                            gamma_initializer="normal"), (3, 4)),
+    "LayerNormalization+rms_scaling": seq(lambda: L.LayerNormalization(axis=[1, 2], epsilon=1e-5, rms_scaling=True,
+                                                                     gamma_regularizer=L2(0.01)), (3, 4)),
+    "RMSNormalization": seq(lambda: L.RMSNormalization(axis=[1, 2], epsilon=1e-4), (3, 4)),
     "UnitNormalization": seq(lambda: L.UnitNormalization(axis=[1, 2]), (3, 2)),
     "Rescaling": seq(lambda: L.Rescaling(1 / 127.5, offset=-1.0), (4,)),
     "Normalization": adapted_normalization,
@@ -414,6 +425,7 @@ LAYER_CASES = {
     "Bidirectional+backward_layer": bidirectional_with_backward,
     "MultiHeadAttention": mha,
     "Attention": attention,
+    "Attention+concat": concat_attention,
     "AdditiveAttention": additive_attention,
     "Add": two(lambda: L.Add()),
     "Subtract": two(lambda: L.Subtract()),
@@ -493,6 +505,7 @@ GIVEN = {   # arguments that change the layer (not the defaults): each must be i
     L.Attention: {"use_scale": True, "dropout": 0.1},
     L.GlobalAveragePooling1D: {"keepdims": True},
     L.BatchNormalization: {"momentum": 0.9, "epsilon": 1e-4, "center": False},
+    L.RMSNormalization: {"axis": [1, 2], "epsilon": 1e-4},
 }
 
 

@@ -294,7 +294,9 @@ def _models():
     activations = adv.Sequential([L.Input((6,)), L.Dense(5), L.LeakyReLU(0.1), L.Dense(5),
                                   L.ReLU(max_value=1.5, negative_slope=0.05, threshold=0.1), L.Dense(4), L.ELU(0.7),
                                   L.Dense(4), L.PReLU(alpha_initializer="ones"), L.Dense(3), L.Softmax()])
-    return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
+    rms = adv.Sequential([L.Input((5, 4)), L.Dense(4), L.RMSNormalization(), L.Flatten(), L.Dense(2),
+                          L.RMSNormalization(epsilon=1e-3)])
+    return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("rms", rms, _rng_data((4, 5, 4))), ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
             ("activations", activations, _rng_data((4, 6))), ("decoder", decoder, _rng_data((4, 5, 5, 2))),
             ("decoder1d", decoder1d, _rng_data((4, 6, 3))), ("unet", unet, _rng_data((4, 6, 6, 2))),
             ("seq1d", seq1d, _rng_data((4, 5, 3))),
@@ -326,7 +328,7 @@ def test_weights_trained_in_pytorch_come_back_with_load_from():
         models = dict((n, (m, x)) for n, m, x in _models())
     finally:
         adv.layers.set_floatx("float32")
-    for name in ("cnn", "GRU", "functional", "activations", "decoder"):
+    for name in ("cnn", "GRU", "functional", "activations", "decoder", "rms"):
         model, x = models[name]
         model.predict(x)
         module = adv.torch.to_module(model)
@@ -356,6 +358,14 @@ def test_subclassed_models_and_unexportable_settings_are_named():
     gru = adv.Sequential([adv.layers.Input((4, 2)), adv.layers.GRU(3, reset_after=False, name="old_gru")])
     with pytest.raises(TypeError, match="old_gru.*reset_after=False"):
         adv.torch.to_module(gru)
+    with pytest.warns(UserWarning, match="deprecated"):
+        legacy = adv.layers.LayerNormalization(rms_scaling=True, name="legacy_rms")
+    model = adv.Sequential([adv.layers.Input((3,)), legacy])
+    with pytest.raises(TypeError, match="legacy_rms.*rms_scaling=True.*RMSNormalization"):
+        adv.torch.to_module(model)
+    columns = adv.Sequential([adv.layers.Input((3, 4)), adv.layers.RMSNormalization(axis=1, name="over_rows")])
+    with pytest.raises(TypeError, match=r"over_rows.*trailing axes.*\[1\] of 3"):
+        adv.torch.to_module(columns)
 
 
 def test_a_torch_compiled_module_is_recorded_without_crashing():

@@ -12,7 +12,8 @@ with one rule of the table (``attention``), so the graph shows it as one
 op whose edges carry its chain-rule factors (``ḡ_V = Aᵀ ḡ`` ...) instead
 of the six ops inside. :func:`scaled_dot_product_attention` is that op as
 a function. Additive scores are a sum of ``tanh``, so ``AdditiveAttention``
-is composed of the package's ops instead.
+and ``Attention(score_mode="concat")`` are composed of the package's ops
+instead.
 """
 from __future__ import annotations
 
@@ -354,11 +355,29 @@ class Attention(Layer):
         scores = s · query keyᵀ          (s = 1, or a trainable scalar with use_scale=True)
         out    = softmax(scores + mask) value
 
+    With ``score_mode="concat"`` the scores are Keras 3's additive ones::
+
+        scores[n, t, s] = w · Σ_f tanh(scale · (query[n, t, f] + key[n, s, f]))
+
+    with ``w`` a trainable scalar ``concat_score_weight`` (initialised to 1)
+    and ``scale`` the scalar of ``use_scale=True`` (else 1), so the
+    weights are ``scale`` (if used), then ``concat_score_weight``, as Keras.
+    "dot" is the one op ``attention`` of the rule table; "concat" is built
+    from the package's ops (``expand_dims``, ``add``, ``multiply``, ``tanh``,
+    ``sum``, ``softmax``, ``matmul``), as :class:`AdditiveAttention`.
+
     ``mask=[query_mask, value_mask]`` (booleans ``(batch, T)``,
     ``(batch, S)``): masked values get no weight; masked query rows
     give 0. ``use_causal_mask=True`` lets step ``t`` see steps ``≤ t``
-    only. Only ``score_mode="dot"``. One difference from Keras: a query
-    whose keys are all masked gets weights 0 (Keras: uniform weights).
+    only. Both score modes treat masks, ``dropout`` (on the attention
+    weights, with ``training=True``) and ``return_attention_scores`` alike.
+    One difference from Keras: a query whose keys are all masked gets
+    weights 0 (Keras: uniform weights).
+
+        >>> att = Attention(score_mode="concat", use_scale=True)
+        >>> out, w = att([np.ones((2, 3, 4)), np.ones((2, 5, 4))], return_attention_scores=True)
+        >>> out.shape, w.shape, [v.name for v in att.weights]
+        ((2, 3, 4), (2, 3, 5), ['attention/scale', 'attention/concat_score_weight'])
     """
 
     _takes_list = True
@@ -366,8 +385,10 @@ class Attention(Layer):
 
     def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if score_mode != "dot":
-            raise NotImplementedError(f"{self.name}: score_mode={score_mode!r} is not supported; use 'dot'.")
+        if score_mode not in ("dot", "concat"):
+            raise ValueError(f"{self.name} (Attention): score_mode must be 'dot' (query·key scores) or 'concat' "
+                             f"(Σ tanh(query + key) scores), got {score_mode!r}. For Bahdanau's scores with a "
+                             "learned vector, use AdditiveAttention.")
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"{self.name}: dropout must be in [0, 1), got {dropout!r}.")
         self.use_scale = bool(use_scale)
@@ -385,6 +406,8 @@ class Attention(Layer):
             raise ValueError(f"{self.name}: call it on a list [query, value] or [query, value, key], "
                              f"got inputs of shape {input_shape}.")
         self.scale = self.add_weight((), "ones", name="scale") if self.use_scale else None
+        self.concat_score_weight = (self.add_weight((), "ones", name="concat_score_weight")
+                                    if self.score_mode == "concat" else None)
 
     def compute_mask(self, inputs, mask=None):
         """The query's mask: each output row belongs to a query step (Keras 3)."""
@@ -393,13 +416,40 @@ class Attention(Layer):
     def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
         q, v, k = self._qvk(inputs)
         qm, m = self._masks(q, v, mask, use_causal_mask)
-        if self.use_scale:
-            q = q * self.scale
-        out, scores = _attend(q, k, v, None if m is None else constant(m), 1.0, return_attention_scores,
-                              self.dropout if training else 0.0, self._rng)
+        dropout = self.dropout if training else 0.0
+        scores = self._calculate_scores(q, k)
+        if scores is None:      # dot scores: inside the one op ``attention``
+            if self.use_scale:
+                q = q * self.scale
+            out, weights = _attend(q, k, v, None if m is None else constant(m), 1.0, return_attention_scores,
+                                   dropout, self._rng)
+        else:
+            out, weights = self._apply_scores(scores, v, m, dropout)
         if qm is not None:
             out = out * constant(qm[:, :, None].astype(out.dtype))
-        return (out, scores) if return_attention_scores else out
+        return (out, weights) if return_attention_scores else out
+
+    def _calculate_scores(self, q, k):
+        """The scores ``(batch, T, S)`` as package ops, or None for "dot" (computed inside ``attention``).
+
+        "concat" is Keras 3's ``w · Σ_f tanh(scale · (q[:, :, None] + k[:, None]))``.
+        """
+        if self.score_mode == "dot":
+            return None
+        z = expand_dims(q, -2) + expand_dims(k, -3)                 # (batch, T, S, d)
+        if self.use_scale:
+            z = self.scale * z
+        return self.concat_score_weight * _sum(tanh(z), axis=-1)
+
+    def _apply_scores(self, scores, v, m, dropout):
+        """``(softmax(scores, masked −1e9) V, weights)`` from scores built of package ops; the weights
+        returned are the ones before dropout, and a query whose keys are all masked gets weights 0."""
+        if m is not None:                                           # as Keras: −1e9 on the masked scores
+            scores = scores + constant(np.where(m, 0.0, -1e9).astype(scores.dtype))
+        weights = softmax(scores, axis=-1)
+        if m is not None:       # a query whose keys are all masked gets weights 0 (as the attention op)
+            weights = weights * constant(m.astype(weights.dtype))
+        return matmul(_dropped(weights, dropout, self._rng), v), weights
 
     def _qvk(self, inputs):
         """Query, value and key (default: the value) of ``[query, value]`` or ``[query, value, key]``, checked."""
@@ -482,24 +532,18 @@ class AdditiveAttention(Attention):
                              f"{input_shape[0]}.")
         self.scale = self.add_weight((dim,), "glorot_uniform", name="scale") if self.use_scale else None
 
-    def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
-        q, v, k = self._qvk(inputs)
+    def _qvk(self, inputs):
+        q, v, k = super()._qvk(inputs)
         if self.use_scale and q.shape[-1] != self.scale.shape[0]:
             raise ValueError(f"{self.name}: this layer was built for query and key features of size "
                              f"{self.scale.shape[0]}, got query {q.shape} and key {k.shape}. A layer keeps the "
                              "sizes of its first call; make a new AdditiveAttention for other sizes.")
-        qm, m = self._masks(q, v, mask, use_causal_mask)
+        return q, v, k
+
+    def _calculate_scores(self, q, k):
+        """Keras 3's additive scores ``Σ_f scale[f] · tanh(q[:, :, None] + k[:, None])``."""
         z = tanh(expand_dims(q, -2) + expand_dims(k, -3))          # (batch, T, S, d)
-        scores = _sum(z * self.scale if self.use_scale else z, axis=-1)
-        if m is not None:                                           # as Keras: −1e9 on the masked scores
-            scores = scores + constant(np.where(m, 0.0, -1e9).astype(scores.dtype))
-        weights = softmax(scores, axis=-1)
-        if m is not None:       # a query whose keys are all masked gets weights 0 (as Attention here)
-            weights = weights * constant(m.astype(weights.dtype))
-        out = matmul(_dropped(weights, self.dropout if training else 0.0, self._rng), v)
-        if qm is not None:
-            out = out * constant(qm[:, :, None].astype(out.dtype))
-        return (out, weights) if return_attention_scores else out
+        return _sum(z * self.scale if self.use_scale else z, axis=-1)
 
 
 def _attend(q, k, v, mask, scale, return_weights, dropout, rng):

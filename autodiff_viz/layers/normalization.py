@@ -1,25 +1,28 @@
-"""Normalization layers: ``BatchNormalization``, ``LayerNormalization``, ``GroupNormalization`` and
-``UnitNormalization`` (Keras 3 defaults).
+"""Normalization layers: ``BatchNormalization``, ``LayerNormalization``, ``GroupNormalization``,
+``RMSNormalization`` and ``UnitNormalization`` (Keras 3 defaults).
 
-Both compute ``x̂ = (x − μ) / √(σ² + ε)`` and ``y = γ·x̂ + β``, written with
+The first three compute ``x̂ = (x − μ) / √(σ² + ε)`` and ``y = γ·x̂ + β``, written with
 the package's ops (``mean``, ``square``, ``sqrt``, ``divide`` ...) so that,
 expanded on the graph, every step of the textbook derivation is an edge
 with its own factor — including the paths through μ and σ² that make the
 batch-norm gradient more than ``γ / √(σ² + ε)``.
 
 σ² is the *biased* variance (divide by ``n``), as in Keras and in PyTorch's
-normalisation.
+normalisation. ``RMSNormalization`` divides by the root mean square
+``√(mean(x²) + ε)`` instead, without centring.
 """
 from __future__ import annotations
 
-from numbers import Integral
+import warnings
+from numbers import Integral, Real
 
 import numpy as np
 
-from .. import ops, regularizers
+from .. import engine, ops, regularizers
 from .base import Layer, boolean_mask
 
-__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "RMSNormalization",
+           "UnitNormalization"]
 
 
 def _axes(axis, ndim, owner) -> tuple:
@@ -29,7 +32,8 @@ def _axes(axis, ndim, owner) -> tuple:
     for a in items:
         a = int(a)
         if not -ndim <= a < ndim:
-            raise ValueError(f"{owner}: axis {a} is out of range for inputs with {ndim} axes.")
+            raise ValueError(f"{owner}: axis {a} is out of range for inputs with {ndim} axes. Pass an axis "
+                             f"from {-ndim} to {ndim - 1} (-1: the last one).")
         out.append(a % ndim)
     return tuple(sorted(set(out)))
 
@@ -57,29 +61,20 @@ def _masked_moments(x, weights, axes):
     return mean, variance
 
 
-class _Normalization(Layer):
-    def __init__(self, axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
-                 gamma_regularizer, beta_constraint, gamma_constraint, **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(axis, Integral):
-            try:
-                axis = [int(a) for a in axis]
-            except (TypeError, ValueError):
-                raise TypeError(f"{type(self).__name__}: axis must be an int or a list of ints, got {axis!r}.") \
-                    from None
-        self.axis = axis
-        if float(epsilon) <= 0:
-            raise ValueError(f"{type(self).__name__}: epsilon must be positive, got {epsilon!r}.")
-        self.epsilon = float(epsilon)
-        self.center, self.scale = bool(center), bool(scale)
-        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
-        self._param_axes = None
-        self._ndim = None
+def _epsilon(owner, epsilon, default) -> float:
+    """``epsilon`` as a positive float, or an error naming the layer and the fix (``default``: Keras')."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not float(epsilon) > 0:
+        raise ValueError(f"{owner}: epsilon must be positive, got {epsilon!r}. It is added under the square root "
+                         f"to avoid dividing by zero; pass a small number, e.g. epsilon={default} (Keras' "
+                         "default).")
+    return float(epsilon)
 
-    def _build_params(self, input_shape, param_axes):
+
+class _PerAxisParams(Layer):
+    """A layer with weights of the shape of the normalised axes (``γ``, ``β``, RMSNormalization's ``scale``)."""
+
+    def _param_layout(self, input_shape, param_axes) -> tuple:
+        """The weights' shape for ``input_shape``; remembers the axes and the rank that ``_check`` expects."""
         input_shape = tuple(input_shape)
         unknown = [a for a in param_axes if input_shape[a] is None]
         if unknown:
@@ -87,12 +82,8 @@ class _Normalization(Layer):
                              f"shape {input_shape}.")
         self._ndim = len(input_shape)
         self._param_axes = param_axes
-        shape = tuple(input_shape[a] for a in param_axes)
-        self.gamma = self.add_weight(shape, self.gamma_initializer, name="gamma", regularizer=self.gamma_regularizer,
-                                     constraint=self.gamma_constraint) if self.scale else None
-        self.beta = self.add_weight(shape, self.beta_initializer, name="beta", regularizer=self.beta_regularizer,
-                                    constraint=self.beta_constraint) if self.center else None
-        return shape
+        self._param_shape = tuple(input_shape[a] for a in param_axes)
+        return self._param_shape
 
     def _check(self, inputs):
         if inputs.ndim != self._ndim:
@@ -111,6 +102,38 @@ class _Normalization(Layer):
         for a, n in zip(self._param_axes, param.shape):
             shape[a] = n
         return ops.reshape(param, tuple(shape))
+
+
+class _Normalization(_PerAxisParams):
+    def __init__(self, axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
+                 gamma_regularizer, beta_constraint, gamma_constraint, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(axis, Integral):
+            try:
+                axis = [int(a) for a in axis]
+            except (TypeError, ValueError):
+                raise TypeError(f"{type(self).__name__}: axis must be an int or a list of ints, got {axis!r}.") \
+                    from None
+        self.axis = axis
+        self.epsilon = _epsilon(type(self).__name__, epsilon, 1e-3)       # Keras' default for all three
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+        self._param_axes = None
+        self._ndim = None
+
+    def _build_params(self, input_shape, param_axes, gamma=None, beta=None):
+        """Create ``γ`` and ``β`` (by default: if ``scale`` / ``center``) of the normalised axes' shape."""
+        shape = self._param_layout(input_shape, param_axes)
+        gamma = self.scale if gamma is None else gamma
+        beta = self.center if beta is None else beta
+        self.gamma = self.add_weight(shape, self.gamma_initializer, name="gamma", regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if gamma else None
+        self.beta = self.add_weight(shape, self.beta_initializer, name="beta", regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if beta else None
+        return shape
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon, "center": self.center,
@@ -222,11 +245,19 @@ class LayerNormalization(_Normalization):
     separately, so training and inference behave the same. ``γ`` and ``β``
     have the shape of the normalised axes.
 
+    With ``rms_scaling=True``, ``center`` and ``scale`` are ignored and the
+    layer computes Keras 3's ``y = x / √(σ² + ε) · γ``: ``x`` is not centred,
+    but ``σ²`` is still the (biased) variance, not the mean of ``x²``. It has
+    ``γ`` and no ``β``, as Keras. Keras 3 deprecates this option for that
+    reason (and so does this layer, with a warning); :class:`RMSNormalization`
+    divides by the root mean square ``√(mean(x²) + ε)``.
+
     Args:
         axis: an int or a list of ints.
         epsilon: 1e-3 (Keras' default; PyTorch uses 1e-5).
         center: learn ``β`` (added after normalising).
         scale: learn ``γ`` (multiplied after normalising).
+        rms_scaling: scale by ``γ / √(σ² + ε)`` only, as above (deprecated, as in Keras 3).
     """
 
     supports_masking = True
@@ -237,21 +268,80 @@ class LayerNormalization(_Normalization):
         super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, beta_regularizer,
                          gamma_regularizer, beta_constraint, gamma_constraint, **kwargs)
         self.rms_scaling = bool(rms_scaling)
-        if rms_scaling:
-            raise NotImplementedError("LayerNormalization: rms_scaling=True is not supported.")
+        if self.rms_scaling:
+            warnings.warn("LayerNormalization: rms_scaling=True is deprecated (as in Keras 3): it divides the inputs "
+                          "by √(variance + epsilon), not by their root mean square. For RMS normalisation use "
+                          "adv.layers.RMSNormalization instead.", stacklevel=engine.user_stacklevel())
 
     def get_config(self) -> dict:
         return {**super().get_config(), "rms_scaling": self.rms_scaling}
 
     def build(self, input_shape):
         axes = _axes(self.axis, len(input_shape), self.name)
-        self._param_shape = self._build_params(input_shape, axes)
+        if self.rms_scaling:        # Keras 3: γ always, β never
+            self._build_params(input_shape, axes, gamma=True, beta=False)
+        else:
+            self._build_params(input_shape, axes)
 
     def call(self, inputs):
         self._check(inputs)
         mean, variance = _moments(inputs, self._param_axes)
+        if self.rms_scaling:        # Keras 3: x · rsqrt(var(x) + ε) · γ (x itself is not centred)
+            return inputs / ops.sqrt(variance + self.epsilon) * self._broadcast(self.gamma)
         return self._normalize(inputs, mean, variance)
 
+
+class RMSNormalization(_PerAxisParams):
+    """Divide each sample by its root mean square over ``axis``, as ``keras.layers.RMSNormalization``.
+
+        >>> layer = RMSNormalization()
+        >>> layer(np.array([[3.0, 4.0]])).numpy().round(4)
+        array([[0.8485, 1.1314]], dtype=float32)
+        >>> [w.name for w in layer.weights]
+        ['rms_normalization/scale']
+
+    ``y = x / √(mean(x²) + ε) · scale`` (Zhang & Sennrich, 2019), with the
+    mean taken over ``axis`` for every sample separately: no centring, no
+    ``β``. ``scale`` is a trainable weight of the shape of the normalised
+    axes, initialised to ones, as Keras; for trailing axes this is PyTorch's
+    ``torch.nn.functional.rms_norm(x, scale.shape, scale, eps)``. It is
+    written with the package's ops (``square``, ``mean``, ``add``, ``sqrt``,
+    ``divide``, ``multiply``), so every factor of the chain rule is an edge
+    of the graph. As Keras, the layer does not support masking.
+
+    Args:
+        axis: the axis to normalise over, an int or a list of ints (default
+            -1: the features).
+        epsilon: added to the mean square, 1e-6 (Keras' default).
+    """
+
+    def __init__(self, axis=-1, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(axis, (list, tuple)) and axis and \
+                all(isinstance(a, Integral) and not isinstance(a, bool) for a in axis):
+            self.axis = [int(a) for a in axis]
+        elif isinstance(axis, Integral) and not isinstance(axis, bool):
+            self.axis = int(axis)
+        else:
+            raise TypeError(f"RMSNormalization: axis must be an int or a list of ints, got {axis!r}. Pass e.g. "
+                            "axis=-1 (the feature axis).")
+        self.epsilon = _epsilon("RMSNormalization", epsilon, 1e-6)
+        self._param_axes = None
+        self._ndim = None
+
+    def build(self, input_shape):
+        axes = _axes(self.axis, len(input_shape), f"{self.name} (RMSNormalization)")
+        self.scale = self.add_weight(self._param_layout(input_shape, axes), "ones", name="scale")
+
+    def call(self, inputs):
+        self._check(inputs)
+        if inputs.dtype.kind != "f":
+            inputs = ops.cast(inputs, self.dtype)
+        mean_square = ops.mean(ops.square(inputs), axis=self._param_axes, keepdims=True)
+        return inputs / ops.sqrt(mean_square + self.epsilon) * self._broadcast(self.scale)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon}
 
 
 class GroupNormalization(_Normalization):

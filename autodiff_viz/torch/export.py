@@ -16,6 +16,7 @@ Weight layouts (Keras → PyTorch):
 * BatchNormalization: gamma/beta/moving mean/variance → weight/bias/running
   stats; Keras' momentum m is PyTorch's ``1 − m``.
 * Embedding: ``embeddings`` → ``weight`` (same layout).
+* RMSNormalization: ``scale`` → the weight of ``F.rms_norm`` (same layout).
 * SimpleRNN / LSTM / GRU: kernels transposed, gates reordered (Keras i,f,c,o →
   PyTorch i,f,g,o is the same order; GRU z,r,h → PyTorch r,z,n), biases
   split as PyTorch keeps two.
@@ -368,12 +369,23 @@ class _BatchNorm(nn.Module):
         return torch.movedim(y, 1, -1)
 
 
+def _trailing_axes(layer, kind: str) -> None:
+    """Refuse a normalization over axes that are not the last ones (PyTorch's ``layer_norm`` and ``rms_norm``
+    take the trailing ``normalized_shape`` only)."""
+    axes = sorted(a % layer._ndim for a in layer._param_axes)
+    if axes != list(range(layer._ndim - len(axes), layer._ndim)):
+        raise ExportError(f"to_module: {layer.name}: only {kind} over trailing axes exports (PyTorch normalizes "
+                          f"the last axes); this one normalizes axes {axes} of {layer._ndim}.")
+
+
 class _LayerNorm(nn.Module):
     def __init__(self, layer):
         super().__init__()
-        axes = sorted(a % layer._ndim for a in layer._param_axes)
-        if axes != list(range(layer._ndim - len(axes), layer._ndim)):
-            raise ExportError(f"to_module: {layer.name}: only LayerNormalization over trailing axes exports.")
+        if layer.rms_scaling:
+            raise ExportError(f"to_module: {layer.name}: LayerNormalization(rms_scaling=True) has no PyTorch twin "
+                              "(it divides by √(variance + ε) without centring). Use adv.layers.RMSNormalization, "
+                              "which exports as torch.nn.functional.rms_norm, or rms_scaling=False.")
+        _trailing_axes(layer, "LayerNormalization")
         self.shape = tuple(layer.gamma.shape if layer.scale else layer.beta.shape)
         dtype = _dtype(layer)
         self.eps = float(layer.epsilon)
@@ -396,6 +408,28 @@ class _LayerNorm(nn.Module):
 
     def forward(self, x):
         return nn.functional.layer_norm(x, self.shape, self.weight, self.bias, self.eps)
+
+
+class _RMSNorm(nn.Module):
+    """Keras' RMSNormalization as ``F.rms_norm``: ``x / √(mean(x²) + ε) · scale`` over the trailing axes."""
+
+    def __init__(self, layer):
+        super().__init__()
+        _trailing_axes(layer, "RMSNormalization")
+        self.shape = tuple(layer.scale.shape)
+        self.eps = float(layer.epsilon)
+        self.weight = nn.Parameter(torch.ones(self.shape, dtype=_dtype(layer)))
+        self.copy_from(layer)
+
+    def copy_from(self, layer):
+        with torch.no_grad():
+            self.weight.copy_(_t(layer.scale.numpy().reshape(self.shape), self.weight.dtype))
+
+    def copy_to(self, layer):
+        layer.scale.assign(self.weight.detach().cpu().numpy().reshape(layer.scale.shape))
+
+    def forward(self, x):
+        return nn.functional.rms_norm(x, self.shape, self.weight, self.eps)
 
 
 class _Embedding(nn.Module):
@@ -508,8 +542,8 @@ CONVERTERS = {
     "AveragePooling2D": lambda l: _Pool(l, "avg"), "GlobalAveragePooling1D": _global_pool("mean"),
     "GlobalAveragePooling2D": _global_pool("mean"), "GlobalMaxPooling1D": _global_pool("max"),
     "GlobalMaxPooling2D": _global_pool("max"), "BatchNormalization": _BatchNorm,
-    "LayerNormalization": _LayerNorm, "Embedding": _Embedding, "SimpleRNN": _Recurrent, "LSTM": _Recurrent,
-    "GRU": _Recurrent, "Add": _Merge, "Subtract": _Merge, "Multiply": _Merge, "Average": _Merge,
+    "LayerNormalization": _LayerNorm, "RMSNormalization": _RMSNorm, "Embedding": _Embedding,
+    "SimpleRNN": _Recurrent, "LSTM": _Recurrent, "GRU": _Recurrent, "Add": _Merge, "Subtract": _Merge, "Multiply": _Merge, "Average": _Merge,
     "Maximum": _Merge, "Minimum": _Merge, "Concatenate": _Merge, "LeakyReLU": _leaky_relu, "ReLU": _relu,
     "Softmax": _softmax, "ELU": _elu, "PReLU": _PReLU, "Conv1DTranspose": _ConvTranspose,
     "Conv2DTranspose": _ConvTranspose, "UpSampling1D": _upsampling, "UpSampling2D": _upsampling,
