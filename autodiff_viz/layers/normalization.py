@@ -61,6 +61,17 @@ def _masked_moments(x, weights, axes):
     return mean, variance
 
 
+def _axis_argument(owner: str, axis):
+    """``axis`` as given to a layer (an int, or a non-empty list of ints), or a TypeError naming ``owner``."""
+    if isinstance(axis, (list, tuple)) and axis and \
+            all(isinstance(a, Integral) and not isinstance(a, bool) for a in axis):
+        return [int(a) for a in axis]
+    if isinstance(axis, Integral) and not isinstance(axis, bool):
+        return int(axis)
+    raise TypeError(f"{owner}: axis must be an int or a list of ints, got {axis!r}. Pass e.g. axis=-1 (the "
+                    "feature axis).")
+
+
 def _epsilon(owner, epsilon, default) -> float:
     """``epsilon`` as a positive float, or an error naming the layer and the fix (``default``: Keras')."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not float(epsilon) > 0:
@@ -317,14 +328,7 @@ class RMSNormalization(_PerAxisParams):
 
     def __init__(self, axis=-1, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(axis, (list, tuple)) and axis and \
-                all(isinstance(a, Integral) and not isinstance(a, bool) for a in axis):
-            self.axis = [int(a) for a in axis]
-        elif isinstance(axis, Integral) and not isinstance(axis, bool):
-            self.axis = int(axis)
-        else:
-            raise TypeError(f"RMSNormalization: axis must be an int or a list of ints, got {axis!r}. Pass e.g. "
-                            "axis=-1 (the feature axis).")
+        self.axis = _axis_argument("RMSNormalization", axis)
         self.epsilon = _epsilon("RMSNormalization", epsilon, 1e-6)
         self._param_axes = None
         self._ndim = None
@@ -436,14 +440,7 @@ class UnitNormalization(Layer):
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(axis, (list, tuple)) and axis and \
-                all(isinstance(a, Integral) and not isinstance(a, bool) for a in axis):
-            self.axis = [int(a) for a in axis]
-        elif isinstance(axis, Integral) and not isinstance(axis, bool):
-            self.axis = int(axis)
-        else:
-            raise TypeError(f"UnitNormalization: axis must be an int or a list of ints, got {axis!r}. Pass e.g. "
-                            "axis=-1 (the feature axis).")
+        self.axis = _axis_argument("UnitNormalization", axis)
 
     def call(self, inputs):
         axes = _axes(self.axis, inputs.ndim, f"{self.name} (UnitNormalization)")
