@@ -348,6 +348,9 @@ def test_additive_attention_dropout_only_in_training():
     plain = att([q, v]).numpy()
     np.testing.assert_allclose(att([q, v], training=False).numpy(), plain)
     assert not np.allclose(att([q, v], training=True).numpy(), plain)
+    dropped, weights = att([q, v], training=True, return_attention_scores=True)
+    np.testing.assert_allclose(dropped.numpy(), weights.numpy() @ v, rtol=1e-12)     # after dropout, as Keras
+    assert (weights.numpy() == 0).any()
 
 
 # ----- configs and errors ------------------------------------------------------------------------------

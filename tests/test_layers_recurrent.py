@@ -421,6 +421,12 @@ def test_attention_dropout_is_active_only_in_training():
     a = mha(x, x).numpy()
     np.testing.assert_allclose(mha(x, x, training=False).numpy(), a, rtol=1e-12)
     assert not np.allclose(mha(x, x, training=True).numpy(), a)
+    _, scores = mha(x, x, training=True, return_attention_scores=True)
+    np.testing.assert_allclose(scores.numpy().sum(-1), 1.0, rtol=1e-12)     # before dropout, as Keras' MHA
+    att = layers.Attention(dropout=0.5, seed=0, dtype="float64")
+    out, weights = att([x, x], training=True, return_attention_scores=True)
+    np.testing.assert_allclose(out.numpy(), weights.numpy() @ x, rtol=1e-12)   # after dropout, as Keras' Attention
+    assert (weights.numpy() == 0).any()
 
 
 def test_luong_attention_layer_matches_numpy():

@@ -412,8 +412,12 @@ def test_concat_attention_dropout_only_in_training():
     np.testing.assert_allclose(att([q, v], training=False).numpy(), plain.numpy())
     dropped, w_train = att([q, v], training=True, return_attention_scores=True)
     assert not np.allclose(dropped.numpy(), plain.numpy())
-    np.testing.assert_allclose(w_train.numpy(), w.numpy())      # the weights returned: before dropout, as Keras
     np.testing.assert_allclose(w.numpy().sum(-1), 1.0)
+    # the weights returned are those the values were averaged with: after dropout, as Keras' Attention
+    np.testing.assert_allclose(dropped.numpy(), w_train.numpy() @ v, rtol=1e-12)
+    kept = w_train.numpy() != 0
+    assert not kept.all() and kept.any()
+    np.testing.assert_allclose(w_train.numpy()[kept], 2.0 * w.numpy()[kept], rtol=1e-12)    # kept ones: ÷ (1 − 0.5)
 
 
 def test_concat_attention_config_round_trips():

@@ -370,7 +370,10 @@ class Attention(Layer):
     ``(batch, S)``): masked values get no weight; masked query rows
     give 0. ``use_causal_mask=True`` lets step ``t`` see steps ``≤ t``
     only. Both score modes treat masks, ``dropout`` (on the attention
-    weights, with ``training=True``) and ``return_attention_scores`` alike.
+    weights, with ``training=True``) and ``return_attention_scores`` alike;
+    the weights returned are the ones the values were averaged with, after
+    dropout, as Keras' ``Attention`` (``MultiHeadAttention`` returns them
+    before dropout, as Keras' does).
     One difference from Keras: a query whose keys are all masked gets
     weights 0 (Keras: uniform weights).
 
@@ -422,7 +425,7 @@ class Attention(Layer):
             if self.use_scale:
                 q = q * self.scale
             out, weights = _attend(q, k, v, None if m is None else constant(m), 1.0, return_attention_scores,
-                                   dropout, self._rng)
+                                   dropout, self._rng, weights_after_dropout=True)
         else:
             out, weights = self._apply_scores(scores, v, m, dropout)
         if qm is not None:
@@ -443,13 +446,15 @@ class Attention(Layer):
 
     def _apply_scores(self, scores, v, m, dropout):
         """``(softmax(scores, masked −1e9) V, weights)`` from scores built of package ops; the weights
-        returned are the ones before dropout, and a query whose keys are all masked gets weights 0."""
+        returned are the ones after dropout (those ``V`` was averaged with, as Keras' ``Attention``), and
+        a query whose keys are all masked gets weights 0."""
         if m is not None:                                           # as Keras: −1e9 on the masked scores
             scores = scores + constant(np.where(m, 0.0, -1e9).astype(scores.dtype))
         weights = softmax(scores, axis=-1)
         if m is not None:       # a query whose keys are all masked gets weights 0 (as the attention op)
             weights = weights * constant(m.astype(weights.dtype))
-        return matmul(_dropped(weights, dropout, self._rng), v), weights
+        weights = _dropped(weights, dropout, self._rng)
+        return matmul(weights, v), weights
 
     def _qvk(self, inputs):
         """Query, value and key (default: the value) of ``[query, value]`` or ``[query, value, key]``, checked."""
@@ -546,14 +551,17 @@ class AdditiveAttention(Attention):
         return _sum(z * self.scale if self.use_scale else z, axis=-1)
 
 
-def _attend(q, k, v, mask, scale, return_weights, dropout, rng):
+def _attend(q, k, v, mask, scale, return_weights, dropout, rng, weights_after_dropout=False):
     """``(O, A)``: one ``attention`` op, or ``attention_weights`` then ``matmul`` when the weights are
-    wanted or dropped out (dropout on the weights, as Keras; the weights returned are the ones before it)."""
+    wanted or dropped out (dropout on the weights, as Keras). ``A`` is the weights before dropout, as
+    Keras' ``MultiHeadAttention`` returns them, or after it with ``weights_after_dropout`` (Keras'
+    ``Attention``: the weights the values were averaged with)."""
     extra = () if mask is None else (mask,)
     if not (return_weights or dropout):
         return _call(_rules.attention, q, k, v, *extra, scale=scale), None
     weights = _call(_rules.attention_weights, q, k, *extra, scale=scale)
-    return matmul(_dropped(weights, dropout, rng), v), weights
+    used = _dropped(weights, dropout, rng)
+    return matmul(used, v), used if weights_after_dropout else weights
 
 
 def _dropped(weights, dropout, rng):
