@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+from attention_reference import masked_attention
 
 L = adv.layers
 
@@ -248,25 +249,9 @@ def test_depthwise_conv2d_matches_torch_grouped_conv2d():
 
 # ----- AdditiveAttention -------------------------------------------------------------------------------
 def _naive_additive(q, k, v, scale, v_mask=None, q_mask=None, causal=False):
-    B, T, d = q.shape
-    S = k.shape[1]
-    out = np.zeros((B, T, v.shape[-1]))
-    weights = np.zeros((B, T, S))
-    for n in range(B):
-        for t in range(T):
-            s = np.array([sum(scale[f] * np.tanh(q[n, t, f] + k[n, j, f]) for f in range(d)) for j in range(S)])
-            ok = np.ones(S, bool)
-            if v_mask is not None:
-                ok &= v_mask[n]
-            if causal:
-                ok &= np.arange(S) <= t
-            if ok.any():
-                e = np.where(ok, np.exp(s - s[ok].max()), 0.0)
-                weights[n, t] = e / e.sum()
-            out[n, t] = weights[n, t] @ v[n]
-            if q_mask is not None and not q_mask[n, t]:
-                out[n, t] = 0.0
-    return out, weights
+    """Keras 3's AdditiveAttention: scores ``Σ_f scale[f] · tanh(q[t, f] + k[s, f])``."""
+    scores = (np.tanh(q[:, :, None, :] + k[:, None, :, :]) * scale).sum(-1)
+    return masked_attention(scores, v, v_mask, q_mask, causal)
 
 
 @pytest.mark.parametrize("use_scale", [True, False])

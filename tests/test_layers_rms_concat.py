@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+from attention_reference import masked_attention
 from autodiff_viz import layers as L
 from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
@@ -51,27 +52,23 @@ def rms_scaling_layer(**kwargs):
         return L.LayerNormalization(rms_scaling=True, **kwargs)
 
 
+def call_with(layer, weight):
+    """``layer.call`` as a function of the input and of the value of its weight named ``weight`` (so that
+    ``check_grads`` perturbs the weight too)."""
+    def f(x, value):
+        old = getattr(layer, weight)
+        setattr(layer, weight, value)
+        try:
+            return layer.call(x)
+        finally:
+            setattr(layer, weight, old)
+    return f
+
+
 def concat_reference(q, k, v, w, scale=1.0, v_mask=None, q_mask=None, causal=False):
-    """Keras 3's Attention(score_mode="concat"), one query step at a time; masked keys get no weight and a
-    query whose keys are all masked gets weights 0 (as this package's attention layers)."""
-    B, T, d = q.shape
-    S = k.shape[1]
-    out, weights = np.zeros((B, T, v.shape[-1])), np.zeros((B, T, S))
-    for n in range(B):
-        for t in range(T):
-            s = np.array([w * sum(np.tanh(scale * (q[n, t, f] + k[n, j, f])) for f in range(d)) for j in range(S)])
-            ok = np.ones(S, bool)
-            if v_mask is not None:
-                ok &= v_mask[n]
-            if causal:
-                ok &= np.arange(S) <= t
-            if ok.any():
-                e = np.where(ok, np.exp(s - s[ok].max()), 0.0)
-                weights[n, t] = e / e.sum()
-            out[n, t] = weights[n, t] @ v[n]
-            if q_mask is not None and not q_mask[n, t]:
-                out[n, t] = 0.0
-    return out, weights
+    """Keras 3's Attention(score_mode="concat"): scores ``w · Σ_f tanh(scale · (q[t, f] + k[s, f]))``."""
+    scores = w * np.tanh(scale * (q[:, :, None, :] + k[:, None, :, :])).sum(-1)
+    return masked_attention(scores, v, v_mask, q_mask, causal)
 
 
 # ----- RMSNormalization ----------------------------------------------------------------------------------
@@ -127,15 +124,7 @@ def test_rms_normalization_gradients_match_finite_differences():
     layer = L.RMSNormalization(axis=[1, 2], epsilon=1e-3, dtype="float64")
     layer.build(x.shape)
 
-    def f(x, scale):
-        old = layer.scale
-        layer.scale = scale
-        try:
-            return layer.call(x)
-        finally:
-            layer.scale = old
-
-    report = adv.check_grads(f, (x, RNG.uniform(0.5, 1.5, size=(3, 4))))
+    report = adv.check_grads(call_with(layer, "scale"), (x, RNG.uniform(0.5, 1.5, size=(3, 4))))
     assert report.ok, report
     report = adv.check_grads(lambda x: L.RMSNormalization(axis=1, dtype="float64")(x), (x,), order=2,
                              modes=("reverse",))
@@ -272,15 +261,7 @@ def test_rms_scaling_gradients_match_finite_differences():
     layer = rms_scaling_layer(axis=[1, 2], dtype="float64")
     layer.build(x.shape)
 
-    def f(x, gamma):
-        old = layer.gamma
-        layer.gamma = gamma
-        try:
-            return layer.call(x)
-        finally:
-            layer.gamma = old
-
-    report = adv.check_grads(f, (x, RNG.uniform(0.5, 1.5, size=(3, 4))))
+    report = adv.check_grads(call_with(layer, "gamma"), (x, RNG.uniform(0.5, 1.5, size=(3, 4))))
     assert report.ok, report
 
 

@@ -39,6 +39,13 @@ def npz(data: bytes) -> dict:
         return {k: f[k] for k in f.files}
 
 
+def npz_bytes(arrays: dict) -> bytes:
+    """``arrays`` as the bytes of an ``.npz`` (what :func:`npz` reads back)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
 def rewrite(path, replace=None, drop=()):
     """The archive at ``path`` written again with some members replaced (name -> bytes) or left out."""
     old = members(path)
@@ -762,9 +769,7 @@ def test_missing_or_mismatched_weights(saved):
     weights = npz(members(saved)["model.weights.npz"])
     del weights["dense/bias"]
     weights["dense_1/kernel"] = np.zeros((3, 3))
-    buffer = io.BytesIO()
-    np.savez(buffer, **weights)
-    rewrite(saved, replace={"model.weights.npz": buffer.getvalue()})
+    rewrite(saved, replace={"model.weights.npz": npz_bytes(weights)})
     refused(saved, WeightsFileError, "does not match", "missing from the file: dense/bias",
             "dense_1/kernel: the model has shape (8, 2), the file (3, 3)")
     rewrite(saved, drop=["model.weights.npz"])
@@ -774,9 +779,7 @@ def test_missing_or_mismatched_weights(saved):
 def test_an_optimizer_state_that_does_not_fit(saved):
     state = npz(members(saved)["optimizer.weights.npz"])
     state["momentum/dense/kernel"] = np.zeros((4, 8))
-    buffer = io.BytesIO()
-    np.savez(buffer, **state)
-    rewrite(saved, replace={"optimizer.weights.npz": buffer.getvalue()})
+    rewrite(saved, replace={"optimizer.weights.npz": npz_bytes(state)})
     refused(saved, ModelFileError, "does not fit the model's optimizer (Adam)", "has no slot 'momentum'",
             "compile=False")
     assert adv.saving.load_model(saved, compile=False).optimizer is None
