@@ -96,6 +96,14 @@ def _call_parameters(call) -> tuple:
     return "training" in params, "mask" in params
 
 
+def _call_facts(cls) -> tuple:
+    """What ``Layer.__call__`` needs to know of a layer class, worked out once: ``(cls, cls.call, package code?,
+    takes training?, takes mask?, converts one tensor with _convert alone?)``."""
+    call = cls.call
+    return (cls, call, engine.is_package_code(call), *_call_parameters(call),
+            cls._convert_inputs is Layer._convert_inputs)
+
+
 _masks_made = [False]   # has any layer attached a mask yet? Until then a layer call does not look for one
 
 
@@ -262,7 +270,7 @@ class Layer:
     _autocast = True
     _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
     _takes_list = False     # True: call(inputs) takes a list of tensors (merge layers, Attention)
-    _call_shares = (None, False, False, False)  # (cls.call, package code?, takes training?, takes mask?), per class
+    _call_shares = (None, None, False, False, False, False)    # _call_facts(cls), made at the class's first call
     supports_masking = False   # True: the output carries the input's mask (see compute_mask), as Keras 3
 
     def __init_subclass__(cls, **kwargs):
@@ -586,17 +594,19 @@ class Layer:
                                "add `super().__init__(**kwargs)` as its first line.")
         if not args:
             raise TypeError(f"{self.name}: call the layer with its inputs, e.g. layer(x).")
-        if _has_symbolic(args, kwargs):
+        first = args[0]
+        plain = type(first) is Tensor and len(args) == 1 and not kwargs    # the usual call: layer(x), x concrete
+        if not plain and _has_symbolic(args, kwargs):
             return self._symbolic_call(args, kwargs)
         calls = _calls.__dict__     # this thread's: one thread-local look-up, then plain dict reads and writes
         depth = calls["depth"]
         if depth == 0 and _holding_losses.data:
             self._clear_losses()
         cls = type(self)
-        known = cls._call_shares        # (call, package code?, takes training?, takes mask?), once per class
-        if known[0] is not cls.call:
-            known = cls._call_shares = (cls.call, engine.is_package_code(cls.call), *_call_parameters(cls.call))
-        _, shares, takes_training, takes_mask = known
+        known = cls._call_shares        # see _call_facts: once per class
+        if known[0] is not cls or known[1] is not cls.call:
+            known = cls._call_shares = _call_facts(cls)
+        _, _, shares, takes_training, takes_mask, converts_plainly = known
         outer = calls["training"]
         if "training" in kwargs:        # Keras 3's call context: the given value goes to the layers inside
             training = kwargs["training"] if takes_training else kwargs.pop("training")
@@ -609,17 +619,19 @@ class Layer:
         if training is not outer:
             calls["training"] = training
         try:
-            first = args[0]
-            inputs = self._convert_inputs(first)
-            if self._single_input and not isinstance(inputs, Tensor):
-                _refuse_structure(self, first)
+            if plain and converts_plainly:
+                inputs = self._convert(first)
+            else:
+                inputs = self._convert_inputs(first)
+                if self._single_input and not isinstance(inputs, Tensor):
+                    _refuse_structure(self, first)
             if not d["built"]:
                 self._maybe_build(_shapes(inputs))
             # carried by the input tensor (Keras 3), also when cast; no look-up until some layer made a mask
             mask = _carried(first) if _masks_made[0] else None
             if mask is not None and takes_mask and kwargs.get("mask") is None:
                 kwargs["mask"] = mask
-            out = self.call(inputs, *args[1:], **kwargs)
+            out = self.call(inputs, **kwargs) if plain else self.call(inputs, *args[1:], **kwargs)
             if self.supports_masking and (mask is not None or cls.compute_mask is not Layer.compute_mask):
                 _carry_mask(out, self.compute_mask(inputs, kwargs.get("mask", mask)))
             elif mask is not None and not takes_mask:       # a layer that takes the mask has used it
@@ -678,7 +690,7 @@ class Layer:
     def _convert(self, x):
         if isinstance(x, Tensor):
             dtype = x._value.dtype
-            if dtype.kind == "f" and self._autocast and dtype != self.dtype:
+            if dtype.kind == "f" and self._autocast and dtype is not _dtype_object(self.dtype) and dtype != self.dtype:
                 return cast(x, self.dtype)
             return x
         if isinstance(x, InputSpec):
@@ -1099,6 +1111,17 @@ def _refuse_structure(layer, given):
     raise TypeError(f"{layer.name} ({type(layer).__name__}): takes one tensor or numpy array, got {kind}. Pass "
                     "the array itself (np.asarray(data, dtype='float32')); for several inputs use a layer that "
                     "takes a list (adv.layers.Concatenate, Add ...) first.")
+
+
+_dtype_objects: dict = {}
+
+
+def _dtype_object(name: str) -> np.dtype:
+    """``np.dtype(name)``, made once per name: a layer compares each input's dtype with its own on every call."""
+    dt = _dtype_objects.get(name)
+    if dt is None:
+        dt = _dtype_objects[name] = np.dtype(name)
+    return dt
 
 
 def _shapes(obj):
