@@ -301,7 +301,9 @@ def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.nd
     Whole floats are accepted (Keras casts them); anything outside
     ``[0, classes)`` is refused before any op runs.
     """
-    labels = _numbers(y_true._value if isinstance(y_true, Tensor) else y_true, f"{what}: labels")
+    labels = y_true._value if isinstance(y_true, Tensor) else y_true
+    if type(labels) is not np.ndarray or labels.dtype.kind not in "iu":     # integer arrays need no conversion
+        labels = _numbers(labels, f"{what}: labels")
     if labels.ndim == len(pred_shape) and labels.shape[-1] == 1:
         labels = labels[..., 0]
     if labels.shape != pred_shape[:-1]:
@@ -316,7 +318,8 @@ def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.nd
     classes = pred_shape[axis]
     labels = labels.astype(np.intp, copy=False)
     # one comparison finds both kinds of bad label: a negative index, seen as unsigned, is huge
-    if labels.size and np.maximum.reduce(labels.reshape(-1).view(np.uintp)) >= classes:
+    unsigned = (labels if labels.ndim == 1 else labels.reshape(-1)).view(np.uintp)
+    if labels.size and np.maximum.reduce(unsigned) >= classes:
         raise ValueError(f"{what}: labels must lie in [0, {classes - 1}] for "
                          f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
     return labels

@@ -98,10 +98,10 @@ def _call_parameters(call) -> tuple:
 
 def _call_facts(cls) -> tuple:
     """What ``Layer.__call__`` needs to know of a layer class, worked out once: ``(cls, cls.call, package code?,
-    takes training?, takes mask?, converts one tensor with _convert alone?)``."""
+    takes training?, takes mask?, converts one tensor with _convert alone?, class name, own compute_mask?)``."""
     call = cls.call
     return (cls, call, engine.is_package_code(call), *_call_parameters(call),
-            cls._convert_inputs is Layer._convert_inputs)
+            cls._convert_inputs is Layer._convert_inputs, cls.__name__, cls.compute_mask is not Layer.compute_mask)
 
 
 _masks_made = [False]   # has any layer attached a mask yet? Until then a layer call does not look for one
@@ -270,7 +270,7 @@ class Layer:
     _autocast = True
     _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
     _takes_list = False     # True: call(inputs) takes a list of tensors (merge layers, Attention)
-    _call_shares = (None, None, False, False, False, False)    # _call_facts(cls), made at the class's first call
+    _call_shares = (None,) * 8      # _call_facts(cls), made at the class's first call
     supports_masking = False   # True: the output carries the input's mask (see compute_mask), as Keras 3
 
     def __init_subclass__(cls, **kwargs):
@@ -606,7 +606,7 @@ class Layer:
         known = cls._call_shares        # see _call_facts: once per class
         if known[0] is not cls or known[1] is not cls.call:
             known = cls._call_shares = _call_facts(cls)
-        _, _, shares, takes_training, takes_mask, converts_plainly = known
+        _, _, shares, takes_training, takes_mask, converts_plainly, kind, own_mask = known
         outer = calls["training"]
         if "training" in kwargs:        # Keras 3's call context: the given value goes to the layers inside
             training = kwargs["training"] if takes_training else kwargs.pop("training")
@@ -614,7 +614,7 @@ class Layer:
             training = outer
             if training is not None and takes_training:
                 kwargs["training"] = training
-        scope = enter_scope(d["_name"], cls.__name__, shares)
+        scope = enter_scope(d["_name"], kind, shares)
         calls["depth"] = depth + 1
         if training is not outer:
             calls["training"] = training
@@ -632,7 +632,7 @@ class Layer:
             if mask is not None and takes_mask and kwargs.get("mask") is None:
                 kwargs["mask"] = mask
             out = self.call(inputs, **kwargs) if plain else self.call(inputs, *args[1:], **kwargs)
-            if self.supports_masking and (mask is not None or cls.compute_mask is not Layer.compute_mask):
+            if (mask is not None or own_mask) and self.supports_masking:
                 _carry_mask(out, self.compute_mask(inputs, kwargs.get("mask", mask)))
             elif mask is not None and not takes_mask:       # a layer that takes the mask has used it
                 _mask_dropped(self)
