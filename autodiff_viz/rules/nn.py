@@ -602,7 +602,18 @@ def _label_positions(z, labels) -> np.ndarray:
     One flat index reads (``take``) or updates the labelled entries faster
     than the pair ``z[rows, labels]``.
     """
-    return np.arange(0, z.shape[0] * z.shape[1], z.shape[1]) + labels.reshape(-1)
+    rows, classes = z.shape
+    starts = _row_starts.get((rows, classes))
+    if starts is None:          # made once per batch shape: a training loop asks for the same one every step
+        if len(_row_starts) > 64:
+            _row_starts.clear()
+        starts = np.arange(0, rows * classes, classes)
+        starts.flags.writeable = False
+        _row_starts[rows, classes] = starts
+    return starts + labels.reshape(-1)
+
+
+_row_starts: dict = {}      # (rows, classes) -> row·classes for each row, read-only
 
 
 def _minus_one_hot(logits, labels):
