@@ -276,17 +276,19 @@ def test_a_layer_called_on_a_symbolic_tensor_of_the_wrong_shape_is_named():
         Square()(wrong)
 
 
-def test_wrong_data_for_a_functional_model_is_refused_with_the_expected_shape():
+@pytest.mark.parametrize("wrap", [np.asarray, adv.constant], ids=["array", "tensor"])
+def test_wrong_data_for_a_functional_model_is_refused_with_the_expected_shape(wrap):
     x = layers.Input(shape=(3,), name="x")
     model = adv.Model(x, layers.Dense(1)(x))
     with pytest.raises(ValueError, match=r"input 'x' expects shape \(None, 3\), got \(2, 4\)"):
-        model(np.ones((2, 4)))
+        model(wrap(np.ones((2, 4))))
 
 
 def test_sequential_takes_the_new_input_and_can_be_extended_into_a_graph():
     model = adv.Sequential([layers.Input((4,), dtype=F64), dense(3), dense(1)])
     assert model.built and len(model.weights) == 4
     assert model(np.ones((2, 4), dtype=np.float32)).dtype == np.float64
+    assert model(adv.constant(np.ones((2, 4), dtype=np.float32))).dtype == np.float64
     x = layers.Input((4,), dtype=F64)
     bigger = adv.Model(x, dense(2)(model(x)))
     np.testing.assert_allclose(bigger(np.ones((1, 4))).shape, (1, 2))
