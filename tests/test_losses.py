@@ -89,6 +89,23 @@ def test_sparse_crossentropy_gradient_is_softmax_minus_one_hot_at_any_logit_size
     np.testing.assert_allclose(g, expected * weights[:, None], atol=2e-6 if dtype == "float32" else 1e-12)
 
 
+@pytest.mark.parametrize("shape, order", [((6, 5), "F"), ((3, 2, 5), "C"), ((3, 2, 5), "F")])
+def test_sparse_crossentropy_reads_the_labelled_logit_of_each_row_in_any_layout(shape, order):
+    """The labelled entries are read and updated through flat positions: rows of a sequence batch and a
+    Fortran-ordered logits array must pick the same entries as one-hot labels do."""
+    rng = np.random.default_rng(8)
+    z = adv.Variable(np.asarray(rng.normal(size=shape), order=order))
+    labels = rng.integers(0, shape[-1], shape[:-1])
+    weights = np.arange(1.0, labels.size + 1).reshape(labels.shape)
+    with adv.GradientTape(persistent=True) as tape:
+        sparse = losses.sparse_categorical_crossentropy(labels, z, from_logits=True)
+        dense = losses.categorical_crossentropy(np.eye(shape[-1])[labels], z, from_logits=True)
+        weighted = [adv.sum(loss * weights) for loss in (sparse, dense)]
+    np.testing.assert_allclose(sparse.numpy(), dense.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tape.gradient(weighted[0], z).numpy(), tape.gradient(weighted[1], z).numpy(),
+                               rtol=1e-12, atol=1e-15)
+
+
 def test_sparse_crossentropy_gradient_with_infinite_logits_matches_the_softmax():
     """A row with −inf at its label has an infinite loss; its gradient is still softmax(z) − onehot."""
     z = adv.Variable(np.array([[0.0, -np.inf, 1.0], [1.0, 2.0, 3.0], [0.0, 1.0, -np.inf]]))
