@@ -39,7 +39,7 @@ from numbers import Integral
 from ..ops import reshape
 from ..rules import nn as R
 from .base import Layer, positive_int
-from .dense import kernel_and_bias_config, kernel_and_bias_options, weight_config, weight_options
+from .dense import kernel_and_bias_config, kernel_and_bias_options, option_weight, weight_config, weight_options
 
 __all__ = ["Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "Conv1DTranspose", "Conv2DTranspose",
            "Convolution1DTranspose", "Convolution2DTranspose", "DepthwiseConv1D", "DepthwiseConv2D",
@@ -155,11 +155,8 @@ def _known_channels(layer, input_shape) -> int:
 
 def _kernel_and_bias(layer, kernel_shape) -> None:
     """A convolution layer's weights: the kernel of ``kernel_shape`` and, with ``use_bias``, one bias per filter."""
-    layer.kernel = layer.add_weight(kernel_shape, layer.kernel_initializer, name="kernel",
-                                    regularizer=layer.kernel_regularizer, constraint=layer.kernel_constraint)
-    layer.bias = (layer.add_weight((layer.filters,), layer.bias_initializer, name="bias",
-                                   regularizer=layer.bias_regularizer, constraint=layer.bias_constraint)
-                  if layer.use_bias else None)
+    layer.kernel = option_weight(layer, "kernel", kernel_shape)
+    layer.bias = option_weight(layer, "bias", (layer.filters,)) if layer.use_bias else None
 
 
 def _check_channels(layer, inputs, channels) -> None:
@@ -447,6 +444,25 @@ def _depth_multiplier(layer, depth_multiplier) -> int:
     return int(depth_multiplier)
 
 
+def _depthwise_options(layer, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate) -> None:
+    """The window and ``depth_multiplier`` of a depthwise step (depthwise and separable layers), checked and kept."""
+    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format)
+    layer.padding = normalize_padding(padding, type(layer).__name__)
+    layer.depth_multiplier = _depth_multiplier(layer, depth_multiplier)
+
+
+def _depthwise_config(layer) -> dict:
+    """The ``get_config`` entries of :func:`_depthwise_options`."""
+    return {"kernel_size": layer.kernel_size, "strides": layer.strides, "padding": layer.padding,
+            "depth_multiplier": layer.depth_multiplier, "data_format": layer.data_format,
+            "dilation_rate": layer.dilation_rate}
+
+
+def _depthwise_kernel(layer, channels, name):
+    """The depthwise kernel ``(*kernel_size, channels, depth_multiplier)`` (Keras' layout), named ``name``."""
+    return option_weight(layer, "depthwise", layer.kernel_size + (channels, layer.depth_multiplier), name)
+
+
 def _depthwise(layer, inputs, kernel, pads):
     """One ``conv`` op with ``groups = channels``: Keras' ``(*k, C, m)`` kernel reshaped to the rule's ``(*k, 1, C·m)``."""
     channels = kernel.shape[-2]
@@ -466,21 +482,15 @@ class _DepthwiseConv(Layer):
                  bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        _window_geometry(self, kernel_size, strides, dilation_rate, data_format)
-        self.padding = normalize_padding(padding, type(self).__name__)
-        self.depth_multiplier = _depth_multiplier(self, depth_multiplier)
+        _depthwise_options(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate)
         weight_options(self, activation, use_bias, activity_regularizer,
                        depthwise=(depthwise_initializer, depthwise_regularizer, depthwise_constraint),
                        bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
         channels = _known_channels(self, input_shape)
-        self.kernel = self.add_weight(self.kernel_size + (channels, self.depth_multiplier),
-                                      self.depthwise_initializer, name="kernel",
-                                      regularizer=self.depthwise_regularizer, constraint=self.depthwise_constraint)
-        self.bias = (self.add_weight((channels * self.depth_multiplier,), self.bias_initializer, name="bias",
-                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
-                     if self.use_bias else None)
+        self.kernel = _depthwise_kernel(self, channels, "kernel")
+        self.bias = option_weight(self, "bias", (channels * self.depth_multiplier,)) if self.use_bias else None
 
     @property
     def depthwise_kernel(self):
@@ -493,10 +503,7 @@ class _DepthwiseConv(Layer):
         return _bias_and_activation(self, _depthwise(self, inputs, self.kernel, pads))
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "kernel_size": self.kernel_size, "strides": self.strides,
-                "padding": self.padding, "depth_multiplier": self.depth_multiplier,
-                "data_format": self.data_format, "dilation_rate": self.dilation_rate,
-                **weight_config(self, "depthwise", "bias")}
+        return {**super().get_config(), **_depthwise_config(self), **weight_config(self, "depthwise", "bias")}
 
 
 class DepthwiseConv1D(_DepthwiseConv):
@@ -557,9 +564,8 @@ class _SeparableConv(Layer):
                  pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
-        self.padding = normalize_padding(padding, type(self).__name__)
-        self.depth_multiplier = _depth_multiplier(self, depth_multiplier)
+        self.filters = positive_int(type(self).__name__, "filters", filters)
+        _depthwise_options(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate)
         weight_options(self, activation, use_bias, activity_regularizer,
                        depthwise=(depthwise_initializer, depthwise_regularizer, depthwise_constraint),
                        pointwise=(pointwise_initializer, pointwise_regularizer, pointwise_constraint),
@@ -567,17 +573,11 @@ class _SeparableConv(Layer):
 
     def build(self, input_shape):
         channels = _known_channels(self, input_shape)
-        self.depthwise_kernel = self.add_weight(self.kernel_size + (channels, self.depth_multiplier),
-                                                self.depthwise_initializer, name="depthwise_kernel",
-                                                regularizer=self.depthwise_regularizer,
-                                                constraint=self.depthwise_constraint)
-        self.pointwise_kernel = self.add_weight((1,) * self.rank + (channels * self.depth_multiplier, self.filters),
-                                                self.pointwise_initializer, name="pointwise_kernel",
-                                                regularizer=self.pointwise_regularizer,
-                                                constraint=self.pointwise_constraint)
-        self.bias = (self.add_weight((self.filters,), self.bias_initializer, name="bias",
-                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
-                     if self.use_bias else None)
+        self.depthwise_kernel = _depthwise_kernel(self, channels, "depthwise_kernel")
+        self.pointwise_kernel = option_weight(self, "pointwise",
+                                              (1,) * self.rank + (channels * self.depth_multiplier, self.filters),
+                                              "pointwise_kernel")
+        self.bias = option_weight(self, "bias", (self.filters,)) if self.use_bias else None
 
     def call(self, inputs):
         pads = _checked_pads(self, inputs, self.depthwise_kernel.shape[-2])
@@ -587,9 +587,7 @@ class _SeparableConv(Layer):
         return _bias_and_activation(self, y)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
-                "strides": self.strides, "padding": self.padding, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate, "depth_multiplier": self.depth_multiplier,
+        return {**super().get_config(), "filters": self.filters, **_depthwise_config(self),
                 **weight_config(self, "depthwise", "pointwise", "bias")}
 
 

@@ -19,6 +19,14 @@ def weight_options(layer, activation, use_bias, activity_regularizer, **weights)
         setattr(layer, f"{name}_constraint", constraint)
 
 
+def option_weight(layer, option: str, shape, name: str | None = None):
+    """``layer.add_weight(shape)`` with the initializer, regularizer and constraint :func:`weight_options`
+    stored for ``option`` (``"kernel"``, ``"bias"``, ``"depthwise"`` ...), named ``name`` (default: ``option``)."""
+    return layer.add_weight(shape, getattr(layer, f"{option}_initializer"), name=name or option,
+                            regularizer=getattr(layer, f"{option}_regularizer"),
+                            constraint=getattr(layer, f"{option}_constraint"))
+
+
 def kernel_and_bias_options(layer, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
                             bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint) -> None:
     """Store the options that ``Dense`` and the convolutions share (names resolved, as Keras)."""
@@ -95,11 +103,8 @@ class Dense(Layer):
         if not input_shape:
             raise ValueError(f"{self.name}: Dense needs inputs with at least one axis (features last), "
                              f"got shape {input_shape}.")
-        self.kernel = self.add_weight((input_shape[-1], self.units), self.kernel_initializer, name="kernel",
-                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
-        self.bias = (self.add_weight((self.units,), self.bias_initializer, name="bias",
-                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
-                     if self.use_bias else None)
+        self.kernel = option_weight(self, "kernel", (input_shape[-1], self.units))
+        self.bias = option_weight(self, "bias", (self.units,)) if self.use_bias else None
 
     def call(self, inputs):
         if inputs.shape[-1] != self.kernel.shape[0]:
