@@ -84,6 +84,11 @@ def _epsilon(owner, epsilon, default) -> float:
 class _PerAxisParams(Layer):
     """A layer with weights of the shape of the normalised axes (``γ``, ``β``, RMSNormalization's ``scale``)."""
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._param_axes = None     # set by _param_layout when the layer is built
+        self._ndim = None
+
     def _param_layout(self, input_shape, param_axes) -> tuple:
         """The weights' shape for ``input_shape``; remembers the axes and the rank that ``_check`` expects."""
         input_shape = tuple(input_shape)
@@ -132,8 +137,6 @@ class _Normalization(_PerAxisParams):
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
         self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
-        self._param_axes = None
-        self._ndim = None
 
     def _build_params(self, input_shape, param_axes, gamma=None, beta=None):
         """Create ``γ`` and ``β`` (by default: if ``scale`` / ``center``) of the normalised axes' shape."""
@@ -221,7 +224,6 @@ class BatchNormalization(_Normalization):
     def build(self, input_shape):
         axes = _axes(self.axis, len(input_shape), self.name)
         shape = self._build_params(input_shape, axes)
-        self._param_shape = shape
         self.moving_mean = self.add_weight(shape, self.moving_mean_initializer, name="moving_mean", trainable=False)
         self.moving_variance = self.add_weight(shape, self.moving_variance_initializer, name="moving_variance",
                                                trainable=False)
@@ -330,8 +332,6 @@ class RMSNormalization(_PerAxisParams):
         super().__init__(**kwargs)
         self.axis = _axis_argument("RMSNormalization", axis)
         self.epsilon = _epsilon("RMSNormalization", epsilon, 1e-6)
-        self._param_axes = None
-        self._ndim = None
 
     def build(self, input_shape):
         axes = _axes(self.axis, len(input_shape), f"{self.name} (RMSNormalization)")
@@ -402,7 +402,7 @@ class GroupNormalization(_Normalization):
                                  f"{channels} channels of axis {self.axis} (input shape {input_shape}). Pass a "
                                  f"divisor of {channels}, e.g. groups="
                                  f"{max(d for d in range(1, min(groups, channels) + 1) if channels % d == 0)}.")
-        self._param_shape = self._build_params(input_shape, (axis,))
+        self._build_params(input_shape, (axis,))
         self._groups = self._param_shape[0] if self.groups == -1 else self.groups
 
     def call(self, inputs):
