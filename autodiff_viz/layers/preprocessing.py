@@ -19,6 +19,7 @@ import numpy as np
 from .. import ops
 from ..tensor import Tensor, constant
 from .base import Layer, building
+from .normalization import _axes
 
 __all__ = ["Rescaling", "Normalization"]
 
@@ -76,15 +77,6 @@ class Rescaling(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "scale": _plain(self.scale), "offset": _plain(self.offset)}
-
-
-def _keep_axes(axis, ndim, owner) -> tuple:
-    out = []
-    for a in axis:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{owner}: axis {a} is out of range for inputs with {ndim} axes (axis={axis}).")
-        out.append(a % ndim)
-    return tuple(sorted(set(out)))
 
 
 class Normalization(Layer):
@@ -158,7 +150,7 @@ class Normalization(Layer):
     def build(self, input_shape):
         input_shape = tuple(input_shape)
         ndim = len(input_shape)
-        keep = _keep_axes(self.axis, ndim, f"{self.name} (Normalization)")
+        keep = _axes(self.axis, ndim, f"{self.name} (Normalization)")
         unknown = [a for a in keep if input_shape[a] is None]
         if unknown:
             raise ValueError(f"{self.name} (Normalization): axis {unknown[0]} must have a known size, got input "

@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .. import ops
+from .. import regularizers
 from ..tensor import constant
 from . import initializers
 from .base import Layer
@@ -236,14 +236,14 @@ class ActivityRegularization(Layer):
                 raise ValueError(f"ActivityRegularization: {what} must be a number ≥ 0, got {value!r}. "
                                  f"Example: ActivityRegularization({what}=0.01).")
         self.l1, self.l2 = float(l1), float(l2)
+        self._penalty = regularizers.L1L2(self.l1, self.l2)
         super().__init__(**kwargs)
 
     def call(self, inputs):
-        terms = ([self.l1 * ops.sum(ops.abs(inputs))] if self.l1 else []) + \
-                ([self.l2 * ops.sum(ops.square(inputs))] if self.l2 else [])
-        if not terms:       # Keras 3 adds its L1L2(0, 0) penalty too: a zero
-            terms = [constant(np.zeros((), dtype=inputs.dtype), name="activity_regularization")]
-        self.add_loss(terms[0] + terms[1] if len(terms) == 2 else terms[0])
+        if self.l1 or self.l2:
+            self.add_loss(self._penalty(inputs))
+        else:               # Keras 3 adds its L1L2(0, 0) penalty too: a zero
+            self.add_loss(constant(np.zeros((), dtype=inputs.dtype), name="activity_regularization"))
         return inputs
 
     def get_config(self) -> dict:
