@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+from conv_reference import same_pads
 from autodiff_viz.rules import nn as R
 
 L = adv.layers
@@ -46,10 +47,8 @@ def test_conv2d_matches_the_definition_with_tensorflow_same_padding(size, kernel
     if padding == "same":
         pads = []
         for n in (size, size + 1):
-            out = -(-n // strides)
-            total = max((out - 1) * strides + (kernel - 1) * dilation + 1 - n, 0)
-            pads.append((total // 2, total - total // 2))    # the odd entry after, as TensorFlow
-            assert y.shape[1 + len(pads) - 1] == out
+            pads.append(same_pads(n, kernel, strides, dilation))
+            assert y.shape[1 + len(pads) - 1] == -(-n // strides)
     else:
         pads = [(0, 0), (0, 0)]
     expected = _naive_conv(x, layer.kernel.numpy(), (strides, strides), pads, (dilation, dilation))

@@ -8,6 +8,7 @@ import pytest
 
 import autodiff_viz as adv
 from attention_reference import masked_attention
+from conv_reference import same_pads
 
 L = adv.layers
 
@@ -16,12 +17,6 @@ L = adv.layers
 def _fresh_names():
     L.clear_session()
     yield
-
-
-def _same_pads(n, k, s, d):
-    out = -(-n // s)
-    total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
-    return total // 2, total - total // 2
 
 
 def _naive_depthwise2d(x, w, strides, pads, dilation):
@@ -71,7 +66,7 @@ def test_depthwise_conv2d_matches_the_definition(size, kernel, strides, padding,
     ks = (kernel, kernel) if isinstance(kernel, int) else kernel
     st = (strides, strides) if isinstance(strides, int) else strides
     dl = (dilation, dilation)
-    pads = [_same_pads(n, k, s, d) if padding == "same" else (0, 0) for n, k, s, d in zip((size, size + 1), ks, st, dl)]
+    pads = [same_pads(n, k, s, d) if padding == "same" else (0, 0) for n, k, s, d in zip((size, size + 1), ks, st, dl)]
     w = layer.kernel.numpy()
     assert w.shape == ks + (3, mult)
     expected = _naive_depthwise2d(x, w, st, pads, dl) + layer.bias.numpy()
@@ -102,7 +97,7 @@ def test_depthwise_conv1d_matches_the_definition(strides, padding, dilation):
     layer = L.DepthwiseConv1D(3, strides=strides, padding=padding, depth_multiplier=2, dilation_rate=dilation,
                               activation="tanh", bias_initializer="normal", dtype="float64")
     y = layer(x).numpy()
-    pads = _same_pads(11, 3, strides, dilation) if padding == "same" else (0, 0)
+    pads = same_pads(11, 3, strides, dilation) if padding == "same" else (0, 0)
     expected = np.tanh(_naive_depthwise1d(x, layer.kernel.numpy(), strides, pads, dilation) + layer.bias.numpy())
     assert layer.kernel.shape == (3, 4, 2)
     np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-12)
@@ -146,7 +141,7 @@ def test_separable_conv2d_is_a_depthwise_then_a_pointwise_conv2d_with_the_same_w
     np.testing.assert_allclose(y, pw(dw(x)).numpy(), rtol=1e-12, atol=1e-12)
     # and against the loops: depthwise, then a channel-mixing matrix product
     st = (strides, strides) if isinstance(strides, int) else strides
-    pads = [_same_pads(n, k, s, 1) if padding == "same" else (0, 0) for n, k, s in zip((7, 8), (3, 2), st)]
+    pads = [same_pads(n, k, s, 1) if padding == "same" else (0, 0) for n, k, s in zip((7, 8), (3, 2), st)]
     mid = _naive_depthwise2d(x, sep.depthwise_kernel.numpy(), st, pads, (1, 1))
     expected = np.maximum(mid @ sep.pointwise_kernel.numpy()[0, 0] + sep.bias.numpy(), 0.0)
     np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-12)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+from conv_reference import same_pads
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -57,12 +58,7 @@ def _nhwc(t):
 
 
 def _same_pads(sizes, ksize, strides, dilation):
-    pads = []
-    for n, k, s, d in zip(sizes, ksize, strides, dilation):
-        out = -(-n // s)
-        total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
-        pads.append((total // 2, total - total // 2))
-    return pads
+    return [same_pads(n, k, s, d) for n, k, s, d in zip(sizes, ksize, strides, dilation)]
 
 
 def _torch_pad(pads):
