@@ -26,9 +26,9 @@ import contextlib
 
 import numpy as np
 
-from . import engine
+from .core import engine
 from .diagnosis import _code, _where
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 
 class AnomalyError(FloatingPointError):

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from . import engine
+from .core import engine
 from .optimizers import _real
 
 

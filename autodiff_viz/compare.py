@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import engine
-from .tensor import Tensor
+from .core import engine
+from .core.tensor import Tensor
 
 STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient")
 _COLOURS = {"exact": "#c9f2c9", "close": "#dff5c4", "wrong": "#f6b8b8", "shape": "#f6b8b8",
@@ -164,7 +164,7 @@ class Comparison:
 
     def to_svg(self, view: str = "backward") -> str:
         """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey."""
-        from . import render
+        from .views import render
         svg = render.svg(self.marked_trace().to_dot(view))
         return _colour_nodes(svg, self._node_colours(), view)
 
@@ -364,7 +364,7 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
         frame = engine.user_frame_object()
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
     names = _names_on_tape(tape, namespace)
-    from .trace import build_trace
+    from .traces.model import build_trace
     trace = build_trace(tape, target)
     resolved = [(_resolve(tape, key, names, trace), value) for key, value in hand.items()]
 
@@ -409,7 +409,7 @@ def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparis
         True
     """
     from .tape import GradientTape
-    from .tensor import as_tensor
+    from .core.tensor import as_tensor
     args = [as_tensor(a) if isinstance(a, (Tensor, np.ndarray, float, list)) else a for a in args]
     nums = range(len(args)) if argnums is None else ([argnums] if isinstance(argnums, int) else argnums)
     captured = {}

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import engine, naming
+from .core import engine
+from . import naming
 from .tape import _live_tapes
-from .tensor import Tensor, Variable
+from .core.tensor import Tensor, Variable
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
            "non_differentiable_op", "integer_dtype", "not_used")

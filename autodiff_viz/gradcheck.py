@@ -23,7 +23,7 @@ from numbers import Integral
 import numpy as np
 
 from . import naming
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 
 class GradientCheckError(AssertionError):
@@ -329,7 +329,7 @@ def check_edges(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7, modes=("r
 
 def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
     """``(rows, (tape, out, sources))``: the edge rows and the run they checked."""
-    from . import engine
+    from .core import engine
     from .tape import GradientTape
 
     xs = [Tensor(np.array(a, dtype=np.float64)) for a in args]
@@ -348,7 +348,7 @@ def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
 
 
 def _check_edge(node, i, eps, rtol, atol, modes) -> list:
-    from .engine import lift, unbroadcast
+    from .core.engine import lift, unbroadcast
 
     rule, params, spec = node.rule, node.params, node.rule.spec(i)
     name = f"x{i}" if rule.variadic else spec.name

@@ -33,10 +33,10 @@ import functools
 
 import numpy as np
 
-from . import engine, nn, ops
-from . import rules as R
-from .rules import nn as RN
-from .tensor import Tensor, check_nbytes, constant
+from .core import engine, nn, ops
+from .core import rules as R
+from .core.rules import nn as RN
+from .core.tensor import Tensor, check_nbytes, constant
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)

@@ -37,7 +37,7 @@ import numpy as np
 from .layers import initializers
 from .layers.base import floatx, to_snake_case, unique_name
 from .losses import EPSILON, _squeeze_or_expand
-from .tensor import Tensor, Variable
+from .core.tensor import Tensor, Variable
 
 
 def _np(x) -> np.ndarray:

@@ -43,16 +43,17 @@ import zipfile
 import numpy as np
 
 from . import callbacks as callbacks_module
-from . import engine, losses, metrics as metrics_module, optimizers
+from .core import engine
+from . import losses, metrics as metrics_module, optimizers
 from .errors import WeightsFileError
 from .layers import initializers
 from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _batchless, _calls, _default, _numbered,
                           _symbolic_layers, _symbolic_shapes, _touch, positive_int)
-from .ops import cast, expand_dims, squeeze
+from .core.ops import cast, expand_dims, squeeze
 from .structure import flatten
 from .tape import GradientTape
-from .tensor import Tensor, constant
-from .trace import check_folder
+from .core.tensor import Tensor, constant
+from .traces.model import check_folder
 
 
 class Model(Layer):

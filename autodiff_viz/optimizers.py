@@ -34,9 +34,9 @@ import warnings
 
 import numpy as np
 
-from . import engine
+from .core import engine
 from .tape import GradientTape
-from .tensor import Tensor, Variable
+from .core.tensor import Tensor, Variable
 
 
 def _real(value) -> bool:

@@ -16,7 +16,7 @@ differentiates:
 """
 from __future__ import annotations
 
-from . import ops
+from .core import ops
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "get", "serialize", "deserialize", "l1", "l2", "l1_l2"]
 

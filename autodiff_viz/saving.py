@@ -53,16 +53,17 @@ import zipfile
 
 import numpy as np
 
-from . import engine, losses, metrics, models, optimizers, regularizers
+from .core import engine
+from . import losses, metrics, models, optimizers, regularizers
 from . import layers as layers_module
-from . import random as random_module
+from .core import random as random_module
 from .errors import ModelFileError
 from .layers import initializers
 from .layers.base import InputLayer, KerasTensor, Layer, Operation, _touch
 from .models import Functional, Model, Sequential
 from .structure import flatten
-from .tensor import Tensor
-from .trace import check_folder
+from .core.tensor import Tensor
+from .traces.model import check_folder
 
 __all__ = ["save_model", "load_model", "model_from_json", "clone_model", "register_keras_serializable",
            "get_registered_name", "get_registered_object", "serialize_keras_object", "deserialize_keras_object",

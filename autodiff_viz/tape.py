@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import engine, rules
-from .engine import state
+from .core import engine, rules
+from .core.engine import state
 from .structure import flatten
-from .tensor import Tensor, Variable, _ids, _label
+from .core.tensor import Tensor, Variable, _ids, _label
 
 _serials = itertools.count(1)
 _UNCONNECTED = ("none", "zero")
@@ -551,14 +551,14 @@ class GradientTape:
         non-persistent tape (after it, the tape has let go of them).
         """
         from .diagnosis import require_recorded
-        from .trace import build_trace
+        from .traces.model import build_trace
         self._require_values("tape.trace()")
         require_recorded(self, target, "tape.trace()")
         return build_trace(self, target, sources, value_limit)
 
     def show(self, target=None, sources=None, **kwargs):
         """An interactive explorer of this tape's graphs (see :func:`autodiff_viz.show`)."""
-        from .widgets import show
+        from .views.widgets import show
         return show(self, target, sources, **kwargs)
 
     def table(self, target=None, sources=None):

@@ -18,12 +18,12 @@ from numbers import Integral
 
 import numpy as np
 
-from . import engine, rules
-from .engine import In, Rule
+from .core import engine, rules
+from .core.engine import In, Rule
 from .gradcheck import GradCheckReport, check_grads  # noqa: F401  (part of this module's API)
 from .structure import flatten
 from .tape import GradientTape
-from .tensor import Tensor, Variable, _label, as_tensor
+from .core.tensor import Tensor, Variable, _label, as_tensor
 
 
 def _argnums(argnums, nargs):

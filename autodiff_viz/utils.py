@@ -28,11 +28,11 @@ import textwrap
 
 import numpy as np
 
-from . import dot as _dot
+from .views import dot as _dot
 from .layers.base import InputLayer, KerasTensor, Layer, _symbolic_shapes, floatx, positive_int
 from .layers.initializers import set_random_seed
 from .structure import flatten
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = ["to_categorical", "normalize", "pad_sequences", "set_random_seed", "plot_model", "ModelPlot"]
 
@@ -131,7 +131,7 @@ def normalize(x, axis=-1, order=2):
         raise TypeError(f"{what}: {x.name} is a symbolic tensor; use adv.layers.UnitNormalization in the model, "
                         "or normalize the data before it.")
     if isinstance(x, Tensor):
-        from . import ops
+        from .core import ops
         _check_axis(what, axis, x.ndim)
         norm = ops.norm(x, ord=order, axis=axis, keepdims=True)
         return x / ops.where(norm == 0, ops.ones_like(norm), norm)
@@ -290,16 +290,16 @@ class ModelPlot:
     def svg(self) -> str:
         """The drawing as SVG text, laid out by Graphviz (``GraphvizNotFound`` when ``dot`` is missing)."""
         if self._svg is None:
-            from . import render
+            from .views import render
             self._svg = render.svg(self.source)
         return self._svg
 
     def _repr_svg_(self) -> str:
-        from . import render
+        from .views import render
         try:
             return self.svg()
         except render.GraphvizNotFound:
-            from .widgets import minidot
+            from .views.widgets import minidot
             note = textwrap.wrap(minidot.FALLBACK_NOTE, 70)
             body = self.source.rstrip()
             return minidot.svg(body[:-1].rstrip() + "\n  label=" + _dot._label(note) + "\n}\n")
@@ -311,7 +311,7 @@ class ModelPlot:
         if ext == ".dot":
             data = self.source.encode("utf-8")
         elif ext == ".svg":
-            from . import render
+            from .views import render
             try:
                 data = self.svg().encode("utf-8")
             except render.GraphvizNotFound:
@@ -325,7 +325,7 @@ class ModelPlot:
     def _png(self, path) -> bytes:
         import graphviz
 
-        from . import render
+        from .views import render
         try:
             return graphviz.Source(self.source).pipe(format="png")
         except graphviz.ExecutableNotFound:
@@ -344,7 +344,7 @@ class ModelPlot:
 
 def _plot_path(path) -> str:
     """``path`` as a string, checked before anything is drawn: a known extension in an existing folder."""
-    from .trace import check_folder
+    from .traces.model import check_folder
     try:
         path = os.fspath(path)
     except TypeError:

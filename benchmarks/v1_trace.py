@@ -34,10 +34,6 @@ RNN_STEPS, RNN_UNITS, RNN_BATCH, RNN_FEATURES = 50, 16, 4, 8
 
 
 def unavailable():
-    try:
-        from autodiff_viz import trace  # noqa: F401
-    except ImportError:
-        return "autodiff_viz.trace is not there yet (issue 4); skipped"
     if shutil.which("dot") is None:
         return "Graphviz's `dot` is not installed (apt-get install graphviz); skipped"
     return w2_mlp.unavailable()
@@ -55,7 +51,7 @@ check_reference = w2_mlp.check_reference
 def variants(lib: str, adv, d) -> dict:
     if lib != "autodiff_viz":
         return {}
-    from autodiff_viz import render
+    from autodiff_viz.views import render
 
     model = adv.Sequential([adv.layers.Dense(n, activation="tanh", dtype="float64") for n in w2_mlp.SIZES[1:-1]]
                            + [adv.layers.Dense(w2_mlp.SIZES[-1], dtype="float64")])
@@ -138,5 +134,5 @@ def _svg_seconds(dot: str) -> float | None:
 
 def reference(d) -> list:
     """W2's first-batch gradients: in full where the trace keeps them (≤ 256 entries), else their 2-norm."""
-    from autodiff_viz.trace import VALUE_LIMIT
+    from autodiff_viz.traces.model import VALUE_LIMIT
     return [r if r.size <= VALUE_LIMIT else np.float64(np.linalg.norm(r)) for r in w2_mlp.reference(d)]

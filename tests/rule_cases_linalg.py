@@ -1,4 +1,4 @@
-"""Finite-difference cases for autodiff_viz/rules/linalg.py (collected by tests/test_rules.py).
+"""Finite-difference cases for autodiff_viz/core/rules/linalg.py (collected by tests/test_rules.py).
 
 ``CASES`` maps a rule name to a list of ``(input makers, params)``, as in test_rules.py.
 

@@ -1,4 +1,4 @@
-"""Finite-difference cases for autodiff_viz/rules/nn.py (collected by tests/test_rules.py).
+"""Finite-difference cases for autodiff_viz/core/rules/nn.py (collected by tests/test_rules.py).
 
 ``CASES`` maps a rule name to a list of ``(input makers, params)``, as in test_rules.py.
 Shapes are small so the finite differences stay fast; together the cases
@@ -8,7 +8,7 @@ import numpy as np  # noqa: F401
 
 from rule_makers import away0, const, pos, real  # noqa: F401
 
-from autodiff_viz.rules.nn import _max_pool
+from autodiff_viz.core.rules.nn import _max_pool
 
 # (x shape, kernel shape, params) for conv; the other two faces reuse them
 _CONVS = [

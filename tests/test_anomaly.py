@@ -7,7 +7,7 @@ import pytest
 
 import autodiff_viz as adv
 import code_lines
-from autodiff_viz import engine
+from autodiff_viz.core import engine
 
 HERE = os.path.abspath(__file__)
 

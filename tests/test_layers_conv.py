@@ -9,7 +9,7 @@ import pytest
 
 import autodiff_viz as adv
 from conv_reference import same_pads
-from autodiff_viz.rules import nn as R
+from autodiff_viz.core.rules import nn as R
 
 L = adv.layers
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.rules import nn as R
+from autodiff_viz.core.rules import nn as R
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

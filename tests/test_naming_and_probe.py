@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import autodiff_viz as adv
-from autodiff_viz.widgets import TrainingView
-from autodiff_viz.widgets.training import layer_gradient_norms
+from autodiff_viz.views.widgets import TrainingView
+from autodiff_viz.views.widgets.training import layer_gradient_norms
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import re
 import numpy as np
 import pytest
 
-from autodiff_viz.plots import heatmap, line_chart
+from autodiff_viz.views.plots import heatmap, line_chart
 
 
 def _points(svg):
@@ -41,7 +41,7 @@ def test_heatmap_colours_by_sign_and_states_the_range():
 
 
 def test_scatter_puts_groups_on_one_scale_and_states_their_spread():
-    from autodiff_viz.plots import scatter
+    from autodiff_viz.views.plots import scatter
     chart = scatter({"real": [[0.0, 0.0], [2.0, 2.0]], "generated": [[1.0, 1.0]]}, title="GAN")
     circles = [tuple(map(float, c)) for c in re.findall(r'<circle cx="([^"]*)" cy="([^"]*)"', chart.svg)]
     (r0, r1, g0) = circles

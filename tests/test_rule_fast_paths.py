@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import rules as R
+from autodiff_viz.core import rules as R
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -2.0, 3e-39])
 BIG = (40, 30)      # 1200 entries: above the size where the bitwise select takes over

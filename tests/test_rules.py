@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autodiff_viz as adv
-from autodiff_viz import engine, rules
-from autodiff_viz.tensor import Tensor
+from autodiff_viz.core import engine, rules
+from autodiff_viz.core.tensor import Tensor
 
 BATCH = 3
 

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import diagnosis, dot
-from autodiff_viz.widgets import minidot
+from autodiff_viz import diagnosis
+from autodiff_viz.views import dot
+from autodiff_viz.views.widgets import minidot
 
 GRAPHVIZ_LINE_LIMIT = 16384
 

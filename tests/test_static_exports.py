@@ -17,8 +17,8 @@ import tempfile
 
 import pytest
 
-from autodiff_viz import render
-from autodiff_viz.widgets import TrainingView, show
+from autodiff_viz.views import render
+from autodiff_viz.views.widgets import TrainingView, show
 from test_widget_state import mlp_tape, small_regression
 
 CHROMIUM = "/usr/bin/chromium"

@@ -401,7 +401,7 @@ def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
     """As PyTorch's saved tensors: a pre-activation (read by neither matmul's, add's nor tanh's VJP) is not
     held through the backward pass; the input matmul reads and the output tanh reads stay until their step."""
     import weakref
-    from autodiff_viz import engine
+    from autodiff_viz.core import engine
     w = adv.Variable(np.full((40, 50), 0.01))
     b = adv.Variable(np.zeros(50))
     x = adv.constant(np.ones((8, 40)))
@@ -429,7 +429,7 @@ def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
 
 
 def test_a_rule_says_which_values_its_vjps_read():
-    from autodiff_viz import engine, rules
+    from autodiff_viz.core import engine, rules
     assert rules.matmul.saves == "inputs" and rules.tanh.saves == "output" and rules.add.saves == "nothing"
     assert rules.divide.saves == "all"
     with pytest.raises(ValueError, match="saves must be one of"):
@@ -459,7 +459,7 @@ def _mixed_graph(x, w):
 
 def test_a_gradient_for_every_watched_tensor_skips_the_forward_pass_and_agrees_with_the_exact_walk(monkeypatch):
     """When every watched tensor is a source, the walk uses the ids the tape tracked instead of a forward pass."""
-    from autodiff_viz import engine
+    from autodiff_viz.core import engine
     rng = np.random.default_rng(3)
     x, w = adv.Variable(rng.normal(size=(4, 3))), adv.Variable(rng.normal(size=(3, 5)))
     with adv.GradientTape(persistent=True) as tape:
@@ -479,7 +479,7 @@ def test_a_gradient_for_every_watched_tensor_skips_the_forward_pass_and_agrees_w
 
 def test_a_gradient_for_some_watched_tensors_computes_nothing_for_the_others(monkeypatch):
     """Asked for ∂loss/∂x only, the walk finds the exact paths first and never runs the VJP that gives ∂loss/∂w."""
-    from autodiff_viz import rules
+    from autodiff_viz.core import rules
     rng = np.random.default_rng(4)
     x, w = adv.Variable(rng.normal(size=(4, 3))), adv.Variable(rng.normal(size=(3, 5)))
     with adv.GradientTape() as tape:

@@ -55,7 +55,7 @@ def test_a_used_up_tape_names_the_call_that_used_it():
 
 
 def test_forward_mode_through_an_op_without_jvp_names_the_reverse_mode_functions():
-    from autodiff_viz import engine
+    from autodiff_viz.core import engine
     no_jvp = engine.Rule("no_jvp", lambda t: t * 2.0, [engine.In("t", "2", lambda g, y, t: g * 2.0, None)])
 
     def f(x):

@@ -4,7 +4,7 @@ import threading
 import numpy as np
 
 import autodiff_viz as adv
-from autodiff_viz import engine
+from autodiff_viz.core import engine
 
 
 def _run_threads(target, n=4):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import render, rules
-from autodiff_viz.trace import VALUE_LIMIT, Summary
+from autodiff_viz.views import render
+from autodiff_viz.core import rules
+from autodiff_viz.traces.model import VALUE_LIMIT, Summary
 
 RNG = np.random.default_rng(7)
 
@@ -248,7 +249,7 @@ def test_trace_uses_no_gradient_call_and_records_nothing():
 
 def test_target_not_on_tape_gives_a_note_and_no_gradients():
     """build_trace (what adv.show draws) notes it; tape.trace refuses it (tests/test_diagnosis_trace_edges.py)."""
-    from autodiff_viz.trace import build_trace
+    from autodiff_viz.traces.model import build_trace
     x = adv.Variable(2.0)
     with adv.GradientTape() as tape:
         y = x * 3.0
@@ -359,7 +360,7 @@ def test_an_unwatched_source_gets_no_gradient_in_the_trace_as_in_tape_gradient()
 
 def test_locations_read_as_notebook_cells():
     from autodiff_viz import naming
-    from autodiff_viz.trace import Location
+    from autodiff_viz.traces.model import Location
     cell = "/tmp/ipykernel_14940/1163429555.py"
     assert naming.place(cell, 8) == "cell, line 8"                       # no IPython here: count unknown
     assert naming.place("<ipython-input-3-1f2e3d>", 8) == "cell [3], line 8"

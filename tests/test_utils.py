@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import render
+from autodiff_viz.views import render
 from autodiff_viz.utils import ModelPlot
 
 U = adv.utils

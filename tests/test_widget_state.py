@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.widgets import ExplorerState, minidot, show, svgtools
+from autodiff_viz.traces.model import _num
+from autodiff_viz.views import render
+from autodiff_viz.views.widgets import ExplorerState, minidot, show, svgtools
 
 
 def small_tape():
@@ -75,7 +77,7 @@ def test_the_browser_plan_paints_the_same_steps_as_the_reference_semantics(explo
 
 def test_stepping_and_selecting_never_redraw(explorer, monkeypatch):
     calls = []
-    monkeypatch.setattr(adv.render, "svg", lambda src: calls.append(src) or "<svg></svg>")
+    monkeypatch.setattr(render, "svg", lambda src: calls.append(src) or "<svg></svg>")
     drawing = explorer.graph.drawing
     panels = set()
     explorer.go(0)
@@ -104,7 +106,7 @@ def test_clicking_a_node_fills_the_inspector_and_names_come_first(explorer):
     html = explorer.inspector.value
     assert "<b>h</b>" in html and "tanh" in html and "local Jacobian" in html and f"<code>{tanh.id}</code>" in html
     d = 1 - np.tanh([0.5, -1.0]) ** 2
-    assert adv.trace._num(d[0]) in html and adv.trace._num(d[1]) in html
+    assert _num(d[0]) in html and _num(d[1]) in html
     assert explorer.graph.selected == st.box_of(tanh.id)
     assert ("h (tanh)", tanh.id) in [(label.split(" — ")[0], v) for label, v in st.node_options()]
     explorer.node_pick.value = st.trace.target
@@ -143,7 +145,7 @@ def test_clicking_an_edge_shows_its_factor_in_numbers(explorer):
     html = explorer.edge_panel.value
     gx = np.asarray(e.upstream.data).ravel() @ e.jacobian
     for v in gx:
-        assert f"<td>{adv.trace._num(v)}</td>" in html
+        assert f"<td>{_num(v)}</td>" in html
     assert "ḡ_y" in html and "∂y/∂x" in html and "has not reached" not in html
 
 
@@ -197,7 +199,7 @@ def test_chain_rule_panel_numbers_multiply_out(explorer):
     gx = up @ e.jacobian
     np.testing.assert_allclose(gx, np.asarray(e.contribution.data).ravel())
     for v in list(gx) + list(up):
-        assert f"<td>{adv.trace._num(v)}</td>" in html
+        assert f"<td>{_num(v)}</td>" in html
     assert "ḡ_x" in html and "ḡ_y" in html and "∂y/∂x" in html
 
 
@@ -289,7 +291,7 @@ def test_labels_are_escaped_in_every_output():
         st.set_view(view)
         outputs.append(st.graph_html())
         outputs.append(st.payload()["body"])
-    outputs.append(adv.render.html_document(st.trace))
+    outputs.append(render.html_document(st.trace))
     for text in outputs:
         assert "<script>alert" not in text
     assert any("&lt;script&gt;alert(&quot;x&quot;) &amp; 1&lt;/script&gt;" in t for t in outputs)
@@ -364,7 +366,7 @@ def test_nodes_are_titled_by_the_learners_names():
 
 
 def test_colour_by_gradient_uses_a_log_scale_and_greys_exact_zeros():
-    from autodiff_viz.widgets.state import HEAT_RAMP, HEAT_ZERO, heat_colours
+    from autodiff_viz.views.widgets.state import HEAT_RAMP, HEAT_ZERO, heat_colours
     colours, (lo, hi) = heat_colours({"a": 1e-6, "b": 1.0, "c": 1e3, "d": 0.0})
     assert (lo, hi) == (-6, 3) and colours["a"] == HEAT_RAMP[0] and colours["c"] == HEAT_RAMP[-1]
     assert colours["d"] == HEAT_ZERO and colours["b"] not in (HEAT_RAMP[0], HEAT_RAMP[-1])
@@ -438,7 +440,7 @@ def test_without_dot_the_explorer_renders_a_real_graph_and_says_why(no_dot):
     assert ex.graph.drawing is before and ex.graph.step == 2
     ex.view.value = "tape"
     assert "adv-tape-table" in ex.graph.drawing["body"]
-    page = adv.render.html_document(st.trace)
+    page = render.html_document(st.trace)
     assert page.count("<svg") == 2
 
 
@@ -474,7 +476,7 @@ def small_regression(n=64):
 
 
 def test_training_view_as_a_fit_callback_plots_loss_and_layer_gradients():
-    from autodiff_viz.widgets import TrainingView
+    from autodiff_viz.views.widgets import TrainingView
     model, x, y = small_regression()
     view = TrainingView(probe=(x[:16], y[:16]))
     history = model.fit(x, y, epochs=4, batch_size=16, callbacks=[view], verbose=0)
@@ -487,7 +489,7 @@ def test_training_view_as_a_fit_callback_plots_loss_and_layer_gradients():
 
 
 def test_training_view_fed_by_hand_escapes_layer_names():
-    from autodiff_viz.widgets import TrainingView
+    from autodiff_viz.views.widgets import TrainingView
     view = TrainingView()
     assert "no gradient measured yet" in view.bars.value
     view.update(0, 1.0, {"<b>l1</b>": 0.5}, val_loss=1.2)
@@ -498,7 +500,7 @@ def test_training_view_fed_by_hand_escapes_layer_names():
 
 
 def test_training_views_compared_side_by_side_share_one_scale_and_plot_layer_norms_over_epochs():
-    from autodiff_viz.widgets import TrainingView
+    from autodiff_viz.views.widgets import TrainingView
     slow = TrainingView()
     fast = TrainingView(compare_with=slow)
     for epoch, (a, b) in enumerate([(2.35, 2.22), (2.25, 0.9), (2.16, 0.12)]):

@@ -9,7 +9,7 @@ compositions of recorded ops.
 """
 from __future__ import annotations
 
-from .. import nn, ops
+from ..core import nn, ops
 
 
 def linear(x):

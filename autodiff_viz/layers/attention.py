@@ -24,11 +24,11 @@ import math
 import numpy as np
 
 from .. import regularizers
-from ..engine import broadcasts_to, call as _call
-from ..nn import softmax
-from ..ops import _tensor, expand_dims, matmul, reshape, sum as _sum, tanh, transpose
-from ..rules import attention as _rules
-from ..tensor import Tensor, constant
+from ..core.engine import broadcasts_to, call as _call
+from ..core.nn import softmax
+from ..core.ops import _tensor, expand_dims, matmul, reshape, sum as _sum, tanh, transpose
+from ..core.rules import attention as _rules
+from ..core.tensor import Tensor, constant
 from . import initializers
 from .base import Layer, _has_symbolic
 

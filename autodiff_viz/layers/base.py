@@ -45,11 +45,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from .. import engine
-from ..engine import enter_scope, exit_scope
-from ..ops import cast
+from ..core import engine
+from ..core.engine import enter_scope, exit_scope
+from ..core.ops import cast
 from ..structure import flatten
-from ..tensor import Tensor, Variable, _to_array, check_nbytes, constant
+from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
 from . import initializers
 
 _uids: defaultdict = defaultdict(int)

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from ..ops import reshape
-from ..rules import nn as R
+from ..core.ops import reshape
+from ..core.rules import nn as R
 from .base import Layer, positive_int
 from .dense import kernel_and_bias_config, kernel_and_bias_options, option_weight, weight_config, weight_options
 

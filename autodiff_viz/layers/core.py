@@ -15,9 +15,10 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .. import engine, nn, ops, regularizers
+from ..core import engine, nn, ops
+from .. import regularizers
 from ..structure import flatten
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import activations, initializers
 from .base import Layer
 from .conv import check_data_format, check_rank

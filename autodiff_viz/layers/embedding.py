@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops, regularizers
-from ..tensor import Tensor, constant
+from ..core import ops
+from .. import regularizers
+from ..core.tensor import Tensor, constant
 from .base import Layer, positive_int
 
 __all__ = ["Embedding"]

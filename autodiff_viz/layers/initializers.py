@@ -136,5 +136,5 @@ def get(identifier):
 
 
 def _unwrap(value):
-    from ..tensor import Tensor
+    from ..core.tensor import Tensor
     return value._value if isinstance(value, Tensor) else value

@@ -13,7 +13,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .. import ops
+from ..core import ops
 from .base import Layer
 from .normalization import l2_normalize
 

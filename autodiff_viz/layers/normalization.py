@@ -18,7 +18,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .. import engine, ops, regularizers
+from ..core import engine, ops
+from .. import regularizers
 from .base import Layer, boolean_mask
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "RMSNormalization",

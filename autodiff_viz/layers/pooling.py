@@ -14,8 +14,8 @@ import warnings
 
 import numpy as np
 
-from .. import engine, ops
-from ..rules import nn as R
+from ..core import engine, ops
+from ..core.rules import nn as R
 from .base import Layer, boolean_mask, building
 from .conv import check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 

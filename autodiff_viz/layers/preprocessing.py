@@ -16,8 +16,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .. import ops
-from ..tensor import Tensor, constant
+from ..core import ops
+from ..core.tensor import Tensor, constant
 from .base import Layer, building
 from .normalization import _axes
 

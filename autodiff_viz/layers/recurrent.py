@@ -39,11 +39,12 @@ import inspect
 
 import numpy as np
 
-from .. import engine, regularizers
-from .. import rules as R
-from ..engine import apply
-from ..ops import cast, concatenate, matmul, reshape, stack, where
-from ..tensor import Tensor, constant
+from ..core import engine
+from .. import regularizers
+from ..core import rules as R
+from ..core.engine import apply
+from ..core.ops import cast, concatenate, matmul, reshape, stack, where
+from ..core.tensor import Tensor, constant
 from . import activations, initializers
 from .base import Layer, _call_parameters, boolean_mask, to_snake_case, unique_name
 from .dense import activation_config

@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .. import regularizers
-from ..tensor import constant
+from ..core.tensor import constant
 from . import initializers
 from .base import Layer
 

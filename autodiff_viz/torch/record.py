@@ -350,7 +350,7 @@ class Recording:
 
     def show(self, target, sources=None):
         """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""
-        from ..widgets import show
+        from ..views.widgets import show
         return show(self.trace(target, sources))
 
     def __len__(self):

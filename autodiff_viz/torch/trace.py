@@ -15,8 +15,8 @@ import linecache
 import numpy as np
 import torch
 
-from ..rules import TABLE
-from ..trace import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit, formula
+from ..core.rules import TABLE
+from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit, formula
 from .explain import _cut, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)

@@ -670,7 +670,7 @@ def to_dot(trace, view: str = "forward", collapse="auto", highlight=None, budget
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}.")
-    from .trace import _no_gc
+    from ..traces.model import _no_gc
     with _no_gc():
         return _to_dot(trace, view, collapse, highlight, budget, expanded, rolled)
 

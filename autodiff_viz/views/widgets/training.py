@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from ..callbacks import Callback
-from ..tape import GradientTape
+from ...callbacks import Callback
+from ...tape import GradientTape
 
 
 def _fmt(v: float) -> str:

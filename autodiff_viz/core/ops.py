@@ -1244,7 +1244,7 @@ def _new_shape(shape, op: str) -> tuple:
 def _default_float(dtype, op: str):
     """``dtype`` as a numpy dtype, ``floatx()`` (``"float32"``, as Keras) when it is None."""
     if dtype is None:
-        from .layers.base import floatx
+        from ..layers.base import floatx
         return np.dtype(floatx())
     try:
         return np.dtype(dtype)

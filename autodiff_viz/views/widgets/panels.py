@@ -12,7 +12,7 @@ import html
 import numpy as np
 
 from ..dot import shape_text
-from ..trace import _num
+from ...traces.model import _num
 
 MATRIX_CELLS = 144       # matrices with more entries are summarised, not printed
 MATRIX_SIDE = 12

@@ -159,7 +159,7 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits):
     holds integers in ``[0, classes)``. One rule, whose factor is
     ``∂loss/∂z = softmax(z) − onehot(label)``; the labels get no gradient.
     """
-    from .losses import _class_labels
+    from ..losses import _class_labels
     logits = _tensor(logits)
     if logits.ndim < 1 or logits.dtype.kind != "f":
         raise TypeError(f"sparse_softmax_cross_entropy_with_logits: logits must be floating with a class axis, "

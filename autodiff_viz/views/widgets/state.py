@@ -26,9 +26,11 @@ import math
 
 import numpy as np
 
-from .. import diagnosis, dot, engine, render
-from ..tensor import Tensor
-from ..trace import Trace, build_trace
+from ... import diagnosis
+from .. import dot, render
+from ...core import engine
+from ...core.tensor import Tensor
+from ...traces.model import Trace, build_trace
 from . import minidot, panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")

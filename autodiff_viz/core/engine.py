@@ -28,10 +28,10 @@ from typing import Callable
 
 import numpy as np
 
-from . import errors
+from .. import errors
 from .tensor import Tensor, Variable, _ids, as_tensor
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep   # the package, not core/
 
 
 # ---------------------------------------------------------------------------

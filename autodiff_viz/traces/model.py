@@ -49,9 +49,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import engine, naming
-from .dot import NODE_BUDGET, VIEWS
-from .tensor import Tensor, Variable
+from ..core import engine
+from .. import naming
+from ..views.dot import NODE_BUDGET, VIEWS
+from ..core.tensor import Tensor, Variable
 
 SCHEMA = "autodiff_viz.trace"
 SCHEMA_VERSION = 1
@@ -534,7 +535,7 @@ class Trace:
         mark, so a failed check is never hidden), ``collapse=None`` draws every op;
         ``budget=None``: no folding for size.
         """
-        from . import dot
+        from ..views import dot
         return dot.to_dot(self, view=view, collapse=collapse, highlight=highlight, budget=budget,
                           expanded=expanded, rolled=rolled)
 
@@ -548,11 +549,11 @@ class Trace:
         """
         source = self.to_dot(view, collapse, highlight, expanded=expanded, rolled=rolled)
         if renderer == "builtin":
-            from .widgets import minidot
+            from ..views.widgets import minidot
             return minidot.svg(source)
         if renderer != "graphviz":
             raise ValueError(f"renderer must be 'graphviz' or 'builtin', got {renderer!r}.")
-        from . import render
+        from ..views import render
         return render.svg(source)
 
     def groups(self) -> dict:
@@ -561,7 +562,7 @@ class Trace:
         Keys are stable for the same program; pass a set of them as
         ``expanded=`` to draw those boxes open.
         """
-        from . import dot
+        from ..views import dot
         return dict(dot.hierarchy(self).groups)
 
     def loops(self) -> list:
@@ -570,7 +571,7 @@ class Trace:
         Each has, per time step ``t``, the node ids of the step, the node of
         the state handed on (``h(t)``) and ``‖ḡ_h(t)‖``.
         """
-        from . import dot
+        from ..views import dot
         return dot.loops(self)
 
     def table(self, step: int | None = None):
@@ -578,12 +579,12 @@ class Trace:
 
         ``step=k``: as it stands after ``k`` backward steps (gradients not yet computed are blank).
         """
-        from .tape_table import TapeTable
+        from ..views.tape_table import TapeTable
         return TapeTable(self, step)
 
     def save(self, path, view: str = "both", collapse="auto") -> str:
         """Write the trace to ``path``: ``.svg``, ``.dot``, ``.json`` or a self-contained ``.html``."""
-        from . import render
+        from ..views import render
         try:
             path = os.fspath(path)
         except TypeError:
@@ -596,7 +597,7 @@ class Trace:
         return render.save(self, path, view=view, collapse=collapse)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from . import render
+        from ..views import render
         return render.mimebundle(self)
 
     def __repr__(self):
