@@ -15,8 +15,9 @@ from ._compiled import use_pure_python_where_stale as _use_pure_python_where_sta
 
 _use_pure_python_where_stale()      # first: decides whether the compiled hot path is used (see setup.py)
 from .core import tensor as _tensor  # noqa: F401  (first: the other modules build on it)
+from .core import methods as _methods  # noqa: F401  (gives the tensor its operators and numpy methods)
 from .core import nn, rules
-from .core.engine import config, name_scope
+from .state import config, name_scope
 from .core.ops import (abs, argmax, argmin, broadcast_to, cast, clip, concatenate, cos, divide, equal, exp,
                   expand_dims, greater, greater_equal, less, less_equal, log, matmul, max, maximum, mean,
                   min, minimum, multiply, negative, not_equal, one_hot, power, reshape, sign, sin, split,

@@ -17,7 +17,7 @@ The block is per thread (like tapes): it checks the ops run in the thread
 that entered it; other threads run unchecked.
 
 Outside the block nothing is checked: the engine tests one global count of
-threads inside a block per op, then this thread's ``engine.state.anomaly``,
+threads inside a block per op, then this thread's ``state.anomaly``,
 and calls the detector only when a block has set it.
 """
 from __future__ import annotations
@@ -26,7 +26,8 @@ import contextlib
 
 import numpy as np
 
-from .core import engine
+from .core import engine, walks
+from .state import resolve_location, state, user_location
 from .diagnosis import _code, _where
 from .core.tensor import Tensor
 
@@ -91,7 +92,7 @@ def _input_names(rule, n: int) -> list:
 
 
 class _Detector:
-    """Set as ``engine.state.anomaly`` while a ``detect_anomaly`` block runs; the engine calls it."""
+    """Set as ``state.anomaly`` while a ``detect_anomaly`` block runs; the engine calls it."""
 
     def __init__(self, forward: bool, backward: bool):
         self.check_forward, self.check_backward = forward, backward
@@ -102,7 +103,7 @@ class _Detector:
             self._forward_anomaly(rule, inputs, y)
 
     def _forward_anomaly(self, rule, inputs, y):
-        loc = engine.resolve_location(engine.state.location) or engine.user_location()
+        loc = resolve_location(state.location) or user_location()
         bad_in = [t for t in inputs if not _finite(t)]
         origin = ("Its inputs already held non-finite values: the problem is upstream (a constant or "
                   "variable that is already nan/inf)." if bad_in else "Its inputs are all finite, so this "
@@ -131,10 +132,9 @@ class _Detector:
                 if not _finite(gi):
                     self._backward_anomaly(node, g, i, gi)
 
-        state = engine.state
         state.anomaly = None   # the walk's own ops are checked through `check`, step by step
         try:
-            return engine.backward(nodes, seeds, sources, check)
+            return walks.backward(nodes, seeds, sources, check)
         finally:
             state.anomaly = self
 
@@ -171,7 +171,6 @@ def detect_anomaly(forward: bool = True, backward: bool = True):
         backward: check every gradient contribution of every backward step
             (``tape.gradient``, ``jacobian``, ``adv.grad`` ...).
     """
-    state = engine.state
     outer = state.anomaly
     state.anomaly = _Detector(forward, backward)
     engine._count_anomaly_thread(1)

@@ -24,8 +24,7 @@ import time
 import warnings
 
 import numpy as np
-
-from .core import engine
+from .state import user_stacklevel
 from .optimizers import _real
 
 
@@ -261,7 +260,7 @@ def _warn_missing(owner, monitor, logs, consequence):
     """Warn (as Keras does, rather than fail mid-training) that ``monitor`` is not a key of ``logs``."""
     warnings.warn(f"{owner} is watching {monitor!r}, which is not in the logs, so {consequence}. Available: "
                   f"{sorted(logs or {})}. (val_* logs need validation_split or validation_data.)",
-                  UserWarning, stacklevel=engine.user_stacklevel())
+                  UserWarning, stacklevel=user_stacklevel())
 
 
 def _settable_optimizer(owner, model):

@@ -44,7 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import engine
+from .core import engine, walks
+from .state import paused, user_frame_object
 from .core.tensor import Tensor
 
 STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient")
@@ -361,7 +362,7 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
     from .diagnosis import explain, require_recorded
     require_recorded(tape, target, "tape.compare()")
     if namespace is None:
-        frame = engine.user_frame_object()
+        frame = user_frame_object()
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
     names = _names_on_tape(tape, namespace)
     from .traces.model import build_trace
@@ -377,8 +378,8 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
     ids &= tape._tracked          # as tape.gradient: an unwatched constant gets no gradient
     grads = {}
     if target.dtype.kind in "fc" and target._id in {rec.out_id for rec in tape._nodes} | set(tape._tracked):
-        with engine.paused(), np.errstate(all="ignore"):
-            grads = engine.backward(tape._nodes, {target._id: np.ones(target.shape, target.dtype)}, ids)
+        with paused(), np.errstate(all="ignore"):
+            grads = walks.backward(tape._nodes, {target._id: np.ones(target.shape, target.dtype)}, ids)
 
     rows = []
     for (label, tensor, node_id), value in resolved:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core import engine
+from .core import engine, walks
 from . import naming
 from .tape import _live_tapes
 from .core.tensor import Tensor, Variable
@@ -350,7 +350,7 @@ def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
             f"The target is the source itself: {_label(source)}. Its gradient is ones of its shape "
             "(dx/dx = 1), as in TensorFlow, with or without recorded ops.",
             nodes=(source._id,))
-    reach, path = engine.reachable(tape._nodes, {source._id})
+    reach, path = walks.reachable(tape._nodes, {source._id})
     if source._id in tape._tracked and target._id in reach and target.dtype.kind in "fc":
         needed = _on_path_to(path, target._id)
         return _connected(target, source, tuple(n.out_id for n in path if n.out_id in needed))
@@ -816,7 +816,7 @@ def _assigned(tape, source, nodes, tensors, reach) -> Explanation | None:
     ``v.assign(t)`` copies ``t``'s value into the variable and records no
     op, so the target's history stops at the variable (a leaf). The engine
     notes each assign of a tracked value (``tape._assigns``, see
-    :func:`engine.assigned`); this finds one whose variable the target reads
+    :func:`core.tensor.assigned`); this finds one whose variable the target reads
     and whose value depends on the source.
     """
     for note in reversed(tape._assigns):

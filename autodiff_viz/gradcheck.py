@@ -329,16 +329,17 @@ def check_edges(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7, modes=("r
 
 def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
     """``(rows, (tape, out, sources))``: the edge rows and the run they checked."""
-    from .core import engine
+    from .core import walks
+    from .state import paused
     from .tape import GradientTape
 
     xs = [Tensor(np.array(a, dtype=np.float64)) for a in args]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch([xs[k] for k in argnums])
         out = f(*xs)
-    reach, path = engine.reachable(tape.nodes, {xs[k]._id for k in argnums})
+    reach, path = walks.reachable(tape.nodes, {xs[k]._id for k in argnums})
     rows = []
-    with engine.paused():
+    with paused():
         for node in path:
             for i, t in enumerate(node.inputs):
                 spec = node.rule.spec(i)

@@ -34,6 +34,7 @@ import functools
 import numpy as np
 
 from .core import engine, nn, ops
+from .state import enter_scope, exit_scope, is_package_code, name_scope, state
 from .core import rules as R
 from .core.rules import nn as RN
 from .core.tensor import Tensor, check_nbytes, constant
@@ -151,7 +152,7 @@ def _logits_of(y_pred: Tensor, op: str, axis=None):
         if node.params.get("axis") != ((axis if axis < 0 else axis - ndim),):
             return None
     z = node.inputs[0]
-    for tape in engine.state.recording:
+    for tape in state.recording:
         tracked = tape._tracked
         if y_pred._id in tracked and z._id not in tracked:
             return None
@@ -170,14 +171,14 @@ def _named_scope(fn):
 
     @functools.wraps(fn)
     def scoped(*args, **kwargs):
-        scope = engine.state.scope
+        scope = state.scope
         if scope and scope[-1] in _SCOPED:
             return fn(*args, **kwargs)
-        saved = engine.enter_scope(name, None, True)     # the user's line, found once per call
+        saved = enter_scope(name, None, True)     # the user's line, found once per call
         try:
             return fn(*args, **kwargs)
         finally:
-            engine.exit_scope(saved)
+            exit_scope(saved)
     _SCOPED.add(name)
     return scoped
 
@@ -374,7 +375,7 @@ class Loss:
         return self.fn(y_true, y_pred, **self.fn_kwargs)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        with engine.name_scope(self.name, share_location=engine.is_package_code(type(self).call)):
+        with name_scope(self.name, share_location=is_package_code(type(self).call)):
             losses = self.call(y_true, y_pred)
             return reduce(losses, self.reduction, sample_weight)
 

@@ -43,7 +43,7 @@ import zipfile
 import numpy as np
 
 from . import callbacks as callbacks_module
-from .core import engine
+from .state import paused, shared_location, user_stacklevel
 from . import losses, metrics as metrics_module, optimizers
 from .errors import WeightsFileError
 from .layers import initializers
@@ -472,7 +472,7 @@ class Model(Layer):
         """
         warnings.warn("model.compiled_loss() is deprecated, as in Keras 3. Use model.compute_loss(y=y, y_pred=y_pred, "
                       "sample_weight=sample_weight) and update the trackers of model.metrics yourself.",
-                      UserWarning, stacklevel=engine.user_stacklevel())
+                      UserWarning, stacklevel=user_stacklevel())
         loss = self.compute_loss(y=y, y_pred=y_pred, sample_weight=sample_weight)
         if self._loss_tracker is not None:
             self._loss_tracker.update_state(loss._value, weight=_batch_len(y_pred))
@@ -1002,7 +1002,7 @@ class Model(Layer):
                             raise ValueError("fit: the generator given as x yielded no batch at all; nothing to "
                                              "train on.")
                         warnings.warn(train.ran_out_message(epoch - initial_epoch + 1), UserWarning,
-                                      stacklevel=engine.user_stacklevel())
+                                      stacklevel=user_stacklevel())
                         break
                     batches = itertools.chain([first], batches)
                 self._reset_all_metrics()
@@ -1016,7 +1016,7 @@ class Model(Layer):
                         break
                 if train.ran_out and steps_per_epoch is not None:
                     warnings.warn(train.ran_out_message(epoch - initial_epoch + 1), UserWarning,
-                                  stacklevel=engine.user_stacklevel())
+                                  stacklevel=user_stacklevel())
                     if isinstance(train, _Batches):
                         self.stop_training = True
                 validate = _should_validate(epoch, validation_freq)
@@ -1024,7 +1024,7 @@ class Model(Layer):
                     val, seen = _test_batches(self, val_batches.epoch(), cbs)
                     if val_batches.ran_out and validation_steps is not None:
                         warnings.warn(val_batches.ran_out_message(epoch - initial_epoch + 1), UserWarning,
-                                      stacklevel=engine.user_stacklevel())
+                                      stacklevel=user_stacklevel())
                     if seen:
                         logs = {**logs, **{f"val_{k}": v for k, v in val.items()}}
                 elif x_val is not None and validate:
@@ -1209,7 +1209,7 @@ class Model(Layer):
                                                                   "verbose": verbose})
         result, n = _test_batches(self, batches.epoch(), cbs)
         if batches.ran_out and steps is not None:
-            warnings.warn(batches.ran_out_message(), UserWarning, stacklevel=engine.user_stacklevel())
+            warnings.warn(batches.ran_out_message(), UserWarning, stacklevel=user_stacklevel())
         if verbose == "auto" or verbose:
             print(f"{n} samples - {callbacks_module.format_logs(result)}")
         return self._returned(result, return_dict)
@@ -1281,7 +1281,7 @@ class Model(Layer):
         parts, n = [], 0
         self.stop_predicting = False
         cbs.on_predict_begin()
-        with engine.paused():
+        with paused():
             for step, (xb, _, _) in enumerate(batches.epoch()):
                 cbs.on_predict_batch_begin(step)
                 out = self(xb, training=False)
@@ -1293,7 +1293,7 @@ class Model(Layer):
                     break
         cbs.on_predict_end()
         if batches.ran_out and steps is not None:
-            warnings.warn(batches.ran_out_message(), UserWarning, stacklevel=engine.user_stacklevel())
+            warnings.warn(batches.ran_out_message(), UserWarning, stacklevel=user_stacklevel())
         if verbose:
             print(f"{n} samples predicted")
         if not parts:
@@ -1807,7 +1807,7 @@ def run_build_batch(model, shapes: list) -> None:
     batch = [np.zeros(tuple(1 if n is None else n for n in shape), dtype=model.dtype) for shape in shapes]
     outer, _calls.building = _calls.building, True
     try:
-        with engine.paused():
+        with paused():
             model(batch if len(batch) > 1 else batch[0])
     finally:
         _calls.building = outer
@@ -1941,7 +1941,7 @@ def _test_batches(model, batches, cbs):
     try:
         # with the ops' records (lineage): the loss of a final sigmoid/softmax reads the logits off them,
         # as fit's does (clipped probabilities would give 15.9 where fit logs 25); one user line for all
-        with engine.paused(lineage=True), engine.shared_location():
+        with paused(lineage=True), shared_location():
             for step, (x, y, sample_weight) in enumerate(batches):
                 cbs.on_test_batch_begin(step)
                 result = _step_logs(model.test_step(_packed(x, y, sample_weight)), "test_step(self, data)")
@@ -2258,7 +2258,7 @@ class _DeprecatedCompiledMetrics:
     def update_state(self, y_true, y_pred, sample_weight=None) -> None:
         warnings.warn("model.compiled_metrics is deprecated, as in Keras 3. Use: for metric in self.metrics: "
                       "metric.update_state(y, y_pred) (or return self.compute_metrics(x, y, y_pred, sample_weight)).",
-                      UserWarning, stacklevel=engine.user_stacklevel())
+                      UserWarning, stacklevel=user_stacklevel())
         compiled = self._model._compile_metrics
         if compiled is not None:
             compiled.update_state(y_true, y_pred, sample_weight)

@@ -33,8 +33,7 @@ import types
 import warnings
 
 import numpy as np
-
-from .core import engine
+from .state import user_stacklevel
 from .tape import GradientTape
 from .core.tensor import Tensor, Variable
 
@@ -386,7 +385,7 @@ class Optimizer:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss, so they "
                           "were not updated. Their loss does not depend on them, or was computed outside the "
                           "tape; tape.explain(loss, variable) says why.", UserWarning,
-                          stacklevel=engine.user_stacklevel())
+                          stacklevel=user_stacklevel())
         return checked
 
     def _clipped(self, grads):

@@ -52,8 +52,7 @@ import warnings
 import zipfile
 
 import numpy as np
-
-from .core import engine
+from .state import user_stacklevel
 from . import losses, metrics, models, optimizers, regularizers
 from . import layers as layers_module
 from .core import random as random_module
@@ -1326,7 +1325,7 @@ def _load(path, custom_objects, compile, safe_mode):
             if models._overrides(model, "compile"):
                 warnings.warn(f"load_model: {type(model).__name__} defines its own compile(), so the model was not "
                               "compiled from the file (as Keras 3); call model.compile(...) yourself.", UserWarning,
-                              stacklevel=engine.user_stacklevel())
+                              stacklevel=user_stacklevel())
             else:
                 compiled = _compile_objects(config["compile_config"], "compile_config")
                 opt_stored = models._read_npz(f"{path} ({_OPTIMIZER})", what="load_model",

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import engine, rules
-from .core.engine import state
+from .core import engine, rules, walks
+from .state import config, state, user_frame, user_stacklevel
 from .structure import flatten
 from .core.tensor import Tensor, Variable, _ids, _label
 
@@ -142,7 +142,7 @@ class GradientTape:
             raise RuntimeError("This tape is already recording; a tape cannot be entered twice at once.")
         self._start_id = next(_ids)
         self._end_id = None
-        self._opened_in = engine.user_frame() if engine.config.capture_locations else None
+        self._opened_in = user_frame() if config.capture_locations else None
         state.entered.append(self)
         self._resume()
         return self
@@ -200,7 +200,7 @@ class GradientTape:
                 warnings.warn(
                     f"tape.watch(): {t.name or 'the tensor'} has dtype {t.dtype}; gradients exist only "
                     "for floating tensors. Use adv.constant(value, dtype='float64').",
-                    stacklevel=engine.user_stacklevel())
+                    stacklevel=user_stacklevel())
             self._watch_one(t)
 
     def _watch_one(self, t: Tensor) -> None:
@@ -264,7 +264,7 @@ class GradientTape:
             s == mine or getattr(_live_tapes.get(s), "_released", True) for s in serials), done)
 
     def _frees(self):
-        """The serial to pass as ``engine.backward(free=...)``: records let go during the walk (non-persistent only)."""
+        """The serial to pass as ``walks.backward(free=...)``: records let go during the walk (non-persistent only)."""
         return None if self.persistent or not self._heavy else self.serial
 
     def _require_values(self, what: str) -> None:
@@ -346,7 +346,7 @@ class GradientTape:
                 if seed is not None:
                     seeds[t._id] = seed if t._id not in seeds else seeds[t._id] + seed
             source_ids, reach = self._walk_ids(flat_sources, targets)
-            grads = engine.backward(self._nodes, seeds, source_ids, free=self._frees(), freed=freed, reach=reach)
+            grads = walks.backward(self._nodes, seeds, source_ids, free=self._frees(), freed=freed, reach=reach)
             out = [self._result(grads.get(s._id), s, unconnected_gradients) for s in flat_sources]
         finally:
             state.recording = saved
@@ -406,7 +406,7 @@ class GradientTape:
             eye = np.eye(n, dtype=target.dtype).reshape(target.shape + target.shape)
             seeds = {} if target.dtype.kind not in "fc" else {target._id: Tensor(eye) if recorded else eye}
             source_ids, reach = self._walk_ids(flat_sources, [target])
-            grads = engine.backward(self._nodes, seeds, source_ids, free=self._frees(), freed=freed, reach=reach)
+            grads = walks.backward(self._nodes, seeds, source_ids, free=self._frees(), freed=freed, reach=reach)
             out = [self._result(grads.get(s._id), s, unconnected_gradients, batch=target.shape)
                    for s in flat_sources]
         del grads, seeds
@@ -441,7 +441,7 @@ class GradientTape:
             m = int(np.prod(per, dtype=int))
             eye = np.eye(m, dtype=target.dtype).reshape(per + (1,) + per)
             seed = np.broadcast_to(eye, per + target.shape).copy()
-            grads = engine.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed},
+            grads = walks.backward(self._nodes, {target._id: Tensor(seed) if recorded else seed},
                                    self._walk_ids([source], [target])[0], free=self._frees(), freed=freed)
             g = grads.get(source._id)
             if g is not None:
@@ -457,7 +457,7 @@ class GradientTape:
         return g if isinstance(g, Tensor) else Tensor._wrap(np.ascontiguousarray(g))
 
     def _reach(self, source_ids: set):
-        """What to pass as ``engine.backward(reach=...)``: the ids this tape tracks when it watches sources only.
+        """What to pass as ``walks.backward(reach=...)``: the ids this tape tracks when it watches sources only.
 
         Every tracked id depends on a watched tensor (the tape added it while
         recording), so when each watched tensor is a source the walk needs no
@@ -472,7 +472,7 @@ class GradientTape:
         return {s._id for s in sources if s._id in self._tracked}
 
     def _walk_ids(self, sources, targets) -> tuple:
-        """``(source ids, reach)`` for :func:`engine.backward`: the sources this tape tracks, and any source
+        """``(source ids, reach)`` for :func:`walks.backward`: the sources this tape tracks, and any source
         that is itself a target, tracked or not (``tape.gradient(v, v)`` is 1, as TensorFlow's
         ``sources_that_are_targets``: ``result = v0`` in an ``if`` branch has gradient 1 for ``v0``)."""
         ids = self._source_ids(sources)
@@ -502,7 +502,7 @@ class GradientTape:
                     "exist only for floating tensors; TensorFlow warns and returns None too). Fix: make it "
                     "float, e.g. adv.constant(value, dtype='float64') or "
                     "adv.Variable(np.asarray(value, dtype='float64')).", UserWarning,
-                    stacklevel=engine.user_stacklevel())
+                    stacklevel=user_stacklevel())
 
     @staticmethod
     def _seed(target, output_gradient, recorded):
@@ -536,7 +536,7 @@ class GradientTape:
     def _push(self, tangents: dict) -> dict:
         """Forward-mode walk of this tape's record from ``{id: tangent}``."""
         with self._walking():
-            return engine.push_tangents(self._nodes, tangents)
+            return walks.push_tangents(self._nodes, tangents)
 
     def trace(self, target=None, sources=None, value_limit=None):
         """The forward and backward record as an :class:`autodiff_viz.Trace` (built now, from the record).

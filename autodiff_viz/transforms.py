@@ -19,6 +19,7 @@ from numbers import Integral
 import numpy as np
 
 from .core import engine, rules
+from .state import paused, state
 from .core.engine import In, Rule
 from .gradcheck import GradCheckReport, check_grads  # noqa: F401  (part of this module's API)
 from .structure import flatten
@@ -120,7 +121,7 @@ def jvp(f, primals, tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     tape, out, watched = _trace_call(f, primals, tuple(range(len(primals))), persistent=True)
     seeds = {}
-    recorded = any(t is not tape for t in engine.state.recording)
+    recorded = any(t is not tape for t in state.recording)
     for x, t in zip(watched, tangents):
         t = as_tensor(t)
         if t.shape != x.shape:
@@ -135,7 +136,7 @@ def jvp(f, primals, tangents):
 
 def _seed_like(value: np.ndarray, tape):
     """A seed for a walk: a tensor when an outer tape records the walk, else the array."""
-    others = [t for t in engine.state.recording if t is not tape]
+    others = [t for t in state.recording if t is not tape]
     return Tensor(value) if others else value
 
 
@@ -266,7 +267,7 @@ def _run_noting_variables(f, xs):
     one recording while ``f`` runs; it is dropped afterwards.
     """
     watcher = GradientTape(persistent=True)
-    with engine.paused():
+    with paused():
         watcher._resume()
         y, grad_fn = f(*xs)
     read = [t for t in watcher._watched.values() if isinstance(t, Variable)]
@@ -302,7 +303,7 @@ def _custom_forward(f, xs, variables, y):
             return y._value
         saved = [v._value for v in variables]
         try:
-            with engine.paused():
+            with paused():
                 for v, val in zip(variables, vals[n:]):
                     v._value = val
                 return as_tensor(f(*[Tensor(v) for v in vals[:n]])[0])._value
@@ -328,7 +329,7 @@ def _call_grad_fn(grad_fn, g, out, xs, f, variables=()):
     if recorded:
         result = grad_fn(g, **kwargs)
     else:
-        with engine.paused():
+        with paused():
             result = grad_fn(Tensor._wrap(g), **kwargs)
     result = _grad_list(result, xs, f, variables)
     if recorded:

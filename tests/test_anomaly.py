@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
+from autodiff_viz.state import state
 import code_lines
-from autodiff_viz.core import engine
 
 HERE = os.path.abspath(__file__)
 
@@ -32,7 +32,7 @@ def test_log_of_zero_is_caught_at_the_op_that_makes_it():
     assert "loss = -adv.sum(adv.log(p) * 2.0)" in text
     assert "probs: shape (2,) float64, values [0.5, 0. ]" in text
     assert "−inf" in text and "all finite" in text and "clip" in text
-    assert engine.state.anomaly is None          # the detector is gone after the error
+    assert state.anomaly is None          # the detector is gone after the error
 
 
 def test_non_finite_input_is_reported_as_coming_from_upstream():
@@ -110,7 +110,7 @@ def test_finite_computations_give_the_same_results_inside_the_block():
 
 
 def test_nothing_is_checked_outside_the_block():
-    assert engine.state.anomaly is None
+    assert state.anomaly is None
     with np.errstate(divide="ignore"):
         y = adv.log(adv.constant([0.0]))
     assert np.isneginf(y.numpy()[0])
@@ -120,4 +120,4 @@ def test_blocks_nest():
     with adv.detect_anomaly() as outer:
         with adv.detect_anomaly(backward=False):
             pass
-        assert engine.state.anomaly is outer
+        assert state.anomaly is outer

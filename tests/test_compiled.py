@@ -29,7 +29,7 @@ LEARNER = textwrap.dedent('''
     import json, sys, warnings
     import numpy as np
     import autodiff_viz as adv
-    from autodiff_viz.core import engine
+    from autodiff_viz.core import engine; from autodiff_viz.state import resolve_location  # one line: keep the numbers
 
     w = adv.Variable([0.5, -1.0], name="w")
     with adv.GradientTape(persistent=True) as tape:
@@ -48,7 +48,7 @@ LEARNER = textwrap.dedent('''
     model = adv.Sequential([adv.layers.Dense(2, dtype="float64")])
     with adv.GradientTape() as t3:
         out = model(np.ones((1, 3)))          # line 23
-    where = engine.resolve_location(t3._nodes[0]._where)
+    where = resolve_location(t3._nodes[0]._where)
     print(json.dumps({"compiled": engine.COMPILED, "engine_file": engine.__file__,
                       "lines": lines, "titles": titles, "compare_ok": bool(comparison.ok),
                       "warning_lines": [c.lineno for c in caught], "warning_files": [c.filename for c in caught],

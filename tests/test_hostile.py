@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.core import engine
+from autodiff_viz.state import state
 from autodiff_viz import losses, metrics, optimizers
 
 
@@ -58,7 +58,7 @@ def test_nan_and_inf_flow_like_numpy_and_detect_anomaly_names_the_op():
     with pytest.raises(adv.AnomalyError, match="'log'"):
         with adv.detect_anomaly():
             adv.log(x)
-    assert engine.state.anomaly is None
+    assert state.anomaly is None
 
 
 def test_zero_size_arrays_have_zero_size_gradients():
@@ -120,7 +120,7 @@ def test_an_error_inside_a_tape_block_leaves_nothing_recording():
     with pytest.raises(ValueError):
         with adv.GradientTape():
             adv.matmul(v, adv.constant(np.ones((2, 2))))
-    assert engine.state.recording == [] and engine.state.entered == []
+    assert state.recording == [] and state.entered == []
 
 
 # ----- layers -------------------------------------------------------------------------
@@ -354,7 +354,7 @@ def test_a_failing_thread_leaves_the_other_threads_tapes_alone():
                     adv.matmul(adv.Variable([1.0]), adv.constant(np.ones((3, 3))))
             except ValueError:
                 pass
-            if engine.state.recording:
+            if state.recording:
                 errors.append("left recording")
 
     threads = [threading.Thread(target=good, args=(i,)) for i in range(2)] + [threading.Thread(target=bad)]

@@ -365,7 +365,7 @@ def test_np_split_takes_numpys_indices_and_adv_split_tensorflows_sizes():
 
 def test_every_numpy_name_in_the_dispatch_table_exists_and_dispatches():
     from autodiff_viz.core import ops
-    from autodiff_viz.core.tensor import _UFUNC_METHODS, _UFUNCS
+    from autodiff_viz.core.methods import _UFUNC_METHODS, _UFUNCS
     for name in ops.NUMPY_FUNCTIONS:
         func = getattr(np, name)
         assert ops.numpy_op(func) is not None or isinstance(func, np.ufunc), name

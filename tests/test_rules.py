@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autodiff_viz as adv
-from autodiff_viz.core import engine, rules
+from autodiff_viz.core import engine, rules, walks
 from autodiff_viz.core.tensor import Tensor
 
 BATCH = 3
@@ -142,7 +142,7 @@ def test_vjp_and_jvp_match_finite_differences_with_batch(name, makers, params):
         out_axes = tuple(range(y.ndim))
         G = rng.normal(size=(BATCH,) + y.shape)
         expected_vjp = np.tensordot(G, J, axes=(tuple(range(1, y.ndim + 1)), out_axes))
-        grads = engine.backward(tape._nodes, {y._id: G}, {t._id})
+        grads = walks.backward(tape._nodes, {y._id: G}, {t._id})
         assert grads[t._id].shape == (BATCH,) + t.shape
         np.testing.assert_allclose(grads[t._id], expected_vjp, rtol=1e-6, atol=1e-7,
                                    err_msg=f"{name}: VJP of input {i}")
@@ -150,7 +150,7 @@ def test_vjp_and_jvp_match_finite_differences_with_batch(name, makers, params):
         T = rng.normal(size=(BATCH,) + t.shape)
         in_axes = tuple(range(y.ndim, y.ndim + t.ndim))
         expected_jvp = np.moveaxis(np.tensordot(J, T, axes=(in_axes, tuple(range(1, t.ndim + 1)))), -1, 0)
-        tangents = engine.push_tangents(tape._nodes, {t._id: T})
+        tangents = walks.push_tangents(tape._nodes, {t._id: T})
         assert tangents[y._id].shape == (BATCH,) + y.shape
         np.testing.assert_allclose(tangents[y._id], expected_jvp, rtol=1e-6, atol=1e-7,
                                    err_msg=f"{name}: JVP of input {i}")

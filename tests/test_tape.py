@@ -459,15 +459,15 @@ def _mixed_graph(x, w):
 
 def test_a_gradient_for_every_watched_tensor_skips_the_forward_pass_and_agrees_with_the_exact_walk(monkeypatch):
     """When every watched tensor is a source, the walk uses the ids the tape tracked instead of a forward pass."""
-    from autodiff_viz.core import engine
+    from autodiff_viz.core import walks
     rng = np.random.default_rng(3)
     x, w = adv.Variable(rng.normal(size=(4, 3))), adv.Variable(rng.normal(size=(3, 5)))
     with adv.GradientTape(persistent=True) as tape:
         loss = _mixed_graph(x, w)
-    exact = engine.backward(tape._nodes, {loss._id: np.ones(())}, {x._id, w._id})
+    exact = walks.backward(tape._nodes, {loss._id: np.ones(())}, {x._id, w._id})
     calls = []
-    real = engine.reachable
-    monkeypatch.setattr(engine, "reachable", lambda *a: calls.append(1) or real(*a))
+    real = walks.reachable
+    monkeypatch.setattr(walks, "reachable", lambda *a: calls.append(1) or real(*a))
     gx, gw = tape.gradient(loss, [x, w])
     assert calls == []
     np.testing.assert_array_equal(gx.numpy(), exact[x._id])

@@ -73,7 +73,8 @@ def test_unknown_names_keep_pythons_message_and_suggestion():
 
 def test_every_hinted_name_is_missing_and_every_name_a_hint_gives_exists():
     import autodiff_viz.torch  # noqa: F401  (the bridge's hint names adv.torch.record)
-    from autodiff_viz.core.tensor import _NEAREST, _TORCH_HINTS
+    from autodiff_viz.core.methods import _NEAREST
+    from autodiff_viz.core.tensor import _TORCH_HINTS
     for name, (_, hint) in ops._SPELLINGS.items():
         assert name not in vars(adv) or name == "torch", f"adv.{name} exists: its hint can never show"
         for dotted in re.findall(r"\badv\.([A-Za-z_][\w.]*\w)", hint):

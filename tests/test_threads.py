@@ -4,7 +4,7 @@ import threading
 import numpy as np
 
 import autodiff_viz as adv
-from autodiff_viz.core import engine
+from autodiff_viz.state import state
 
 
 def _run_threads(target, n=4):
@@ -72,7 +72,7 @@ def test_a_tape_open_in_one_thread_does_not_record_another_threads_ops():
         opened.wait()
         w = adv.Variable([3.0])
         z = w * 2.0 + v          # reads v too: still not this thread's tape
-        seen["state"] = (list(engine.state.recording), list(engine.state.entered))
+        seen["state"] = (list(state.recording), list(state.entered))
         seen["z"] = z
         done.set()
 
@@ -93,8 +93,8 @@ def test_name_scopes_and_anomaly_mode_are_per_thread():
     scopes = {}
 
     def other():
-        scopes["other"] = engine.state.scope_path
-        scopes["anomaly"] = engine.state.anomaly
+        scopes["other"] = state.scope_path
+        scopes["anomaly"] = state.anomaly
         x = adv.constant([0.0])
         with np.errstate(divide="ignore"):
             scopes["log0"] = adv.log(x).numpy()   # -inf, and no AnomalyError in this thread
@@ -103,7 +103,7 @@ def test_name_scopes_and_anomaly_mode_are_per_thread():
         t = threading.Thread(target=other)
         t.start()
         t.join()
-        assert engine.state.scope_path == "outer"
+        assert state.scope_path == "outer"
     assert scopes["other"] == "" and scopes["anomaly"] is None
     assert np.isneginf(scopes["log0"][0])
 

@@ -48,7 +48,8 @@ from . import ops
 from .engine import call
 from .rules import _mT
 from .rules import linalg as R
-from .tensor import _tracked, constant
+from .methods import _tracked
+from .tensor import constant
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd",
            "svdvals", "qr", "pinv", "lstsq", "cond", "matrix_power", "multi_dot", "trace", "matmul",

@@ -1510,7 +1510,8 @@ def foreign_spelling(name: str) -> str | None:
     function names that are also tensor methods (``torch.unsqueeze``, ``torch.permute`` ...) and numpy
     functions without a rule (``np.median`` ...) take their hint from the Tensor's tables.
     """
-    from .tensor import _NEAREST, _TORCH_HINTS
+    from .methods import _NEAREST
+    from .tensor import _TORCH_HINTS
     if name in _SPELLINGS:
         whose, hint = _SPELLINGS[name]
     elif name in _TORCH_FUNCTIONS:

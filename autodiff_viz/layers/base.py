@@ -44,9 +44,7 @@ import weakref
 from collections import defaultdict
 
 import numpy as np
-
-from ..core import engine
-from ..core.engine import enter_scope, exit_scope
+from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
 from ..core.ops import cast
 from ..structure import flatten
 from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
@@ -100,7 +98,7 @@ def _call_facts(cls) -> tuple:
     """What ``Layer.__call__`` needs to know of a layer class, worked out once: ``(cls, cls.call, package code?,
     takes training?, takes mask?, converts one tensor with _convert alone?, class name, own compute_mask?)``."""
     call = cls.call
-    return (cls, call, engine.is_package_code(call), *_call_parameters(call),
+    return (cls, call, is_package_code(call), *_call_parameters(call),
             cls._convert_inputs is Layer._convert_inputs, cls.__name__, cls.compute_mask is not Layer.compute_mask)
 
 
@@ -154,7 +152,7 @@ def _mask_dropped(layer) -> None:
                   "(from Embedding(mask_zero=True) or Masking). This layer does not support masking, so it treats "
                   "the padded steps as data and the mask stops here, as in Keras 3. Put the layers that need the "
                   "mask (a recurrent layer) before this one, or pass it yourself: layer(x, mask=m).",
-                  UserWarning, stacklevel=engine.user_stacklevel())
+                  UserWarning, stacklevel=user_stacklevel())
 
 
 # ---------------------------------------------------------------------------
@@ -551,10 +549,10 @@ class Layer:
         regularized = [(layer, v, fn) for layer in layers for v, fn in layer._regularizers]
         if regularized:
             trainable = {id(v) for v in self._variables()[0]}
-            with engine.name_scope("regularization"):
+            with name_scope("regularization"):
                 for layer, v, fn in regularized:
                     if id(v) in trainable:
-                        with engine.name_scope(layer.name, type(layer).__name__):
+                        with name_scope(layer.name, type(layer).__name__):
                             value = fn(v)
                         out.append(value if isinstance(value, Tensor) else constant(value))
         return out
@@ -574,7 +572,7 @@ class Layer:
         """Apply each weight's constraint (after an optimizer step)."""
         for layer in [self, *self._sublayers()]:
             for v, fn in layer._constraints:
-                with engine.paused():
+                with paused():
                     value = fn(v)
                 v.assign(value._value if isinstance(value, Tensor) else value)
 
@@ -719,7 +717,7 @@ class Layer:
         described = _describe_symbolic(args, kwargs)
         try:
             if not self.built:
-                with engine.name_scope(self.name, type(self).__name__):
+                with name_scope(self.name, type(self).__name__):
                     self._maybe_build(_symbolic_shapes(first))
             shapes = self._infer_output_shapes(args, kwargs)
         except Exception as exc:   # noqa: BLE001  (re-raised with the layer and the shapes named)
@@ -754,7 +752,7 @@ class Layer:
                     runs = []
                     for size in sizes:
                         a, k = _placeholders((list(args), probe_kwargs), size)
-                        with engine.paused(), np.errstate(all="ignore"):
+                        with paused(), np.errstate(all="ignore"):
                             out = self(*a, **k)
                         runs.append(out)
                     break

@@ -16,6 +16,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from ..core import engine, nn, ops
+from ..state import shared_location, user_stacklevel
 from .. import regularizers
 from ..structure import flatten
 from ..core.tensor import Tensor
@@ -409,7 +410,7 @@ class LeakyReLU(Layer):
                 raise TypeError(f"LeakyReLU: got negative_slope={negative_slope!r} and alpha={alpha!r}, two names "
                                 "for the same slope. Pass only negative_slope= (Keras 3's name).")
             warnings.warn("LeakyReLU: the argument `alpha` is deprecated (as in Keras 3). Use `negative_slope` "
-                          "instead.", stacklevel=engine.user_stacklevel())
+                          "instead.", stacklevel=user_stacklevel())
             negative_slope = alpha
         self.negative_slope = _non_negative("LeakyReLU", "negative_slope", negative_slope, 0.3)
         super().__init__(**kwargs)
@@ -678,7 +679,7 @@ class Lambda(Layer):
                 "arguments": dict(self.arguments)}
 
     def call(self, inputs):
-        with engine.shared_location(False):
+        with shared_location(False):
             return self.function(inputs, **self.arguments)
 
 

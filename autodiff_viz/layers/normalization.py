@@ -19,6 +19,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from ..core import engine, ops
+from ..state import user_stacklevel
 from .. import regularizers
 from .base import Layer, boolean_mask
 
@@ -285,7 +286,7 @@ class LayerNormalization(_Normalization):
         if self.rms_scaling:
             warnings.warn("LayerNormalization: rms_scaling=True is deprecated (as in Keras 3): it divides the inputs "
                           "by √(variance + epsilon), not by their root mean square. For RMS normalisation use "
-                          "adv.layers.RMSNormalization instead.", stacklevel=engine.user_stacklevel())
+                          "adv.layers.RMSNormalization instead.", stacklevel=user_stacklevel())
 
     def get_config(self) -> dict:
         return {**super().get_config(), "rms_scaling": self.rms_scaling}

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ..core import engine, ops
+from ..state import user_stacklevel
 from ..core.rules import nn as R
 from .base import Layer, boolean_mask, building
 from .conv import check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
@@ -146,7 +147,7 @@ class GlobalAveragePooling1D(_GlobalPooling):
             warnings.warn(f"{self.name} (GlobalAveragePooling1D): every step of sample(s) {empty.tolist()[:10]} is "
                           "masked, so their average is NaN (0/0, as in Keras). Leave empty sequences out of the "
                           "batch, or give each at least one real step.", RuntimeWarning,
-                          stacklevel=engine.user_stacklevel())
+                          stacklevel=user_stacklevel())
         total = ops.sum(ops.where(keep, inputs, 0.0), axis=1, keepdims=self.keepdims)
         with np.errstate(invalid="ignore", divide="ignore"):
             return total / count

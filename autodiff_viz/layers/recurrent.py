@@ -38,8 +38,7 @@ import functools
 import inspect
 
 import numpy as np
-
-from ..core import engine
+from ..state import is_package_code, name_scope
 from .. import regularizers
 from ..core import rules as R
 from ..core.engine import apply
@@ -257,13 +256,13 @@ class LSTMCell(_KerasCell):
         z = matmul(inputs, self.kernel) + matmul(h_in, self.recurrent_kernel)
         if self.use_bias:
             z = z + self.bias
-        with engine.name_scope("i"):
+        with name_scope("i"):
             i = rec(_columns(z, 0, u))
-        with engine.name_scope("f"):
+        with name_scope("f"):
             f = rec(_columns(z, u, 2 * u))
-        with engine.name_scope("c̃"):
+        with name_scope("c̃"):
             c_bar = act(_columns(z, 2 * u, 3 * u))
-        with engine.name_scope("o"):
+        with name_scope("o"):
             o = rec(_columns(z, 3 * u, 4 * u))
         c = f * c_prev + i * c_bar
         h = o * act(c)
@@ -316,11 +315,11 @@ class GRUCell(_KerasCell):
                 inner = inner + self.bias[1]
         else:
             inner = matmul(h_in, self.recurrent_kernel[:, :2 * u])
-        with engine.name_scope("z"):
+        with name_scope("z"):
             z = rec(_columns(x_all, 0, u) + _columns(inner, 0, u))
-        with engine.name_scope("r"):
+        with name_scope("r"):
             r = rec(_columns(x_all, u, 2 * u) + _columns(inner, u, 2 * u))
-        with engine.name_scope("h̃"):
+        with name_scope("h̃"):
             if self.reset_after:
                 recurrent_h = r * _columns(inner, 2 * u, 3 * u)
             else:
@@ -586,13 +585,13 @@ class RNN(Layer):
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         cell, outputs = self.cell, []
         # A built-in cell runs its call() directly in its scope: what cell(...) would do, minus per-step checks.
-        direct = isinstance(cell, _KerasCell) and engine.is_package_code(type(cell).call) and cell.built
+        direct = isinstance(cell, _KerasCell) and is_package_code(type(cell).call) and cell.built
         if direct and inputs.dtype != cell.dtype:
             inputs = cast(inputs, cell.dtype)
         for t in order:
             step = apply(R.getitem, inputs, index=(slice(None), t), lead=0)
             if direct:
-                with engine.name_scope(cell.name, type(cell).__name__):
+                with name_scope(cell.name, type(cell).__name__):
                     out, new = cell.call(step, states, **kwargs)
             else:
                 out, new = cell(step, self._pack(states), **kwargs)
@@ -936,7 +935,7 @@ class TimeDistributed(Layer):
     def build(self, input_shape):
         child = self._child_shape(tuple(input_shape) if isinstance(input_shape, list) else input_shape)
         if not self.layer.built:
-            with engine.name_scope(self.layer.name, type(self.layer).__name__):
+            with name_scope(self.layer.name, type(self.layer).__name__):
                 self.layer._maybe_build(child)
         self.built = True
 

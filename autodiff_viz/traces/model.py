@@ -29,7 +29,7 @@ It holds:
   the reason (views draw them red).
 
 Derivatives come only from the rule table: the gradients and contributions
-are those of :func:`autodiff_viz.engine.backward`, and local Jacobians are the
+are those of :func:`autodiff_viz.core.walks.backward`, and local Jacobians are the
 rule's own VJP seeded with an identity.
 
 Size: building, JSON and lookups are linear in the number of nodes
@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import engine
+from ..core import engine, walks
+from ..state import paused, resolve_location, scope_kinds
 from .. import naming
 from ..views.dot import NODE_BUDGET, VIEWS
 from ..core.tensor import Tensor, Variable
@@ -963,7 +964,7 @@ class _Where:
         key = (id(code), lasti)
         loc = self.cache.get(key)
         if loc is None:
-            loc = self.cache[key] = _location(engine.resolve_location(where))
+            loc = self.cache[key] = _location(resolve_location(where))
         return code, lasti, loc
 
     def function_of(self, code) -> str | None:
@@ -1097,7 +1098,7 @@ def local_jacobian(node, i: int) -> np.ndarray:
     One VJP call seeded with the identity of shape ``y.shape + y.shape`` (each
     row of the identity is a batch entry of the cotangent).
     """
-    with engine.paused(), np.errstate(all="ignore"):
+    with paused(), np.errstate(all="ignore"):
         return _local_jacobian(node, i)
 
 
@@ -1217,12 +1218,12 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
             for i, gi in contribs:
                 contributions[(rec.out_id, i)] = gi
 
-        with engine.paused(), np.errstate(all="ignore"):
-            grads = engine.backward(records, seeds, set(source_ids), on_step=on_step)
+        with paused(), np.errstate(all="ignore"):
+            grads = walks.backward(records, seeds, set(source_ids), on_step=on_step)
     elif target_node is not None:
         notes.append(f"the target has dtype {target_node.dtype}: integers have no gradient")
 
-    reach = engine.reachable(records, set(source_ids))[0]
+    reach = walks.reachable(records, set(source_ids))[0]
     for n in nodes:
         g = grads.get(n.tensor_id)
         if g is not None and n.tensor_id in reach:
@@ -1230,7 +1231,7 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
             n.on_path = True
 
     edges = []
-    with engine.paused(), np.errstate(all="ignore"):
+    with paused(), np.errstate(all="ignore"):
         _make_edges(raw_edges, contributions, upstream, value_limit, edges)
     return Trace(nodes, edges, target=None if target_node is None else target_node.id,
                  sources=[owner[s].id for s in source_ids], steps=steps, notes=notes, kinds=_scope_kinds(nodes))
@@ -1240,7 +1241,7 @@ def _scope_kinds(nodes) -> dict:
     """``{scope segment: layer class}`` for the layers a trace's scopes name (``"dense_1": "Dense"``)."""
     kinds = {}
     for seg in {seg for n in nodes if n.scope for seg in n.scope.split("/")}:
-        cls = engine.scope_kinds.get(seg)
+        cls = scope_kinds.get(seg)
         if cls is not None:
             kinds[seg] = cls
     return kinds

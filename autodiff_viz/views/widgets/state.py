@@ -28,7 +28,8 @@ import numpy as np
 
 from ... import diagnosis
 from .. import dot, render
-from ...core import engine
+from ...core import engine, walks
+from ...state import paused
 from ...core.tensor import Tensor
 from ...traces.model import Trace, build_trace
 from . import minidot, panels, svgtools
@@ -711,8 +712,8 @@ def jacobian_rows(tape, trace, target, sources, output_gradients=None) -> tuple[
                              f"{target.shape}; give one upstream value per target entry.")
     ids = {s._id for s in sources if s._id in tape._tracked}
     eye = np.eye(target.size, dtype=target.dtype).reshape(target.shape + target.shape)
-    with engine.paused(), np.errstate(all="ignore"):
-        grads = engine.backward(list(tape._nodes), {target._id: eye}, ids)
+    with paused(), np.errstate(all="ignore"):
+        grads = walks.backward(list(tape._nodes), {target._id: eye}, ids)
     rows = []
     connected = [s for s in sources if grads.get(s._id) is not None]
     for s in connected[:JACOBIAN_SOURCES]:
