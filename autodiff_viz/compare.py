@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import engine, walks
+from .core import walks
 from .state import paused, user_frame_object
 from .core.tensor import Tensor
 

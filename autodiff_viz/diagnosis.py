@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core import engine, walks
+from .core import walks
 from . import naming
-from .tape import _live_tapes
+from .state import live_tapes
 from .core.tensor import Tensor, Variable
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
@@ -170,7 +170,7 @@ def _read_in_the_same_call(node) -> bool:
     """Does a later op of the same layer or loss call (the same shared location object) read ``node``'s output?"""
     where, oid = node._where, node.out_id
     for serial in node.tapes or ():
-        tape = _live_tapes.get(serial)
+        tape = live_tapes.get(serial)
         if tape is None:
             continue
         nodes = tape._nodes
@@ -192,7 +192,7 @@ def _left_on_its_line(t: Tensor, loc) -> bool:
     """
     site = (t._id, *loc)
     for serial in t._node.tapes or ():
-        tape = _live_tapes.get(serial)
+        tape = live_tapes.get(serial)
         if tape is not None and site in naming.escape_sites(tape._escapes):
             return True
     return False
@@ -580,7 +580,7 @@ def _variable_read_by(node):
             continue
         if isinstance(x, Variable):
             return x
-        known = [w for tape in list(_live_tapes.values()) if (w := tape._watched.get(x._id)) is not None]
+        known = [w for tape in list(live_tapes.values()) if (w := tape._watched.get(x._id)) is not None]
         if any(not isinstance(w, Variable) for w in known):
             continue
         return known[0] if known else x

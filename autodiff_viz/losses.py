@@ -38,6 +38,7 @@ from .state import enter_scope, exit_scope, is_package_code, name_scope, state
 from .core import rules as R
 from .core.rules import nn as RN
 from .core.tensor import Tensor, check_nbytes, constant
+from .naming import to_snake_case
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
@@ -476,7 +477,6 @@ def get(identifier) -> Loss:
     if isinstance(identifier, Loss):
         return identifier
     if isinstance(identifier, str):
-        from .layers.base import to_snake_case
         key = identifier if identifier in _BY_NAME else to_snake_case(identifier)
         if key not in _BY_NAME:
             raise ValueError(f"Unknown loss {identifier!r}. Use one of {sorted(_BY_NAME)}, a Loss object "

@@ -35,7 +35,8 @@ from numbers import Real
 import numpy as np
 
 from .layers import initializers
-from .layers.base import floatx, to_snake_case, unique_name
+from .naming import to_snake_case
+from .session import floatx, unique_name
 from .losses import EPSILON, _squeeze_or_expand
 from .core.tensor import Tensor, Variable
 

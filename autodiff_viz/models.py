@@ -46,7 +46,7 @@ from . import callbacks as callbacks_module
 from .state import paused, shared_location, user_stacklevel
 from . import losses, metrics as metrics_module, optimizers
 from .errors import WeightsFileError
-from .layers import initializers
+from . import session
 from .layers.base import (InputLayer, InputSpec, KerasTensor, Layer, _batchless, _calls, _default, _numbered,
                           _symbolic_layers, _symbolic_shapes, _touch, positive_int)
 from .core.ops import cast, expand_dims, squeeze
@@ -937,7 +937,7 @@ class Model(Layer):
         steps_per_epoch = _steps(steps_per_epoch, "fit", "steps_per_epoch")
         validation_steps = _steps(validation_steps, "fit", "validation_steps")
         _refuse_class_and_sample_weight(class_weight, sample_weight, "fit")
-        rng = np.random.default_rng(seed) if seed is not None else initializers.generator()
+        rng = np.random.default_rng(seed) if seed is not None else session.generator()
         if _is_batches(x):
             _refuse_with_batches("fit", y=y, batch_size=batch_size, sample_weight=sample_weight,
                                  validation_split=validation_split)

@@ -167,3 +167,10 @@ def is_return(code: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return len(tree.body) == 1
+
+@functools.lru_cache(maxsize=None)
+def to_snake_case(name: str) -> str:
+    """``SimpleRNNCell`` -> ``simple_rnn_cell`` (Keras' rule for default layer names)."""
+    name = re.sub(r"\W+", "", name)
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()

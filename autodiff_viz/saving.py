@@ -58,6 +58,7 @@ from . import layers as layers_module
 from .core import random as random_module
 from .errors import ModelFileError
 from .layers import initializers
+from . import session
 from .layers.base import InputLayer, KerasTensor, Layer, Operation, _touch
 from .models import Functional, Model, Sequential
 from .structure import flatten
@@ -1254,16 +1255,6 @@ def _check_origin(metadata, config, path) -> None:
     _refuse_foreign(config.get("module"), config.get("class_name"), "the model")
 
 
-@contextlib.contextmanager
-def _private_random():
-    """Build with a generator of its own: a loaded model's initial values are overwritten anyway, so loading
-    leaves the global generator (``adv.layers.set_random_seed``'s) where it was."""
-    saved = initializers._rng
-    initializers._rng = np.random.default_rng(0)
-    try:
-        yield
-    finally:
-        initializers._rng = saved
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
@@ -1313,7 +1304,7 @@ def _load(path, custom_objects, compile, safe_mode):
     stored = models._read_npz(f"{path} ({_WEIGHTS})", what="load_model", file=io.BytesIO(members[_WEIGHTS]),
                               expected=f"the {_WEIGHTS} that model.save() writes")
     entry = {k: v for k, v in config.items() if k != "compile_config"}
-    with _entered(custom_objects=custom_objects, safe_mode=bool(safe_mode)), _private_random():
+    with _entered(custom_objects=custom_objects, safe_mode=bool(safe_mode)), session.seeded(0):
         model = _decode_entry(entry, "the model")
         if not isinstance(model, Model):
             raise ModelFileError(f"load_model: {path} describes a {type(model).__name__}, not a model.")

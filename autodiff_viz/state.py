@@ -278,6 +278,11 @@ def paused(lineage: bool = False):
         state.recording, state.lineage = old_rec, old_lin
 
 
+#: Every tape not yet garbage-collected, by serial: a diagnosis asks the other tapes whether they saw a tensor,
+#: and a walk asks whether a record's other tapes are done with it.
+live_tapes: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
 #: Is this module compiled (see ``setup.py``)? Its functions then make no Python frames, so a walk up the
 #: stack starts at the nearest Python frame.
 COMPILED = type(user_frame) is not types.FunctionType

@@ -20,19 +20,17 @@ import contextlib
 import enum
 import itertools
 import warnings
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from .core import engine, rules, walks
-from .state import config, state, user_frame, user_stacklevel
+from .state import config, live_tapes, state, user_frame, user_stacklevel
 from .structure import flatten
 from .core.tensor import Tensor, Variable, _ids, _label
 
 _serials = itertools.count(1)
 _UNCONNECTED = ("none", "zero")
-_live_tapes: "weakref.WeakValueDictionary[int, GradientTape]" = weakref.WeakValueDictionary()
 
 
 class UnconnectedGradients(str, enum.Enum):
@@ -122,7 +120,7 @@ class GradientTape:
         self.watch_accessed_variables = bool(watch_accessed_variables)
         self.serial = next(_serials)
         self._serials = (self.serial,)     # what a record made by this tape alone stores as its tapes
-        _live_tapes[self.serial] = self
+        live_tapes[self.serial] = self
         self._released = False
         self._heavy = False       # set by the engine when a record saves a value worth letting go of
         self._nodes: list = []
@@ -261,7 +259,7 @@ class GradientTape:
             return
         mine = self.serial
         engine.release(self._nodes, mine, lambda serials: all(
-            s == mine or getattr(_live_tapes.get(s), "_released", True) for s in serials), done)
+            s == mine or getattr(live_tapes.get(s), "_released", True) for s in serials), done)
 
     def _frees(self):
         """The serial to pass as ``walks.backward(free=...)``: records let go during the walk (non-persistent only)."""

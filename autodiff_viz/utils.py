@@ -29,8 +29,8 @@ import textwrap
 import numpy as np
 
 from .views import dot as _dot
-from .layers.base import InputLayer, KerasTensor, Layer, _symbolic_shapes, floatx, positive_int
-from .layers.initializers import set_random_seed
+from .layers.base import InputLayer, KerasTensor, Layer, _symbolic_shapes, positive_int
+from .session import floatx, set_random_seed
 from .structure import flatten
 from .core.tensor import Tensor
 

@@ -14,6 +14,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ..session import floatx
 from . import rules as R
 from .engine import apply, broadcasts_to, call
 from .tensor import Tensor, as_tensor, check_nbytes
@@ -1244,7 +1245,6 @@ def _new_shape(shape, op: str) -> tuple:
 def _default_float(dtype, op: str):
     """``dtype`` as a numpy dtype, ``floatx()`` (``"float32"``, as Keras) when it is None."""
     if dtype is None:
-        from ..layers.base import floatx
         return np.dtype(floatx())
     try:
         return np.dtype(dtype)

@@ -39,7 +39,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..layers import initializers
+from ..session import generator
 from .ops import _axes, _default_float, _new_shape, _tensor, multiply, take
 from .tensor import Tensor, check_nbytes, constant
 
@@ -76,7 +76,7 @@ class SeedGenerator:
             raise TypeError(f"SeedGenerator: seed must be an int or None, got {seed!r} "
                             f"({type(seed).__name__}); write e.g. SeedGenerator(1337).")
         self._initial_seed = None if seed is None else int(seed)
-        start = initializers.generator().integers(1, 10 ** 9) if seed is None else seed
+        start = generator().integers(1, 10 ** 9) if seed is None else seed
         self._seed = int(start) & 0xFFFFFFFF      # a 32-bit seed, as Keras (-1 and 2**32 - 1 are the same)
         self._count = 0
         self.name = "seed_generator" if name is None else str(name)
@@ -115,7 +115,7 @@ def _check_seed(seed, fn: str) -> None:
 def _generator(seed) -> np.random.Generator:
     """The numpy generator for one call; a SeedGenerator advances here, after every check has passed."""
     if seed is None:
-        return initializers.generator()
+        return generator()
     if isinstance(seed, SeedGenerator):
         return np.random.default_rng(seed.next())
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, 0])

@@ -29,7 +29,7 @@ from ..core.nn import softmax
 from ..core.ops import _tensor, expand_dims, matmul, reshape, sum as _sum, tanh, transpose
 from ..core.rules import attention as _rules
 from ..core.tensor import Tensor, constant
-from . import initializers
+from .. import session
 from .base import Layer, _has_symbolic
 
 
@@ -569,7 +569,7 @@ def _dropped(weights, dropout, rng):
     ``1 / (1 − dropout)`` (a constant mask: its factor on the graph); unchanged when ``dropout`` is 0."""
     if not dropout:
         return weights
-    keep = (rng or initializers.generator()).random(weights.shape) >= dropout
+    keep = (rng or session.generator()).random(weights.shape) >= dropout
     return weights * constant(keep.astype(weights.dtype) / (1.0 - dropout))
 
 

@@ -37,21 +37,21 @@ import functools
 import inspect
 import itertools
 import operator
-import re
 import threading
 import warnings
 import weakref
 from collections import defaultdict
 
 import numpy as np
-from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
+
 from ..core.ops import cast
-from ..structure import flatten
 from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
+from ..naming import to_snake_case
+from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
+from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
+from ..structure import flatten
 from . import initializers
 
-_uids: defaultdict = defaultdict(int)
-_floatx = ["float32"]
 _INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids", "_frozen",
                        "_inbound_nodes", "_losses", "_regularizers", "_constraints", "_var_cache",
                        "_sub_cache", "_trainable", "built"})
@@ -158,37 +158,14 @@ def _mask_dropped(layer) -> None:
 # ---------------------------------------------------------------------------
 # Session state: names and the default float type
 # ---------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def to_snake_case(name: str) -> str:
-    """``SimpleRNNCell`` -> ``simple_rnn_cell`` (Keras' rule for default layer names)."""
-    name = re.sub(r"\W+", "", name)
-    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
-def unique_name(prefix: str) -> str:
-    """``dense``, then ``dense_1``, ``dense_2`` ... for each prefix in this session."""
-    n = _uids[prefix]
-    _uids[prefix] += 1
-    return prefix if n == 0 else f"{prefix}_{n}"
 
 
-def clear_session() -> None:
-    """Restart default names at ``dense``, ``dense_1`` ... (``keras.backend.clear_session``)."""
-    _uids.clear()
 
 
-def floatx() -> str:
-    """The default dtype of new layers: ``"float32"``, as in Keras."""
-    return _floatx[0]
 
 
-def set_floatx(dtype: str) -> None:
-    """Set the default dtype of new layers (``"float64"`` to compare with numpy exactly)."""
-    dt = np.dtype(dtype)
-    if dt.kind != "f":
-        raise ValueError(f"set_floatx: {dtype!r} is not a floating dtype; use 'float32' or 'float64'.")
-    _floatx[0] = dt.name
 
 
 def _default(method):

@@ -4,7 +4,7 @@
     >>> init((64, 10), "float32").shape
     (64, 10)
 
-Every initializer draws from one module-level generator, so
+Every initializer draws from the session's generator (:mod:`autodiff_viz.session`), so
 :func:`set_random_seed` makes model construction (and ``fit``'s shuffling)
 repeatable, like ``keras.utils.set_random_seed``.
 """
@@ -14,18 +14,7 @@ import inspect
 
 import numpy as np
 
-_rng = np.random.default_rng()
-
-
-def set_random_seed(seed: int) -> None:
-    """Seed the generator behind weight initialisation and ``fit`` shuffling."""
-    global _rng
-    _rng = np.random.default_rng(seed)
-
-
-def generator() -> np.random.Generator:
-    """The generator every initializer (and ``fit`` without a seed) draws from."""
-    return _rng
+from ..session import generator, set_random_seed  # noqa: F401  (adv.layers.set_random_seed)
 
 
 def _fans(shape) -> tuple[int, int]:
@@ -48,19 +37,19 @@ def ones(shape, dtype="float32"):
 
 def random_uniform(shape, dtype="float32", minval=-0.05, maxval=0.05):
     """Uniform on ``[-0.05, 0.05]`` (Keras' ``"uniform"``)."""
-    return _rng.uniform(minval, maxval, size=shape).astype(dtype)
+    return generator().uniform(minval, maxval, size=shape).astype(dtype)
 
 
 def random_normal(shape, dtype="float32", mean=0.0, stddev=0.05):
     """Normal with standard deviation 0.05 (Keras' ``"normal"``)."""
-    return _rng.normal(mean, stddev, size=shape).astype(dtype)
+    return generator().normal(mean, stddev, size=shape).astype(dtype)
 
 
 def glorot_uniform(shape, dtype="float32"):
     """Uniform on ``±sqrt(6 / (fan_in + fan_out))``: Keras' default for kernels."""
     fan_in, fan_out = _fans(shape)
     limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
-    return _rng.uniform(-limit, limit, size=shape).astype(dtype)
+    return generator().uniform(-limit, limit, size=shape).astype(dtype)
 
 
 def glorot_normal(shape, dtype="float32"):
@@ -70,7 +59,7 @@ def glorot_normal(shape, dtype="float32"):
 
 def he_uniform(shape, dtype="float32"):
     limit = np.sqrt(6.0 / max(1, _fans(shape)[0]))
-    return _rng.uniform(-limit, limit, size=shape).astype(dtype)
+    return generator().uniform(-limit, limit, size=shape).astype(dtype)
 
 
 def he_normal(shape, dtype="float32"):
@@ -82,7 +71,7 @@ def orthogonal(shape, dtype="float32", gain=1.0):
     if len(shape) < 2:
         raise ValueError(f"orthogonal initializer needs at least 2 axes, got shape {tuple(shape)}.")
     rows, cols = int(np.prod(shape[:-1])), shape[-1]
-    a = _rng.normal(size=(max(rows, cols), min(rows, cols)))
+    a = generator().normal(size=(max(rows, cols), min(rows, cols)))
     q, r = np.linalg.qr(a)
     q = q * np.sign(np.diag(r))
     if rows < cols:
@@ -93,10 +82,10 @@ def orthogonal(shape, dtype="float32", gain=1.0):
 def _truncated_normal(shape, stddev, dtype):
     """Normal cut at two standard deviations, rescaled to keep ``stddev`` (as Keras' variance scaling)."""
     scale = stddev / 0.87962566103423978
-    out = _rng.normal(0.0, 1.0, size=shape)
+    out = generator().normal(0.0, 1.0, size=shape)
     bad = np.abs(out) > 2
     while bad.any():
-        out[bad] = _rng.normal(0.0, 1.0, size=int(bad.sum()))
+        out[bad] = generator().normal(0.0, 1.0, size=int(bad.sum()))
         bad = np.abs(out) > 2
     return (out * scale).astype(dtype)
 

@@ -18,7 +18,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..core import engine, ops
+from ..core import ops
 from ..state import user_stacklevel
 from .. import regularizers
 from .base import Layer, boolean_mask

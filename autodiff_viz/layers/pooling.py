@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ..core import engine, ops
+from ..core import ops
 from ..state import user_stacklevel
 from ..core.rules import nn as R
 from .base import Layer, boolean_mask, building

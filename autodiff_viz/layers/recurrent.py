@@ -45,7 +45,10 @@ from ..core.engine import apply
 from ..core.ops import cast, concatenate, matmul, reshape, stack, where
 from ..core.tensor import Tensor, constant
 from . import activations, initializers
-from .base import Layer, _call_parameters, boolean_mask, to_snake_case, unique_name
+from .. import session
+from ..naming import to_snake_case
+from ..session import unique_name
+from .base import Layer, _call_parameters, boolean_mask
 from .dense import activation_config
 
 
@@ -149,7 +152,7 @@ class _KerasCell(Layer):
     def _mask(self, key, rate, like):
         mask = self._masks.get(key)
         if mask is None:
-            rng = self._rng or initializers.generator()
+            rng = self._rng or session.generator()
             keep = rng.random(like.shape) >= rate
             mask = self._masks[key] = constant(keep.astype(like.dtype) / (1.0 - rate))
         return mask

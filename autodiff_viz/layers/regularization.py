@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import regularizers
 from ..core.tensor import constant
-from . import initializers
+from .. import session
 from .base import Layer
 
 __all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D", "GaussianNoise", "GaussianDropout",
@@ -72,7 +72,7 @@ class Dropout(Layer):
     def call(self, inputs, training=None):
         if not training or self.rate == 0:
             return inputs
-        rng = self._rng if self._rng is not None else initializers.generator()
+        rng = self._rng if self._rng is not None else session.generator()
         keep = rng.random(self._mask_shape(inputs)) >= self.rate
         mask = keep.astype(inputs.dtype) * inputs.dtype.type(1.0 / (1.0 - self.rate))
         return inputs * constant(mask, name="dropout_mask")
@@ -130,7 +130,7 @@ class _Noise(Layer):
         super().__init__(**kwargs)
 
     def _normal(self, inputs, mean, stddev):
-        rng = self._rng if self._rng is not None else initializers.generator()
+        rng = self._rng if self._rng is not None else session.generator()
         return rng.normal(mean, stddev, size=tuple(inputs.shape)).astype(inputs.dtype)
 
 

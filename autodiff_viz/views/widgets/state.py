@@ -28,7 +28,7 @@ import numpy as np
 
 from ... import diagnosis
 from .. import dot, render
-from ...core import engine, walks
+from ...core import walks
 from ...state import paused
 from ...core.tensor import Tensor
 from ...traces.model import Trace, build_trace
