@@ -26,7 +26,7 @@ from .core.ops import add
 from .core.ops import (absolute, all, amax, amin, any, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
                   argsort, around, cbrt, ceil, cosh, cumprod, cumsum, diag, diagonal, dot, einsum, erf, exp2,
                   expm1, fix, flip, fliplr, flipud, floor, floor_divide, hypot, inner, log1p, log2, log10,
-                  logaddexp, logaddexp2, logsumexp, mod, moveaxis, norm, outer, pad, positive, prod, ravel,
+                  logaddexp, logaddexp2, logsumexp, mod, moveaxis, outer, pad, positive, prod, ravel,
                   reciprocal, remainder, repeat, rint, roll, round, sinh, sort, std, swapaxes, take_along_axis,
                   tan, tensordot, tile, trace, tril, triu, true_divide, trunc, var, vdot)
 from .core.ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, deg2rad,
@@ -47,6 +47,7 @@ from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import utils
 from .core import linalg, ops, random
+from .core.linalg import norm
 from .views import plots, widgets
 from . import regularizers
 from .models import Model, Sequential
@@ -68,10 +69,19 @@ def tensor(*args, **kwargs):
                     "adv.Variable(data) for a trainable one (TensorFlow's tf.constant / tf.Variable).")
 
 
+_BRIDGES = {"torch": "PyTorch", "tf": "TensorFlow"}
+
+
 def __getattr__(name):
-    """``adv.reduce_sum``, ``adv.math.sin``, ``adv.clamp``: another library's name raises an AttributeError that
-    gives the one to write here (``adv.sum(x, axis=...)``); any other missing name raises Python's usual one."""
-    from .core.ops import foreign_spelling
+    """``adv.torch`` and ``adv.tf`` load their bridge on first use (only then is PyTorch or TensorFlow imported).
+
+    Another library's name (``adv.reduce_sum``, ``adv.clamp``) raises an AttributeError that gives the one to
+    write here (``adv.sum(x, axis=...)``); any other missing name raises Python's usual one.
+    """
+    if name in _BRIDGES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")    # sets the attribute: next time, no call here
+    from .core.spellings import foreign_spelling
     hint = foreign_spelling(name)
     if hint is None:
         import sys

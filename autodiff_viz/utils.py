@@ -131,9 +131,9 @@ def normalize(x, axis=-1, order=2):
         raise TypeError(f"{what}: {x.name} is a symbolic tensor; use adv.layers.UnitNormalization in the model, "
                         "or normalize the data before it.")
     if isinstance(x, Tensor):
-        from .core import ops
+        from .core import linalg, ops
         _check_axis(what, axis, x.ndim)
-        norm = ops.norm(x, ord=order, axis=axis, keepdims=True)
+        norm = linalg.norm(x, ord=order, axis=axis, keepdims=True)
         return x / ops.where(norm == 0, ops.ones_like(norm), norm)
     arr = np.asarray(x)
     if arr.dtype.kind not in "biuf":

@@ -72,11 +72,11 @@ def test_unknown_names_keep_pythons_message_and_suggestion():
 
 
 def test_every_hinted_name_is_missing_and_every_name_a_hint_gives_exists():
-    import autodiff_viz.torch  # noqa: F401  (the bridge's hint names adv.torch.record)
+    from autodiff_viz.core import spellings
     from autodiff_viz.core.methods import _NEAREST
     from autodiff_viz.core.tensor import _TORCH_HINTS
-    for name, (_, hint) in ops._SPELLINGS.items():
-        assert name not in vars(adv) or name == "torch", f"adv.{name} exists: its hint can never show"
+    for name, (_, hint) in spellings._SPELLINGS.items():
+        assert name not in vars(adv), f"adv.{name} exists: its hint can never show"
         for dotted in re.findall(r"\badv\.([A-Za-z_][\w.]*\w)", hint):
             obj = adv
             for part in dotted.split("."):
@@ -84,12 +84,23 @@ def test_every_hinted_name_is_missing_and_every_name_a_hint_gives_exists():
                 obj = getattr(obj, part)
         for np_name in re.findall(r"\bnp\.(\w+)", hint):
             assert hasattr(np, np_name), f"the hint for {name} names np.{np_name}"
-    for name in ops._TORCH_FUNCTIONS:
+    for name in spellings._TORCH_FUNCTIONS:
         assert name in _TORCH_HINTS and name not in vars(adv)
-    assert "median" in _NEAREST and ops.foreign_spelling("median") is not None
-    # adv.torch before `import autodiff_viz.torch` (once imported, it is the bridge itself)
-    assert "import autodiff_viz.torch" in ops.foreign_spelling("torch")
-    assert ops.foreign_spelling("no_such_thing") is None and ops.foreign_spelling("__path__") is None
+    assert "median" in _NEAREST and spellings.foreign_spelling("median") is not None
+    assert spellings.foreign_spelling("no_such_thing") is None and spellings.foreign_spelling("__path__") is None
+
+
+def test_the_bridges_load_on_first_use_and_the_core_imports_neither_framework():
+    """``adv.torch.record()`` works right after ``import autodiff_viz``; until then torch is not imported."""
+    import subprocess
+    import sys
+    script = ("import sys, autodiff_viz as adv\n"
+              "assert 'torch' not in sys.modules and 'tensorflow' not in sys.modules\n"
+              "rec = adv.torch.record\n"
+              "assert 'torch' in sys.modules and adv.torch is sys.modules['autodiff_viz.torch']\n"
+              "assert 'tensorflow' not in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 # ----- eye, zeros_like, ones_like ------------------------------------------------------------------------

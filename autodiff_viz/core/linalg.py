@@ -46,12 +46,12 @@ import numpy as np
 
 from . import ops
 from .engine import call
-from .rules import _mT
+from .rules import _keepdims_shape, _mT
+from .rules import norm as _norm_rule
 from .rules import linalg as R
-from .methods import _tracked
-from .tensor import constant
+from .tensor import _tracked, constant
 
-__all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd",
+__all__ = ["LinAlgError", "norm", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd",
            "svdvals", "qr", "pinv", "lstsq", "cond", "matrix_power", "multi_dot", "trace", "matmul",
            "matrix_transpose", "diagonal", "outer", "vecdot", "tensordot", "vector_norm", "matrix_norm",
            "eig", "eigvals", "EighResult", "SlogdetResult", "SVDResult", "QRResult"]
@@ -391,16 +391,16 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
     axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, Integral) else tuple(axis)
     axes = tuple(sorted(a % x.ndim for a in axes))
     if len(axes) == 1:
-        return ops.norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+        return norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
     rest = [k for k in range(x.ndim) if k not in axes]
     moved = ops.transpose(x, rest + list(axes))
-    out = ops.norm(ops.reshape(moved, tuple(x.shape[k] for k in rest) + (-1,)), ord=ord, axis=-1)
+    out = norm(ops.reshape(moved, tuple(x.shape[k] for k in rest) + (-1,)), ord=ord, axis=-1)
     return ops.reshape(out, tuple(1 if k in axes else n for k, n in enumerate(x.shape))) if keepdims else out
 
 
 def matrix_norm(x, keepdims=False, ord="fro"):
     """The matrix norm of each matrix in the last two axes (``np.linalg.matrix_norm``)."""
-    return ops.norm(_matrices(x, "matrix_norm", square=False), ord=ord, axis=(-2, -1), keepdims=keepdims)
+    return norm(_matrices(x, "matrix_norm", square=False), ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
 def cond(x, p=None):
@@ -414,7 +414,7 @@ def cond(x, p=None):
         s = svdvals(x)
         big, small = s[..., 0], s[..., -1]
         return big / small if p != -2 else small / big
-    return ops.norm(x, ord=p, axis=(-2, -1)) * ops.norm(inv(x), ord=p, axis=(-2, -1))
+    return norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
 
 
 def lstsq(a, b, rcond=None):
@@ -470,8 +470,33 @@ def _complex_only(name, a):
     return getattr(np.linalg, name)(a.numpy())
 
 
-try:  # the numpy-surface section owns norm: re-exported here as np.linalg.norm
-    from .ops import norm  # noqa: F401
-    __all__.append("norm")
-except ImportError:
-    pass
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """``np.linalg.norm``: vector norms (ord None/2, 1, ∞, −∞, p) and matrix norms ('fro', 1, 2, ∞, 'nuc').
+
+    Without ``axis``: the 2-norm of all entries (ord None), or the vector norm of a 1-D /
+    matrix norm of a 2-D tensor. At ``x = 0`` the 2-norm's gradient is 0 (a subgradient, as PyTorch).
+    """
+    x = ops._tensor(x)
+    if axis is None:
+        if ord is not None and x.ndim > 2:
+            raise ValueError(f"norm: ord={ord!r} needs axis= for a tensor with {x.ndim} axes (numpy raises too).")
+        axes = ops._axes(None, x.ndim, "norm")
+        if ord is None and x.ndim == 2:
+            ord = "fro"
+    else:
+        axes = (ops._axes(axis, x.ndim, "norm")[0],) if isinstance(axis, Integral) else tuple(
+            ops._axes(a, x.ndim, "norm")[0] for a in axis)
+    if len(axes) not in (1, 2) and ord is not None:
+        raise ValueError(f"norm: axis must be one axis or two, got {axis}.")
+    matrix_ords = (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
+    if len(axes) == 1 and not (isinstance(ord, (Integral, float)) or ord is None):
+        raise ValueError(f"norm: ord={ord!r} is not a vector norm; use a number, np.inf or None.")
+    if len(axes) == 2 and ord not in matrix_ords:
+        raise ValueError(f"norm: ord={ord!r} is not a matrix norm; use one of {matrix_ords}.")
+    if len(axes) == 2 and ord in (2, -2, "nuc"):
+        s = svdvals(ops.moveaxis(x, axes, (-2, -1)))     # the singular values' rule: second derivatives too
+        y = ops.sum(s, axis=-1) if ord == "nuc" else ops.max(s, axis=-1) if ord == 2 else ops.min(s, axis=-1)
+        return ops.reshape(y, _keepdims_shape(x.shape, axes)) if keepdims else y
+    return call(_norm_rule, x, ord=ord, axis=axes, keepdims=bool(keepdims))

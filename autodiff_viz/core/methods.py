@@ -17,10 +17,10 @@ import itertools
 
 import numpy as np
 
-from . import engine, ops
+from . import engine, linalg, ops
 from . import rules as R
 from ..state import state
-from .tensor import Tensor, Variable, as_tensor
+from .tensor import Tensor, _tracked, as_tensor
 
 def _binary(rule, reflected=False):
     """An operator method: straight to the engine when both sides are tensors.
@@ -252,7 +252,7 @@ def __array_function__(self, func, types, args, kwargs):
     the result carries no gradient (``np.argsort``, ``np.shape``); else a
     TypeError naming the function and what to use instead.
     """
-    op = ops.numpy_op(func)
+    op = numpy_op(func)
     if op is not None:
         return op(*args, **kwargs)
     name = _numpy_name(func)
@@ -416,14 +416,19 @@ def _tensors_in(obj):
             yield from _tensors_in(o)
 
 
-def _tracked(t) -> bool:
-    """Does a recording tape track ``t`` (or would it, as a trainable variable read under the tape)?"""
-    for tape in state.recording:
-        if t._id in tape._tracked or (type(t) is Variable and t.trainable and tape.watch_accessed_variables):
-            return True
-    return False
 
 
 for _method_ in (__array_ufunc__, __array_function__, __getitem__, reshape, transpose, astype, sort):
     setattr(Tensor, _method_.__name__, _method_)
 Tensor.T, Tensor.mT = T, mT
+
+
+def numpy_op(func):
+    """The differentiable op standing for the numpy function ``func``, or None."""
+    module = getattr(func, "__module__", None) or ""
+    name = getattr(func, "__name__", "")
+    if module.startswith("numpy.linalg"):
+        return getattr(linalg, name, None) if name in linalg.NUMPY_FUNCTIONS else None
+    if module.startswith("numpy") and name in ops.NUMPY_FUNCTIONS:
+        return ops._NUMPY_SPELLING.get(name) or getattr(ops, name)
+    return None

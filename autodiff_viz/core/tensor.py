@@ -600,3 +600,11 @@ def assigned(variable: Variable, value, how: str) -> None:
         if value._id in tape._tracked or (
                 type(value) is Variable and value.trainable and tape.watch_accessed_variables):
             tape._assigned(variable, value, how, user_location() if config.capture_locations else None)
+
+
+def _tracked(t) -> bool:
+    """Does a recording tape track ``t`` (or would it, as a trainable variable read under the tape)?"""
+    for tape in state.recording:
+        if t._id in tape._tracked or (type(t) is Variable and t.trainable and tape.watch_accessed_variables):
+            return True
+    return False

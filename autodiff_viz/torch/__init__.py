@@ -4,7 +4,6 @@ Only ``import autodiff_viz.torch`` imports torch (``pip install autodiff_viz[tor
 the rest of the package never does.
 
     >>> import autodiff_viz as adv
-    >>> import autodiff_viz.torch
     >>> with adv.torch.record() as rec:
     ...     loss = model(x).pow(2).mean()
     ...     loss.backward()
@@ -39,12 +38,3 @@ from .export import load_from, to_module
 from .record import Recording, record
 
 __all__ = ["record", "Recording", "explain", "REASONS", "to_module", "load_from"]
-
-
-def _attach():
-    """Make ``adv.torch`` reachable as an attribute of the package once this module is imported."""
-    import autodiff_viz
-    autodiff_viz.torch = __import__(__name__, fromlist=["record"])
-
-
-_attach()
