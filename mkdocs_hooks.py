@@ -1,7 +1,7 @@
 """MkDocs hook: Sphinx roles in docstrings render as plain code on the API reference pages.
 
 Docstrings in the package write ``:class:`Variable` `` or
-``:func:`~autodiff_viz.engine.backward` `` (Sphinx style, read by ``help()``
+``:func:`~autodiff_viz.core.engine.backward` `` (Sphinx style, read by ``help()``
 and IDEs as well). mkdocstrings renders the backticks as code and leaves the
 role as text, so a page would show ``:class:Variable``. This hook drops the
 role, and a leading ``~`` shortens the name to its last part, as Sphinx does.

@@ -34,6 +34,7 @@ import functools
 import numpy as np
 
 from .core import engine, nn, ops
+from .core.nn import _class_labels, _numbers
 from .state import enter_scope, exit_scope, is_package_code, name_scope, state
 from .core import rules as R
 from .core.rules import nn as RN
@@ -47,20 +48,6 @@ REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
-def _numbers(value, what: str, dtype=None) -> np.ndarray:
-    """``value`` as a numeric numpy array, or a ``TypeError``/``ValueError`` that names ``what`` and the fix."""
-    try:
-        arr = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        ragged = "inhomogeneous" in str(exc)
-        raise (ValueError if ragged else TypeError)(
-            f"{what} must be numbers in a rectangular array (a numpy array, a tensor or nested lists of "
-            f"equal length), got {type(value).__name__} {value!r:.60}"
-            + (": its rows have different lengths." if ragged else f" ({str(exc).rstrip('.')}).")) from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be numbers (bool, integer or float), got {arr.dtype} from "
-                        f"{type(value).__name__} {value!r:.60}.")
-    return arr
 
 
 def _pred(y_pred) -> Tensor:
@@ -297,34 +284,6 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     return categorical_crossentropy(Tensor._wrap(one_hot), y_pred, from_logits=from_logits, axis=axis)
 
 
-def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.ndarray:
-    """Class indices of shape ``pred_shape[:-1]`` (a trailing axis of 1 is dropped), or an error naming ``what``.
-
-    Whole floats are accepted (Keras casts them); anything outside
-    ``[0, classes)`` is refused before any op runs.
-    """
-    labels = y_true._value if isinstance(y_true, Tensor) else y_true
-    if type(labels) is not np.ndarray or labels.dtype.kind not in "iu":     # integer arrays need no conversion
-        labels = _numbers(labels, f"{what}: labels")
-    if labels.ndim == len(pred_shape) and labels.shape[-1] == 1:
-        labels = labels[..., 0]
-    if labels.shape != pred_shape[:-1]:
-        raise ValueError(f"{what}: labels of shape {labels.shape} do not match "
-                         f"predictions of shape {pred_shape}; expected labels of shape {pred_shape[:-1]} "
-                         "(one class index per sample). For one-hot labels use categorical_crossentropy.")
-    if labels.dtype.kind == "f":
-        if not np.all(labels == np.round(labels)):
-            raise ValueError(f"{what}: labels must be whole class indices, "
-                             f"got non-integer values such as {labels[labels != np.round(labels)].ravel()[0]}.")
-        labels = labels.astype(np.int64)
-    classes = pred_shape[axis]
-    labels = labels.astype(np.intp, copy=False)
-    # one comparison finds both kinds of bad label: a negative index, seen as unsigned, is huge
-    unsigned = (labels if labels.ndim == 1 else labels.reshape(-1)).view(np.uintp)
-    if labels.size and np.maximum.reduce(unsigned) >= classes:
-        raise ValueError(f"{what}: labels must lie in [0, {classes - 1}] for "
-                         f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
-    return labels
 
 
 mse = MSE = mean_squared_error
