@@ -32,7 +32,8 @@ COMPILED = [
     "autodiff_viz/structure.py", "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/__init__.py",
     "autodiff_viz/core/rules/nn.py", "autodiff_viz/layers/base.py", "autodiff_viz/layers/dense.py",
     "autodiff_viz/layers/activations.py", "autodiff_viz/optimizers.py", "autodiff_viz/losses.py",
-    "autodiff_viz/models.py",
+    "autodiff_viz/models/model.py", "autodiff_viz/models/trainer.py", "autodiff_viz/models/compiling.py",
+    "autodiff_viz/models/data_adapters.py",
 ]
 
 

@@ -60,7 +60,8 @@ from .errors import ModelFileError
 from .layers import initializers
 from . import session
 from .layers.base import InputLayer, KerasTensor, Layer, Operation, _touch
-from .models import Functional, Model, Sequential
+from .models import Functional, Model, Sequential, compiling
+from .models import model as model_module
 from .structure import flatten
 from .core.tensor import Tensor
 from .traces.model import check_folder
@@ -201,7 +202,7 @@ def _module_of(obj) -> str | None:
 
 def _user_class(cls):
     """The class a user wrote, for the functional class ``adv.Model`` makes of it (``MyModel(inputs, outputs)``)."""
-    for original, made in models._FUNCTIONAL_SUBCLASSES.items():
+    for original, made in model_module._FUNCTIONAL_SUBCLASSES.items():
         if made is cls:
             return original
     return cls
@@ -1120,7 +1121,7 @@ def _optimizer_state(opt, stored, paths, source):
 # Files
 # ---------------------------------------------------------------------------
 def _keras_path(filepath, what):
-    path = models.path_of(filepath, what, ".keras")
+    path = model_module.path_of(filepath, what, ".keras")
     if path.endswith(".keras"):
         return path
     hint = ("An '.npz' file holds weights alone: model.save_weights(path) writes one, and "
@@ -1176,7 +1177,7 @@ def _weights_of(model, what) -> dict:
 
 def _npz_bytes(arrays) -> bytes:
     buffer = io.BytesIO()
-    models._write_npz(buffer, arrays)
+    model_module._write_npz(buffer, arrays)
     return buffer.getvalue()
 
 
@@ -1301,7 +1302,7 @@ def _load(path, custom_objects, compile, safe_mode):
     if _WEIGHTS not in members:
         raise ModelFileError(f"load_model: {path} holds no {_WEIGHTS} (the model's weights); expected "
                              f"{_EXPECTED}. Nothing was loaded.")
-    stored = models._read_npz(f"{path} ({_WEIGHTS})", what="load_model", file=io.BytesIO(members[_WEIGHTS]),
+    stored = model_module._read_npz(f"{path} ({_WEIGHTS})", what="load_model", file=io.BytesIO(members[_WEIGHTS]),
                               expected=f"the {_WEIGHTS} that model.save() writes")
     entry = {k: v for k, v in config.items() if k != "compile_config"}
     with _entered(custom_objects=custom_objects, safe_mode=bool(safe_mode)), session.seeded(0):
@@ -1313,13 +1314,13 @@ def _load(path, custom_objects, compile, safe_mode):
         model._check_weights(paths, stored, f"{path} ({_WEIGHTS})", "load_model")
         compiled = state = None
         if compile and config.get("compile_config") is not None:
-            if models._overrides(model, "compile"):
+            if compiling._overrides(model, "compile"):
                 warnings.warn(f"load_model: {type(model).__name__} defines its own compile(), so the model was not "
                               "compiled from the file (as Keras 3); call model.compile(...) yourself.", UserWarning,
                               stacklevel=user_stacklevel())
             else:
                 compiled = _compile_objects(config["compile_config"], "compile_config")
-                opt_stored = models._read_npz(f"{path} ({_OPTIMIZER})", what="load_model",
+                opt_stored = model_module._read_npz(f"{path} ({_OPTIMIZER})", what="load_model",
                                               file=io.BytesIO(members[_OPTIMIZER]),
                                               expected=f"the {_OPTIMIZER} that model.save() writes") \
                     if _OPTIMIZER in members else {"iterations": np.asarray(0)}

@@ -1,0 +1,827 @@
+"""The model classes: ``Model`` (subclassed or functional), ``Sequential`` and ``Functional``.
+
+    >>> model = adv.Sequential([adv.layers.Input((64,)),
+    ...                         adv.layers.Dense(32, activation="relu"),
+    ...                         adv.layers.Dense(10)])
+    >>> x = adv.layers.Input(shape=(8,), name="x")
+    >>> y = adv.layers.Dense(1)(adv.layers.Dense(16, activation="relu")(x))
+    >>> model = adv.Model(inputs=x, outputs=y)
+
+A model is a layer that holds layers, runs each inside its name scope (so
+ops recorded in ``model(x)`` carry paths such as ``my_model/dense_1``), and
+has Keras' training API from its mixins (:mod:`.trainer`, :mod:`.compiling`).
+
+Weights files are ``.npz`` archives (never pickle) whose keys are the
+weights' paths *inside the model* (``dense/kernel``, ``dense_1/bias`` for a
+Sequential or a functional model, numbered by class in the order of the
+layers; attribute names such as ``encoder/kernel`` for a subclassed model),
+as in Keras 3's weights files. The keys do not depend on the session-wide
+layer names, so a model built again in a new session (where its layers may
+be ``dense_7``...) loads the file.
+"""
+from __future__ import annotations
+
+import html
+import os
+import zipfile
+
+import numpy as np
+
+from .. import callbacks as callbacks_module
+from ..core.ops import cast, expand_dims, squeeze
+from ..core.tensor import Tensor, constant
+from ..errors import WeightsFileError
+from ..layers.base import (
+    InputLayer,
+    InputSpec,
+    KerasTensor,
+    Layer,
+    _batchless,
+    _calls,
+    _default,
+    _numbered,
+    _symbolic_layers,
+    _symbolic_shapes,
+    _touch,
+)
+from ..state import paused
+from ..structure import flatten
+from ..traces.model import check_folder
+from .trainer import Trainer
+
+
+class Model(Trainer, Layer):
+    """A layer that holds layers, plus ``compile``/``fit``/``evaluate``/``predict``.
+
+    Two ways to make one, as in Keras:
+
+    * functional: ``adv.Model(inputs, outputs)`` with symbolic tensors from
+      :func:`adv.layers.Input` and layer calls (see :class:`Functional`);
+    * subclassing: create layers in ``__init__`` (after ``super().__init__()``)
+      and use them in ``call``:
+
+        >>> class MLP(adv.Model):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.hidden = adv.layers.Dense(32, activation="relu")
+        ...         self.out = adv.layers.Dense(10)
+        ...     def call(self, x):
+        ...         return self.out(self.hidden(x))
+
+    A subclass may also be called with symbolic inputs and outputs, as in
+    Keras 3: ``CustomModel(inputs, outputs)`` is a functional model that has
+    the subclass's methods (a ``train_step`` of its own, say; see
+    :meth:`train_step`).
+    """
+
+    _autocast = False
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            return super().__new__(Functional)
+        if not issubclass(cls, (Functional, Sequential)) and _functional_arguments(args, kwargs):
+            return super().__new__(_functional_subclass(cls))
+        return super().__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        if args or "inputs" in kwargs or "outputs" in kwargs:
+            raise TypeError(f"{type(self).__name__}: inputs and outputs go to adv.Model(inputs, outputs) itself "
+                            "(the functional API), or to a subclass as MyModel(inputs, outputs), both symbolic "
+                            "tensors (from adv.layers.Input and layer calls); otherwise a subclass of adv.Model "
+                            "makes its layers in __init__ and uses them in call().")
+        super().__init__(**kwargs)
+        self.optimizer = None
+        self.loss = None
+        self.loss_weights = None
+        self._metric_specs = []
+        self._weighted_specs = []
+        self._loss_tracker = None
+        self._compile_metrics = None
+        self._loss_metrics = []
+        self.stop_training = False
+        self.stop_evaluating = False
+        self.stop_predicting = False
+        self.history = None
+
+    # ----- structure --------------------------------------------------------
+    @_default
+    def build(self, input_shape):
+        """Create every weight by running one batch of zeros through the model (``None`` → 1)."""
+        shape = tuple(None if s is None else int(s) for s in input_shape)
+        self.__dict__.setdefault("_build_input_shape", (None, *shape[1:]))
+        run_build_batch(self, [shape])
+        if None in shape[1:]:       # an axis of any size (a sequence's steps): find the output axes that follow it
+            layers = [self, *self._all_layers()]
+            ones = [layer._output_shape for layer in layers]
+            run_build_batch(self, [tuple(2 if n is None else n for n in shape)])
+            for layer, one in zip(layers, ones):
+                layer._output_shape = _unknown_where_different(one, layer._output_shape)
+
+    def _maybe_build(self, input_shape) -> None:
+        """Build on the first call, recording the input shape (batch axis None): ``model.save`` keeps it so
+        that a loaded Sequential or subclassed model can be built again (Keras 3's ``build_config``)."""
+        self.__dict__.setdefault("_build_input_shape", _batchless(input_shape))
+        super()._maybe_build(input_shape)
+
+    def _all_layers(self):
+        return list(self._sublayers())
+
+    def get_layer(self, name=None, index=None) -> Layer:
+        """The layer called ``name`` (looked for among direct children first, then deeper), or at ``index``."""
+        if index is not None:
+            layers = self.layers
+            if not -len(layers) <= index < len(layers):
+                raise IndexError(f"get_layer: index {index} is out of range; {self.name} has {len(layers)} layers.")
+            return layers[index]
+        if name is None:
+            raise ValueError("get_layer: give a name (e.g. 'dense_1') or an index.")
+        for layer in [*self.layers, *self._all_layers()]:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No layer named {name!r} in {self.name}. Its layers are: "
+                         f"{[layer.name for layer in self._all_layers()]}.")
+
+    # ----- summary ------------------------------------------------------------
+    _summary_head = ("Layer (type)", "Output Shape", "Param #")
+
+    def _summary_rows(self):
+        rows = []
+        for layer in self.layers:
+            try:
+                shape = str(layer.output_shape)
+            except AttributeError:
+                shape = "?"
+            params = f"{layer.count_params():,}" if layer.built else "0 (unbuilt)"
+            rows.append((f"{layer.name} ({type(layer).__name__})", shape, params))
+        return rows
+
+    def _summary_totals(self):
+        tr, non = self._variables()
+
+        def size(vs):
+            n, b = sum(v.size for v in vs), sum(v._value.nbytes for v in vs)
+            return f"{n:,} ({_bytes(b)})"
+        return [("Total params", size(tr + non)), ("Trainable params", size(tr)), ("Non-trainable params", size(non))]
+
+    def summary_text(self) -> str:
+        """The summary as a text table (what ``summary()`` prints in a terminal)."""
+        head = self._summary_head
+        rows = self._summary_rows()
+        w = [max(len(r[i]) for r in [head, *rows]) + 2 for i in range(len(head))]
+
+        def line(cells):
+            return "│" + "│".join(f"{c:>{w[i] - 1}} " if i == 2 else f" {c:<{w[i] - 1}}"
+                                  for i, c in enumerate(cells)) + "│"
+        rule = lambda l, m, r, ch: l + m.join(ch * n for n in w) + r  # noqa: E731
+        out = [f'Model: "{self.name}"', rule("┏", "┳", "┓", "━"), line(head).replace("│", "┃"),
+               rule("┡", "╇", "┩", "━")]
+        out += [line(r) for r in rows] or [line(("(no layers)", *[""] * (len(head) - 1)))]
+        out.append(rule("└", "┴", "┘", "─"))
+        out += [f" {k}: {v}" for k, v in self._summary_totals()]
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{esc(h)}</th>" for h in self._summary_head)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:right'>{esc(c)}</td>" if i == 2 else
+                                        f"<td>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+                       for row in self._summary_rows())
+        totals = "".join(f"<div>{esc(k)}: {esc(v)}</div>" for k, v in self._summary_totals())
+        return (f"<div class='adv-model-summary'><b>Model: &quot;{esc(self.name)}&quot;</b>"
+                f"<table><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>{totals}</div>")
+
+    def summary(self, print_fn=None) -> None:
+        """Show the layers, their output shapes and parameter counts (and, for a functional
+        model, which layer outputs each layer is connected to).
+
+        In a notebook this displays an HTML table; elsewhere it prints text.
+        ``print_fn`` (e.g. ``print`` or ``lines.append``) receives the text instead.
+        """
+        if print_fn is not None:
+            print_fn(self.summary_text())
+        elif callbacks_module.in_notebook():
+            from IPython.display import HTML, display
+            display(HTML(self._repr_html_()))
+        else:
+            print(self.summary_text())
+
+    # ----- weights on disk ------------------------------------------------------
+    def _weight_paths(self) -> dict:
+        """``{path inside the model: variable}``: ``dense/kernel``, ``encoder/dense/bias``..."""
+        out, seen = {}, set()
+
+        def walk(layer, prefix):
+            counts: dict = {}
+            for v in layer._own_variables():
+                if id(v) in seen:
+                    continue
+                seen.add(id(v))
+                base = (v.name or "variable").rsplit("/", 1)[-1]
+                n = counts.get(base, 0)
+                counts[base] = n + 1
+                out[prefix + (base if n == 0 else f"{base}_{n}")] = v
+            for path, child in layer._children():
+                walk(child, prefix + path + "/")
+        walk(self, "")
+        return out
+
+    def _weights_or_error(self, what) -> dict:
+        paths = self._weight_paths()
+        unbuilt = [layer.name for layer in self._all_layers() if not layer.built]
+        if not paths or unbuilt:
+            raise ValueError(f"{what}: {self.name} is not built yet (no weights for {unbuilt or 'any layer'}). "
+                             "Call it on a batch first (model(x[:1])) or model.build(input_shape).")
+        return paths
+
+    @staticmethod
+    def _check_path(filepath, what):
+        path = path_of(filepath, what, ".npz")
+        if not path.endswith(".npz"):
+            raise ValueError(f"{what}: the file name must end in '.npz' (e.g. 'model.weights.npz'), got {path!r}.")
+        return path
+
+    def save_weights(self, filepath, overwrite=True) -> None:
+        """Write every weight (trainable and not, e.g. moving statistics) to an ``.npz`` file,
+        keyed by its path inside the model."""
+        path = self._check_path(filepath, "save_weights")
+        check_folder("save_weights", path)
+        if not overwrite and os.path.exists(path):
+            raise FileExistsError(f"save_weights: {path} exists; pass overwrite=True to replace it.")
+        paths = self._weights_or_error("save_weights")
+        _write_npz(path, {k: v._value for k, v in paths.items()})
+
+    def load_weights(self, filepath) -> None:
+        """Read weights saved by ``save_weights``; on any problem nothing changes.
+
+        Every weight of the model must be in the file with the same shape,
+        and the file must hold no other weights; the error
+        (:class:`~autodiff_viz.errors.WeightsFileError`, a ``ValueError``)
+        names the file and lists every problem at once. A missing file is a
+        ``FileNotFoundError``; a file that is not an ``.npz`` archive, or
+        that holds pickled objects or non-numeric arrays, is refused.
+        Values are cast to each weight's dtype.
+        """
+        path = self._check_path(filepath, "load_weights")
+        paths = self._weights_or_error("load_weights")
+        stored = _read_npz(path)
+        self._check_weights(paths, stored, path, "load_weights")
+        for k, v in paths.items():
+            v.assign(stored[k])
+
+    def _check_weights(self, paths, stored, source, what) -> None:
+        """Refuse ``stored`` (``{path: array}`` read from ``source``) unless it holds exactly the weights
+        ``paths`` of this model, with their shapes and numeric values: a WeightsFileError that lists every
+        problem."""
+        problems = [f"missing from the file: {k} {v.shape}" for k, v in paths.items() if k not in stored]
+        problems += [f"in the file but not in the model: {k} {stored[k].shape}" for k in stored if k not in paths]
+        problems += [f"{k}: the model has shape {v.shape}, the file {stored[k].shape}"
+                     for k, v in paths.items() if k in stored and stored[k].shape != v.shape]
+        problems += [f"{k}: the file holds {stored[k].dtype} values, not numbers" for k in paths
+                     if k in stored and stored[k].dtype.kind not in "fiub"]
+        if problems:
+            raise WeightsFileError(f"{what}: {source} does not match {self.name}; nothing was loaded.\n  - "
+                                   + "\n  - ".join(problems))
+
+    # ----- the whole model on disk and as data (adv.saving does the work) ---------------
+    def save(self, filepath, overwrite=True) -> None:
+        """Write the whole model to a ``.keras`` file, as Keras 3: its architecture (``get_config``), every
+        weight, and when compiled the optimizer, loss and metrics with the optimizer's state, so that
+        ``adv.models.load_model(filepath)`` gives a model that predicts the same and trains on from here.
+
+        The file is a zip archive of JSON and ``.npz`` (never pickle), written to a temporary file first
+        and then renamed, so a save that fails leaves an earlier file as it was. See :mod:`autodiff_viz.saving`.
+        """
+        from ..saving import save_model
+        save_model(self, filepath, overwrite=overwrite)
+
+    def to_json(self, **kwargs) -> str:
+        """The architecture as a JSON string (no weights, no compile state), as Keras:
+        ``adv.models.model_from_json(json_string)`` builds it again with fresh weights. ``kwargs`` go to
+        ``json.dumps`` (``indent=2``)."""
+        import json
+
+        from ..saving import serialize_keras_object
+        return json.dumps(serialize_keras_object(self), **kwargs)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None, safe_mode=None):
+        """A new model from :meth:`get_config`'s dict (``adv.Model.from_config`` for a functional model,
+        ``adv.Sequential.from_config`` for a Sequential; a subclass's own from its ``get_config``), as
+        Keras 3. Weights are not part of the config: the model gets fresh ones. ``custom_objects`` names
+        your own classes and functions (see :func:`adv.saving.load_model`)."""
+        from ..saving import model_from_config
+        return model_from_config(cls, config, custom_objects=custom_objects, safe_mode=safe_mode)
+
+
+class Sequential(Model):
+    """A stack of layers, each feeding the next, as ``keras.Sequential``.
+
+        >>> model = adv.Sequential([adv.layers.Input((4,)), adv.layers.Dense(8, activation="relu"),
+        ...                         adv.layers.Dense(1)])
+        >>> [w.name for w in model.weights]
+        ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bias']
+
+    With an ``Input`` first (or ``input_shape=`` on the first layer) the
+    model is built at once; otherwise on its first call.
+    """
+
+    def __init__(self, layers=None, trainable=True, name=None, dtype=None):
+        super().__init__(trainable=trainable, name=name, dtype=dtype)
+        self._layers = []
+        self._input_spec = None
+        for layer in layers or []:
+            self.add(layer)
+
+    def add(self, layer) -> None:
+        """Append a layer (or an ``Input`` as the very first entry)."""
+        spec = _input_spec(layer)
+        if spec is not None:
+            if self._layers:
+                raise ValueError(f"{self.name}: Input must come first, before any layer.")
+            self._input_spec = spec
+            return
+        if isinstance(layer, KerasTensor):
+            raise TypeError(f"{self.name}.add: {layer.name} is the output of a layer call; a Sequential takes "
+                            "layers (and an Input first). For graphs, use adv.Model(inputs, outputs).")
+        if not isinstance(layer, Layer):
+            raise TypeError(f"{self.name}.add: expected a layer, got {type(layer).__name__}.")
+        if not self._layers and self._input_spec is None and layer._input_shape_arg is not None:
+            self._input_spec = InputSpec(layer._input_shape_arg)
+        self._layers.append(layer)
+        _touch()
+        if self._input_spec is not None:
+            self.build(self._input_spec.shape)
+
+    def pop(self) -> Layer:
+        """Remove and return the last layer."""
+        if not self._layers:
+            raise IndexError(f"{self.name}.pop: there are no layers to remove.")
+        _touch()
+        return self._layers.pop()
+
+    def _children(self):
+        return _numbered("", self._layers)
+
+    def get_config(self) -> dict:
+        """Keras 3's Sequential config: ``name``, ``trainable``, ``dtype``, ``layers`` (an ``InputLayer``
+        first when the model has an Input, then each layer as ``{"module", "class_name", "config",
+        "registered_name"}``) and, for a model built by a call, ``build_input_shape``."""
+        from ..saving import sequential_config
+        return sequential_config(self)
+
+    def _x(self, data, what="x"):
+        out = self._data(data, what)
+        if isinstance(out, (list, dict)):
+            raise TypeError(f"{what}: several input arrays are for a model with several inputs "
+                            "(adv.Model(inputs=[a, b], outputs=...)); a Sequential takes one array.")
+        return out
+
+    def _convert(self, x):
+        """A tensor of the declared input's dtype and rank (see :func:`_adjust_rank`), when there is one."""
+        spec = self._input_spec
+        dtype = getattr(spec, "dtype", None)
+        if dtype is not None and not isinstance(x, KerasTensor):
+            if isinstance(x, Tensor):
+                x = cast(x, dtype) if x.dtype != dtype else x
+            else:
+                x = constant(self._array(x), dtype=dtype)
+        else:
+            x = super()._convert(x)
+        return x if spec is None else _adjust_rank(x, spec.shape, self.name, spec.name or "input")
+
+    def call(self, inputs, training=None):
+        x = inputs
+        if training is None:    # no mode given: each layer reads the call context, which is None here too
+            for layer in self._layers:
+                x = layer(x)
+            return x
+        for layer in self._layers:
+            x = layer(x, training=training)     # a layer whose call has no training passes it to its own layers
+        return x
+
+
+def _input_spec(entry):
+    """An :class:`InputSpec` for an ``Input(...)`` (or ``InputLayer``/``InputSpec``) given to a Sequential."""
+    if isinstance(entry, InputSpec):
+        return entry
+    if isinstance(entry, KerasTensor) and entry._keras_history is not None:
+        entry = entry._keras_history[0].layer
+    if isinstance(entry, InputLayer):
+        spec = InputSpec(entry.batch_shape[1:], entry.dtype if entry._explicit_dtype else None, entry.name)
+        spec.shape = entry.batch_shape
+        return spec
+    return None
+
+
+class Functional(Model):
+    """A model made of layer calls on symbolic tensors: ``adv.Model(inputs, outputs)``.
+
+        >>> a = adv.layers.Input(shape=(3,), name="a")
+        >>> b = adv.layers.Input(shape=(2,), name="b")
+        >>> shared = adv.layers.Dense(4, activation="tanh")
+        >>> h = adv.layers.Concatenate()([shared(a), adv.layers.Dense(4)(b)])
+        >>> model = adv.Model(inputs=[a, b], outputs=[adv.layers.Dense(1)(h), h], name="two_heads")
+        >>> y, features = model([np.ones((5, 3)), np.ones((5, 2))])
+
+    Calling the model runs every recorded layer call once, in the order they
+    were made (a topological order), on real values: inside a tape each op
+    is recorded under ``model_name/layer_name``, and
+    ``model.get_layer(name).output`` is the real output of that call — a
+    gradient source (``tape.gradient(loss, model.get_layer("dense").output)``).
+    ``training=`` goes to every layer whose ``call`` takes it, unless the
+    graph fixed it (``Dropout(0.5)(x, training=True)``).
+
+    Args:
+        inputs: a symbolic tensor from :func:`adv.layers.Input`, or a list
+            (dict) of them; the model is then called with an array, or a
+            list (dict with the same keys, or keyed by input name) of arrays.
+        outputs: a symbolic tensor, or a list (dict) of them; the model
+            returns the same structure.
+        name: the model's name (default ``functional``, ``functional_1``...).
+    """
+
+    def __init__(self, inputs, outputs, name=None, trainable=True, dtype=None):
+        super().__init__(name=name, trainable=trainable, dtype=dtype)
+        in_leaves, _ = flatten(inputs)
+        for i, t in enumerate(in_leaves):
+            if not isinstance(t, KerasTensor):
+                raise TypeError(f"{self.name}: inputs must be symbolic tensors from adv.layers.Input(shape), got "
+                                f"{type(t).__name__} at position {i}.")
+        if len({id(t) for t in in_leaves}) != len(in_leaves):
+            raise ValueError(f"{self.name}: the same input is listed twice in inputs.")
+        out_leaves, out_rebuild = flatten(outputs)
+        if not out_leaves:
+            raise ValueError(f"{self.name}: outputs is empty; give the tensor(s) the model computes.")
+        out_leaves = [_as_symbolic(t, self.name, i) for i, t in enumerate(out_leaves)]
+        self._input_struct = inputs if isinstance(inputs, (list, tuple, dict)) else in_leaves[0]
+        self._inputs_flat = in_leaves
+        self._outputs_flat = out_leaves
+        self._output_struct = out_rebuild(out_leaves)
+        self._nodes = self._walk(in_leaves, out_leaves)
+        layers, seen = [], set()
+        for t in in_leaves:
+            layer = t._keras_history[0].layer if t._keras_history else None
+            if isinstance(layer, InputLayer) and id(layer) not in seen:
+                seen.add(id(layer))
+                layers.append(layer)
+        for node in self._nodes:
+            if id(node.layer) not in seen:
+                seen.add(id(node.layer))
+                layers.append(node.layer)
+        self._functional_layers = layers
+        self.built = True
+        _symbolic_layers.add(self)
+        _touch()
+
+    def _walk(self, inputs, outputs):
+        """The nodes between ``inputs`` and ``outputs``, in creation (topological) order; an output that
+        does not come from the inputs is an error that names it and the input it needs."""
+        known = {id(t) for t in inputs}
+        nodes, seen = [], set()
+        for out in outputs:
+            stack = [(out, [out.name])]
+            while stack:
+                t, path = stack.pop()
+                if id(t) in known:
+                    continue
+                node = t._keras_history[0] if t._keras_history else None
+                if node is None or not node.inputs:
+                    given = [i.name for i in inputs]
+                    via = " <- ".join(path)
+                    raise ValueError(f"{self.name}: output {out.name!r} (shape {out.shape}) is not connected to "
+                                     f"the inputs {given}: it depends on {t.name!r} (shape {t.shape}), which is "
+                                     f"not among them (path: {via}). Add {t.name!r} to inputs, or compute the "
+                                     "output from the given inputs.")
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    nodes.append(node)
+                stack.extend((i, path + [i.name]) for i in node.inputs)
+                known.add(id(t))
+        return sorted(nodes, key=lambda n: n.order)
+
+    # ----- structure ------------------------------------------------------------
+    @property
+    def layers(self) -> list:
+        """Every layer of the graph in topological order, the ``InputLayer`` s first (as Keras 3)."""
+        return list(self._functional_layers)
+
+    def _children(self):
+        return _numbered("", [layer for layer in self._functional_layers if not isinstance(layer, InputLayer)])
+
+    def get_config(self) -> dict:
+        """Keras 3's functional config: ``name``, ``trainable``, ``layers`` in the order of
+        :attr:`layers`, each with ``inbound_nodes`` (for every call of the layer in this graph, its
+        arguments with each tensor written ``[layer name, call index, output index]``), and
+        ``input_layers`` / ``output_layers`` in the structure of the model's inputs and outputs."""
+        from ..saving import functional_config
+        return functional_config(self)
+
+    @property
+    def inputs(self) -> list:
+        """The symbolic input tensors, in order."""
+        return list(self._inputs_flat)
+
+    @property
+    def outputs(self) -> list:
+        """The symbolic output tensors, in order."""
+        return list(self._outputs_flat)
+
+    @property
+    def input(self):
+        """The symbolic inputs, in the structure given to ``adv.Model``."""
+        return self._input_struct
+
+    @property
+    def input_names(self) -> list:
+        return [t.name for t in self._inputs_flat]
+
+    @property
+    def output_names(self) -> list:
+        return [t.name for t in self._outputs_flat]
+
+    def _output_names(self):
+        return self.output_names
+
+    def _known_output_labels(self):
+        struct = self._output_struct
+        if not isinstance(struct, (list, tuple, dict)) or len(struct) == 1:
+            return [None]
+        return self._output_labels(list(struct) if isinstance(struct, dict) else list(range(len(struct))))
+
+    def _x(self, data, what="x"):
+        return self._data(data, what, several=len(self._inputs_flat) > 1)
+
+    def _y(self, data, what="y"):
+        return self._data(data, what, several=len(self._outputs_flat) > 1)
+
+    @property
+    def output(self):
+        """The real output of the most recent call (a gradient source), or before any call the
+        symbolic outputs (``model.output`` to build a bigger model)."""
+        if self._output is not None:
+            return self._output
+        return self._output_struct
+
+    @property
+    def output_shape(self):
+        return _symbolic_shapes(self._output_struct)
+
+    def build(self, input_shape=None):
+        """A functional model is built when it is made; nothing to do."""
+
+    # ----- calling ----------------------------------------------------------------
+    def _convert_inputs(self, inputs):
+        leaves = self._match_inputs(inputs)
+        converted = []
+        for t, x in zip(self._inputs_flat, leaves):
+            layer = t._keras_history[0].layer if t._keras_history else None
+            x = layer._convert(x) if isinstance(layer, InputLayer) else Layer._convert(self, x)
+            x = _adjust_rank(x, t.shape, self.name, t.name)
+            bad = [i for i, (want, got) in enumerate(zip(t.shape, getattr(x, "shape", ())))
+                   if want is not None and want != got]
+            if bad:
+                raise ValueError(f"{self.name}: input {t.name!r} expects shape {t.shape}, got {x.shape} "
+                                 f"(axis {bad[0]} differs).")
+            converted.append(x)
+        return converted
+
+    def _match_inputs(self, inputs):
+        """The user's inputs as a flat list in the order of ``self.inputs``."""
+        want = self._inputs_flat
+        names = [t.name for t in want]
+        if isinstance(inputs, dict):
+            keys = list(self._input_struct) if isinstance(self._input_struct, dict) else names
+            missing = [k for k in keys if k not in inputs]
+            if missing:
+                raise ValueError(f"{self.name}: the inputs dict lacks {missing}; the model's inputs are {keys}.")
+            return [inputs[k] for k in keys]
+        if len(want) == 1:
+            if isinstance(inputs, (list, tuple)) and len(inputs) == 1 and \
+                    isinstance(inputs[0], (np.ndarray, Tensor)):
+                return [inputs[0]]
+            return [inputs]
+        if not isinstance(inputs, (list, tuple)) or len(inputs) != len(want):
+            got = f"{len(inputs)} arrays" if isinstance(inputs, (list, tuple)) else f"one {type(inputs).__name__}"
+            raise ValueError(f"{self.name} has {len(want)} inputs {names}; call it with a list of {len(want)} "
+                             f"arrays (or a dict keyed by those names), got {got}.")
+        return list(inputs)
+
+    def call(self, inputs, training=None):
+        values = {}
+        for t, x in zip(self._inputs_flat, inputs):
+            values[id(t)] = x
+            layer = t._keras_history[0].layer if t._keras_history else None
+            if isinstance(layer, InputLayer):
+                layer._output = x
+        for node in self._nodes:
+            leaves, rebuild = flatten([list(node.args), node.kwargs])
+            args, kwargs = rebuild([values[id(a)] if isinstance(a, KerasTensor) else a for a in leaves])
+            if "training" not in kwargs:        # a value the graph fixed at this call stays
+                kwargs["training"] = training
+            out = node.layer(*args, **kwargs)
+            got = flatten(out)[0]
+            if len(got) != len(node.flat_outputs):
+                raise ValueError(f"{self.name}: layer {node.layer.name!r} returned {len(got)} tensors here but "
+                                 f"{len(node.flat_outputs)} when the model was built.")
+            for t, v in zip(node.flat_outputs, got):
+                values[id(t)] = v
+        _, rebuild = flatten(self._output_struct)
+        return rebuild([values[id(t)] for t in self._outputs_flat])
+
+    # ----- summary ------------------------------------------------------------------
+    _summary_head = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+
+    def _summary_rows(self):
+        mine = {id(node) for node in self._nodes}
+        rows = []
+        for layer in self._functional_layers:
+            nodes = layer._inbound_nodes[:1] if isinstance(layer, InputLayer) else \
+                [n for n in layer._inbound_nodes if id(n) in mine]
+            shapes = {str(_symbolic_shapes(n.outputs)) for n in nodes}
+            shape = shapes.pop() if len(shapes) == 1 else "multiple"
+            sources = [f"{t._keras_history[0].layer.name}[{t._keras_history[0].index}][{t._keras_history[1]}]"
+                       for n in nodes for t in n.inputs]
+            params = f"{layer.count_params():,}"
+            rows.append((f"{layer.name} ({type(layer).__name__})", shape, params, ", ".join(sources) or "-"))
+        return rows
+
+
+def _as_symbolic(t, model_name, i):
+    """An output given as a symbolic tensor, or as the real ``output`` of a layer (or functional model)
+    that was called in a functional graph (``adv.Model(m.input, m.get_layer("h").output)`` after a call)."""
+    if isinstance(t, KerasTensor):
+        return t
+    if isinstance(t, Tensor):
+        for layer in list(_symbolic_layers):
+            if layer._output is None:
+                continue
+            real = flatten(layer._output)[0]
+            hit = next((k for k, r in enumerate(real) if r is t), None)
+            if hit is None:
+                continue
+            if isinstance(layer, Functional):
+                return layer._outputs_flat[hit]
+            if len(layer._inbound_nodes) == 1:
+                return layer._inbound_nodes[0].flat_outputs[hit]
+            raise ValueError(f"{model_name}: output {i} is the output of layer {layer.name!r}, which is called at "
+                             f"{len(layer._inbound_nodes)} places of the graph; pass the symbolic tensor of the "
+                             "call you mean.")
+    raise TypeError(f"{model_name}: outputs must be symbolic tensors made by calling layers on "
+                    f"adv.layers.Input(...), got {type(t).__name__} at position {i}.")
+
+
+def _adjust_rank(x, shape, model_name, input_name):
+    """``x`` with the rank of a declared input ``shape`` (batch axis included), as Keras 3's
+    ``Functional._adjust_input_rank``: a missing trailing axis of size 1 is added (samples given as a
+    vector of shape ``(6,)`` for ``Input((1,))`` become ``(6, 1)``), an extra trailing axis of size 1 is
+    dropped; any other rank is an error. Both are ops, so gradients flow through to ``x``."""
+    if not isinstance(x, Tensor) or x.ndim == len(shape):
+        return x
+    if x.ndim == len(shape) - 1 and shape[-1] == 1:
+        return expand_dims(x, -1)
+    if x.ndim == len(shape) + 1 and x.shape[-1] == 1:
+        return squeeze(x, -1)
+    example = f" (e.g. x.reshape(-1, {', '.join(map(str, shape[1:]))}))" if None not in shape[1:] else ""
+    raise ValueError(f"{model_name}: input {input_name!r} expects shape {shape} (rank {len(shape)}), got an array "
+                     f"of shape {x.shape}. Give one row per sample with the input's shape after the first axis"
+                     f"{example}, or change the model's Input.")
+
+
+def _unknown_where_different(a, b):
+    """Shapes ``a`` and ``b`` (or nested lists/tuples of them) with ``None`` wherever they differ."""
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+            all(isinstance(n, (int, type(None))) for n in a + b):
+        return tuple(n if n == m else None for n, m in zip(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return type(a)(_unknown_where_different(x, y) for x, y in zip(a, b))
+    return a if a == b else None
+
+
+def path_of(filepath, what: str, ending: str) -> str:
+    """``filepath`` (a str or ``pathlib.Path``) as a str, or a TypeError naming ``what`` and the ``ending``
+    the file needs (``'.npz'`` for weights, ``'.keras'`` for a whole model)."""
+    try:
+        path = os.fspath(filepath)
+    except TypeError:
+        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '{ending}', got "
+                        f"{type(filepath).__name__}.") from None
+    if not isinstance(path, str):
+        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '{ending}', got bytes.")
+    return path
+
+
+def run_build_batch(model, shapes: list) -> None:
+    """Build ``model`` by running one batch of zeros of each of ``shapes`` through it (``None`` → 1).
+
+    Nothing is recorded, the call is marked as a build batch (zeros are not data: a layer's warnings
+    about the data do not apply), and the layers forget the outputs it made.
+    """
+    batch = [np.zeros(tuple(1 if n is None else n for n in shape), dtype=model.dtype) for shape in shapes]
+    outer, _calls.building = _calls.building, True
+    try:
+        with paused():
+            model(batch if len(batch) > 1 else batch[0])
+    finally:
+        _calls.building = outer
+    for layer in [model, *model._all_layers()]:
+        layer._output = None
+
+
+def _write_npz(target, arrays: dict) -> None:
+    """Write ``{key: array}`` as an ``.npz`` archive (numpy's format, no pickle) to a path or a binary file:
+    the weights file of ``save_weights``, and the weights inside a ``.keras`` file."""
+    np.savez(target, **arrays)
+
+
+def _read_npz(path, what="load_weights", file=None,
+              expected="an .npz archive written by model.save_weights()") -> dict:
+    """The arrays of an ``.npz`` weights file, or a :class:`WeightsFileError` that says what is wrong.
+
+    ``file``: a binary file object to read instead of ``path`` (a member of a ``.keras`` archive); ``path``
+    then only names it in messages.
+    """
+    if file is None and not os.path.exists(path):
+        raise FileNotFoundError(f"{what}: {path} does not exist (expected {expected}).")
+    if file is None and os.path.isdir(path):
+        raise WeightsFileError(f"{what}: {path} is a directory, not {expected}.")
+    try:
+        f = np.load(path if file is None else file, allow_pickle=False)
+        if not hasattr(f, "files"):
+            raise WeightsFileError(f"{what}: {path} holds a single array, not {expected} "
+                                   "(one array per weight).")
+        with f:
+            return {k: f[k] for k in f.files}
+    except WeightsFileError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise WeightsFileError(f"{what}: {path} is not a readable .npz (zip) archive ({exc}); expected "
+                               f"{expected}. Nothing was loaded.") from None
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise WeightsFileError(f"{what}: {path} holds pickled Python objects, which are never loaded "
+                                   f"(they can run code); expected {expected}, with numeric arrays only. "
+                                   "Nothing was loaded.") from None
+        raise WeightsFileError(f"{what}: {path} could not be read as {expected} ({exc}). "
+                               "Nothing was loaded.") from None
+
+
+# ---------------------------------------------------------------------------
+# whole models: Keras 3's keras.models functions (the work is in adv.saving)
+# ---------------------------------------------------------------------------
+def save_model(model, filepath, overwrite=True) -> None:
+    """``model.save(filepath)`` as a function (Keras 3's ``keras.models.save_model``)."""
+    from ..saving import save_model as save
+    save(model, filepath, overwrite=overwrite)
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """A model from a ``.keras`` file written by ``model.save``: see :func:`autodiff_viz.saving.load_model`."""
+    from ..saving import load_model as load
+    return load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+
+
+def model_from_json(json_string, custom_objects=None, safe_mode=True):
+    """A model from ``model.to_json()``'s string, with fresh weights: see
+    :func:`autodiff_viz.saving.model_from_json`."""
+    from ..saving import model_from_json as from_json
+    return from_json(json_string, custom_objects=custom_objects, safe_mode=safe_mode)
+
+
+def clone_model(model):
+    """A new model with the same architecture and freshly initialised weights, as Keras 3's ``clone_model``:
+    see :func:`autodiff_viz.saving.clone_model`."""
+    from ..saving import clone_model as clone
+    return clone(model)
+
+
+def _functional_arguments(args, kwargs) -> bool:
+    """Whether a Model subclass is called as ``MyModel(inputs, outputs)`` with symbolic tensors."""
+    inputs = args[0] if args else kwargs.get("inputs")
+    outputs = args[1] if len(args) > 1 else kwargs.get("outputs")
+    if inputs is None or outputs is None:
+        return False
+    leaves = flatten(inputs)[0]
+    return bool(leaves) and all(isinstance(t, KerasTensor) for t in leaves)
+
+
+_FUNCTIONAL_SUBCLASSES: dict = {}
+
+
+def _functional_subclass(cls):
+    """``cls`` with :class:`Functional` mixed in (made once per class), as Keras 3 does when a subclass of
+    ``Model`` is called with inputs and outputs: the instance is a functional model with the subclass's
+    methods. The subclass's ``__init__``, if any, calls ``super().__init__(inputs, outputs)``, which is
+    then ``Functional.__init__``."""
+    made = _FUNCTIONAL_SUBCLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, Functional), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        _FUNCTIONAL_SUBCLASSES[cls] = made
+    return made
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.2f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
