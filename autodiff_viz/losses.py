@@ -40,6 +40,7 @@ from .core import rules as R
 from .core.rules import nn as RN
 from .core.tensor import Tensor, check_nbytes, constant
 from .naming import to_snake_case
+from .serialization import constructor_config
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
@@ -342,7 +343,6 @@ class Loss:
     def get_config(self) -> dict:
         """The constructor's arguments (``name``, ``reduction`` and the function's options such as
         ``from_logits``), as Keras 3: ``type(loss).from_config(loss.get_config())`` is the same loss."""
-        from .saving import constructor_config
         return constructor_config(self)
 
     @classmethod

@@ -36,6 +36,7 @@ import numpy as np
 from .state import user_stacklevel
 from .tape import GradientTape
 from .core.tensor import Tensor, Variable
+from .serialization import constructor_config
 
 
 def _real(value) -> bool:
@@ -229,6 +230,8 @@ class Optimizer:
     """
 
     slot_names: tuple = ()
+    _keras_kind = "optimizer"   # how autodiff_viz.serialization writes it
+    _config_base_parameters = ("learning_rate", "name", "clipnorm", "clipvalue", "global_clipnorm", "weight_decay")
 
     def __init__(self, learning_rate=0.001, name=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
                  weight_decay=None):
@@ -440,7 +443,6 @@ class Optimizer:
     def get_config(self) -> dict:
         """The constructor's arguments (``learning_rate`` as given: a number or a schedule), as Keras 3:
         ``type(opt).from_config(opt.get_config())`` is a new optimizer of the same kind, with no state."""
-        from .saving import constructor_config
         return constructor_config(self)
 
     @classmethod

@@ -46,6 +46,7 @@ import numpy as np
 
 from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
+from ..errors import ModelFileError
 from ..naming import to_snake_case
 from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
 from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
@@ -243,6 +244,8 @@ class Layer:
     """
 
     _autocast = True
+    _keras_kind = "layer"   # how autodiff_viz.serialization writes it (see there)
+    _config_base_parameters = ("trainable", "name", "dtype")   # what Layer.__init__ takes behind **kwargs
     _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
     _takes_list = False     # True: call(inputs) takes a list of tensors (merge layers, Attention)
     _call_shares = (None,) * 8      # _call_facts(cls), made at the class's first call
@@ -837,6 +840,7 @@ class KerasTensor:
     """
 
     __slots__ = ("shape", "dtype", "name", "_keras_history", "__weakref__")
+    _keras_kind = "symbolic"
 
     def __init__(self, shape, dtype, name=None, history=None):
         self.shape = tuple(None if s is None else int(s) for s in shape)
@@ -885,6 +889,10 @@ class Operation(Layer):
     """
 
     _autocast = False
+    _keras_kind = "operation"
+    #: The operators a graph step may run, by the name its config holds.
+    OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
+           "matmul": operator.matmul, "power": operator.pow, "negative": operator.neg, "get_item": operator.getitem}
 
     def __init__(self, fn, op_name, **kwargs):
         super().__init__(name=kwargs.pop("name", None) or unique_name(op_name), **kwargs)
@@ -897,6 +905,23 @@ class Operation(Layer):
 
     def call(self, inputs):
         return self.fn(*inputs)
+
+    def get_config(self) -> dict:
+        """``{"name", "op"}``: the step as data; an operator outside :attr:`OPS` cannot be written."""
+        op = next((k for k, fn in self.OPS.items() if fn is self.fn), None)
+        if op is None:
+            raise TypeError(f"the graph step {self.name!r} runs {self.fn!r}, which cannot be written as data. Write "
+                            "it as a layer: adv.layers.Lambda(function) (saved as code, loaded with safe_mode=False) "
+                            "or a Layer subclass with get_config().")
+        return {"name": self.name, "op": op}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        op = config.get("op")
+        if op not in cls.OPS:
+            raise ModelFileError(f"a graph step of unknown op {op!r}; the ops that are written as data are "
+                                 f"{sorted(cls.OPS)}.")
+        return cls(cls.OPS[op], op, name=config.get("name"))
 
 
 class _SymbolicNode:
@@ -928,6 +953,7 @@ class InputLayer(Layer):
     """The layer behind :func:`Input`: it passes its input on, cast to its dtype."""
 
     _autocast = False
+    _keras_kind = "input"
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None, batch_shape=None):
         super().__init__(name=name or unique_name("input_layer"))
@@ -954,6 +980,16 @@ class InputLayer(Layer):
 
     def call(self, inputs):
         return inputs
+
+    def get_config(self) -> dict:
+        """``batch_shape``, ``dtype`` (None when it was not given: the data's float stays) and ``name``, as Keras 3."""
+        return {"batch_shape": list(self.batch_shape), "dtype": self.dtype if self._explicit_dtype else None,
+                "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        return cls(batch_shape=config.get("batch_shape"), shape=config.get("shape"), dtype=config.get("dtype"),
+                   name=config.get("name"))
 
     def _convert(self, x):
         if isinstance(x, Tensor):

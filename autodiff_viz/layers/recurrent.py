@@ -50,6 +50,7 @@ from ..naming import to_snake_case
 from ..session import unique_name
 from .base import Layer, _call_parameters, boolean_mask
 from .dense import activation_config
+from ..serialization import deserialize_keras_object, serialize_keras_object
 
 
 def _columns(z, start, stop):
@@ -367,12 +368,10 @@ class StackedRNNCells(Layer):
     def get_config(self) -> dict:
         """The base keys and ``cells``, each written as Keras 3 writes a nested layer
         (``{"module", "class_name", "config", ...}``)."""
-        from ..saving import serialize_keras_object
         return {**super().get_config(), "cells": [serialize_keras_object(c) for c in self.cells]}
 
     @classmethod
     def from_config(cls, config):
-        from ..saving import deserialize_keras_object
         return cls(**{**config, "cells": [deserialize_keras_object(c) for c in config["cells"]]})
 
     def get_initial_state(self, batch_size=None) -> list:
@@ -468,7 +467,6 @@ class RNN(Layer):
 
     def get_config(self) -> dict:
         """Every constructor argument; ``cell`` written as Keras 3 writes a nested layer."""
-        from ..saving import serialize_keras_object
         return {**super().get_config(), "cell": serialize_keras_object(self.cell),
                 "return_sequences": self.return_sequences, "return_state": self.return_state,
                 "go_backwards": self.go_backwards, "stateful": self.stateful, "unroll": self.unroll,
@@ -478,7 +476,6 @@ class RNN(Layer):
     def from_config(cls, config):
         if "cell" not in config:
             return cls(**config)
-        from ..saving import deserialize_keras_object
         return cls(**{**config, "cell": deserialize_keras_object(config["cell"])})
 
     @property
@@ -805,14 +802,12 @@ class Bidirectional(Layer):
     def get_config(self) -> dict:
         """The base keys, ``merge_mode``, and ``layer`` and ``backward_layer`` written as Keras 3 writes nested
         layers (``Bidirectional.from_config`` rebuilds both, with their names)."""
-        from ..saving import serialize_keras_object
         return {**super().get_config(), "merge_mode": self.merge_mode,
                 "layer": serialize_keras_object(self.forward_layer),
                 "backward_layer": serialize_keras_object(self.backward_layer)}
 
     @classmethod
     def from_config(cls, config):
-        from ..saving import deserialize_keras_object
         config = dict(config)
         for key in ("layer", "backward_layer"):
             if config.get(key) is not None:
@@ -915,12 +910,10 @@ class TimeDistributed(Layer):
 
     def get_config(self) -> dict:
         """The base keys and ``layer``, written as Keras 3 writes nested layers (``from_config`` rebuilds it)."""
-        from ..saving import serialize_keras_object
         return {**super().get_config(), "layer": serialize_keras_object(self.layer)}
 
     @classmethod
     def from_config(cls, config):
-        from ..saving import deserialize_keras_object
         config = dict(config)
         config["layer"] = deserialize_keras_object(config["layer"])
         return cls(**config)

@@ -8,13 +8,13 @@
     >>> history = model.fit(x, y, epochs=10, validation_split=0.2)
     >>> model.evaluate(x_test, y_test)
 
-As in Keras 3, the package is split by meaning: :mod:`.model` (the classes),
-:mod:`.trainer` (``fit``, ``evaluate``, ``predict``), :mod:`.compiling`
-(``compile``, losses and metrics per output) and :mod:`.data_adapters`
-(arrays, generators and datasets in batches).
+As in Keras 3, the package is split by meaning: :mod:`.model` (the classes and their configs),
+:mod:`.trainer` (``fit``, ``evaluate``, ``predict``), :mod:`.compiling` (``compile``, losses and metrics
+per output) and :mod:`.data_adapters` (arrays, generators and datasets in batches). The whole-model files
+(``save_model``, ``load_model`` …, Keras 3's ``keras.models`` functions) are :mod:`autodiff_viz.saving`'s.
 """
-from .model import (Functional, Model, Sequential, clone_model, load_model, model_from_json, run_build_batch,
-                    save_model)
+from ..saving import clone_model, load_model, model_from_json, save_model
+from .model import Functional, Model, Sequential, run_build_batch
 
 __all__ = ["Model", "Sequential", "Functional", "save_model", "load_model", "model_from_json", "clone_model",
            "run_build_batch"]

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import html
 import os
-import zipfile
 
 import numpy as np
 
 from .. import callbacks as callbacks_module
 from ..core.ops import cast, expand_dims, squeeze
 from ..core.tensor import Tensor, constant
-from ..errors import WeightsFileError
+from ..errors import ModelFileError, WeightsFileError
+from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
+from ..serialization import (_at, _build, _construct, _decode, _decode_entry, _encode, _entered, _entry, _is_entry,
+                             _layer_entry, serialize_keras_object)
 from ..layers.base import (
     InputLayer,
     InputSpec,
@@ -75,6 +77,8 @@ class Model(Trainer, Layer):
     """
 
     _autocast = False
+    _keras_kind = "model"   # how autodiff_viz.serialization writes it
+    _config_is_complete = False
 
     def __new__(cls, *args, **kwargs):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
@@ -116,6 +120,19 @@ class Model(Trainer, Layer):
             run_build_batch(self, [tuple(2 if n is None else n for n in shape)])
             for layer, one in zip(layers, ones):
                 layer._output_shape = _unknown_where_different(one, layer._output_shape)
+
+    def get_build_config(self):
+        """``{"input_shape": ...}`` of the first call, when the model was built by one (Keras 3): a loaded copy
+        is built from it. None for a model whose config already says how to build it."""
+        shape = self.__dict__.get("_build_input_shape")
+        if self._config_is_complete or not self.built or shape is None:
+            return None
+        return {"input_shape": shape}
+
+    def build_from_config(self, config) -> None:
+        """Build from :meth:`get_build_config`'s dict (``input_shape``: a shape, or a list of shapes, one per
+        input), by running one batch of zeros of that shape through the model."""
+        run_build_batch(self, config["input_shape"])
 
     def _maybe_build(self, input_shape) -> None:
         """Build on the first call, recording the input shape (batch axis None): ``model.save`` keeps it so
@@ -292,7 +309,6 @@ class Model(Trainer, Layer):
         The file is a zip archive of JSON and ``.npz`` (never pickle), written to a temporary file first
         and then renamed, so a save that fails leaves an earlier file as it was. See :mod:`autodiff_viz.saving`.
         """
-        from ..saving import save_model
         save_model(self, filepath, overwrite=overwrite)
 
     def to_json(self, **kwargs) -> str:
@@ -301,7 +317,6 @@ class Model(Trainer, Layer):
         ``json.dumps`` (``indent=2``)."""
         import json
 
-        from ..saving import serialize_keras_object
         return json.dumps(serialize_keras_object(self), **kwargs)
 
     @classmethod
@@ -310,7 +325,6 @@ class Model(Trainer, Layer):
         ``adv.Sequential.from_config`` for a Sequential; a subclass's own from its ``get_config``), as
         Keras 3. Weights are not part of the config: the model gets fresh ones. ``custom_objects`` names
         your own classes and functions (see :func:`adv.saving.load_model`)."""
-        from ..saving import model_from_config
         return model_from_config(cls, config, custom_objects=custom_objects, safe_mode=safe_mode)
 
 
@@ -325,6 +339,8 @@ class Sequential(Model):
     With an ``Input`` first (or ``input_shape=`` on the first layer) the
     model is built at once; otherwise on its first call.
     """
+
+    _config_is_complete = True   # get_config() lists every layer: no build_config needed
 
     def __init__(self, layers=None, trainable=True, name=None, dtype=None):
         super().__init__(trainable=trainable, name=name, dtype=dtype)
@@ -367,7 +383,6 @@ class Sequential(Model):
         """Keras 3's Sequential config: ``name``, ``trainable``, ``dtype``, ``layers`` (an ``InputLayer``
         first when the model has an Input, then each layer as ``{"module", "class_name", "config",
         "registered_name"}``) and, for a model built by a call, ``build_input_shape``."""
-        from ..saving import sequential_config
         return sequential_config(self)
 
     def _x(self, data, what="x"):
@@ -440,6 +455,8 @@ class Functional(Model):
             returns the same structure.
         name: the model's name (default ``functional``, ``functional_1``...).
     """
+
+    _config_is_complete = True   # get_config() lists every layer: no build_config needed
 
     def __init__(self, inputs, outputs, name=None, trainable=True, dtype=None):
         super().__init__(name=name, trainable=trainable, dtype=dtype)
@@ -514,7 +531,6 @@ class Functional(Model):
         :attr:`layers`, each with ``inbound_nodes`` (for every call of the layer in this graph, its
         arguments with each tensor written ``[layer name, call index, output index]``), and
         ``input_layers`` / ``output_layers`` in the structure of the model's inputs and outputs."""
-        from ..saving import functional_config
         return functional_config(self)
 
     @property
@@ -698,19 +714,6 @@ def _unknown_where_different(a, b):
     return a if a == b else None
 
 
-def path_of(filepath, what: str, ending: str) -> str:
-    """``filepath`` (a str or ``pathlib.Path``) as a str, or a TypeError naming ``what`` and the ``ending``
-    the file needs (``'.npz'`` for weights, ``'.keras'`` for a whole model)."""
-    try:
-        path = os.fspath(filepath)
-    except TypeError:
-        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '{ending}', got "
-                        f"{type(filepath).__name__}.") from None
-    if not isinstance(path, str):
-        raise TypeError(f"{what}: the file must be a path (str or pathlib.Path) ending in '{ending}', got bytes.")
-    return path
-
-
 def run_build_batch(model, shapes: list) -> None:
     """Build ``model`` by running one batch of zeros of each of ``shapes`` through it (``None`` → 1).
 
@@ -726,73 +729,6 @@ def run_build_batch(model, shapes: list) -> None:
         _calls.building = outer
     for layer in [model, *model._all_layers()]:
         layer._output = None
-
-
-def _write_npz(target, arrays: dict) -> None:
-    """Write ``{key: array}`` as an ``.npz`` archive (numpy's format, no pickle) to a path or a binary file:
-    the weights file of ``save_weights``, and the weights inside a ``.keras`` file."""
-    np.savez(target, **arrays)
-
-
-def _read_npz(path, what="load_weights", file=None,
-              expected="an .npz archive written by model.save_weights()") -> dict:
-    """The arrays of an ``.npz`` weights file, or a :class:`WeightsFileError` that says what is wrong.
-
-    ``file``: a binary file object to read instead of ``path`` (a member of a ``.keras`` archive); ``path``
-    then only names it in messages.
-    """
-    if file is None and not os.path.exists(path):
-        raise FileNotFoundError(f"{what}: {path} does not exist (expected {expected}).")
-    if file is None and os.path.isdir(path):
-        raise WeightsFileError(f"{what}: {path} is a directory, not {expected}.")
-    try:
-        f = np.load(path if file is None else file, allow_pickle=False)
-        if not hasattr(f, "files"):
-            raise WeightsFileError(f"{what}: {path} holds a single array, not {expected} "
-                                   "(one array per weight).")
-        with f:
-            return {k: f[k] for k in f.files}
-    except WeightsFileError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise WeightsFileError(f"{what}: {path} is not a readable .npz (zip) archive ({exc}); expected "
-                               f"{expected}. Nothing was loaded.") from None
-    except ValueError as exc:
-        if "pickle" in str(exc):
-            raise WeightsFileError(f"{what}: {path} holds pickled Python objects, which are never loaded "
-                                   f"(they can run code); expected {expected}, with numeric arrays only. "
-                                   "Nothing was loaded.") from None
-        raise WeightsFileError(f"{what}: {path} could not be read as {expected} ({exc}). "
-                               "Nothing was loaded.") from None
-
-
-# ---------------------------------------------------------------------------
-# whole models: Keras 3's keras.models functions (the work is in adv.saving)
-# ---------------------------------------------------------------------------
-def save_model(model, filepath, overwrite=True) -> None:
-    """``model.save(filepath)`` as a function (Keras 3's ``keras.models.save_model``)."""
-    from ..saving import save_model as save
-    save(model, filepath, overwrite=overwrite)
-
-
-def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """A model from a ``.keras`` file written by ``model.save``: see :func:`autodiff_viz.saving.load_model`."""
-    from ..saving import load_model as load
-    return load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
-
-
-def model_from_json(json_string, custom_objects=None, safe_mode=True):
-    """A model from ``model.to_json()``'s string, with fresh weights: see
-    :func:`autodiff_viz.saving.model_from_json`."""
-    from ..saving import model_from_json as from_json
-    return from_json(json_string, custom_objects=custom_objects, safe_mode=safe_mode)
-
-
-def clone_model(model):
-    """A new model with the same architecture and freshly initialised weights, as Keras 3's ``clone_model``:
-    see :func:`autodiff_viz.saving.clone_model`."""
-    from ..saving import clone_model as clone
-    return clone(model)
 
 
 def _functional_arguments(args, kwargs) -> bool:
@@ -815,13 +751,236 @@ def _functional_subclass(cls):
     then ``Functional.__init__``."""
     made = _FUNCTIONAL_SUBCLASSES.get(cls)
     if made is None:
-        made = type(cls.__name__, (cls, Functional), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        made = type(cls.__name__, (cls, Functional), {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                                      "_written_as": cls})
         _FUNCTIONAL_SUBCLASSES[cls] = made
     return made
 
 
-def _bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.2f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024
+# ---------------------------------------------------------------------------
+# Sequential and functional configs
+# ---------------------------------------------------------------------------
+def sequential_config(model) -> dict:
+    """What ``Sequential.get_config()`` returns (see :meth:`autodiff_viz.Sequential.get_config`)."""
+    where = f"model {model.name!r}"
+    entries = []
+    spec = model._input_spec
+    if spec is not None:
+        entries.append(_entry(InputLayer, {
+            "batch_shape": list(spec.shape), "dtype": None if spec.dtype is None else np.dtype(spec.dtype).name,
+            "name": spec.name}))
+    entries += [_layer_entry(layer, f"{where} > layer {layer.name!r}") for layer in model._layers]
+    config = {"name": model.name, "trainable": model.trainable, "dtype": model.dtype, "layers": entries}
+    shape = model.__dict__.get("_build_input_shape")
+    if spec is None and model.built and shape is not None:
+        config["build_input_shape"] = _encode(shape, where)
+    return config
+
+
+def functional_config(model) -> dict:
+    """What a functional model's ``get_config()`` returns (see :meth:`autodiff_viz.models.Functional.get_config`)."""
+    where = f"model {model.name!r}"
+    mine = {id(n) for n in model._nodes}
+    index, calls, named = {}, {}, {}
+    for layer in model._functional_layers:
+        other = named.setdefault(layer.name, layer)
+        if other is not layer:
+            raise ValueError(f"{_at(where)}: two layers are named {layer.name!r} ({type(other).__name__} and "
+                             f"{type(layer).__name__}); a saved graph names each layer once. Give them distinct "
+                             "names (name=...) when you make them.")
+        nodes = layer._inbound_nodes[:1] if isinstance(layer, InputLayer) else \
+            [n for n in layer._inbound_nodes if id(n) in mine]
+        calls[id(layer)] = nodes
+        for i, node in enumerate(nodes):
+            index[id(node)] = i
+
+    def reference(t):
+        node, i = t._keras_history
+        return [node.layer.name, index[id(node)], i]
+
+    def arguments(obj, at):
+        if isinstance(obj, KerasTensor):
+            return {"class_name": "__keras_tensor__", "config": {"shape": list(obj.shape), "dtype": obj.dtype,
+                                                                 "keras_history": reference(obj)}}
+        if isinstance(obj, list):
+            return [arguments(o, at) for o in obj]
+        if isinstance(obj, tuple):
+            return {"class_name": "__tuple__", "config": {"value": [arguments(o, at) for o in obj]}}
+        if isinstance(obj, dict):
+            return {k: arguments(v, at) for k, v in obj.items()}
+        return _encode(obj, at, tuples=True)
+
+    def structure(obj):
+        if isinstance(obj, KerasTensor):
+            return reference(obj)
+        if isinstance(obj, dict):
+            return {k: structure(v) for k, v in obj.items()}
+        return [structure(o) for o in obj]
+
+    for t in model._inputs_flat:
+        layer = t._keras_history[0].layer if t._keras_history else None
+        if not isinstance(layer, InputLayer):
+            raise ValueError(f"{_at(where)}: input {t.name!r} is not made by adv.layers.Input, so the graph cannot "
+                             "be written from its inputs. Make the model's inputs with adv.layers.Input(shape).")
+    entries = []
+    for layer in model._functional_layers:
+        at = f"{where} > layer {layer.name!r}"
+        entry = _layer_entry(layer, at)
+        entry["name"] = layer.name
+        entry["inbound_nodes"] = [] if isinstance(layer, InputLayer) else [
+            {"args": arguments(list(node.args), at), "kwargs": arguments(dict(node.kwargs), at)}
+            for node in calls[id(layer)]]
+        entries.append(entry)
+    return {"name": model.name, "trainable": model.trainable, "dtype": model.dtype, "layers": entries,
+            "input_layers": structure(model._input_struct), "output_layers": structure(model._output_struct)}
+
+
+class _NotReady(Exception):
+    """A graph call whose input tensors are not all made yet."""
+
+
+def _is_reference(data) -> bool:
+    return (isinstance(data, list) and len(data) == 3 and isinstance(data[0], str)
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in data[1:]))
+
+
+def _functional_from_config(cls, config, where):
+    entries = config.get("layers")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ModelFileError(f"{_at(where)}: 'layers' must be a list of layer entries.")
+    created, pending, order, made = {}, {}, [], {}
+    for entry in entries:
+        name = entry.get("name") or (entry.get("config") or {}).get("name")
+        if not isinstance(name, str) or name in created:
+            raise ModelFileError(f"{_at(where)}: each layer entry needs a name of its own, got {name!r}.")
+        layer = _decode_entry(entry, f"{where} > layer {name!r}")
+        if not isinstance(layer, Layer):
+            raise ModelFileError(f"{_at(where)}: the entry of {name!r} is a {type(layer).__name__}, not a layer.")
+        created[name], pending[name] = layer, list(entry.get("inbound_nodes") or [])
+        order.append(name)
+        if isinstance(layer, InputLayer):
+            made[(name, 0)] = [layer._tensor]
+
+    def tensor(ref, at):
+        if not _is_reference(ref):
+            raise ModelFileError(f"{_at(at)}: a tensor must be written [layer name, call, output], got {ref!r}.")
+        name, call, i = ref
+        if name not in created:
+            raise ModelFileError(f"{_at(at)}: it reads a tensor of layer {name!r}, which the config does not have.")
+        if (name, call) not in made:
+            raise _NotReady(ref)
+        outputs = made[(name, call)]
+        if not 0 <= i < len(outputs):
+            raise ModelFileError(f"{_at(at)}: it reads output {i} of layer {name!r}, which has {len(outputs)}.")
+        return outputs[i]
+
+    def arguments(data, at):
+        if isinstance(data, list):
+            return [arguments(d, at) for d in data]
+        if isinstance(data, dict):
+            if data.get("class_name") == "__keras_tensor__":
+                return tensor((data.get("config") or {}).get("keras_history"), at)
+            if data.get("class_name") == "__tuple__" and isinstance(data.get("config"), dict):
+                return tuple(arguments(data["config"].get("value", []), at))
+            if _is_entry(data):
+                return _decode_entry(data, at)
+            return {k: arguments(v, at) for k, v in data.items()}
+        return data
+
+    calls_done = dict.fromkeys(order, 0)
+    while any(pending.values()):
+        progressed = False
+        for name in order:
+            layer, queue = created[name], pending[name]
+            while queue:
+                at = f"{where} > layer {name!r} (call {calls_done[name]})"
+                node = queue[0]
+                if not isinstance(node, dict):
+                    raise ModelFileError(f"{_at(at)}: an inbound node must be {{\"args\": [...], \"kwargs\": "
+                                         f"{{...}}}}, got {node!r:.80}.")
+                try:
+                    args = arguments(node.get("args", []), at)
+                    kwargs = arguments(node.get("kwargs", {}), at)
+                except _NotReady:
+                    break
+                outputs = layer(*args, **kwargs)
+                made[(name, calls_done[name])] = flatten(outputs)[0]
+                calls_done[name] += 1
+                queue.pop(0)
+                progressed = True
+        if not progressed:
+            stuck = next(n for n in order if pending[n])
+            raise ModelFileError(f"{_at(where)}: the graph cannot be rebuilt: call {calls_done[stuck]} of layer "
+                                 f"{stuck!r} reads tensors that no call of the config makes. The config is "
+                                 "damaged or was edited by hand.")
+
+    def structure(data, at):
+        if _is_reference(data):
+            return tensor(data, at)
+        if isinstance(data, dict):
+            return {k: structure(v, at) for k, v in data.items()}
+        if isinstance(data, list):
+            return [structure(d, at) for d in data]
+        raise ModelFileError(f"{_at(at)}: must be a tensor [layer name, call, output] or a list or dict of them, "
+                             f"got {data!r:.80}.")
+
+    try:
+        inputs = structure(config.get("input_layers"), f"{where} input_layers")
+        outputs = structure(config.get("output_layers"), f"{where} output_layers")
+    except _NotReady as exc:
+        raise ModelFileError(f"{_at(where)}: the model's inputs or outputs name {exc.args[0]}, which no call of the "
+                             "config makes.") from None
+    kwargs = {k: config[k] for k in ("name", "trainable", "dtype") if config.get(k) is not None}
+    model_cls = Functional if cls is Model else cls
+    try:
+        model = model_cls(inputs=inputs, outputs=outputs, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{_at(where)}: {cls.__name__}(inputs, outputs, name=...) failed: {exc}. A Model subclass "
+                        "saved as a functional model must take inputs, outputs and **kwargs in __init__ (and pass "
+                        "them to super().__init__), or define from_config.") from exc
+    position = {id(created[n]): i for i, n in enumerate(order)}
+    model._functional_layers = sorted(model._functional_layers, key=lambda layer: position.get(id(layer), -1))
+    _touch()
+    return model
+
+
+def _sequential_from_config(cls, config, where):
+    entries = config.get("layers")
+    if not isinstance(entries, list):
+        raise ModelFileError(f"{_at(where)}: 'layers' must be a list of layer entries.")
+    model = cls(name=config.get("name"), dtype=config.get("dtype"))
+    for i, entry in enumerate(entries):
+        name = (entry.get("config") or {}).get("name") if isinstance(entry, dict) else None
+        layer = _decode(entry, f"{where} > layer {name or i!r}")
+        if not isinstance(layer, Layer):
+            raise ModelFileError(f"{_at(where)}: layer {i} of the config is a {type(layer).__name__}, not a layer.")
+        model.add(layer)
+    shape = config.get("build_input_shape")
+    if shape is not None and not model.built:
+        _build(model, {"input_shape": shape}, where)
+    if config.get("trainable") is False:
+        model.trainable = False
+    return model
+
+
+def model_from_config(cls, config, custom_objects=None, safe_mode=None):
+    """What ``Model.from_config`` does (see :meth:`autodiff_viz.Model.from_config`)."""
+    if isinstance(config, dict) and _is_entry(config) and isinstance(config.get("config"), dict) \
+            and "layers" in config["config"]:
+        config = config["config"]       # a whole entry (to_json's), as Keras 3 accepts
+    if not isinstance(config, dict):
+        raise TypeError(f"{cls.__name__}.from_config: the config must be a dict (what get_config() returns), "
+                        f"got {type(config).__name__}.")
+    with _entered(custom_objects=custom_objects, safe_mode=safe_mode):
+        where = f"model {config.get('name', cls.__name__)!r}"
+        if "layers" in config and "input_layers" in config:
+            if issubclass(cls, Sequential):
+                raise ValueError(f"{_at(where)}: this is a functional model's config (it has input_layers); "
+                                 "rebuild it with adv.Model.from_config(config).")
+            return _functional_from_config(cls, config, where)
+        if "layers" in config and (issubclass(cls, Sequential) or cls in (Model, Functional)):
+            return _sequential_from_config(cls if issubclass(cls, Sequential) else Sequential, config, where)
+        if cls in (Model, Functional):
+            raise ValueError(f"{_at(where)}: {cls.__name__}.from_config needs a functional model's config (with "
+                             f"layers, input_layers and output_layers); got keys {sorted(config)}.")
+        return _construct(cls, _decode(config, where), where, layer_name=config.get("name"))
