@@ -41,8 +41,8 @@ from .tape import GradientTape, UnconnectedGradients
 from .core.tensor import Tensor, TorchSpellingError, Variable, constant
 from .traces.model import Trace, TraceFormatError
 from .views.widgets import show
-from .transforms import (check_grads, custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp,
-                         GradCheckReport)
+from .transforms import custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp
+from .gradcheck import GradCheckReport, check_grads
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import utils

@@ -45,8 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import walks
+from .core.tensor import Tensor, as_tensor
+from .diagnosis import explain, require_recorded
 from .state import paused, user_frame_object
-from .core.tensor import Tensor
+from .tape import GradientTape
+from .traces.model import build_trace
 
 STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient")
 _COLOURS = {"exact": "#c9f2c9", "close": "#dff5c4", "wrong": "#f6b8b8", "shape": "#f6b8b8",
@@ -163,48 +166,9 @@ class Comparison:
         marks = {r.node: f"hand gradient {r.status}" for r in self.rows if r.node is not None and not r.ok}
         return self.trace.with_marks(marks)
 
-    def to_svg(self, view: str = "backward") -> str:
-        """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey."""
-        from .views import render
-        svg = render.svg(self.marked_trace().to_dot(view))
-        return _colour_nodes(svg, self._node_colours(), view)
-
-    def _node_colours(self) -> dict:
-        colours = {}
-        for r in self.rows:
-            if r.node is not None:
-                colours[r.node] = _COLOURS["exact"] if r.ok else _COLOURS["wrong"]
-        return colours
-
-    def show(self, view: str = "backward"):
-        """Display the graph with the verdict (a notebook object; ``str()``-able too)."""
-        return _Figure(self.to_svg(view), self._verdict())
 
 
-class _Figure:
-    def __init__(self, svg: str, caption: str):
-        self.svg, self.caption = svg, caption
 
-    def _repr_html_(self):
-        return (f"<div class='adv-comparison-graph'><p>{html.escape(self.caption)}</p>"
-                f"<div style='max-width:100%;overflow:auto'>{self.svg}</div></div>")
-
-    def __str__(self):
-        return self.caption
-
-
-def _colour_nodes(svg: str, colours: dict, view: str) -> str:
-    """Add a style block that fills the compared nodes (ids as the DOT views name them) and greys the rest."""
-    prefixes = {"forward": ("f",), "backward": ("b",), "both": ("f", "b")}.get(view, ("",))
-    rules = ["svg g.node polygon, svg g.node ellipse {fill-opacity: 0.55}"]
-    for node_id, colour in colours.items():
-        for p in prefixes:
-            for pid in {p + node_id, node_id}:
-                rules.append(f'svg g[id="{pid}"] polygon, svg g[id="{pid}"] ellipse, svg g[id="{pid}"] path '
-                             f"{{fill: {colour}; fill-opacity: 1}}")
-    style = "<style>" + "\n".join(rules) + "</style>"
-    at = svg.find(">", svg.find("<svg"))
-    return svg[:at + 1] + style + svg[at + 1:] if at >= 0 else style + svg
 
 
 def _fmt(v: float) -> str:
@@ -359,13 +323,11 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
     if not isinstance(target, Tensor):
         raise TypeError(f"compare: the target must be a tensor (the loss), got {type(target).__name__}.")
     tape._require_values("tape.compare()")
-    from .diagnosis import explain, require_recorded
     require_recorded(tape, target, "tape.compare()")
     if namespace is None:
         frame = user_frame_object()
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
     names = _names_on_tape(tape, namespace)
-    from .traces.model import build_trace
     trace = build_trace(tape, target)
     resolved = [(_resolve(tape, key, names, trace), value) for key, value in hand.items()]
 
@@ -409,8 +371,6 @@ def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparis
         >>> adv.compare(f, [adv.constant([0.5, -1.0])], {"h": 2 * np.tanh([0.5, -1.0])}).ok
         True
     """
-    from .tape import GradientTape
-    from .core.tensor import as_tensor
     args = [as_tensor(a) if isinstance(a, (Tensor, np.ndarray, float, list)) else a for a in args]
     nums = range(len(args)) if argnums is None else ([argnums] if isinstance(argnums, int) else argnums)
     captured = {}
@@ -434,3 +394,19 @@ def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparis
         raise TypeError(f"compare: {getattr(f, '__name__', 'f')} must return a scalar tensor (the loss), got "
                         f"{out.shape if isinstance(out, Tensor) else type(out).__name__}.")
     return compare_tape(tape, out, hand, rtol, atol, namespace=captured)
+
+
+def _compare_on_tape(self, target, hand, rtol=1e-5, atol=1e-8):
+    """Your hand-derived gradients against this tape's: an :class:`~autodiff_viz.Comparison`.
+
+    ``hand`` maps intermediates (tensors, or the names of variables that
+    hold them where you call this) to your gradient of ``target`` with
+    respect to each. The table follows the backward pass and names the
+    first wrong intermediate; ``.show()`` marks it on the graph. Does not
+    use up a non-persistent tape.
+    """
+    self._require_values("tape.compare()")
+    return compare_tape(self, target, hand, rtol, atol)
+
+
+GradientTape.compare = _compare_on_tape   # tape.compare(...): this module sits above the tape

@@ -24,6 +24,8 @@ import numpy as np
 
 from . import naming
 from .core.tensor import Tensor
+from .tape import GradientTape
+from .transforms import jacobian, jvp, vjp
 
 
 class GradientCheckError(AssertionError):
@@ -258,7 +260,6 @@ def check_grads(f, args, order=1, modes=("reverse", "forward"), atol=None, rtol=
 
 def _check_rows(f, args, nums, order, modes, eps, rtol, atol, of) -> list:
     """The rows of one order for ``f`` (named ``of`` in the table), then those of its derivatives."""
-    from .transforms import jacobian
 
     rows = []
     for k in nums:
@@ -289,7 +290,6 @@ def _derivative(f, args, nums, k, mode, of) -> tuple:
     over the checked arguments. The cotangent and tangents are fixed random values (seeded), and
     they are arguments of ``g`` too, so its Jacobian covers how the derivative depends on them.
     """
-    from .transforms import jvp, vjp
 
     rng = np.random.default_rng(len(args) * 31 + (k or 0))
     n = len(args)
@@ -331,7 +331,6 @@ def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
     """``(rows, (tape, out, sources))``: the edge rows and the run they checked."""
     from .core import walks
     from .state import paused
-    from .tape import GradientTape
 
     xs = [Tensor(np.array(a, dtype=np.float64)) for a in args]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:

@@ -359,19 +359,6 @@ class GradientTape:
         from .diagnosis import explain
         return explain(self, target, source)
 
-    def compare(self, target, hand, rtol=1e-5, atol=1e-8):
-        """Your hand-derived gradients against this tape's: an :class:`~autodiff_viz.Comparison`.
-
-        ``hand`` maps intermediates (tensors, or the names of variables that
-        hold them where you call this) to your gradient of ``target`` with
-        respect to each. The table follows the backward pass and names the
-        first wrong intermediate; ``.show()`` marks it on the graph. Does not
-        use up a non-persistent tape.
-        """
-        self._require_values("tape.compare()")
-        from .compare import compare_tape
-        return compare_tape(self, target, hand, rtol, atol)
-
     def _raise_unconnected(self, targets, sources, grads) -> None:
         for s, g in zip(sources, grads):
             if g is None:
@@ -553,11 +540,6 @@ class GradientTape:
         self._require_values("tape.trace()")
         require_recorded(self, target, "tape.trace()")
         return build_trace(self, target, sources, value_limit)
-
-    def show(self, target=None, sources=None, **kwargs):
-        """An interactive explorer of this tape's graphs (see :func:`autodiff_viz.show`)."""
-        from .views.widgets import show
-        return show(self, target, sources, **kwargs)
 
     def table(self, target=None, sources=None):
         """The tape as a table (the Wengert list): HTML in notebooks, text in a terminal."""

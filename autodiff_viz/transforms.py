@@ -21,7 +21,6 @@ import numpy as np
 from .core import engine, rules
 from .state import paused, state
 from .core.engine import In, Rule
-from .gradcheck import GradCheckReport, check_grads  # noqa: F401  (part of this module's API)
 from .structure import flatten
 from .tape import GradientTape
 from .core.tensor import Tensor, Variable, _label, as_tensor

@@ -52,7 +52,6 @@ import numpy as np
 from ..core import engine, walks
 from ..state import paused, resolve_location, scope_kinds
 from .. import naming
-from ..views.dot import NODE_BUDGET, VIEWS
 from ..core.tensor import Tensor, Variable
 
 SCHEMA = "autodiff_viz.trace"
@@ -526,80 +525,6 @@ class Trace:
         return list(self._mark_index[1].get(ref, ()))
 
     # ----- views -------------------------------------------------------------
-    def to_dot(self, view: str = "forward", collapse="auto", highlight=None, budget=NODE_BUDGET,
-               expanded=None, rolled=None) -> str:
-        """Graphviz DOT source of a view; see :func:`autodiff_viz.dot.to_dot`.
-
-        ``collapse="auto"`` (default) folds layers, losses, name scopes and
-        your own functions into boxes by meaning; ``expanded`` lists the box
-        keys drawn open (:meth:`groups`; by default the boxes that hold a
-        mark, so a failed check is never hidden), ``collapse=None`` draws every op;
-        ``budget=None``: no folding for size.
-        """
-        from ..views import dot
-        return dot.to_dot(self, view=view, collapse=collapse, highlight=highlight, budget=budget,
-                          expanded=expanded, rolled=rolled)
-
-    def to_svg(self, view: str = "forward", collapse="auto", highlight=None, expanded=None, rolled=None,
-               renderer="graphviz") -> str:
-        """The view drawn as SVG text.
-
-        ``renderer="graphviz"`` needs Graphviz's ``dot`` program;
-        ``renderer="builtin"`` uses the pure-Python layout of
-        :mod:`autodiff_viz.widgets.minidot` (no dependency, simpler layout).
-        """
-        source = self.to_dot(view, collapse, highlight, expanded=expanded, rolled=rolled)
-        if renderer == "builtin":
-            from ..views.widgets import minidot
-            return minidot.svg(source)
-        if renderer != "graphviz":
-            raise ValueError(f"renderer must be 'graphviz' or 'builtin', got {renderer!r}.")
-        from ..views import render
-        return render.svg(source)
-
-    def groups(self) -> dict:
-        """The foldable boxes by key (layers, losses, name scopes, your functions): ``{key: dot.Group}``.
-
-        Keys are stable for the same program; pass a set of them as
-        ``expanded=`` to draw those boxes open.
-        """
-        from ..views import dot
-        return dict(dot.hierarchy(self).groups)
-
-    def loops(self) -> list:
-        """Repeated calls of one layer (an RNN cell per time step) as :class:`autodiff_viz.dot.Loop` s.
-
-        Each has, per time step ``t``, the node ids of the step, the node of
-        the state handed on (``h(t)``) and ``‖ḡ_h(t)‖``.
-        """
-        from ..views import dot
-        return dot.loops(self)
-
-    def table(self, step: int | None = None):
-        """The tape as a table (the Wengert list): HTML in notebooks, text in a terminal.
-
-        ``step=k``: as it stands after ``k`` backward steps (gradients not yet computed are blank).
-        """
-        from ..views.tape_table import TapeTable
-        return TapeTable(self, step)
-
-    def save(self, path, view: str = "both", collapse="auto") -> str:
-        """Write the trace to ``path``: ``.svg``, ``.dot``, ``.json`` or a self-contained ``.html``."""
-        from ..views import render
-        try:
-            path = os.fspath(path)
-        except TypeError:
-            raise TypeError(f"Trace.save: the file must be a path (str or pathlib.Path), got "
-                            f"{type(path).__name__}.") from None
-        if view not in VIEWS:
-            raise ValueError(f"Trace.save: view must be one of {VIEWS} (what a .svg or .dot file draws), "
-                             f"got {view!r}.")
-        check_folder("Trace.save", path)
-        return render.save(self, path, view=view, collapse=collapse)
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        from ..views import render
-        return render.mimebundle(self)
 
     def __repr__(self):
         ops = sum(1 for n in self.nodes if n.kind == "op")
