@@ -1,0 +1,179 @@
+"""The layers of the house (ARCHITECTURE.md): every import runs down, none runs in a circle.
+
+The graph is built from the source with ``ast``: every ``import`` and
+``from … import`` of the package, at module level or inside a function,
+counts. Each module belongs to one layer below; a module may import from its
+own layer or a lower one, never from a higher one, and no set of modules may
+import each other in a circle (a cycle inside one layer is as bad as one
+across layers: neither can be read or tested bottom-up).
+
+A new module gets its place in ``LAYERS``; a test that fails here names the
+importing module, the line and the layer it reached up to.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_viz"
+
+# Bottom to top. A module is placed by the longest prefix that names it.
+LAYERS = [
+    ("base", ["_compiled", "_build", "errors", "naming", "structure", "session", "state", "files"]),
+    ("core: tensor", ["core", "core.tensor"]),
+    ("core: engine", ["core.engine"]),
+    ("core: rules", ["core.rules"]),
+    ("core: walks", ["core.walks"]),
+    ("core: ops", ["core.ops"]),
+    ("core: linalg", ["core.linalg"]),
+    ("core: methods", ["core.methods", "core.spellings"]),
+    ("core: nn, random", ["core.nn", "core.random"]),
+    ("records", ["traces", "diagnosis", "tape", "anomaly", "transforms", "gradcheck", "compare"]),
+    ("keras: serialization", ["serialization", "regularizers", "initializers"]),
+    ("keras: layers", ["layers"]),
+    ("keras: losses, metrics", ["losses", "metrics"]),
+    ("keras: optimizers, callbacks", ["optimizers", "callbacks"]),
+    ("keras: saving", ["saving"]),
+    ("keras: models", ["models"]),
+    ("keras: utilities and data", ["array_utils", "image_utils", "data", "datasets"]),
+    ("views", ["views"]),
+    ("bridges", ["torch", "tf"]),
+    ("the package face and its namespaces, tools", ["", "utils", "run_notebooks"]),
+]
+
+
+def _modules() -> dict:
+    """``{dotted name relative to the package ('' for the face): path}``."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or (prefix and module.startswith(prefix + ".")):
+                if len(prefix) > best:
+                    best, rank = len(prefix), i
+    if rank is None:
+        rank = len(LAYERS) - 1 if module == "" else None
+    return rank
+
+
+def _imported(module: str, node) -> list:
+    """The package modules an import statement in ``module`` reaches (the module, and each name that is one)."""
+    is_package = MODULES[module].name == "__init__.py"
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    package = [p for p in package if p]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = package[:len(package) - (node.level - 1)] + (node.module.split(".") if node.module else [])
+        elif node.module and (node.module == "autodiff_viz" or node.module.startswith("autodiff_viz.")):
+            base = node.module.split(".")[1:]
+        else:
+            return []
+        base = ".".join(base)
+        names = [base] + [f"{base}.{a.name}" if base else a.name for a in node.names]
+    else:
+        names = [a.name.split(".", 1)[1] if "." in a.name else "" for a in node.names
+                 if a.name == "autodiff_viz" or a.name.startswith("autodiff_viz.")]
+    return [n for n in names if n in MODULES]
+
+
+def import_graph() -> dict:
+    """``{module: [(imported module, line), ...]}`` over every import in the package."""
+    graph = {}
+    for module, path in MODULES.items():
+        edges = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _imported(module, node):
+                    # a module reading its own package's face (or itself) is not an edge of the house
+                    if target != module and not (module.startswith(target + ".") or target == ""):
+                        edges.append((target, node.lineno))
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target, _ in edges:
+                if target not in index:
+                    index[target] = low[target] = counter[0]
+                    counter[0] += 1
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(graph[target])))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in MODULES if layer_of(m) is None)
+    assert not unplaced, f"modules with no layer in tests/test_architecture.py LAYERS: {unplaced}"
+
+
+def test_no_import_cycles():
+    found = cycles(import_graph())
+    assert not found, "import cycles (each list imports itself in a circle): " + "; ".join(map(str, found))
+
+
+def test_imports_run_down_the_layers():
+    up = []
+    for module, edges in import_graph().items():
+        mine = layer_of(module)
+        for target, line in edges:
+            theirs = layer_of(target)
+            if theirs is not None and mine is not None and theirs > mine:
+                up.append(f"{module or '__init__'}:{line} ({LAYERS[mine][0]}) imports {target} ({LAYERS[theirs][0]})")
+    assert not up, "imports that run up the layers:\n" + "\n".join(sorted(up))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_a_reader_can_hold(module):
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= 1000, f"{MODULES[module].relative_to(PACKAGE.parent)} has {lines} lines; split it where its meaning splits"
+
+
+def test_the_checker_sees_a_cycle_and_an_upward_import():
+    """The checks themselves: a made-up graph with a cycle is reported, and an import from core to views is up."""
+    assert cycles({"a": [("b", 1)], "b": [("c", 1)], "c": [("a", 1)], "d": [("a", 1)]}) == [["a", "b", "c"]]
+    assert layer_of("core.engine") < layer_of("views.dot")
+    assert layer_of("layers.base") < layer_of("models.model") < layer_of("views.widgets.state")
