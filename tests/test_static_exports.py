@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from autodiff_viz.views import render
+from autodiff_viz.views import page as page_module
 from autodiff_viz.views.widgets import TrainingView, show
 from test_widget_state import mlp_tape, small_regression
 
@@ -98,7 +98,7 @@ def test_the_current_fold_state_and_its_fold_backs_are_carried_whatever_the_budg
     inner = [b for b in st.foldable() if st.layout().boxes[b].key.startswith(outer + "/")]
     ex.click(inner[0])                                  # a box inside the opened one
     assert len(st.expanded) == 2
-    page = render.html_document(st.trace, st.collapse, fold_states=1, budget_chars=0, budget_seconds=0, start=st)
+    page = page_module.html_document(st.trace, st.collapse, fold_states=1, budget_chars=0, budget_seconds=0, start=st)
     data = data_of(page)
     keys = set(data["states"])
     current = "|".join(sorted(st.expanded))
@@ -122,7 +122,7 @@ def test_the_both_view_is_carried_when_the_explorer_shows_it():
 
 def test_a_saved_page_without_an_explorer_still_opens_forward_folded_at_step_1():
     ex = mlp_explorer()
-    page = render.html_document(ex.state.trace)
+    page = page_module.html_document(ex.state.trace)
     data = data_of(page)
     assert data["init"] == {"state": "", "view": "forward", "mode": "backward", "step": 1, "heat": False,
                             "hidden": [], "selected": None}

@@ -7,6 +7,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz.traces.model import _num
+from autodiff_viz.views import page as page_module
 from autodiff_viz.views import render
 from autodiff_viz.views.widgets import ExplorerState, minidot, show, svgtools
 
@@ -291,7 +292,7 @@ def test_labels_are_escaped_in_every_output():
         st.set_view(view)
         outputs.append(st.graph_html())
         outputs.append(st.payload()["body"])
-    outputs.append(render.html_document(st.trace))
+    outputs.append(page_module.html_document(st.trace))
     for text in outputs:
         assert "<script>alert" not in text
     assert any("&lt;script&gt;alert(&quot;x&quot;) &amp; 1&lt;/script&gt;" in t for t in outputs)
@@ -440,7 +441,7 @@ def test_without_dot_the_explorer_renders_a_real_graph_and_says_why(no_dot):
     assert ex.graph.drawing is before and ex.graph.step == 2
     ex.view.value = "tape"
     assert "adv-tape-table" in ex.graph.drawing["body"]
-    page = render.html_document(st.trace)
+    page = page_module.html_document(st.trace)
     assert page.count("<svg") == 2
 
 

@@ -15,7 +15,7 @@ import os
 from ..compare import _COLOURS, Comparison
 from ..tape import GradientTape
 from ..traces.model import Trace, check_folder
-from . import dot, render
+from . import dot, page, render
 from .dot import NODE_BUDGET, VIEWS
 from .tape_table import TapeTable
 from .widgets import minidot
@@ -89,7 +89,7 @@ def _trace_save(self, path, view: str = "both", collapse="auto") -> str:
         raise ValueError(f"Trace.save: view must be one of {VIEWS} (what a .svg or .dot file draws), "
                          f"got {view!r}.")
     check_folder("Trace.save", path)
-    return render.save(self, path, view=view, collapse=collapse)
+    return page.save(self, path, view=view, collapse=collapse)
 
 
 def _trace_repr_mimebundle(self, include=None, exclude=None):

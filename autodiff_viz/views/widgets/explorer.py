@@ -18,7 +18,7 @@ What changes on screen per interaction:
 Where no widget manager runs (an HTML export by nbconvert, a notebook viewer,
 a kernel that is gone), the explorer's display carries a static alternative:
 :meth:`Explorer.static_html`, the trace's self-contained page from
-:func:`autodiff_viz.render.html_document` (the same stepping and folding,
+:func:`autodiff_viz.page.html_document` (the same stepping and folding,
 inline), opened where the explorer stands when it is displayed (view,
 opened boxes, colour by ‖ḡ‖, step: what a notebook set from code), plus the
 why-None and Jacobian panels. Jupyter front ends prefer the live widget.
@@ -30,7 +30,7 @@ import itertools
 
 import ipywidgets as W
 
-from .. import render
+from .. import page as page_module
 from .frontend import GraphView
 from .state import LABELS, ExplorerState
 from .svgtools import PANEL_CSS
@@ -260,7 +260,7 @@ class Explorer(W.VBox):
     def static_html(self) -> str:
         """The explorer as self-contained HTML, as it stands now: no widget manager, no network.
 
-        The trace's standalone page (:func:`autodiff_viz.render.html_document`:
+        The trace's standalone page (:func:`autodiff_viz.page.html_document`:
         both graphs, stepping and the fold states it can carry) opens where
         the explorer is: its view, its opened boxes (that fold state is always
         carried, with the ones its breadcrumb folds back to), colour by ‖ḡ‖
@@ -270,7 +270,7 @@ class Explorer(W.VBox):
         another explorer on the same page; the why-None and Jacobian panels follow.
         """
         st = self.state
-        page = render.html_document(st.trace, st.collapse, title="autodiff_viz explorer (static copy)",
+        page = page_module.html_document(st.trace, st.collapse, title="autodiff_viz explorer (static copy)",
                                     fold_states=STATIC_FOLD_STATES, budget_chars=STATIC_BUDGET_CHARS,
                                     budget_seconds=STATIC_BUDGET_SECONDS, start=st)
         body = (f'<iframe class="adv-static-explorer" srcdoc="{html.escape(page, quote=True)}" '

@@ -21,7 +21,7 @@ asking the kernel:
 The same script (:data:`CORE_JS`) runs in the live widget (an
 ``anywidget.AnyWidget``: the JavaScript is this Python string, no CDN, no
 build step; JupyterLab 4, Notebook 7 and VS Code) and, inline, in the
-self-contained page of :func:`autodiff_viz.render.html_document`, which
+self-contained page of :func:`autodiff_viz.page.html_document`, which
 carries the drawings of the fold states it can afford.
 
 Fit and navigate: the drawing fits the width of its output on first display
