@@ -29,8 +29,9 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 COMPILED = [
     "autodiff_viz/state.py", "autodiff_viz/core/engine.py", "autodiff_viz/core/tensor.py", "autodiff_viz/core/walks.py",
     "autodiff_viz/core/methods.py", "autodiff_viz/tape.py", "autodiff_viz/core/ops.py",
-    "autodiff_viz/structure.py", "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/__init__.py",
-    "autodiff_viz/core/rules/nn.py", "autodiff_viz/layers/base.py", "autodiff_viz/layers/dense.py",
+    "autodiff_viz/structure.py", "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/table.py",
+    "autodiff_viz/core/rules/elementwise.py", "autodiff_viz/core/rules/shapes.py", "autodiff_viz/core/rules/reductions.py",
+    "autodiff_viz/core/rules/contractions.py", "autodiff_viz/core/rules/nn.py", "autodiff_viz/layers/base.py", "autodiff_viz/layers/dense.py",
     "autodiff_viz/layers/activations.py", "autodiff_viz/optimizers.py", "autodiff_viz/losses.py",
     "autodiff_viz/models/model.py", "autodiff_viz/models/trainer.py", "autodiff_viz/models/compiling.py",
     "autodiff_viz/models/data_adapters.py",
