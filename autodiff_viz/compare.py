@@ -49,7 +49,7 @@ from .core.tensor import Tensor, as_tensor
 from .diagnosis import explain, require_recorded
 from .state import paused, user_frame_object
 from .tape import GradientTape
-from .traces.model import build_trace
+from .traces.build import build_trace
 
 STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient")
 _COLOURS = {"exact": "#c9f2c9", "close": "#dff5c4", "wrong": "#f6b8b8", "shape": "#f6b8b8",

@@ -36,7 +36,7 @@ from .serialization import (_at, _build, _decode, _decode_entry, _encode, _enter
                             custom_object_scope, deserialize_keras_object, get_registered_name,
                             get_registered_object, register_keras_serializable, serialize_keras_object)
 from .state import is_package_code, user_stacklevel
-from .traces.model import check_folder
+from .files import check_folder
 
 __all__ = ["save_model", "load_model", "model_from_json", "clone_model", "register_keras_serializable",
            "get_registered_name", "get_registered_object", "serialize_keras_object", "deserialize_keras_object",

@@ -28,6 +28,8 @@ from .core import engine, rules, walks
 from .state import config, live_tapes, state, user_frame, user_stacklevel
 from .structure import flatten
 from .core.tensor import Tensor, Variable, _ids, _label
+from .diagnosis import UnconnectedGradientError, explain, require_recorded
+from .traces.build import build_trace
 
 _serials = itertools.count(1)
 _UNCONNECTED = ("none", "zero")
@@ -356,13 +358,11 @@ class GradientTape:
 
     def explain(self, target, source):
         """Why ``self.gradient(target, source)`` is None (or that it is not): an :class:`~autodiff_viz.Explanation`."""
-        from .diagnosis import explain
         return explain(self, target, source)
 
     def _raise_unconnected(self, targets, sources, grads) -> None:
         for s, g in zip(sources, grads):
             if g is None:
-                from .diagnosis import UnconnectedGradientError, explain
                 raise UnconnectedGradientError(explain(self, [t for t in targets if isinstance(t, Tensor)], s))
 
     def jacobian(self, target, sources, unconnected_gradients="none", parallel_iterations=None,
@@ -535,8 +535,6 @@ class GradientTape:
         needs the values it recorded: ask before ``gradient`` on a
         non-persistent tape (after it, the tape has let go of them).
         """
-        from .diagnosis import require_recorded
-        from .traces.model import build_trace
         self._require_values("tape.trace()")
         require_recorded(self, target, "tape.trace()")
         return build_trace(self, target, sources, value_limit)

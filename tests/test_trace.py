@@ -249,7 +249,7 @@ def test_trace_uses_no_gradient_call_and_records_nothing():
 
 def test_target_not_on_tape_gives_a_note_and_no_gradients():
     """build_trace (what adv.show draws) notes it; tape.trace refuses it (tests/test_diagnosis_trace_edges.py)."""
-    from autodiff_viz.traces.model import build_trace
+    from autodiff_viz.traces.build import build_trace
     x = adv.Variable(2.0)
     with adv.GradientTape() as tape:
         y = x * 3.0

@@ -48,7 +48,7 @@ from ..layers.base import (
 )
 from ..state import paused
 from ..structure import flatten
-from ..traces.model import check_folder
+from ..files import check_folder
 from .trainer import Trainer
 
 

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from ..core.rules import TABLE
-from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit, formula
+from ..traces.build import formula
+from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from .explain import _cut, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)

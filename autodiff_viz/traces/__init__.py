@@ -1,8 +1,8 @@
 """Traces: the plain-data record of a forward and backward pass (see :class:`Trace`)."""
+from .build import build_trace, formula, local_jacobian
 from .model import (JACOBIAN_LIMIT, SCHEMA, SCHEMA_VERSION, VALUE_LIMIT, Location, Mark, Summary, Trace,
-                    TraceEdge, TraceFormatError, TraceNode, build_trace, check_folder, check_value_limit, formula,
-                    local_jacobian)
+                    TraceEdge, TraceFormatError, TraceNode, check_value_limit)
 
 __all__ = ["Trace", "TraceNode", "TraceEdge", "TraceFormatError", "Mark", "Location", "Summary", "build_trace",
-           "formula", "local_jacobian", "check_folder", "check_value_limit", "SCHEMA", "SCHEMA_VERSION",
+           "formula", "local_jacobian", "check_value_limit", "SCHEMA", "SCHEMA_VERSION",
            "VALUE_LIMIT", "JACOBIAN_LIMIT"]

@@ -14,7 +14,8 @@ import os
 
 from ..compare import _COLOURS, Comparison
 from ..tape import GradientTape
-from ..traces.model import Trace, check_folder
+from ..files import check_folder
+from ..traces.model import Trace
 from . import dot, page, render
 from .dot import NODE_BUDGET, VIEWS
 from .tape_table import TapeTable

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.tensor import Tensor
 from ..models import Functional, Model, Sequential
-from ..traces.model import check_folder
+from ..files import check_folder
 from ..layers.base import InputLayer, Layer, _symbolic_shapes
 from ..structure import flatten
 from . import dot as _dot

@@ -31,7 +31,8 @@ from .. import dot, render
 from ...core import walks
 from ...state import paused
 from ...core.tensor import Tensor
-from ...traces.model import Trace, build_trace
+from ...traces.build import build_trace
+from ...traces.model import Trace
 from . import minidot, panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
