@@ -1,0 +1,38 @@
+"""Ops under their numpy names: ``adv.exp``, ``adv.sum``, ``adv.concatenate`` ...
+
+Each function checks and normalises its arguments (axes become negative
+tuples, shapes are resolved, indices lose their ``...``) and applies the rule
+of the same name from :mod:`autodiff_viz.core.rules`. Arguments may be tensors,
+numpy arrays or Python numbers; the result is always a tensor.
+
+The ops are kept by kind, one module each, in the order they build on each
+other: ``common.py`` (argument checks, the numpy names that dispatch),
+``elementwise.py``, ``shapes.py``, ``creation.py`` (``zeros``, ``eye`` …),
+``reductions.py``, ``contractions.py`` and ``composites.py`` (numpy
+functions written with the others). This module is their face: ``ops.sum``,
+``adv.ops.mean`` read as one module.
+"""
+from __future__ import annotations
+
+from .common import (NUMPY_FUNCTIONS, _axes, _axes_cached, _axes_uncached, _default_float, _no_out,
+                     _refuse_numpy_keywords, _tensor, _UNSUPPORTED_FIX, _WITH_INITIAL)
+from .elementwise import (abs, absolute, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
+                          cbrt, ceil, clip, clip_by_norm, cos, cosh, divide, equal, erf, exp, exp2, expm1, fix,
+                          floor, floor_divide, greater, greater_equal, hypot, less, less_equal, log, log10, log1p,
+                          log2, logaddexp, logaddexp2, matmul, maximum, minimum, mod, multiply, negative,
+                          not_equal, positive, power, reciprocal, remainder, rint, round, sign, sin, sinh, sqrt,
+                          square, subtract, tan, tanh, true_divide, trunc, where, _binary_op, _unary_op)
+from .shapes import (broadcast_to, cast, concatenate, diag, diagonal, expand_dims, flip, fliplr, flipud, getitem,
+                     identity, moveaxis, one_hot, pad, ravel, repeat, reshape, roll, split, squeeze, stack,
+                     stop_gradient, swapaxes, take, take_along_axis, tile, transpose, tril, triu, _dims, _gather,
+                     _normalize_index, _outer_index)
+from .creation import (eye, full, ones, ones_like, shape, zeros, zeros_like, _filled, _filled_like, _new_shape,
+                       _whole)
+from .reductions import (all, amax, amin, any, argmax, argmin, argsort, cumprod, cumsum, logsumexp, max, mean,
+                         min, prod, sort, std, sum, trace, var, _arg, _ddof, _reduce, _scan)
+from .contractions import (dot, einsum, inner, outer, tensordot, vdot, _contract, _from_sublists, _letters,
+                           _LETTERS, _NUMPY_SPELLING, _numpy_split, _parse_einsum)
+from .composites import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, deg2rad,
+                         degrees, diff, dsplit, dstack, fmax, fmin, gradient, hsplit, hstack, kron, linspace,
+                         nan_to_num, partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc,
+                         vsplit, vstack, _values_of)

@@ -1,0 +1,148 @@
+"""Reductions and scans under their numpy names: ``sum``, ``mean``, ``max``, ``var``, ``std``, ``cumsum``, ``sort`` …
+"""
+from __future__ import annotations
+
+from .. import rules as R
+from ..engine import apply, call
+from .common import _axes, _no_out, _refuse_numpy_keywords, _tensor
+from .shapes import cast, diagonal, reshape
+
+
+def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
+    _no_out(out, rule.name)
+    x = _tensor(x) if dtype is None else cast(x, dtype)
+    return apply(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims), **params)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``Σ a`` over ``axis`` (all axes when None), as ``np.sum`` (``initial``/``where`` are refused by name)."""
+    _refuse_numpy_keywords("sum", initial=initial, where=where)
+    return _reduce(R.sum, a, axis, keepdims, dtype, out)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    """The mean over ``axis``, as ``np.mean``."""
+    _refuse_numpy_keywords("mean", where=where)
+    return _reduce(R.mean, a, axis, keepdims, dtype, out)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    """The largest entry over ``axis``. Tied maxima share the gradient equally (as JAX and TensorFlow)."""
+    _refuse_numpy_keywords("max", initial=initial, where=where)
+    return _reduce(R.max, a, axis, keepdims, None, out)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    """The smallest entry over ``axis``. Tied minima share the gradient equally (as JAX and TensorFlow)."""
+    _refuse_numpy_keywords("min", initial=initial, where=where)
+    return _reduce(R.min, a, axis, keepdims, None, out)
+
+
+amax, amin = max, min
+
+
+def logsumexp(x, axis=None, keepdims=False): return _reduce(R.logsumexp, x, axis, keepdims)
+
+
+def _arg(rule, a, axis, out, keepdims):
+    _no_out(out, rule.name)
+    x = _tensor(a)
+    y = call(rule, x, axis=None if axis is None else _axes(axis, x.ndim, rule.name)[0])
+    if keepdims:
+        y = reshape(y, (1,) * x.ndim if axis is None else R._keepdims_shape(x.shape, _axes(axis, x.ndim, rule.name)))
+    return y
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    """Index of the largest entry (an integer tensor: no gradient flows through it)."""
+    return _arg(R.argmax, a, axis, out, keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    """Index of the smallest entry (an integer tensor: no gradient flows through it)."""
+    return _arg(R.argmin, a, axis, out, keepdims)
+
+
+# ----- the numpy surface: reductions and scans -----------------------------------
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``Π a`` over ``axis``. The gradient of each entry is the product of the others (exact with zeros)."""
+    _refuse_numpy_keywords("prod", initial=initial, where=where)
+    return _reduce(R.prod, a, axis, keepdims, dtype, out)
+
+
+def _ddof(op, ddof, correction, where, mean):
+    """numpy 2's ``correction`` is another name for ``ddof`` (the Array API's); giving both is an error, as numpy."""
+    _refuse_numpy_keywords(op, where=where, mean=mean)
+    if correction is None:
+        return int(ddof)
+    if ddof != 0:
+        raise ValueError(f"{op}: ddof={ddof} and correction={correction} both given; they are the same "
+                         "setting (numpy 2's name for ddof is correction): pass one.")
+    return int(correction)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+    """``Σ(a − ā)²/(n − ddof)`` over ``axis`` (numpy's default ddof=0; ``ddof=1`` (or ``correction=1``) for the
+    sample variance)."""
+    return _reduce(R.var, a, axis, keepdims, dtype, out, ddof=_ddof("var", ddof, correction, where, mean))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+    """``√var(a)``; its gradient is 0 where the standard deviation is 0 (all entries equal: a subgradient)."""
+    return _reduce(R.std, a, axis, keepdims, dtype, out, ddof=_ddof("std", ddof, correction, where, mean))
+
+
+def _scan(rule, a, axis, dtype, out):
+    _no_out(out, rule.name)
+    x = _tensor(a) if dtype is None else cast(a, dtype)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return call(rule, x, axis=_axes(axis, x.ndim, rule.name)[0], reverse=False)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Running sums along ``axis`` (the flattened array when None); the gradient sums ḡ from the end."""
+    return _scan(R.cumsum, a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Running products along ``axis``; the gradient is exact also where entries are 0."""
+    return _scan(R.cumprod, a, axis, dtype, out)
+
+
+def sort(a, axis=-1, kind=None, order=None):
+    """A sorted copy of ``a`` (values) along ``axis``; the gradient goes back to where each value came from.
+
+    The top ``k`` values: ``adv.sort(x)[..., -k:]``; their positions: ``np.argsort(x)[..., -k:]``.
+    """
+    x = _tensor(a)
+    if order is not None:
+        raise TypeError("sort: order= (structured arrays) is not supported.")
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return call(R.sort, x, axis=_axes(axis, x.ndim, "sort")[0])
+
+
+def argsort(a, axis=-1, kind=None, order=None):
+    """Indices that sort ``a`` (an integer tensor: no gradient)."""
+    x = _tensor(a)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return call(R.argsort, x, axis=_axes(axis, x.ndim, "argsort")[0])
+
+
+def any(a, axis=None, out=None, keepdims=False):
+    """Is any entry nonzero? A boolean tensor (no gradient)."""
+    return _reduce(R.any_, a, axis, keepdims, None, out)
+
+
+def all(a, axis=None, out=None, keepdims=False):
+    """Are all entries nonzero? A boolean tensor (no gradient)."""
+    return _reduce(R.all_, a, axis, keepdims, None, out)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum of the diagonal ``a[i, i + offset]`` (over the first two axes by default, as ``np.trace``)."""
+    _no_out(out, "trace")
+    d = diagonal(a if dtype is None else cast(a, dtype), offset, axis1, axis2)
+    return sum(d, axis=-1)
