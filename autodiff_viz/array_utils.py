@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layers.base import KerasTensor, positive_int
+from .layers.base import positive_int
+from .layers.keras_tensor import KerasTensor
 from .session import floatx
 from .core.tensor import Tensor
 

@@ -7,7 +7,9 @@ records carry the layer's scope path and a trace can collapse a model into
 its layers; every layer keeps ``layer.output`` from its latest call.
 """
 from . import activations, initializers
-from .base import InputSpec, Input, InputLayer, KerasTensor, Layer, clear_session, floatx, set_floatx, to_snake_case
+from .base import Layer, clear_session, floatx, set_floatx, to_snake_case
+from .input_layer import Input, InputLayer, Operation
+from .keras_tensor import InputSpec, KerasTensor
 from .dense import Dense
 from .initializers import set_random_seed
 from .core import *  # noqa: F401,F403

@@ -30,7 +30,8 @@ from ..core.ops import _tensor, expand_dims, matmul, reshape, sum as _sum, tanh,
 from ..core.rules import attention as _rules
 from ..core.tensor import Tensor, constant
 from .. import session
-from .base import Layer, _has_symbolic
+from .base import Layer
+from .keras_tensor import _has_symbolic
 
 
 def scaled_dot_product_attention(query, key, value, mask=None, scale=None, return_weights=False):

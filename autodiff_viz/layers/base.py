@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
-import operator
 import threading
 import warnings
 import weakref
@@ -46,11 +44,12 @@ import numpy as np
 
 from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
-from ..errors import ModelFileError
 from ..naming import to_snake_case
 from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
 from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
 from ..structure import flatten
+from .keras_tensor import (InputSpec, KerasTensor, _describe_symbolic, _has_symbolic, _has_unknown_sizes,
+                           _placeholders, _python_array, _symbolic_shapes, _SymbolicNode)
 from . import initializers
 
 _INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids", "_frozen",
@@ -76,8 +75,6 @@ def building() -> bool:
 
 _calls = _Calls()
 _holding_losses: "weakref.WeakSet" = weakref.WeakSet()   # layers with add_loss losses to clear
-_symbolic_layers: "weakref.WeakSet" = weakref.WeakSet()  # layers called on symbolic tensors
-_node_order = itertools.count()
 
 
 def _touch() -> None:
@@ -826,279 +823,36 @@ def _regularizer(identifier, layer_name, weight_name):
 # ---------------------------------------------------------------------------
 # Symbolic tensors (the functional API)
 # ---------------------------------------------------------------------------
-class KerasTensor:
-    """A symbolic tensor: the shape and dtype of a value a functional model will compute, and which
-    layer call makes it. ``shape[0]`` is ``None`` (any batch size).
-
-        >>> x = adv.layers.Input(shape=(4,), name="features")
-        >>> x
-        <KerasTensor shape=(None, 4), dtype=float32, name=features>
-        >>> h = adv.layers.Dense(8)(x)          # builds the layer; h.shape == (None, 8)
-
-    It holds no values: to compute, make a model (``adv.Model(x, h)``) and
-    call it on data.
-    """
-
-    __slots__ = ("shape", "dtype", "name", "_keras_history", "__weakref__")
-    _keras_kind = "symbolic"
-
-    def __init__(self, shape, dtype, name=None, history=None):
-        self.shape = tuple(None if s is None else int(s) for s in shape)
-        self.dtype = np.dtype(dtype).name
-        self.name = name
-        self._keras_history = history      # (node, index among the node's outputs)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __repr__(self):
-        return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
-
-    def _no_value(self, *args, **kwargs):
-        raise TypeError(f"{self.name} is a symbolic tensor (shape {self.shape}): it has no value. Call layers "
-                        "on it to build a graph, make adv.Model(inputs, outputs), then call the model on data. "
-                        "To compute with other ops, put them in a layer (adv.layers.Lambda, or your own call()).")
-
-    __array__ = numpy = __float__ = __int__ = __bool__ = __len__ = __iter__ = _no_value
-    __hash__ = object.__hash__
-
-    def _apply(name, fn, swap=False):
-        def method(self, *other):
-            args = [*other, self] if swap else [self, *other]
-            return Operation(fn, name)(args)
-        method.__name__ = name
-        return method
-
-    __add__, __radd__ = _apply("add", operator.add), _apply("add", operator.add, True)
-    __sub__, __rsub__ = _apply("subtract", operator.sub), _apply("subtract", operator.sub, True)
-    __mul__, __rmul__ = _apply("multiply", operator.mul), _apply("multiply", operator.mul, True)
-    __truediv__, __rtruediv__ = _apply("divide", operator.truediv), _apply("divide", operator.truediv, True)
-    __matmul__, __rmatmul__ = _apply("matmul", operator.matmul), _apply("matmul", operator.matmul, True)
-    __pow__, __neg__ = _apply("power", operator.pow), _apply("negative", operator.neg)
-    __getitem__ = _apply("get_item", operator.getitem)
-    del _apply
 
 
-class Operation(Layer):
-    """An operator used on symbolic tensors (``x + shortcut``, ``2 * h``, ``h[:, 0]``), as a graph step.
-
-    Keras 3 lets the functional API use operators on symbolic tensors; each
-    becomes one step of the model, named after the op (``add``,
-    ``multiply``, ``get_item`` ...), with no weights and no casting.
-    """
-
-    _autocast = False
-    _keras_kind = "operation"
-    #: The operators a graph step may run, by the name its config holds.
-    OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
-           "matmul": operator.matmul, "power": operator.pow, "negative": operator.neg, "get_item": operator.getitem}
-
-    def __init__(self, fn, op_name, **kwargs):
-        super().__init__(name=kwargs.pop("name", None) or unique_name(op_name), **kwargs)
-        self.fn = fn
-
-    def _convert_inputs(self, inputs):
-        """The operands as given: the operator converts its own (``h[:, 0]``'s index stays an index, ``2 * h``'s
-        number a Python number, as outside a model)."""
-        return inputs
-
-    def call(self, inputs):
-        return self.fn(*inputs)
-
-    def get_config(self) -> dict:
-        """``{"name", "op"}``: the step as data; an operator outside :attr:`OPS` cannot be written."""
-        op = next((k for k, fn in self.OPS.items() if fn is self.fn), None)
-        if op is None:
-            raise TypeError(f"the graph step {self.name!r} runs {self.fn!r}, which cannot be written as data. Write "
-                            "it as a layer: adv.layers.Lambda(function) (saved as code, loaded with safe_mode=False) "
-                            "or a Layer subclass with get_config().")
-        return {"name": self.name, "op": op}
-
-    @classmethod
-    def from_config(cls, config: dict):
-        op = config.get("op")
-        if op not in cls.OPS:
-            raise ModelFileError(f"a graph step of unknown op {op!r}; the ops that are written as data are "
-                                 f"{sorted(cls.OPS)}.")
-        return cls(cls.OPS[op], op, name=config.get("name"))
 
 
-class _SymbolicNode:
-    """One call of a layer on symbolic tensors: the layer, the arguments (with the symbolic tensors
-    in place) and the symbolic outputs. Creation order is a topological order."""
-
-    __slots__ = ("layer", "args", "kwargs", "inputs", "outputs", "flat_outputs", "index", "order")
-
-    def __init__(self, layer, args, kwargs, shapes_and_rebuild):
-        shapes, rebuild = shapes_and_rebuild
-        self.layer, self.args, self.kwargs = layer, tuple(args), dict(kwargs)
-        self.inputs = [t for t in flatten([list(args), dict(kwargs)])[0] if isinstance(t, KerasTensor)]
-        self.index = len(layer._inbound_nodes)
-        self.order = next(_node_order)
-        several = len(shapes) > 1
-        self.flat_outputs = []
-        for i, (shape, dtype) in enumerate(shapes):
-            name = layer.name if self.index == 0 else f"{layer.name}_{self.index}"
-            self.flat_outputs.append(KerasTensor(shape, dtype, f"{name}:{i}" if several else name, (self, i)))
-        self.outputs = rebuild(self.flat_outputs)
-        layer._inbound_nodes.append(self)
-        _symbolic_layers.add(layer)
-
-    def __repr__(self):
-        return f"<call {self.index} of {self.layer.name} on {[t.name for t in self.inputs]}>"
 
 
-class InputLayer(Layer):
-    """The layer behind :func:`Input`: it passes its input on, cast to its dtype."""
-
-    _autocast = False
-    _keras_kind = "input"
-
-    def __init__(self, shape=None, batch_size=None, dtype=None, name=None, batch_shape=None):
-        super().__init__(name=name or unique_name("input_layer"))
-        if batch_shape is None:
-            if shape is None:
-                raise ValueError("Input: give the shape of one sample, e.g. Input(shape=(784,)).")
-            if isinstance(shape, (int, np.integer)):
-                shape = (shape,)
-            batch_shape = (batch_size, *shape)
-        try:
-            batch_shape = tuple(None if s is None else int(s) for s in batch_shape)
-        except (TypeError, ValueError):
-            raise TypeError(f"Input: shape must be a tuple of ints (None for any size), got {shape!r}.") from None
-        if any(s is not None and s < 0 for s in batch_shape):
-            raise ValueError(f"Input: sizes must be non-negative, got {batch_shape[1:]}.")
-        self._explicit_dtype = dtype is not None
-        self.dtype = np.dtype(dtype or floatx()).name
-        if np.dtype(self.dtype).kind not in "fiub":
-            raise TypeError(f"Input: dtype must be numeric, got {self.dtype!r}.")
-        self.batch_shape = batch_shape
-        self.built = True
-        node = _SymbolicNode(self, (), {}, ([(batch_shape, self.dtype)], _only))
-        self._tensor = node.outputs
-
-    def call(self, inputs):
-        return inputs
-
-    def get_config(self) -> dict:
-        """``batch_shape``, ``dtype`` (None when it was not given: the data's float stays) and ``name``, as Keras 3."""
-        return {"batch_shape": list(self.batch_shape), "dtype": self.dtype if self._explicit_dtype else None,
-                "name": self.name}
-
-    @classmethod
-    def from_config(cls, config: dict):
-        return cls(batch_shape=config.get("batch_shape"), shape=config.get("shape"), dtype=config.get("dtype"),
-                   name=config.get("name"))
-
-    def _convert(self, x):
-        if isinstance(x, Tensor):
-            return cast(x, self.dtype) if x.dtype != self.dtype and self._explicit_dtype else x
-        return constant(np.asarray(x), dtype=self.dtype if self._explicit_dtype or
-                        np.asarray(x).dtype.kind not in "f" else None)
 
 
-def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None) -> KerasTensor:
-    """A symbolic input: ``x = Input(shape=(784,))``, then call layers on ``x`` (Keras' functional API).
-
-    Args:
-        shape: the shape of one sample, without the batch axis (``None``
-            for a size that may vary, e.g. ``(None, 8)`` for sequences).
-        batch_size: a fixed batch size (default: any).
-        dtype: the dtype the model casts this input to (default
-            :func:`floatx`; use ``"int32"`` for indices fed to ``Embedding``).
-        name: the name of the input (and of its ``InputLayer``).
-
-    As the first entry of ``Sequential([Input((4,)), ...])`` it gives the
-    model its input shape, so the model is built at once.
-    """
-    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name, batch_shape=batch_shape)._tensor
 
 
-class InputSpec:
-    """An input shape for a Sequential model (kept for old code; ``Input(shape)`` does the same)."""
-
-    def __init__(self, shape, dtype=None, name=None):
-        self.shape = (None,) + tuple(shape)
-        self.dtype = dtype
-        self.name = name
-
-    def __repr__(self):
-        return f"<InputSpec shape={self.shape}>"
 
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def _only(new):
-    return new[0]
 
 
-_PLAIN = frozenset({Tensor, Variable, np.ndarray, bool, int, float, str, type(None)})
 _LEAVES = frozenset({Tensor, Variable, np.ndarray})   # inputs that are one value: converted without flatten()
-_SCALARS = (int, float, complex, np.generic, str, bytes, type(None))
 
 
-def _python_array(obj) -> bool:
-    """Is ``obj`` an array written in Python: a list or tuple of scalars, or of such lists, at any depth?
-
-    Such a list is converted as one array (and a string or None in it gets
-    the error that says tensors hold numbers); a list that holds tensors or
-    numpy arrays is a structure of inputs.
-    """
-    if type(obj) is not list and type(obj) is not tuple:
-        return False
-    for o in obj:
-        if not isinstance(o, _SCALARS) and not _python_array(o):
-            return False
-    return True
 
 
-def _has_symbolic(args, kwargs) -> bool:
-    for a in itertools.chain(args, kwargs.values()) if kwargs else args:
-        if type(a) in _PLAIN:
-            continue
-        if isinstance(a, KerasTensor):
-            return True
-        if isinstance(a, (list, tuple, dict)) and any(isinstance(t, KerasTensor) for t in flatten(a)[0]):
-            return True
-    return False
 
 
-def _has_unknown_sizes(args) -> bool:
-    """Does a symbolic input have an unknown size besides the batch (so larger placeholders could help)?"""
-    return any(isinstance(t, KerasTensor) and None in tuple(t.shape)[1:] for t in flatten(list(args))[0])
 
 
-def _symbolic_shapes(obj):
-    if isinstance(obj, KerasTensor):
-        return obj.shape
-    if isinstance(obj, (list, tuple)):
-        return [_symbolic_shapes(o) for o in obj]
-    if isinstance(obj, dict):
-        return {k: _symbolic_shapes(v) for k, v in obj.items()}
-    return None
 
 
-def _describe_symbolic(args, kwargs) -> str:
-    leaves = [t for t in flatten([list(args), dict(kwargs)])[0] if isinstance(t, KerasTensor)]
-    parts = [f"{t.name} of shape {t.shape} ({t.dtype})" for t in leaves]
-    return ("the symbolic input " if len(parts) == 1 else "the symbolic inputs ") + ", ".join(parts)
 
 
-def _placeholders(structure, size):
-    """The structure with each symbolic tensor replaced by a constant batch (unknown sizes -> ``size``)."""
-    leaves, rebuild = flatten(structure)
-    out = []
-    for t in leaves:
-        if isinstance(t, KerasTensor):
-            shape = tuple(size if s is None else s for s in t.shape)
-            kind = np.dtype(t.dtype).kind
-            out.append(constant(np.zeros(shape, t.dtype) if kind in "iub" else np.ones(shape, t.dtype)))
-        else:
-            out.append(t)
-    args, kwargs = rebuild(out)
-    return args, kwargs
 
 
 def positive_int(who: str, what: str, value, minimum: int = 1) -> int:

@@ -597,7 +597,7 @@ class Exported(nn.Module):
 
 
 def _layers(model):
-    from ..layers.base import InputLayer
+    from ..layers.input_layer import InputLayer
     from ..models import Functional, Sequential
     if isinstance(model, Sequential):
         return list(model._layers)
@@ -610,7 +610,7 @@ def _layers(model):
 
 def _plan(model):
     """``(steps, n_inputs, output slots, rebuild)`` of a Sequential or functional model."""
-    from ..layers.base import KerasTensor
+    from ..layers.keras_tensor import KerasTensor
     from ..models import Sequential
     if isinstance(model, Sequential):
         steps = [(layer.name, [_Ref(k)], lambda v: ((v[0],), {}), [k + 1]) for k, layer in enumerate(model._layers)]
