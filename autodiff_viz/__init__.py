@@ -37,7 +37,7 @@ from .core.ops import clip_by_norm, eye, identity, ones_like, zeros_like
 from .anomaly import AnomalyError, detect_anomaly
 from .diagnosis import Explanation, UnconnectedGradientError
 from .compare import Comparison, compare
-from .tape import GradientTape, UnconnectedGradients
+from .tape import GradientTape, TapeRecord, UnconnectedGradients
 from .core.tensor import Tensor, TorchSpellingError, Variable, constant
 from .traces.model import Trace, TraceFormatError
 from .views.widgets import show

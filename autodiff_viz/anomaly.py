@@ -27,9 +27,9 @@ import contextlib
 import numpy as np
 
 from .core import engine, walks
-from .state import resolve_location, state, user_location
-from .diagnosis import _code, _where
 from .core.tensor import Tensor
+from .diagnosis import _code, _where
+from .state import resolve_location, state, user_location
 
 
 class AnomalyError(FloatingPointError):

@@ -24,8 +24,9 @@ import time
 import warnings
 
 import numpy as np
-from .state import user_stacklevel
+
 from .optimizers import _real
+from .state import user_stacklevel
 
 
 def in_notebook() -> bool:

@@ -258,7 +258,7 @@ def _names_on_tape(tape, namespace: dict) -> dict:
     A constant that a recorded op read is on the tape too (a node of its
     trace), so ``{"c": g}`` finds it as ``{c: g}`` does.
     """
-    ids = {x._id for rec in tape._nodes for x in rec.inputs} | {rec.out_id for rec in tape._nodes} | set(tape._tracked)
+    ids = {x._id for rec in tape.record.nodes for x in rec.inputs} | {rec.out_id for rec in tape.record.nodes} | set(tape.record.tracked)
     out = {}
     for k, v in namespace.items():
         if isinstance(v, Tensor) and v._id in ids and not k.startswith("_"):
@@ -337,11 +337,11 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
         tid = tensor._id if tensor is not None else (by_node[node_id].tensor_id if node_id else None)
         if tid is not None:
             ids.add(tid)
-    ids &= tape._tracked          # as tape.gradient: an unwatched constant gets no gradient
+    ids &= tape.record.tracked          # as tape.gradient: an unwatched constant gets no gradient
     grads = {}
-    if target.dtype.kind in "fc" and target._id in {rec.out_id for rec in tape._nodes} | set(tape._tracked):
+    if target.dtype.kind in "fc" and target._id in {rec.out_id for rec in tape.record.nodes} | set(tape.record.tracked):
         with paused(), np.errstate(all="ignore"):
-            grads = walks.backward(tape._nodes, {target._id: np.ones(target.shape, target.dtype)}, ids)
+            grads = walks.backward(tape.record.nodes, {target._id: np.ones(target.shape, target.dtype)}, ids)
 
     rows = []
     for (label, tensor, node_id), value in resolved:

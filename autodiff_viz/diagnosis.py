@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core import walks
 from . import naming
-from .state import live_tapes
+from .core import walks
 from .core.tensor import Tensor, Variable
+from .state import live_tapes
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
            "non_differentiable_op", "integer_dtype", "not_used")
@@ -173,7 +173,7 @@ def _read_in_the_same_call(node) -> bool:
         tape = live_tapes.get(serial)
         if tape is None:
             continue
-        nodes = tape._nodes
+        nodes = tape.record.nodes
         try:
             start = nodes.index(node) + 1
         except ValueError:
@@ -193,7 +193,7 @@ def _left_on_its_line(t: Tensor, loc) -> bool:
     site = (t._id, *loc)
     for serial in t._node.tapes or ():
         tape = live_tapes.get(serial)
-        if tape is not None and site in naming.escape_sites(tape._escapes):
+        if tape is not None and site in naming.escape_sites(tape.record.escapes):
             return True
     return False
 
@@ -224,12 +224,12 @@ def _code(location) -> str:
 
 def _made(tape, tensor_id: int) -> str | None:
     """When a tensor was made, relative to the tape: 'before', 'after', 'paused' or None (while it recorded)."""
-    start, end = tape._start_id, tape._end_id
+    start, end = tape.record.start_id, tape.record.end_id
     if start is None or tensor_id < start:
         return "before"
     if end is not None and tensor_id > end:
         return "after"
-    for a, b in tape._pauses:
+    for a, b in tape.record.pauses:
         if a < tensor_id and (b is None or tensor_id < b):
             return "paused"
     return None
@@ -284,7 +284,7 @@ def _before_reset(tape, node) -> bool:
     """Was ``node`` recorded by ``tape`` before its last ``reset()``, which forgot it?
 
     Ids only grow: an op recorded before the reset has an id below the id
-    counter's value at the reset (``tape._resets``).
+    counter's value at the reset (``tape.record.resets``).
     """
     resets = getattr(tape, "_resets", ())
     return node is not None and bool(resets) and bool(node.tapes) and tape.serial in node.tapes \
@@ -320,9 +320,9 @@ def _plain_target(tape, target, source) -> Explanation:
     """The target is a Python or numpy number: it left the tape on its way to ``tape.gradient``."""
     value = np.asarray(target)
     kind = type(target).__name__
-    matching = [e for e in tape._escapes if _same_values(value.astype(np.float64), e.value)] \
+    matching = [e for e in tape.record.escapes if _same_values(value.astype(np.float64), e.value)] \
         if value.dtype.kind in "fc" else []
-    esc = matching[-1] if matching else (tape._escapes[-1] if tape._escapes else None)
+    esc = matching[-1] if matching else (tape.record.escapes[-1] if tape.record.escapes else None)
     where = f" through {esc.how}{_code(esc.location)}" if esc is not None else ""
     return Explanation(
         "left_the_tape",
@@ -350,8 +350,8 @@ def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
             f"The target is the source itself: {_label(source)}. Its gradient is ones of its shape "
             "(dx/dx = 1), as in TensorFlow, with or without recorded ops.",
             nodes=(source._id,))
-    reach, path = walks.reachable(tape._nodes, {source._id})
-    if source._id in tape._tracked and target._id in reach and target.dtype.kind in "fc":
+    reach, path = walks.reachable(tape.record.nodes, {source._id})
+    if source._id in tape.record.tracked and target._id in reach and target.dtype.kind in "fc":
         needed = _on_path_to(path, target._id)
         return _connected(target, source, tuple(n.out_id for n in path if n.out_id in needed))
     return _disconnected(tape, target, source, reach)
@@ -395,11 +395,11 @@ def explain_many(tape, target, sources, paths: bool = False) -> list:
     for s in sources:
         if not isinstance(s, Tensor):
             raise TypeError(f"explain: the source must be a tensor, got {type(s).__name__}.")
-    records = tape._nodes
+    records = tape.record.nodes
     needed = _on_path_to(records, target._id) if target.dtype.kind in "fc" else set()
     bits = {}
     for k, s in enumerate(sources):
-        if s._id in tape._tracked and s.dtype.kind in "fc":
+        if s._id in tape.record.tracked and s.dtype.kind in "fc":
             bits[s._id] = bits.get(s._id, 0) | (1 << k)
     on_path = []
     for node in records:
@@ -445,7 +445,7 @@ def _on_path_to(path, target_id: int) -> set:
 
 def _broken_path(tape, target, source, nodes, dep, reach) -> Explanation:
     """The source is in the target's history: find the op where the gradient stops."""
-    if source._node is not None and source._id not in tape._tracked:
+    if source._node is not None and source._id not in tape.record.tracked:
         stale = _stale_source(tape, source)
         if stale is not None:
             return stale
@@ -468,7 +468,7 @@ def _cut_at(tape, target, source, node, live) -> Explanation:
     ids = (source._id,) + tuple(x._id for _, x in live) + (node.out_id,)
     if not _recorded_by(tape, node):
         return _unrecorded(tape, target, source, node, edges, ids)
-    if source._id not in tape._tracked:
+    if source._id not in tape.record.tracked:
         return _not_watched(tape, source, ids, node)
     blocked = [(i, x) for i, x in live if rule.spec(i).vjp is None]
     if blocked and rule.name == "stop_gradient":
@@ -580,7 +580,7 @@ def _variable_read_by(node):
             continue
         if isinstance(x, Variable):
             return x
-        known = [w for tape in list(live_tapes.values()) if (w := tape._watched.get(x._id)) is not None]
+        known = [w for tape in list(live_tapes.values()) if (w := tape.record.watched.get(x._id)) is not None]
         if any(not isinstance(w, Variable) for w in known):
             continue
         return known[0] if known else x
@@ -676,13 +676,13 @@ def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
     escaped = _left_the_tape(tape, target, source, nodes, tensors, reach)
     if escaped is not None:
         return escaped
-    if isinstance(target, Variable) or (target._id in tape._watched and not (
+    if isinstance(target, Variable) or (target._id in tape.record.watched and not (
             target._node is not None and _recorded_by(tape, target._node))):
         return _leaf_target(tape, target, source, reach)
     outside = _target_outside(tape, target, f" how it depends on {_label(source)}")
     if outside is not None:
         return outside
-    if source._id not in tape._tracked and not isinstance(source, Variable):
+    if source._id not in tape.record.tracked and not isinstance(source, Variable):
         if source._node is not None:
             stale = _stale_source(tape, source)
             if stale is not None:
@@ -729,7 +729,7 @@ def _leaf_target(tape, target, source, reach) -> Explanation:
 
 def _comparison(tape, reach):
     """The last recorded comparison (an op with a bool output) that reads the source or a value made from it."""
-    return next((n for n in reversed(tape._nodes)
+    return next((n for n in reversed(tape.record.nodes)
                  if n.out.dtype.kind == "b" and any(x._id in reach for x in n.inputs)), None)
 
 
@@ -782,7 +782,7 @@ def unrecorded_target(tape, target) -> Explanation | None:
     nothing the tape watches (``not_watched``): a constant, or ops on constants.
     """
     tid = target._id
-    if tid in tape._tracked or any(n.out_id == tid or any(x._id == tid for x in n.inputs) for n in tape._nodes):
+    if tid in tape.record.tracked or any(n.out_id == tid or any(x._id == tid for x in n.inputs) for n in tape.record.nodes):
         return None
     outside = _target_outside(tape, target)
     if outside is not None:
@@ -815,14 +815,14 @@ def _assigned(tape, source, nodes, tensors, reach) -> Explanation | None:
 
     ``v.assign(t)`` copies ``t``'s value into the variable and records no
     op, so the target's history stops at the variable (a leaf). The engine
-    notes each assign of a tracked value (``tape._assigns``, see
+    notes each assign of a tracked value (``tape.record.assigns``, see
     :func:`core.tensor.assigned`); this finds one whose variable the target reads
     and whose value depends on the source.
     """
-    for note in reversed(tape._assigns):
+    for note in reversed(tape.record.assigns):
         if note.variable_id in tensors and (note.value_id == source._id or note.value_id in reach):
-            var = tape._watched.get(note.variable_id, tensors[note.variable_id])
-            made = next((n for n in tape._nodes if n.out_id == note.value_id), None)
+            var = tape.record.watched.get(note.variable_id, tensors[note.variable_id])
+            made = next((n for n in tape.record.nodes if n.out_id == note.value_id), None)
             return _assign_explanation(source, var, note, made)
     return None
 
@@ -849,7 +849,7 @@ def _made_integer(tape, target, source, nodes, reach) -> Explanation | None:
     one whose integer output an op of the history holds as an index, else —
     when the target has no history on this tape — the last one.
     """
-    exits = [n for n in tape._nodes if n.out.dtype.kind not in "fc" and any(x._id in reach for x in n.inputs)]
+    exits = [n for n in tape.record.nodes if n.out.dtype.kind not in "fc" and any(x._id in reach for x in n.inputs)]
     if not exits:
         return None
     held = {id(p) for node in nodes for v in node.params.values()
@@ -863,7 +863,7 @@ def _made_integer(tape, target, source, nodes, reach) -> Explanation | None:
 
 def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation | None:
     """A value that depends on the source left as numpy and came back as a constant on the path."""
-    escapes = [e for e in tape._escapes if e.tensor_id in reach]
+    escapes = [e for e in tape.record.escapes if e.tensor_id in reach]
     if not escapes:
         return None
     consumers = {}
@@ -878,11 +878,11 @@ def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation |
                 node = consumers.get(leaf._id)
                 back = node.location if node is not None else None
                 return _escape_explanation(source, esc, leaf, back, "same values")
-    end = tape._end_id if tape._end_id is not None else float("inf")
+    end = tape.record.end_id if tape.record.end_id is not None else float("inf")
     for esc in reversed(escapes):
         # A constant of the escaped value's shape made afterwards, inside the tape (scalars only
         # by exact value above: Python literals such as 2.0 are constants too).
-        later = [leaf for leaf in leaves if esc.tensor_id < leaf._id < end and leaf._id > tape._start_id
+        later = [leaf for leaf in leaves if esc.tensor_id < leaf._id < end and leaf._id > tape.record.start_id
                  and leaf.shape == esc.value.shape and leaf.size > 1]
         if later:
             node = consumers.get(later[0]._id)

@@ -34,13 +34,13 @@ import functools
 import numpy as np
 
 from .core import engine, nn, ops
-from .core.nn import _class_labels, _numbers
-from .state import enter_scope, exit_scope, is_package_code, name_scope, state
 from .core import rules as R
+from .core.nn import _class_labels, _numbers
 from .core.rules import nn as RN
 from .core.tensor import Tensor, check_nbytes, constant
 from .naming import to_snake_case
 from .serialization import constructor_config
+from .state import enter_scope, exit_scope, is_package_code, name_scope, state
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
@@ -142,7 +142,7 @@ def _logits_of(y_pred: Tensor, op: str, axis=None):
             return None
     z = node.inputs[0]
     for tape in state.recording:
-        tracked = tape._tracked
+        tracked = tape.record.tracked
         if y_pred._id in tracked and z._id not in tracked:
             return None
     return z

@@ -34,11 +34,11 @@ from numbers import Real
 
 import numpy as np
 
+from .core.tensor import Tensor, Variable
 from .layers import initializers
+from .losses import EPSILON, _squeeze_or_expand
 from .naming import to_snake_case
 from .session import floatx, unique_name
-from .losses import EPSILON, _squeeze_or_expand
-from .core.tensor import Tensor, Variable
 
 
 def _np(x) -> np.ndarray:

@@ -33,10 +33,11 @@ import types
 import warnings
 
 import numpy as np
-from .state import user_stacklevel
-from .tape import GradientTape
+
 from .core.tensor import Tensor, Variable
 from .serialization import constructor_config
+from .state import user_stacklevel
+from .tape import GradientTape
 
 
 def _real(value) -> bool:

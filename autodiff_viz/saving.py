@@ -32,11 +32,25 @@ import numpy as np
 
 from . import session
 from .errors import ModelFileError, WeightsFileError
-from .serialization import (_at, _build, _decode, _decode_entry, _encode, _entered, _is_entry, _kind, _refuse_foreign,
-                            custom_object_scope, deserialize_keras_object, get_registered_name,
-                            get_registered_object, register_keras_serializable, serialize_keras_object)
-from .state import is_package_code, user_stacklevel
 from .files import check_folder
+from .serialization import (
+    _at,
+    _build,
+    _decode,
+    _decode_entry,
+    _encode,
+    _entered,
+    _is_entry,
+    _kind,
+    _refuse_foreign,
+    custom_object_scope,
+    deserialize_keras_object,
+    get_registered_name,
+    get_registered_object,
+    register_keras_serializable,
+    serialize_keras_object,
+)
+from .state import is_package_code, user_stacklevel
 
 __all__ = ["save_model", "load_model", "model_from_json", "clone_model", "register_keras_serializable",
            "get_registered_name", "get_registered_object", "serialize_keras_object", "deserialize_keras_object",

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import engine, rules, walks
-from .state import config, live_tapes, state, user_frame, user_stacklevel
-from .structure import flatten
 from .core.tensor import Tensor, Variable, _ids, _label
 from .diagnosis import UnconnectedGradientError, explain, require_recorded
+from .state import config, live_tapes, state, user_frame, user_stacklevel
+from .structure import flatten
 from .traces.build import build_trace
 
 _serials = itertools.count(1)
@@ -108,6 +108,50 @@ class Assign:
     location: tuple | None
 
 
+class TapeRecord:
+    """What a tape recorded, as its readers see it: the diagnosis, exercise mode, traces and the bridges.
+
+    ``tape.record`` is a read-only view (nothing is copied): read it, never change it. Its parts:
+
+    * ``nodes`` — the records (:class:`~autodiff_viz.core.engine.Node`: rule, inputs, params, output
+      id and value, scope, user location) in the order the ops ran; a gradient walks them backwards.
+    * ``tracked`` — the ids of every tensor the tape tracks: the watched sources and all that was
+      computed from them while it recorded.
+    * ``watched`` — ``{id: tensor}`` of the sources it watches (``tape.watch``, or a trainable
+      variable read while recording).
+    * ``escapes`` — :class:`Escape` notes: a tracked value that left as numpy or a Python number.
+    * ``assigns`` — :class:`Assign` notes: a tracked value stored into a variable.
+    * ``pauses`` — ``[start id, end id]`` of each ``stop_recording()`` block; ``resets`` — the id
+      counter at each ``reset()``; ``start_id`` / ``end_id`` — the counter when the ``with`` block
+      was entered and left (``end_id`` None while it is open). Tensor ids grow with time, so a
+      tensor's id says whether it was made before, during or after the block.
+    * ``serial``, ``persistent``, ``released`` (the values were let go after a non-persistent
+      ``gradient``).
+    """
+
+    __slots__ = ("_tape",)
+
+    def __init__(self, tape: "GradientTape"):
+        self._tape = tape
+
+    nodes = property(lambda self: self._tape._nodes)
+    tracked = property(lambda self: self._tape._tracked)
+    watched = property(lambda self: self._tape._watched)
+    escapes = property(lambda self: self._tape._escapes)
+    assigns = property(lambda self: self._tape._assigns)
+    pauses = property(lambda self: self._tape._pauses)
+    resets = property(lambda self: self._tape._resets)
+    start_id = property(lambda self: self._tape._start_id)
+    end_id = property(lambda self: self._tape._end_id)
+    serial = property(lambda self: self._tape.serial)
+    persistent = property(lambda self: self._tape.persistent)
+    released = property(lambda self: self._tape._released)
+
+    def __repr__(self):
+        return (f"<TapeRecord of tape #{self.serial}: {len(self.nodes)} records, {len(self.watched)} watched, "
+                f"{len(self.escapes)} escapes, {len(self.assigns)} assigns>")
+
+
 class GradientTape:
     """Records operations for automatic differentiation.
 
@@ -152,6 +196,11 @@ class GradientTape:
         state.entered.remove(self)
         self._end_id = next(_ids)
         return False
+
+    @property
+    def record(self) -> TapeRecord:
+        """What this tape recorded (a read-only view; see :class:`TapeRecord`)."""
+        return TapeRecord(self)
 
     @property
     def recording(self) -> bool:

@@ -19,11 +19,11 @@ from numbers import Integral
 import numpy as np
 
 from .core import engine, rules
-from .state import paused, state
 from .core.engine import In, Rule
+from .core.tensor import Tensor, Variable, _label, as_tensor
+from .state import paused, state
 from .structure import flatten
 from .tape import GradientTape
-from .core.tensor import Tensor, Variable, _label, as_tensor
 
 
 def _argnums(argnums, nargs):
@@ -269,7 +269,7 @@ def _run_noting_variables(f, xs):
     with paused():
         watcher._resume()
         y, grad_fn = f(*xs)
-    read = [t for t in watcher._watched.values() if isinstance(t, Variable)]
+    read = [t for t in watcher.record.watched.values() if isinstance(t, Variable)]
     return y, grad_fn, [v for v in read if all(v is not x for x in xs)]
 
 

@@ -45,7 +45,7 @@ def layers_for(nodes: int) -> int:
 
 def unavailable():
     try:
-        from autodiff_viz.views import dot# noqa: F401
+        from autodiff_viz.views import dot  # noqa: F401
     except ImportError:
         return "autodiff_viz.views.dot is not there; skipped"
     return None

@@ -92,6 +92,7 @@ def reference(d) -> list:
 def check_reference() -> float:
     """PyTorch's gradient of a small conv + batch-norm + linear net against finite differences (float64)."""
     import torch
+
     from .harness import finite_difference
     torch.manual_seed(1)
     net = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.BatchNorm2d(3), torch.nn.ReLU(),

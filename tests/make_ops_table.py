@@ -22,6 +22,7 @@ def _cell(text) -> str:
 def table() -> str:
     sys.path.insert(0, str(HERE))
     from test_rules import CASES
+
     from autodiff_viz.core import rules
 
     rows = ["| op | what it computes | chain-rule factor on the edge from each input | tested |",

@@ -10,7 +10,6 @@ QR). The eigh and Cholesky rules read one triangle, as numpy: finite
 differences of single entries see exactly that, and so does the gradient.
 """
 import numpy as np
-
 from rule_makers import const, real
 
 

@@ -5,7 +5,6 @@ Shapes are small so the finite differences stay fast; together the cases
 cover 1-D and 2-D, strides, asymmetric padding, dilation and groups.
 """
 import numpy as np  # noqa: F401
-
 from rule_makers import away0, const, pos, real  # noqa: F401
 
 from autodiff_viz.core.rules.nn import _max_pool

@@ -9,10 +9,10 @@ against numpy on small cases, with and without ``sample_weight``.
 import numpy as np
 import pytest
 import torch
+from fit_helpers import fresh_session  # noqa: F401  (autouse fixture)
 
 import autodiff_viz as adv
 from autodiff_viz import layers, metrics
-from fit_helpers import fresh_session  # noqa: F401  (autouse fixture)
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(scale=2.0, size=(4, 6))

@@ -2,12 +2,12 @@
 import os
 import warnings
 
+import code_lines
 import numpy as np
 import pytest
 
 import autodiff_viz as adv
 from autodiff_viz.state import state
-import code_lines
 
 HERE = os.path.abspath(__file__)
 

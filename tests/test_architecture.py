@@ -177,3 +177,19 @@ def test_the_checker_sees_a_cycle_and_an_upward_import():
     assert cycles({"a": [("b", 1)], "b": [("c", 1)], "c": [("a", 1)], "d": [("a", 1)]}) == [["a", "b", "c"]]
     assert layer_of("core.engine") < layer_of("views.dot")
     assert layer_of("layers.base") < layer_of("models.model") < layer_of("views.widgets.state")
+
+
+def test_readers_of_a_tape_go_through_its_public_record():
+    """Diagnosis, exercise mode, traces, views and bridges read ``tape.record`` (:class:`TapeRecord`), not the
+    tape's private containers; only the tape itself and the core that records into it touch those."""
+    private = {"_nodes", "_tracked", "_watched", "_escapes", "_assigns", "_pauses", "_resets", "_start_id", "_end_id"}
+    writers = {"tape", "core.engine", "core.tensor", "core.walks"}
+    found = []
+    for module, path in MODULES.items():
+        if module in writers:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in private and isinstance(node.value, ast.Name) \
+                    and node.value.id in ("tape", "watcher", "other", "t"):
+                found.append(f"{module}:{node.lineno} reads {node.value.id}.{node.attr}")
+    assert not found, "read tape.record instead:\n" + "\n".join(found)

@@ -3,10 +3,10 @@ import os
 
 import numpy as np
 import pytest
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, optimizers
-from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 def inject(name, values):

@@ -4,10 +4,10 @@ compute_metrics, and a loss per output logged beside the total. Checked against 
 same data and seed, or against the SGD steps of a linear model computed by hand."""
 import numpy as np
 import pytest
+from fit_helpers import fresh_session, regression_data  # noqa: F401  (fresh_session: autouse)
 
 import autodiff_viz as adv
 from autodiff_viz import layers, optimizers
-from fit_helpers import fresh_session, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 class GuideModel(adv.Model):

@@ -5,11 +5,11 @@ comment; :func:`line_of` finds it, so the tests do not depend on line numbers.
 """
 import os
 
+import code_lines
 import numpy as np
 import pytest
 
 import autodiff_viz as adv
-import code_lines
 
 HERE = os.path.abspath(__file__)
 

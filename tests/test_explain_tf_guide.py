@@ -13,11 +13,11 @@ Lines the diagnosis must point at carry a ``# <- tag`` comment (see :func:`line_
 """
 import os
 
+import code_lines
 import numpy as np
 import pytest
 
 import autodiff_viz as adv
-import code_lines
 
 HERE = os.path.abspath(__file__)
 

@@ -3,10 +3,10 @@ import io
 
 import numpy as np
 import pytest
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, losses, optimizers
-from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 def test_mlp_on_digits_reaches_95_percent_test_accuracy():

@@ -4,10 +4,10 @@ predict, compile(weighted_metrics=...) and fit(validation_freq=...). Values by h
 import numpy as np
 import pytest
 import torch
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, optimizers
-from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 class LogisticEndpoint(layers.Layer):

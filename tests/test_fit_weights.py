@@ -2,10 +2,10 @@
 compile(loss_weights=): Keras 3's formulas, checked by hand or against an equivalent unweighted run."""
 import numpy as np
 import pytest
+from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 import autodiff_viz as adv
 from autodiff_viz import callbacks, layers, optimizers
-from fit_helpers import fresh_session, linear_model, regression_data  # noqa: F401  (fresh_session: autouse)
 
 
 def twin(model, lr):

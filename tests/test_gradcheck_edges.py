@@ -1,11 +1,11 @@
 """check_grads(..., per_edge=True): each recorded op checked alone, so a wrong rule is named."""
 import os
 
+import code_lines
 import numpy as np
 import pytest
 
 import autodiff_viz as adv
-import code_lines
 from autodiff_viz.gradcheck import GradientCheckError, check_edges
 
 HERE = os.path.abspath(__file__)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.state import state
 from autodiff_viz import losses, metrics, optimizers
+from autodiff_viz.state import state
 
 
 def weights_of(model):

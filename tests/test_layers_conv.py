@@ -6,9 +6,9 @@ against PyTorch in test_layers_torch_parity_conv.py.
 """
 import numpy as np
 import pytest
+from conv_reference import same_pads
 
 import autodiff_viz as adv
-from conv_reference import same_pads
 from autodiff_viz.core.rules import nn as R
 
 L = adv.layers

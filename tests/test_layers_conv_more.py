@@ -5,10 +5,10 @@ finite differences, DepthwiseConv2D against PyTorch's grouped convolution when t
 """
 import numpy as np
 import pytest
-
-import autodiff_viz as adv
 from attention_reference import masked_attention
 from conv_reference import same_pads
+
+import autodiff_viz as adv
 
 L = adv.layers
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 import autodiff_viz as adv
 from autodiff_viz import layers as L
-from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 RNG = np.random.default_rng(0)
 KERAS_DATA = np.array([[0.0, 7.0, 4.0], [2.0, 9.0, 6.0], [0.0, 7.0, 4.0], [2.0, 9.0, 6.0]])

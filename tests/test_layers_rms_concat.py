@@ -18,11 +18,11 @@ import warnings
 
 import numpy as np
 import pytest
+from attention_reference import masked_attention
+from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 import autodiff_viz as adv
-from attention_reference import masked_attention
 from autodiff_viz import layers as L
-from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 RNG = np.random.default_rng(0)
 DEPRECATED = "LayerNormalization: rms_scaling=True is deprecated"

@@ -16,9 +16,9 @@ learner has to get right when moving between the two:
 """
 import numpy as np
 import pytest
+from conv_reference import same_pads
 
 import autodiff_viz as adv
-from conv_reference import same_pads
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -8,9 +8,9 @@ before anything is recorded.
 """
 import numpy as np
 import pytest
+from rule_cases_linalg import distinct_singular, spd, symmetric_separated, well_conditioned
 
 import autodiff_viz as adv
-from rule_cases_linalg import distinct_singular, spd, symmetric_separated, well_conditioned
 
 L = adv.linalg
 

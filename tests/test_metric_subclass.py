@@ -9,10 +9,10 @@ MAPE is checked against numpy's ``100 · mean(|t − p| / max(|t|, 1e-7))``.
 """
 import numpy as np
 import pytest
+from fit_helpers import fresh_session  # noqa: F401  (autouse fixture)
 
 import autodiff_viz as adv
 from autodiff_viz import layers, metrics
-from fit_helpers import fresh_session  # noqa: F401  (autouse fixture)
 
 
 class CategoricalTruePositives(adv.metrics.Metric):

@@ -14,9 +14,9 @@ import itertools
 import operator
 
 import numpy as np
+from autograd_port_check import check_grads
 
 import autodiff_viz as adv
-from autograd_port_check import check_grads
 
 rs = np.random.default_rng(0)
 SHAPED = [2.0, rs.normal(size=4), rs.normal(size=(3, 4)), rs.normal(size=(1, 4))]

@@ -17,10 +17,10 @@ Not ported (this package deliberately does not support it):
 """
 import numpy as np
 import pytest
-
-import autodiff_viz as adv
 from autograd_port_check import Draws, check_grads, fresh_draws  # noqa: F401  (fresh_draws: autouse)
 from rule_cases_linalg import distinct_singular
+
+import autodiff_viz as adv
 
 rng = Draws(1)
 R = rng.normals

@@ -19,9 +19,9 @@ Not ported, or ported in this package's spelling (deliberate differences):
 # - test_make_diagonal: np.make_diagonal is autograd's own function, not numpy's.
 """
 import numpy as np
+from autograd_port_check import Draws, check_grads, combo_check, fresh_draws  # noqa: F401  (autouse)
 
 import autodiff_viz as adv
-from autograd_port_check import Draws, check_grads, combo_check, fresh_draws  # noqa: F401  (autouse)
 
 rng = Draws(1)
 R = rng.normals

@@ -9,9 +9,9 @@ Not ported (this package deliberately does not support it):
 # (none: every scalar case of the file is ported)
 """
 import numpy as np
+from autograd_port_check import Draws, check_grads, fresh_draws  # noqa: F401  (fresh_draws: autouse)
 
 import autodiff_viz as adv
-from autograd_port_check import Draws, check_grads, fresh_draws  # noqa: F401  (fresh_draws: autouse)
 
 rng = Draws(1)
 

@@ -17,7 +17,6 @@ Not ported (this package deliberately does not support it):
 import operator as op
 
 import numpy as np
-
 from autograd_port_check import Draws, combo_check, fresh_draws  # noqa: F401  (fresh_draws: autouse)
 
 rng = Draws(0)

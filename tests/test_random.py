@@ -8,10 +8,10 @@ guide "Customizing what happens in fit()" runs in fit with its seed generator.
 """
 import numpy as np
 import pytest
+from fit_helpers import fresh_session  # noqa: F401  (autouse: a fresh session and set_random_seed(0))
 
 import autodiff_viz as adv
 from autodiff_viz import layers
-from fit_helpers import fresh_session  # noqa: F401  (autouse: a fresh session and set_random_seed(0))
 
 R = adv.random
 

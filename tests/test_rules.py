@@ -22,7 +22,6 @@ BATCH = 3
 
 from rule_makers import away0, const, pos, real  # noqa: E402
 
-
 # rule name -> list of (input makers, params)
 CASES = {
     "add": [([real((2, 3)), real((3,))], {}), ([real((2, 1)), real((1, 4))], {})],

@@ -17,11 +17,11 @@ import zipfile
 
 import numpy as np
 import pytest
+from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 import autodiff_viz as adv
 from autodiff_viz import layers as L
 from autodiff_viz.errors import ModelFileError, WeightsFileError
-from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights start afresh in each test)
 
 RNG = np.random.default_rng(0)
 # the LayerNormalization(rms_scaling=True) case warns that the option is deprecated (as Keras 3); known here

@@ -16,10 +16,10 @@ import shutil
 import tempfile
 
 import pytest
+from test_widget_state import mlp_tape, small_regression
 
 from autodiff_viz.views import page as page_module
 from autodiff_viz.views.widgets import TrainingView, show
-from test_widget_state import mlp_tape, small_regression
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -401,6 +401,7 @@ def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
     """As PyTorch's saved tensors: a pre-activation (read by neither matmul's, add's nor tanh's VJP) is not
     held through the backward pass; the input matmul reads and the output tanh reads stay until their step."""
     import weakref
+
     from autodiff_viz.core import engine
     w = adv.Variable(np.full((40, 50), 0.01))
     b = adv.Variable(np.zeros(50))

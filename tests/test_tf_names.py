@@ -67,7 +67,7 @@ def test_unknown_names_keep_pythons_message_and_suggestion():
     assert caught.value.name == "no_such_thing" and caught.value.obj is adv     # Python's "Did you mean" reads these
     assert not hasattr(adv, "no_such_thing") and not hasattr(adv, "__no_such_dunder__")
     with pytest.raises(ImportError):
-        from autodiff_viz import no_such_thing# noqa: F401
+        from autodiff_viz import no_such_thing  # noqa: F401
     assert adv.sum is ops.sum and adv.dot(adv.constant([1.0, 2.0]), [3.0, 4.0]).item() == 11.0
 
 

@@ -4,9 +4,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import autodiff_viz as adv  # noqa: E402
-import autodiff_viz.torch as advt  # noqa: E402
 import code_lines  # noqa: E402
+
+import autodiff_viz as adv  # noqa: E402
 
 HERE = __file__
 F = torch.nn.functional

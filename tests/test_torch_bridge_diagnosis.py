@@ -5,9 +5,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import code_lines  # noqa: E402
+
 import autodiff_viz as adv  # noqa: E402
 import autodiff_viz.torch  # noqa: E402,F401
-import code_lines  # noqa: E402
 
 HERE = __file__
 

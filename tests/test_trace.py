@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.views import render
 from autodiff_viz.core import rules
 from autodiff_viz.traces.model import VALUE_LIMIT, Summary
+from autodiff_viz.views import render
 
 RNG = np.random.default_rng(7)
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.views import render
 from autodiff_viz.utils import ModelPlot
+from autodiff_viz.views import render
 
 U = adv.utils
 L = adv.layers

@@ -9,7 +9,7 @@ import autodiff_viz as adv
 from autodiff_viz.traces.model import _num
 from autodiff_viz.views import page as page_module
 from autodiff_viz.views import render
-from autodiff_viz.views.widgets import ExplorerState, minidot, show, svgtools
+from autodiff_viz.views.widgets import ExplorerState, minidot, show
 
 
 def small_tape():
@@ -551,6 +551,7 @@ def test_a_recurrent_layer_over_20_steps_is_drawn_rolled_with_a_time_slider():
 
 def test_html_written_offline_loads_nothing_from_the_network():
     import nbformat
+
     from autodiff_viz import run_notebooks
     tape, w, c, loss = small_tape()
     ex = show(tape, target=loss, sources=[w, c])

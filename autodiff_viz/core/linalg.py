@@ -47,8 +47,8 @@ import numpy as np
 from . import ops
 from .engine import call
 from .rules import _keepdims_shape, _mT
-from .rules import norm as _norm_rule
 from .rules import linalg as R
+from .rules import norm as _norm_rule
 from .tensor import _tracked, constant
 
 __all__ = ["LinAlgError", "norm", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd",

@@ -17,10 +17,11 @@ import itertools
 
 import numpy as np
 
+from ..state import state
 from . import engine, linalg, ops
 from . import rules as R
-from ..state import state
 from .tensor import Tensor, _tracked, as_tensor
+
 
 def _binary(rule, reflected=False):
     """An operator method: straight to the engine when both sides are tensors.

@@ -23,13 +23,14 @@ import math
 
 import numpy as np
 
-from .. import regularizers
-from ..core.engine import broadcasts_to, call as _call
+from .. import regularizers, session
+from ..core.engine import broadcasts_to
+from ..core.engine import call as _call
 from ..core.nn import softmax
-from ..core.ops import _tensor, expand_dims, matmul, reshape, sum as _sum, tanh, transpose
+from ..core.ops import _tensor, expand_dims, matmul, reshape, tanh, transpose
+from ..core.ops import sum as _sum
 from ..core.rules import attention as _rules
 from ..core.tensor import Tensor, constant
-from .. import session
 from .base import Layer
 from .keras_tensor import _has_symbolic
 

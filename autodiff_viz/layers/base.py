@@ -48,9 +48,18 @@ from ..naming import to_snake_case
 from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
 from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
 from ..structure import flatten
-from .keras_tensor import (InputSpec, KerasTensor, _describe_symbolic, _has_symbolic, _has_unknown_sizes,
-                           _placeholders, _python_array, _symbolic_shapes, _SymbolicNode)
 from . import initializers
+from .keras_tensor import (
+    InputSpec,
+    KerasTensor,
+    _describe_symbolic,
+    _has_symbolic,
+    _has_unknown_sizes,
+    _placeholders,
+    _python_array,
+    _symbolic_shapes,
+    _SymbolicNode,
+)
 
 _INTERNAL = frozenset({"_own_weights", "_output", "_output_shape", "_layers", "_weight_uids", "_frozen",
                        "_inbound_nodes", "_losses", "_regularizers", "_constraints", "_var_cache",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ops
 from .. import regularizers
+from ..core import ops
 from ..core.tensor import Tensor, constant
 from .base import Layer, positive_int
 

@@ -18,7 +18,6 @@ import numpy as np
 from ..core.tensor import Tensor, Variable, constant
 from ..structure import flatten
 
-
 _symbolic_layers: "weakref.WeakSet" = weakref.WeakSet()  # layers called on symbolic tensors
 
 

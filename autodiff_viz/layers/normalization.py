@@ -18,9 +18,9 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .. import regularizers
 from ..core import ops
 from ..state import user_stacklevel
-from .. import regularizers
 from .base import Layer, boolean_mask
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "RMSNormalization",

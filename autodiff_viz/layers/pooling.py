@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 
 from ..core import ops
-from ..state import user_stacklevel
 from ..core.rules import nn as R
+from ..state import user_stacklevel
 from .base import Layer, boolean_mask, building
 from .conv import check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 

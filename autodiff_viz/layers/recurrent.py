@@ -38,19 +38,19 @@ import functools
 import inspect
 
 import numpy as np
-from ..state import is_package_code, name_scope
-from .. import regularizers
+
+from .. import regularizers, session
 from ..core import rules as R
 from ..core.engine import apply
 from ..core.ops import cast, concatenate, matmul, reshape, stack, where
 from ..core.tensor import Tensor, constant
-from . import activations, initializers
-from .. import session
 from ..naming import to_snake_case
+from ..serialization import deserialize_keras_object, serialize_keras_object
 from ..session import unique_name
+from ..state import is_package_code, name_scope
+from . import activations, initializers
 from .base import Layer, _call_parameters, boolean_mask
 from .dense import activation_config
-from ..serialization import deserialize_keras_object, serialize_keras_object
 
 
 def _columns(z, start, stop):

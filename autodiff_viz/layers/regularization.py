@@ -14,9 +14,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .. import regularizers
+from .. import regularizers, session
 from ..core.tensor import constant
-from .. import session
 from .base import Layer
 
 __all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D", "GaussianNoise", "GaussianDropout",

@@ -30,15 +30,26 @@ from .. import callbacks as callbacks_module
 from ..core.ops import cast, expand_dims, squeeze
 from ..core.tensor import Tensor, constant
 from ..errors import ModelFileError, WeightsFileError
-from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
-from ..serialization import (_at, _build, _construct, _decode, _decode_entry, _encode, _entered, _entry, _is_entry,
-                             _layer_entry, serialize_keras_object)
+from ..files import check_folder
 from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes
+from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
+from ..serialization import (
+    _at,
+    _build,
+    _construct,
+    _decode,
+    _decode_entry,
+    _encode,
+    _entered,
+    _entry,
+    _is_entry,
+    _layer_entry,
+    serialize_keras_object,
+)
 from ..state import paused
 from ..structure import flatten
-from ..files import check_folder
 from .trainer import Trainer
 
 

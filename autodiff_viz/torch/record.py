@@ -41,10 +41,10 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-import weakref
 import linecache
 import os
 import sys
+import weakref
 from dataclasses import dataclass, field
 
 import torch

@@ -18,8 +18,18 @@ from .. import naming
 from ..core import engine, walks
 from ..core.tensor import Tensor, Variable
 from ..state import paused, resolve_location, scope_kinds
-from .model import (JACOBIAN_LIMIT, VALUE_LIMIT, Location, Summary, Trace, TraceEdge, TraceNode, _no_gc,
-                    check_value_limit)
+from .model import (
+    JACOBIAN_LIMIT,
+    VALUE_LIMIT,
+    Location,
+    Summary,
+    Trace,
+    TraceEdge,
+    TraceNode,
+    _no_gc,
+    check_value_limit,
+)
+
 
 def _location(loc) -> Location | None:
     if loc is None:
@@ -172,7 +182,7 @@ def _param_text(v) -> str:
 
 
 def _leaf_kind(tape, t: Tensor) -> str:
-    watched = tape._watched.get(t._id)
+    watched = tape.record.watched.get(t._id)
     if isinstance(watched, Variable):
         return "variable"
     if watched is not None:
@@ -246,7 +256,7 @@ def build_trace(tape, target=None, sources=None, value_limit: int | None = VALUE
 
 
 def _build_trace(tape, target, sources, value_limit) -> Trace:
-    records = list(tape._nodes)
+    records = list(tape.record.nodes)
     nodes: list[TraceNode] = []
     op_nodes: list[TraceNode] = []
     owner: dict[int, TraceNode] = {}
@@ -291,14 +301,14 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
                      "no gradients to show".replace("  ", " "))
 
     if sources is None:
-        source_ids = [tid for tid in tape._watched if tid in owner]
+        source_ids = [tid for tid in tape.record.watched if tid in owner]
     else:
         flat = sources if isinstance(sources, (list, tuple)) else [sources]
         source_ids = []
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError(f"trace: sources must be tensors, got {type(s).__name__}.")
-            if s._id in owner and s._id in tape._tracked:
+            if s._id in owner and s._id in tape.record.tracked:
                 source_ids.append(s._id)
             elif s._id in owner:
                 notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not watched by this tape, "

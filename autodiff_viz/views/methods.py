@@ -13,8 +13,8 @@ import html
 import os
 
 from ..compare import _COLOURS, Comparison
-from ..tape import GradientTape
 from ..files import check_folder
+from ..tape import GradientTape
 from ..traces.model import Trace
 from . import dot, page, render
 from .dot import NODE_BUDGET, VIEWS

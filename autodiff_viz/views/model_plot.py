@@ -14,11 +14,11 @@ import textwrap
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..models import Functional, Model, Sequential
 from ..files import check_folder
 from ..layers.base import Layer
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import _symbolic_shapes
+from ..models import Functional, Model, Sequential
 from ..structure import flatten
 from . import dot as _dot
 from . import render

@@ -71,8 +71,18 @@ import weakref
 import numpy as np
 
 from ..tensor import Tensor
-from . import _batch, _keepdims_shape, _log_softmax, _softmax, broadcast_to, define, log_softmax, matmul, \
-    one_hot, softmax
+from . import (
+    _batch,
+    _keepdims_shape,
+    _log_softmax,
+    _softmax,
+    broadcast_to,
+    define,
+    log_softmax,
+    matmul,
+    one_hot,
+    softmax,
+)
 from . import sum as reduce_sum
 
 # ---------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import html
 
 import numpy as np
 
-from ..dot import shape_text
 from ...traces.model import _num
+from ..dot import shape_text
 
 MATRIX_CELLS = 144       # matrices with more entries are summarised, not printed
 MATRIX_SIDE = 12

@@ -27,12 +27,12 @@ import math
 import numpy as np
 
 from ... import diagnosis
-from .. import dot, render
 from ...core import walks
-from ...state import paused
 from ...core.tensor import Tensor
+from ...state import paused
 from ...traces.build import build_trace
 from ...traces.model import Trace
+from .. import dot, render
 from . import minidot, panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
@@ -99,7 +99,7 @@ class ExplorerState:
         tape._require_values("tape.trace()")
         trace = build_trace(tape, target, sources)     # not tape.trace: a target off the tape is explained below
         if sources is None:
-            flat = [t for t in tape._watched.values()]
+            flat = [t for t in tape.record.watched.values()]
         else:
             flat = list(sources) if isinstance(sources, (list, tuple)) else [sources]
         explanations = []
@@ -711,10 +711,10 @@ def jacobian_rows(tape, trace, target, sources, output_gradients=None) -> tuple[
         if v.shape != target.shape:
             raise ValueError(f"show: output_gradients has shape {v.shape}, but the target has shape "
                              f"{target.shape}; give one upstream value per target entry.")
-    ids = {s._id for s in sources if s._id in tape._tracked}
+    ids = {s._id for s in sources if s._id in tape.record.tracked}
     eye = np.eye(target.size, dtype=target.dtype).reshape(target.shape + target.shape)
     with paused(), np.errstate(all="ignore"):
-        grads = walks.backward(list(tape._nodes), {target._id: eye}, ids)
+        grads = walks.backward(list(tape.record.nodes), {target._id: eye}, ids)
     rows = []
     connected = [s for s in sources if grads.get(s._id) is not None]
     for s in connected[:JACOBIAN_SOURCES]:
