@@ -103,7 +103,7 @@ def test_an_edited_source_makes_the_package_run_as_plain_python_with_a_warning(t
     copy = tmp_path / "checkout"
     shutil.copytree(os.path.join(ROOT, "autodiff_viz"), copy / "autodiff_viz",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    edited = copy / "autodiff_viz" / "ops.py"
+    edited = copy / "autodiff_viz" / "core" / "ops" / "elementwise.py"
     edited.write_text(edited.read_text() + "\nEDITED_AFTER_THE_BUILD = True\n")
     script = textwrap.dedent('''
         import json, sys, warnings
@@ -111,7 +111,8 @@ def test_an_edited_source_makes_the_package_run_as_plain_python_with_a_warning(t
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             import autodiff_viz as adv
-        from autodiff_viz.core import engine, ops
+        from autodiff_viz.core import engine
+        from autodiff_viz.core.ops import elementwise as ops
         with adv.GradientTape() as tape:
             x = adv.constant(2.0); tape.watch(x); y = x * x
         print(json.dumps({"compiled": engine.COMPILED, "edited": getattr(ops, "EDITED_AFTER_THE_BUILD", False),
@@ -122,7 +123,7 @@ def test_an_edited_source_makes_the_package_run_as_plain_python_with_a_warning(t
     assert report["edited"] and not report["compiled"]
     assert all(f.endswith(".py") and str(copy) in f for f in report["files"])
     assert report["grad"] == 4.0
-    assert len(report["warnings"]) == 1 and "ops.py changed since the package was compiled" in report["warnings"][0]
+    assert len(report["warnings"]) == 1 and "core/ops/elementwise.py changed since the package was compiled" in report["warnings"][0]
 
 
 def test_the_pure_python_fallback_passes_the_location_and_diagnosis_tests(tmp_path):
