@@ -1,4 +1,4 @@
-"""Before/after in one process: a past commit's package against the working tree's, interleaved (W1 or W2).
+"""Before/after in one process: a past commit's package against the working tree's, interleaved (W1, W2, W6, W7).
 
 Separate benchmark runs on a shared machine move W2's ratios by about ±0.1
 and W1's by a few percent from run to run, more than a change to the
@@ -8,8 +8,9 @@ process to one core and alternates the baseline, old and new round after
 round, so the load of the moment hits all of them alike. It prints the
 median of each and its ratio to the baseline: W2's step against the
 hand-written numpy step, W1's forward + backward per op against PyTorch
-eager (numpy's hand-written backward if torch is not installed), W7's
-float64 LSTM step against PyTorch's LSTMCell loop.
+eager (numpy's hand-written backward if torch is not installed), W6's
+float64 CNN training step against PyTorch eager, W7's float64 LSTM step
+against PyTorch's LSTMCell loop.
 
 The old package always runs as plain Python (it comes from ``git archive``,
 without extensions); the working tree's runs compiled when ``setup.py``
@@ -18,6 +19,7 @@ compiled it. ``ab.py HEAD`` therefore measures what compiling buys, and
 
     .venv/bin/python benchmarks/ab.py b64f4c9                   # W2, 21 rounds
     .venv/bin/python benchmarks/ab.py b64f4c9 --workload W1     # W1
+    .venv/bin/python benchmarks/ab.py b64f4c9 --workload W6     # W6 (needs torch)
     .venv/bin/python benchmarks/ab.py b64f4c9 --workload W7     # W7 (needs torch)
     .venv/bin/python benchmarks/ab.py b64f4c9 --rounds 9
 """
@@ -41,6 +43,7 @@ OLD_NAME = "autodiff_viz_before"
 #: workload -> (module, case timed, baseline libraries in order of preference, repeats per round, unit)
 WORKLOADS = {"W1": ("w1_chain", "fwd+bwd", ("torch", "numpy"), 40, "µs per op"),
              "W2": ("w2_mlp", "step", ("numpy",), 4, "µs per step"),
+             "W6": ("w6_cnn", "float64", ("torch",), 2, "µs per step"),
              "W7": ("w7_lstm", "float64", ("torch",), 2, "µs per step")}
 
 

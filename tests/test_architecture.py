@@ -1,4 +1,4 @@
-"""The layers of the house (ARCHITECTURE.md): every import runs down, none runs in a circle.
+"""The layers of the house (docs/architecture.md): every import runs down, none runs in a circle.
 
 The graph is built from the source with ``ast``: every ``import`` and
 ``from … import`` of the package, at module level or inside a function,

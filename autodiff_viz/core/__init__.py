@@ -1,1 +1,1 @@
-"""The core: tensors, the engine, the rule table, the walks, and the numpy surface (see ARCHITECTURE.md)."""
+"""The core: tensors, the engine, the rule table, the walks, and the numpy surface (see docs/architecture.md)."""
