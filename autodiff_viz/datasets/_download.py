@@ -121,7 +121,7 @@ def _download(url: str, dest: str) -> None:
                 break
             out.write(block)
             done += len(block)
-            if time.monotonic() - shown > 0.1 or done == total:
+            if time.monotonic() - shown > 0.1:
                 shown = time.monotonic()
                 sys.stdout.write("\r" + _bar(done, total))
                 sys.stdout.flush()
