@@ -75,6 +75,20 @@ def _pack(template, leaves):
     return build(template)
 
 
+def _leaves_like(value, template, what: str) -> list:
+    """The parts of ``value`` at the leaves of ``template``'s structure, taken whole (a shape such as
+    ``(6,)`` is one leaf where the template has a leaf); a structure that differs is an error."""
+    if isinstance(template, dict):
+        if not isinstance(value, dict) or list(value) != list(template):
+            raise ValueError(f"{what} must have the structure of the elements {_describe(template)}, got {value!r}.")
+        return [leaf for k in template for leaf in _leaves_like(value[k], template[k], what)]
+    if isinstance(template, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(template):
+            raise ValueError(f"{what} must have the structure of the elements {_describe(template)}, got {value!r}.")
+        return [leaf for v, t in zip(value, template) for leaf in _leaves_like(v, t, what)]
+    return [value]
+
+
 def _paths(x, prefix="") -> list:
     """The name of each leaf, for error messages: ``[0]``, ``['image']``, or ``element`` for a lone leaf."""
     if isinstance(x, dict):
@@ -450,12 +464,14 @@ class Dataset:
         what = "Dataset.padded_batch"
         size = _count(batch_size, f"{what}: batch_size", minimum=1)
         spec = self.element_spec
-        shapes = _flatten(spec) if padded_shapes is None else \
-            _shapes_like(padded_shapes, spec, what)
-        shapes = [s.shape if isinstance(s, TensorSpec) else s for s in shapes]
-        shapes = [tuple(None for _ in s) if padded_shapes is None else s for s in shapes]
+        if padded_shapes is None:
+            shapes = [tuple(None for _ in s.shape) for s in _flatten(spec)]
+        else:
+            shapes = [tuple(None if d is None or d == -1 else int(d) for d in s)
+                      for s in _leaves_like(padded_shapes, spec, f"{what}: padded_shapes")]
         values = [0] * len(shapes) if padding_values is None else \
-            (list(_flatten(padding_values)) if _is_struct(padding_values) else [padding_values] * len(shapes))
+            (_leaves_like(padding_values, spec, f"{what}: padding_values") if _is_struct(spec)
+             else [padding_values])
 
         def stack(parts, k):
             leaves = list(zip(*[_flatten(p) for p in parts]))
@@ -802,14 +818,6 @@ def _pad_stack(column, shape, value, k, j, what):
     return out
 
 
-def _shapes_like(padded_shapes, spec, what):
-    shapes = [padded_shapes] if not _is_struct(spec) else _flatten(padded_shapes)
-    if _is_struct(spec) and not _same_structure(spec, padded_shapes):
-        raise ValueError(f"{what}: padded_shapes must have the structure of the elements {_describe(spec)}, got "
-                         f"{padded_shapes!r}.")
-    return [tuple(None if d is None or d == -1 else int(d) for d in s) for s in shapes]
-
-
 def _spec_struct(signature, what):
     if isinstance(signature, dict):
         return {k: _spec_struct(v, what) for k, v in signature.items()}
@@ -822,16 +830,9 @@ def _types_and_shapes(types, shapes, what):
     """``output_types`` (+ ``output_shapes``, unknown sizes when left out) as a structure of TensorSpec."""
     if isinstance(types, list):
         types = tuple(types)
-    if isinstance(shapes, list) and isinstance(types, tuple):
-        shapes = tuple(shapes)
-    if shapes is None:
-        shapes = _pack(types, [None] * len(_flatten(types))) if _is_struct(types) else None
-    if _is_struct(types) and not _same_structure(types, _pack(types, _flatten(shapes)) if _is_struct(shapes)
-                                                 else shapes):
-        raise ValueError(f"{what}: output_shapes must have the structure of output_types, got {types!r} and "
-                         f"{shapes!r}.")
     type_leaves = _flatten(types)
-    shape_leaves = _flatten(shapes) if _is_struct(types) else [shapes]
+    shape_leaves = [None] * len(type_leaves) if shapes is None else \
+        _leaves_like(shapes, types, f"{what}: output_shapes")
     specs = []
     for t, s in zip(type_leaves, shape_leaves):
         shape = None if s is None else tuple(s.as_list() if hasattr(s, "as_list") else s)
