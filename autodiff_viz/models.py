@@ -1896,7 +1896,7 @@ def _is_batches(data) -> bool:
 
 def _is_dataset(data) -> bool:
     """An ``adv.data.Dataset`` (or anything iterable with tf.data's ``element_spec``): re-iterable."""
-    return hasattr(data, "element_spec") and hasattr(data, "__iter__")
+    return hasattr(type(data), "element_spec") and hasattr(data, "__iter__")   # on the type: no property runs
 
 
 def _refuse_with_batches(what, **given) -> None:
