@@ -274,11 +274,13 @@ class Dataset:
                         "output_signature=...) or Dataset.range(n).")
 
     @classmethod
-    def _make(cls, elements, cardinality, spec, kind) -> "Dataset":
+    def _make(cls, elements, cardinality, spec, kind, samples=False) -> "Dataset":
         """``elements()``: a fresh iterator of numpy structures per call; ``spec``: a structure of
-        TensorSpec, or a zero-argument function computing it when first asked (``map``)."""
+        TensorSpec, or a zero-argument function computing it when first asked (``map``). ``samples``:
+        known to give one sample per element (slices not batched since), which ``fit`` warns about."""
         ds = object.__new__(cls)
         ds._elements, ds._cardinality, ds._spec, ds._kind = elements, cardinality, spec, kind
+        ds._one_sample_per_element = samples
         return ds
 
     # -- sources -----------------------------------------------------------
@@ -309,7 +311,7 @@ class Dataset:
             for i in range(n):
                 yield _pack(data, [leaf[i] for leaf in leaves])
         spec = _pack(data, [TensorSpec(leaf.shape[1:], leaf.dtype) for leaf in leaves])
-        return Dataset._make(elements, n, spec, "TensorSliceDataset")
+        return Dataset._make(elements, n, spec, "TensorSliceDataset", samples=True)
 
     @staticmethod
     def from_tensors(tensors, name=None) -> "Dataset":
@@ -403,8 +405,10 @@ class Dataset:
         return f"<{self._kind} element_spec={spec}>"
 
     # -- transformations -------------------------------------------------------
-    def _derived(self, elements, cardinality, spec, kind) -> "Dataset":
-        return Dataset._make(elements, cardinality, spec, kind)
+    def _derived(self, elements, cardinality, spec, kind, samples=None) -> "Dataset":
+        """A dataset made from this one; it gives samples if this one does, unless ``samples`` says."""
+        return Dataset._make(elements, cardinality, spec, kind,
+                             self._one_sample_per_element if samples is None else samples)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None) -> "Dataset":
         """The elements in random order, drawn from a buffer of ``buffer_size`` as TensorFlow does.
@@ -495,7 +499,7 @@ class Dataset:
         n = self._cardinality
         if n >= 0:
             n = n // size if drop_remainder else math.ceil(n / size)
-        return self._derived(elements, n, lambda: _spec_map(spec_fn, self.element_spec), kind)
+        return self._derived(elements, n, lambda: _spec_map(spec_fn, self.element_spec), kind, samples=False)
 
     def unbatch(self, name=None) -> "Dataset":
         """The inverse of :meth:`batch`: each element split along its first axis into its rows."""
@@ -514,7 +518,7 @@ class Dataset:
         return self._derived(elements, UNKNOWN_CARDINALITY if self._cardinality != INFINITE_CARDINALITY
                              else INFINITE_CARDINALITY,
                              lambda: _spec_map(lambda s: TensorSpec(s.shape[1:], s.dtype), self.element_spec),
-                             "UnbatchDataset")
+                             "UnbatchDataset", samples=True)
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None) -> "Dataset":
         """``map_func`` applied to each element; a tuple element is passed as separate arguments
@@ -560,7 +564,7 @@ class Dataset:
             if first is None:
                 raise ValueError(f"{what}: no element, so its element_spec is not known.")
             return _specs_of(first)
-        return self._derived(elements, UNKNOWN_CARDINALITY, spec, "FlatMapDataset")
+        return self._derived(elements, UNKNOWN_CARDINALITY, spec, "FlatMapDataset", samples=False)
 
     def filter(self, predicate, name=None) -> "Dataset":
         """The elements for which ``predicate`` (called as :meth:`map` calls its function) is True."""
@@ -672,7 +676,7 @@ class Dataset:
         card = INFINITE_CARDINALITY if INFINITE_CARDINALITY in (m, n) else \
             UNKNOWN_CARDINALITY if UNKNOWN_CARDINALITY in (m, n) else m + n
         return self._derived(lambda: itertools.chain(self._elements(), dataset._elements()), card, spec,
-                             "ConcatenateDataset")
+                             "ConcatenateDataset", self._one_sample_per_element and dataset._one_sample_per_element)
 
     @staticmethod
     def zip(*datasets, name=None) -> "Dataset":
@@ -695,7 +699,7 @@ class Dataset:
             for parts in zip(*[d._elements() for d in members]):
                 yield _pack(structure, list(parts))
         return Dataset._make(elements, card, lambda: _pack(structure, [d.element_spec for d in members]),
-                             "ZipDataset")
+                             "ZipDataset", all(d._one_sample_per_element for d in members))
 
     def enumerate(self, start=0, name=None) -> "Dataset":
         """``(i, element)`` pairs, ``i`` an int64 counting from ``start``."""

@@ -2023,6 +2023,11 @@ class _Batches:
         self._class_weight = class_weight
         # a Dataset without steps is read anew each epoch (Keras 3); with steps its iterator goes on
         self._dataset = source if steps is None and _is_dataset(source) else None
+        if getattr(source, "_one_sample_per_element", False):     # from_tensor_slices(...) without .batch()
+            warnings.warn(f"{what}: the Dataset gives one sample per element (it was never batched), and each "
+                          "element is taken as a batch, as in Keras. Add .batch(32) to it, e.g. "
+                          "Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(32).", UserWarning,
+                          stacklevel=engine.user_stacklevel())
         self._it = None if self._dataset is not None else iter(source)
         self.steps = steps
         self.drawn = 0

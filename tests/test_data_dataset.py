@@ -29,7 +29,7 @@ def test_dicts_and_nesting_keep_their_structure_and_a_list_is_one_array():
     ds = Dataset.from_tensor_slices({"image": np.zeros((2, 3)), "meta": (np.array([1, 2]), np.array([3., 4.]))})
     first = next(iter(ds))
     assert set(first) == {"image", "meta"} and first["image"].shape == (3,) and int(first["meta"][0]) == 1
-    assert values(Dataset.from_tensor_slices([[1, 2], [3, 4]])) == [[1, 2], [3, 4]]      # TensorFlow: a list is a tensor
+    assert values(Dataset.from_tensor_slices([[1, 2], [3, 4]])) == [[1, 2], [3, 4]]    # TensorFlow: a list is a tensor
 
 
 def test_from_tensor_slices_errors_name_the_shapes_and_the_fix():
@@ -376,3 +376,15 @@ def test_evaluate_predict_and_validation_data_take_datasets():
         history = model.fit(ds, epochs=3, validation_data=ds, verbose=0)
     assert len(history.history["val_loss"]) == 3             # the validation dataset is read again each epoch
     assert np.isclose(history.history["val_loss"][-1], model.evaluate(X, Y, verbose=0)[0])
+
+
+def test_fit_warns_when_the_dataset_was_never_batched():
+    model = make()
+    unbatched = Dataset.from_tensor_slices((X, Y)).shuffle(20, seed=0)
+    with pytest.warns(UserWarning, match=r"fit: the Dataset gives one sample per element \(it was never batched\)"
+                                         r".*Add \.batch\(32\)"):
+        with pytest.raises(ValueError):          # each (3,)-sample is then read as a batch of 3 against 1 target
+            model.fit(unbatched, verbose=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # batched (even after unbatch().batch()): no warning
+        model.fit(unbatched.batch(5).unbatch().batch(4), verbose=0)

@@ -75,7 +75,8 @@ def test_save_img_gray_rgba_channels_first_and_unscaled_values(tmp_path, no_pill
 
 
 def test_image_errors_name_the_shape_and_the_fix(tmp_path, no_pillow):
-    with pytest.raises(ValueError, match=r"save_img: expected one image of rank 3.*shape \(28, 28\).*x\[\.\.\., None\]"):
+    with pytest.raises(ValueError, match=r"save_img: expected one image of rank 3.*shape \(28, 28\).*"
+                                         r"x\[\.\.\., None\]"):
         image_utils.save_img(tmp_path / "d.png", np.zeros((28, 28)))
     with pytest.raises(ValueError, match=r"1 \(gray\), 3 \(RGB\) or 4 \(RGBA\) channels, got 2"):
         image_utils.save_img(tmp_path / "d.png", np.zeros((4, 4, 2)))
