@@ -474,8 +474,8 @@ class Dataset:
             shapes = [tuple(None if d is None or d == -1 else int(d) for d in s)
                       for s in _leaves_like(padded_shapes, spec, f"{what}: padded_shapes")]
         values = [0] * len(shapes) if padding_values is None else \
-            (_leaves_like(padding_values, spec, f"{what}: padding_values") if _is_struct(spec)
-             else [padding_values])
+            (_leaves_like(padding_values, spec, f"{what}: padding_values") if _is_struct(padding_values)
+             else [padding_values] * len(shapes))       # one value pads every component
 
         def stack(parts, k):
             leaves = list(zip(*[_flatten(p) for p in parts]))
@@ -682,7 +682,7 @@ class Dataset:
     def zip(*datasets, name=None) -> "Dataset":
         """Elements of several datasets side by side: ``Dataset.zip((a, b))`` (or ``zip(a, b)``) gives
         ``(a_i, b_i)``, a dict of datasets a dict; it stops with the shortest."""
-        structure = datasets[0] if len(datasets) == 1 and _is_struct(datasets[0]) else tuple(datasets)
+        structure = datasets[0] if len(datasets) == 1 else tuple(datasets)     # zip(a): a's own elements
         members = _flatten(structure)
         bad = [type(d).__name__ for d in members if not isinstance(d, Dataset)]
         if not members or bad:
@@ -765,7 +765,8 @@ def _call(fn, element, what, k):
     tensors = _pack(element, [_as_tensor(leaf) for leaf in _flatten(element)])
     args = tuple(tensors) if isinstance(tensors, tuple) and not hasattr(tensors, "_fields") else (tensors,)
     try:
-        inspect.signature(fn).bind(*args)
+        if k == 0:      # the elements share one structure: checking the first call is enough
+            inspect.signature(fn).bind(*args)
     except TypeError:
         shown = "the element (one argument)" if len(args) == 1 else \
             f"the {len(args)} parts of each element {_describe(element)} as {len(args)} separate arguments"

@@ -126,6 +126,8 @@ def test_batch_of_unequal_shapes_names_the_component_and_suggests_padded_batch()
     assert xb.numpy().tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]] and yb.numpy().tolist() == [0, 1]
     (xb, _), = list(ds.padded_batch(2, padded_shapes=((6,), ()), padding_values=(-1.0, 0)))
     assert xb.shape == (2, 6) and xb.numpy()[0].tolist() == [1, 1, 1, -1, -1, -1]
+    (xb, _), = list(ds.padded_batch(2, padding_values=7))      # one value pads every component
+    assert xb.numpy()[0].tolist() == [1, 1, 1, 7]
 
 
 def test_unbatch_undoes_batch():
@@ -225,6 +227,7 @@ def test_concatenate_zip_enumerate():
     z = Dataset.zip({"x": a, "y": b})
     assert [(int(e["x"]), int(e["y"])) for e in z] == [(0, 10), (1, 11)]
     assert values(b.enumerate(start=5)) == [(5, 10), (6, 11)]
+    assert values(Dataset.zip(b)) == [10, 11]                # one dataset: its own elements, as TensorFlow
 
 
 def test_len_of_an_unknown_cardinality_explains():
