@@ -27,8 +27,9 @@ def load_data(path="imdb.npz", num_words=None, skip_top=0, maxlen=None, seed=113
         maxlen: drop the reviews of ``maxlen`` words or more (Keras keeps
             only the shorter ones; it does not cut them).
         seed: the shuffle of each split (``RandomState(seed)``, as Keras).
-        start_char, oov_char, index_from: 1 marks the start of a review, 2 a
-            word left out, real words start at index 3 (0 is padding).
+        start_char: the index that marks the start of a review (1).
+        oov_char: the index of a word left out (2).
+        index_from: the index of the most frequent word (3: 0 is padding).
 
     Returns:
         ``x_train``/``x_test``: 1-D object arrays of lists of ints (pad them
