@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import autodiff_viz as adv
 from autodiff_viz.data import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, TensorSpec
@@ -70,6 +72,21 @@ def test_a_small_buffer_shuffles_only_locally_as_tensorflow():
         # the k-th output was drawn from a buffer holding inputs up to k + size - 1
         assert all(v <= k + size - 1 for k, v in enumerate(out))
     assert values(Dataset.range(10).shuffle(1, seed=0)) == list(range(10))        # a buffer of one: no shuffle
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 40), size=st.integers(1, 50), seed=st.integers(0, 2 ** 31), batch=st.integers(1, 9),
+       take=st.integers(-1, 45), skip=st.integers(-1, 45))
+def test_pipelines_agree_with_the_same_steps_on_a_python_list(n, size, seed, batch, take, skip):
+    out = values(Dataset.range(n).shuffle(size, seed=seed))
+    assert sorted(out) == list(range(n)) and all(v <= k + size - 1 for k, v in enumerate(out))
+    batched = Dataset.range(n).batch(batch)
+    assert values(batched) == [list(range(n))[i:i + batch] for i in range(0, n, batch)] and \
+        len(batched) == len(values(batched))
+    assert values(batched.unbatch()) == list(range(n))
+    cut = Dataset.range(n).skip(skip).take(take)
+    rest = [] if skip < 0 else list(range(n))[skip:]
+    assert values(cut) == (rest if take < 0 else rest[:take]) and len(cut) == len(values(cut))
 
 
 def test_a_full_buffer_can_put_any_element_first():

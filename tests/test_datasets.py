@@ -332,3 +332,11 @@ def test_word_index_uses_keras_md5_checksums(server, monkeypatch):
                         hashlib.md5((served / "imdb_word_index.json").read_bytes()).hexdigest())
     assert datasets.imdb.get_word_index() == {"the": 1, "and": 2}
     assert datasets.imdb.get_word_index() == {"the": 1, "and": 2} and requests == ["/imdb_word_index.json"]
+
+
+def test_a_server_error_is_reported_with_the_url_and_leaves_nothing_behind(server, tmp_path):
+    served, requests = server                     # nothing is served: the server answers 404
+    with pytest.raises(datasets.DownloadError, match=r"boston_housing.load_data: could not download "
+                                                     r"http://127.0.0.1:\d+/boston_housing.npz \(File not found\)"):
+        datasets.boston_housing.load_data()
+    assert requests == ["/boston_housing.npz"] and list((tmp_path / "cache").iterdir()) == []
