@@ -52,6 +52,7 @@ from .views import plots, widgets
 from . import regularizers
 from .models import Model, Sequential
 from . import saving
+from . import data, datasets
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 
 __version__ = "0.1.0"

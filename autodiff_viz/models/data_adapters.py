@@ -9,12 +9,13 @@ given with a generator, labels of another length, a generator that ran dry).
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 
 from ..core.tensor import Tensor
 from ..layers.base import positive_int
-from ..state import paused, shared_location
+from ..state import paused, shared_location, user_stacklevel
 from ..structure import flatten
 
 
@@ -23,9 +24,17 @@ from ..structure import flatten
 # ---------------------------------------------------------------------------
 def _is_batches(data) -> bool:
     """Whether ``data`` is a generator (an iterator, or an iterable that is neither an array nor a
-    sequence) of batches, which ``fit``/``evaluate``/``predict`` read one item at a time."""
+    sequence) of batches, which ``fit``/``evaluate``/``predict`` read one item at a time; or a dataset
+    (``adv.data.Dataset``, known by its ``element_spec``), which has a length but is read the same way."""
+    if _is_dataset(data):
+        return True
     return hasattr(data, "__next__") or (hasattr(data, "__iter__") and not isinstance(data, (list, tuple, str, bytes))
                                          and not hasattr(data, "__array__") and not hasattr(data, "__len__"))
+
+
+def _is_dataset(data) -> bool:
+    """An ``adv.data.Dataset`` (or anything iterable with tf.data's ``element_spec``): re-iterable."""
+    return hasattr(type(data), "element_spec") and hasattr(data, "__iter__")   # on the type: no property runs
 
 
 def _refuse_with_batches(what, **given) -> None:
@@ -36,11 +45,12 @@ def _refuse_with_batches(what, **given) -> None:
         fix = {"y": "the targets come from the generator: yield (x, y) batches and call "
                     f"{what}(batches) without y",
                "sample_weight": "the weights come from the generator: yield (x, y, sample_weight) batches",
-               "batch_size": "the generator makes the batches: yield batches of the size you want",
+               "batch_size": "the generator makes the batches: yield batches of the size you want (for an "
+                             "adv.data.Dataset, batch it: dataset.batch(32))",
                "validation_split": "a generator cannot be split: pass validation_data=(x_val, y_val) or a "
                                    "second generator of validation batches"}[name]
         shown = f"{name} (an array of shape {np.shape(value)})" if np.ndim(value) else f"{name}={value!r:.40}"
-        raise ValueError(f"{what}: {shown} cannot be given with a generator of batches as x "
+        raise ValueError(f"{what}: {shown} cannot be given with a generator (or Dataset) of batches as x "
                          f"(Keras 3 refuses it too); {fix}.")
 
 
@@ -149,15 +159,24 @@ class _Batches:
     def __init__(self, model, source, what, steps, step, own_step=False, class_weight=None, keep=False):
         self._model, self._what, self._step, self._own_step = model, what, step, own_step
         self._class_weight = class_weight
-        self._it = iter(source)
+        # a Dataset without steps is read anew each epoch (Keras 3); with steps its iterator goes on
+        self._dataset = source if steps is None and _is_dataset(source) else None
+        if getattr(source, "_one_sample_per_element", False):     # from_tensor_slices(...) without .batch()
+            warnings.warn(f"{what}: the Dataset gives one sample per element (it was never batched), and each "
+                          "element is taken as a batch, as in Keras. Add .batch(32) to it, e.g. "
+                          "Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(32).", UserWarning,
+                          stacklevel=user_stacklevel())
+        self._it = None if self._dataset is not None else iter(source)
         self.steps = steps
         self.drawn = 0
         self.ran_out = False
-        self._kept = [] if keep and steps is None else None
+        self._kept = [] if keep and steps is None and self._dataset is None else None
         self._replay = False
 
     def epoch(self):
         self.ran_out = False
+        if self._dataset is not None:
+            self._it = iter(self._dataset)
         if self._replay:
             yield from self._kept
             return
@@ -186,7 +205,8 @@ class _Batches:
         stop = "; interrupting training" if self._step == "train_step" else ""
         return (f"Your input ran out of data{stop}. The generator gave {self.drawn} batches in all, fewer than "
                 f"{where} needed (steps={self.steps}, drawn from the same iterator in every epoch). Make sure it "
-                "can generate at least steps * epochs batches, e.g. loop over the data forever (while True: ...).")
+                "can generate at least steps * epochs batches, e.g. loop over the data forever (while True: ...), "
+                "or for an adv.data.Dataset add .repeat().")
 
     def _parts(self, item):
         """``(x, y, sample_weight)`` of one item, converted and checked (``what``: batch number, got, forms)."""
