@@ -105,8 +105,8 @@ def as_list(callbacks, what="fit") -> list:
             flat.append(cb)
         else:
             raise TypeError(f"{what}: callbacks[{i}] is {type(cb).__name__} {cb!r:.40}, not a callback. Give "
-                            "instances of adv.callbacks.Callback (or a subclass, or any object with on_... hooks), e.g. "
-                            "callbacks=[adv.callbacks.EarlyStopping(patience=3)].")
+                            "instances of adv.callbacks.Callback (or a subclass, or any object with on_... "
+                            "hooks), e.g. callbacks=[adv.callbacks.EarlyStopping(patience=3)].")
     return flat
 
 

@@ -258,7 +258,8 @@ def _names_on_tape(tape, namespace: dict) -> dict:
     A constant that a recorded op read is on the tape too (a node of its
     trace), so ``{"c": g}`` finds it as ``{c: g}`` does.
     """
-    ids = {x._id for rec in tape.record.nodes for x in rec.inputs} | {rec.out_id for rec in tape.record.nodes} | set(tape.record.tracked)
+    ids = ({x._id for rec in tape.record.nodes for x in rec.inputs} | {rec.out_id for rec in tape.record.nodes}
+           | set(tape.record.tracked))
     out = {}
     for k, v in namespace.items():
         if isinstance(v, Tensor) and v._id in ids and not k.startswith("_"):

@@ -213,7 +213,8 @@ def _where(location) -> str | None:
 
 
 def _code(location) -> str:
-    """The user's line, as ``  file.py:12:  loss = ...`` or ``  cell [3], line 12:  loss = ...`` (empty when unknown)."""
+    """The user's line, as ``  file.py:12:  loss = ...`` or ``  cell [3], line 12:  loss = ...`` (empty when
+    unknown)."""
     if location is None:
         return ""
     filename, lineno = location
@@ -782,7 +783,8 @@ def unrecorded_target(tape, target) -> Explanation | None:
     nothing the tape watches (``not_watched``): a constant, or ops on constants.
     """
     tid = target._id
-    if tid in tape.record.tracked or any(n.out_id == tid or any(x._id == tid for x in n.inputs) for n in tape.record.nodes):
+    if tid in tape.record.tracked or any(n.out_id == tid or any(x._id == tid for x in n.inputs)
+                                         for n in tape.record.nodes):
         return None
     outside = _target_outside(tape, target)
     if outside is not None:

@@ -110,7 +110,8 @@ class GradCheckReport:
     def __str__(self):
         width = max((len(r.of) for r in self.rows if r.of != "f"), default=0)
         of = (lambda r: f"{r.of:<{width}}  ") if width else (lambda r: "")
-        head = f"{'of':<{width}}  " * bool(width) + f"{'arg':>3}  {'mode':<8} {'max abs err':>12} {'max rel err':>12}  result"
+        head = (f"{'of':<{width}}  " * bool(width)
+                + f"{'arg':>3}  {'mode':<8} {'max abs err':>12} {'max rel err':>12}  result")
         lines = [head, "-" * len(head)]
         for r in self.rows:
             verdict = "ok" if r.ok else "MISMATCH"

@@ -418,8 +418,8 @@ class CategoricalCrossentropy(Loss):
 class SparseCategoricalCrossentropy(Loss):
     def __init__(self, from_logits=False, axis=-1, reduction="sum_over_batch_size",
                  name="sparse_categorical_crossentropy"):
-        super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=_flag(from_logits, "from_logits"),
-                         axis=axis)
+        super().__init__(sparse_categorical_crossentropy, reduction, name,
+                         from_logits=_flag(from_logits, "from_logits"), axis=axis)
 
 
 _BY_NAME = {

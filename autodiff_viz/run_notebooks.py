@@ -159,7 +159,8 @@ def offline_exporter():
 
 
 def export_html(nb, path) -> Path:
-    """Write the executed notebook ``nb`` as HTML to ``path`` (:func:`static_copy`; no CDN: :func:`offline_exporter`)."""
+    """Write the executed notebook ``nb`` as HTML to ``path`` (:func:`static_copy`; no CDN:
+    :func:`offline_exporter`)."""
     body, _ = offline_exporter().from_notebook_node(static_copy(nb))
     path = Path(path)
     path.write_text(body, encoding="utf-8")

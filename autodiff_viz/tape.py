@@ -61,7 +61,8 @@ MAX_JACOBIAN_BYTES = 2 * 2 ** 30   # refuse Jacobian seeds and results larger th
 
 
 def _check_jacobian_size(what: str, rows: int, target_size: int, dtype, source_sizes) -> None:
-    """Refuse a Jacobian whose seed (``rows × target``) or result (``rows × source``) would not fit, before allocating."""
+    """Refuse a Jacobian whose seed (``rows × target``) or result (``rows × source``) would not fit, before
+    allocating."""
     itemsize = np.dtype(dtype).itemsize
     biggest = max([target_size] + list(source_sizes))
     need = int(rows) * int(biggest) * itemsize
@@ -96,7 +97,8 @@ class Escape:
 
 @dataclass(frozen=True)
 class Assign:
-    """A tracked tensor's value was stored in a variable (``v.assign(t)``, ``assign_add``, ``assign_sub``) at ``location``.
+    """A tracked tensor's value was stored in a variable (``v.assign(t)``, ``assign_add``, ``assign_sub``) at
+    ``location``.
 
     The variable is a leaf afterwards: the gradient stops at the assign. The
     diagnosis reads these notes to say so.

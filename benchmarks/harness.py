@@ -164,7 +164,8 @@ class Trainer:
 
 
 def dtype_variant(trainers: dict, note="") -> Variant:
-    """A row timed per dtype (``{"float64": Trainer, "float32": Trainer}``), checked on float64 from the shared start."""
+    """A row timed per dtype (``{"float64": Trainer, "float32": Trainer}``), checked on float64 from the shared
+    start."""
     def grads():
         t = trainers["float64"]
         t.reset()

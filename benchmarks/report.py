@@ -133,7 +133,8 @@ def _workload_table(results, name, wl, threads) -> list:
     ratio_col = name == "W5"
     head = f"### {name} — {wl['title']}" + (f", {threads} thread{'s' * (threads > 1)}" if len(wl["threads"]) > 1
                                               else "")
-    cols = [wl.get("row", "library")] + [f"{c} ({wl['unit']})" for c in cases] + (["fwd+bwd / forward"] if ratio_col else [])
+    cols = ([wl.get("row", "library")] + [f"{c} ({wl['unit']})" for c in cases]
+            + (["fwd+bwd / forward"] if ratio_col else []))
     ratios = f"Ratios in brackets: × {wl['baseline'][0]} {wl['baseline'][1]}." if base else ""
     out = [head, "", ratios, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     if not ratios:

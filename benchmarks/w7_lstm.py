@@ -104,7 +104,8 @@ def check_reference() -> float:
 # ----- variants --------------------------------------------------------------------
 def variants(lib: str, mod, d) -> dict:
     if lib == "numpy":
-        return {"numpy (BPTT by hand)": dtype_variant({dt: _numpy(d, dt) for dt in CASES}, "backprop through time by hand")}
+        return {"numpy (BPTT by hand)": dtype_variant({dt: _numpy(d, dt) for dt in CASES},
+                                                      "backprop through time by hand")}
     if lib == "autodiff_viz":
         return {ADV: dtype_variant({dt: _adv(mod, d, dt) for dt in CASES},
                               "adv.layers.LSTM + Dense under a GradientTape, adv.optimizers.SGD")}

@@ -56,7 +56,8 @@ def distinct_singular(shape):
 CASES = {
     "inv": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 2, 2))], {})],
     "det": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 3, 3))], {}),
-            ([const(np.array([[[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]], [[1., 2., 0.], [2., 4., 0.], [0., 0., 3.]]]))],
+            ([const(np.array([[[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]],
+                              [[1., 2., 0.], [2., 4., 0.], [0., 0., 3.]]]))],
              {})],      # singular (ranks 2 and 2): the gradient is the cofactor matrix
     "slogdet": [([well_conditioned((3, 3))], {}), ([well_conditioned((2, 2, 2))], {})],
     "slogdet_sign": [([well_conditioned((3, 3))], {})],

@@ -1,4 +1,5 @@
-"""Finite-difference cases for the numpy-surface ops added to autodiff_viz/core/rules/__init__.py (collected by tests/test_rules.py).
+"""Finite-difference cases for the numpy-surface ops added to autodiff_viz/core/rules/__init__.py (collected by
+tests/test_rules.py).
 
 ``CASES`` maps a rule name to a list of ``(input makers, params)``, as in test_rules.py.
 """

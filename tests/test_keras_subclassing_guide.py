@@ -212,7 +212,8 @@ def test_global_average_pooling_1d_averages_the_real_steps_only():
 def test_global_average_pooling_1d_refuses_a_mask_of_the_wrong_shape_and_warns_on_an_empty_sequence():
     x = np.ones((2, 5, 3))
     gap = adv.layers.GlobalAveragePooling1D(name="pool")
-    with pytest.raises(ValueError, match=r"pool \(GlobalAveragePooling1D\): mask should have shape \(batch, time\) = \(2, 5\), got \(2, 4\)"):
+    with pytest.raises(ValueError, match=r"pool \(GlobalAveragePooling1D\): mask should have shape "
+                                         r"\(batch, time\) = \(2, 5\), got \(2, 4\)"):
         gap(x, mask=np.ones((2, 4), bool))
     with pytest.warns(RuntimeWarning, match=r"every step of sample\(s\) \[1\] is masked.*NaN") as caught:
         out = gap(x, mask=np.array([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]]))

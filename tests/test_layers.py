@@ -21,7 +21,8 @@ NP_ACTIVATIONS = {
     "relu": lambda z: np.maximum(z, 0),
     "tanh": np.tanh,
     "sigmoid": np_sigmoid,
-    "softmax": lambda z: np.exp(z - z.max(-1, keepdims=True)) / np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True),
+    "softmax": lambda z: (np.exp(z - z.max(-1, keepdims=True))
+                          / np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)),
     "softplus": lambda z: np.log1p(np.exp(z)),
     "leaky_relu": lambda z: np.where(z > 0, z, 0.2 * z),
 }

@@ -258,7 +258,8 @@ def test_bad_arguments_name_the_layer_and_the_fix():
 
 
 def test_bad_inputs_name_the_layer_and_change_nothing():
-    with pytest.raises(ValueError, match=r"conv2d_transpose \(Conv2DTranspose\): expected inputs of rank 4 .*x\[None\]"):
+    with pytest.raises(ValueError,
+                       match=r"conv2d_transpose \(Conv2DTranspose\): expected inputs of rank 4 .*x\[None\]"):
         L.Conv2DTranspose(4, 3)(np.ones((5, 5, 2)))
     layer = L.Conv2DTranspose(4, 3)
     layer(np.ones((1, 3, 3, 2)))

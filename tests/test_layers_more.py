@@ -216,7 +216,8 @@ def test_dot_normalize_is_cosine_and_zero_safe():
 
 
 @pytest.mark.parametrize("axes, shapes, normalize", [(1, [(2, 3), (2, 3)], True), (1, [(2, 3, 2), (2, 3, 4)], False),
-                                                     ((2, 1), [(2, 3, 4), (2, 4)], True), (-1, [(2, 2, 3), (2, 4, 3)], True)])
+                                                     ((2, 1), [(2, 3, 4), (2, 4)], True),
+                                                     (-1, [(2, 2, 3), (2, 4, 3)], True)])
 def test_dot_gradients_match_finite_differences(axes, shapes, normalize):
     layer = L.Dot(axes=axes, normalize=normalize, dtype="float64")
     args = [RNG.normal(size=s) for s in shapes]

@@ -312,7 +312,8 @@ def test_lenet_loss_and_every_gradient_match_torch():
     rng = np.random.default_rng(10)
     model = adv.Sequential([
         L.Input((12, 12, 1)),
-        L.Conv2D(3, 3, activation="relu", padding="same", kernel_regularizer=adv.regularizers.L2(0.01), dtype="float64"),
+        L.Conv2D(3, 3, activation="relu", padding="same", kernel_regularizer=adv.regularizers.L2(0.01),
+                 dtype="float64"),
         L.MaxPooling2D(dtype="float64"),
         L.Conv2D(4, 3, activation="relu", dtype="float64"),
         L.AveragePooling2D(dtype="float64"),

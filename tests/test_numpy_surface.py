@@ -65,7 +65,8 @@ def test_norm_is_np_linalg_norm_and_differentiable(ord, axis):
     assert adv.check_grads(lambda t: adv.norm(t, ord=ord, axis=axis), [x]).ok
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"ord": 1}, {"ord": np.inf, "axis": 1}, {"ord": 3, "axis": (0, 1), "keepdims": True}])
+@pytest.mark.parametrize("kwargs", [{}, {"ord": 1}, {"ord": np.inf, "axis": 1},
+                                    {"ord": 3, "axis": (0, 1), "keepdims": True}])
 def test_vector_norm_is_np_linalg_vector_norm(kwargs):
     np.testing.assert_allclose(np.linalg.vector_norm(adv.constant(A), **kwargs).numpy(),
                                np.linalg.vector_norm(A, **kwargs), rtol=1e-12)

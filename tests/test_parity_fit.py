@@ -172,7 +172,8 @@ def test_train_test_predict_on_batch_as_keras():
     b.set_weights(a.get_weights())
     history = a.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     loss, accuracy = b.train_on_batch(x, y)
-    assert loss == pytest.approx(history.history["loss"][0]) and accuracy == pytest.approx(history.history["accuracy"][0])
+    assert (loss == pytest.approx(history.history["loss"][0])
+            and accuracy == pytest.approx(history.history["accuracy"][0]))
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_allclose(wa, wb)
     assert b.test_on_batch(x, y, return_dict=True) == pytest.approx(b.evaluate(x, y, verbose=0, return_dict=True))

@@ -93,7 +93,8 @@ for _section in ("rule_cases_numpy", "rule_cases_linalg", "rule_cases_nn", "rule
 
 def test_every_rule_has_a_case():
     missing = sorted(set(rules.TABLE) - set(CASES))
-    assert not missing, f"rules without a finite-difference case in tests/test_rules.py or tests/rule_cases_*.py: {missing}"
+    assert not missing, ("rules without a finite-difference case in tests/test_rules.py or tests/rule_cases_*.py: "
+                         f"{missing}")
 
 
 def _cases(differentiable):

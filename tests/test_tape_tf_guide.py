@@ -7,7 +7,8 @@ import autodiff_viz as adv
 
 
 def test_a_source_that_is_the_target_has_gradient_one_as_tensorflow():
-    """The guide's control flow: ``result = v0`` in the branch taken; TF gives [1.0, None] (sources_that_are_targets)."""
+    """The guide's control flow: ``result = v0`` in the branch taken; TF gives [1.0, None]
+    (sources_that_are_targets)."""
     x = adv.constant(1.0)
     v0, v1 = adv.Variable(2.0), adv.Variable(2.0)
     with adv.GradientTape(persistent=True) as tape:

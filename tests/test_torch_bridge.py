@@ -296,7 +296,8 @@ def _models():
                                   L.Dense(4), L.PReLU(alpha_initializer="ones"), L.Dense(3), L.Softmax()])
     rms = adv.Sequential([L.Input((5, 4)), L.Dense(4), L.RMSNormalization(), L.Flatten(), L.Dense(2),
                           L.RMSNormalization(epsilon=1e-3)])
-    return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("rms", rms, _rng_data((4, 5, 4))), ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
+    return [("cnn", cnn, _rng_data((4, 9, 9, 2))), ("rms", rms, _rng_data((4, 5, 4))),
+            ("cnn1d", cnn1d, _rng_data((4, 12, 3))),
             ("activations", activations, _rng_data((4, 6))), ("decoder", decoder, _rng_data((4, 5, 5, 2))),
             ("decoder1d", decoder1d, _rng_data((4, 6, 3))), ("unet", unet, _rng_data((4, 6, 6, 2))),
             ("seq1d", seq1d, _rng_data((4, 5, 3))),

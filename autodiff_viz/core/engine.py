@@ -214,7 +214,8 @@ def _release_node(node, stand_ins: dict) -> None:
 
 
 def _release_unsaved(nodes, mine: tuple, stand_ins: dict) -> None:
-    """Before a releasing walk: let go of the values no VJP reads (see ``Rule.saves``) in the records of tape ``mine``."""
+    """Before a releasing walk: let go of the values no VJP reads (see ``Rule.saves``) in the records of tape
+    ``mine``."""
     for node in nodes:
         saves = node.rule.saves
         if saves == "all" or node.tapes != mine:

@@ -331,7 +331,8 @@ def _refuse_if_tracked(name, args, kwargs):
                 hint = "write a new tensor instead (a = a + t), tensors and the tape never write into arrays"
             raise TypeError(
                 f"{name} has no gradient rule in autodiff_viz, and a GradientTape is tracking its input"
-                f"{' ' + repr(t.name) if t.name else ''} (shape {t.shape}), so numpy would silently drop the gradient. Instead: "
+                f"{' ' + repr(t.name) if t.name else ''} (shape {t.shape}), so numpy would silently drop the gradient. "
+                "Instead: "
                 f"{hint}; or compute it on t.numpy() explicitly if you do not need its gradient.")
 
 

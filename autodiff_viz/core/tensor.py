@@ -299,7 +299,8 @@ _TORCH_HINTS = {
 for _fn in ("exp", "log", "sqrt", "abs", "tanh", "sin", "cos", "sigmoid", "relu", "log1p", "expm1", "square",
             "sign", "floor", "ceil", "erf", "sinh", "cosh", "tan"):
     _where = "adv.nn" if _fn in ("sigmoid", "relu") else "adv"
-    _TORCH_HINTS[_fn] = f"{_where}.{_fn}(x) (or np.{_fn}(x), which dispatches)" if _where == "adv" else f"{_where}.{_fn}(x)"
+    _TORCH_HINTS[_fn] = (f"{_where}.{_fn}(x) (or np.{_fn}(x), which dispatches)" if _where == "adv"
+                         else f"{_where}.{_fn}(x)")
 for _name in _TORCH_HINTS:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _Hint(_name))
@@ -379,7 +380,8 @@ class Variable(Tensor):
 
     @property
     def value(self):
-        """The current value as a tensor (Keras 3's ``variable.value``, a property; TensorFlow spells it ``read_value()``)."""
+        """The current value as a tensor (Keras 3's ``variable.value``, a property; TensorFlow spells it
+        ``read_value()``)."""
         return self.read_value()
 
     def _checked(self, value, what, copy=True):
@@ -546,7 +548,8 @@ def _to_array(value, dtype) -> np.ndarray:
                f"{str(exc).rstrip('.')}. Tensors hold numeric dtypes only (bool, integers, floats, complex): "
                "give numbers, e.g. np.asarray(data, dtype='float64').")) from None
     if arr.dtype.kind not in "biufc":
-        raise TypeError(f"cannot make a tensor of dtype {arr.dtype} ({_NOT_NUMERIC.get(arr.dtype.kind, 'not numbers')}) "
+        raise TypeError(f"cannot make a tensor of dtype {arr.dtype} "
+                        f"({_NOT_NUMERIC.get(arr.dtype.kind, 'not numbers')}) "
                         f"from {type(value).__name__} {value!r:.80}: tensors hold numeric dtypes only (bool, "
                         "integers, floats, complex). Convert the data to numbers first, e.g. "
                         "np.asarray(data, dtype='float64').")

@@ -24,7 +24,7 @@ from .merge import *  # noqa: F401,F403
 from .preprocessing import *  # noqa: F401,F403
 from . import attention, conv, core, embedding, merge, normalization, pooling, preprocessing, recurrent, regularization
 
-__all__ = ["Layer", "Dense", "Input", "InputLayer", "KerasTensor", "InputSpec", "activations", "initializers", "clear_session", "floatx",
-           "set_floatx", "set_random_seed", "to_snake_case",
+__all__ = ["Layer", "Dense", "Input", "InputLayer", "KerasTensor", "InputSpec", "activations", "initializers",
+           "clear_session", "floatx", "set_floatx", "set_random_seed", "to_snake_case",
            *core.__all__, *conv.__all__, *pooling.__all__, *normalization.__all__, *regularization.__all__,
            *embedding.__all__, *recurrent.__all__, *attention.__all__, *merge.__all__, *preprocessing.__all__]

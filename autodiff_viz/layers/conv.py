@@ -464,7 +464,8 @@ def _depthwise_kernel(layer, channels, name):
 
 
 def _depthwise(layer, inputs, kernel, pads):
-    """One ``conv`` op with ``groups = channels``: Keras' ``(*k, C, m)`` kernel reshaped to the rule's ``(*k, 1, C·m)``."""
+    """One ``conv`` op with ``groups = channels``: Keras' ``(*k, C, m)`` kernel reshaped to the rule's
+    ``(*k, 1, C·m)``."""
     channels = kernel.shape[-2]
     w = reshape(kernel, layer.kernel_size + (1, channels * layer.depth_multiplier))
     return R.conv(inputs, w, strides=layer.strides, pads=pads, dilation=layer.dilation_rate, groups=channels)

@@ -704,7 +704,8 @@ class Identity(Layer):
 
 
 class RepeatVector(Layer):
-    """Each sample of ``(batch, features)`` repeated ``n`` times: ``(batch, n, features)``, as ``keras.layers.RepeatVector``.
+    """Each sample of ``(batch, features)`` repeated ``n`` times: ``(batch, n, features)``, as
+    ``keras.layers.RepeatVector``.
 
         >>> RepeatVector(3)(np.ones((2, 4))).shape
         (2, 3, 4)

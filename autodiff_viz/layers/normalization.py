@@ -176,7 +176,8 @@ class BatchNormalization(_Normalization):
         >>> bn = BatchNormalization()
         >>> y = bn(np.random.rand(32, 4), training=True)    # batch statistics; moving averages updated
         >>> [w.name for w in bn.weights]
-        ['batch_normalization/gamma', 'batch_normalization/beta', 'batch_normalization/moving_mean', 'batch_normalization/moving_variance']
+        ['batch_normalization/gamma', 'batch_normalization/beta', 'batch_normalization/moving_mean',
+         'batch_normalization/moving_variance']
 
     With ``training=True`` (``fit`` passes it) the layer uses the batch's
     mean and biased variance and updates its non-trainable moving averages::
@@ -188,9 +189,10 @@ class BatchNormalization(_Normalization):
     averages. With a mask (``Embedding(mask_zero=True)`` or ``Masking``
     before it, or ``mask=`` of the input's shape without the feature axis),
     the batch statistics count the real steps only (Keras 3's masked
-    moments); every entry is normalised, and the mask is passed on. A frozen layer (``trainable=False``) always runs in inference
-    mode, as in Keras 3. The moving averages are weights: ``save_weights``
-    writes them and ``load_weights`` reads them.
+    moments); every entry is normalised, and the mask is passed on. A
+    frozen layer (``trainable=False``) always runs in inference mode, as in
+    Keras 3. The moving averages are weights: ``save_weights`` writes them
+    and ``load_weights`` reads them.
 
     Args:
         axis: the feature axis (default -1: channels last); statistics are

@@ -570,7 +570,8 @@ class RNN(Layer):
                 self.states = self._zero_states(batch)
             elif self.states[0].shape[0] != batch:
                 raise ValueError(f"{self.name}: this stateful layer keeps states for batches of "
-                                 f"{self.states[0].shape[0]} sequences, got a batch of {batch} (inputs {inputs.shape}). "
+                                 f"{self.states[0].shape[0]} sequences, got a batch of {batch} "
+                                 f"(inputs {inputs.shape}). "
                                  "Feed batches of that size (fit(..., batch_size=...) with a sample count it "
                                  "divides, shuffle=False), or make a new layer for another batch size.")
             states = list(self.states)
@@ -874,7 +875,8 @@ class Bidirectional(Layer):
 
 
 class TimeDistributed(Layer):
-    """Apply a layer to every step of ``(batch, time, ...)``, with the same weights, as ``keras.layers.TimeDistributed``.
+    """Apply a layer to every step of ``(batch, time, ...)``, with the same weights, as
+    ``keras.layers.TimeDistributed``.
 
         >>> td = TimeDistributed(Dense(4))
         >>> td(np.zeros((2, 5, 3))).shape, td.layer.kernel.shape

@@ -209,7 +209,8 @@ class GaussianDropout(_Noise):
 
 
 class ActivityRegularization(Layer):
-    """Add ``l1·Σ|x| + l2·Σx²`` of its input to the loss, and return the input, as ``keras.layers.ActivityRegularization``.
+    """Add ``l1·Σ|x| + l2·Σx²`` of its input to the loss, and return the input, as
+    ``keras.layers.ActivityRegularization``.
 
         >>> layer = ActivityRegularization(l1=0.1, l2=0.01)
         >>> y = layer(np.array([[1.0, -2.0]]))

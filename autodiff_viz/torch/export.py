@@ -126,7 +126,8 @@ def _leaky_relu(layer):
 
 
 def _relu(layer):
-    """Keras' ReLU: ``max(x, 0)`` above ``threshold``, capped at ``max_value``, ``negative_slope·(x − threshold)`` below."""
+    """Keras' ReLU: ``max(x, 0)`` above ``threshold``, capped at ``max_value``, ``negative_slope·(x − threshold)``
+    below."""
     cap, slope, threshold = layer.max_value, float(layer.negative_slope), float(layer.threshold)
 
     def f(x):

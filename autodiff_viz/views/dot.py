@@ -703,7 +703,8 @@ def _legend(view) -> list:
     rows = []
     for key in (("forward", "backward") if view == "both" else (view,)) + ("common",):
         rows.extend(LEGEND_ROWS[key])
-    cells = "".join(f'<tr><td bgcolor="{c}">{html.escape(k, quote=False)}</td><td align="left">{html.escape(t, quote=False)}</td></tr>'
+    cells = "".join(f'<tr><td bgcolor="{c}">{html.escape(k, quote=False)}</td>'
+                    f'<td align="left">{html.escape(t, quote=False)}</td></tr>'
                     for k, c, t in rows)
     table = ('<<table border="0" cellborder="1" cellspacing="0" cellpadding="3">'
              f'<tr><td colspan="2"><b>legend</b></td></tr>{cells}</table>>')

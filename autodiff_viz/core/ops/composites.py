@@ -1,4 +1,5 @@
-"""numpy functions written with the ops above (``vstack``, ``diff``, ``kron``, ``linspace`` …): their graph shows those ops.
+"""numpy functions written with the ops above (``vstack``, ``diff``, ``kron``, ``linspace`` …): their graph shows
+those ops.
 """
 from __future__ import annotations
 

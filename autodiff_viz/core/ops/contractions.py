@@ -31,7 +31,8 @@ def _parse_einsum(subscripts, operands):
         if "..." not in term and len(term) != x.ndim:
             raise ValueError(f"einsum: '{term}' has {len(term)} indices but its operand has shape {x.shape}.")
     if "..." in s:      # numpy broadcasts the `...` axes (right-aligned) of the operands
-        spans = [(t.index("..."), x.ndim - len(t.replace("...", ""))) if "..." in t else None for t, x in zip(ins, operands)]
+        spans = [(t.index("..."), x.ndim - len(t.replace("...", ""))) if "..." in t else None
+                 for t, x in zip(ins, operands)]
         common = np.broadcast_shapes(*[x.shape[p:p + w] for x, sp in zip(operands, spans) if sp for p, w in [sp]])
         fixed = []
         for x, sp in zip(operands, spans):

@@ -1,4 +1,5 @@
-"""New tensors: ``zeros``, ``ones``, ``full``, ``eye``, ``zeros_like`` …, and a tensor's ``shape`` (keras.ops' spellings).
+"""New tensors: ``zeros``, ``ones``, ``full``, ``eye``, ``zeros_like`` …, and a tensor's ``shape`` (keras.ops'
+spellings).
 """
 from __future__ import annotations
 

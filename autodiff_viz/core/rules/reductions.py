@@ -87,7 +87,8 @@ def _lse_weights(y, x, axis):
 logsumexp = define(
     "logsumexp", _logsumexp, doc="y = ln Σ eˣ over axis, computed without overflow",
     x=("softmax(x)",
-       lambda g, y, x, axis, keepdims: g.reshape(_batch(g, y) + _keepdims_shape(x.shape, axis)) * _lse_weights(y, x, axis),
+       lambda g, y, x, axis, keepdims: g.reshape(_batch(g, y) + _keepdims_shape(x.shape, axis))
+       * _lse_weights(y, x, axis),
        lambda dx, y, x, axis, keepdims: sum(dx * _lse_weights(y, x, axis), axis=axis, keepdims=keepdims)))
 
 
@@ -132,7 +133,8 @@ var = define(
     "var", lambda x, axis, ddof, keepdims: np.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
     doc="y = Σ(x − x̄)²/(n − ddof) over axis",
     x=("2(x − x̄)/(n − ddof)",
-       lambda g, y, x, axis, ddof, keepdims: _spread(g, y, x, axis) * (_centered(x, axis) * (2.0 / (_count(x, axis) - ddof))),
+       lambda g, y, x, axis, ddof, keepdims: _spread(g, y, x, axis)
+       * (_centered(x, axis) * (2.0 / (_count(x, axis) - ddof))),
        lambda dx, y, x, axis, ddof, keepdims: sum(dx * _centered(x, axis), axis=axis, keepdims=keepdims)
        * (2.0 / (_count(x, axis) - ddof))))
 

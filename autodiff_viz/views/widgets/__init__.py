@@ -44,7 +44,8 @@ def show(tape_or_trace, target=None, sources=None, *, output_gradients=None):
         if target is not None or sources is not None or output_gradients is not None:
             raise TypeError("show(trace): a trace already has its target and sources; pass target=, "
                             "sources= and output_gradients= with a tape: show(tape, target=loss, sources=[w]).")
-        state = ExplorerState(tape_or_trace, jacobians=((), "The Jacobian panel needs the tape: show(tape, target=...)."))
+        state = ExplorerState(tape_or_trace,
+                              jacobians=((), "The Jacobian panel needs the tape: show(tape, target=...)."))
     elif hasattr(tape_or_trace, "_nodes") and hasattr(tape_or_trace, "trace"):
         state = ExplorerState.from_tape(tape_or_trace, target, sources, output_gradients)
     else:

@@ -422,7 +422,7 @@ export default {
 };
 """
 
-CSS = r"""
+CSS = (r"""
 .adv-gv { font-family: Helvetica, Arial, sans-serif; font-size: 14px; color: #222; }
 .adv-gv-bar { display: flex; align-items: center; gap: 6px; margin: 4px 0; flex-wrap: wrap; }
 .adv-gv-bar button { font-size: 14px; padding: 2px 10px; min-width: 32px; cursor: pointer; }
@@ -464,9 +464,12 @@ CSS = r"""
 .adv-gv.adv-mode-b.adv-heat-on g.edge.adv-wait polygon { stroke: #bbbbbb !important; fill: #bbbbbb !important; }
 .adv-gv g.edge.adv-just path { stroke-width: 3.5px; stroke: #c2185b; }
 .adv-gv g.edge.adv-just text { font-weight: bold; }
-.adv-gv g.node.adv-selected :is(polygon, path, ellipse, rect) { stroke: #4a148c; stroke-width: 3px; stroke-dasharray: 7 3; }
-.adv-gv g.node.adv-current :is(polygon, path, ellipse, rect) { stroke: #c2185b; stroke-width: 4px; stroke-dasharray: none; }
-.adv-gv g.node.adv-current text { font-weight: bold; }
+"""
+       ".adv-gv g.node.adv-selected :is(polygon, path, ellipse, rect) "
+       "{ stroke: #4a148c; stroke-width: 3px; stroke-dasharray: 7 3; }\n"
+       ".adv-gv g.node.adv-current :is(polygon, path, ellipse, rect) "
+       "{ stroke: #c2185b; stroke-width: 4px; stroke-dasharray: none; }\n"
+       r""".adv-gv g.node.adv-current text { font-weight: bold; }
 .adv-gv text.adv-inside { font-size: 11px; fill: #c2185b; font-weight: bold; }
 .adv-gv g.edge.adv-selected path { stroke: #4a148c; stroke-width: 3px; }
 .adv-gv tr.adv-current { background: #fde0ec; font-weight: bold; outline: 3px solid #c2185b; }
@@ -474,7 +477,7 @@ CSS = r"""
 .adv-gv .adv-flash :is(polygon, path, ellipse, rect) { animation: adv-flash 0.6s ease-in-out 4; }
 @keyframes adv-flash { 50% { stroke: #ff6f00; stroke-width: 6px; } }
 .adv-gv .adv-tape-table td, .adv-gv .adv-tape-table th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
-"""
+""")
 
 
 if anywidget is not None:

@@ -71,7 +71,8 @@ class _Panel:
 
 
 def parse_attrs(text: str) -> dict:
-    """``[a="x" b=y c=<<html>>]`` → ``{"a": "x", "b": "y", "c": "<html>"}`` (DOT escapes undone, lines kept as ``\\n``)."""
+    """``[a="x" b=y c=<<html>>]`` → ``{"a": "x", "b": "y", "c": "<html>"}`` (DOT escapes undone, lines kept as
+    ``\\n``)."""
     out, i, s = {}, 0, text.strip()
     if s.startswith("["):
         s = s[1:s.rfind("]")] if "]" in s else s[1:]
@@ -253,7 +254,8 @@ def _node_svg(n: _Node) -> list:
     top = n.y - (len(n.lines) * LINE_H) / 2 + LINE_H - 3
     for k, line in enumerate(n.lines):
         out.append(f'<text text-anchor="middle" x="{n.x:.2f}" y="{top + k * LINE_H:.2f}" '
-                   f'font-family="Helvetica,sans-Serif" font-size="{FONT:.2f}" fill="{_esc(colour)}">{_esc(line)}</text>')
+                   f'font-family="Helvetica,sans-Serif" font-size="{FONT:.2f}" fill="{_esc(colour)}">'
+                   f'{_esc(line)}</text>')
     out.append("</g>")
     return out
 
@@ -266,7 +268,8 @@ def _loop_svg(n: _Node, a: dict) -> list:
     out = [f'<g id="{_esc(a.get("id", n.id + "-" + n.id))}" class="{_esc(cls)}">',
            f"<title>{_esc(a.get('tooltip', n.id + ' → ' + n.id))}</title>",
            f'<path fill="none" stroke="{_esc(colour)}" stroke-width="{_esc(width)}" '
-           f'd="M{x:.2f},{bottom:.2f} C{x + 40:.2f},{bottom + 10:.2f} {x + 40:.2f},{top - 10:.2f} {x + 6:.2f},{top:.2f}"/>',
+           f'd="M{x:.2f},{bottom:.2f} C{x + 40:.2f},{bottom + 10:.2f} '
+           f'{x + 40:.2f},{top - 10:.2f} {x + 6:.2f},{top:.2f}"/>',
            f'<polygon fill="{_esc(colour)}" stroke="{_esc(colour)}" '
            f'points="{x + 7:.2f},{top - 3.5:.2f} {x:.2f},{top:.2f} {x + 7:.2f},{top + 3.5:.2f}"/>']
     colour = a.get("fontcolor", "#222222")
