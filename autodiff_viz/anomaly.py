@@ -5,7 +5,7 @@
     >>> with adv.detect_anomaly():
     ...     with adv.GradientTape() as tape:
     ...         y = adv.sum(adv.log(x))        # AnomalyError: 'log' produced -inf here
-    
+
 Inside the block every op's forward output is checked, and every backward
 step's gradient contributions, and the first one that holds ``nan`` or
 ``inf`` raises :class:`AnomalyError` naming the op, its rule, a summary of

@@ -123,7 +123,8 @@ def test_an_edited_source_makes_the_package_run_as_plain_python_with_a_warning(t
     assert report["edited"] and not report["compiled"]
     assert all(f.endswith(".py") and str(copy) in f for f in report["files"])
     assert report["grad"] == 4.0
-    assert len(report["warnings"]) == 1 and "core/ops/elementwise.py changed since the package was compiled" in report["warnings"][0]
+    assert len(report["warnings"]) == 1
+    assert "core/ops/elementwise.py changed since the package was compiled" in report["warnings"][0]
 
 
 def test_the_pure_python_fallback_passes_the_location_and_diagnosis_tests(tmp_path):

@@ -42,7 +42,7 @@ def cache_dir() -> str:
 
 def origin_of(url: str) -> str:
     """``url``, or the same file name under the base URL of ``adv.datasets.ORIGIN`` / ``$ADV_DATASETS_ORIGIN``."""
-    from . import ORIGIN      # read at each call: users and tests set it after import
+    from . import ORIGIN  # read at each call: users and tests set it after import
     base = ORIGIN or os.environ.get("ADV_DATASETS_ORIGIN")
     if not base:
         return url

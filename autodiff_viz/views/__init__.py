@@ -1,4 +1,6 @@
-"""Views of a trace: DOT, SVG, the tape as a table, plots, the standalone page and the widgets (see docs/architecture.md).
+"""Views of a trace: DOT, SVG, the tape as a table, plots, the standalone page and the widgets.
+
+See docs/architecture.md for where the views sit in the house.
 
 Importing this package gives the records their drawing methods (:mod:`.methods`): ``Trace.to_dot``,
 ``Trace.to_svg``, ``tape.show``, ``comparison.show`` … The package face imports it, so they are always there.
