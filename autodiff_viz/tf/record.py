@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python import pywrap_tfe as _pywrap_tfe
 from tensorflow.python.eager import backprop as _backprop
 from tensorflow.python.eager import tape as _tape_mod
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polyfn
@@ -315,6 +316,25 @@ def _install():
             return original(self, *args, **kwargs)
         return call
 
+    def fast_path(original):
+        # TensorFlow's C++ fast path reads a tf.Variable given straight to an op (tf.sin(v)) without calling
+        # any Python hook: note which inputs are variables, so the callback can record those reads.
+        @functools.wraps(original)
+        def call(*args):
+            recs = _recordings()
+            found = [(j, a) for j, a in enumerate(_flat(args[3:])) if _is_variable(a)] if recs else ()
+            if not found:
+                return original(*args)
+            for rec in recs:
+                rec._pending.append((args[1], found))
+            try:
+                return original(*args)
+            finally:
+                for rec in recs:
+                    rec._pending.pop()
+        return call
+
+    _patch(_pywrap_tfe, "TFE_Py_FastPathExecute", fast_path)
     _patch(_tape_mod, "push_new_tape", push_new_tape)
     _patch(_backprop.GradientTape, "_push_tape", push)
     _patch(_backprop.GradientTape, "_pop_tape", pop)
@@ -330,6 +350,21 @@ def _install():
     for name in _REWRAPS:
         _patch(tf, name, rewrap)
     _patch(_polyfn.Function, "__call__", tf_function)
+
+
+def _flat(items):
+    out = []
+    for a in items:
+        if isinstance(a, (list, tuple)):
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def _is_variable(a) -> bool:
+    return isinstance(a, tf.Variable) or hasattr(a, "handle") and hasattr(a, "trainable") \
+        and not isinstance(a, tf.Tensor)
 
 
 def _uninstall():
@@ -363,6 +398,7 @@ class Recording:
         self._busy = False
         self._thread = None
         self._creator = None
+        self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -404,9 +440,7 @@ class Recording:
         if self._scope_cache[0] == key:
             return self._scope_cache[1]
         parts = []
-        for entry in stack:
-            if entry.override_parent is not None:
-                parts = [p for p in entry.override_parent.split("/") if p]
+        for entry in stack:            # the nesting of the calls (a functional model's layers sit inside it)
             parts.append(entry.name)
             caller = entry.caller
             if caller is not None and hasattr(caller, "weights"):
@@ -451,6 +485,12 @@ class Recording:
             op_type = op_type.decode()
         outs = [o for o in (outputs or ()) if hasattr(o, "_id")]
         ins = [i for i in inputs if hasattr(i, "_id")]
+        if self._pending and self._pending[-1][0] == op_type:
+            for j, variable in self._pending[-1][1]:
+                if j < len(ins) and ins[j].dtype == variable.dtype and ins[j].shape == variable.shape:
+                    self._variable_read(variable)
+                    self._note("ReadVariableOp", "read", [variable.handle], [ins[j]], {"variable": variable},
+                               loc=_user_frame(2))
         if op_type == "ReadVariableOp":
             self._note(op_type, "read", ins, outs, {"variable": self._variables.get(ins[0]._id) if ins else None},
                        attrs)

@@ -270,6 +270,8 @@ def _vjp(op, out_grads):
                                            None, "")
     except Exception:        # an op whose gradient function needs what the mock op lacks: no contribution shown
         return None
+    if not isinstance(got, (list, tuple)):
+        got = [got]           # one-input ops return their gradient alone
     return [g if g is None or isinstance(g, tf.Tensor) else tf.convert_to_tensor(g) for g in got]
 
 
