@@ -144,6 +144,7 @@ def back_edges(rec, info, op, t):
     read; a re-wrap comes from the values that left TensorFlow before it.
     """
     if op.kind == "read":
+        yield op.inputs[0], op, cut(rec, info, op, 0), op.index      # the variable itself (its handle)
         handle = op.inputs[0]._id
         for w in rec.ops[:op.index]:
             if w.kind == "create" and w.outputs and w.outputs[0]._id == handle and w.extra.get("init") is not None:
@@ -244,8 +245,8 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
     tkey = tensor_key(target)
     if reached_clean:
         return _not_watched(rec, info, source, skey, sname, first_use)
-    order = {"integer_dtype": 0}
-    cuts.sort(key=lambda c: order.get(c[3][0], 1))
+    # a cast to an integer type names the cause; a later op reading those integers only repeats it
+    cuts.sort(key=lambda c: 0 if c[3][1].startswith("tf.cast to") else 2 if c[3][0] == "integer_dtype" else 1)
     for at, x, out, (reason, words) in cuts:
         if tensor_key(x) != skey and not _depends(rec, x, at.index, skey, memo):
             continue

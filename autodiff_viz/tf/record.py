@@ -349,6 +349,12 @@ def _install():
             _patch(base, name, escape(name))
     for name in _REWRAPS:
         _patch(tf, name, rewrap)
+    # numpy reads an EagerTensor through the buffer protocol, which no Python hook sees; numpy's own
+    # dispatch protocols do see np.* calls on tensors, so the recording answers them (same values).
+    base.__array_function__ = _array_function
+    base.__array_ufunc__ = _array_ufunc
+    _PATCHES.append((base, "__array_function__", None))
+    _PATCHES.append((base, "__array_ufunc__", None))
     _patch(_polyfn.Function, "__call__", tf_function)
 
 
@@ -370,7 +376,49 @@ def _is_variable(a) -> bool:
 def _uninstall():
     while _PATCHES:
         owner, name, original = _PATCHES.pop()
-        setattr(owner, name, original)
+        if original is None:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+
+
+_REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__", np.true_divide: "__rtruediv__",
+              np.power: "__rpow__", np.matmul: "__rmatmul__", np.floor_divide: "__rfloordiv__", np.mod: "__rmod__"}
+
+
+def _to_numpy(obj, found):
+    if isinstance(obj, _ops._EagerTensorBase):
+        found.append(obj)
+        return obj._numpy()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_numpy(o, found) for o in obj)
+    return obj
+
+
+def _escape_all(found, how):
+    if found and _called_by_user(3):
+        for rec in _recordings():
+            for t in found:
+                rec._escaped(t, how, None)
+
+
+def _array_function(self, func, types, args, kwargs):
+    """``np.mean(t)`` and friends while recording: the escape is noted, numpy computes on the values."""
+    found = []
+    args, kwargs = _to_numpy(args, found), {k: _to_numpy(v, found) for k, v in kwargs.items()}
+    _escape_all(found, f"np.{func.__name__}()")
+    return func(*args, **kwargs)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """``np.square(t)`` while recording: noted as an escape. ``array * t`` stays TensorFlow's ``t.__rmul__``."""
+    if method == "__call__" and len(inputs) == 2 and not isinstance(inputs[0], _ops._EagerTensorBase) \
+            and isinstance(inputs[1], _ops._EagerTensorBase) and ufunc in _REFLECTED and not kwargs:
+        return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])
+    found = []
+    inputs = _to_numpy(inputs, found)
+    _escape_all(found, f"np.{ufunc.__name__}()")
+    return getattr(ufunc, method)(*inputs, **kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -398,6 +446,7 @@ class Recording:
         self._busy = False
         self._thread = None
         self._creator = None
+        self._creating = 0
         self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
 
     # ----- context -----------------------------------------------------------
@@ -494,6 +543,8 @@ class Recording:
         if op_type == "ReadVariableOp":
             self._note(op_type, "read", ins, outs, {"variable": self._variables.get(ins[0]._id) if ins else None},
                        attrs)
+        elif op_type in _ASSIGN_OPS and self._creating:
+            return None
         elif op_type in _ASSIGN_OPS:
             self._note(op_type, "assign", ins, [], {"variable": self._variables.get(ins[0]._id) if ins else None},
                        attrs)
@@ -566,7 +617,11 @@ class Recording:
                 info.watched.add(key)
 
     def _create_variable(self, next_creator, **kwargs):
-        v = next_creator(**kwargs)
+        self._creating += 1          # the AssignVariableOp that initialises it is part of the creation
+        try:
+            v = next_creator(**kwargs)
+        finally:
+            self._creating -= 1
         if self._busy or threading.get_ident() != self._thread:
             return v
         self._remember_variable(v)
