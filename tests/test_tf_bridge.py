@@ -162,7 +162,7 @@ def test_escapes_rewraps_variable_creation_and_assignment_are_recorded():
     kinds = {op.kind: op for op in rec.ops}
     assert kinds["create"].location == (HERE, line_of("create")) and rec.name_of(w) == "w"
     escapes = [op for op in rec.ops if op.kind == "escape"]
-    assert [op.extra["how"] for op in escapes] == ["numpy()", "np.mean()"]
+    assert [op.extra["how"] for op in escapes] == ["numpy()"]      # np.mean of an ndarray is numpy alone
     assert escapes[0].location == (HERE, line_of("escape")) and escapes[0].inputs[0] is y
     assert kinds["rewrap"].location == (HERE, line_of("rewrap")) and kinds["rewrap"].outputs[0] is back
     assert kinds["assign"].name == "AssignAddVariableOp" and kinds["assign"].location == (HERE, line_of("assign"))
