@@ -41,9 +41,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without TensorFl
     ) from exc
 
 from .explain import REASONS
+from .export import ExportError, keras_layer, load_from, to_keras
 from .record import Recording, record
 
-__all__ = ["record", "Recording", "REASONS"]
+__all__ = ["record", "Recording", "REASONS", "to_keras", "load_from", "keras_layer", "ExportError"]
 
 
 def _attach():
