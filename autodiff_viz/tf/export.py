@@ -125,6 +125,8 @@ def _check(layer, config: dict, klayer) -> None:
             continue                # an option Keras keeps elsewhere, off in ours (activity_regularizer=None)
         else:
             theirs = getattr(klayer, key, "<missing>")
+        if isinstance(ours, int) and not isinstance(ours, bool) and _plain(theirs) == [ours]:
+            continue                # Keras keeps a size as a one-entry list (MultiHeadAttention's output_shape)
         if not _same(ours, theirs):
             problems.append(f"{key}: ours {_plain(ours)!r}, Keras {_plain(theirs)!r}")
     for key, theirs in kconfig.items():     # a Keras field our config leaves out: our attribute must agree
@@ -151,7 +153,7 @@ def keras_layer(layer):
     if isinstance(layer, Bidirectional):
         forward, backward = keras_layer(layer.forward_layer), keras_layer(layer.backward_layer)
         return keras.layers.Bidirectional(forward, merge_mode=layer.merge_mode, backward_layer=backward,
-                                          name=layer.name, trainable=layer.trainable)
+                                          name=layer.name, trainable=layer.trainable, dtype=layer.dtype)
     ours = type(layer).__module__.startswith("autodiff_viz.layers")
     cls = getattr(keras.layers, kind, None) if ours else None
     if cls is None or kind in ("Lambda", "InputLayer"):
@@ -249,7 +251,20 @@ def _operation(layer, operands):
         for i, t in zip(where, tensors):
             values[i] = t
         return fn(*values)
-    return keras.layers.Lambda(apply, name=layer.name)([operands[i] for i in where])
+    tensors = [operands[i] for i in where]
+    floating = [t.dtype for t in tensors if "float" in str(t.dtype)]
+    # Lambda would cast its inputs to float32 (Keras' default policy); keep the operands' own float type
+    return keras.layers.Lambda(apply, name=layer.name, dtype=floating[0] if floating else None)(tensors)
+
+
+def _builtin(structure):
+    """The model's output structure with plain lists, tuples and dicts (Keras refuses the tracked list a
+    model attribute becomes)."""
+    if isinstance(structure, dict):
+        return {k: _builtin(v) for k, v in structure.items()}
+    if isinstance(structure, (list, tuple)):
+        return (tuple if isinstance(structure, tuple) else list)(_builtin(v) for v in structure)
+    return structure
 
 
 def _functional(model, convert):
@@ -271,7 +286,7 @@ def _functional(model, convert):
         for ours, theirs in zip(node.flat_outputs, flatten(out)[0]):
             slots[id(ours)] = theirs
     _, rebuild = flatten(model._output_struct)
-    outputs = rebuild([slots[id(t)] for t in model._outputs_flat])
+    outputs = _builtin(rebuild([slots[id(t)] for t in model._outputs_flat]))
     structure = model._input_struct
     if isinstance(structure, dict):
         inputs = dict(zip(structure.keys(), inputs))
@@ -302,15 +317,18 @@ def to_keras(model):
     if not isinstance(model, Model):
         raise TypeError(f"to_keras: expected an autodiff_viz model (adv.Sequential or adv.Model), got "
                         f"{type(model).__name__}.")
-    pairs = []
+    pairs, made = [], {}
 
     def convert(layer):
+        if id(layer) in made:               # a shared layer (or nested model) is one Keras layer, called again
+            return made[id(layer)]
         if not layer.built:
             raise ExportError(f"to_keras: {_where(layer)} in {model.name} is not built yet; call the model on a "
                               "batch first.")
         klayer = to_keras(layer) if isinstance(layer, Model) else keras_layer(layer)
         if not isinstance(layer, Model):
             pairs.append((layer, klayer))
+        made[id(layer)] = klayer
         return klayer
 
     _layers(model, "to_keras")              # a subclassed model: refused before anything is built
@@ -340,6 +358,7 @@ def load_from(model, keras_model) -> None:
 
 
 def _plan_load(model, keras_model, writes) -> None:
+    from ..models import Model
     names = [layer.name for layer in keras_model.layers]
     for layer in _layers(model, "load_from"):
         if layer.name not in names:
