@@ -301,3 +301,39 @@ def test_numpy_on_tensors_is_an_escape_and_array_times_tensor_stays_a_tensor():
     (esc,) = [op for op in rec.ops if op.kind == "escape"]
     assert esc.extra["how"] == "np.mean()" and esc.location == (HERE, line_of("np mean"))
     assert not hasattr(type(y), "__array_function__")      # the numpy hooks are gone after the recording
+
+
+def test_show_returns_the_explorer_on_tensorflows_gradients():
+    from autodiff_viz.widgets.explorer import Explorer
+    model = _mlp()
+    x, y = _data()
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+    widget = rec.show(loss, model)
+    assert isinstance(widget, Explorer)
+    tr = widget.state.trace
+    assert tr.target is not None and widget.state.ops
+    for g, v in zip(grads, model.trainable_variables):
+        node = next(n for n in tr.nodes if n.tensor_id == v.handle._id)
+        assert np.array_equal(node.grad.data, g.numpy()), v.path
+
+
+def test_a_recorded_jacobian_call_keeps_its_line_result_and_tape():
+    x = tf.Variable([1.0, 2.0, 3.0], dtype=tf.float64)
+    with adv.tf.record() as rec:
+        with tf.GradientTape(persistent=True) as tape:
+            y = x ** 2
+            z = tf.reduce_sum(y)
+        jac = tape.jacobian(y, x)                                     # <- jacobian
+        summed = tape.gradient(y, x)
+    (call,) = [op for op in rec.ops if op.kind == "jacobian"]
+    assert call.location == (HERE, line_of("jacobian")) and call.inputs[0] is y
+    assert call.extra["result"] is jac and call.extra["sources"] is x
+    assert call.extra["tape"] == rec.tape_info(tape).number
+    np.testing.assert_array_equal(jac.numpy(), np.diag(2 * x.numpy()))
+    np.testing.assert_array_equal(jac.numpy().sum(axis=0), summed.numpy())      # the tape sums the rows
+    assert not [op for op in rec.ops if op.kind == "op" and op.index > call.index and op.name == "Pow"], \
+        "the jacobian's own ops are not recorded as the user's"
+    assert rec.explain(y, x).reason == "connected" and rec.explain(z, x).reason == "connected"

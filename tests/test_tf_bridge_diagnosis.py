@@ -307,3 +307,52 @@ def test_numpy_loss_as_the_target():
             tape.gradient(loss, w)
     e = rec.explain(loss, w)
     assert e.reason == "left_the_tape" and e.location == where("np") and "np.square()" in e.message
+
+
+# ----- the chain rule in two parts: tape.gradient(y, x, output_gradients=g) ---------------------
+def test_unconnected_output_gradients_names_the_cut_inside_dy_dx_not_g():
+    """The chain rule split in two: ``g = outer.gradient(loss, y)`` is fine, but ``y`` was computed after the
+    first tape's ``with`` ended, so ``tape.gradient(y, x, output_gradients=g)`` is None for every ``g``."""
+    x = tf.Variable([0.5, 1.0, 1.5], dtype=tf.float64)
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            h = tf.tanh(x)
+        y = h * 3.0                                                   # <- y after the with
+        with tf.GradientTape() as outer:
+            outer.watch(y)
+            loss = tf.reduce_sum(y ** 2)
+        g = outer.gradient(loss, y)
+        assert g is not None
+        dx = tape.gradient(y, x, output_gradients=g)                  # <- vjp
+    assert dx is None
+    e = rec.explain(y, x)
+    assert e.reason == "unconnected_output_gradients" and e.reason in adv.tf.REASONS
+    assert e.location == where("y after the with")
+    assert where("vjp") in e.locations and where("y after the with") in e.locations
+    assert "output_gradients=g" in e.message and "shape (3,)" in e.message
+    assert "reason: computed_outside_tape" in e.message and "after the tape's `with` block ended" in e.message
+    assert e.edges, "the broken edge is named, so a view can mark it"
+
+
+def test_unconnected_output_gradients_through_an_integer_cast():
+    x = tf.Variable([0.4, 1.6], dtype=tf.float32)
+    g = tf.constant([1.0, -2.0])
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            y = tf.cast(tf.cast(x * 2.0, tf.int32), tf.float32)        # <- int cast
+        assert tape.gradient(y, x, output_gradients=g) is None
+    e = rec.explain(y, x)
+    assert e.reason == "unconnected_output_gradients"
+    assert "reason: integer_dtype" in e.message and "tf.cast to int32" in e.message
+    assert e.location == where("int cast")
+
+
+def test_a_connected_vector_jacobian_product_is_connected():
+    x = tf.Variable([0.5, 1.0], dtype=tf.float64)
+    g = tf.constant([2.0, -1.0], dtype=tf.float64)
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            y = tf.sin(x)
+        dx = tape.gradient(y, x, output_gradients=g)
+    np.testing.assert_allclose(dx.numpy(), g.numpy() * np.cos(x.numpy()))
+    assert rec.explain(y, x).reason == "connected"

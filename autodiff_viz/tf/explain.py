@@ -27,6 +27,10 @@ three that only TensorFlow has:
                             gradient to ``value``
 ``not_a_tensor``            the target is a numpy array or Python number (the loss was
                             computed with numpy): TensorFlow sees a constant
+``unconnected_output_       the call was ``tape.gradient(y, x, output_gradients=g)`` (the
+gradients``                 second half of a chain rule split in two) and ∂y/∂x itself is
+                            cut: the message names the cut (one of the reasons above),
+                            its line and its fix; ``g`` cannot bring the gradient back
 ==========================  ============================================================
 """
 from __future__ import annotations
@@ -43,7 +47,8 @@ from ..diagnosis import REASONS as _ENGINE_REASONS
 from ..diagnosis import Explanation
 from .record import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
-REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor")
+REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor",
+                                     "unconnected_output_gradients")
 _NO_GRADIENT_TEXT = {"ArgMax": "tf.argmax", "ArgMin": "tf.argmin", "Round": "tf.round", "StopGradient":
                      "tf.stop_gradient", "Equal": "==", "NotEqual": "!=", "Less": "<", "Greater": ">",
                      "LessEqual": "<=", "GreaterEqual": ">=", "Floor": "tf.floor", "Sign": "tf.sign"}
@@ -192,10 +197,45 @@ def explain_recorded(rec, target, source) -> Explanation:
         return Explanation("computed_outside_tape", "No tf.GradientTape was opened inside this recording, so "
                            "nothing was recorded for a gradient. Fix: wrap the forward pass in "
                            "`with tf.GradientTape() as tape:`.", nodes=(skey,))
-    (grad,) = tf_gradient(rec, info, target, [source])
+    call = _vjp_call(rec, target, skey)
+    seed = None if call is None else call.extra["output_gradients"]
+    (grad,) = tf_gradient(rec, info, target, [source], seed)
     if grad is not None:
         return Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
-    return _why_none(rec, info, target, source, skey, sname)
+    why = _why_none(rec, info, target, source, skey, sname)
+    return why if call is None else _unconnected_seed(rec, call, target, sname, why)
+
+
+def _vjp_call(rec, target, skey):
+    """The last recorded ``tape.gradient(target, [..source..], output_gradients=g)`` with a ``g``, or None."""
+    tkey = getattr(target, "_id", None)
+    for op in reversed(rec.ops):
+        if op.kind != "gradient" or op.extra.get("output_gradients") is None:
+            continue
+        sources = [s for s in tf.nest.flatten(op.extra.get("sources")) if hasattr(s, "_id") or hasattr(s, "handle")]
+        if any(getattr(t, "_id", None) == tkey for t in op.inputs) and \
+                any(tensor_key(s) == skey for s in sources):
+            return op
+    return None
+
+
+def _unconnected_seed(rec, call, target, sname, why) -> Explanation:
+    """Why a vector-Jacobian product ``tape.gradient(y, x, output_gradients=g)`` is None: the cut inside ∂y/∂x.
+
+    A learner who splits the chain rule in two (``g = tape.gradient(loss, y)``, then the call above) tends
+    to suspect ``g``. ``g`` only scales what flows back from ``y``: when ∂y/∂x is cut, gᵀ·∂y/∂x is None for
+    every ``g``. The explanation says so, then gives the cut's own words, line and fix.
+    """
+    seeds = [g for g in tf.nest.flatten(call.extra["output_gradients"]) if g is not None]
+    shape = tuple(getattr(seeds[0], "shape", np.shape(seeds[0]))) if seeds else ()
+    yname = label(rec, target)
+    msg = (f"This call is the second half of a chain rule split in two:{line(call.location)}\n"
+           f"tape.gradient(y, x, output_gradients=g) computes gᵀ·∂y/∂x, here for y = {yname} and x = {sname}, "
+           f"with g of shape {shape}. g is not the problem: it only scales what flows back from y, and ∂y/∂x "
+           f"itself is cut (reason: {why.reason}), so the product is None for every g.\n" + why.message)
+    places = dict.fromkeys(p for p in (where(call.location), why.location, *why.locations) if p)
+    return Explanation("unconnected_output_gradients", msg, why.location, nodes=why.nodes, edges=why.edges,
+                       op=why.op, locations=tuple(places))
 
 
 def _depends(rec, t, before, skey, memo) -> bool:
