@@ -43,7 +43,6 @@ class ExportError(TypeError):
 
 
 _INITIALIZER, _REGULARIZER, _CONSTRAINT = "_initializer", "_regularizer", "_constraint"
-_SKIP_CHECK = ("name",)             # Keras may keep our name or not (Bidirectional renames its halves)
 
 
 def _where(layer) -> str:
@@ -104,10 +103,7 @@ def _plain(value):
 
 
 def _same(a, b) -> bool:
-    a, b = _plain(a), _plain(b)
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or float(np.float32(a)) == float(np.float32(b))    # Keras keeps some floats as float32
-    return a == b
+    return _plain(a) == _plain(b)
 
 
 def _check(layer, config: dict, klayer) -> None:
@@ -115,7 +111,7 @@ def _check(layer, config: dict, klayer) -> None:
     kconfig = klayer.get_config()
     problems = []
     for key, ours in config.items():
-        if key in _SKIP_CHECK or key.endswith(_INITIALIZER):
+        if key.endswith(_INITIALIZER):
             continue
         if key == "dtype":
             theirs = klayer.dtype_policy.name
@@ -130,7 +126,7 @@ def _check(layer, config: dict, klayer) -> None:
         if not _same(ours, theirs):
             problems.append(f"{key}: ours {_plain(ours)!r}, Keras {_plain(theirs)!r}")
     for key, theirs in kconfig.items():     # a Keras field our config leaves out: our attribute must agree
-        if key in config or key in _SKIP_CHECK or not hasattr(layer, key):
+        if key in config or not hasattr(layer, key):
             continue
         ours = getattr(layer, key)
         if isinstance(ours, (bool, int, float, str, type(None), tuple, list)) and not _same(ours, theirs):
