@@ -151,7 +151,8 @@ def _cnn(dtype):
         L.Input((10, 10, 1), dtype=dtype),
         L.Conv2D(4, 3, activation="relu", dtype=dtype), L.BatchNormalization(dtype=dtype),
         L.MaxPooling2D(dtype=dtype), L.Conv2D(6, 3, padding="same", activation="tanh", dtype=dtype),
-        L.GlobalAveragePooling2D(dtype=dtype), L.Dropout(0.25, dtype=dtype), L.Dense(3, activation="softmax", dtype=dtype),
+        L.GlobalAveragePooling2D(dtype=dtype), L.Dropout(0.25, dtype=dtype),
+        L.Dense(3, activation="softmax", dtype=dtype),
     ], name="cnn")
 
 
