@@ -1,0 +1,27 @@
+"""What every part of the TensorFlow bridge shares about TensorFlow's tensors: their identity and their dtypes.
+
+Kept apart from the recorder so the trace and the diagnosis, which the
+recorder calls, need not import it.
+"""
+from __future__ import annotations
+
+import tensorflow as tf
+from tensorflow.python.eager import backprop as _backprop
+
+_TRAINABLE = (tf.resource, tf.variant)
+ORIGINAL_GRADIENT = _backprop.GradientTape.gradient     # unwrapped, for the trace's own questions
+
+
+def trainable_dtype(dtype) -> bool:
+    """TensorFlow's rule for what a tape can differentiate: floating, complex, resource, variant."""
+    if not isinstance(dtype, tf.DType):
+        dtype = tf.as_dtype(dtype)       # Keras variables give their dtype as a string
+    return dtype.is_floating or dtype.is_complex or dtype in _TRAINABLE
+
+
+def tensor_key(t) -> int:
+    """TensorFlow's own id of a tensor (``t._id``); a variable is known by its handle's."""
+    handle = getattr(t, "handle", None)
+    if handle is not None and not isinstance(t, tf.Tensor):
+        return handle._id
+    return t._id

@@ -1,0 +1,728 @@
+"""Recording TensorFlow: every eager op run inside ``with adv.tf.record() as rec:``.
+
+The hook. TensorFlow calls the functions registered with
+``op_callbacks.add_op_callback`` right after every eager op runs (this is how
+``tf.debugging.enable_check_numerics`` sees each op): with the op type
+(``"MatMul"``), its input and output ``EagerTensor`` objects and its
+attributes. It sees what TensorFlow executes, including the ops inside Keras
+layers, so it is the one hook that catches every way of computing. The other
+candidates were weaker: wrapping the ``tf.*`` functions misses operators and
+Keras internals; ``tf.Module`` / Keras layer hooks see calls, not ops; the
+graph of a ``tf.function`` only exists for code under ``tf.function``.
+Measured (``benchmarks/t2_tf_record.py``): one Keras CNN training step costs
+about the same with and without the callback (see docs/tensorflow.md).
+
+What the callback cannot see is added by small wrappers, installed while a
+recording is active and taken out when the last one ends:
+
+* ``GradientTape`` entering, leaving, ``stop_recording``, ``watch`` and
+  ``gradient`` / ``jacobian`` (which tapes are recording when an op runs,
+  what each watches, and each ``tape.gradient`` call with its targets,
+  sources and ``output_gradients``). Tapes opened inside a recording keep
+  their record after ``gradient`` (TensorFlow's tape is created persistent
+  underneath; the Python object still refuses a second ``gradient`` call of
+  a non-persistent tape exactly as before), so a trace can ask that same
+  tape for the gradient of every intermediate: the values are TensorFlow's
+  own.
+* variable reads (``resource_variable_ops.variable_accessed``, called by
+  TensorFlow before every read), variable creation (a
+  ``tf.variable_creator_scope``) and assignment (the ``Assign*VariableOp``
+  ops the callback sees);
+* values leaving TensorFlow: ``.numpy()``, ``float(t)``, ``int(t)``,
+  ``np.asarray(t)`` and every ``np.*`` function given a tensor (they go
+  through ``__array__``), and values coming back: ``tf.constant(...)``,
+  ``tf.convert_to_tensor(...)``;
+* Keras 3 layer and model calls, read from Keras' own name-scope stack: an op
+  inside ``model.dense_1`` gets the scope ``sequential/dense_1``, so a graph
+  folds by layer.
+
+``tf.function``: a function the user calls under the recording runs as one
+graph, whose ops never reach the eager callback. Rather than record a
+half-picture, the call is refused before it runs, with the way out
+(``tf.config.run_functions_eagerly(True)``, or call the Python function).
+Functions TensorFlow and Keras call for themselves (``model.fit``'s step,
+``tf.data``) run and appear as one opaque op (kind ``"function"``).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python import pywrap_tfe as _pywrap_tfe
+from tensorflow.python.eager import backprop as _backprop
+from tensorflow.python.eager import tape as _tape_mod
+from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polyfn
+from tensorflow.python.framework import op_callbacks as _op_callbacks
+from tensorflow.python.framework import ops as _ops
+from tensorflow.python.ops import resource_variable_ops as _rvo
+
+from .. import naming
+from .keys import tensor_key, trainable_dtype
+
+try:   # Keras 3's name-scope stack (layers and models push themselves on call)
+    from keras.src.backend.common import global_state as _keras_state
+except ImportError:  # pragma: no cover - Keras 3 ships with tensorflow 2.21
+    _keras_state = None
+
+
+def _dir(mod):
+    return os.path.dirname(os.path.abspath(mod.__file__)) + os.sep
+
+
+def _package_dirs():
+    dirs = [_dir(tf), _dir(sys.modules["autodiff_viz"])]
+    for name in ("keras", "tf_keras", "absl", "wrapt"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            dirs.append(_dir(mod))
+    return tuple(dirs)
+
+
+_PACKAGE_DIRS = _package_dirs()
+_NUMPY_DIR = _dir(np)
+_ESCAPES = {"numpy": "numpy()", "__float__": "float()", "__int__": "int()", "__index__": "int()",
+            "__array__": "np.asarray()", "item": "item()", "tolist": "tolist()"}
+_REWRAPS = ("constant", "convert_to_tensor")
+_ASSIGN_OPS = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
+_ACTIVE: list = []           # recordings whose ``with`` block is running (any thread)
+_PATCHES: list = []          # (owner, attribute, original) while at least one recording is active
+_LOCK = threading.RLock()
+
+
+
+
+@dataclass(eq=False)
+class Op:
+    """One recorded event.
+
+    ``kind`` is ``"op"`` (a computation), ``"read"`` (a variable read:
+    ``ReadVariableOp``, input the variable's handle), ``"assign"``
+    (``v.assign``/``assign_add``/``assign_sub``), ``"create"`` (a
+    ``tf.Variable`` made; output the handle, ``extra['init']`` the tensor it
+    was made from when one was given), ``"escape"`` (a value left as numpy
+    or a Python number), ``"rewrap"`` (``tf.constant`` /
+    ``tf.convert_to_tensor`` from plain values), ``"function"`` (a
+    ``tf.function`` that TensorFlow or Keras ran as one graph), ``"watch"``,
+    ``"gradient"`` / ``"jacobian"`` (the tape calls).
+
+    ``tapes``: ids of the ``GradientTape`` objects that recorded this op;
+    ``recording``: ids of the tapes that were recording when it ran (a tape
+    records an op only if it was recording *and* watched one of its
+    floating inputs).
+    """
+
+    index: int
+    name: str
+    kind: str
+    inputs: list
+    outputs: list
+    location: tuple | None
+    assigned: str | None
+    scope: str
+    tapes: tuple = ()
+    recording: tuple = ()
+    attrs: tuple = ()
+    extra: dict = field(default_factory=dict)
+
+
+class TapeInfo:
+    """What a recording knows of one ``tf.GradientTape``: its options, what it watched, its record."""
+
+    def __init__(self, number, tape):
+        self.number = number
+        self.tape = tape
+        self.persistent = tape._persistent
+        self.watch_accessed_variables = tape._watch_accessed_variables
+        self.watched: set = set()       # tensor ids (``t._id``; a variable: its handle's) the tape follows
+        self.watch_calls: list = []     # op indices of the watch() events
+        self.cpp = None                 # TensorFlow's tape (kept: a trace asks it for gradients later)
+        self.enter = None               # location of the ``with``
+        self.spans: list = []           # [start_op, end_op) ranges of records made while it was recording
+        self.persistent_underneath = False
+
+    @property
+    def recording(self) -> bool:
+        return bool(self.tape._recording)
+
+
+def _user_frame(depth=2):
+    """The first frame outside TensorFlow, Keras, numpy and autodiff_viz: ``(filename, lineno)``."""
+    f = sys._getframe(depth)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_PACKAGE_DIRS) and not name.startswith(_NUMPY_DIR) \
+                and not name.startswith("<frozen"):
+            return name, f.f_lineno
+        f = f.f_back
+    return None
+
+
+def _called_by_user(depth=2) -> bool:
+    """Was the wrapper ``depth`` frames up called directly from user code (or from numpy called by it)?"""
+    f = sys._getframe(depth)
+    return f is not None and not f.f_code.co_filename.startswith(_PACKAGE_DIRS)
+
+
+def assigned_name(filename: str, lineno: int) -> str | None:
+    """The variable a recorded source line assigns (``h = tf.tanh(z)`` → ``h``), or None."""
+    return naming.assigned_name_at(filename, lineno)
+
+
+def _tensors(obj, out):
+    if isinstance(obj, (tf.Tensor, tf.Variable)) or hasattr(obj, "_id") and hasattr(obj, "dtype"):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors(o, out)
+    return out
+
+
+
+
+# ---------------------------------------------------------------------------
+# The wrappers (installed once for all active recordings)
+# ---------------------------------------------------------------------------
+def _recordings():
+    me = threading.get_ident()
+    return [r for r in _ACTIVE if r._thread == me and not r._busy]
+
+
+def _patch(owner, name, make):
+    original = getattr(owner, name)
+    _PATCHES.append((owner, name, original))
+    setattr(owner, name, make(original))
+
+
+def _install():
+    def push_new_tape(original):
+        @functools.wraps(original)
+        def call(persistent=False, watch_accessed_variables=True):
+            if _recordings():       # keep the record after gradient(): a trace asks the same tape again
+                return original(True, watch_accessed_variables)
+            return original(persistent, watch_accessed_variables)
+        return call
+
+    def push(original):
+        @functools.wraps(original)
+        def call(self):
+            fresh = self._tape is None
+            out = original(self)
+            for rec in _recordings():
+                rec._tape_pushed(self, fresh)
+            return out
+        return call
+
+    def pop(original):
+        @functools.wraps(original)
+        def call(self):
+            out = original(self)
+            for rec in _recordings():
+                rec._tape_popped(self)
+            return out
+        return call
+
+    def watch(original):
+        @functools.wraps(original)
+        def call(self, tensor):
+            out = original(self, tensor)
+            for rec in _recordings():
+                rec._watched(self, tensor)
+            return out
+        return call
+
+    def differentiate(kind):
+        def make(original):
+            @functools.wraps(original)
+            def call(self, target, sources, *args, **kwargs):
+                recs = _recordings()
+                events = [rec._gradient_called(kind, self, target, sources, args, kwargs) for rec in recs]
+                for rec in recs:
+                    rec._busy = True
+                try:
+                    result = original(self, target, sources, *args, **kwargs)
+                finally:
+                    for rec in recs:
+                        rec._busy = False
+                for ev in events:
+                    ev.extra["result"] = result
+                return result
+            return call
+        return make
+
+    def accessed(original):
+        @functools.wraps(original)
+        def call(variable):
+            for rec in _recordings():
+                rec._variable_read(variable)
+            return original(variable)
+        return call
+
+    def escape(name):
+        def make(original):
+            @functools.wraps(original)
+            def call(self, *args, **kwargs):
+                out = original(self, *args, **kwargs)
+                if _called_by_user():
+                    for rec in _recordings():
+                        rec._escaped(self, _ESCAPES[name], out)
+                return out
+            return call
+        return make
+
+    def rewrap(original):
+        @functools.wraps(original)
+        def call(value, *args, **kwargs):
+            out = original(value, *args, **kwargs)
+            if _called_by_user() and isinstance(out, tf.Tensor):
+                for rec in _recordings():
+                    rec._rewrapped(original.__name__, value, out)
+            return out
+        return call
+
+    def tf_function(original):
+        @functools.wraps(original)
+        def call(self, *args, **kwargs):
+            if _recordings() and not self._run_functions_eagerly and not tf.config.functions_run_eagerly() \
+                    and _called_by_user():
+                loc = _user_frame()
+                where = f" at {naming.short_place(*loc)}" if loc else ""
+                raise RuntimeError(
+                    f"adv.tf.record: the tf.function '{self._name}' was called{where} inside the recording. "
+                    "A tf.function runs as one TensorFlow graph, so its ops never reach the recording one by "
+                    "one and a trace of it would be a guess. Nothing ran. Fix: record it eagerly — call "
+                    "tf.config.run_functions_eagerly(True) before the `with adv.tf.record()` block (and False "
+                    f"after), or call the plain Python function ({self._name}.python_function(...)).")
+            return original(self, *args, **kwargs)
+        return call
+
+    def fast_path(original):
+        # TensorFlow's C++ fast path reads a tf.Variable given straight to an op (tf.sin(v)) without calling
+        # any Python hook: note which inputs are variables, so the callback can record those reads.
+        @functools.wraps(original)
+        def call(*args):
+            recs = _recordings()
+            found = [(j, a) for j, a in enumerate(_flat(args[3:])) if _is_variable(a)] if recs else ()
+            if not found:
+                return original(*args)
+            for rec in recs:
+                rec._pending.append((args[1], found))
+            try:
+                return original(*args)
+            finally:
+                for rec in recs:
+                    rec._pending.pop()
+        return call
+
+    _patch(_pywrap_tfe, "TFE_Py_FastPathExecute", fast_path)
+    _patch(_tape_mod, "push_new_tape", push_new_tape)
+    _patch(_backprop.GradientTape, "_push_tape", push)
+    _patch(_backprop.GradientTape, "_pop_tape", pop)
+    _patch(_backprop.GradientTape, "watch", watch)
+    _patch(_backprop.GradientTape, "gradient", differentiate("gradient"))
+    _patch(_backprop.GradientTape, "jacobian", differentiate("jacobian"))
+    _patch(_backprop.GradientTape, "batch_jacobian", differentiate("jacobian"))
+    _patch(_rvo, "variable_accessed", accessed)
+    base = _ops._EagerTensorBase
+    for name in ("numpy", "__float__", "__int__", "__index__", "__array__"):
+        if name in base.__dict__:
+            _patch(base, name, escape(name))
+    for name in _REWRAPS:
+        _patch(tf, name, rewrap)
+    # numpy reads an EagerTensor through the buffer protocol, which no Python hook sees; numpy's own
+    # dispatch protocols do see np.* calls on tensors, so the recording answers them (same values).
+    base.__array_function__ = _array_function
+    base.__array_ufunc__ = _array_ufunc
+    _PATCHES.append((base, "__array_function__", None))
+    _PATCHES.append((base, "__array_ufunc__", None))
+    _patch(_polyfn.Function, "__call__", tf_function)
+
+
+def _flat(items):
+    out = []
+    for a in items:
+        if isinstance(a, (list, tuple)):
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def _is_variable(a) -> bool:
+    return isinstance(a, tf.Variable) or hasattr(a, "handle") and hasattr(a, "trainable") \
+        and not isinstance(a, tf.Tensor)
+
+
+def _uninstall():
+    while _PATCHES:
+        owner, name, original = _PATCHES.pop()
+        if original is None:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+
+
+_REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__", np.true_divide: "__rtruediv__",
+              np.power: "__rpow__", np.matmul: "__rmatmul__", np.floor_divide: "__rfloordiv__", np.mod: "__rmod__"}
+
+
+def _to_numpy(obj, found):
+    if isinstance(obj, _ops._EagerTensorBase):
+        found.append(obj)
+        return obj._numpy()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_numpy(o, found) for o in obj)
+    return obj
+
+
+def _escape_all(found, how):
+    if found and _called_by_user(3):
+        for rec in _recordings():
+            for t in found:
+                rec._escaped(t, how, None)
+
+
+def _array_function(self, func, types, args, kwargs):
+    """``np.mean(t)`` and friends while recording: the escape is noted, numpy computes on the values."""
+    found = []
+    args, kwargs = _to_numpy(args, found), {k: _to_numpy(v, found) for k, v in kwargs.items()}
+    _escape_all(found, f"np.{func.__name__}()")
+    return func(*args, **kwargs)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """``np.square(t)`` while recording: noted as an escape. ``array * t`` stays TensorFlow's ``t.__rmul__``."""
+    if method == "__call__" and len(inputs) == 2 and not isinstance(inputs[0], _ops._EagerTensorBase) \
+            and isinstance(inputs[1], _ops._EagerTensorBase) and ufunc in _REFLECTED and not kwargs:
+        return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])
+    found = []
+    inputs = _to_numpy(inputs, found)
+    _escape_all(found, f"np.{ufunc.__name__}()")
+    return getattr(ufunc, method)(*inputs, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# The recording
+# ---------------------------------------------------------------------------
+class Recording:
+    """What :func:`record` saw: TensorFlow ops, variable reads and writes, escapes, re-wraps, tape calls.
+
+    Attributes:
+        ops: the :class:`Op` records in order.
+        tapes: ``{tape number: TapeInfo}`` for every ``tf.GradientTape`` seen.
+    """
+
+    def __init__(self):
+        self.ops: list[Op] = []
+        self.tapes: dict = {}
+        self._tape_numbers: dict = {}       # id(GradientTape) -> number
+        self._tape_objects: list = []       # keeps the GradientTape objects alive (ids stay unique)
+        self._producer: dict = {}           # tensor key -> index of the op that made it
+        self._variables: dict = {}          # handle key -> variable (tf.Variable)
+        self._names: dict = {}              # tensor key -> learner's name
+        self._layers: dict = {}             # scope path -> Keras layer (the caller of the scope)
+        self._scope_cache = (None, "")
+        self._active = False
+        self._busy = False
+        self._thread = None
+        self._creator = None
+        self._creating = 0
+        self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
+
+    # ----- context -----------------------------------------------------------
+    def __enter__(self):
+        if self._active:
+            raise RuntimeError("this recording is already active; use a new adv.tf.record().")
+        if not tf.executing_eagerly():
+            raise RuntimeError("adv.tf.record() records eager TensorFlow; it was entered while building a graph "
+                               "(inside a tf.function or tf.compat.v1 graph mode). Enter it in eager code.")
+        self._active = True
+        self._thread = threading.get_ident()
+        with _LOCK:
+            if not _ACTIVE:
+                _install()
+            _ACTIVE.append(self)
+        _op_callbacks.add_op_callback(self._callback)
+        self._creator = tf.variable_creator_scope(self._create_variable)
+        self._creator.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._creator.__exit__(*exc)
+        _op_callbacks.remove_op_callback(self._callback)
+        with _LOCK:
+            _ACTIVE.remove(self)
+            if not _ACTIVE:
+                _uninstall()
+        self._active = False
+        return False
+
+    # ----- context of each op -------------------------------------------------
+    def _scope(self) -> str:
+        """The Keras layer path the current op runs in (``sequential/dense_1``), or ``""``."""
+        if _keras_state is None:
+            return ""
+        stack = _keras_state.get_global_attribute("name_scope_stack")
+        if not stack:
+            return ""
+        key = tuple((id(e), e.name) for e in stack)
+        if self._scope_cache[0] == key:
+            return self._scope_cache[1]
+        parts = []
+        for entry in stack:            # the nesting of the calls (a functional model's layers sit inside it)
+            parts.append(entry.name)
+            caller = entry.caller
+            if caller is not None and hasattr(caller, "weights"):
+                self._layers.setdefault("/".join(parts), caller)
+        path = "/".join(parts)
+        self._scope_cache = (key, path)
+        return path
+
+    def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=...):
+        if loc is ...:
+            loc = _user_frame(3)
+        assigned = assigned_name(*loc) if loc and kind in ("op", "read", "rewrap", "create", "function") else None
+        op = Op(len(self.ops), name, kind, list(inputs), list(outputs), loc, assigned, self._scope(),
+                attrs=attrs, extra=extra or {})
+        if assigned is not None:
+            for prev in reversed(self.ops):     # only the line's last op makes the value the line assigns
+                if prev.location != loc or prev.kind not in ("op", "read", "rewrap", "function"):
+                    break
+                prev.assigned = None
+        recording = []
+        tapes = []
+        for info in self.tapes.values():
+            if not info.recording:
+                continue
+            recording.append(info.number)
+            if kind in ("op", "read", "function", "assign") and any(
+                    getattr(t, "_id", None) in info.watched and trainable_dtype(t.dtype) for t in inputs):
+                tapes.append(info.number)
+                if kind != "assign":
+                    info.watched.update(o._id for o in outputs)
+        op.recording, op.tapes = tuple(recording), tuple(tapes)
+        for t in outputs:
+            if kind in ("op", "read", "rewrap", "function"):
+                self._producer[t._id] = op.index
+        self.ops.append(op)
+        return op
+
+    def _callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is not None or self._busy or threading.get_ident() != self._thread:
+            return None           # graph construction (tf.data, Keras' own tf.functions): not eager ops
+        if isinstance(op_type, bytes):
+            op_type = op_type.decode()
+        outs = [o for o in (outputs or ()) if hasattr(o, "_id")]
+        ins = [i for i in inputs if hasattr(i, "_id")]
+        if self._pending and self._pending[-1][0] == op_type:
+            for j, variable in self._pending[-1][1]:
+                if j < len(ins) and ins[j].dtype == variable.dtype and ins[j].shape == variable.shape:
+                    self._variable_read(variable)
+                    self._note("ReadVariableOp", "read", [variable.handle], [ins[j]], {"variable": variable},
+                               loc=_user_frame(2))
+        if op_type == "ReadVariableOp":
+            self._note(op_type, "read", ins, outs, {"variable": self._variables.get(ins[0]._id) if ins else None},
+                       attrs)
+        elif op_type in _ASSIGN_OPS and self._creating:
+            return None
+        elif op_type in _ASSIGN_OPS:
+            self._note(op_type, "assign", ins, [], {"variable": self._variables.get(ins[0]._id) if ins else None},
+                       attrs)
+        elif op_type in ("VarHandleOp", "DestroyResourceOp", "VarIsInitializedOp"):
+            return None
+        elif op_type.startswith("__inference_") or op_type in ("StatefulPartitionedCall", "PartitionedCall"):
+            self._note(op_type, "function", ins, outs, {}, attrs)
+        else:
+            self._note(op_type, "op", ins, outs, {}, attrs)
+        return None
+
+    # ----- tapes ----------------------------------------------------------------
+    def tape_info(self, tape) -> TapeInfo | None:
+        number = self._tape_numbers.get(id(tape))
+        return None if number is None else self.tapes[number]
+
+    def _tape_pushed(self, tape, fresh):
+        info = self.tape_info(tape)
+        if info is None or fresh:
+            number = len(self._tape_objects)
+            self._tape_objects.append(tape)
+            info = self.tapes[number] = TapeInfo(number, tape)
+            self._tape_numbers[id(tape)] = number
+            info.enter = _user_frame(3)
+            info.persistent_underneath = fresh     # made inside the recording: its record outlives gradient()
+        info.cpp = tape._tape
+        info.spans.append([len(self.ops), None])
+
+    def _tape_popped(self, tape):
+        info = self.tape_info(tape)
+        if info is not None and info.spans and info.spans[-1][1] is None:
+            info.spans[-1][1] = len(self.ops)
+
+    def _watched(self, tape, tensor):
+        info = self.tape_info(tape)
+        if info is None:
+            return
+        flat = tf.nest.flatten(tensor)
+        for t in flat:
+            if hasattr(t, "handle") and not isinstance(t, tf.Tensor):
+                self._remember_variable(t)
+            if hasattr(t, "_id") or hasattr(t, "handle"):
+                info.watched.add(tensor_key(t))
+        op = self._note("watch", "watch", [t for t in flat if hasattr(t, "_id") or hasattr(t, "handle")], [],
+                        {"tape": info.number})
+        info.watch_calls.append(op.index)
+
+    def _gradient_called(self, kind, tape, target, sources, args, kwargs):
+        info = self.tape_info(tape)
+        names = ("output_gradients", "unconnected_gradients") if kind == "gradient" else ()
+        options = dict(zip(names, args))
+        options.update(kwargs)
+        return self._note(kind, kind, [t for t in tf.nest.flatten(target) if hasattr(t, "_id")], [],
+                          {"tape": None if info is None else info.number, "target": target, "sources": sources,
+                           "output_gradients": options.get("output_gradients")})
+
+    # ----- variables ------------------------------------------------------------
+    def _remember_variable(self, v):
+        handle = getattr(v, "handle", None)
+        if handle is not None and hasattr(handle, "_id"):
+            self._variables.setdefault(handle._id, v)
+
+    def _variable_read(self, variable):
+        self._remember_variable(variable)
+        if not variable.trainable:
+            return
+        key = variable.handle._id
+        for info in self.tapes.values():
+            if info.recording and info.watch_accessed_variables:
+                info.watched.add(key)
+
+    def _create_variable(self, next_creator, **kwargs):
+        self._creating += 1          # the AssignVariableOp that initialises it is part of the creation
+        try:
+            v = next_creator(**kwargs)
+        finally:
+            self._creating -= 1
+        if self._busy or threading.get_ident() != self._thread:
+            return v
+        self._remember_variable(v)
+        init = kwargs.get("initial_value")
+        init = init if isinstance(init, tf.Tensor) else None
+        loc = _user_frame(3)
+        op = self._note("Variable", "create", [init] if init is not None else [], [v.handle],
+                        {"variable": v, "init": init, "trainable": v.trainable}, loc=loc)
+        if op.assigned:
+            self._names.setdefault(v.handle._id, op.assigned)
+        return v
+
+    # ----- escapes and re-wraps ------------------------------------------------
+    def _escaped(self, tensor, how, value):
+        self._note(how, "escape", [tensor], [], {"how": how, "value": value})
+
+    def _rewrapped(self, fn, value, out):
+        self._note(f"tf.{fn}", "rewrap", [value] if isinstance(value, tf.Tensor) else [], [out],
+                   {"data": value})
+
+    # ----- lookups ----------------------------------------------------------------
+    def producer(self, t) -> Op | None:
+        """The op that made tensor ``t`` (a variable read counts), or None for a leaf."""
+        k = self._producer.get(getattr(t, "_id", None))
+        return None if k is None else self.ops[k]
+
+    def variable_of(self, handle_key):
+        return self._variables.get(handle_key)
+
+    def name_of(self, t) -> str | None:
+        """The learner's name for a tensor or variable: the assigned variable of its line, else its Keras path."""
+        key = tensor_key(t) if hasattr(t, "_id") or hasattr(t, "handle") else None
+        if key is None:
+            return None
+        if key in self._names:
+            return self._names[key]
+        op = self.producer(t) if isinstance(t, tf.Tensor) else None
+        if op is not None and op.assigned:
+            return op.assigned
+        if not isinstance(t, tf.Tensor):
+            self._remember_variable(t)
+        v = self._variables.get(key)
+        if v is not None:
+            keras_name = self.keras_names().get(key)
+            return keras_name or _variable_name(v)
+        return None
+
+    def keras_names(self) -> dict:
+        """``{handle key: 'dense/kernel'}`` for the weights of every Keras layer seen (Keras' own paths)."""
+        names = {}
+        for layer in self._layers.values():
+            for w in getattr(layer, "weights", ()):
+                handle = getattr(w, "handle", None)
+                if handle is not None and hasattr(handle, "_id"):
+                    names.setdefault(handle._id, getattr(w, "path", None) or _variable_name(w))
+        return names
+
+    # ----- views ------------------------------------------------------------------
+    def trace(self, target, sources=None, value_limit=None, output_gradients=None):
+        """An ``adv.Trace`` of the recorded computation with TensorFlow's own gradients.
+
+        ``target``: the tensor to differentiate (a non-scalar target is
+        seeded with ones, the gradient of its sum, as ``tape.gradient``; or
+        with ``output_gradients``); ``sources``: variables or tensors whose
+        gradients to show, a Keras model/layer (its trainable variables), or
+        None for every variable the recording read.
+        """
+        from .trace import build
+        return build(self, target, sources, value_limit, output_gradients)
+
+    def explain(self, target, source):
+        """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""
+        from .explain import explain_recorded
+        return explain_recorded(self, target, source)
+
+    def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8):
+        """Hand-derived gradients against TensorFlow's, along the backward pass (as ``tape.compare``)."""
+        from .trace import compare
+        if not hand or not isinstance(hand, dict):
+            raise TypeError("compare: pass a dict {name_or_tensor: hand_gradient, ...}.")
+        frame = sys._getframe(1)
+        return compare(self, target, hand, rtol, atol, {**frame.f_globals, **frame.f_locals})
+
+    def show(self, target, sources=None):
+        """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""
+        from ..views.widgets import show
+        return show(self.trace(target, sources))
+
+    def __len__(self):
+        return len(self.ops)
+
+    def __repr__(self):
+        kinds = {}
+        for op in self.ops:
+            kinds[op.kind] = kinds.get(op.kind, 0) + 1
+        return f"<adv.tf.Recording {len(self.ops)} records {kinds}>"
+
+
+def _variable_name(v, rec=None) -> str:
+    """A variable's name as the learner sees it: Keras' path (``dense/kernel``), else its tf name without ``:0``."""
+    path = getattr(v, "path", None)
+    if isinstance(path, str) and path:
+        return path
+    name = getattr(v, "name", None) or "variable"
+    return name[:-2] if name.endswith(":0") else name
+
+
+def record() -> Recording:
+    """Record every eager TensorFlow op run inside the ``with`` block (see :class:`Recording`).
+
+        >>> with adv.tf.record() as rec:
+        ...     with tf.GradientTape() as tape:
+        ...         loss = tf.reduce_mean((model(x) - y) ** 2)
+        ...     grads = tape.gradient(loss, model.trainable_variables)
+        >>> rec.explain(loss, model.layers[0].kernel)
+    """
+    return Recording()

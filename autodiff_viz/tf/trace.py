@@ -1,0 +1,338 @@
+"""A recorded TensorFlow computation as an :class:`autodiff_viz.Trace`, with TensorFlow's own gradients.
+
+Values come from the recorded tensors. The gradient of the target with
+respect to every node comes from the very tape the user differentiated with
+(the recording kept its record, see :mod:`autodiff_viz.tf.record`), asked
+once for all nodes: the gradient shown on a variable is bit for bit what
+``tape.gradient`` returned. The contribution on an edge ``x → y = op(x, …)``
+is TensorFlow's own vector–Jacobian product for that op — the gradient
+function registered for the op type (``ḡ_x = grad_fn(op, ḡ_y)``), the same
+function the tape called — and, when both sides have at most 64 entries,
+the local Jacobian ``∂y/∂x`` is that function seeded with each unit vector.
+The factor text is the rule table's, for every op type that maps to a rule
+(``Tanh`` → ``tanh``, ``MatMul`` → ``matmul``); other ops carry a note
+("factor not shown for tf Cumprod") instead of a made-up one.
+
+A variable is one leaf node (its reads are not drawn); small integer inputs
+without history (axes, shapes, permutations) are shown as parameters of the
+op, not as nodes.
+"""
+from __future__ import annotations
+
+import linecache
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager import backprop as _backprop
+
+from ..core.rules import TABLE
+from ..traces.build import formula
+from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from .explain import cut, pick_tape, tf_gradient
+from .keys import tensor_key, trainable_dtype
+
+# TensorFlow op type -> rule-table name (inputs in the same order)
+RULES = {
+    "AddV2": "add", "Add": "add", "BiasAdd": "bias_add", "Sub": "subtract", "Mul": "multiply",
+    "RealDiv": "divide", "Div": "divide", "DivNoNan": "divide", "Pow": "power", "Neg": "negative",
+    "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Square": "square", "Abs": "abs", "Sign": "sign",
+    "Tanh": "tanh", "Sin": "sin", "Cos": "cos", "Sigmoid": "sigmoid", "Relu": "relu", "Softplus": "softplus",
+    "LeakyRelu": "leaky_relu", "Maximum": "maximum", "Minimum": "minimum", "SelectV2": "where",
+    "ClipByValue": "clip", "MatMul": "matmul", "BatchMatMulV2": "matmul", "BatchMatMulV3": "matmul",
+    "Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Softmax": "softmax", "LogSoftmax": "log_softmax",
+    "Reshape": "reshape", "ExpandDims": "expand_dims", "Squeeze": "squeeze", "Transpose": "transpose",
+    "BroadcastTo": "broadcast_to", "ConcatV2": "concatenate", "Pack": "stack", "GatherV2": "take",
+    "StridedSlice": "getitem", "Log1p": "log1p", "Expm1": "expm1", "Erf": "erf", "Elu": "elu",
+    "Cumsum": "cumsum", "Prod": "prod", "Einsum": "einsum", "Conv2D": "conv", "Conv1D": "conv",
+    "MaxPool": "max_pool", "AvgPool": "avg_pool", "Cast": "cast", "Identity": "identity",
+}
+JACOBIAN_LIMIT = 64
+_PARAM_LIMIT = 8      # integer inputs without history up to this size are parameters (axis, shape, perm)
+
+
+def _array(t) -> np.ndarray:
+    if isinstance(t, tf.IndexedSlices):
+        t = tf.convert_to_tensor(t)
+    if hasattr(t, "dtype") and t.dtype == tf.resource:
+        raise TypeError("a resource handle has no value")
+    a = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
+def _summary(t, limit):
+    try:
+        return Summary.of(_array(t), limit)
+    except (TypeError, ValueError, tf.errors.OpError):
+        shape = tuple(getattr(t, "shape", ()))
+        return Summary(shape, getattr(getattr(t, "dtype", None), "name", "?"), None,
+                       {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
+
+
+def _location(loc):
+    if loc is None:
+        return None
+    return Location(loc[0], int(loc[1]), linecache.getline(loc[0], loc[1]).strip())
+
+
+def rule_input(op, i: int):
+    """``(rule, input spec)`` of the rule table for input ``i`` of a recorded TensorFlow op, or None when none maps.
+
+    ``MatMul`` with a transposed operand and integer inputs (an axis) do not map: their factor would be wrong.
+    """
+    name = RULES.get(op.name, "")
+    if name == "matmul" and any(op.attrs[k + 1] for k in range(0, len(op.attrs), 2)
+                                if op.attrs[k] in ("transpose_a", "transpose_b", "adj_x", "adj_y")):
+        return None
+    if not trainable_dtype(op.inputs[i].dtype):
+        return None
+    rule = TABLE.get(name)
+    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
+        return None
+    spec = rule.spec(i)
+    return None if spec.factor is None else (rule, spec)
+
+
+def sources_of(rec, sources):
+    """The source objects: a Keras model's/layer's trainable variables, one tensor or variable, or a list's/dict's."""
+    if sources is None:
+        return None
+    if hasattr(sources, "trainable_variables") and not hasattr(sources, "_id"):
+        for layer in [sources] + list(getattr(sources, "_flatten_layers", lambda: [])()):
+            rec._layers.setdefault(getattr(layer, "path", None) or layer.name, layer)
+        return list(sources.trainable_variables)
+    if hasattr(sources, "_id") or hasattr(sources, "handle"):
+        return [sources]
+    flat = list(sources.values()) if isinstance(sources, dict) else list(sources)
+    for s in flat:
+        if not hasattr(s, "_id") and not hasattr(s, "handle"):
+            raise TypeError(f"trace: sources must be tensors or variables, got {type(s).__name__}. Pass them "
+                            "(rec.trace(loss, model.trainable_variables)) or the model (rec.trace(loss, model)).")
+    return flat
+
+
+def graph_ops(rec):
+    return [op for op in rec.ops if op.kind in ("op", "read", "rewrap", "function")]
+
+
+def _is_param(t) -> bool:
+    return not trainable_dtype(t.dtype) and t.shape.num_elements() is not None \
+        and t.shape.num_elements() <= _PARAM_LIMIT
+
+
+def build(rec, target, sources=None, value_limit=None, output_gradients=None) -> Trace:
+    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`)."""
+    if not hasattr(target, "_id"):
+        raise TypeError(f"trace: target must be a TensorFlow tensor (the loss), got {type(target).__name__}. "
+                        "A loss computed with numpy is not differentiable: rec.explain(loss, w) says where the "
+                        "value left TensorFlow.")
+    limit = check_value_limit(value_limit)
+    busy = rec._busy
+    rec._busy = True        # reading values and asking TensorFlow must not record anything
+    try:
+        return _build(rec, target, sources_of(rec, sources), limit, output_gradients)
+    finally:
+        rec._busy = busy
+
+
+def _build(rec, target, src, limit, output_gradients) -> Trace:
+    ops = graph_ops(rec)
+    if rec.producer(target) is None and not any(tensor_key(x) == target._id for op in ops for x in op.inputs):
+        raise ValueError(f"trace: the target (shape {tuple(target.shape)}) was not computed inside this "
+                         "recording. Fix: compute it inside the `with adv.tf.record()` block (indent the line that "
+                         "makes the loss), then ask again.")
+    info = pick_tape(rec, target)
+    nodes, owner, raw_edges, node_obj = [], {}, [], {}
+    keras_names = rec.keras_names()
+
+    def leaf(t, key):
+        variable = rec.variable_of(key) if t.dtype == tf.resource else None
+        if variable is not None:
+            kind = "variable" if variable.trainable else "constant"
+            name = keras_names.get(key) or rec.name_of(variable)
+            value = _summary(variable.value() if hasattr(variable, "value") else variable, limit)
+            obj = variable
+        else:
+            watched = info is not None and key in info.watched
+            kind = "watched" if watched else "constant"
+            name, value, obj = rec.name_of(t), _summary(t, limit), t
+        n = TraceNode(f"n{len(nodes)}", kind, kind, name, key, None, "", value, location=None)
+        nodes.append(n)
+        owner[key] = n
+        node_obj[n.id] = obj
+        return n
+
+    for op in ops:
+        if op.kind == "read":
+            handle = op.inputs[0]
+            n = owner.get(handle._id) or leaf(handle, handle._id)
+            for out in op.outputs:
+                owner[out._id] = n
+            continue
+        if op.kind == "rewrap" and not op.inputs:
+            n = TraceNode(f"n{len(nodes)}", "constant", op.name, None, op.outputs[0]._id, op.index, op.scope,
+                          _summary(op.outputs[0], limit), location=_location(op.location), label=op.assigned)
+            nodes.append(n)
+            owner[op.outputs[0]._id] = n
+            node_obj[n.id] = op.outputs[0]
+            continue
+        if not op.outputs:
+            continue
+        params = {}
+        for i, t in enumerate(op.inputs):
+            if t._id not in owner and _is_param(t):
+                params[f"input {i}"] = repr(t.numpy().tolist())[:60]
+            elif t._id not in owner:
+                leaf(t, t._id)
+        out = op.outputs[0]
+        n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
+                      _summary(out, limit), location=_location(op.location), params=params, label=op.assigned)
+        for i, t in enumerate(op.inputs):
+            if t._id in owner:
+                raw_edges.append((op, i, t, owner[t._id], n))
+        nodes.append(n)
+        for o in op.outputs:
+            owner[o._id] = n
+        node_obj[n.id] = out
+
+    notes = []
+    target_node = owner.get(target._id)
+    if src is None:
+        source_ids = [n.id for n in nodes if n.kind in ("variable", "watched")]
+    else:
+        source_ids = []
+        for s in src:
+            n = owner.get(tensor_key(s))
+            if n is None:
+                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops")
+            else:
+                source_ids.append(n.id)
+
+    grads = {}
+    if target_node is not None and info is not None and trainable_dtype(target.dtype):
+        if target.shape.num_elements() != 1 and output_gradients is None:
+            notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
+        wanted = [n for n in nodes if trainable_dtype(node_obj[n.id].dtype)]
+        got = tf_gradient(rec, info, target, [node_obj[n.id] for n in wanted], output_gradients)
+        grads = {n.id: g for n, g in zip(wanted, got) if g is not None}
+    elif info is None:
+        notes.append("no tf.GradientTape was opened inside the recording: no gradients to show")
+    for n in nodes:
+        g = grads.get(n.id)
+        if g is not None:
+            n.grad = _summary(g, limit)
+            n.on_path = True
+    steps = [n.id for n in reversed(nodes) if n.kind == "op" and n.on_path]
+
+    edges = []
+    vjps = {}
+    small = len(raw_edges) <= 2000
+    for k, (op, i, t, srcn, dst) in enumerate(raw_edges):
+        c = cut(rec, info, op, i)
+        reason = c[1] if c else None
+        mapped = rule_input(op, i)
+        if mapped is None:
+            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}",
+                          None if reason else f"factor not shown for tf {op.name}", reason is None, reason)
+        else:
+            rule, spec = mapped
+            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, spec.name, f"∂y/∂{spec.name} = {spec.factor}",
+                          reason is None, reason,
+                          formula=None if reason else formula(spec.factor, spec.name, rule.elementwise,
+                                                              tuple(t.shape), tuple(op.outputs[0].shape)))
+        g_out = grads.get(dst.id)
+        if reason is None and g_out is not None and srcn.on_path:
+            e.upstream = _summary(g_out, limit)
+            e.on_path = True
+            if small and op.kind == "op":
+                if op.index not in vjps:
+                    vjps[op.index] = _vjp(op, [g_out])
+                vjp = vjps[op.index]
+                if vjp is not None and i < len(vjp) and vjp[i] is not None:
+                    e.contribution = _summary(vjp[i], limit)
+                    if t.shape.num_elements() <= JACOBIAN_LIMIT and op.outputs[0].shape.num_elements() \
+                            <= JACOBIAN_LIMIT:
+                        e.jacobian = _local_jacobian(op, i)
+        edges.append(e)
+    return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
+                 steps=steps, notes=notes, kinds=_kinds(rec))
+
+
+def _kinds(rec) -> dict:
+    """Scope segment -> the Keras class that made it (``"dense_1": "Dense"``), so folded boxes say what they are."""
+    return {path.rsplit("/", 1)[-1]: type(layer).__name__ for path, layer in rec._layers.items()}
+
+
+def _vjp(op, out_grads):
+    """TensorFlow's registered gradient function of ``op`` applied to ``out_grads`` (others zero), or None."""
+    grads = list(out_grads) + [tf.zeros_like(o) if trainable_dtype(o.dtype) else None
+                               for o in op.outputs[len(out_grads):]]
+    try:
+        got = _backprop._gradient_function(op.name, op.attrs, len(op.inputs), op.inputs, op.outputs, grads,
+                                           None, "")
+    except Exception:        # an op whose gradient function needs what the mock op lacks: no contribution shown
+        return None
+    if not isinstance(got, (list, tuple)):
+        got = [got]           # one-input ops return their gradient alone
+    return [g if g is None or isinstance(g, tf.Tensor) else tf.convert_to_tensor(g) for g in got]
+
+
+def _local_jacobian(op, i):
+    out = op.outputs[0]
+    size = out.shape.num_elements()
+    rows = []
+    for j in range(size):
+        seed = np.zeros(size, dtype=out.dtype.as_numpy_dtype)
+        seed[j] = 1
+        got = _vjp(op, [tf.constant(seed.reshape(out.shape))])
+        if got is None or i >= len(got):
+            return None
+        g = got[i]
+        rows.append(np.zeros(op.inputs[i].shape.num_elements()) if g is None else
+                    _array(g).astype(np.float64).reshape(-1))
+    return np.stack(rows) if rows else None
+
+
+def compare(rec, target, hand, rtol, atol, namespace):
+    """:meth:`Recording.compare`: hand gradients against TensorFlow's, in backward order."""
+    from ..compare import _factors, along_backward, compare_arrays, unknown_name
+    trace = build(rec, target)
+    ops = graph_ops(rec)
+    recorded = {tensor_key(t) for op in ops for t in op.inputs + op.outputs}
+    named = {k: v for k, v in namespace.items() if not k.startswith("_") and
+             (hasattr(v, "_id") or hasattr(v, "handle") and not isinstance(v, type)) and _key(v) in recorded}
+    items = []
+    for key, value in hand.items():
+        if isinstance(key, str):
+            t = named.get(key)
+            if t is None:
+                t = next((out for op in ops for out in op.outputs[:1] if op.assigned == key), None)
+            if t is None:
+                raise unknown_name(key, set(named) | {op.assigned for op in ops if op.assigned}, "in this recording")
+            label = key
+        elif hasattr(key, "_id") or hasattr(key, "handle"):
+            t = key
+            label = next((k for k, v in named.items() if v is t), None) or rec.name_of(t) or f"tensor {tuple(t.shape)}"
+        else:
+            raise TypeError(f"compare: a key must be a tensor, a variable or a name, got {type(key).__name__}.")
+        items.append((label, t, value))
+    info = pick_tape(rec, target)
+    busy = rec._busy
+    rec._busy = True
+    try:
+        got = tf_gradient(rec, info, target, [t for _, t, _ in items]) if info is not None else [None] * len(items)
+        by_key = {n.tensor_id: n.id for n in trace.nodes}
+        rows = []
+        for (label, t, value), g in zip(items, got):
+            node_id = by_key.get(tensor_key(t))
+            rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
+                                       _factors(trace, node_id), shape=tuple(t.shape)))
+    finally:
+        rec._busy = busy
+    return along_backward(rows, trace)
+
+
+def _key(v):
+    try:
+        return tensor_key(v)
+    except AttributeError:
+        return None
