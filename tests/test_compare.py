@@ -1,4 +1,6 @@
 """Exercise mode: hand gradients against the tape, in backward order, with the first wrong one named."""
+import re
+
 import numpy as np
 import pytest
 
@@ -71,7 +73,9 @@ def test_a_missing_keepdims_and_a_constant_factor_are_recognised():
         s = adv.sum(x, axis=1, keepdims=True)
         loss = adv.sum(s ** 2)
     ds = 2 * s.numpy()
-    assert "keepdims" in tape.compare(loss, {s: ds.ravel()}).rows[0].message
+    row = tape.compare(loss, {s: ds.ravel()}).rows[0]      # right values, the reduced axis dropped
+    assert row.status == "exact" and row.ok and row.hand_shape == (2,) and row.tape_shape == (2, 1)
+    assert "shape (2,) vs (2, 1)" in row.message and "keepdims" in row.message
     assert "times 0.5" in tape.compare(loss, {s: ds / 2}).rows[0].message
     assert "opposite sign" in tape.compare(loss, {s: -ds}).rows[0].message
 
@@ -120,7 +124,14 @@ def test_show_marks_wrong_nodes_red_and_matched_ones_green():
     cmp = tape.compare(loss, {out: d["out"], h1: d["h1"] * 3})
     svg = cmp.to_svg()
     h1_node, out_node = cmp["h1"].node, cmp["out"].node
-    assert f'g[id="b{out_node}"]' in svg and "#c9f2c9" in svg
+    # The style fills the boxes the SVG really has (the backward view names them bwd_n3 ...): green for the
+    # matched row, red for the wrong one; a rule aimed at an id the SVG lacks would colour nothing.
+    for node, colour in ((out_node, "#c9f2c9"), (h1_node, "#f6b8b8")):
+        assert f'<g id="bwd_{node}" class="node' in svg
+        assert f'g[id="bwd_{node}"] polygon, svg g[id="bwd_{node}"] ellipse, svg g[id="bwd_{node}"] path ' \
+               f'{{fill: {colour}' in svg
+    styled = set(re.findall(r'g\[id="([^"]+)"\]', svg))
+    assert styled <= set(re.findall(r'<g id="([^"]+)" class="node', svg))
     marked = cmp.marked_trace()
     assert marked.marks_of(h1_node) and not marked.marks_of(out_node)
     assert "First wrong" in cmp.show()._repr_html_()

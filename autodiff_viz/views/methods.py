@@ -112,7 +112,7 @@ def _comparison_node_colours(self) -> dict:
     colours = {}
     for r in self.rows:
         if r.node is not None:
-            colours[r.node] = _COLOURS["exact"] if r.ok else _COLOURS["wrong"]
+            colours[r.node] = _COLOURS.get(r.status, _COLOURS["wrong"])
     return colours
 
 
@@ -134,12 +134,16 @@ class _Figure:
 
 
 def _colour_nodes(svg: str, colours: dict, view: str) -> str:
-    """Add a style block that fills the compared nodes (ids as the DOT views name them) and greys the rest."""
-    prefixes = {"forward": ("f",), "backward": ("b",), "both": ("f", "b")}.get(view, ("",))
+    """Add a style block that fills the compared nodes and greys the rest.
+
+    A node's box in the SVG has the id the DOT view gives it (``dot.PREFIX``:
+    ``bwd_n3`` in the backward view, ``fwd_n3`` in the forward one).
+    """
+    prefixes = tuple(dot.PREFIX.values()) if view == "both" else (dot.PREFIX.get(view, ""),)
     rules = ["svg g.node polygon, svg g.node ellipse {fill-opacity: 0.55}"]
     for node_id, colour in colours.items():
         for p in prefixes:
-            for pid in {p + node_id, node_id}:
+            for pid in (p + node_id,):
                 rules.append(f'svg g[id="{pid}"] polygon, svg g[id="{pid}"] ellipse, svg g[id="{pid}"] path '
                              f"{{fill: {colour}; fill-opacity: 1}}")
     style = "<style>" + "\n".join(rules) + "</style>"
