@@ -185,9 +185,10 @@ class Tensor:
         if isinstance(self, Variable):
             fix = (f"give {var} a whole new value: v.assign(adv.where(mask, new, v)), or "
                    "a = v.numpy(); a[index] = new; v.assign(a)")
-        else:
-            fix = ("make a new tensor: adv.where(mask, new, t), or a = t.numpy(); a[index] = new; "
-                   "t = adv.constant(a)")
+        else:   # both ways keep the gradient to t and to the new value (a round trip through numpy would cut it)
+            fix = ("make a new tensor that keeps the gradient: mask = np.zeros(t.shape, bool); mask[index] = True; "
+                   "t = adv.where(mask, new, t); or, for a loop that fills an output piece by piece (out[n, f, i, j] "
+                   "= ...), append each piece to a list and build it with adv.stack(pieces) (then reshape)")
         raise TypeError(f"{type(self).__name__} {var} does not support item assignment ({var}[...] = ...): "
                         f"tensors are immutable, and ops that read one keep its value for the gradient. "
                         f"Instead, {fix}.")
