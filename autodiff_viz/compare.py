@@ -70,9 +70,10 @@ class Row:
             a value computed from it left the tape as numpy or a number, at a
             line the message names, so the tape cannot judge the hand value).
         max_abs: largest ``|hand − tape|`` (NaN when not comparable).
-        max_rel: largest ``|hand − tape| / max(|tape|, |hand|, atol)``: an
-            entry whose gradient is about zero (below ``atol``) is measured
-            against ``atol``, so a "close" row never shows a huge ratio.
+        max_rel: largest ``|hand − tape| / max(|tape|, |hand|)`` over the
+            entries where that is above ``atol`` (entries of about zero on
+            both sides are judged by ``atol`` alone), so a "close" row never
+            shows a huge ratio against a gradient of ~0; at most 2.
         message: the row in words, with a hint when it is wrong.
         factors: the tape's chain-rule factors on the edges out of the node.
     """
@@ -239,8 +240,9 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
     t = t.astype(np.float64)
     diff = np.abs(h - t)
     max_abs = float(diff.max()) if diff.size else 0.0
-    scale = np.maximum(np.maximum(np.abs(t), np.abs(h)), max(atol, np.finfo(np.float64).tiny))
-    max_rel = float((diff / scale).max()) if diff.size else 0.0
+    scale = np.maximum(np.abs(t), np.abs(h))
+    big = scale > atol          # entries of about zero on both sides are judged by atol alone: no ratio
+    max_rel = float((diff[big] / scale[big]).max()) if np.any(big) else 0.0
     if max_abs == 0.0:
         return Row(name, node, "exact", hand_shape, t.shape, 0.0, 0.0, f"Exact{note}.", tuple(factors))
     if np.allclose(h, t, rtol=rtol, atol=atol):

@@ -146,3 +146,16 @@ def test_adv_compare_names_the_locals_of_the_function():
     assert good.ok and [r.name for r in good] == ["h", "x"]
     bad = adv.compare(f, [adv.constant(x)], {"h": np.tanh(x)})
     assert not bad.ok and "times 0.5" in bad.first_wrong.message
+
+
+def test_a_close_row_against_a_gradient_of_about_zero_shows_no_huge_relative_difference():
+    """A hand gradient of 1e-12 where the tape's is 0 or rounding (~1e-16) is close; the ratio of two
+    roundings (once 6e+298, divided by the tiniest float) is not shown as a relative difference."""
+    x = adv.constant([1.0, 2.0, 4.0])
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        loss = adv.sum(x - adv.mean(x))            # d loss / dx = 1 - 1 = 0 analytically
+    row = tape.compare(loss, {x: np.full(3, 1e-12)}).rows[0]
+    assert row.status == "close" and row.max_rel == 0.0 and row.max_abs <= 1e-11
+    big = tape.compare(loss, {x: np.array([1e-12, 0.0, 5.0])}).rows[0]
+    assert big.status == "wrong" and big.max_rel == pytest.approx(1.0)
