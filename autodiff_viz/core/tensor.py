@@ -296,6 +296,9 @@ _TORCH_HINTS = {
     "gather": "adv.take_along_axis(x, indices, axis=dim)",
     "chunk": "adv.split(x, n, axis=dim)",
     "flatten_": "x.ravel()",
+    # x.max(1).indices / .values: numpy's max returns the values alone
+    "indices": "x.argmax(axis=1) for the indices of x.max(1) (x.max(axis=1) returns the values alone)",
+    "values": "x.max(axis=1) itself: numpy's max returns the values alone (x.argmax(axis=1) the indices)",
 }
 for _fn in ("exp", "log", "sqrt", "abs", "tanh", "sin", "cos", "sigmoid", "relu", "log1p", "expm1", "square",
             "sign", "floor", "ceil", "erf", "sinh", "cosh", "tan"):
