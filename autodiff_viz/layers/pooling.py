@@ -18,8 +18,7 @@ from ..core import ops
 from ..core.rules import nn as R
 from ..state import user_stacklevel
 from .base import Layer, boolean_mask, building
-from .conv import (channels_last_call, check_data_format, check_rank, normalize_padding, normalize_tuple,
-                   window_pads)
+from .conv import channels_last_call, check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D",
