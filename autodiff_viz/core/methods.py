@@ -217,8 +217,9 @@ def _torch_kwargs(name, args, kwargs):
             parts.append(f"ddof={v!r}")
         else:
             parts.append(("keepdims" if k == "keepdim" else "axis" if k == "dim" else k) + f"={v!r}")
+    ddof = ", ddof= instead of unbiased=/correction=" if {"unbiased", "correction"} & set(kwargs) else ""
     return (f"t.{name}() takes numpy's keywords, not PyTorch's: write t.{name}({', '.join(parts)}) "
-            "(axis=, keepdims=, ddof= instead of dim=, keepdim=, unbiased=/correction=).")
+            f"(keepdims=, axis= instead of keepdim=, dim={ddof}).")
 
 
 _install_methods()
