@@ -159,3 +159,25 @@ def test_a_close_row_against_a_gradient_of_about_zero_shows_no_huge_relative_dif
     assert row.status == "close" and row.max_rel == 0.0 and row.max_abs <= 1e-11
     big = tape.compare(loss, {x: np.array([1e-12, 0.0, 5.0])}).rows[0]
     assert big.status == "wrong" and big.max_rel == pytest.approx(1.0)
+
+
+def _affine_tanh(x, w, b):
+    z = x @ w + b
+    return adv.tanh(z)
+
+
+def test_a_folded_function_never_hides_the_intermediates_the_learner_compared():
+    """A call of the learner's own function is drawn as one folded box by default; the comparison's graph
+    opens every box that holds a compared row, so w, b and h each get their colour."""
+    x = adv.constant(np.ones((2, 3)))
+    w = adv.Variable(np.full((3, 2), 0.1), name="w")
+    b = adv.Variable(np.zeros(2), name="b")
+    with adv.GradientTape(persistent=True) as tape:
+        h = _affine_tanh(x, w, b)
+        loss = adv.sum(h * h)
+    hv = h.numpy()
+    dz = 2 * hv * (1 - hv ** 2)
+    cmp = tape.compare(loss, {w: x.numpy().T @ dz, b: dz.sum(axis=0), h: 2 * hv})
+    assert cmp.ok
+    drawn = set(re.findall(r'<g id="bwd_([^"]+)" class="node', cmp.to_svg()))
+    assert {r.node for r in cmp.rows} <= drawn

@@ -103,8 +103,15 @@ def _tape_show(self, target=None, sources=None, **kwargs):
 
 
 def _comparison_to_svg(self, view: str = "backward") -> str:
-    """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey."""
-    svg = render.svg(self.marked_trace().to_dot(view))
+    """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey.
+
+    Every box (a layer, the learner's own function) that holds a compared
+    intermediate is drawn open, so no row the learner asked about is folded away.
+    """
+    trace = self.marked_trace()
+    paths = dot.hierarchy(trace).paths
+    expanded = sorted({key for r in self.rows if r.node is not None for key in paths.get(r.node, ())})
+    svg = render.svg(trace.to_dot(view, expanded=expanded or None))
     return _colour_nodes(svg, self._node_colours(), view)
 
 
