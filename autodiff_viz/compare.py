@@ -51,9 +51,9 @@ from .state import paused, user_frame_object
 from .tape import GradientTape
 from .traces.build import build_trace
 
-STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient")
+STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient", "lost")
 _COLOURS = {"exact": "#c9f2c9", "close": "#dff5c4", "wrong": "#f6b8b8", "shape": "#f6b8b8",
-            "invalid": "#f6b8b8", "no_gradient": "#f6d7a8"}
+            "invalid": "#f6b8b8", "no_gradient": "#f6d7a8", "lost": "#f6d7a8"}
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,14 @@ class Row:
         status: ``exact``, ``close``, ``wrong``, ``shape`` (shapes differ),
             ``invalid`` (the hand gradient has NaN/inf or is not numeric) or
             ``no_gradient`` (the target does not depend on it: the tape's
-            gradient is None).
+            gradient is None) or ``lost`` (the tape's gradient misses a path:
+            a value computed from it left the tape as numpy or a number, at a
+            line the message names, so the tape cannot judge the hand value).
         max_abs: largest ``|hand − tape|`` (NaN when not comparable).
-        max_rel: largest ``|hand − tape| / max(|tape|, tiny)``.
+        max_rel: largest ``|hand − tape| / max(|tape|, |hand|)`` over the
+            entries where that is above ``atol`` (entries of about zero on
+            both sides are judged by ``atol`` alone), so a "close" row never
+            shows a huge ratio against a gradient of ~0; at most 2.
         message: the row in words, with a hint when it is wrong.
         factors: the tape's chain-rule factors on the edges out of the node.
     """
@@ -128,6 +133,8 @@ class Comparison:
         bad = self.first_wrong
         if bad is None:
             return f"All {len(self.rows)} hand gradients match the tape."
+        if bad.status == "lost":
+            return f"Not judged: {bad.name}. {bad.message}"
         text = f"First wrong along the backward pass: {bad.name}. {bad.message}"
         if bad.factors:
             text += " The tape's factors out of it: " + "; ".join(bad.factors) + "."
@@ -214,6 +221,12 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
                    why or "The target does not depend on it, so the tape has no gradient for it "
                    "(tape.explain(target, tensor) says why).", tuple(factors))
     t = np.asarray(tape)
+    note, hand_shape = "", h.shape
+    if h.shape != t.shape and h.size == t.size and _squeezed(h.shape) == _squeezed(t.shape):
+        # The same entries, axes of size 1 differing ((64,) for (1, 64)): judge the values, note the shapes.
+        note = (f", shape {h.shape} vs {t.shape} (the same entries; axes of size 1 differ: "
+                "keepdims=True keeps a reduced axis)")
+        h = h.reshape(t.shape)
     if h.shape != t.shape:
         return Row(name, node, "shape", h.shape, t.shape, np.nan, np.nan,
                    f"Shape {h.shape}, but the tape's gradient has shape {t.shape}. {_shape_hint(h.shape, t.shape)}",
@@ -227,12 +240,14 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
     t = t.astype(np.float64)
     diff = np.abs(h - t)
     max_abs = float(diff.max()) if diff.size else 0.0
-    max_rel = float((diff / np.maximum(np.abs(t), np.finfo(np.float64).tiny)).max()) if diff.size else 0.0
+    scale = np.maximum(np.abs(t), np.abs(h))
+    big = scale > atol          # entries of about zero on both sides are judged by atol alone: no ratio
+    max_rel = float((diff[big] / scale[big]).max()) if np.any(big) else 0.0
     if max_abs == 0.0:
-        return Row(name, node, "exact", h.shape, t.shape, 0.0, 0.0, "Exact.", tuple(factors))
+        return Row(name, node, "exact", hand_shape, t.shape, 0.0, 0.0, f"Exact{note}.", tuple(factors))
     if np.allclose(h, t, rtol=rtol, atol=atol):
-        return Row(name, node, "close", h.shape, t.shape, max_abs, max_rel,
-                   f"Matches within rtol={rtol:g}, atol={atol:g} (rounding).", tuple(factors))
+        return Row(name, node, "close", hand_shape, t.shape, max_abs, max_rel,
+                   f"Matches within rtol={rtol:g}, atol={atol:g} (rounding){note}.", tuple(factors))
     where = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
     msg = (f"Wrong: the largest difference is at index {where}: yours {h[where]:.6g}, the tape's {t[where]:.6g}."
            if where else f"Wrong: yours {float(h):.6g}, the tape's {float(t):.6g}.")
@@ -242,7 +257,13 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
         ratio = float(np.sum(h * t) / np.sum(t * t)) if np.count_nonzero(t) > 1 else 0.0
         if ratio > 0 and np.allclose(h, ratio * t, rtol=1e-3, atol=atol):
             msg += f" It is the tape's value times {ratio:.4g}: a missing or extra constant factor?"
-    return Row(name, node, "wrong", h.shape, t.shape, max_abs, max_rel, msg, tuple(factors))
+    if note:
+        msg += f" (Shape {hand_shape} vs {t.shape}: reshape it to {t.shape} too.)"
+    return Row(name, node, "wrong", hand_shape, t.shape, max_abs, max_rel, msg, tuple(factors))
+
+
+def _squeezed(shape: tuple) -> tuple:
+    return tuple(s for s in shape if s != 1)
 
 
 def _shape(a) -> tuple:
@@ -316,7 +337,8 @@ def _factors(trace, node_id) -> tuple:
     return tuple(out)
 
 
-def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None) -> Comparison:
+def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None,
+                 output_gradients=None) -> Comparison:
     """The work of :meth:`GradientTape.compare` (``namespace``: where string keys are looked up)."""
     if not isinstance(hand, dict) or not hand:
         raise TypeError("compare: pass a dict {name_or_tensor: hand_gradient, ...} with at least one entry, got "
@@ -339,10 +361,11 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
         if tid is not None:
             ids.add(tid)
     ids &= tape.record.tracked          # as tape.gradient: an unwatched constant gets no gradient
+    seed = seed_of(target, output_gradients)
     grads = {}
     if target.dtype.kind in "fc" and target._id in {rec.out_id for rec in tape.record.nodes} | set(tape.record.tracked):
         with paused(), np.errstate(all="ignore"):
-            grads = walks.backward(tape.record.nodes, {target._id: np.ones(target.shape, target.dtype)}, ids)
+            grads = walks.backward(tape.record.nodes, {target._id: seed}, ids)
 
     rows = []
     for (label, tensor, node_id), value in resolved:
@@ -354,9 +377,62 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None)
             if tensor is not None:
                 ex = explain(tape, target, tensor)
                 why = f"The tape has no gradient for it; tape.explain(target, it) says {ex.reason}: {ex.message}"
-        rows.append(compare_arrays(label, node_id, value, None if g is None else np.asarray(g), rtol, atol,
-                                   _factors(trace, node_id), shape, why))
+        row = compare_arrays(label, node_id, value, None if g is None else np.asarray(g), rtol, atol,
+                             _factors(trace, node_id), shape, why)
+        rows.append(_lost(row, lost_paths(tape, target, tid)))
     return along_backward(rows, trace)
+
+
+def seed_of(target: Tensor, output_gradients):
+    """The upstream gradient of ``target``: ones, or ``output_gradients`` (CS231n's ``dout``).
+
+    With ``dout`` given, every hand gradient is of ``sum(target * dout)``, as
+    ``tape.gradient(out, x, output_gradients=dout)``.
+    """
+    if output_gradients is None:
+        return np.ones(target.shape, target.dtype)
+    g = np.asarray(output_gradients._value if isinstance(output_gradients, Tensor) else output_gradients)
+    if g.shape != target.shape:
+        raise ValueError(f"compare: output_gradients has shape {g.shape}, but the target has shape {target.shape}; "
+                         "it is the upstream gradient dout, one entry per entry of the target.")
+    return g.astype(target.dtype)
+
+
+def lost_paths(tape, target: Tensor, tid) -> list:
+    """The escapes (values that left the tape as numpy or numbers) of tensors computed from ``tid``.
+
+    ``X.dot(W)`` with ``X`` an ndarray, ``out[i] = t`` into ``np.zeros``,
+    ``float(t)``: numpy takes the value, the tape records the escape and its
+    line, and any gradient along that path is missing. The target's own
+    escapes (``print(float(loss))``) cut nothing and are left out.
+    """
+    escapes = [e for e in getattr(tape, "_escapes", ()) if e.tensor_id != target._id]
+    if tid is None or not escapes:
+        return []
+    reach = walks.reachable(tape.record.nodes, {tid})[0]
+    out, seen = [], set()
+    for e in escapes:
+        if e.tensor_id in reach and (e.tensor_id, e.location) not in seen:
+            seen.add((e.tensor_id, e.location))
+            out.append(e)
+    return out
+
+
+def _lost(row: Row, escapes: list) -> Row:
+    """``row`` re-judged when the tape lost a path from its tensor: the hand value cannot be called wrong."""
+    if not escapes or row.status not in ("wrong", "no_gradient"):
+        return row
+    e = escapes[0]
+    where = f"line {e.location[1]} ({e.location[0]})" if e.location else "a line of your code"
+    msg = (f"The tape cannot judge yours: it lost the path at {where}, where a value computed from it left the "
+           f"tape through {e.how} (numpy took the number, so no gradient flows back through it). Your value may "
+           "well be right. Fix that line to keep a tensor: adv.matmul(X, W) or X @ W for X.dot(W); collect "
+           "pieces in a list and adv.stack them instead of writing into np.zeros; adv ops instead of "
+           "float()/np.asarray().")
+    if len(escapes) > 1:
+        msg += f" ({len(escapes) - 1} more such line(s): tape.record.escapes lists them.)"
+    return Row(row.name, row.node, "lost", row.hand_shape, row.tape_shape, row.max_abs, row.max_rel, msg,
+               row.factors)
 
 
 def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparison:
@@ -397,17 +473,19 @@ def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparis
     return compare_tape(tape, out, hand, rtol, atol, namespace=captured)
 
 
-def _compare_on_tape(self, target, hand, rtol=1e-5, atol=1e-8):
+def _compare_on_tape(self, target, hand, rtol=1e-5, atol=1e-8, output_gradients=None):
     """Your hand-derived gradients against this tape's: an :class:`~autodiff_viz.Comparison`.
 
     ``hand`` maps intermediates (tensors, or the names of variables that
     hold them where you call this) to your gradient of ``target`` with
     respect to each. The table follows the backward pass and names the
     first wrong intermediate; ``.show()`` marks it on the graph. Does not
-    use up a non-persistent tape.
+    use up a non-persistent tape. ``output_gradients=dout``: the hand
+    gradients are of ``sum(target * dout)`` (a layer's backward given the
+    upstream gradient), as in ``tape.gradient``.
     """
     self._require_values("tape.compare()")
-    return compare_tape(self, target, hand, rtol, atol)
+    return compare_tape(self, target, hand, rtol, atol, output_gradients=output_gradients)
 
 
 GradientTape.compare = _compare_on_tape   # tape.compare(...): this module sits above the tape

@@ -251,6 +251,36 @@ class Optimizer:
         self._no_decay_names: tuple = ()
         self.iterations = 0
         self._state: dict = {}
+        self._slot_variables: dict = {}     # var id -> {slot name: Variable}, made by build()
+
+    def build(self, var_list) -> None:
+        """Make the slots of each variable now, as Keras 3's ``optimizer.build(var_list)``.
+
+        Afterwards :attr:`variables` holds them as variables (``momentum`` for
+        SGD with momentum, ``m`` and ``v`` for Adam ...), so a worksheet can
+        preset them — CS231n's optimizer checks start from a given velocity
+        or first and second moments — and read them after a step:
+
+            >>> opt = SGD(0.1, momentum=0.9); w = Variable([1.0, 2.0])
+            >>> opt.build([w]); opt.variables[0].assign([0.5, 0.5])
+        """
+        for var in var_list:
+            if not isinstance(var, Variable):
+                raise TypeError(f"{type(self).__name__}.build: var_list holds the variables to train "
+                                f"(model.trainable_variables), got {type(var).__name__}.")
+            if var._id in self._slot_variables:
+                continue
+            state = self._state.get(var._id) or self._new_state(var)
+            self._slot_variables[var._id] = {k: Variable(state[k], name=f"{var.name or 'variable'}_{k}",
+                                                         trainable=False) for k in self.slot_names}
+
+    @property
+    def variables(self) -> list:
+        """The slot variables :meth:`build` made, variable by variable in the order given, slot by slot.
+
+        (The step count is ``iterations``, an int, not a variable in this list as in Keras.)
+        """
+        return [v for slots in self._slot_variables.values() for v in slots.values()]
 
     def exclude_from_weight_decay(self, var_list=None, var_names=None) -> None:
         """Leave variables out of weight decay: these variables, or those whose name contains one of ``var_names``."""
@@ -311,7 +341,8 @@ class Optimizer:
             slots, states, step_fn = self.slot_names, self._state, self._step
             for g, (_, var) in zip(grads, pairs):     # every pair was checked above: no failure from here on
                 if slots:
-                    state = states.get(var._id)
+                    held = self._slot_variables.get(var._id)
+                    state = {k: v._value for k, v in held.items()} if held else states.get(var._id)
                     if state is None:
                         state = self._new_state(var)
                 else:
@@ -330,6 +361,9 @@ class Optimizer:
                 var._value = w
                 if new_state is not None:
                     states[var._id] = new_state
+                    held = self._slot_variables.get(var._id)
+                    for k, value in (new_state.items() if held else ()):
+                        held[k]._value = value       # the slot variables follow the step
         self.iterations += 1
         return self.iterations
 

@@ -1,4 +1,6 @@
 """Exercise mode: hand gradients against the tape, in backward order, with the first wrong one named."""
+import re
+
 import numpy as np
 import pytest
 
@@ -71,7 +73,9 @@ def test_a_missing_keepdims_and_a_constant_factor_are_recognised():
         s = adv.sum(x, axis=1, keepdims=True)
         loss = adv.sum(s ** 2)
     ds = 2 * s.numpy()
-    assert "keepdims" in tape.compare(loss, {s: ds.ravel()}).rows[0].message
+    row = tape.compare(loss, {s: ds.ravel()}).rows[0]      # right values, the reduced axis dropped
+    assert row.status == "exact" and row.ok and row.hand_shape == (2,) and row.tape_shape == (2, 1)
+    assert "shape (2,) vs (2, 1)" in row.message and "keepdims" in row.message
     assert "times 0.5" in tape.compare(loss, {s: ds / 2}).rows[0].message
     assert "opposite sign" in tape.compare(loss, {s: -ds}).rows[0].message
 
@@ -120,7 +124,14 @@ def test_show_marks_wrong_nodes_red_and_matched_ones_green():
     cmp = tape.compare(loss, {out: d["out"], h1: d["h1"] * 3})
     svg = cmp.to_svg()
     h1_node, out_node = cmp["h1"].node, cmp["out"].node
-    assert f'g[id="b{out_node}"]' in svg and "#c9f2c9" in svg
+    # The style fills the boxes the SVG really has (the backward view names them bwd_n3 ...): green for the
+    # matched row, red for the wrong one; a rule aimed at an id the SVG lacks would colour nothing.
+    for node, colour in ((out_node, "#c9f2c9"), (h1_node, "#f6b8b8")):
+        assert f'<g id="bwd_{node}" class="node' in svg
+        assert f'g[id="bwd_{node}"] polygon, svg g[id="bwd_{node}"] ellipse, svg g[id="bwd_{node}"] path ' \
+               f'{{fill: {colour}' in svg
+    styled = set(re.findall(r'g\[id="([^"]+)"\]', svg))
+    assert styled <= set(re.findall(r'<g id="([^"]+)" class="node', svg))
     marked = cmp.marked_trace()
     assert marked.marks_of(h1_node) and not marked.marks_of(out_node)
     assert "First wrong" in cmp.show()._repr_html_()
@@ -135,3 +146,38 @@ def test_adv_compare_names_the_locals_of_the_function():
     assert good.ok and [r.name for r in good] == ["h", "x"]
     bad = adv.compare(f, [adv.constant(x)], {"h": np.tanh(x)})
     assert not bad.ok and "times 0.5" in bad.first_wrong.message
+
+
+def test_a_close_row_against_a_gradient_of_about_zero_shows_no_huge_relative_difference():
+    """A hand gradient of 1e-12 where the tape's is 0 or rounding (~1e-16) is close; the ratio of two
+    roundings (once 6e+298, divided by the tiniest float) is not shown as a relative difference."""
+    x = adv.constant([1.0, 2.0, 4.0])
+    with adv.GradientTape() as tape:
+        tape.watch(x)
+        loss = adv.sum(x - adv.mean(x))            # d loss / dx = 1 - 1 = 0 analytically
+    row = tape.compare(loss, {x: np.full(3, 1e-12)}).rows[0]
+    assert row.status == "close" and row.max_rel == 0.0 and row.max_abs <= 1e-11
+    big = tape.compare(loss, {x: np.array([1e-12, 0.0, 5.0])}).rows[0]
+    assert big.status == "wrong" and big.max_rel == pytest.approx(1.0)
+
+
+def _affine_tanh(x, w, b):
+    z = x @ w + b
+    return adv.tanh(z)
+
+
+def test_a_folded_function_never_hides_the_intermediates_the_learner_compared():
+    """A call of the learner's own function is drawn as one folded box by default; the comparison's graph
+    opens every box that holds a compared row, so w, b and h each get their colour."""
+    x = adv.constant(np.ones((2, 3)))
+    w = adv.Variable(np.full((3, 2), 0.1), name="w")
+    b = adv.Variable(np.zeros(2), name="b")
+    with adv.GradientTape(persistent=True) as tape:
+        h = _affine_tanh(x, w, b)
+        loss = adv.sum(h * h)
+    hv = h.numpy()
+    dz = 2 * hv * (1 - hv ** 2)
+    cmp = tape.compare(loss, {w: x.numpy().T @ dz, b: dz.sum(axis=0), h: 2 * hv})
+    assert cmp.ok
+    drawn = set(re.findall(r'<g id="bwd_([^"]+)" class="node', cmp.to_svg()))
+    assert {r.node for r in cmp.rows} <= drawn

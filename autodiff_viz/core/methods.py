@@ -192,19 +192,34 @@ def _install_methods():
 
 def _method(op, name):
     def method(self, *args, **kwargs):
-        if "keepdim" in kwargs or "dim" in kwargs:
-            raise TypeError(_torch_kwargs(name, kwargs))
+        if {"keepdim", "dim", "unbiased", "correction"} & set(kwargs):
+            raise TypeError(_torch_kwargs(name, args, kwargs))
         return op(self, *args, **kwargs)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``adv.{op.__name__}(t, ...)`` as a method (numpy's signature).\n\n{op.__doc__ or ''}"
     return method
 
 
-def _torch_kwargs(name, kwargs):
-    fixed = ", ".join(("keepdims" if k == "keepdim" else "axis" if k == "dim" else k) + f"={v!r}"
-                      for k, v in kwargs.items())
-    return (f"t.{name}() takes numpy's keywords, not PyTorch's: write t.{name}({fixed}) "
-            "(keepdims=, axis= instead of keepdim=, dim=).")
+def _torch_kwargs(name, args, kwargs):
+    """The numpy spelling of a call written with PyTorch's keywords, the axis kept.
+
+    ``x.sum(0, keepdim=True)`` → ``t.sum(axis=0, keepdims=True)``: PyTorch's
+    first positional argument is the dimension, numpy's is ``axis`` (written
+    out, since ``var``'s second positional is ``dtype``). ``unbiased=True`` is
+    ``ddof=1`` (Bessel's correction, the divisor n − 1), ``correction=k`` is ``ddof=k``.
+    """
+    parts = [f"axis={args[0]!r}"] if args and "dim" not in kwargs else []
+    parts += [f"{a!r}" for a in args[1:]]
+    for k, v in kwargs.items():
+        if k == "unbiased":
+            parts.append(f"ddof={1 if v else 0}")
+        elif k == "correction":
+            parts.append(f"ddof={v!r}")
+        else:
+            parts.append(("keepdims" if k == "keepdim" else "axis" if k == "dim" else k) + f"={v!r}")
+    ddof = ", ddof= instead of unbiased=/correction=" if {"unbiased", "correction"} & set(kwargs) else ""
+    return (f"t.{name}() takes numpy's keywords, not PyTorch's: write t.{name}({', '.join(parts)}) "
+            f"(keepdims=, axis= instead of keepdim=, dim={ddof}).")
 
 
 _install_methods()

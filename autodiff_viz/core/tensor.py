@@ -185,9 +185,10 @@ class Tensor:
         if isinstance(self, Variable):
             fix = (f"give {var} a whole new value: v.assign(adv.where(mask, new, v)), or "
                    "a = v.numpy(); a[index] = new; v.assign(a)")
-        else:
-            fix = ("make a new tensor: adv.where(mask, new, t), or a = t.numpy(); a[index] = new; "
-                   "t = adv.constant(a)")
+        else:   # both ways keep the gradient to t and to the new value (a round trip through numpy would cut it)
+            fix = ("make a new tensor that keeps the gradient: mask = np.zeros(t.shape, bool); mask[index] = True; "
+                   "t = adv.where(mask, new, t); or, for a loop that fills an output piece by piece (out[n, f, i, j] "
+                   "= ...), append each piece to a list and build it with adv.stack(pieces) (then reshape)")
         raise TypeError(f"{type(self).__name__} {var} does not support item assignment ({var}[...] = ...): "
                         f"tensors are immutable, and ops that read one keep its value for the gradient. "
                         f"Instead, {fix}.")
@@ -295,6 +296,9 @@ _TORCH_HINTS = {
     "gather": "adv.take_along_axis(x, indices, axis=dim)",
     "chunk": "adv.split(x, n, axis=dim)",
     "flatten_": "x.ravel()",
+    # x.max(1).indices / .values: numpy's max returns the values alone
+    "indices": "x.argmax(axis=1) for the indices of x.max(1) (x.max(axis=1) returns the values alone)",
+    "values": "x.max(axis=1) itself: numpy's max returns the values alone (x.argmax(axis=1) the indices)",
 }
 for _fn in ("exp", "log", "sqrt", "abs", "tanh", "sin", "cos", "sigmoid", "relu", "log1p", "expm1", "square",
             "sign", "floor", "ceil", "erf", "sinh", "cosh", "tan"):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from ..core.ops import reshape
+from ..core.ops import moveaxis, reshape
 from ..core.rules import nn as R
 from .base import Layer, positive_int
 from .dense import kernel_and_bias_config, kernel_and_bias_options, option_weight, weight_config, weight_options
@@ -75,11 +75,37 @@ def normalize_padding(padding, owner, allowed=("valid", "same")) -> str:
     return key
 
 
-def check_data_format(data_format, owner) -> None:
+def check_data_format(data_format, owner, channels_first=False) -> str:
+    """``data_format`` checked: ``"channels_last"`` (the default) or, where ``channels_first`` says the layer
+    supports it, ``"channels_first"`` (``(batch, channels, ...)``, CS231n's and PyTorch's NCHW)."""
+    if channels_first and data_format == "channels_first":
+        return data_format
     if data_format not in (None, "channels_last"):
         raise ValueError(f"{owner}: only data_format='channels_last' (batch, ..., channels) is supported, got "
                          f"{data_format!r}. Move the channel axis last: adv.moveaxis(x, 1, -1) turns (batch, channels, "
                          "...) into (batch, ..., channels) for inputs of any rank.")
+    return "channels_last"
+
+
+def channels_last_call(layer, inputs, call):
+    """``call`` on ``inputs`` with the channel axis last, and the result back in ``layer.data_format``.
+
+    Keras' ``channels_first`` means the same layer with the same weights
+    (a kernel is always ``spatial + (in, out)``); only the axes of the
+    inputs and outputs differ. Moving the axis is an op on the tape, so
+    gradients flow back in the learner's layout.
+    """
+    if layer.data_format != "channels_first":
+        return call(inputs)
+    return moveaxis(call(moveaxis(inputs, 1, -1)), -1, 1)
+
+
+def channels_last_shape(layer, input_shape) -> tuple:
+    """An input shape as the channels-last computation sees it."""
+    input_shape = tuple(input_shape)
+    if layer.data_format != "channels_first" or len(input_shape) < 2:
+        return input_shape
+    return (input_shape[0],) + input_shape[2:] + (input_shape[1],)
 
 
 def _bias_and_activation(layer, y):
@@ -123,21 +149,20 @@ def check_rank(layer, shape, rank):
                      f"got shape {shape}.{hint}")
 
 
-def _window_options(layer, filters, kernel_size, strides, dilation_rate, data_format) -> None:
+def _window_options(layer, filters, kernel_size, strides, dilation_rate, data_format, channels_first=False) -> None:
     """The options every convolution layer checks and keeps the same way (its ``padding`` it checks itself)."""
     owner = type(layer).__name__
     layer.filters = positive_int(owner, "filters", filters)
-    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format)
+    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format, channels_first)
 
 
-def _window_geometry(layer, kernel_size, strides, dilation_rate, data_format) -> None:
+def _window_geometry(layer, kernel_size, strides, dilation_rate, data_format, channels_first=False) -> None:
     """``kernel_size``, ``strides``, ``dilation_rate`` and ``data_format`` checked and kept (every convolution)."""
     owner = type(layer).__name__
     layer.kernel_size = normalize_tuple(kernel_size, layer.rank, "kernel_size", owner)
     layer.strides = normalize_tuple(strides, layer.rank, "strides", owner)
     layer.dilation_rate = normalize_tuple(dilation_rate, layer.rank, "dilation_rate", owner)
-    check_data_format(data_format, owner)
-    layer.data_format = "channels_last"
+    layer.data_format = check_data_format(data_format, owner, channels_first)
     if max(layer.strides) > 1 and max(layer.dilation_rate) > 1:
         raise ValueError(f"{owner}: strides > 1 together with dilation_rate > 1 is not supported (as in "
                          f"Keras); got strides={layer.strides}, dilation_rate={layer.dilation_rate}.")
@@ -196,7 +221,7 @@ class _Conv(Layer):
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
+        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format, channels_first=True)
         allowed = ("valid", "same", "causal") if self.rank == 1 else ("valid", "same")
         self.padding = normalize_padding(padding, owner, allowed)
         if not isinstance(groups, Integral) or groups <= 0 or self.filters % groups:
@@ -207,7 +232,7 @@ class _Conv(Layer):
                                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
-        channels = _known_channels(self, input_shape)
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
         if channels % self.groups:
             raise ValueError(f"{self.name}: the input has {channels} channels, which groups={self.groups} does not "
                              "divide; each group must see the same number of channels.")
@@ -222,7 +247,8 @@ class _Conv(Layer):
                       groups=self.groups)
 
     def call(self, inputs):
-        return _bias_and_activation(self, self.convolution_op(inputs, self.kernel, self._pads(inputs)))
+        return channels_last_call(self, inputs, lambda x: _bias_and_activation(
+            self, self.convolution_op(x, self.kernel, self._pads(x))))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,

@@ -14,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from ..session import generator, set_random_seed  # noqa: F401  (adv.layers.set_random_seed)
+from ..session import generator, seeded, set_random_seed  # noqa: F401  (adv.layers.set_random_seed)
 
 
 def _fans(shape) -> tuple[int, int]:
@@ -99,11 +99,134 @@ ALIASES = {
 }
 
 
+class Initializer:
+    """Keras 3's initializer objects: ``adv.initializers.RandomNormal(mean=0.0, stddev=0.01, seed=1)``.
+
+    Call one with ``(shape, dtype)`` for an array; pass one as a layer's
+    ``kernel_initializer``. With an integer ``seed`` every call draws the same
+    values (as Keras 3's seeded initializers); without one, the session's
+    generator (:func:`set_random_seed`) is used. ``get_config`` /
+    ``from_config`` round-trip the arguments.
+    """
+
+    def __init__(self, seed=None, **config):
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__}: seed must be an int or None, got {type(seed).__name__}.")
+        self.seed, self._config = seed, config
+
+    def _draw(self, shape, dtype):   # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __call__(self, shape, dtype="float32"):
+        shape = tuple(int(n) for n in np.atleast_1d(shape)) if not isinstance(shape, tuple) else shape
+        if self.seed is None:
+            return self._draw(shape, dtype or "float32")
+        with seeded(int(self.seed)):
+            return self._draw(shape, dtype or "float32")
+
+    def get_config(self) -> dict:
+        return {**self._config, **({"seed": self.seed} if self._seeded else {})}
+
+    _seeded = True
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class Zeros(Initializer):
+    _seeded = False
+
+    def __init__(self):
+        super().__init__()
+
+    def _draw(self, shape, dtype):
+        return zeros(shape, dtype)
+
+
+class Ones(Zeros):
+    def _draw(self, shape, dtype):
+        return ones(shape, dtype)
+
+
+class Constant(Initializer):
+    _seeded = False
+
+    def __init__(self, value=0.0):
+        super().__init__(value=value)
+
+    def _draw(self, shape, dtype):
+        return np.full(shape, self._config["value"], dtype=dtype)
+
+
+class RandomNormal(Initializer):
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        super().__init__(seed, mean=mean, stddev=stddev)
+
+    def _draw(self, shape, dtype):
+        return random_normal(shape, dtype, **self._config)
+
+
+class RandomUniform(Initializer):
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        super().__init__(seed, minval=minval, maxval=maxval)
+
+    def _draw(self, shape, dtype):
+        return random_uniform(shape, dtype, **self._config)
+
+
+class TruncatedNormal(Initializer):
+    """Normal cut at two standard deviations (redrawn there), as Keras'."""
+
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        super().__init__(seed, mean=mean, stddev=stddev)
+
+    def _draw(self, shape, dtype):
+        out = generator().normal(0.0, 1.0, size=shape)
+        bad = np.abs(out) > 2
+        while bad.any():
+            out[bad] = generator().normal(0.0, 1.0, size=int(bad.sum()))
+            bad = np.abs(out) > 2
+        return (self._config["mean"] + self._config["stddev"] * out).astype(dtype)
+
+
+def _by_function(name, fn, doc):
+    def __init__(self, seed=None):
+        Initializer.__init__(self, seed)
+
+    cls = type(name, (Initializer,), {"__init__": __init__, "_draw": lambda self, shape, dtype: fn(shape, dtype),
+                                      "__doc__": doc})
+    cls.__module__ = __name__
+    return cls
+
+
+GlorotUniform = _by_function("GlorotUniform", glorot_uniform, "Uniform on ±sqrt(6 / (fan_in + fan_out)).")
+GlorotNormal = _by_function("GlorotNormal", glorot_normal, "Truncated normal, stddev sqrt(2 / (fan_in + fan_out)).")
+HeUniform = _by_function("HeUniform", he_uniform, "Uniform on ±sqrt(6 / fan_in).")
+HeNormal = _by_function("HeNormal", he_normal, "Truncated normal, stddev sqrt(2 / fan_in).")
+
+
+class Orthogonal(Initializer):
+    def __init__(self, gain=1.0, seed=None):
+        super().__init__(seed, gain=gain)
+
+    def _draw(self, shape, dtype):
+        return orthogonal(shape, dtype, gain=self._config["gain"])
+
+
 def get(identifier):
     """An initializer ``f(shape, dtype) -> ndarray`` from a name or a callable.
 
     A callable may take ``(shape, dtype)`` (Keras' signature) or just ``(shape)``.
     """
+    if isinstance(identifier, Initializer):
+        return identifier
+    if isinstance(identifier, dict) and identifier.get("class_name") in _CLASSES:
+        return _CLASSES[identifier["class_name"]].from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         key = identifier.lower()
         if key not in ALIASES:
@@ -127,3 +250,7 @@ def get(identifier):
 def _unwrap(value):
     from ..core.tensor import Tensor
     return value._value if isinstance(value, Tensor) else value
+
+
+_CLASSES = {c.__name__: c for c in (Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
+                                    GlorotUniform, GlorotNormal, HeUniform, HeNormal, Orthogonal)}

@@ -18,7 +18,7 @@ from ..core import ops
 from ..core.rules import nn as R
 from ..state import user_stacklevel
 from .base import Layer, boolean_mask, building
-from .conv import check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
+from .conv import channels_last_call, check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D",
@@ -36,11 +36,13 @@ class _Pooling(Layer):
         self.pool_size = normalize_tuple(pool_size, self.rank, "pool_size", owner)
         self.strides = self.pool_size if strides is None else normalize_tuple(strides, self.rank, "strides", owner)
         self.padding = normalize_padding(padding, owner)
-        check_data_format(data_format, owner)
-        self.data_format = "channels_last"
+        self.data_format = check_data_format(data_format, owner, channels_first=True)
 
     def call(self, inputs):
         check_rank(self, inputs.shape, self.rank)
+        return channels_last_call(self, inputs, self._pool)
+
+    def _pool(self, inputs):
         spatial = tuple(inputs.shape[1:-1])
         pads = window_pads(spatial, self.pool_size, self.strides, (1,) * self.rank, self.padding)
         if self.padding == "valid" and any(n < p for n, p in zip(spatial, self.pool_size)):
@@ -110,13 +112,13 @@ class _GlobalPooling(Layer):
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
-        check_data_format(data_format, type(self).__name__)
-        self.data_format = "channels_last"
+        self.data_format = check_data_format(data_format, type(self).__name__, channels_first=True)
         self.keepdims = bool(keepdims)
 
     def call(self, inputs):
         check_rank(self, inputs.shape, self.rank)
-        return type(self).reduce(inputs, axis=tuple(range(1, 1 + self.rank)), keepdims=self.keepdims)
+        first = 2 if self.data_format == "channels_first" else 1      # the spatial axes follow the channels
+        return type(self).reduce(inputs, axis=tuple(range(first, first + self.rank)), keepdims=self.keepdims)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "data_format": self.data_format, "keepdims": self.keepdims}
@@ -139,6 +141,11 @@ class GlobalAveragePooling1D(_GlobalPooling):
     def call(self, inputs, mask=None):
         if mask is None:
             return super().call(inputs)
+        if self.data_format == "channels_first":          # (batch, channels, steps): the mask is per step
+            return channels_last_call(self, inputs, lambda x: self._masked_mean(x, mask))
+        return self._masked_mean(inputs, mask)
+
+    def _masked_mean(self, inputs, mask):
         check_rank(self, inputs.shape, self.rank)
         keep = boolean_mask(self, mask, tuple(inputs.shape[:2]))[:, :, None]
         count = keep.sum(axis=1, keepdims=self.keepdims).astype(inputs.dtype)

@@ -340,13 +340,17 @@ class Recording:
         from .explain import explain_recorded
         return explain_recorded(self, target, param)
 
-    def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8):
-        """Hand-derived gradients against PyTorch's, along the backward pass (as ``tape.compare``)."""
+    def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8, output_gradients=None):
+        """Hand-derived gradients against PyTorch's, along the backward pass (as ``tape.compare``).
+
+        Reads hand gradients that are torch tensors detached, changes no ``.grad``;
+        ``output_gradients=dout`` seeds a non-scalar target.
+        """
         from .trace import compare
         if not hand or not isinstance(hand, dict):
             raise TypeError("compare: pass a dict {name_or_tensor: hand_gradient, ...}.")
         frame = sys._getframe(1)
-        return compare(self, target, hand, rtol, atol, {**frame.f_globals, **frame.f_locals})
+        return compare(self, target, hand, rtol, atol, {**frame.f_globals, **frame.f_locals}, output_gradients)
 
     def show(self, target, sources=None):
         """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""

@@ -10,6 +10,7 @@ an edge is the rule table's, for every torch op that maps to a rule
 """
 from __future__ import annotations
 
+import contextlib
 import linecache
 
 import numpy as np
@@ -110,8 +111,42 @@ def _autograd(target, tensors, seed):
     return {id(t): g for t, g in zip(need, grads) if g is not None}
 
 
+@contextlib.contextmanager
+def learners_grads_kept(rec, *more):
+    """Leave every ``.grad`` of the recording as the learner had it, whatever autograd does inside.
+
+    ``torch.autograd.grad`` runs the hooks of ``t.retain_grad()``, which add
+    into ``t.grad`` (makemore part 4 retains every intermediate): a trace or
+    a comparison would multiply the learner's ``logprobs.grad``. The values
+    are saved before and written back after, into the same tensor objects
+    (a learner holding ``g = logprobs.grad`` keeps seeing the right values).
+    """
+    seen, saved = set(), []
+    tensors = [t for op in rec.ops for t in op.inputs + op.outputs] + [t for t in more if t is not None]
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or id(t) in seen or not t.requires_grad:
+            continue
+        seen.add(id(t))
+        if t.is_leaf or t.retains_grad:        # .grad of any other tensor is always None (and reading it warns)
+            g = t.grad
+            saved.append((t, g, None if g is None else g.detach().clone()))
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for t, g, values in saved:
+                if g is not None:
+                    g.copy_(values)
+                t.grad = g
+
+
 def build(rec, target, sources=None, value_limit=None) -> Trace:
-    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`)."""
+    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`); no ``.grad`` changes."""
+    with learners_grads_kept(rec, target, *(sources if isinstance(sources, (list, tuple)) else ())):
+        return _build(rec, target, sources, value_limit)
+
+
+def _build(rec, target, sources=None, value_limit=None) -> Trace:
     if not isinstance(target, torch.Tensor):
         raise TypeError(f"trace: target must be a torch tensor (the loss), got {type(target).__name__}.")
     limit = check_value_limit(value_limit)
@@ -234,10 +269,21 @@ def _no_grad_reason(op, t, out) -> str | None:
     return None
 
 
-def compare(rec, target, hand, rtol, atol, namespace):
-    """:meth:`Recording.compare`: hand gradients against autograd's, in backward order."""
+def compare(rec, target, hand, rtol, atol, namespace, output_gradients=None):
+    """:meth:`Recording.compare`: hand gradients against autograd's, in backward order.
+
+    Changes no ``.grad`` (see :func:`learners_grads_kept`). A hand gradient
+    may be a torch tensor that still requires grad (``dh = 2 * h`` built from
+    forward tensors, as the worksheets do): it is read detached.
+    ``output_gradients``: the upstream gradient ``dout`` of a non-scalar target.
+    """
+    with learners_grads_kept(rec, target, *(k for k in hand if isinstance(k, torch.Tensor))):
+        return _compare(rec, target, hand, rtol, atol, namespace, output_gradients)
+
+
+def _compare(rec, target, hand, rtol, atol, namespace, output_gradients):
     from ..compare import _factors, along_backward, compare_arrays, unknown_name
-    trace = build(rec, target)
+    trace = _build(rec, target)
     named = {k: v for k, v in namespace.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
     ops = _graph(rec)
     recorded = {id(t) for op in ops for t in op.inputs + op.outputs}
@@ -260,14 +306,18 @@ def compare(rec, target, hand, rtol, atol, namespace):
     need = [t for _, t, _ in items if t.requires_grad]
     grads = {}
     if need and target.requires_grad:
-        got = torch.autograd.grad(target, need, grad_outputs=torch.ones_like(target), retain_graph=True,
-                                  allow_unused=True)
+        seed = torch.ones_like(target) if output_gradients is None else \
+            torch.as_tensor(_array(output_gradients) if isinstance(output_gradients, torch.Tensor)
+                            else np.asarray(output_gradients), dtype=target.dtype).reshape(target.shape)
+        got = torch.autograd.grad(target, need, grad_outputs=seed, retain_graph=True, allow_unused=True)
         grads = {id(t): g for t, g in zip(need, got) if g is not None}
     rows = []
     by_tid = {n.tensor_id: n.id for n in trace.nodes}
     for label, t, value in items:
         node_id = by_tid.get(rec.tensor_id(t))
         g = grads.get(id(t))
+        if isinstance(value, torch.Tensor):
+            value = _array(value)        # dh = 2 * h still requires grad: its numbers are what is compared
         rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
                                    _factors(trace, node_id)))
     return along_backward(rows, trace)

@@ -103,8 +103,15 @@ def _tape_show(self, target=None, sources=None, **kwargs):
 
 
 def _comparison_to_svg(self, view: str = "backward") -> str:
-    """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey."""
-    svg = render.svg(self.marked_trace().to_dot(view))
+    """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey.
+
+    Every box (a layer, the learner's own function) that holds a compared
+    intermediate is drawn open, so no row the learner asked about is folded away.
+    """
+    trace = self.marked_trace()
+    paths = dot.hierarchy(trace).paths
+    expanded = sorted({key for r in self.rows if r.node is not None for key in paths.get(r.node, ())})
+    svg = render.svg(trace.to_dot(view, expanded=expanded or None))
     return _colour_nodes(svg, self._node_colours(), view)
 
 
@@ -112,7 +119,7 @@ def _comparison_node_colours(self) -> dict:
     colours = {}
     for r in self.rows:
         if r.node is not None:
-            colours[r.node] = _COLOURS["exact"] if r.ok else _COLOURS["wrong"]
+            colours[r.node] = _COLOURS.get(r.status, _COLOURS["wrong"])
     return colours
 
 
@@ -134,12 +141,16 @@ class _Figure:
 
 
 def _colour_nodes(svg: str, colours: dict, view: str) -> str:
-    """Add a style block that fills the compared nodes (ids as the DOT views name them) and greys the rest."""
-    prefixes = {"forward": ("f",), "backward": ("b",), "both": ("f", "b")}.get(view, ("",))
+    """Add a style block that fills the compared nodes and greys the rest.
+
+    A node's box in the SVG has the id the DOT view gives it (``dot.PREFIX``:
+    ``bwd_n3`` in the backward view, ``fwd_n3`` in the forward one).
+    """
+    prefixes = tuple(dot.PREFIX.values()) if view == "both" else (dot.PREFIX.get(view, ""),)
     rules = ["svg g.node polygon, svg g.node ellipse {fill-opacity: 0.55}"]
     for node_id, colour in colours.items():
         for p in prefixes:
-            for pid in {p + node_id, node_id}:
+            for pid in (p + node_id,):
                 rules.append(f'svg g[id="{pid}"] polygon, svg g[id="{pid}"] ellipse, svg g[id="{pid}"] path '
                              f"{{fill: {colour}; fill-opacity: 1}}")
     style = "<style>" + "\n".join(rules) + "</style>"
