@@ -36,3 +36,13 @@ from .composites import (append, array_split, atleast_1d, atleast_2d, atleast_3d
                          degrees, diff, dsplit, dstack, fmax, fmin, gradient, hsplit, hstack, kron, linspace,
                          nan_to_num, partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc,
                          vsplit, vstack, _values_of)
+
+# The names numpy has that deliberately differ here (tests/test_numpy_name_audit.py compares every other one
+# with numpy on sample inputs; docs/coming-from.md explains each). Anything not listed means what numpy means.
+NUMPY_DIFFERENCES = {
+    "zeros": "float32 by default (Keras' and TensorFlow's floatx), numpy's float64 with dtype='float64'",
+    "ones": "float32 by default, as zeros",
+    "full": "float32 by default for a float fill value, as zeros",
+    "eye": "float32 by default, as zeros",
+    "identity": "TensorFlow's tf.identity(x) (a recorded copy); an integer n raises, naming adv.eye(n)",
+}
