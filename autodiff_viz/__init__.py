@@ -46,7 +46,8 @@ from .gradcheck import GradCheckReport, check_grads
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import utils
-from .core import linalg, ops, random
+from .core import linalg, random
+from . import ops    # Keras 3's keras.ops namespace (the numpy-named ops themselves are autodiff_viz.core.ops)
 from .core.linalg import norm
 from .views import plots, widgets
 from . import regularizers
