@@ -34,6 +34,7 @@ from .core.ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d, 
                   partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc, vsplit, vstack)
 from .core.ops import full, ones, shape, zeros
 from .core.ops import clip_by_norm, eye, identity, ones_like, zeros_like
+from .core.ops import numpy_function, py_function    # tf.numpy_function, tf.py_function
 from .anomaly import AnomalyError, detect_anomaly
 from .diagnosis import Explanation, UnconnectedGradientError
 from .compare import Comparison, compare
@@ -54,6 +55,8 @@ from . import regularizers
 from .models import Model, Sequential
 from . import saving
 from . import data, datasets
+from . import backend    # keras.backend's clear_session, floatx
+from . import image      # tf.image's adjustments
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 
 __version__ = "0.1.0"

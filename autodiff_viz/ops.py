@@ -185,6 +185,7 @@ from .core.ops import (
     zeros_like,
 )
 from .core.tensor import Tensor, constant
+from .losses import EPSILON as _EPSILON
 from .losses import categorical_crossentropy as _categorical_crossentropy
 from .losses import sparse_categorical_crossentropy as _sparse_categorical_crossentropy
 
@@ -258,7 +259,7 @@ def binary_crossentropy(target, output, from_logits=False):
     target = cast(target, output.dtype)
     if from_logits:                                     # log σ(z) = −softplus(−z), log(1 − σ(z)) = −softplus(z)
         return target * softplus(-output) + (1 - target) * softplus(output)
-    p = clip(output, 1e-7, 1 - 1e-7)
+    p = clip(output, _EPSILON, 1 - _EPSILON)
     return -(target * log(p) + (1 - target) * log(1 - p))
 
 

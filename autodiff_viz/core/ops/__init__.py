@@ -26,6 +26,7 @@ from .shapes import (broadcast_to, cast, concatenate, diag, diagonal, expand_dim
                      identity, moveaxis, one_hot, pad, ravel, repeat, reshape, roll, split, squeeze, stack,
                      stop_gradient, swapaxes, take, take_along_axis, tile, transpose, tril, triu, _dims, _gather,
                      _normalize_index, _outer_index)
+from .shapes import numpy_function, py_function
 from .creation import (eye, full, ones, ones_like, shape, zeros, zeros_like, _filled, _filled_like, _new_shape,
                        _whole)
 from .reductions import (all, amax, amin, any, argmax, argmin, argsort, cumprod, cumsum, logsumexp, max, mean,

@@ -272,6 +272,47 @@ def stop_gradient(x):
     return call(R.stop_gradient, _tensor(x))
 
 
+def numpy_function(func, inp, Tout, stateful=True, name=None):
+    """``tf.numpy_function``: run ``func`` on the numpy values of the tensors in ``inp``; its result(s) become
+    tensors of dtype ``Tout`` (one dtype, or a list of them for a tuple of results).
+
+    The tape records one ``numpy_function`` op per result, with the line that called it, but cannot see
+    inside ``func``: no gradient flows back through it (as in TensorFlow), and ``tape.explain`` names the op
+    and the line. To get a gradient, write ``func`` with adv ops, call it through :func:`py_function` (whose
+    body is recorded), or give its gradient with ``@adv.custom_gradient``.
+    """
+    inputs = [_tensor(x) for x in inp]
+    several = isinstance(Tout, (list, tuple))
+    result = func(*[t._value for t in inputs])
+    results = list(result) if several and isinstance(result, (list, tuple)) else [result]
+    dtypes = list(Tout) if several else [Tout]
+    if len(results) != len(dtypes):
+        raise ValueError(f"numpy_function: {getattr(func, '__name__', 'func')} returned {len(results)} value(s) "
+                         f"but Tout lists {len(dtypes)} dtype(s) {dtypes}; give one dtype per returned value.")
+    label = getattr(func, "__name__", type(func).__name__)
+    outs = [call(R.numpy_function, *inputs, function=label, value=np.asarray(r, dtype=np.dtype(d)))
+            for r, d in zip(results, dtypes)]
+    return outs if several else outs[0]
+
+
+def py_function(func, inp, Tout, name=None):
+    """``tf.py_function``: run ``func`` eagerly on the tensors in ``inp`` and cast its result(s) to ``Tout``.
+
+    Unlike :func:`numpy_function`, ``func`` receives tensors, and the adv ops it runs are recorded as any
+    others, so the gradient flows through its body as in TensorFlow (a ``.numpy()`` inside it is an escape,
+    which ``tape.explain`` names).
+    """
+    several = isinstance(Tout, (list, tuple))
+    result = func(*[_tensor(x) for x in inp])
+    results = list(result) if several and isinstance(result, (list, tuple)) else [result]
+    dtypes = list(Tout) if several else [Tout]
+    if len(results) != len(dtypes):
+        raise ValueError(f"py_function: {getattr(func, '__name__', 'func')} returned {len(results)} value(s) "
+                         f"but Tout lists {len(dtypes)} dtype(s) {dtypes}; give one dtype per returned value.")
+    outs = [cast(r, d) if _tensor(r).dtype != np.dtype(d) else _tensor(r) for r, d in zip(results, dtypes)]
+    return outs if several else outs[0]
+
+
 def identity(x):
     """``y = x`` as a new recorded tensor, as ``tf.identity``: the gradient passes unchanged (``ḡ_x = ḡ_y``).
 

@@ -331,6 +331,12 @@ all_ = define("all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=kee
 stop_gradient = define("stop_gradient", lambda x: x, doc="y = x, but no gradient flows back", x=None)
 
 
+numpy_function = define(
+    "numpy_function", lambda *xs, function, value: value, variadic=True,
+    doc="y = a Python function run on the inputs' numpy values (tf.numpy_function; value: its result, computed "
+        "once): the tape cannot see inside it, so no gradient flows back", x=None)
+
+
 cast = define(
     "cast", lambda x, dtype: x.astype(dtype), doc="y = x as another dtype (no gradient to integers)",
     x=("1", lambda g, y, x, dtype: cast(g, dtype=x.dtype), lambda dx, y, x, dtype: cast(dx, dtype=y.dtype)))
