@@ -34,6 +34,7 @@ from .core.ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d, 
                   partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc, vsplit, vstack)
 from .core.ops import full, ones, shape, zeros
 from .core.ops import clip_by_norm, eye, identity, ones_like, zeros_like
+from .core.ops import numpy_function, py_function    # tf.numpy_function, tf.py_function
 from .anomaly import AnomalyError, detect_anomaly
 from .diagnosis import Explanation, UnconnectedGradientError
 from .compare import Comparison, compare
@@ -46,13 +47,16 @@ from .gradcheck import GradCheckReport, check_grads
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import utils
-from .core import linalg, ops, random
+from .core import linalg, random
+from . import ops    # Keras 3's keras.ops namespace (the numpy-named ops themselves are autodiff_viz.core.ops)
 from .core.linalg import norm
 from .views import plots, widgets
 from . import regularizers
 from .models import Model, Sequential
 from . import saving
 from . import data, datasets
+from . import backend    # keras.backend's clear_session, floatx
+from . import image      # tf.image's adjustments
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 
 __version__ = "0.1.0"

@@ -481,6 +481,15 @@ def _cut_at(tape, target, source, node, live) -> Explanation:
             "Fix: remove adv.stop_gradient where you want the gradient; keep it where the cut is "
             "intended (a target network, a detached baseline).",
             _where(node.location), ids, edges, rule.name, (node.location,))
+    if blocked and rule.name == "numpy_function":
+        return Explanation(
+            "non_differentiable_op",
+            f"The path from {_label(source)} runs through adv.numpy_function({node.params.get('function')}), "
+            "which ran a Python function on numpy values: the tape cannot see inside it, so no gradient flows "
+            f"back (as tf.numpy_function).{_code(node.location)}\n"
+            "Fix: write the function with adv ops, call it with adv.py_function (its body is recorded), or "
+            "give its gradient with @adv.custom_gradient.",
+            _where(node.location), ids, edges, rule.name, (node.location,))
     if blocked:
         names = ", ".join(f"'{rule.spec(i).name}'" for i, _ in blocked)
         return Explanation(

@@ -120,4 +120,6 @@ CASES = {
     "any": [([real((2, 3))], {"axis": (-1,), "keepdims": False})],
     "all": [([real((2, 3))], {"axis": (-2, -1), "keepdims": True})],
     "tensordot": [([real((2, 3, 4)), real((4, 3, 2))], {"subscripts": "abc,dba->cd"})],
+    # no gradient (tf.numpy_function): checked by test_non_differentiable_rules_stop_the_gradient
+    "numpy_function": [([real((3,)), real((3,))], {"function": "f", "value": np.arange(3.0)})],
 }

@@ -40,7 +40,7 @@ LAYERS = [
     ("keras: utilities and data", ["array_utils", "image_utils", "data", "datasets"]),
     ("views", ["views"]),
     ("bridges", ["torch", "tf"]),
-    ("the package face and its namespaces, tools", ["", "utils", "run_notebooks"]),
+    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "run_notebooks"]),
 ]
 
 

@@ -356,10 +356,11 @@ def test_domain_errors_are_nan_that_detect_anomaly_attributes():
             adv.log1p(adv.constant([-2.0]))
 
 
-def test_np_split_takes_numpys_indices_and_adv_split_tensorflows_sizes():
+def test_np_split_and_adv_split_take_numpys_indices_and_tensorflows_sizes_take_a_keyword():
     x = adv.constant(np.arange(6.0))
     assert [p.shape for p in np.split(x, [1, 4])] == [(1,), (3,), (2,)]
-    assert [p.shape for p in adv.split(x, [1, 5])] == [(1,), (5,)]
+    assert [p.shape for p in adv.split(x, [1, 4])] == [(1,), (3,), (2,)]
+    assert [p.shape for p in adv.split(x, num_or_size_splits=[1, 5])] == [(1,), (5,)]
     g = adv.grad(lambda t: adv.sum(np.split(t, [1, 4])[1] ** 2))(x)
     np.testing.assert_allclose(g.numpy(), [0, 2, 4, 6, 0, 0])
 

@@ -213,3 +213,149 @@ def _class_labels(y_true, pred_shape: tuple, what: str, axis: int = -1) -> np.nd
         raise ValueError(f"{what}: labels must lie in [0, {classes - 1}] for "
                          f"{classes} classes, got values from {labels.min()} to {labels.max()}.")
     return labels
+
+
+# ----- convolution and pooling as functions (tf.nn.conv2d, tf.nn.max_pool2d, tf.nn.avg_pool2d) -----------------
+# The same rules as the Conv and Pooling layers (conv, max_pool, avg_pool), channels last, for code written
+# without layers. TensorFlow's arguments: strides/ksize as an int, one per spatial axis, or one per axis with 1
+# for batch and channels; padding "SAME" or "VALID" (either case) or explicit [[lo, hi], ...] amounts.
+
+def window_pads(spatial, ksize, strides, dilation, padding) -> tuple:
+    """``((lo, hi), ...)`` per spatial axis for ``'valid'``, ``'same'`` (TensorFlow's split) or ``'causal'``.
+
+    ``'same'`` gives ``ceil(n / s)`` outputs; the total padding ``(out − 1)·s + span − n`` is split with
+    the odd entry *after* (TensorFlow's and Keras' choice; PyTorch puts it before).
+    """
+    pads = []
+    for n, k, s, d in zip(spatial, ksize, strides, dilation):
+        span = (k - 1) * d + 1
+        if padding == "valid":
+            pads.append((0, 0))
+        elif padding == "causal":
+            pads.append((span - 1, 0))
+        else:
+            out = -(-n // s)
+            total = max((out - 1) * s + span - n, 0)
+            pads.append((total // 2, total - total // 2))
+    return tuple(pads)
+
+
+def _per_axis(value, rank: int, what: str, op: str) -> tuple:
+    """An int, ``rank`` ints, or ``rank + 2`` ints with 1 for batch and channels (TensorFlow's forms)."""
+    vals = [int(value)] * rank if np.ndim(value) == 0 else [int(v) for v in value]
+    if len(vals) == rank + 2 and vals[0] == vals[-1] == 1:
+        vals = vals[1:-1]
+    if len(vals) != rank or min(vals) < 1:
+        raise ValueError(f"{op}: {what} must be a positive int, {rank} ints (one per spatial axis) or {rank + 2} "
+                         f"ints with 1 for batch and channels, got {value!r}.")
+    return tuple(vals)
+
+
+def _window_input(x, rank: int, op: str, data_format) -> Tensor:
+    x = _tensor(x)
+    if data_format not in (None, "NWC", "NHWC", "channels_last"):
+        raise ValueError(f"{op}: data_format={data_format!r} is not supported; inputs are channels last "
+                         f"({'NWC' if rank == 1 else 'NHWC'}). Move the channels with adv.moveaxis(x, 1, -1).")
+    if x.ndim != rank + 2:
+        shape = "(batch, width, channels)" if rank == 1 else "(batch, height, width, channels)"
+        raise ValueError(f"{op}: input of shape {x.shape} must have {rank + 2} axes {shape}; "
+                         f"add a batch axis with x[None] or channels with x[..., None].")
+    return x
+
+
+def _pads_of(padding, spatial, ksize, strides, dilation, op: str) -> tuple:
+    if isinstance(padding, str) and padding.lower() in ("same", "valid"):
+        return window_pads(spatial, ksize, strides, dilation, padding.lower())
+    try:
+        amounts = [tuple(int(a) for a in pair) for pair in padding]
+    except (TypeError, ValueError):
+        amounts = []
+    if len(amounts) == len(spatial) + 2:
+        amounts = amounts[1:-1]
+    if len(amounts) != len(spatial) or any(len(p) != 2 or min(p) < 0 for p in amounts):
+        raise ValueError(f"{op}: padding must be 'SAME', 'VALID' or [[lo, hi], ...] amounts per axis, "
+                         f"got {padding!r}.")
+    return tuple(amounts)
+
+
+def _convolve(x, filters, stride, padding, data_format, dilations, rank: int, op: str):
+    x, w = _window_input(x, rank, op, data_format), _tensor(filters)
+    if w.ndim != rank + 2 or w.shape[-2] != x.shape[-1]:
+        raise ValueError(f"{op}: filters of shape {w.shape} must be {'(width' if rank == 1 else '(height, width'}, "
+                         f"in_channels, out_channels) with in_channels = the input's {x.shape[-1]} "
+                         f"(input shape {x.shape}).")
+    strides = _per_axis(stride, rank, "strides", op)
+    dilation = _per_axis(1 if dilations is None else dilations, rank, "dilations", op)
+    ksize = tuple(w.shape[:rank])
+    pads = _pads_of(padding, x.shape[1:-1], ksize, strides, dilation, op)
+    return RN.conv(x, w, strides=strides, pads=pads, dilation=dilation, groups=1)
+
+
+def _pool(rule, x, ksize, strides, padding, data_format, rank: int, op: str):
+    x = _window_input(x, rank, op, data_format)
+    pool = _per_axis(ksize, rank, "ksize", op)
+    strides = pool if strides is None else _per_axis(strides, rank, "strides", op)
+    pads = _pads_of(padding, x.shape[1:-1], pool, strides, (1,) * rank, op)
+    return rule(x, pool=pool, strides=strides, pads=pads)
+
+
+def conv2d(input, filters, strides=1, padding="VALID", data_format="NHWC", dilations=None, name=None):
+    """``tf.nn.conv2d``: ``y[n, i, j, o] = Σ_{a, b, c} x[n, i·s + a·d, j·s + b·d, c] · W[a, b, c, o]``.
+
+    A correlation (no kernel flip), channels last; ``filters`` is ``(height, width, in, out)``, Keras'
+    Conv2D kernel layout. The gradient to ``x`` is the full correlation of ḡ with the flipped kernel, to
+    ``W`` the correlation of ``x`` with ḡ — the one ``conv`` rule the Conv layers use.
+    """
+    return _convolve(input, filters, strides, padding, data_format, dilations, 2, "conv2d")
+
+
+def conv1d(input, filters, stride=1, padding="VALID", data_format="NWC", dilations=None, name=None):
+    """``tf.nn.conv1d``: ``conv2d`` with one spatial axis; ``filters`` is ``(width, in, out)``."""
+    return _convolve(input, filters, stride, padding, data_format, dilations, 1, "conv1d")
+
+
+def max_pool2d(input, ksize, strides=None, padding="VALID", data_format="NHWC", name=None):
+    """``tf.nn.max_pool2d``: the maximum of each window, per channel. The gradient goes to each window's
+    arg-max (the first one on ties); padded entries never win. ``strides`` defaults to ``ksize``."""
+    return _pool(RN.max_pool, input, ksize, strides, padding, data_format, 2, "max_pool2d")
+
+
+def avg_pool2d(input, ksize, strides=None, padding="VALID", data_format="NHWC", name=None):
+    """``tf.nn.avg_pool2d``: the mean of each window, per channel; ḡ/count goes to every entry of the window
+    (padded entries are not counted, as TensorFlow). ``strides`` defaults to ``ksize``."""
+    return _pool(RN.avg_pool, input, ksize, strides, padding, data_format, 2, "avg_pool2d")
+
+
+def max_pool1d(input, ksize, strides=None, padding="VALID", data_format="NWC", name=None):
+    """``tf.nn.max_pool1d``: ``max_pool2d`` with one spatial axis."""
+    return _pool(RN.max_pool, input, ksize, strides, padding, data_format, 1, "max_pool1d")
+
+
+def avg_pool1d(input, ksize, strides=None, padding="VALID", data_format="NWC", name=None):
+    """``tf.nn.avg_pool1d``: ``avg_pool2d`` with one spatial axis."""
+    return _pool(RN.avg_pool, input, ksize, strides, padding, data_format, 1, "avg_pool1d")
+
+
+def _rank_of(x, op: str) -> int:
+    rank = _tensor(x).ndim - 2
+    if rank not in (1, 2):
+        raise ValueError(f"{op}: input of shape {_tensor(x).shape} must be (batch, width, channels) or "
+                         f"(batch, height, width, channels): 1 or 2 spatial axes, channels last.")
+    return rank
+
+
+def convolution(input, filters, strides=None, padding="VALID", data_format=None, dilations=None, name=None):
+    """``tf.nn.convolution``: ``conv1d`` or ``conv2d``, chosen by the input's rank."""
+    op = "convolution"
+    return _convolve(input, filters, 1 if strides is None else strides, padding, data_format, dilations,
+                     _rank_of(input, op), op)
+
+
+def max_pool(input, ksize, strides=None, padding="VALID", data_format=None, name=None):
+    """``tf.nn.max_pool``: ``max_pool1d`` or ``max_pool2d``, chosen by the input's rank."""
+    return _pool(RN.max_pool, input, ksize, strides, padding, data_format, _rank_of(input, "max_pool"), "max_pool")
+
+
+def avg_pool(input, ksize, strides=None, padding="VALID", data_format=None, name=None):
+    """``tf.nn.avg_pool``: ``avg_pool1d`` or ``avg_pool2d``, chosen by the input's rank."""
+    return _pool(RN.avg_pool, input, ksize, strides, padding, data_format, _rank_of(input, "avg_pool"), "avg_pool")

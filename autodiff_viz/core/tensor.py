@@ -378,6 +378,15 @@ class Variable(Tensor):
             new = memo[id(self)] = self.__copy__()
         return new
 
+    @property
+    def path(self):
+        """Keras 3's ``variable.path``: where the variable lives, ``"dense/kernel"`` for a layer's weight.
+
+        A layer's weight is named with its path here (``name == path``, TensorFlow's Keras 2 naming), so
+        ``v.path`` is ``v.name``; Keras 3's short name is its last part, ``v.path.split("/")[-1]``.
+        """
+        return self.name
+
     def read_value(self):
         """The current value as a tensor, read as an op does: gradients flow back to the variable (TensorFlow's)."""
         return self.reshape(self._value.shape)     # an op (installed by core.methods): recorded like any read

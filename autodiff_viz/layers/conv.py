@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from numbers import Integral
 
+from ..core.nn import window_pads
 from ..core.ops import moveaxis, reshape
 from ..core.rules import nn as R
 from .base import Layer, positive_int
@@ -116,22 +117,6 @@ def _bias_and_activation(layer, y):
     if layer.activity_regularizer is not None:
         layer.add_loss(layer.activity_regularizer(y))
     return y
-
-
-def window_pads(spatial, ksize, strides, dilation, padding) -> tuple:
-    """``((lo, hi), ...)`` per spatial axis for ``'valid'``, ``'same'`` (TensorFlow's split) or ``'causal'``."""
-    pads = []
-    for n, k, s, d in zip(spatial, ksize, strides, dilation):
-        span = (k - 1) * d + 1
-        if padding == "valid":
-            pads.append((0, 0))
-        elif padding == "causal":
-            pads.append((span - 1, 0))
-        else:
-            out = -(-n // s)
-            total = max((out - 1) * s + span - n, 0)
-            pads.append((total // 2, total - total // 2))
-    return tuple(pads)
 
 
 def check_rank(layer, shape, rank):

@@ -26,6 +26,7 @@ from .shapes import (broadcast_to, cast, concatenate, diag, diagonal, expand_dim
                      identity, moveaxis, one_hot, pad, ravel, repeat, reshape, roll, split, squeeze, stack,
                      stop_gradient, swapaxes, take, take_along_axis, tile, transpose, tril, triu, _dims, _gather,
                      _normalize_index, _outer_index)
+from .shapes import numpy_function, py_function
 from .creation import (eye, full, ones, ones_like, shape, zeros, zeros_like, _filled, _filled_like, _new_shape,
                        _whole)
 from .reductions import (all, amax, amin, any, argmax, argmin, argsort, cumprod, cumsum, logsumexp, max, mean,
@@ -36,3 +37,13 @@ from .composites import (append, array_split, atleast_1d, atleast_2d, atleast_3d
                          degrees, diff, dsplit, dstack, fmax, fmin, gradient, hsplit, hstack, kron, linspace,
                          nan_to_num, partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc,
                          vsplit, vstack, _values_of)
+
+# The names numpy has that deliberately differ here (tests/test_numpy_name_audit.py compares every other one
+# with numpy on sample inputs; docs/coming-from.md explains each). Anything not listed means what numpy means.
+NUMPY_DIFFERENCES = {
+    "zeros": "float32 by default (Keras' and TensorFlow's floatx), numpy's float64 with dtype='float64'",
+    "ones": "float32 by default, as zeros",
+    "full": "float32 by default for a float fill value, as zeros",
+    "eye": "float32 by default, as zeros",
+    "identity": "TensorFlow's tf.identity(x) (a recorded copy); an integer n raises, naming adv.eye(n)",
+}

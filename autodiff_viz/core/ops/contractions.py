@@ -2,14 +2,13 @@
 """
 from __future__ import annotations
 
-import builtins
 from numbers import Integral
 
 import numpy as np
 
 from .. import rules as R
 from ..engine import call
-from .common import _axes, _no_out, _tensor
+from .common import _no_out, _tensor
 from .elementwise import multiply
 from .shapes import broadcast_to, cast, reshape, split
 
@@ -133,17 +132,6 @@ def vdot(a, b):
     return inner(reshape(a, (-1,)), reshape(b, (-1,)))
 
 
-def _numpy_split(ary, indices_or_sections, axis=0):
-    """``np.split``: a number of equal sections, or the *indices* where the pieces start (numpy's meaning;
-    ``adv.split`` takes TensorFlow's sizes)."""
-    x = _tensor(ary)
-    if isinstance(indices_or_sections, Integral):
-        return split(x, indices_or_sections, axis)
-    ax = _axes(axis, x.ndim, "split")[0] % x.ndim
-    n = x.shape[ax]
-    bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else n + int(i), 0), n)
-                    for i in indices_or_sections] + [n]
-    return [call(R.getitem, x, index=R._slot(ax, a, builtins.max(a, b)), lead=0) for a, b in zip(bounds, bounds[1:])]
-
-
-_NUMPY_SPELLING = {"split": _numpy_split}
+# np.split on a tensor is adv.split itself (numpy's indices); kept for the dispatch table of numpy's names.
+_numpy_split = split
+_NUMPY_SPELLING = {"split": split}

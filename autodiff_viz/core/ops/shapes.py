@@ -150,25 +150,38 @@ def stack(values, axis=0):
     return call(R.stack, *xs, axis=ax % ndim)
 
 
-def split(x, num_or_size_splits, axis=0):
-    """Split into a list of tensors (each piece is a slice of ``x``, recorded as ``getitem``)."""
-    x = _tensor(x)
+def split(ary, indices_or_sections=None, axis=0, *, num_or_size_splits=None):
+    """``np.split``: ``n`` equal sections, or the *indices* where the pieces are cut (numpy's meaning).
+
+    ``adv.split(x, [1, 5])`` on 6 entries cuts before entries 1 and 5: three pieces of sizes 1, 4, 1.
+    TensorFlow's ``tf.split(x, [1, 5])`` reads the list as *sizes* (two pieces, 1 and 5); here that is
+    spelled with TensorFlow's keyword, ``adv.split(x, num_or_size_splits=[1, 5])``, whose sizes must add
+    up to the axis. Each piece is a slice of ``x`` (recorded as ``getitem``), so its gradient lands on
+    its own entries of ``x`` and zeros elsewhere.
+    """
+    x = _tensor(ary)
+    if (indices_or_sections is None) == (num_or_size_splits is None):
+        raise TypeError("split: give either numpy's indices_or_sections (adv.split(x, [1, 5]) cuts at 1 and 5) "
+                        "or TensorFlow's num_or_size_splits= (adv.split(x, num_or_size_splits=[1, 5]): sizes).")
     ax = _axes(axis, x.ndim, "split")[0] % x.ndim
     n = x.shape[ax]
-    if isinstance(num_or_size_splits, Integral):
-        k = int(num_or_size_splits)
+    sections = indices_or_sections if num_or_size_splits is None else num_or_size_splits
+    if isinstance(sections, Integral) or (isinstance(sections, np.ndarray) and sections.ndim == 0):
+        k = int(sections)
         if k <= 0 or n % k:
-            raise ValueError(f"split: axis {ax} has size {n}, which does not split into {k} equal parts.")
-        sizes = [n // k] * k
-    else:
+            raise ValueError(f"split: axis {ax} has size {n}, which does not split into {k} equal parts "
+                             f"(adv.array_split allows unequal ones, as numpy).")
+        bounds = list(range(0, n + 1, n // k))
+    elif num_or_size_splits is not None:
         sizes = [int(s) for s in num_or_size_splits]
         if builtins.sum(sizes) != n:
-            raise ValueError(f"split: sizes {sizes} add up to {builtins.sum(sizes)}, but axis {ax} has size {n}.")
-    out, start = [], 0
-    for s in sizes:
-        out.append(call(R.getitem, x, index=R._slot(ax, start, start + s), lead=0))
-        start += s
-    return out
+            raise ValueError(f"split: num_or_size_splits={sizes} add up to {builtins.sum(sizes)}, but axis {ax} "
+                             f"has size {n}.")
+        bounds = [0] + [int(b) for b in np.cumsum(sizes)]
+    else:
+        bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else n + int(i), 0), n)
+                        for i in indices_or_sections] + [n]
+    return [call(R.getitem, x, index=R._slot(ax, a, builtins.max(a, b)), lead=0) for a, b in zip(bounds, bounds[1:])]
 
 
 def take(x, indices, axis=None):
@@ -257,6 +270,47 @@ def one_hot(indices, depth=None, dtype=None, *, num_classes=None):
 def stop_gradient(x):
     """``x`` itself, but gradients do not flow back through it."""
     return call(R.stop_gradient, _tensor(x))
+
+
+def numpy_function(func, inp, Tout, stateful=True, name=None):
+    """``tf.numpy_function``: run ``func`` on the numpy values of the tensors in ``inp``; its result(s) become
+    tensors of dtype ``Tout`` (one dtype, or a list of them for a tuple of results).
+
+    The tape records one ``numpy_function`` op per result, with the line that called it, but cannot see
+    inside ``func``: no gradient flows back through it (as in TensorFlow), and ``tape.explain`` names the op
+    and the line. To get a gradient, write ``func`` with adv ops, call it through :func:`py_function` (whose
+    body is recorded), or give its gradient with ``@adv.custom_gradient``.
+    """
+    inputs = [_tensor(x) for x in inp]
+    several = isinstance(Tout, (list, tuple))
+    result = func(*[t._value for t in inputs])
+    results = list(result) if several and isinstance(result, (list, tuple)) else [result]
+    dtypes = list(Tout) if several else [Tout]
+    if len(results) != len(dtypes):
+        raise ValueError(f"numpy_function: {getattr(func, '__name__', 'func')} returned {len(results)} value(s) "
+                         f"but Tout lists {len(dtypes)} dtype(s) {dtypes}; give one dtype per returned value.")
+    label = getattr(func, "__name__", type(func).__name__)
+    outs = [call(R.numpy_function, *inputs, function=label, value=np.asarray(r, dtype=np.dtype(d)))
+            for r, d in zip(results, dtypes)]
+    return outs if several else outs[0]
+
+
+def py_function(func, inp, Tout, name=None):
+    """``tf.py_function``: run ``func`` eagerly on the tensors in ``inp`` and cast its result(s) to ``Tout``.
+
+    Unlike :func:`numpy_function`, ``func`` receives tensors, and the adv ops it runs are recorded as any
+    others, so the gradient flows through its body as in TensorFlow (a ``.numpy()`` inside it is an escape,
+    which ``tape.explain`` names).
+    """
+    several = isinstance(Tout, (list, tuple))
+    result = func(*[_tensor(x) for x in inp])
+    results = list(result) if several and isinstance(result, (list, tuple)) else [result]
+    dtypes = list(Tout) if several else [Tout]
+    if len(results) != len(dtypes):
+        raise ValueError(f"py_function: {getattr(func, '__name__', 'func')} returned {len(results)} value(s) "
+                         f"but Tout lists {len(dtypes)} dtype(s) {dtypes}; give one dtype per returned value.")
+    outs = [cast(r, d) if _tensor(r).dtype != np.dtype(d) else _tensor(r) for r, d in zip(results, dtypes)]
+    return outs if several else outs[0]
 
 
 def identity(x):

@@ -46,17 +46,20 @@ def _power_a_exponent(b):
 
 def _power_b(y, a, b):
     """∂aᵇ/∂b = aᵇ·ln a for a > 0. At a = 0 the limit a → 0⁺: 0 for b ≥ 0 (aᵇ·ln a → 0, and PyTorch's
-    choice at b = 0) and −∞ for b < 0 (aᵇ → ∞, ln a → −∞). For a < 0 it is not defined; 0 is used."""
+    choice at b = 0) and −∞ for b < 0 (aᵇ → ∞, ln a → −∞). For a < 0, ln a is not real: where aᵇ itself is
+    NaN (a fractional b) the slope is NaN too, so the NaN is not hidden from an optimizer; where aᵇ is real
+    (an integer b) it is 0, TensorFlow's choice."""
     pos = a > 0
-    return where(pos, where(pos, y, 0) * log(where(pos, a, 1)), where(a == 0, where(b < 0, -np.inf, 0), 0))
+    return where(pos, where(pos, y, 0) * log(where(pos, a, 1)),
+                 where(a == 0, where(b < 0, -np.inf, 0), where(y != y, np.nan, 0)))
 
 
 power = define(
     "power", np.power, elementwise=True, doc="y = aᵇ",
     a=("b·aᵇ⁻¹ (0 where b = 0)", lambda g, y, a, b: g * b * a ** _power_a_exponent(b),
        lambda da, y, a, b: da * b * a ** _power_a_exponent(b)),
-    b=("y·ln a (a > 0); at a = 0: 0 if b ≥ 0, −∞ if b < 0", lambda g, y, a, b: g * _power_b(y, a, b),
-       lambda db, y, a, b: db * _power_b(y, a, b)))
+    b=("y·ln a (a > 0); at a = 0: 0 if b ≥ 0, −∞ if b < 0; a < 0: NaN where y is",
+       lambda g, y, a, b: g * _power_b(y, a, b), lambda db, y, a, b: db * _power_b(y, a, b)))
 
 
 negative = define(
@@ -326,6 +329,12 @@ all_ = define("all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=kee
 
 
 stop_gradient = define("stop_gradient", lambda x: x, doc="y = x, but no gradient flows back", x=None)
+
+
+numpy_function = define(
+    "numpy_function", lambda *xs, function, value: value, variadic=True,
+    doc="y = a Python function run on the inputs' numpy values (tf.numpy_function; value: its result, computed "
+        "once): the tape cannot see inside it, so no gradient flows back", x=None)
 
 
 cast = define(
