@@ -107,6 +107,35 @@ class Explanation:
                 f"<div style='font-family:monospace;white-space:pre-wrap'>{body}</div></div>")
 
 
+class Explanations(list):
+    """One :class:`Explanation` per source, the broken ones first: what ``explain`` returns for a list of sources.
+
+    ``rows`` keeps the sources' names (a parameter's name in its module, a
+    variable's name, or ``source[i]``) in the same order; in a notebook the
+    list shows as a table (source, reason, line).
+    """
+
+    def __init__(self, pairs):
+        pairs = sorted(pairs, key=lambda p: p[1].connected)       # stable: the broken ones first, in order
+        super().__init__(e for _, e in pairs)
+        self.names = [n for n, _ in pairs]
+
+    def by_name(self) -> dict:
+        """``{source name: Explanation}``."""
+        return dict(zip(self.names, self))
+
+    def __str__(self):
+        return "\n".join(f"{n}: {e}" for n, e in zip(self.names, self))
+
+    def _repr_html_(self):
+        rows = "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(e.reason)}</td>"
+                       f"<td>{html.escape(e.location or '')}</td>"
+                       f"<td style='white-space:pre-wrap'>{html.escape(e.message)}</td></tr>"
+                       for n, e in zip(self.names, self))
+        return ("<table class='adv-explanations'><tr><th>source</th><th>reason</th><th>line</th><th>why</th></tr>"
+                f"{rows}</table>")
+
+
 class UnconnectedGradientError(ValueError):
     """``tape.gradient(..., unconnected_gradients="raise")`` found a source without gradient.
 
