@@ -85,7 +85,10 @@ def caller_names(namespace: dict) -> dict:
 
 def _label(rec, t) -> str:
     name = rec.name_of(t) if rec is not None else None
-    name = name or (getattr(rec, "_caller_names", None) or {}).get(id(t))
+    mine = (getattr(rec, "_caller_names", None) or {}).get(id(t))
+    if isinstance(t, torch.nn.Parameter) and (mine or name and name not in rec._param_names.values()):
+        name = None        # the caller's `model.fc.weight` first; `model = nn.Linear(3, 1)` names no weight
+    name = name or mine
     return f"'{name}' (shape {tuple(t.shape)})" if name else f"a tensor of shape {tuple(t.shape)}"
 
 
@@ -197,9 +200,13 @@ def _sources(rec, sources) -> list | None:
     if isinstance(sources, torch.Tensor):
         return None
     if isinstance(sources, torch.nn.Module):
-        return [(n, p) for n, p in sources.named_parameters()]
+        return [(n, p) for n, p in sources.named_parameters()] + [(n, (sources, n, p)) for n, p in
+                                                                   unregistered(sources)]
     if isinstance(sources, dict):
         return [(str(k), v) for k, v in sources.items()]
+    if isinstance(sources, torch.optim.Optimizer):
+        params = [p for g in sources.param_groups for p in g["params"]]
+        return [(rec.name_of(p) or f"param_groups[{i}]", p) for i, p in enumerate(params)]
     if isinstance(sources, (list, tuple)) or hasattr(sources, "__iter__") and not isinstance(sources, str):
         items = list(sources)
         return [(rec.name_of(t) if isinstance(t, torch.Tensor) and rec.name_of(t) else f"sources[{i}]", t)
@@ -219,6 +226,40 @@ def _python_target(rec, target, param) -> Explanation:
                        "Fix: call backward() on the loss tensor; use .item() only to print or log it.",
                        _where(esc.location) if esc else None, nodes=(pid,) if pid is not None else (),
                        op=esc.name if esc else None)
+
+
+def _other_instance(rec, target, param, found) -> Explanation | None:
+    """``optimizer_other_instance``: the optimizer holds ``param``, but the loss reads a twin from another build.
+
+    The model was built twice (``model = Net()`` again after the optimizer
+    took the first one's parameters): the loss reads the second instance,
+    the optimizer steps the first. Named by the twin's shape and name in
+    its module; both construction lines come from the recording when the
+    models were built inside it.
+    """
+    if found.reason != "not_used" or target.grad_fn is None:
+        return None
+    leaves = [fn.variable for fn in _graph_nodes(target) if getattr(fn, "variable", None) is not None]
+    name = rec._param_names.get(id(param))
+    twins = [t for t in leaves if t is not param and t.shape == param.shape and
+             (name is None or rec._param_names.get(id(t), name).split(".")[-1] == name.split(".")[-1])]
+    if not twins:
+        return None
+    twin, mine = rec.producer(twins[0]), rec.producer(param)
+    return Explanation("optimizer_other_instance",
+                       f"The optimizer holds {_label(rec, param)}, but the loss reads another tensor of the same "
+                       "shape: the model was built twice, and the optimizer got the parameters of the other "
+                       f"instance.\nThe optimizer's parameter was made{_made_line(mine)}"
+                       f"\nthe loss's parameter was made{_made_line(twin)}"
+                       "\nFix: build the model once, then the optimizer from that model's parameters "
+                       "(opt = torch.optim.SGD(model.parameters(), ...)).",
+                       _where(twin.location) if twin else (_where(mine.location) if mine else None),
+                       nodes=(rec.tensor_id(param),),
+                       locations=tuple(_where(o.location) for o in (mine, twin) if o and o.location))
+
+
+def _made_line(op) -> str:
+    return _line(op.location) if op is not None else " (before the recording)"
 
 
 def _same_value(a, b) -> bool:
@@ -243,7 +284,11 @@ def explain_recorded(rec, target, param):
     """
     many = _sources(rec, param)
     if many is not None:
-        return Explanations([(n, explain_recorded(rec, target, p)) for n, p in many])
+        rows = [(n, explain_recorded(rec, target, p) if not isinstance(p, tuple) else
+                 _unregistered_row(n, p[0], _depends_on(rec, target, len(rec.ops), p[2]))) for n, p in many]
+        if isinstance(param, torch.optim.Optimizer) and isinstance(target, torch.Tensor):
+            rows = [(n, _other_instance(rec, target, p, e) or e) for (n, e), (_, p) in zip(rows, many)]
+        return Explanations(rows)
     if isinstance(target, (int, float, complex, np.number)) and not isinstance(target, bool):
         return _python_target(rec, target, param)
     for what, t in (("target", target), ("param", param)):
@@ -366,8 +411,8 @@ def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
     where = source or reader
     return Explanation("unseen_leaf",
                        f"The target is computed from {_label(rec, leaf)}, a new leaf the recording did not see "
-                       f"being made (first used{_line(reader.location) if reader else ' here'}){shared}{pname} is read by "
-                       "recorded ops, but the gradient stops at that new leaf: a tensor re-made from values "
+                       f"being made (first used{_line(reader.location) if reader else ' here'}){shared}"
+                       f"{pname} is read by recorded ops, but the gradient stops at that new leaf: a tensor re-made from values "
                        "(e.g. the legacy torch.autograd.Variable(t.data, requires_grad=True), "
                        "t.detach().requires_grad_()) starts a new graph. Fix: use the tensor itself, not a "
                        "re-made copy.", _where(where.location) if where else None,
@@ -459,7 +504,8 @@ def _grad_unset(rec, param, pname) -> Explanation | None:
     all. Events after a read do not change what the read returned, so a
     read before ``backward()`` is named even when ``.grad`` holds a gradient now.
     """
-    events = [op for op in rec.ops if op.kind == "backward" or op.kind in ("read_grad", "set_grad")
+    events = [op for op in rec.ops if op.kind == "backward" and op.name == "backward"    # autograd.grad fills no .grad
+              or op.kind in ("read_grad", "set_grad")
               and op.inputs[0] is param]
     reads = [op for op in events if op.kind == "read_grad"]
     read = reads[-1] if reads else None
@@ -541,19 +587,72 @@ def _one(loss, param, name, leaves) -> Explanation:
     return Explanation("connected", f"The gradient of the loss reaches {label}.")
 
 
+def unregistered(module) -> list:
+    """``[(path, tensor)]``: trainable tensors a module holds where ``nn.Module`` does not register them.
+
+    Layers kept in a plain Python list or dict (``self.layers = [nn.Linear(...)]``
+    instead of ``nn.ModuleList``/``nn.ModuleDict``), or tensors kept as plain
+    attributes: ``module.parameters()`` leaves them out, so the optimizer
+    never updates them, although the loss reads them.
+    """
+    known = {id(p) for p in module.parameters()}
+    found, seen = [], set()
+
+    def visit(path, value):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad and value.is_leaf and id(value) not in known:
+                found.append((path, value))
+        elif isinstance(value, torch.nn.Module):
+            for qual, p in value.named_parameters():
+                if id(p) not in known:
+                    found.append((f"{path}.{qual}", p))
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                visit(f"{path}[{i}]", v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                visit(f"{path}[{k!r}]", v)
+
+    for qual, m in module.named_modules():
+        for key, value in vars(m).items():
+            if not key.startswith("_") and isinstance(value, (list, tuple, dict, torch.Tensor)):
+                visit(f"{qual + '.' if qual else ''}{key}", value)
+    return found
+
+
+def _unregistered_row(path, module, used) -> Explanation:
+    holder = path.split("[")[0].split(".")[-1]
+    kind = "a plain dict" if "['" in path else "a plain list" if "[" in path else "a plain attribute"
+    box = ("nn.ModuleDict" if kind == "a plain dict" else "nn.ModuleList" if kind == "a plain list"
+           else "nn.Parameter")
+    return Explanation("unregistered_parameter",
+                       f"{path} is kept in {kind} ({type(module).__name__}.{holder}), so nn.Module does not "
+                       f"register it: {type(module).__name__}.parameters() leaves it out, and an optimizer built "
+                       f"from them never updates it" + (", although the loss reads it." if used else ".") +
+                       f" Fix: wrap it in {box} (self.{holder} = {box}(...)), then rebuild the optimizer.")
+
+
 def explain(loss, params):
     """Why ``.grad`` is None for each of ``params`` after ``loss.backward()``, from autograd's graph.
 
     ``params``: a tensor, a list of tensors, a dict, or an ``nn.Module`` (its
     named parameters); the answer has the same structure (a dict for a
-    module). For the line of code that cut the graph, record the forward
+    module). A module's answer also has a row for each tensor it holds
+    without registering it (layers in a plain list or dict:
+    ``unregistered_parameter``). For the line of code that cut the graph, record the forward
     pass with :func:`record` and use ``rec.explain``.
     """
     if not isinstance(loss, torch.Tensor):
         raise TypeError(f"explain: loss must be a torch tensor, got {type(loss).__name__}.")
     leaves = _leaves(loss) if loss.grad_fn is not None else set()
     if isinstance(params, torch.nn.Module):
-        return {n: _one(loss, p, n, leaves) for n, p in params.named_parameters()}
+        rows = {n: _one(loss, p, n, leaves) for n, p in params.named_parameters()}
+        for path, p in unregistered(params):
+            rows[path] = _unregistered_row(path, params, id(p) in leaves)
+        return rows
     if isinstance(params, dict):
         return {k: _one(loss, p, str(k), leaves) for k, p in params.items()}
     if isinstance(params, torch.Tensor):

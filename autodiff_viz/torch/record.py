@@ -39,6 +39,7 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 from __future__ import annotations
 
 import bisect
+import copy
 import functools
 import itertools
 import linecache
@@ -53,7 +54,7 @@ from torch.overrides import TorchFunctionMode
 from .. import naming
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                      for m in (torch, sys.modules["autodiff_viz"]))
+                      for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
 _ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float__": "float()",
             "__int__": "int()", "__array__": "np.asarray()"}
 _REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
@@ -62,7 +63,7 @@ _UNSEEN = ("from_numpy",)     # torch factories that never reach a TorchFunction
 _ACTIVE: list = []            # the recordings whose ``with`` block is running, outermost first
 _SKIP = {"__repr__", "__format__", "__str__", "size", "dim", "numel", "__len__", "is_floating_point",
          "retain_grad", "register_hook", "_record_function_enter_new", "__bool__",
-         "__hash__", "__eq__", "__ne__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
+         "__hash__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
          "storage_offset", "is_contiguous", "get_device", "__reduce_ex__",
          "__setstate__", "__getstate__", "_is_view", "_version"}
 
@@ -137,15 +138,29 @@ def _reported(fn):
     return call
 
 
+def _reported_grad(fn):
+    """``torch.autograd.grad``, noted as a ``backward`` of its outputs before it runs (it may raise: non-scalar)."""
+    @functools.wraps(fn)
+    def call(outputs, *args, **kwargs):
+        outs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+        grads = kwargs.get("grad_outputs", args[1] if len(args) > 1 else None)
+        for rec in list(_ACTIVE):
+            for t in outs:
+                rec._note("autograd.grad", "backward", [t], [], {"gradient": grads})
+        return fn(outputs, *args, **kwargs)
+    call.__adv_original__ = fn
+    return call
+
+
 def _wrap_unseen(on: bool):
     """Put the :func:`_reported` wrappers into ``torch`` (a first recording opens), or take them out (none is left)."""
-    for name in _UNSEEN:
-        fn = getattr(torch, name)
+    for owner, name, wrap in [(torch, n, _reported) for n in _UNSEEN] + [(torch.autograd, "grad", _reported_grad)]:
+        fn = getattr(owner, name)
         original = getattr(fn, "__adv_original__", None)
         if on and original is None:
-            setattr(torch, name, _reported(fn))
+            setattr(owner, name, wrap(fn))
         elif not on and original is not None:
-            setattr(torch, name, original)
+            setattr(owner, name, original)
 
 
 class _Mode(TorchFunctionMode):
