@@ -412,7 +412,8 @@ def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
     return Explanation("unseen_leaf",
                        f"The target is computed from {_label(rec, leaf)}, a new leaf the recording did not see "
                        f"being made (first used{_line(reader.location) if reader else ' here'}){shared}"
-                       f"{pname} is read by recorded ops, but the gradient stops at that new leaf: a tensor re-made from values "
+                       f"{pname} is read by recorded ops, but the gradient stops at that new leaf: "
+                       "a tensor re-made from values "
                        "(e.g. the legacy torch.autograd.Variable(t.data, requires_grad=True), "
                        "t.detach().requires_grad_()) starts a new graph. Fix: use the tensor itself, not a "
                        "re-made copy.", _where(where.location) if where else None,
