@@ -542,7 +542,15 @@ _STAND_IN = {
     "less": "a smooth step such as adv.nn.sigmoid(k·(b − a))",
     "greater": "a smooth step such as adv.nn.sigmoid(k·(a − b))",
     "where": "pass the gradient through the selected branches, not the condition",
+    "equal": "a smooth similarity such as adv.exp(-(a − b)²) in a loss; keep == for metrics",
+    "not_equal": "a smooth similarity such as 1 − adv.exp(-(a − b)²) in a loss; keep != for metrics",
+    "greater_equal": "a smooth step such as adv.nn.sigmoid(k·(a − b))",
+    "less_equal": "a smooth step such as adv.nn.sigmoid(k·(b − a))",
 }
+_STEP = ("keep the unrounded value in the loss, or a straight-through estimator "
+         "x + adv.stop_gradient(adv.{op}(x) − x), whose gradient is 1; a step function's derivative is 0 almost "
+         "everywhere: TensorFlow gives None, PyTorch and JAX give zeros")
+_STAND_IN.update({op: _STEP.format(op=op) for op in ("round", "floor", "ceil", "trunc")})
 
 
 def _unrecorded(tape, target, source, node, edges, ids) -> Explanation:
