@@ -19,9 +19,9 @@ from .. import callbacks as callbacks_module
 from .. import session
 from ..core.tensor import Tensor, constant
 from ..layers.base import positive_int
-from ..state import paused, user_stacklevel
+from ..state import paused, state, user_stacklevel
 from ..structure import flatten
-from ..tape import GradientTape
+from ..tape import GradientTape, note_predict
 from .compiling import Compiling, _by_output, _first, _overrides
 from .data_adapters import (
     _ArrayBatches,
@@ -626,6 +626,8 @@ class Trainer(Compiling):
                 if self.stop_predicting:
                     break
         cbs.on_predict_end()
+        if state.recording and parts:       # inside a tape: the numpy it returns has no history; say where it left
+            note_predict(self, [np.concatenate(p) for p in zip(*parts)])
         if batches.ran_out and steps is not None:
             warnings.warn(batches.ran_out_message(), UserWarning, stacklevel=user_stacklevel())
         if verbose:
