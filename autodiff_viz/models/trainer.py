@@ -115,7 +115,12 @@ class Trainer(Compiling):
             loss = self._loss_for(x, y, y_pred, sample_weight, training=True)
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
-        self.optimizer.apply_gradients(zip(grads, variables))
+        if any(g is None for g in grads):       # fit's user has no tape: the optimizer's message carries the why
+            from ..optimizers import explaining
+            with explaining({id(v): tape.explain(loss, v) for v, g in zip(variables, grads) if g is None}):
+                self.optimizer.apply_gradients(zip(grads, variables))
+        else:
+            self.optimizer.apply_gradients(zip(grads, variables))
         self._constrain()
         leaves, rebuild = flatten(y_pred)
         return constant(loss._value), rebuild([constant(t._value) if isinstance(t, Tensor) else t for t in leaves])
