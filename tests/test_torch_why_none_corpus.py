@@ -246,26 +246,52 @@ def test_autograd_grad_of_a_non_scalar_names_the_call():
     assert e.reason == "non_scalar_target" and e.location == where("grad") and "ones_like" in e.message
 
 
-def test_frozen_then_new_head_names_the_line_that_froze_it():
-    """https://github.com/optuna/optuna/issues/3855 — layers frozen with ``param.requires_grad_(not freeze)``
-    inside a helper; their ``.grad`` stays None. The line is the ``requires_grad_`` call (recorded), and the
-    learner's name for the parameter."""
+def test_frozen_rnn_parameters_have_no_grad_named_at_the_freezing_line():
+    """https://github.com/lcswillems/torch-ac/pull/5 — ``for param in self.rnn.parameters(): param.requires_grad
+    = False``; the gradient-norm code then reads ``p.grad.data`` for every parameter, and ``p.grad`` is None for
+    the frozen ones. The line is the assignment that froze them; the others are connected."""
+    class ACModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.Linear(4, 4)
+            self.actor = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.actor(torch.tanh(self.rnn(x)))
+
     torch.manual_seed(6)
-    base = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
-
-    def freeze_layer(model, freeze=True):
-        for param in model[0].parameters():
-            param.requires_grad_(not freeze)                          # <- freeze
-
+    acmodel = ACModel()
     with adv.torch.record() as rec:
-        freeze_layer(base)
-        loss = base(torch.randn(3, 4)).sum()
+        for param in acmodel.rnn.parameters():
+            param.requires_grad = False                               # <- freeze
+        loss = acmodel(torch.randn(3, 4)).sum()
         loss.backward()
-    assert base[0].weight.grad is None and base[2].weight.grad is not None
-    table = rec.explain(loss, base)
-    assert table.names[:2] == ["0.weight", "0.bias"]
+    with pytest.raises(AttributeError):
+        sum(p.grad.data.norm(2).item() ** 2 for p in acmodel.parameters())
+    table = rec.explain(loss, acmodel)
+    assert table.names[:2] == ["rnn.weight", "rnn.bias"]
     assert table[0].reason == "requires_grad_false" and table[0].location == where("freeze")
     assert [e.reason for e in table][2:] == ["connected", "connected"]
+
+
+def test_conv_layers_in_a_plain_list_are_found():
+    """https://github.com/pytorch/pytorch/issues/1053 — ``self.conv1d = [nn.Conv1d(...), ...]``: after
+    ``a.cuda()`` the convolutions stay on the CPU, as they are not registered (the maintainer: use
+    ``nn.ModuleList``); an optimizer built from ``parameters()`` never sees them either."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1d = [nn.Conv1d(6, 1, 3), nn.Conv1d(6, 1, 4), nn.Conv1d(6, 1, 5)]
+
+        def forward(self, x):
+            return sum(c(x).amax(dim=-1) for c in self.conv1d)
+
+    torch.manual_seed(7)
+    a = Net()
+    assert list(a.parameters()) == []
+    rows = adv.torch.explain(a(torch.randn(2, 6, 9)).sum(), a)
+    assert sorted(rows) == sorted(f"conv1d[{i}].{w}" for i in range(3) for w in ("weight", "bias"))
+    assert all(r.reason == "unregistered_parameter" and "nn.ModuleList" in r.message for r in rows.values())
 
 
 def test_optimizer_built_from_another_instance_names_both_constructions():

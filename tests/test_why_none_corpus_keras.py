@@ -134,3 +134,26 @@ def test_explain_takes_what_gradient_takes_and_puts_the_broken_first():
     assert "<table" in table._repr_html_()
     rows = tape.explain(loss, {"weight": w, "bias": b}).by_name()
     assert rows["weight"].connected and rows["bias"].reason == "not_used"
+
+
+def test_q927_a_weight_made_in_build_but_never_read_in_call():
+    """https://github.com/tensorflow/probability/issues/927 — a custom GRU cell makes an ``interim`` weight with
+    ``add_weight`` in ``build`` but its ``call`` never reads it: ``fit`` warns "Gradients do not exist for
+    variables ['rnn/my_gru/interim:0']". The warning names the variable and says it is not used."""
+    class MyCell(layers.Layer):
+        def build(self, input_shape):
+            self.w_r = self.add_weight(shape=(input_shape[-1], 3), initializer="uniform", name="reset_gate")
+            self.interim = self.add_weight(shape=(3,), initializer="zeros", name="interim")
+
+        def call(self, x):
+            return adv.tanh(x @ self.w_r)
+
+    model = adv.Sequential([layers.Input((4,)), MyCell(), layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.random.default_rng(5).random((8, 4)), np.random.default_rng(6).random((8, 1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(x, y, epochs=1, verbose=0)
+    text = "\n".join(str(w.message) for w in caught if "Gradients do not exist" in str(w.message))
+    assert "interim" in text and "reset_gate" not in text.split("why, per variable:")[0]
+    assert "interim: not_used" in text
