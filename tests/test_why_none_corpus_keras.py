@@ -8,10 +8,9 @@ message — says: the reason, the user's line and a fix that fits.
 """
 import warnings
 
+import code_lines
 import numpy as np
 import pytest
-
-import code_lines
 
 import autodiff_viz as adv
 from autodiff_viz import layers
