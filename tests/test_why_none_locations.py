@@ -5,10 +5,9 @@ One minimal case per reason, each marking the line that caused it with a
 (``connected``, PyTorch's ``not_used``, a loss computed outside the
 recording) is checked to have no location, so that a wrong line never appears.
 """
+import code_lines
 import numpy as np
 import pytest
-
-import code_lines
 
 import autodiff_viz as adv
 
