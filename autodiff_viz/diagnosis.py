@@ -229,8 +229,9 @@ def caller_names(namespace: dict) -> dict:
             continue
         if isinstance(value, Tensor):
             names.setdefault(id(value), key)
-        elif hasattr(value, "trainable_variables") and hasattr(value, "layers") or hasattr(value, "add_weight"):
-            for v in getattr(value, "variables", None) or ():
+        elif hasattr(value, "add_weight") and not isinstance(value, type):     # a layer or model, not its class
+            variables = getattr(value, "variables", None)
+            for v in variables if isinstance(variables, (list, tuple)) else ():
                 if isinstance(v, Tensor):
                     names.setdefault(id(v), f"{key}.{getattr(v, 'path', None) or v.name}")
     return names

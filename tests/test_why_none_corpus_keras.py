@@ -156,3 +156,16 @@ def test_q927_a_weight_made_in_build_but_never_read_in_call():
     text = "\n".join(str(w.message) for w in caught if "Gradients do not exist" in str(w.message))
     assert "interim" in text and "reset_gate" not in text.split("why, per variable:")[0]
     assert "interim: not_used" in text
+
+
+def test_a_model_class_in_the_callers_namespace_does_not_break_the_naming():
+    """Notebook 15 defines ``class GAN(adv.Model)`` next to its tape: explain reads the caller's names and must
+    skip classes (their ``variables`` is a property object, not a list)."""
+    class Tiny(adv.Model):
+        def call(self, x):
+            return x
+
+    w = adv.Variable([1.0, 2.0])
+    with adv.GradientTape() as tape:
+        loss = adv.sum(w * 2.0)
+    assert Tiny is not None and tape.explain(loss, w).reason == "connected"
