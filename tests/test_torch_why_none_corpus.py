@@ -187,6 +187,33 @@ def test_layers_in_a_plain_list_are_found_and_named_by_their_attribute():
     assert [e.reason for e in table][-2:] == ["connected", "connected"]
 
 
+def test_a_list_of_layers_built_from_num_layers_is_found_in_a_recording():
+    """https://github.com/pytorch/pytorch/issues/666 — ``self.list_of_layers = [nn.Linear(1, 1) for i in
+    range(num_layers)]`` next to a registered ``self.layer``: printing the net shows only ``layer``. With a
+    recording, ``rec.explain(loss, net)`` lists the hidden ones first, by attribute, and ``layer`` connected."""
+    class net(nn.Module):
+        def __init__(self, num_layers):
+            super().__init__()
+            self.layer = nn.Linear(1, 1)
+            self.list_of_layers = [nn.Linear(1, 1) for i in range(num_layers)]
+
+        def forward(self, x):
+            x = self.layer(x)
+            for lin in self.list_of_layers:
+                x = lin(x)
+            return x
+
+    torch.manual_seed(8)
+    n = net(4)
+    assert [name for name, _ in n.named_parameters()] == ["layer.weight", "layer.bias"]
+    with adv.torch.record() as rec:
+        loss = n(torch.randn(3, 1)).pow(2).sum()
+    table = rec.explain(loss, n)
+    assert len(table) == 10 and table.names[-2:] == ["layer.weight", "layer.bias"]
+    assert {e.reason for e in table[:8]} == {"unregistered_parameter"}
+    assert "list_of_layers[3].bias" in table.names and "nn.ModuleList" in table[0].message
+
+
 def test_parameters_in_a_plain_dict_are_found():
     """https://github.com/pytorch/pytorch/issues/4631 — ``self.weights = {}; self.weights['w_i'] =
     nn.Parameter(...)``: only parameters set directly as attributes are listed (the maintainer: use
