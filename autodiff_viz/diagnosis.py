@@ -23,99 +23,19 @@ tells whether the path was cut by a trip through numpy.
 """
 from __future__ import annotations
 
-import html
 import itertools
 import linecache
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import naming
 from .core import walks
 from .core.tensor import Tensor, Variable
+from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 from .state import live_tapes
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
            "non_differentiable_op", "integer_dtype", "not_used")
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """Why ``tape.gradient(target, source)`` is (or is not) None.
-
-    Attributes:
-        reason: one of :data:`REASONS`.
-        message: what happened, the line of code, and the fix, in plain words.
-        location: ``"file:line"`` of the user code that caused it, or None.
-        nodes: ids of the tensors (trace nodes) involved, so a view can mark them.
-        edges: ``(input_id, output_id)`` pairs where the gradient stops.
-        op: the op named by the diagnosis, if any.
-    """
-
-    reason: str
-    message: str
-    location: str | None = None
-    nodes: tuple = ()
-    edges: tuple = ()
-    op: str | None = None
-    locations: tuple = field(default=(), repr=False)
-
-    @property
-    def connected(self) -> bool:
-        return self.reason == "connected"
-
-    def marks(self) -> dict:
-        """``{ref: reason}`` for ``Trace.with_marks``: the broken edges (as tensor-id pairs), else the nodes."""
-        if self.connected:
-            return {}
-        return {edge: self._mark_label for edge in self.edges} or {n: self._mark_label for n in self.nodes}
-
-    @property
-    def _mark_label(self) -> str:
-        return f"{self.reason} ({self.op})" if self.op else self.reason
-
-    def mark(self, trace):
-        """A copy of ``trace`` with what this explanation names drawn red.
-
-        The broken edges when the trace has them, else the nodes involved;
-        parts the trace lacks (tensors this tape never recorded) are skipped.
-
-            >>> marked = tape.explain(loss, w).mark(tape.trace(loss))
-        """
-        if self.connected:
-            return trace
-        for refs in (self.edges, self.nodes):
-            out = trace
-            for ref in refs:
-                try:
-                    out = out.with_marks({ref: self._mark_label})
-                except ValueError:
-                    continue
-            if out is not trace:
-                return out
-        return trace
-
-    def __str__(self):
-        return f"{self.reason}: {self.message}"
-
-    def _repr_html_(self):
-        colour = "#2e7d32" if self.connected else "#c62828"
-        body = html.escape(self.message).replace("\n", "<br>")
-        where = f" <span style='color:#666'>({html.escape(self.location)})</span>" if self.location else ""
-        return (f"<div class='adv-explanation' style='font-family:sans-serif;border-left:4px solid {colour};"
-                f"padding:4px 10px'><b style='color:{colour}'>{html.escape(self.reason)}</b>{where}"
-                f"<div style='font-family:monospace;white-space:pre-wrap'>{body}</div></div>")
-
-
-class UnconnectedGradientError(ValueError):
-    """``tape.gradient(..., unconnected_gradients="raise")`` found a source without gradient.
-
-    The text is the explanation; ``.explanation`` holds the :class:`Explanation`.
-    """
-
-    def __init__(self, explanation: Explanation):
-        super().__init__(str(explanation))
-        self.explanation = explanation
 
 
 # ---------------------------------------------------------------------------
@@ -136,6 +56,9 @@ def _naming(t: Tensor) -> tuple[str, str]:
     if t.name:
         return f"'{t.name}'", ""
     if node is None:
+        mine = _CALLER_NAMES.get(id(t))
+        if mine:            # the learner's variable for a leaf made before the tape: x = adv.constant(...)
+            return f"'{mine}'", ""
         return ("an unnamed variable" if isinstance(t, Variable) else "an unnamed constant"), ""
     loc = node.location
     if loc is None:
@@ -295,12 +218,62 @@ def _before_reset(tape, node) -> bool:
 # ---------------------------------------------------------------------------
 # The diagnosis
 # ---------------------------------------------------------------------------
-def explain(tape, target, source) -> Explanation:
+_CALLER_NAMES: dict = {}      # id(tensor) -> the caller's variable name, while an explain runs
+
+
+def caller_names(namespace: dict) -> dict:
+    """``{id(tensor): name}`` from a caller's variables: ``x`` for ``x = adv.constant(...)``, ``model.dense.kernel``."""
+    names = {}
+    for key, value in namespace.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, Tensor):
+            names.setdefault(id(value), key)
+        elif hasattr(value, "add_weight") and not isinstance(value, type):     # a layer or model, not its class
+            variables = getattr(value, "variables", None)
+            for v in variables if isinstance(variables, (list, tuple)) else ():
+                if isinstance(v, Tensor):
+                    names.setdefault(id(v), f"{key}.{getattr(v, 'path', None) or v.name}")
+    return names
+
+
+def _sources_of(source):
+    """``[(name, tensor)]`` when ``source`` is what ``gradient`` takes besides one tensor, else None."""
+    if isinstance(source, Tensor):
+        return None
+    if isinstance(source, dict):
+        return [(str(k), v) for k, v in source.items()]
+    if hasattr(source, "trainable_variables") and not isinstance(source, (list, tuple)):
+        source = source.trainable_variables
+    if isinstance(source, (list, tuple)):
+        return [(getattr(v, "path", None) or getattr(v, "name", None) or f"sources[{i}]", v)
+                for i, v in enumerate(source)]
+    return None
+
+
+def explain(tape, target, source, names: dict | None = None):
     """Why the gradient of ``target`` with respect to ``source`` on ``tape`` is None, or that it is not.
 
     ``target`` may be a list of tensors (their gradients add up): the answer is
     ``connected`` if one of them is, else the explanation for the first.
+    ``source`` may be what ``gradient`` takes: a tensor (one
+    :class:`Explanation`), or a list, a dict, a layer or model (its
+    ``trainable_variables``): one row per source, broken ones first
+    (:class:`Explanations`). ``names``: the caller's names for leaf tensors
+    (see :func:`caller_names`), used instead of "an unnamed constant".
     """
+    global _CALLER_NAMES
+    many = _sources_of(source)
+    if many is not None:
+        return Explanations([(n, explain(tape, target, s, names)) for n, s in many])
+    saved, _CALLER_NAMES = _CALLER_NAMES, names or _CALLER_NAMES
+    try:
+        return _explain(tape, target, source)
+    finally:
+        _CALLER_NAMES = saved
+
+
+def _explain(tape, target, source) -> Explanation:
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     if not targets:
         raise TypeError("explain: give a target tensor (got an empty list).")
@@ -338,13 +311,14 @@ def _plain_target(tape, target, source) -> Explanation:
 
 def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
     if source.dtype.kind not in "fc":
+        made = getattr(source, "_made_at", None)
         return Explanation(
             "integer_dtype",
             f"The source {_label(source)} holds integers. Gradients exist only for floating values, "
-            "so there is nothing to differentiate with respect to.\n"
+            f"so there is nothing to differentiate with respect to.{_code(made) if made else ''}\n"
             "Fix: make it float, e.g. adv.constant(value, dtype='float64') or "
-            "adv.Variable(np.asarray(value, dtype='float64')).",
-            nodes=(source._id,))
+            "adv.Variable(np.asarray(value, dtype='float64')) (add_weight(..., dtype='float32') for a layer).",
+            _where(made) if made else None, nodes=(source._id,), locations=(made,) if made else ())
     if target._id == source._id and target.dtype.kind in "fc":
         return Explanation(
             "connected",
@@ -522,7 +496,15 @@ _STAND_IN = {
     "less": "a smooth step such as adv.nn.sigmoid(k·(b − a))",
     "greater": "a smooth step such as adv.nn.sigmoid(k·(a − b))",
     "where": "pass the gradient through the selected branches, not the condition",
+    "equal": "a smooth similarity such as adv.exp(-(a − b)²) in a loss; keep == for metrics",
+    "not_equal": "a smooth similarity such as 1 − adv.exp(-(a − b)²) in a loss; keep != for metrics",
+    "greater_equal": "a smooth step such as adv.nn.sigmoid(k·(a − b))",
+    "less_equal": "a smooth step such as adv.nn.sigmoid(k·(b − a))",
 }
+_STEP = ("keep the unrounded value in the loss, or a straight-through estimator "
+         "x + adv.stop_gradient(adv.{op}(x) − x), whose gradient is 1; a step function's derivative is 0 almost "
+         "everywhere: TensorFlow gives None, PyTorch and JAX give zeros")
+_STAND_IN.update({op: _STEP.format(op=op) for op in ("round", "floor", "ceil", "trunc")})
 
 
 def _unrecorded(tape, target, source, node, edges, ids) -> Explanation:
@@ -663,6 +645,8 @@ def _not_watched(tape, source, ids, node=None) -> Explanation:
                "on it were not recorded.")
         fix = ("Fix: call tape.watch(x) inside the `with` block before using x, or make it "
                "adv.Variable(...) (tapes watch trainable variables automatically).")
+    if loc is None and isinstance(source, Variable):
+        loc = getattr(source, "_made_at", None)       # no op read it on this tape: the line that made it
     return Explanation("not_watched", f"{why}{_code(loc)}\n{fix}", _where(loc),
                        tuple(ids) or (source._id,), (), node.rule.name if node is not None else None,
                        (loc,) if loc else ())
@@ -683,7 +667,7 @@ def _forgotten_by_reset(tape, source, ids, node) -> Explanation:
 
 def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
     """The target's history does not contain the source: numpy trip, outside, unwatched or unused."""
-    escaped = _left_the_tape(tape, target, source, nodes, tensors, reach)
+    escaped = _left_the_tape(tape, target, source, nodes, tensors, reach) or _predicted(tape, source, tensors)
     if escaped is not None:
         return escaped
     if isinstance(target, Variable) or (target._id in tape.record.watched and not (
@@ -903,6 +887,24 @@ def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation |
     if late and target._node is None:
         esc = late[-1]
         return _escape_explanation(source, esc, target, None, "target")
+    return None
+
+
+def _predicted(tape, source, tensors) -> Explanation | None:
+    """``model.predict(x)`` inside the tape: its numpy output, made from ``source``, is on the target's path."""
+    for ids, values, where, mark in reversed(getattr(tape, "_predicts", ())):
+        if source._id not in ids:
+            continue
+        later = [t for t in tensors.values() if t._node is None and not isinstance(t, Variable) and t._id > mark]
+        if later:
+            return Explanation(
+                "left_the_tape",
+                f"The target is computed from the result of model.predict(...){_code(where)}\n"
+                f"predict runs the model without recording and returns numpy arrays, so the value has no "
+                f"history: nothing connects it to {_label(source)} and the gradient is None.\n"
+                "Fix: call the model itself inside the tape, model(x) (or model(x, training=True)); keep "
+                "predict for inference outside tapes.",
+                _where(where), (source._id,), (), "predict", (where,) if where else ())
     return None
 
 

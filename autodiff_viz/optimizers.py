@@ -219,6 +219,39 @@ for _cls in (LearningRateSchedule, ExponentialDecay, InverseTimeDecay, Piecewise
 sys.modules[schedules.__name__] = schedules     # `from autodiff_viz.optimizers.schedules import CosineDecay` works
 
 
+_EXPLAINED: dict = {}       # id(variable) -> Explanation: set by fit's train step around one apply_gradients
+
+
+def explaining(explanations: dict):
+    """A context in which ``apply_gradients`` words its None-gradient error or warning with ``explanations``.
+
+    ``fit`` has a tape but the learner does not: its train step asks the tape
+    why each None gradient is None (reason, line, fix) and the optimizer's
+    message carries that diagnosis instead of "ask tape.explain".
+    """
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        saved = dict(_EXPLAINED)
+        _EXPLAINED.update(explanations)
+        try:
+            yield
+        finally:
+            _EXPLAINED.clear()
+            _EXPLAINED.update(saved)
+    return scope()
+
+
+def _why_missing(variables) -> str:
+    """Per variable, why its gradient is None (when ``fit`` diagnosed it), else how to ask."""
+    rows = [(v, _EXPLAINED.get(id(v))) for v in variables]
+    if not any(e is not None for _, e in rows):
+        return "tape.explain(loss, variable) says why."
+    lines = [f"\n- {v.name}: {e.reason}: {e.message}" for v, e in rows if e is not None]
+    return "why, per variable:" + "".join(lines)
+
+
 class Optimizer:
     """Base class: validation, schedules, clipping and slot state; subclasses define ``_step``.
 
@@ -389,7 +422,7 @@ class Optimizer:
         except TypeError:
             raise TypeError(f"{type(self).__name__}.apply_gradients takes an iterable of (gradient, variable) "
                             "pairs, e.g. zip(grads, model.trainable_variables).") from None
-        checked, missing = [], []
+        checked, missing, missing_vars = [], [], []
         for i, pair in enumerate(pairs, start=1):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"apply_gradients: pair {i} is {type(pair).__name__}, not a (gradient, variable) "
@@ -401,6 +434,7 @@ class Optimizer:
                                 "Nothing was updated.")
             if g is None:
                 missing.append(var.name or f"pair {i}")
+                missing_vars.append(var)
                 continue
             arr = g._value if isinstance(g, Tensor) else np.asarray(g)
             value = var._value
@@ -417,12 +451,12 @@ class Optimizer:
             raise ValueError(f"apply_gradients: no gradients provided for any variable ({missing}): every gradient "
                              "is None, so there is nothing to apply (Keras 3 refuses this too). The loss does not "
                              "depend on these variables, or was computed outside the tape (e.g. a model called "
-                             "before `with adv.GradientTape()`); tape.explain(loss, variable) says why. Nothing was "
+                             "before `with adv.GradientTape()`); " + _why_missing(missing_vars) + " Nothing was "
                              "updated.")
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss, so they "
                           "were not updated. Their loss does not depend on them, or was computed outside the "
-                          "tape; tape.explain(loss, variable) says why.", UserWarning,
+                          "tape; " + _why_missing(missing_vars), UserWarning,
                           stacklevel=user_stacklevel())
         return checked
 
@@ -472,7 +506,10 @@ class Optimizer:
             value = loss
         variables = list(var_list() if callable(var_list) else var_list)
         grads = tape.gradient(value, variables)
-        self.apply_gradients(zip(grads, variables))
+        why = {id(v): tape.explain(value, v) for v, g in zip(variables, grads)
+               if g is None and isinstance(value, Tensor)}
+        with explaining(why):       # minimize holds the tape: its message says why, per variable
+            self.apply_gradients(zip(grads, variables))
         return value
 
     def get_config(self) -> dict:

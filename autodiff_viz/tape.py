@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ import numpy as np
 from .core import engine, rules, walks
 from .core.tensor import Tensor, Variable, _ids, _label
 from .diagnosis import UnconnectedGradientError, explain, require_recorded
-from .state import config, live_tapes, state, user_frame, user_stacklevel
+from .state import config, live_tapes, state, user_frame, user_location, user_stacklevel
 from .structure import flatten
 from .traces.build import build_trace
 
@@ -154,6 +155,20 @@ class TapeRecord:
                 f"{len(self.escapes)} escapes, {len(self.assigns)} assigns>")
 
 
+
+def note_predict(model, outputs) -> None:
+    """``model.predict`` ran while tapes record: note its numpy outputs and the line, for ``explain``.
+
+    ``predict`` computes without recording and returns numpy, so a loss built
+    from its result does not depend on the model's variables; ``explain``
+    names the ``predict`` call instead of calling the variables unused.
+    """
+    ids = {v._id for v in getattr(model, "variables", ())}
+    where = user_location() if config.capture_locations else None
+    mark = Tensor(0.0)._id            # tensors made after this one were made after the prediction
+    for tape in state.recording:
+        tape._predicted(ids, outputs, where, mark)
+
 class GradientTape:
     """Records operations for automatic differentiation.
 
@@ -175,6 +190,7 @@ class GradientTape:
         self._tracked: set = set()
         self._watched: dict = {}
         self._escapes: list = []
+        self._predicts: list = []      # (the model's variable ids, its numpy outputs, the line, a tensor id)
         self._assigns: list = []
         self._pauses: list = []
         self._resets: list = []   # the id counter at each reset(): what was recorded before it is forgotten
@@ -236,6 +252,7 @@ class GradientTape:
         before the reset.
         """
         self._nodes, self._tracked, self._watched, self._escapes, self._assigns = [], set(), {}, [], []
+        self._predicts = []
         self._used = self._released = self._heavy = False
         self._resets.append(next(_ids))
 
@@ -273,6 +290,9 @@ class GradientTape:
 
     def _escaped(self, tensor, how, location) -> None:
         self._escapes.append(Escape(tensor._id, how, location, tensor._value))
+
+    def _predicted(self, variable_ids, values, location, mark) -> None:
+        self._predicts.append((frozenset(variable_ids), values, location, mark))
 
     def _assigned(self, variable, value, how, location) -> None:
         self._assigns.append(Assign(variable._id, value._id, how, location))
@@ -408,8 +428,14 @@ class GradientTape:
         return rebuild(out)
 
     def explain(self, target, source):
-        """Why ``self.gradient(target, source)`` is None (or that it is not): an :class:`~autodiff_viz.Explanation`."""
-        return explain(self, target, source)
+        """Why ``self.gradient(target, source)`` is None (or that it is not): an :class:`~autodiff_viz.Explanation`.
+
+        ``source`` may be a list, a dict or a model (as ``gradient`` takes): one
+        row per source, broken ones first. Leaves are named by the caller's variables.
+        """
+        from .diagnosis import caller_names
+        frame = sys._getframe(1)
+        return explain(self, target, source, caller_names({**frame.f_globals, **frame.f_locals}))
 
     def _raise_unconnected(self, targets, sources, grads) -> None:
         for s, g in zip(sources, grads):

@@ -30,7 +30,7 @@ LAYERS = [
     ("core: linalg", ["core.linalg"]),
     ("core: methods", ["core.methods", "core.spellings"]),
     ("core: nn, random", ["core.nn", "core.random"]),
-    ("records", ["traces", "diagnosis", "tape", "anomaly", "transforms", "gradcheck", "compare"]),
+    ("records", ["traces", "explanation", "diagnosis", "tape", "anomaly", "transforms", "gradcheck", "compare"]),
     ("keras: serialization", ["serialization", "regularizers", "initializers"]),
     ("keras: layers", ["layers"]),
     ("keras: losses, metrics", ["losses", "metrics"]),

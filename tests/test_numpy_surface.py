@@ -143,11 +143,20 @@ def test_top_k_by_sort_and_slice():
 
 
 def test_piecewise_constant_ops_have_zero_gradient_and_say_so():
+    """adv.grad gives zeros for step functions (as autograd, PyTorch, JAX); on the tape round/floor/ceil/trunc
+    have no gradient, as TensorFlow registers none for them: tape.gradient is None and explain names the op."""
     x = adv.constant([0.3, 1.7])
     for f in (adv.floor, adv.ceil, adv.round, adv.sign, adv.trunc, lambda t: t // 0.5):
         assert np.all(adv.grad(lambda t: adv.sum(f(t)))(x).numpy() == 0.0)
-    for name in ("floor", "ceil", "round", "floor_divide"):
-        assert adv.rules.TABLE[name].inputs[0].factor.startswith("0")
+    assert adv.rules.TABLE["floor_divide"].inputs[0].factor.startswith("0")
+    for name, f in (("floor", adv.floor), ("ceil", adv.ceil), ("round", adv.round), ("trunc", adv.trunc)):
+        assert adv.rules.TABLE[name].inputs[0].factor is None
+        w = adv.Variable([0.3, 1.7])
+        with adv.GradientTape() as tape:
+            y = adv.sum(f(w) * 2.0)
+        assert tape.gradient(y, w) is None
+        e = tape.explain(y, w)
+        assert e.reason == "non_differentiable_op" and e.op == name and e.location is not None
 
 
 def test_mod_gradients():

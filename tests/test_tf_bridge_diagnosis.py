@@ -357,3 +357,20 @@ def test_a_connected_vector_jacobian_product_is_connected():
         dx = tape.gradient(y, x, output_gradients=g)
     np.testing.assert_allclose(dx.numpy(), g.numpy() * np.cos(x.numpy()))
     assert rec.explain(y, x).reason == "connected"
+
+
+def test_explain_takes_a_list_or_a_model_like_gradient():
+    """``rec.explain(loss, model.trainable_variables)`` (or the model, or a dict): one row per source, the broken
+    ones first, as ``tape.gradient`` takes them (it raised "source must be a tf.Tensor" for a list)."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dense(1)])
+    x = tf.ones((4, 3))
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            h = model.layers[0](x)
+            loss = tf.reduce_sum(tf.stop_gradient(h) * 2.0)
+        assert tape.gradient(loss, model.trainable_variables) == [None] * 4
+    table = rec.explain(loss, model.trainable_variables)
+    assert len(table) == 4 and {e.reason for e in table} <= {"non_differentiable_op", "not_used"}
+    rows = rec.explain(loss, {"kernel": model.layers[0].kernel}).by_name()
+    assert rows["kernel"].reason == "non_differentiable_op"
+    assert len(rec.explain(loss, model)) == 4

@@ -360,12 +360,14 @@ class Variable(Tensor):
     ``trainable`` and dtype, as TensorFlow's.
     """
 
-    __slots__ = ("trainable",)
+    __slots__ = ("trainable", "_made_at")
 
     def __init__(self, value, trainable=True, name=None, dtype=None):
         super().__init__(value, dtype=dtype, name=name)
         self.trainable = bool(trainable)
         self._lineage = True
+        # the learner's line that made it (adv.Variable(...), add_weight), so why-None can quote it
+        self._made_at = user_location() if config.capture_locations else None
 
     def __copy__(self):
         """A new, independent variable holding the current value (a tape tells it apart from ``self``)."""

@@ -19,9 +19,9 @@ from .. import callbacks as callbacks_module
 from .. import session
 from ..core.tensor import Tensor, constant
 from ..layers.base import positive_int
-from ..state import paused, user_stacklevel
+from ..state import paused, state, user_stacklevel
 from ..structure import flatten
-from ..tape import GradientTape
+from ..tape import GradientTape, note_predict
 from .compiling import Compiling, _by_output, _first, _overrides
 from .data_adapters import (
     _ArrayBatches,
@@ -115,7 +115,12 @@ class Trainer(Compiling):
             loss = self._loss_for(x, y, y_pred, sample_weight, training=True)
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
-        self.optimizer.apply_gradients(zip(grads, variables))
+        if any(g is None for g in grads):       # fit's user has no tape: the optimizer's message carries the why
+            from ..optimizers import explaining
+            with explaining({id(v): tape.explain(loss, v) for v, g in zip(variables, grads) if g is None}):
+                self.optimizer.apply_gradients(zip(grads, variables))
+        else:
+            self.optimizer.apply_gradients(zip(grads, variables))
         self._constrain()
         leaves, rebuild = flatten(y_pred)
         return constant(loss._value), rebuild([constant(t._value) if isinstance(t, Tensor) else t for t in leaves])
@@ -626,6 +631,8 @@ class Trainer(Compiling):
                 if self.stop_predicting:
                     break
         cbs.on_predict_end()
+        if state.recording and parts:       # inside a tape: the numpy it returns has no history; say where it left
+            note_predict(self, [np.concatenate(p) for p in zip(*parts)])
         if batches.ran_out and steps is not None:
             warnings.warn(batches.ran_out_message(), UserWarning, stacklevel=user_stacklevel())
         if verbose:

@@ -42,13 +42,11 @@ import numpy as np
 import torch
 
 from .. import naming
-from ..diagnosis import Explanation
+from ..diagnosis import Explanation, Explanations
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
            "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
            "non_scalar_target", "graph_cut", "computed_outside_recording")
-_NO_GRAD_NAMES = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__lt__", "__gt__",
-                  "__le__", "__ge__", "__ne__", "round", "floor", "ceil", "sign"}
 
 
 def _where(loc) -> str | None:
@@ -67,16 +65,77 @@ def _is_float(t) -> bool:
     return t.is_floating_point() or t.is_complex()
 
 
+def caller_names(namespace: dict) -> dict:
+    """``{id(tensor): name}`` from the caller's variables: ``w`` for a tensor, ``model.fc.weight`` for a parameter.
+
+    The learner's own names for tensors made before the recording began (no
+    recorded line assigns them); a tensor bound to several names keeps the first.
+    """
+    names = {}
+    for key, value in namespace.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, torch.Tensor):
+            names.setdefault(id(value), key)
+        elif isinstance(value, torch.nn.Module):
+            for qual, p in value.named_parameters():
+                names.setdefault(id(p), f"{key}.{qual}")
+    return names
+
+
 def _label(rec, t) -> str:
     name = rec.name_of(t) if rec is not None else None
+    mine = (getattr(rec, "_caller_names", None) or {}).get(id(t))
+    if isinstance(t, torch.nn.Parameter) and (mine or name and name not in rec._param_names.values()):
+        name = None        # the caller's `model.fc.weight` first; `model = nn.Linear(3, 1)` names no weight
+    name = name or mine
     return f"'{name}' (shape {tuple(t.shape)})" if name else f"a tensor of shape {tuple(t.shape)}"
 
 
 # ---------------------------------------------------------------------------
 # With a recording
 # ---------------------------------------------------------------------------
+_CASTS = {"long", "int", "short", "byte", "char", "bool", "to", "type", "type_as", "int_repr"}
+_INDEX_OPS = {"argmax", "argmin", "max", "min", "topk", "sort", "argsort", "kthvalue", "mode", "median",
+              "nonzero", "where", "searchsorted", "bucketize", "unique"}
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__lt__", "__gt__", "__le__", "__ge__", "__ne__",
+                "isclose", "logical_and", "logical_or", "logical_not", "isnan", "isinf"}
+_STEPS = {"round", "floor", "ceil", "sign", "trunc", "fix", "frac"}
+# the fix for each kind of op without a useful gradient: the op, not the dtype, says what to do
+_OP_FIXES = {
+    "index": "it returns indices (integers), and an index has no derivative. Fix: compute the loss on the scores "
+             "themselves (e.g. F.cross_entropy(logits, y)), or a soft version (softmax probabilities).",
+    "comparison": "a comparison returns booleans: a step, so no gradient. Fix: keep comparisons for metrics; "
+                  "in a loss use a smooth surrogate (e.g. torch.sigmoid((a - b) / t)).",
+    "step": "a step function: its derivative is 0 almost everywhere, so PyTorch returns a zero gradient (and "
+            "TensorFlow None). Fix: keep the unrounded value in the loss, or a straight-through estimator "
+            "x + (x.round() - x).detach().",
+    "cast": "a cast to an integer type drops the fractional part and the gradient. Fix: keep the values floating "
+            "(no .long()/.int() casts on the way to the loss).",
+}
+
+
+def _op_kind(op, t_in, out) -> str | None:
+    """Which kind of non-differentiable step ``op`` is from ``t_in`` to ``out`` (a key of ``_OP_FIXES``), or None."""
+    name = op.name.rstrip("_")
+    if name in _COMPARISONS or out.dtype == torch.bool and name not in _CASTS:
+        return "comparison"
+    if name in _STEPS:
+        return "step"
+    if _is_float(t_in) and not _is_float(out):
+        return "cast" if name in _CASTS else "index"
+    return None
+
+
 def _cut(op, t_in, out) -> tuple[str, str] | None:
-    """``(reason, words)`` when ``op`` stops the gradient from ``out`` to its input ``t_in``."""
+    """``(reason, words)`` when ``op`` stops the gradient from ``out`` to its input ``t_in``.
+
+    The op check comes before the dtype check: ``argmax`` and ``x > 0`` make
+    integers or booleans, but the fix is about the op, not a cast. A
+    non-floating input is no cut by itself: the walk goes on to the op that
+    made it from floats (an integer leaf is answered before the walk): the
+    walk skips such a cut when a recorded op made the integer value.
+    """
     if op.kind == "detach":
         return "detached", f"{op.name} returns a tensor cut from the graph"
     if op.kind == "rewrap":
@@ -85,11 +144,13 @@ def _cut(op, t_in, out) -> tuple[str, str] | None:
         return "inference_mode", f"torch.{op.name} ran under torch.inference_mode()"
     if not op.grad_enabled:
         return "no_grad", f"torch.{op.name} ran under torch.no_grad()"
-    if not _is_float(t_in) or not _is_float(out):
-        integer = t_in if not _is_float(t_in) else out
-        return "integer_dtype", f"torch.{op.name} works on integer values ({str(integer.dtype)[6:]}): no gradient"
-    if op.name in _NO_GRAD_NAMES:
-        return "non_differentiable_op", f"torch.{op.name} has no gradient"
+    if not _is_float(t_in):
+        return "integer_dtype", f"torch.{op.name} works on integer values ({str(t_in.dtype)[6:]}): no gradient"
+    kind = _op_kind(op, t_in, out)
+    if kind == "cast":
+        return "integer_dtype", f"torch.{op.name} casts to {str(out.dtype)[6:]}: {_OP_FIXES['cast']}"
+    if kind is not None:
+        return "non_differentiable_op", f"torch.{op.name} has no gradient here: {_OP_FIXES[kind]}"
     return None
 
 
@@ -134,41 +195,148 @@ def outside_recording(rec, target) -> str | None:
             "the line that makes the loss), then ask again.")
 
 
-def explain_recorded(rec, target, param) -> Explanation:
-    """:meth:`Recording.explain`: why ``param.grad`` is None after backpropagating ``target``."""
+def _sources(rec, sources) -> list | None:
+    """``[(name, tensor)]`` for a list, tuple, dict or module of sources (None for one tensor)."""
+    if isinstance(sources, torch.Tensor):
+        return None
+    if isinstance(sources, torch.nn.Module):
+        return [(n, p) for n, p in sources.named_parameters()] + [(n, (sources, n, p)) for n, p in
+                                                                   unregistered(sources)]
+    if isinstance(sources, dict):
+        return [(str(k), v) for k, v in sources.items()]
+    if isinstance(sources, torch.optim.Optimizer):
+        params = [p for g in sources.param_groups for p in g["params"]]
+        return [(rec.name_of(p) or f"param_groups[{i}]", p) for i, p in enumerate(params)]
+    if isinstance(sources, (list, tuple)) or hasattr(sources, "__iter__") and not isinstance(sources, str):
+        items = list(sources)
+        return [(rec.name_of(t) if isinstance(t, torch.Tensor) and rec.name_of(t) else f"sources[{i}]", t)
+                for i, t in enumerate(items)]
+    return None
+
+
+def _python_target(rec, target, param) -> Explanation:
+    """The target is already a Python number (``loss.item()``): name the line where it left the graph."""
+    pid = rec.tensor_id(param) if isinstance(param, torch.Tensor) else None
+    esc = next((op for op in reversed(rec.ops) if op.kind == "escape" and _same_value(op.extra.get("value"), target)),
+               None)
+    where = (f" It left the graph with {esc.extra['how']}{_line(esc.location)}\n" if esc else
+             " No recorded .item()/.tolist()/.numpy() made this value.\n")
+    return Explanation("left_the_graph", f"The target is a Python {type(target).__name__} ({target!r}), not a "
+                       "tensor: a number has no history, so no gradient can flow back from it." + where +
+                       "Fix: call backward() on the loss tensor; use .item() only to print or log it.",
+                       _where(esc.location) if esc else None, nodes=(pid,) if pid is not None else (),
+                       op=esc.name if esc else None)
+
+
+def _other_instance(rec, target, param, found) -> Explanation | None:
+    """``optimizer_other_instance``: the optimizer holds ``param``, but the loss reads a twin from another build.
+
+    The model was built twice (``model = Net()`` again after the optimizer
+    took the first one's parameters): the loss reads the second instance,
+    the optimizer steps the first. Named by the twin's shape and name in
+    its module; both construction lines come from the recording when the
+    models were built inside it.
+    """
+    if found.reason != "not_used" or target.grad_fn is None:
+        return None
+    leaves = [fn.variable for fn in _graph_nodes(target) if getattr(fn, "variable", None) is not None]
+    name = rec._param_names.get(id(param))
+    twins = [t for t in leaves if t is not param and t.shape == param.shape and
+             (name is None or rec._param_names.get(id(t), name).split(".")[-1] == name.split(".")[-1])]
+    if not twins:
+        return None
+    twin, mine = rec.producer(twins[0]), rec.producer(param)
+    return Explanation("optimizer_other_instance",
+                       f"The optimizer holds {_label(rec, param)}, but the loss reads another tensor of the same "
+                       "shape: the model was built twice, and the optimizer got the parameters of the other "
+                       f"instance.\nThe optimizer's parameter was made{_made_line(mine)}"
+                       f"\nthe loss's parameter was made{_made_line(twin)}"
+                       "\nFix: build the model once, then the optimizer from that model's parameters "
+                       "(opt = torch.optim.SGD(model.parameters(), ...)).",
+                       _where(twin.location) if twin else (_where(mine.location) if mine else None),
+                       nodes=(rec.tensor_id(param),),
+                       locations=tuple(_where(o.location) for o in (mine, twin) if o and o.location))
+
+
+def _made_line(op) -> str:
+    return _line(op.location) if op is not None else " (before the recording)"
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    except (TypeError, ValueError):
+        return False
+
+
+def _made_at(rec, t):
+    """The recorded op that last made or changed ``t`` (its line is where ``t`` came from), or None."""
+    return rec.producer(t)
+
+
+def explain_recorded(rec, target, param):
+    """:meth:`Recording.explain`: why ``param.grad`` is None after backpropagating ``target``.
+
+    ``param`` may be one tensor (one :class:`Explanation`) or what
+    ``gradient`` takes: a list, a dict, a module (its named parameters),
+    ``model.parameters()``: then one row per source, the broken ones first
+    (an :class:`~autodiff_viz.diagnosis.Explanations`).
+    """
+    many = _sources(rec, param)
+    if many is not None:
+        rows = [(n, explain_recorded(rec, target, p) if not isinstance(p, tuple) else
+                 _unregistered_row(n, p[0], _depends_on(rec, target, len(rec.ops), p[2]))) for n, p in many]
+        if isinstance(param, torch.optim.Optimizer) and isinstance(target, torch.Tensor):
+            rows = [(n, _other_instance(rec, target, p, e) or e) for (n, e), (_, p) in zip(rows, many)]
+        return Explanations(rows)
+    if isinstance(target, (int, float, complex, np.number)) and not isinstance(target, bool):
+        return _python_target(rec, target, param)
     for what, t in (("target", target), ("param", param)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"explain: {what} must be a torch tensor, got {type(t).__name__}.")
+            raise TypeError(f"explain: {what} must be a torch tensor (or, for param, a list, dict or module of "
+                            f"them), got {type(t).__name__}.")
     pid, tid = rec.tensor_id(param), rec.tensor_id(target)
     pname = _label(rec, param)
+    made = _made_at(rec, param)
     if not _is_float(param):
         return Explanation("integer_dtype", f"{pname} has dtype {str(param.dtype)[6:]}: only floating tensors "
-                           "have gradients. Fix: make it float, e.g. torch.tensor(values, dtype=torch.float32, "
-                           "requires_grad=True).", nodes=(pid,))
+                           f"have gradients.{_line(made.location) if made else ''}\nFix: make it float, e.g. "
+                           "torch.tensor(values, dtype=torch.float32, requires_grad=True).",
+                           _where(made.location) if made else None, nodes=(pid,))
+    rebound = _rebound(rec, param, pname, made)
+    if rebound is not None:
+        return rebound
     if not param.requires_grad:
+        frozen = next((op for op in reversed(rec.ops) if op.kind == "requires_grad" and op.inputs[0] is param),
+                      None)
+        where = frozen or made
+        how = (f"\nIt was set{_line(frozen.location)}" if frozen else
+               f"\nIt was made{_line(made.location)}" if made else "")
         return Explanation("requires_grad_false",
                            f"{pname} has requires_grad=False, so autograd never computes its gradient (a frozen "
-                           "parameter: requires_grad_(False), or a tensor made without requires_grad=True). Fix: "
-                           "param.requires_grad_(True) (and pass it to the optimizer) if it should learn.",
-                           nodes=(pid,))
+                           f"parameter: requires_grad_(False), or a tensor made without requires_grad=True).{how}\n"
+                           "Fix: param.requires_grad_(True) (and pass it to the optimizer) if it should learn.",
+                           _where(where.location) if where else None, nodes=(pid,))
     outside = outside_recording(rec, target)
     if outside is not None:
         return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
     # Walk back from the target: the first cut on a path that reaches the parameter. A frontier entry
     # (tensor, k, cut) is the value the record k read (len(ops): the target as it is now).
-    frontier, seen, reached, cuts = deque([(target, len(rec.ops), None)]), set(), False, []
+    frontier, seen, reached, cuts, leaves = deque([(target, len(rec.ops), None)]), set(), False, [], []
     while frontier:
         t, k, below = frontier.popleft()
         if t is param:
             reached = reached or below is None
             continue
         op = rec.producer(t, k)
+        if op is None:
+            leaves.append(t)
         if op is None or (op.index, id(t), below is None) in seen:
             continue
         seen.add((op.index, id(t), below is None))
         for x in op.inputs:
             cut = _cut(op, x, t)
-            if cut is not None:
+            if cut is not None and not (cut[0] == "integer_dtype" and not _is_float(x) and rec.producer(x, op.index)):
                 cuts.append((op, x, op.index, t, cut))
             frontier.append((x, op.index, cut or below))
         if op.kind == "rewrap":
@@ -198,18 +366,87 @@ def explain_recorded(rec, target, param) -> Explanation:
             "detached": "Fix: use the tensor itself; detach only what must not be trained (e.g. a target).",
             "no_grad": "Fix: compute the loss outside `with torch.no_grad():` (keep no_grad for evaluation).",
             "inference_mode": "Fix: compute the loss outside `torch.inference_mode()`.",
-            "integer_dtype": "Fix: keep the values floating (no .long()/.int() casts on the way to the loss).",
-            "non_differentiable_op": "Fix: use a differentiable relaxation (e.g. softmax instead of argmax).",
+            "integer_dtype": "",            # the words of the cut carry the fix that fits the op
+            "non_differentiable_op": "",
         }
-        msg = (f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{fixes[reason]}")
+        msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{fixes[reason]}".rstrip()
         return Explanation(reason, msg, _where(loc), nodes=(pid, rec.tensor_id(out)),
                            edges=((rec.tensor_id(x), rec.tensor_id(out)),), op=op.name)
     used = any(any(x is param for x in op.inputs) for op in rec.ops if op.kind == "op")
+    read = used or any(x is param for op in rec.ops if op.kind in ("detach", "escape") for x in op.inputs)
+    unseen = _unseen_leaf(rec, target, param, pname, leaves, read)
+    if unseen is not None:
+        return unseen
     msg = (f"The target does not depend on {pname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
            " Its .grad stays None. Fix: check that the forward pass uses it; optimizers skip None gradients.")
     return Explanation("not_used", msg, nodes=(pid, tid))
+
+
+def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
+    """The recording missed a step: never ``not_used`` when the source is in fact read on the way.
+
+    Two signs. PyTorch's own graph of the target reaches the parameter
+    although the recorded history does not (an op the recorder did not see),
+    or the walk back from the target meets a leaf that requires grad whose
+    making was not recorded while the parameter was read by recorded ops (a
+    re-wrap the recorder does not see, such as the legacy
+    ``torch.autograd.Variable(t.data, requires_grad=True)``): its values may
+    come from the parameter, but its graph starts afresh.
+    """
+    pid = rec.tensor_id(param)
+    if target.grad_fn is not None and id(param) in _leaves(target):
+        return Explanation("unrecorded_op", f"PyTorch's graph of the target reaches {pname}, but the recording "
+                           "does not show the whole path: an op ran that the recorder did not see. The gradient "
+                           "does flow; rec.trace may miss that step.", nodes=(pid,))
+    fresh = [t for t in leaves if t is not param and t.requires_grad and t.is_leaf and id(t) not in rec._param_names]
+    if not used or not fresh:
+        return None
+    leaf = fresh[0]
+    reader = next((op for op in rec.ops if op.kind == "op" and any(x is leaf for x in op.inputs)), None)
+    source = next((op for op in rec.ops if op.kind in ("op", "detach") and any(
+        o.data_ptr() == leaf.data_ptr() and o is not leaf for o in op.outputs)), None)
+    shared = (f"\nIts values are those of{_line(source.location)}\n" if source is not None else "\n")
+    where = source or reader
+    return Explanation("unseen_leaf",
+                       f"The target is computed from {_label(rec, leaf)}, a new leaf the recording did not see "
+                       f"being made (first used{_line(reader.location) if reader else ' here'}){shared}"
+                       f"{pname} is read by recorded ops, but the gradient stops at that new leaf: "
+                       "a tensor re-made from values "
+                       "(e.g. the legacy torch.autograd.Variable(t.data, requires_grad=True), "
+                       "t.detach().requires_grad_()) starts a new graph. Fix: use the tensor itself, not a "
+                       "re-made copy.", _where(where.location) if where else None,
+                       nodes=(pid, rec.tensor_id(leaf)), op=where.name if where else None)
+
+
+_MOVES = {"to", "cuda", "cpu", "double", "float", "half", "bfloat16", "type", "type_as"}
+
+
+def _rebound(rec, param, pname, made) -> Explanation | None:
+    """``rebound_parameter``: ``w = w - lr * w.grad`` made a new tensor named ``w``; the old leaf got the gradient.
+
+    The sign: the op that made ``param`` ran on the same line as a read of
+    ``.grad`` of a leaf it was computed from. Under ``no_grad`` the new ``w``
+    does not require grad; outside it, it is a non-leaf. Either way the next
+    ``backward()`` has no ``w.grad`` to fill, and the fix is the in-place
+    update, which keeps the same leaf.
+    """
+    if made is None or made.kind != "op" or made.location is None:
+        return None
+    reads = [op for op in rec.ops if op.kind == "read_grad" and op.location == made.location]
+    if not reads:
+        return None
+    old = reads[-1].inputs[0]
+    name = rec.name_of(old) or rec.name_of(param) or "w"
+    what = ("under torch.no_grad() the new tensor does not require grad" if not param.requires_grad else
+            "the new tensor is computed from the old one (a non-leaf), so autograd keeps no .grad for it")
+    return Explanation("rebound_parameter",
+                       f"{pname} is not the parameter any more: this line made a new tensor and bound the name "
+                       f"to it{_line(made.location)}\n{what}; the optimizer (and .grad) still refer to the old "
+                       f"leaf. Fix: update in place, keeping the same leaf:\n    with torch.no_grad():\n"
+                       f"        {name} -= lr * {name}.grad\n        {name}.grad.zero_()",
+                       _where(made.location), nodes=(rec.tensor_id(param),), op=made.name)
 
 
 def _depends_on(rec, t, before, param) -> bool:
@@ -234,18 +471,24 @@ def _depends_on(rec, t, before, param) -> bool:
 def _connected_but(rec, target, param, pname) -> Explanation:
     pid = rec.tensor_id(param)
     if not param.is_leaf and not param.retains_grad:
-        return Explanation("non_leaf", f"{pname} is not a leaf (it was computed by an op), and autograd keeps "
-                           ".grad only for leaves. The gradient flows through it, but is not stored. Fix: call "
-                           f"{rec.name_of(param) or 't'}.retain_grad() before backward(), or use "
-                           "torch.autograd.grad(loss, t).", nodes=(pid,))
+        made = rec.producer(param)
+        name = rec.name_of(param) or "t"
+        fix = (f"Fix: make the leaf after the move, e.g. torch.randn(..., device=device, requires_grad=True), or "
+               f"call {name}.retain_grad() before backward()." if made is not None and made.name in _MOVES else
+               f"Fix: call {name}.retain_grad() before backward(), or use torch.autograd.grad(loss, {name}).")
+        return Explanation("non_leaf", f"{pname} is not a leaf: it was computed by torch.{made.name if made else '?'}"
+                           f"{_line(made.location) if made else ''}\nand autograd keeps .grad only for leaves. The "
+                           f"gradient flows through it, but is not stored. {fix}",
+                           _where(made.location) if made else None, nodes=(pid,), op=made.name if made else None)
     backwards = [op for op in rec.ops if op.kind == "backward"]
     if target.numel() != 1 and not any(op.inputs[0] is target and op.extra.get("gradient") is not None
                                        for op in backwards):
+        call = next((op for op in reversed(backwards) if op.inputs[0] is target), None) or rec.producer(target)
         return Explanation("non_scalar_target", f"The target has shape {tuple(target.shape)}: backward() needs "
                            "a scalar, or the upstream gradient (RuntimeError 'grad can be implicitly created only "
-                           "for scalar outputs'). Fix: reduce it first (loss.mean().backward()) or pass "
-                           "gradient=torch.ones_like(loss) for the gradient of the sum.",
-                           nodes=(rec.tensor_id(target),))
+                           f"for scalar outputs'){_line(call.location) if call else ''}\nFix: reduce it first "
+                           "(loss.mean().backward()) or pass gradient=torch.ones_like(loss) for the gradient of the "
+                           "sum.", _where(call.location) if call else None, nodes=(rec.tensor_id(target),))
     unset = _grad_unset(rec, param, pname)
     if unset is not None:
         return unset
@@ -262,7 +505,8 @@ def _grad_unset(rec, param, pname) -> Explanation | None:
     all. Events after a read do not change what the read returned, so a
     read before ``backward()`` is named even when ``.grad`` holds a gradient now.
     """
-    events = [op for op in rec.ops if op.kind == "backward" or op.kind in ("read_grad", "set_grad")
+    events = [op for op in rec.ops if op.kind == "backward" and op.name == "backward"    # autograd.grad fills no .grad
+              or op.kind in ("read_grad", "set_grad")
               and op.inputs[0] is param]
     reads = [op for op in events if op.kind == "read_grad"]
     read = reads[-1] if reads else None
@@ -344,19 +588,72 @@ def _one(loss, param, name, leaves) -> Explanation:
     return Explanation("connected", f"The gradient of the loss reaches {label}.")
 
 
+def unregistered(module) -> list:
+    """``[(path, tensor)]``: trainable tensors a module holds where ``nn.Module`` does not register them.
+
+    Layers kept in a plain Python list or dict (``self.layers = [nn.Linear(...)]``
+    instead of ``nn.ModuleList``/``nn.ModuleDict``), or tensors kept as plain
+    attributes: ``module.parameters()`` leaves them out, so the optimizer
+    never updates them, although the loss reads them.
+    """
+    known = {id(p) for p in module.parameters()}
+    found, seen = [], set()
+
+    def visit(path, value):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad and value.is_leaf and id(value) not in known:
+                found.append((path, value))
+        elif isinstance(value, torch.nn.Module):
+            for qual, p in value.named_parameters():
+                if id(p) not in known:
+                    found.append((f"{path}.{qual}", p))
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                visit(f"{path}[{i}]", v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                visit(f"{path}[{k!r}]", v)
+
+    for qual, m in module.named_modules():
+        for key, value in vars(m).items():
+            if not key.startswith("_") and isinstance(value, (list, tuple, dict, torch.Tensor)):
+                visit(f"{qual + '.' if qual else ''}{key}", value)
+    return found
+
+
+def _unregistered_row(path, module, used) -> Explanation:
+    holder = path.split("[")[0].split(".")[-1]
+    kind = "a plain dict" if "['" in path else "a plain list" if "[" in path else "a plain attribute"
+    box = ("nn.ModuleDict" if kind == "a plain dict" else "nn.ModuleList" if kind == "a plain list"
+           else "nn.Parameter")
+    return Explanation("unregistered_parameter",
+                       f"{path} is kept in {kind} ({type(module).__name__}.{holder}), so nn.Module does not "
+                       f"register it: {type(module).__name__}.parameters() leaves it out, and an optimizer built "
+                       f"from them never updates it" + (", although the loss reads it." if used else ".") +
+                       f" Fix: wrap it in {box} (self.{holder} = {box}(...)), then rebuild the optimizer.")
+
+
 def explain(loss, params):
     """Why ``.grad`` is None for each of ``params`` after ``loss.backward()``, from autograd's graph.
 
     ``params``: a tensor, a list of tensors, a dict, or an ``nn.Module`` (its
     named parameters); the answer has the same structure (a dict for a
-    module). For the line of code that cut the graph, record the forward
+    module). A module's answer also has a row for each tensor it holds
+    without registering it (layers in a plain list or dict:
+    ``unregistered_parameter``). For the line of code that cut the graph, record the forward
     pass with :func:`record` and use ``rec.explain``.
     """
     if not isinstance(loss, torch.Tensor):
         raise TypeError(f"explain: loss must be a torch tensor, got {type(loss).__name__}.")
     leaves = _leaves(loss) if loss.grad_fn is not None else set()
     if isinstance(params, torch.nn.Module):
-        return {n: _one(loss, p, n, leaves) for n, p in params.named_parameters()}
+        rows = {n: _one(loss, p, n, leaves) for n, p in params.named_parameters()}
+        for path, p in unregistered(params):
+            rows[path] = _unregistered_row(path, params, id(p) in leaves)
+        return rows
     if isinstance(params, dict):
         return {k: _one(loss, p, str(k), leaves) for k, p in params.items()}
     if isinstance(params, torch.Tensor):

@@ -39,6 +39,7 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 from __future__ import annotations
 
 import bisect
+import copy
 import functools
 import itertools
 import linecache
@@ -53,7 +54,7 @@ from torch.overrides import TorchFunctionMode
 from .. import naming
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                      for m in (torch, sys.modules["autodiff_viz"]))
+                      for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
 _ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float__": "float()",
             "__int__": "int()", "__array__": "np.asarray()"}
 _REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
@@ -61,9 +62,9 @@ _DETACH = {"detach", "detach_"}
 _UNSEEN = ("from_numpy",)     # torch factories that never reach a TorchFunctionMode: wrapped while recording
 _ACTIVE: list = []            # the recordings whose ``with`` block is running, outermost first
 _SKIP = {"__repr__", "__format__", "__str__", "size", "dim", "numel", "__len__", "is_floating_point",
-         "requires_grad_", "retain_grad", "register_hook", "_record_function_enter_new", "__bool__",
-         "__hash__", "__eq__", "__ne__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
-         "storage_offset", "is_contiguous", "get_device", "__reduce_ex__", "__deepcopy__", "type",
+         "retain_grad", "register_hook", "_record_function_enter_new", "__bool__",
+         "__hash__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
+         "storage_offset", "is_contiguous", "get_device", "__reduce_ex__",
          "__setstate__", "__getstate__", "_is_view", "_version"}
 
 
@@ -137,15 +138,29 @@ def _reported(fn):
     return call
 
 
+def _reported_grad(fn):
+    """``torch.autograd.grad``, noted as a ``backward`` of its outputs before it runs (it may raise: non-scalar)."""
+    @functools.wraps(fn)
+    def call(outputs, *args, **kwargs):
+        outs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+        grads = kwargs.get("grad_outputs", args[1] if len(args) > 1 else None)
+        for rec in list(_ACTIVE):
+            for t in outs:
+                rec._note("autograd.grad", "backward", [t], [], {"gradient": grads})
+        return fn(outputs, *args, **kwargs)
+    call.__adv_original__ = fn
+    return call
+
+
 def _wrap_unseen(on: bool):
     """Put the :func:`_reported` wrappers into ``torch`` (a first recording opens), or take them out (none is left)."""
-    for name in _UNSEEN:
-        fn = getattr(torch, name)
+    for owner, name, wrap in [(torch, n, _reported) for n in _UNSEEN] + [(torch.autograd, "grad", _reported_grad)]:
+        fn = getattr(owner, name)
         original = getattr(fn, "__adv_original__", None)
         if on and original is None:
-            setattr(torch, name, _reported(fn))
+            setattr(owner, name, wrap(fn))
         elif not on and original is not None:
-            setattr(torch, name, original)
+            setattr(owner, name, original)
 
 
 class _Mode(TorchFunctionMode):
@@ -279,6 +294,11 @@ class Recording:
             if ins:
                 self._note(name, "escape", ins[:1], [], {"how": _ESCAPES[name], "value": out})
             return
+        if name in ("requires_grad_", "set:requires_grad"):
+            if ins:
+                flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else name == "requires_grad_")
+                self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag)})
+            return
         if name == "get:grad":
             if ins and not sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIRS):
                 self._note(name, "read_grad", ins[:1], [], {"was_none": out is None})
@@ -293,8 +313,9 @@ class Recording:
         if name in _REWRAPS:
             data = args[0] if args else kwargs.get("data")
             self._note(name, "rewrap", ins, outs, {"data": data})
-        elif name in _DETACH or name == "get:data":
-            self._note("detach()" if name != "get:data" else ".data", "detach", ins, outs)
+        elif name in _DETACH or name in ("get:data", "__deepcopy__"):
+            label = {"get:data": ".data", "__deepcopy__": "copy.deepcopy()"}.get(name, "detach()")
+            self._note(label, "detach", ins, outs)
         elif name.startswith("set:"):
             return
         else:
@@ -336,9 +357,21 @@ class Recording:
         return build(self, target, sources, value_limit)
 
     def explain(self, target, param):
-        """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``."""
-        from .explain import explain_recorded
-        return explain_recorded(self, target, param)
+        """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``.
+
+        ``param`` may also be what ``gradient`` takes (a list, a dict, a
+        module, ``model.parameters()``): one row per source, broken ones first.
+        ``target`` may be a Python number (``loss.item()``): the answer names
+        the line where it left the graph. Tensors made before the recording
+        are named by the caller's variables (``w``, ``model.fc.weight``).
+        """
+        from .explain import caller_names, explain_recorded
+        frame = sys._getframe(1)
+        self._caller_names = caller_names({**frame.f_globals, **frame.f_locals})
+        try:
+            return explain_recorded(self, target, param)
+        finally:
+            self._caller_names = None
 
     def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8, output_gradients=None):
         """Hand-derived gradients against PyTorch's, along the backward pass (as ``tape.compare``).

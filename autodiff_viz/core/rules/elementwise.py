@@ -357,9 +357,17 @@ def _unary(name, forward, doc, factor, d):
 
 
 def _zero(name, forward, doc):
-    """A piecewise-constant function: its derivative is 0 wherever it exists (and undefined at the jumps)."""
-    return define(name, forward, elementwise=True, doc=doc + "; piecewise constant, so the gradient is 0",
-                  x=("0 (piecewise constant)", lambda g, y, x: g * 0, lambda dx, y, x: dx * 0))
+    """A piecewise-constant function: no gradient on the tape, as TensorFlow (``tf.floor``'s gradient is None).
+
+    Its derivative is 0 wherever it exists (undefined at the jumps), but
+    TensorFlow registers no gradient for Floor/Ceil/Round, so
+    ``tape.gradient`` through it alone is None, and ``explain`` names the op
+    (``non_differentiable_op``) instead of calling a silently frozen model
+    ``connected``. PyTorch and JAX return zeros instead; ``adv.grad``
+    (``unconnected_gradients="zero"``) gives zeros as they do.
+    """
+    return define(name, forward, elementwise=True, doc=doc + "; piecewise constant: no gradient (TensorFlow's None)",
+                  x=None)
 
 
 _LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
@@ -507,8 +515,8 @@ trunc = _zero("trunc", np.trunc, "y = x rounded towards 0")
 
 round = define(
     "round", lambda x, decimals: np.round(x, decimals), elementwise=True,
-    doc="y = x rounded to `decimals` places (halves to even, as numpy); piecewise constant, so the gradient is 0",
-    x=("0 (piecewise constant)", lambda g, y, x, decimals: g * 0, lambda dx, y, x, decimals: dx * 0))
+    doc="y = x rounded to `decimals` places (halves to even, as numpy); piecewise constant: no gradient "
+        "(TensorFlow's None; see _zero)", x=None)
 
 
 arctan2 = define(

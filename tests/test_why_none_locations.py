@@ -1,0 +1,221 @@
+"""Every reason of docs/why-none.md and docs/pytorch.md names the user's line (``location``) when one exists.
+
+One minimal case per reason, each marking the line that caused it with a
+``# <- tag`` comment. A reason with nothing on the path to point at
+(``connected``, PyTorch's ``not_used``, a loss computed outside the
+recording) is checked to have no location, so that a wrong line never appears.
+"""
+import code_lines
+import numpy as np
+import pytest
+
+import autodiff_viz as adv
+
+HERE = __file__
+
+
+def where(tag) -> str:
+    return code_lines.line_of(HERE, tag)
+
+
+# ----- the engine (docs/why-none.md) -------------------------------------------------------------
+def test_engine_connected_has_no_location():
+    w = adv.Variable([1.0, 2.0])
+    with adv.GradientTape() as tape:
+        loss = adv.sum(w * w)
+    e = tape.explain(loss, w)
+    assert e.reason == "connected" and e.location is None
+
+
+def test_engine_not_watched_frozen_variable_names_the_line_that_read_it():
+    v = adv.Variable([1.0, 2.0], trainable=False)
+    with adv.GradientTape() as tape:
+        loss = adv.sum(v * 3.0)                                       # <- use frozen
+    e = tape.explain(loss, v)
+    assert e.reason == "not_watched" and e.location == where("use frozen")
+
+
+def test_engine_not_watched_with_an_unwatching_tape_names_the_use():
+    v = adv.Variable([1.0, 2.0])
+    with adv.GradientTape(watch_accessed_variables=False) as tape:
+        loss = adv.sum(v * 3.0)                                       # <- use
+    e = tape.explain(loss, v)
+    assert e.reason == "not_watched" and e.location is not None
+
+
+def test_engine_computed_outside_tape():
+    w = adv.Variable([1.0, 2.0])
+    h = adv.tanh(w)                                                   # <- before
+    with adv.GradientTape() as tape:
+        loss = adv.sum(h)
+    e = tape.explain(loss, w)
+    assert e.reason == "computed_outside_tape" and e.location == where("before")
+
+
+def test_engine_left_the_tape():
+    w = adv.Variable([1.0, 2.0])
+    with adv.GradientTape() as tape:
+        value = float(adv.sum(w * w))                                 # <- float
+        loss = adv.constant(value) * 2.0
+    e = tape.explain(loss, w)
+    assert e.reason == "left_the_tape" and e.location == where("float")
+
+
+def test_engine_non_differentiable_op():
+    w = adv.Variable([0.1, 2.0, -1.0])
+    with adv.GradientTape() as tape:
+        loss = adv.cast(adv.argmax(w), "float64") ** 2                # <- argmax
+    e = tape.explain(loss, w)
+    assert e.reason == "non_differentiable_op" and e.location == where("argmax") and e.op == "argmax"
+
+
+def test_engine_integer_dtype_on_the_path_and_at_the_source():
+    w = adv.Variable([0.4, 1.6])
+    with adv.GradientTape() as tape:
+        loss = adv.sum(adv.cast(adv.cast(w * 10.0, "int64"), "float64"))  # <- cast
+    e = tape.explain(loss, w)
+    assert e.reason == "integer_dtype" and e.location == where("cast")
+    counts = adv.Variable([1, 2])                                     # <- int variable
+    with adv.GradientTape() as tape:
+        total = adv.sum(counts * 2)
+    e = tape.explain(total, counts)
+    assert e.reason == "integer_dtype" and e.location == where("int variable")
+
+
+def test_engine_not_used_names_the_loss_that_does_not_read_it():
+    w, other = adv.Variable([1.0]), adv.Variable([2.0])
+    with adv.GradientTape() as tape:
+        loss = adv.sum(w * 2.0)                                       # <- loss
+    e = tape.explain(loss, other)
+    assert e.reason == "not_used" and e.location == where("loss")
+
+
+# ----- PyTorch (docs/pytorch.md) -----------------------------------------------------------------
+torch = pytest.importorskip("torch")
+
+import autodiff_viz.torch  # noqa: E402,F401
+
+
+def _w():
+    torch.manual_seed(0)
+    return torch.randn(3, 1, requires_grad=True), torch.randn(4, 3)
+
+
+def test_torch_no_grad_and_inference_mode():
+    w, x = _w()
+    with adv.torch.record() as rec:
+        with torch.no_grad():
+            z = x @ w                                                 # <- no grad
+        loss = (z * 2).sum()
+        with torch.inference_mode():
+            zi = x @ w                                                # <- inference
+    assert rec.explain(loss, w).location == where("no grad") and rec.explain(loss, w).reason == "no_grad"
+    with adv.torch.record() as rec2:
+        with torch.inference_mode():
+            zi = x @ w                                                # <- inference 2
+        loss2 = zi.sum()
+    e = rec2.explain(loss2, w)
+    assert e.reason == "inference_mode" and e.location == where("inference 2")
+
+
+def test_torch_detached_and_left_the_graph():
+    w, x = _w()
+    with adv.torch.record() as rec:
+        z = (x @ w).detach()                                          # <- detach
+        loss = z.sum()
+    assert rec.explain(loss, w).location == where("detach")
+    with adv.torch.record() as rec:
+        v = (x @ w).sum().item()                                      # <- item
+        loss = torch.tensor(v) * 2
+    e = rec.explain(loss, w)
+    assert e.reason == "left_the_graph" and e.location == where("item")
+
+
+def test_torch_non_differentiable_op_max_indices_and_comparison():
+    w, x = _w()
+    with adv.torch.record() as rec:
+        idx = torch.max(x @ w, 1)[1]                                  # <- max indices
+        loss = idx.float().sum()
+    e = rec.explain(loss, w)
+    assert e.reason == "non_differentiable_op" and e.op == "max" and e.location == where("max indices")
+    assert "indices" in e.message and ".long()" not in e.message
+    with adv.torch.record() as rec:
+        mask = (x @ w) > 0                                            # <- compare
+        loss = mask.float().sum()
+    e = rec.explain(loss, w)
+    assert e.reason == "non_differentiable_op" and e.location == where("compare") and "comparison" in e.message
+
+
+def test_torch_integer_dtype_cast_and_integer_parameter():
+    w, x = _w()
+    with adv.torch.record() as rec:
+        q = (x @ w * 10).long()                                       # <- long
+        loss = q.float().sum()
+    e = rec.explain(loss, w)
+    assert e.reason == "integer_dtype" and e.location == where("long") and ".long()" in e.message
+    with adv.torch.record() as rec:
+        k = torch.tensor([1, 2, 3])                                   # <- int param
+        loss = (k * 2).sum()
+    e = rec.explain(loss, k)
+    assert e.reason == "integer_dtype" and e.location == where("int param")
+
+
+def test_torch_not_used_and_computed_outside_have_no_line():
+    w, x = _w()
+    v = torch.randn(3, 1, requires_grad=True)
+    with adv.torch.record() as rec:
+        loss = (x @ w).sum()
+    assert rec.explain(loss, v).reason == "not_used" and rec.explain(loss, v).location is None
+    outside = (x @ w).sum()
+    e = rec.explain(outside, w)
+    assert e.reason == "computed_outside_recording" and e.location is None
+
+
+def test_torch_non_leaf_read_before_backward_non_scalar_and_requires_grad_false():
+    w, x = _w()
+    with adv.torch.record() as rec:
+        h = x @ w                                                     # <- hidden
+        loss = h.sum()
+        seen = w.grad                                                 # <- early read
+        loss.backward()
+    assert seen is None
+    assert rec.explain(loss, h).location == where("hidden")
+    e = rec.explain(loss, w)
+    assert e.reason == "read_before_backward" and e.location == where("early read")
+    with adv.torch.record() as rec:
+        y = x @ w
+        with pytest.raises(RuntimeError):
+            y.backward()                                              # <- backward
+    e = rec.explain(y, w)
+    assert e.reason == "non_scalar_target" and e.location == where("backward")
+    frozen = torch.randn(3, 1, requires_grad=True)
+    with adv.torch.record() as rec:
+        frozen.requires_grad_(False)                                  # <- freeze
+        loss = (x @ frozen).sum()
+    e = rec.explain(loss, frozen)
+    assert e.reason == "requires_grad_false" and e.location == where("freeze")
+
+
+def test_torch_unregistered_parameter_names_the_attribute_not_a_line():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = {"a": torch.nn.Linear(3, 1)}
+
+        def forward(self, x):
+            return self.blocks["a"](x)
+
+    net = Net()
+    rows = adv.torch.explain(net(torch.randn(2, 3)).sum(), net)
+    assert rows["blocks['a'].weight"].reason == "unregistered_parameter"
+    assert "nn.ModuleDict" in rows["blocks['a'].weight"].message
+    assert rows["blocks['a'].weight"].location is None
+
+
+def test_torch_a_plain_parameter_list_in_explain_without_recording():
+    w, x = _w()
+    loss = (x @ w).sum()
+    v = torch.randn(2, requires_grad=True)
+    answers = adv.torch.explain(loss, [w, v])
+    assert [a.reason for a in answers] == ["read_before_backward", "not_used"]
+    assert np.isfinite(loss.item())
