@@ -337,10 +337,12 @@ def test_without_dot_the_notebook_gets_install_hint_and_table(monkeypatch, tmp_p
 
 
 def test_notebook_display_is_svg_when_dot_exists():
+    """The displayed trace is Graphviz's SVG, scaled to the output width (the legend is never cut off)."""
     tape, loss, _ = _mlp()
     bundle = tape.trace(loss)._repr_mimebundle_()
     assert bundle["image/svg+xml"].startswith("<svg")
-    assert "VJP of dense" in bundle["image/svg+xml"]          # the layer is folded by default
+    assert "back through dense" in bundle["image/svg+xml"] and "VJP of" not in bundle["image/svg+xml"]
+    assert 'style="max-width:100%;height:auto"' in bundle["text/html"]
     assert "ḡ_x = ḡ_y · (1 − y²)" in render.svg(tape.trace(loss).to_dot("backward", expanded={"dense"}))
 
 

@@ -203,7 +203,7 @@ class BatchNormalization(_Normalization):
         scale: learn ``γ`` (multiplied after normalising).
     """
     backward_text = {"x": "ḡ_x = (γ/σ) · (ḡ_y − mean_B(ḡ_y) − x̂ ⊙ mean_B(ḡ_y ⊙ x̂))",
-                     "gamma": "ḡ_γ = Σ_B (ḡ_y ⊙ x̂)", "beta": "ḡ_β = Σ_B ḡ_y"}    # x̂ = (x − μ_B)/σ; inference: ḡ_x = ḡ_y · γ/σ
+                     "gamma": "ḡ_γ = Σ_B (ḡ_y ⊙ x̂)", "beta": "ḡ_β = Σ_B ḡ_y"}    # x̂ = (x − μ_B)/σ; inference ḡ_y·γ/σ
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",

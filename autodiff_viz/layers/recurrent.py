@@ -51,6 +51,7 @@ from ..state import is_package_code, name_scope
 from . import activations, initializers
 from .base import Layer, _call_parameters, boolean_mask
 from .dense import activation_config
+from .recurrent_text import ByClass
 
 
 def _columns(z, start, stop):
@@ -643,6 +644,7 @@ class RNN(Layer):
 
 class _KerasRNN(RNN):
     """An RNN that makes its own cell from the arguments (``SimpleRNN``, ``LSTM``, ``GRU``)."""
+    backward_text = ByClass()   # SimpleRNN, LSTM, GRU: their formulas in recurrent_text.py
 
     _cell_class = None
     _rnn_args = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "activity_regularizer",
@@ -686,9 +688,6 @@ class SimpleRNN(_KerasRNN):
     ``bias``. Takes the cell's arguments (:class:`SimpleRNNCell`) and the
     RNN's (:class:`RNN`).
     """
-    backward_text = {"x": "ḡ_x(t) = ḡ_z(t) · W_xᵀ, ḡ_z(t) = (ḡ_h(t) + ḡ_z(t+1) · W_hᵀ) ⊙ (1 − h(t)²)",
-                     "kernel": "ḡ_W_x = Σ_t x(t)ᵀ · ḡ_z(t)", "recurrent_kernel": "ḡ_W_h = Σ_t h(t−1)ᵀ · ḡ_z(t)",
-                     "bias": "ḡ_b = Σ_t Σ_batch ḡ_z(t)"}    # h(t) = tanh(x(t)·W_x + h(t−1)·W_h + b)
 
     _cell_class = SimpleRNNCell
 
@@ -709,11 +708,6 @@ class LSTM(_KerasRNN):
     ``go_backwards``. ``use_cudnn`` is accepted and ignored (everything runs
     on the CPU here, step by step).
     """
-    backward_text = {"x": "ḡ_x(t) = [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t) · W_xᵀ, with ḡ_c(t) = ḡ_h ⊙ o ⊙ (1 − tanh² c) + ḡ_c(t+1) ⊙ f(t+1); "
-                     "ḡ_i = ḡ_c ⊙ c̃ ⊙ i(1−i), ḡ_f = ḡ_c ⊙ c(t−1) ⊙ f(1−f), ḡ_o = ḡ_h ⊙ tanh c ⊙ o(1−o), ḡ_c̃ = ḡ_c ⊙ i ⊙ (1−c̃²)",
-                     "kernel": "ḡ_W_x = Σ_t x(t)ᵀ · [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t)",
-                     "recurrent_kernel": "ḡ_W_h = Σ_t h(t−1)ᵀ · [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t)",
-                     "bias": "ḡ_b = Σ_t Σ_batch [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t)"}    # gate pre-activation gradients, backprop through time
 
     _cell_class = LSTMCell
     _ignored_args = ("use_cudnn",)
@@ -735,10 +729,6 @@ class GRU(_KerasRNN):
     ``go_backwards``. ``use_cudnn`` is accepted and ignored (everything runs
     on the CPU here, step by step).
     """
-    backward_text = {"x": "ḡ_x(t) = [ḡ_z ḡ_r ḡ_h̃](t) · W_xᵀ, with ḡ_h(t−1) = ḡ_h ⊙ z + (ḡ_h̃-path) · W_hᵀ; "
-                     "ḡ_z = ḡ_h ⊙ (h(t−1) − h̃) ⊙ z(1−z), ḡ_h̃ = ḡ_h ⊙ (1−z) ⊙ (1−h̃²)",
-                     "kernel": "ḡ_W_x = Σ_t x(t)ᵀ · [ḡ_z ḡ_r ḡ_h̃](t)",
-                     "recurrent_kernel": "ḡ_W_h = Σ_t h(t−1)ᵀ · [ḡ_z ḡ_r ḡ_h̃](t)", "bias": "ḡ_b = Σ_t Σ_batch [ḡ_z ḡ_r ḡ_h̃](t)"}
 
     _cell_class = GRUCell
     _ignored_args = ("use_cudnn",)

@@ -58,6 +58,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import figure
+from .figure import shape_text
 
 NODE_BUDGET = 60
 HUB_FANOUT = 6
@@ -142,10 +143,6 @@ def _attrs(attrs: dict) -> str:
         else:
             parts.append(f"{k}={_q(_clip(str(v)))}")
     return " [" + " ".join(parts) + "]" if parts else ""
-
-
-def shape_text(shape, dtype) -> str:
-    return f"{'scalar' if not shape else tuple(shape)} {dtype}"
 
 
 # ---------------------------------------------------------------------------

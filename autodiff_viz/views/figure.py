@@ -25,8 +25,14 @@ ALIASES = {"Linear": "Dense", "Conv1d": "Conv1D", "Conv2d": "Conv2D", "MaxPool1d
            "GELU": "Activation"}
 WEIGHT_ALIASES = {"weight": ("kernel", "gamma", "embeddings"), "bias": ("bias", "beta"),
                   "weight_ih_l0": ("kernel",), "weight_hh_l0": ("recurrent_kernel",)}
-GENERIC = "ḡ_x = ḡ_y carried back through {box}'s ops, one chain-rule factor each (open the box to see them)"
-GENERIC_WEIGHT = "ḡ_W = Σ over {box}'s uses of W of ḡ_y · ∂y/∂W (open the box to see them)"
+# A box without a formula (a loss, a scope, your function, a layer class without one): what the chain rule does.
+GENERIC = "ḡ_x = ḡ_y back through {box}, op by op (chain rule)"
+GENERIC_WEIGHT = "ḡ_W = Σ ḡ_y · ∂y/∂W over {box}'s uses of W"
+
+
+def shape_text(shape, dtype) -> str:
+    """``(2, 10) float32``, or ``scalar float32``: how every box writes a shape."""
+    return f"{'scalar' if not shape else tuple(shape)} {dtype}"
 
 
 def layer_class(trace, title: str):
@@ -55,7 +61,8 @@ def _is_model(trace, h, g) -> bool:
 
 def model_keys(trace, h) -> frozenset:
     """Keys of the outermost groups that are models: drawn open by default, so their layers are the boxes."""
-    return frozenset(k for k, g in h.groups.items() if g.parent is None and g.what == "layer" and _is_model(trace, h, g))
+    return frozenset(k for k, g in h.groups.items()
+                     if g.parent is None and g.what == "layer" and _is_model(trace, h, g))
 
 
 def drawn_alone(node) -> bool:
@@ -92,12 +99,11 @@ def titled(trace, box) -> str:
 
 def box_lines(trace, lay, box, view) -> list:
     """A folded box: its name and class, the output's shape, and its value (forward) or ḡ (backward)."""
-    from .dot import shape_text
     head = titled(trace, box)
     if box.kind == "loop":
         head += f" × {box.count} steps (rolled)"
     elif box.kind == "fold":
-        head = f"⋯ the middle of the tape ({len(box.members)} nodes)"
+        head = f"⋯ folded middle of the tape ({len(box.members)} nodes)"
     out = _output(trace, lay, box)
     if out is None:
         return [head]
@@ -110,15 +116,15 @@ def box_lines(trace, lay, box, view) -> list:
 
 
 def formula(trace, box, role: str) -> str:
-    """The backward formula of box ``box`` for its input ``role`` (``"x"`` or a weight's name), as its class writes it."""
+    """The backward formula of ``box`` for its input ``role`` (``"x"`` or a weight's name), as its class writes it."""
     cls = layer_class(trace, box.title) if box.kind in ("group", "loop") else None
     texts = getattr(cls, "backward_text", None) or {}
     if role == "x":
-        return texts.get("x") or GENERIC.format(box=box.title or "the box")
+        return texts.get("x") or GENERIC.format(box=box.title or "the folded middle")
     for name in (role,) + WEIGHT_ALIASES.get(role, ()):
         if name in texts:
             return texts[name]
-    return GENERIC_WEIGHT.format(box=box.title or "the box")
+    return GENERIC_WEIGHT.format(box=box.title or "the folded middle")
 
 
 def edge_lines(trace, lay, s, d, es, norm) -> list:

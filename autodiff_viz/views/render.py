@@ -3,8 +3,8 @@
 * :func:`svg` turns DOT into SVG with Graphviz's ``dot`` program; when the
   program is missing it raises :class:`GraphvizNotFound`, whose message says
   how to install it.
-* :func:`mimebundle` is what a notebook shows for a trace: the SVG, or when
-  ``dot`` is missing the install hint and the tape table.
+* :func:`mimebundle` is what a notebook shows for a trace: the SVG fitted to the
+  output width, or when ``dot`` is missing the install hint and the tape table.
 
 Files and the standalone HTML page are :mod:`~autodiff_viz.views.page`'s.
 """
@@ -46,8 +46,13 @@ def default_view(trace) -> str:
     return "both" if len(trace.nodes) <= INLINE_NODE_LIMIT else "backward"
 
 
+def fit_width(image: str) -> str:
+    """The SVG scaled down to the output area's width (never up): the legend is never cut off at the right."""
+    return image.replace("<svg", '<svg style="max-width:100%;height:auto"', 1)
+
+
 def mimebundle(trace) -> dict:
-    """The notebook display of a trace: SVG, or the install hint and the tape table."""
+    """The notebook display of a trace: its SVG fitted to the output width, or the install hint and the tape table."""
     try:
         image = svg(trace.to_dot(default_view(trace)))
     except GraphvizNotFound as exc:
@@ -57,21 +62,5 @@ def mimebundle(trace) -> dict:
             "text/html": f'<pre style="color:#a33">{html.escape(message)}</pre>{table.to_html()}',
             "text/plain": f"{message}\n\n{table.to_text()}",
         }
-    return {"image/svg+xml": image, "text/plain": repr(trace)}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+    return {"text/html": f'<div style="max-width:100%;overflow-x:auto">{fit_width(image)}</div>',
+            "image/svg+xml": image, "text/plain": repr(trace)}

@@ -79,7 +79,7 @@ class ExplorerState:
         self._known = _grad_known_steps(trace, self._bstep)
         self.view = render.default_view(trace) if trace.target is not None else "forward"
         self.collapse = "auto"
-        self.expanded: frozenset = dot.default_expanded(trace)   # models open, a mark visible; the learner may fold them
+        self.expanded: frozenset = dot.default_expanded(trace)   # models open, marks visible; the learner may fold them
         self.hidden: set = set()
         self.heat = False
         self.mode = "backward" if trace.steps else "forward"
