@@ -336,7 +336,7 @@ def test_rolled_loop_over_rnn_steps_with_gradient_norm_per_step():
     opened = {model.name, f"{model.name}/{rnn_layer.name}"}
     rolled = tr.to_dot("forward", expanded=opened)
     assert "× 6 steps (rolled)" in rolled and '"fwd_l0" -> "fwd_l0"' in rolled and "t → t+1" in rolled
-    from autodiff_viz.views.widgets import minidot
+    from autodiff_viz.views import minidot
     drawn = ET.fromstring(minidot.svg(rolled))              # the built-in renderer draws the loop too
     assert any(g.get("id") == "fwd_l0_loop" for g in drawn.iter("{http://www.w3.org/2000/svg}g"))
     unrolled = tr.to_dot("forward", expanded=opened | {loop.key})

@@ -33,12 +33,13 @@ def test_the_cnn_default_shows_every_layer_by_name_its_weights_and_their_formula
         node = tr.node(tr.node_id_of(v))
         line = next(ln for ln in text.splitlines() if f'"bwd_{node.id}" [' in ln)
         assert v.name in line and "ḡ = " in line
-    assert "ḡ_K = correlation of x with (ḡ_conv2d ⊙ f′(z))" in text    # the image is a constant: no ḡ_x edge
+    conv, pool, flat, dense = model.layers
+    assert f"ḡ_K = correlation of x with (ḡ_{conv.name} ⊙ f′(z))" in text    # the image is a constant: no ḡ_x edge
     for cls in (L.MaxPooling2D, L.Flatten, L.Dense):
         formula = cls.backward_text["x"].split(" = ", 1)[1].split("ḡ_y")[-1]
         assert formula in text, cls.__name__
     assert L.Dense.backward_text["kernel"].replace("ḡ_y", "ḡ_logits") in text     # ḡ_W, in the learner's names
-    assert "ḡ_flatten = (ḡ_logits ⊙ f′(z)) · Wᵀ" in text
+    assert f"ḡ_{flat.name} = (ḡ_logits ⊙ f′(z)) · Wᵀ" in text              # ḡ_x named after the layer it goes to
     assert "VJP of" not in text and "(folded)" not in text and "×1" not in text
 
 

@@ -7,9 +7,9 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz.traces.model import _num
+from autodiff_viz.views import minidot, render
 from autodiff_viz.views import page as page_module
-from autodiff_viz.views import render
-from autodiff_viz.views.widgets import ExplorerState, minidot, show
+from autodiff_viz.views.widgets import ExplorerState, show
 
 
 def small_tape():

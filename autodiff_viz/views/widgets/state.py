@@ -32,8 +32,8 @@ from ...core.tensor import Tensor
 from ...state import paused
 from ...traces.build import build_trace
 from ...traces.model import Trace
-from .. import dot, render
-from . import minidot, panels, svgtools
+from .. import dot, minidot, render
+from . import panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
 LABELS = ("value", "shape", "factor", "grad")
