@@ -70,3 +70,50 @@ def test_the_lstm_default_opens_the_model_and_states_the_gate_equations():
     assert f"{model.layers[0].name} (LSTM)" in text and f"{model.layers[1].name} (Dense)" in text
     assert "ḡ_W_h = Σ_t h(t−1)ᵀ · [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t)" in text      # the recurrent kernel's gradient
     assert "VJP of" not in text
+
+
+def test_a_functional_mlp_with_a_skip_connection_shows_the_learners_layer_names_and_their_formulas():
+    """``hidden`` and ``head``, the names the learner gave, title their boxes; the skip's Add copies ḡ to both inputs."""
+    rng = np.random.default_rng(0)
+    inp = L.Input((4,))
+    h = L.Dense(4, activation="tanh", name="hidden")(inp)
+    s = L.Add(name="skip")([inp, h])
+    model = adv.Model(inp, L.Dense(3, name="head")(s))
+    with adv.GradientTape() as tape:
+        logits = model(rng.normal(size=(5, 4)).astype("float32"))
+        loss = adv.losses.SparseCategoricalCrossentropy(from_logits=True)(np.array([0, 1, 2, 0, 1]), logits)
+    text = tape.trace(loss, sources=model.trainable_variables).to_dot("backward")
+    assert "hidden (Dense)" in text and "head (Dense)" in text and "skip (Add)" in text
+    for v in model.trainable_variables:                 # hidden/kernel, hidden/bias, head/kernel, head/bias
+        assert f'label="{v.name}\\n' in text
+    assert "ḡ_skip = (ḡ_logits ⊙ f′(z)) · Wᵀ" in text                     # head's input is the skip's output
+    assert "ḡ_hidden = ḡ_skip for every input (a sum copies ḡ to each term)" in text     # the skip's edge to hidden
+    assert "ḡ_W = xᵀ · (ḡ_hidden ⊙ f′(z))" in text                       # hidden's kernel, through tanh's f′
+    assert "VJP of" not in text and "ᵢ =" not in text
+
+
+def test_edges_out_of_normalization_and_attention_layers_state_their_formulas():
+    """A transformer-like stack (Dense → MultiHeadAttention → LayerNormalization → BatchNormalization → Dense), one step."""
+    rng = np.random.default_rng(0)
+    inp = L.Input((3, 4))
+    x = L.Dense(4, name="embed")(inp)
+    a = L.MultiHeadAttention(num_heads=2, key_dim=2, name="mha")(x, x)
+    n = L.LayerNormalization(name="ln")(a)
+    b = L.BatchNormalization(name="bn")(n)
+    model = adv.Model(inp, L.Dense(1, name="out")(L.Flatten(name="flat")(b)))
+    with adv.GradientTape() as tape:
+        loss = adv.mean(adv.square(model(rng.normal(size=(2, 3, 4)).astype("float32"), training=True)))
+    text = tape.trace(loss, sources=model.trainable_variables).to_dot("backward")
+    edges = [ln for ln in text.splitlines() if "->" in ln]
+
+    def out_of(layer):
+        box = next(ln for ln in text.splitlines() if f'label="{layer} (' in ln).split('"')[1]
+        return " ".join(ln for ln in edges if ln.lstrip().startswith(f'"{box}" ->'))
+
+    assert "ḡ_ln = (γ/σ) · (ḡ_bn − mean_B(ḡ_bn) − x̂ ⊙ mean_B(ḡ_bn ⊙ x̂))" in out_of("bn")
+    assert "ḡ_γ = Σ_B (ḡ_bn ⊙ x̂)" in out_of("bn") and "ḡ_β = Σ_B ḡ_bn" in out_of("bn")
+    assert "ḡ_mha = (γ/σ) · (ḡ_ln − mean_f(ḡ_ln) − x̂ ⊙ mean_f(ḡ_ln ⊙ x̂))" in out_of("ln")
+    mha = out_of("mha")
+    assert "ḡ_S = A ⊙ (ḡ_A − rowsum(ḡ_A ⊙ A))" in mha and "ḡ_x = ḡ_Q·W_qᵀ + ḡ_K·W_kᵀ + ḡ_V·W_vᵀ" in mha
+    assert "ḡ_V = Aᵀ·ḡ_mha" in mha                                     # ḡ_y in the layer's own name
+    assert "VJP of" not in text

@@ -143,8 +143,10 @@ def edge_lines(trace, lay, s, d, es, norm) -> list:
     else:
         x = ", ".join(_name(trace, lay, trace.node(i)) for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
         text = formula(trace, box, "x")
-        if text.startswith("ḡ_x"):
-            text = "ḡ_" + x + text[3:]
+        for head in ("ḡ_xᵢ", "ḡ_x"):            # ḡ_xᵢ: a merge's formula for each of its inputs
+            if text.startswith(head):
+                text = "ḡ_" + x + text[len(head):]
+                break
     text = text.replace("{box}", box.title or "").replace("ḡ_y", "ḡ_" + y)
     lines = [part for part in text.split("; ")]
     return lines + ([norm] if norm else [])
