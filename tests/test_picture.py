@@ -73,7 +73,7 @@ def test_the_lstm_default_opens_the_model_and_states_the_gate_equations():
 
 
 def test_a_functional_mlp_with_a_skip_connection_shows_the_learners_layer_names_and_their_formulas():
-    """``hidden`` and ``head``, the names the learner gave, title their boxes; the skip's Add copies ḡ to both inputs."""
+    """``hidden`` and ``head``, the learner's names, title their boxes; the skip's Add copies ḡ to both inputs."""
     rng = np.random.default_rng(0)
     inp = L.Input((4,))
     h = L.Dense(4, activation="tanh", name="hidden")(inp)
@@ -93,7 +93,7 @@ def test_a_functional_mlp_with_a_skip_connection_shows_the_learners_layer_names_
 
 
 def test_edges_out_of_normalization_and_attention_layers_state_their_formulas():
-    """A transformer-like stack (Dense → MultiHeadAttention → LayerNormalization → BatchNormalization → Dense), one step."""
+    """One step of a transformer-like stack: Dense → MultiHeadAttention → LayerNorm → BatchNorm → Dense."""
     rng = np.random.default_rng(0)
     inp = L.Input((3, 4))
     x = L.Dense(4, name="embed")(inp)
