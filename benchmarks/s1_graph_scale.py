@@ -6,7 +6,7 @@ loss: five trace nodes per layer, so a model of 10,000 layers is a
 50,000-node trace. Cases for autodiff_viz: ``tape.trace(loss)``, its JSON,
 the DOT of the default drawing (the backward view, folded by meaning and to
 the node budget), that DOT laid out by Graphviz and by the built-in
-renderer (:mod:`autodiff_viz.views.widgets.minidot`), and the DOT and built-in SVG
+renderer (:mod:`autodiff_viz.views.minidot`), and the DOT and built-in SVG
 of every op unfolded (``collapse=None, budget=None``, up to 5,000 nodes;
 Graphviz on every op is probed once and reported when it needs more than
 ``SVG_PROBE_SECONDS``). The torch row draws the same model with
@@ -103,8 +103,7 @@ def variants(lib: str, mod, d) -> dict:
 
 
 def _autodiff_viz(adv, d) -> dict:
-    from autodiff_viz.views import render
-    from autodiff_viz.views.widgets import minidot
+    from autodiff_viz.views import minidot, render
 
     out = {}
     for size in d["sizes"]:

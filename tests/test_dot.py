@@ -149,23 +149,23 @@ def test_collapse_layers_keeps_edges_between_layers():
         ("n0", "n2"), ("n1", "n2"), ("n2", "n3"), ("n3", "n5"), ("n4", "n5"), ("n5", "n6"), ("n5", "n6"),
         ("n6", "n7")])
     text = tr.to_dot("forward", collapse="layers")
-    # the named input x stays outside the layer it feeds; the weights go inside
-    assert _edges(text) == [("g1", "g2"), ("g2", "n6"), ("n0", "g1"), ("n6", "n7")]
+    # the named input x stays outside the layer it feeds; each weight is drawn beside its layer
+    assert _edges(text) == [("g1", "g2"), ("g2", "n6"), ("n0", "g1"), ("n1", "g1"), ("n4", "g2"), ("n6", "n7")]
     assert "dense_1" in text and "dense_2" in text and "[model/dense_1]" in text
     crossing = next(line for line in text.splitlines() if '"fwd_g1" -> "fwd_g2"' in line)
     assert "h (2, 4)" in crossing                        # the tensor that crosses, by the learner's name
     squared = next(line for line in text.splitlines() if '"fwd_g2" -> "fwd_n6"' in line)
     assert "out (2, 1)" in squared and "2 edges" in squared   # out * out: one tensor used twice
     assert _edges(tr.to_dot("backward", collapse="layers"), "bwd_") == [
-        ("g1", "n0"), ("g2", "g1"), ("n6", "g2"), ("n7", "n6")]
+        ("g1", "n0"), ("g1", "n1"), ("g2", "g1"), ("g2", "n4"), ("n6", "g2"), ("n7", "n6")]
 
 
 def test_collapse_by_depth():
     tr = two_layers()
     one = tr.to_dot("forward", collapse=1)
-    assert _edges(one) == [("g0", "n6"), ("n0", "g0"), ("n6", "n7")]
-    assert "layer · 3 ops" in one
-    assert tr.to_dot("forward", collapse=1) == tr.to_dot("forward")     # "auto": the outermost boxes
+    assert _edges(one) == [("g0", "n6"), ("n0", "g0"), ("n1", "g0"), ("n4", "g0"), ("n6", "n7")]
+    assert "ops" not in one.split("subgraph cluster_legend")[0]        # no op counts, what a learner reads
+    assert tr.to_dot("forward", collapse=1) == tr.to_dot("forward", expanded=())     # "auto", all folded
     assert tr.to_dot("forward", collapse=2) == tr.to_dot("forward", collapse="layers")
 
 
@@ -247,21 +247,23 @@ def test_layers_losses_and_the_users_functions_are_folded_boxes_by_default():
     m, (d1, d2) = model.name, (layer.name for layer in model.layers)
     assert set(tr.groups()) == {m, f"{m}/{d1}", f"{m}/{d2}", "sharpen()", "sparse_categorical_crossentropy"}
     lay = dot.layout(tr)
+    # the model is drawn open one level: its layers are the boxes; the loss and the function stay one box
     assert sorted(b.title for b in lay.boxes.values() if b.kind == "group") == sorted([
-        m, "sharpen()", "sparse_categorical_crossentropy"])
+        d1, d2, "sharpen()", "sparse_categorical_crossentropy"])
     assert {b.what for b in lay.boxes.values() if b.kind == "group"} == {"layer", "function"}
-    opened = dot.layout(tr, expanded={m})
-    assert {d1, d2} <= {b.title for b in opened.boxes.values()}
+    opened = dot.layout(tr, expanded=())             # everything folded: the model is one box
+    assert m in {b.title for b in opened.boxes.values()}
     # box ids are the same whatever is open: the SVG element of a box never changes its id
     ids = {b.key: b.id for b in lay.boxes.values() if b.key}
     assert all(ids[b.key] == b.id for b in opened.boxes.values() if b.key in ids)
-    # the edge out of a folded box carries the box's vector-Jacobian product
+    # the edge out of a folded box states its backward formula (a generic sentence for a function or a loss)
     text = tr.to_dot("backward")
-    vjp = next(line for line in text.splitlines() if "VJP of sharpen()" in line)
-    assert "ḡ_logits = VJP of sharpen() at ḡ_" in vjp and "norm " in vjp
-    assert "VJP of sparse_categorical_crossentropy at ḡ_loss" in text
+    vjp = next(line for line in text.splitlines() if "through sharpen()" in line)
+    assert "ḡ_logits = ḡ_" in vjp and "back through sharpen(), op by op" in vjp and "norm " in vjp
+    assert "= ḡ_loss back through sparse_categorical_crossentropy, op by op" in text
+    assert "VJP of" not in text
     everything = tr.to_dot("forward", expanded=set(tr.groups()))
-    assert "VJP of" not in everything and '"fwd_g' not in everything
+    assert '"fwd_g' not in everything
 
 
 def test_a_mark_inside_a_folded_box_opens_it_unless_the_boxes_are_given():
@@ -296,7 +298,7 @@ def test_the_vjp_of_a_folded_box_is_the_sum_of_the_gradients_that_cross_it():
     tr = tape.trace(loss)
     label = next(line for line in tr.to_dot("backward").splitlines() if '-> "bwd_n0"' in line)
     g = tr.node(tr.node_id_of(x)).grad.data
-    assert f"norm {np.linalg.norm(g):.3g}" in label and "ḡ_x = VJP of layer at ḡ_h" in label
+    assert f"norm {np.linalg.norm(g):.3g}" in label and "ḡ_x = ḡ_h back through layer, op by op" in label
 
 
 def test_nodes_are_titled_with_the_learners_names_and_the_op_beneath():
@@ -334,12 +336,12 @@ def test_rolled_loop_over_rnn_steps_with_gradient_norm_per_step():
     opened = {model.name, f"{model.name}/{rnn_layer.name}"}
     rolled = tr.to_dot("forward", expanded=opened)
     assert "× 6 steps (rolled)" in rolled and '"fwd_l0" -> "fwd_l0"' in rolled and "t → t+1" in rolled
-    from autodiff_viz.views.widgets import minidot
+    from autodiff_viz.views import minidot
     drawn = ET.fromstring(minidot.svg(rolled))              # the built-in renderer draws the loop too
     assert any(g.get("id") == "fwd_l0_loop" for g in drawn.iter("{http://www.w3.org/2000/svg}g"))
     unrolled = tr.to_dot("forward", expanded=opened | {loop.key})
     assert "rolled" not in unrolled.split("subgraph cluster_legend")[0]
-    assert unrolled.count(f"{rnn_layer.cell.name} (SimpleRNNCell)\\nlayer") == 6
+    assert unrolled.count(f"{rnn_layer.cell.name} (SimpleRNNCell)\\n→") == 6
     short = rnn(3)                                          # 3 steps or fewer: unrolled by default
     assert short.loops() == [] or all(lp.count <= dot.ROLL_ABOVE for lp in short.loops())
 
@@ -357,7 +359,7 @@ def test_one_box_per_layer_rolls_a_long_loop_as_the_rolled_argument_says():
     rolled = tr.to_dot("forward", collapse="layers")
     assert "× 6 steps (rolled)" in rolled and rolled.count(f"{cell} (SimpleRNNCell)") == 1
     unrolled = tr.to_dot("forward", collapse="layers", rolled=False)
-    assert "rolled)" not in unrolled and unrolled.count(f"{cell} (SimpleRNNCell)\\nlayer") == 6
+    assert "rolled)" not in unrolled and unrolled.count(f"{cell} (SimpleRNNCell)\\n→") == 6
     assert tr.to_dot("forward", collapse=3, rolled=False) == unrolled      # the innermost depth is the same
     render.svg(rolled)
 

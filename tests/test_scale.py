@@ -18,8 +18,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz import diagnosis
-from autodiff_viz.views import dot
-from autodiff_viz.views.widgets import minidot
+from autodiff_viz.views import dot, minidot
 
 GRAPHVIZ_LINE_LIMIT = 16384
 

@@ -45,9 +45,8 @@ def inline_body(page: str, view: str) -> str:
 
 
 def set_up_from_code(ex, k=5):
-    """What notebook 11 does: backward view, the model's box opened, colour by ‖ḡ‖, a step of the walk."""
+    """What notebook 11 does: backward view, the model drawn open (the default), colour by ‖ḡ‖, a step of the walk."""
     ex.view.value = "backward"
-    ex.click(ex.state.foldable()[0])
     ex.graph.heat = True
     ex.go(k)
 
@@ -93,10 +92,9 @@ def test_the_current_fold_state_and_its_fold_backs_are_carried_whatever_the_budg
     ex = mlp_explorer()
     st = ex.state
     ex.view.value = "backward"
-    ex.click(st.foldable()[0])
-    (outer,) = st.expanded
+    (outer,) = st.expanded                              # by default the model is drawn open: its layers are boxes
     inner = [b for b in st.foldable() if st.layout().boxes[b].key.startswith(outer + "/")]
-    ex.click(inner[0])                                  # a box inside the opened one
+    ex.click(inner[0])                                  # a folded layer inside the opened model
     assert len(st.expanded) == 2
     page = page_module.html_document(st.trace, st.collapse, fold_states=1, budget_chars=0, budget_seconds=0, start=st)
     data = data_of(page)
@@ -114,19 +112,24 @@ def test_the_both_view_is_carried_when_the_explorer_shows_it():
     ex.go(2)
     page = page_of(ex.static_html())
     data = data_of(page)
-    assert data["init"]["view"] == "both" and data["init"]["step"] == 2 and data["init"]["state"] == ""
+    (model,) = ex.state.expanded                        # the default fold: the model open one level
+    assert data["init"]["view"] == "both" and data["init"]["step"] == 2 and data["init"]["state"] == model
     assert 'data-view="both" aria-pressed="true"' in page
     assert inline_body(page, "both") == ex.state.payload("both")["body"]
     assert all("both" in views for views in data["states"].values())
 
 
-def test_a_saved_page_without_an_explorer_still_opens_forward_folded_at_step_1():
+def test_a_saved_page_without_an_explorer_opens_forward_on_the_default_fold_at_step_1():
     ex = mlp_explorer()
     page = page_module.html_document(ex.state.trace)
     data = data_of(page)
-    assert data["init"] == {"state": "", "view": "forward", "mode": "backward", "step": 1, "heat": False,
+    (model,) = ex.state.expanded                        # the default fold, as the explorer opens it
+    assert data["init"] == {"state": model, "view": "forward", "mode": "backward", "step": 1, "heat": False,
                             "hidden": [], "selected": None}
     assert 'data-view="both"' not in page and page.count("<svg") == 2
+    inline = inline_body(page, "forward")                 # the inline drawing is the model open, not "collapse all"
+    assert data["states"][model]["forward"]["body"] == "" and inline
+    assert data["states"][""]["forward"]["body"] not in ("", inline)
 
 
 def test_the_explorer_mimebundle_keeps_the_live_widget_first():

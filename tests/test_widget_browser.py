@@ -227,22 +227,23 @@ def test_mlp_fits_the_width_opens_a_folded_box_and_inspects_a_clicked_node(page)
 
     gv = page.locator(".adv-gv").nth(0)
     before = geo["nodes"]
-    folded = gv.locator("g.node.adv-folded, g.node[id$='_g0']").first
+    assert gv.locator(".adv-gv-crumbs button").count() == 2      # "collapse all" and the model, open by default
+    folded = gv.locator("g.node[id*='fwd_g']").filter(has_text="(Dense)").first     # a layer: folded by default
     folded.scroll_into_view_if_needed()
     folded.click()
     page.wait_for_function(f"document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length > {before}",
                            timeout=15_000)
-    assert gv.locator(".adv-gv-crumbs button").count() >= 2      # "collapse all" and the opened box
+    assert gv.locator(".adv-gv-crumbs button").count() == 3      # ... and the opened layer
     geo2 = page.evaluate(GEOMETRY_JS, 0)
     _shot(page, 0, "mlp-2-expanded.png")
     assert _fits(geo2), geo2
 
-    loss_box = gv.locator("g.node[id*='bwd_']").filter(has_text="sparse_categorical_crossentropy").first
-    if loss_box.count() and "folded" in loss_box.text_content():
-        count = page.evaluate("document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length")
-        loss_box.click()
-        page.wait_for_function("document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length > "
-                               f"{count}", timeout=15_000)
+    loss_box = gv.locator("g.node[id*='bwd_g']").filter(has_text="sparse_categorical_crossentropy")
+    assert loss_box.count() == 1                                # the loss stays one box: open it
+    count = page.evaluate("document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length")
+    loss_box.first.click()
+    page.wait_for_function("document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length > "
+                           f"{count}", timeout=15_000)
     node = gv.locator("g.node[id*='bwd_n']").filter(has_text="softmax_cross_entropy").first
     node.click()
     panel = page.locator(".jp-OutputArea-output").nth(0).locator(".widget-html-content", has_text="node id")
@@ -260,9 +261,10 @@ def test_mlp_fits_the_width_opens_a_folded_box_and_inspects_a_clicked_node(page)
     edge_panel.scroll_into_view_if_needed()
     edge_panel.screenshot(path=str(page.out / "mlp-5-edge-panel.png"))
 
-    gv.locator(".adv-gv-crumbs button", has_text="collapse all").click()
-    page.wait_for_function(f"document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length == {before}",
+    gv.locator(".adv-gv-crumbs button", has_text="collapse all").click()      # the whole model one box again
+    page.wait_for_function(f"document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length < {before}",
                            timeout=15_000)
+    assert gv.locator("g.node[id*='fwd_g']").filter(has_text="(Sequential)").count() == 1
 
 
 def test_next_moves_at_once_and_the_kernel_fills_the_chain_rule_panel(page):

@@ -174,6 +174,12 @@ class MultiHeadAttention(Layer):
     as Keras. Only inputs of rank 3 (attention over one sequence axis) are
     supported.
     """
+    backward_text = {"x": "per head, A = softmax(QKᵀ/√d), y = A·V: ḡ_V = Aᵀ·ḡ_y, ḡ_A = ḡ_y·Vᵀ; "
+                     "ḡ_S = A ⊙ (ḡ_A − rowsum(ḡ_A ⊙ A)), "
+                     "ḡ_Q = ḡ_S·K/√d, ḡ_K = ḡ_Sᵀ·Q/√d; "
+                     "ḡ_x = ḡ_Q·W_qᵀ + ḡ_K·W_kᵀ + ḡ_V·W_vᵀ",
+                     "kernel": "ḡ_W_q = xᵀ·ḡ_Q, ḡ_W_k = xᵀ·ḡ_K, ḡ_W_v = xᵀ·ḡ_V, ḡ_W_o = concat(heads)ᵀ·ḡ_y",
+                     "bias": "ḡ_b = Σ over batch and positions of the projection's ḡ"}
 
     supports_masking = True
 
@@ -384,6 +390,8 @@ class Attention(Layer):
         >>> out.shape, w.shape, [v.name for v in att.weights]
         ((2, 3, 4), (2, 3, 5), ['attention/scale', 'attention/concat_score_weight'])
     """
+    backward_text = {"x": "A = softmax(QKᵀ·s), y = A·V: ḡ_V = Aᵀ·ḡ_y; "
+                     "ḡ_S = A ⊙ (ḡ_y·Vᵀ − rowsum(ḡ_y·Vᵀ ⊙ A)), ḡ_Q = ḡ_S·K·s, ḡ_K = ḡ_Sᵀ·Q·s"}
 
     _takes_list = True
     supports_masking = True

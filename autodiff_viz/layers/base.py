@@ -256,6 +256,9 @@ class Layer:
     _takes_list = False     # True: call(inputs) takes a list of tensors (merge layers, Attention)
     _call_shares = (None,) * 8      # _call_facts(cls), made at the class's first call
     supports_masking = False   # True: the output carries the input's mask (see compute_mask), as Keras 3
+    # The layer's backward formula, as a course writes it on the edges of the layer's folded box: {"x": the
+    # gradient of the input, weight name: its gradient}, in ḡ_x / ḡ_y (y the output). None: a generic sentence.
+    backward_text: dict | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -195,6 +195,9 @@ def _checked_pads(layer, inputs, channels) -> tuple:
 
 class _Conv(Layer):
     """What ``Conv1D`` and ``Conv2D`` share; ``rank`` is the number of spatial axes."""
+    backward_text = {"x": "ḡ_x = full correlation of (ḡ_y ⊙ f′(z)) with the flipped kernel",
+                     "kernel": "ḡ_K = correlation of x with (ḡ_y ⊙ f′(z))",
+                     "bias": "ḡ_b = Σ over batch and positions of (ḡ_y ⊙ f′(z))"}    # z = x ⋆ K + b, y = f(z)
 
     rank = 2
 

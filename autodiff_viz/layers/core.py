@@ -39,6 +39,7 @@ class Flatten(Layer):
     Its gradient is the upstream gradient reshaped back (``reshape`` op).
     A ``(batch,)`` input becomes ``(batch, 1)``, as in Keras.
     """
+    backward_text = {"x": "ḡ_x = reshape(ḡ_y, shape of x): Flatten only moves entries"}
 
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
@@ -60,6 +61,7 @@ class Reshape(Layer):
 
     One entry of ``target_shape`` may be ``-1`` (inferred).
     """
+    backward_text = {"x": "ḡ_x = reshape(ḡ_y, shape of x): Reshape only moves entries"}
 
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
@@ -361,6 +363,7 @@ class Activation(Layer):
 
     Accepts the names of :mod:`autodiff_viz.layers.activations` or a callable.
     """
+    backward_text = {"x": "ḡ_x = ḡ_y ⊙ f′(x)"}
 
     supports_masking = True
 
@@ -444,6 +447,7 @@ class ReLU(Layer):
         threshold: the input below which the output is damped (0 without a
             slope), a number ≥ 0.
     """
+    backward_text = {"x": "ḡ_x = ḡ_y ⊙ [x > 0]"}
 
     _single_input = True
     supports_masking = True
@@ -489,6 +493,7 @@ class Softmax(Layer):
     Args:
         axis: the axis (or list of axes) that sums to 1.
     """
+    backward_text = {"x": "ḡ_x = y ⊙ (ḡ_y − Σ(ḡ_y ⊙ y))"}
 
     _single_input = True
 

@@ -87,6 +87,8 @@ class Dense(Layer):
         kernel_constraint: a function applied to the kernel after each optimizer step.
         bias_constraint: the same for the bias.
     """
+    backward_text = {"x": "ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ", "kernel": "ḡ_W = xᵀ · (ḡ_y ⊙ f′(z))",
+                     "bias": "ḡ_b = Σ_batch (ḡ_y ⊙ f′(z))"}    # z = x·W + b, y = f(z)
 
     _single_input = True
     supports_masking = True

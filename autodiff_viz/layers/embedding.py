@@ -41,6 +41,8 @@ class Embedding(Layer):
     that names the index and where it is, raised before anything is computed.
     Float inputs are accepted when they hold whole numbers.
     """
+    backward_text = {"x": "no gradient: the indices are integers",
+                     "embeddings": "ḡ_E[i] = Σ of ḡ_y over the positions that looked up row i (a scatter-add)"}
 
     _single_input = True
 

@@ -66,6 +66,7 @@ class _Merge(Layer):
 
 class Add(_Merge):
     """The sum of the inputs: ``Add()([x, shortcut])``. Its gradient is ḡ for every input."""
+    backward_text = {"x": "ḡ_xᵢ = ḡ_y for every input (a sum copies ḡ to each term)"}
 
     def _merge(self, xs):
         return functools.reduce(ops.add, xs)
@@ -82,6 +83,7 @@ class Subtract(_Merge):
 
 class Multiply(_Merge):
     """The elementwise product of the inputs (gating)."""
+    backward_text = {"x": "ḡ_xᵢ = ḡ_y ⊙ (the product of the other inputs)"}
 
     def _merge(self, xs):
         return functools.reduce(ops.multiply, xs)
@@ -114,6 +116,7 @@ class Concatenate(_Merge):
         >>> Concatenate()([np.ones((2, 3)), np.zeros((2, 5))]).shape
         (2, 8)
     """
+    backward_text = {"x": "ḡ_xᵢ = the slice of ḡ_y that came from xᵢ"}
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)

@@ -62,6 +62,7 @@ class MaxPooling1D(_Pooling):
         >>> MaxPooling1D(2)(np.ones((4, 10, 3))).shape
         (4, 5, 3)
     """
+    backward_text = {"x": "ḡ_x = ḡ_y routed to each window's arg-max (0 elsewhere)"}
 
     rank, rule = 1, R.max_pool
 
@@ -77,6 +78,7 @@ class MaxPooling2D(_Pooling):
 
     The gradient goes only to each window's largest entry (the first one on ties).
     """
+    backward_text = {"x": "ḡ_x = ḡ_y routed to each window's arg-max (0 elsewhere)"}
 
     rank, rule = 2, R.max_pool
 
@@ -86,6 +88,7 @@ class MaxPooling2D(_Pooling):
 
 class AveragePooling1D(_Pooling):
     """The mean of each window of ``pool_size`` steps, per channel."""
+    backward_text = {"x": "ḡ_x = ḡ_y / (window size), spread evenly over each window"}
 
     rank, rule = 1, R.avg_pool
 
@@ -99,6 +102,7 @@ class AveragePooling2D(_Pooling):
     The gradient is spread evenly: each entry of a window gets ``ḡ / count``,
     ``count`` being the number of real (unpadded) entries in the window.
     """
+    backward_text = {"x": "ḡ_x = ḡ_y / (window size), spread evenly over each window"}
 
     rank, rule = 2, R.avg_pool
 
@@ -134,6 +138,7 @@ class GlobalAveragePooling1D(_GlobalPooling):
     output carries no mask. A sequence whose steps are all masked averages
     nothing: its row is NaN (0/0, as in Keras), with a warning.
     """
+    backward_text = {"x": "ḡ_x = ḡ_y / (number of positions), copied to every position"}
 
     rank, reduce = 1, ops.mean
     supports_masking = True
@@ -167,18 +172,21 @@ class GlobalAveragePooling1D(_GlobalPooling):
 class GlobalAveragePooling2D(_GlobalPooling):
     """The mean over height and width: ``(batch, h, w, channels)`` -> ``(batch, channels)``
     (``keepdims=True``: ``(batch, 1, 1, channels)``)."""
+    backward_text = {"x": "ḡ_x = ḡ_y / (number of positions), copied to every position"}
 
     rank, reduce = 2, ops.mean
 
 
 class GlobalMaxPooling1D(_GlobalPooling):
     """The maximum over the steps, per channel (the gradient goes to the arg-max; ties share it)."""
+    backward_text = {"x": "ḡ_x = ḡ_y at each channel's arg-max position (0 elsewhere)"}
 
     rank, reduce = 1, ops.max
 
 
 class GlobalMaxPooling2D(_GlobalPooling):
     """The maximum over height and width, per channel (the gradient goes to the arg-max; ties share it)."""
+    backward_text = {"x": "ḡ_x = ḡ_y at each channel's arg-max position (0 elsewhere)"}
 
     rank, reduce = 2, ops.max
 

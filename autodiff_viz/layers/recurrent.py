@@ -51,6 +51,7 @@ from ..state import is_package_code, name_scope
 from . import activations, initializers
 from .base import Layer, _call_parameters, boolean_mask
 from .dense import activation_config
+from .recurrent_text import ByClass
 
 
 def _columns(z, start, stop):
@@ -643,6 +644,7 @@ class RNN(Layer):
 
 class _KerasRNN(RNN):
     """An RNN that makes its own cell from the arguments (``SimpleRNN``, ``LSTM``, ``GRU``)."""
+    backward_text = ByClass()   # SimpleRNN, LSTM, GRU: their formulas in recurrent_text.py
 
     _cell_class = None
     _rnn_args = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "activity_regularizer",

@@ -41,6 +41,7 @@ class Dropout(Layer):
             (the same sequence of masks in every run); without one, from the
             generator of :func:`adv.layers.set_random_seed`.
     """
+    backward_text = {"x": "ḡ_x = ḡ_y ⊙ mask / (1 − rate) in training; ḡ_x = ḡ_y at inference"}
 
     supports_masking = True
 

@@ -13,9 +13,10 @@ Three views of the same record:
 Graphs read like a textbook figure because they are **folded by meaning**
 (``collapse="auto"``, the default): every layer call, loss object,
 ``adv.name_scope`` and call of your own Python function inside the tape is
-one box (:func:`hierarchy`), drawn with its name; the edge that leaves a
-folded box in the backward view carries the box's vector–Jacobian product
-(``ḡ_x = VJP of dense_1 at ḡ_h``, with its norm). A box opens when its key is
+one box (:func:`hierarchy`), drawn with its name; a model is drawn open one
+level, its layers the boxes and their weights beside them; the edge that
+leaves a folded box in the backward view states the layer's backward formula
+(``ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ``, with its norm: :mod:`.figure`). A box opens when its key is
 in ``expanded``; the same layer called many times in a row (an RNN cell per
 time step) is drawn **rolled** as one box with an edge ``t → t+1``
 (:class:`Loop`: per-step node ids and ``‖ḡ_h(t)‖``). ``collapse=None`` draws
@@ -43,7 +44,7 @@ contract is:
   matrix one line per row) or ``ḡ = …`` (backward). A backward edge: the
   chain-rule step as a whole formula (``ḡ_x = ḡ_y · Wᵀ``, starts with
   ``ḡ_``), then ``ḡ·∂y/∂x = …`` (the numbers); a folded box's edge:
-  ``ḡ_x = VJP of … at ḡ_…`` then ``norm …``. Summaries read
+  the layer's formula (``ḡ_x = …``) then ``norm …``. Summaries read
   ``min a … max b, norm c``.
 
 Every style sits in :data:`STYLES`; the output is deterministic (same trace,
@@ -55,6 +56,9 @@ from __future__ import annotations
 import html
 from collections import Counter
 from dataclasses import dataclass, field
+
+from . import figure
+from .figure import shape_text
 
 NODE_BUDGET = 60
 HUB_FANOUT = 6
@@ -97,7 +101,7 @@ LEGEND_ROWS = {
                  ("min … max, norm", "white", "a big array: smallest, largest entry, 2-norm")],
     "common": [("grey", "#f7f7f7", "not on a path target ← sources"), ("dashed ⊣", "white", "no gradient"),
                ("red", "#f8d0d0", "marked (reason beside it)"),
-               ("layer", "#e6def5", "folded layer, loss, scope or function (VJP on its edges)"),
+               ("layer", "#e6def5", "folded layer, loss, scope or function (its backward formula on its edges)"),
                ("loop", "#dcecf7", "rolled loop: one step drawn, t → t+1")],
 }
 
@@ -139,10 +143,6 @@ def _attrs(attrs: dict) -> str:
         else:
             parts.append(f"{k}={_q(_clip(str(v)))}")
     return " [" + " ".join(parts) + "]" if parts else ""
-
-
-def shape_text(shape, dtype) -> str:
-    return f"{'scalar' if not shape else tuple(shape)} {dtype}"
 
 
 # ---------------------------------------------------------------------------
@@ -496,7 +496,7 @@ def _rolled(h: Hierarchy, key: str, expanded, rolled) -> str | None:
 def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position):
     boxes, owner = {}, {}
     for n in trace.nodes:
-        key = _visible(h, n.id, collapse, expanded, rolled)
+        key = None if figure.drawn_alone(n) else _visible(h, n.id, collapse, expanded, rolled)
         if key is None:
             boxes[n.id] = Box(n.id, "node", [n.id], n.title, position[n.id])
             owner[n.id] = n.id
@@ -560,6 +560,11 @@ def marked_keys(trace) -> frozenset:
     return frozenset(keys)
 
 
+def default_expanded(trace) -> frozenset:
+    """What ``collapse="auto"`` opens by default: the models (their layers are the boxes) and every mark."""
+    return marked_keys(trace) | figure.model_keys(trace, hierarchy(trace))
+
+
 def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=None) -> Layout:
     """Group the trace's nodes into boxes, then fold deeper until at most ``budget`` boxes remain.
 
@@ -577,8 +582,8 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
             ``None``: no limit.
         expanded: keys of the groups and loops drawn open (see
             :attr:`Box.key`, :func:`hierarchy`); only for ``"auto"``.
-            ``None`` (default): the groups that hold a mark
-            (:func:`marked_keys`); ``()``: every group folded.
+            ``None`` (default): the models and the groups that hold a mark
+            (:func:`default_expanded`); ``()``: every group folded.
         rolled: ``None`` (default: a loop of more than ``ROLL_ABOVE`` steps is
             drawn rolled), ``True`` (every loop rolled) or ``False`` (unrolled).
     """
@@ -586,9 +591,9 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
                                           and collapse >= 1):
         raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
     _check_budget(budget)
-    expanded = marked_keys(trace) if expanded is None and collapse == "auto" else _expanded_keys(expanded)
-    position = {n.id: k for k, n in enumerate(trace.nodes)}
     h = hierarchy(trace)
+    expanded = default_expanded(trace) if expanded is None and collapse == "auto" else _expanded_keys(expanded)
+    position = {n.id: k for k, n in enumerate(trace.nodes)}
     notes = []
     boxes, owner = _assign(trace, h, collapse, expanded, rolled, position)
     if budget is not None and len(boxes) > budget and h.groups:
@@ -720,11 +725,12 @@ def _panel(trace, lay: Layout, view: str, lit: set) -> list:
     for box in sorted(lay.boxes.values(), key=lambda b: b.order):
         members = [trace.node(m) for m in box.members]
         attrs = dict(_box_style(box, members))
-        if has_target and not any(m.on_path for m in members):
-            attrs.update(STYLES["off_path"])
+        if (has_target and not any(m.on_path for m in members)) or (
+                box.kind == "node" and members[0].kind == "variable" and box.id not in trace.sources):
+            attrs.update(STYLES["off_path"])       # off the path, or a weight not in sources: faint
         if trace.target in box.members:
             attrs.update(STYLES["target"])
-        label = _box_label(trace, box, members, view)
+        label = _box_label(trace, lay, box, members, view)
         if any(m in lit for m in box.members):
             attrs.update(STYLES["highlight"])
         reasons = [r for m in box.members for r in trace.marks_of(m)]
@@ -752,11 +758,11 @@ def _box_style(box, members) -> dict:
     return STYLES[box.kind]
 
 
-def _box_label(trace, box, members, view) -> list:
+def _box_label(trace, lay, box, members, view) -> list:
     """Label lines: a node's title (the learner's name, else the op), the op beneath a named op,
     the shape, and its value (forward; a small matrix one row per line) or ḡ (backward).
 
-    A group: its name, what it is and how many ops, and the most frequent ops.
+    A folded box: its name and class, its output's shape and value or ḡ (:func:`figure.box_lines`).
     """
     if box.kind == "node":
         n = members[0]
@@ -769,20 +775,7 @@ def _box_label(trace, box, members, view) -> list:
         elif n.grad is not None:
             lines.append("ḡ = " + n.grad.brief() + (" (seed)" if n.id == trace.target else ""))
         return lines
-    ops = Counter(m.op for m in members if m.kind == "op")
-    counts = ", ".join(f"{op}×{k}" for op, k in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
-    n_ops = sum(ops.values())
-    if box.kind == "group":
-        return [_titled(trace, box), f"{box.what} · {n_ops} op{'' if n_ops == 1 else 's'} (folded)", counts]
-    if box.kind == "loop":
-        return [_titled(trace, box), f"× {box.count} steps (rolled) · {n_ops} ops", counts]
-    return ["⋯ folded middle of the tape", f"{len(members)} nodes", counts]
-
-
-def _titled(trace, box) -> str:
-    """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class."""
-    cls = getattr(trace, "kinds", {}).get(box.title)
-    return f"{box.title} ({cls})" if cls else box.title
+    return figure.box_lines(trace, lay, box, view)
 
 
 def _tooltip(box, members) -> str:
@@ -905,9 +898,9 @@ def _crossing(trace, es) -> str:
 def _box_gradient_label(trace, lay: Layout, s, d, es, short=False) -> list:
     """The backward label of edges that cross into a folded box ``d`` (forward: tensors of ``s`` read in ``d``).
 
-    The gradient that leaves the box is the box's vector–Jacobian product:
-    ``ḡ_x = VJP of dense_1 at ḡ_h`` — what the ops inside do to the
-    gradients of the box's outputs, summed. Its value is the sum of the
+    The gradient that leaves the box is the box's vector–Jacobian product,
+    written as its layer's backward formula (``ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ``,
+    :func:`figure.edge_lines`). Its value is the sum of the
     contributions of the crossing edges (or, for a big tensor read only
     inside this box, the tensor's ḡ itself).
     """
@@ -915,19 +908,8 @@ def _box_gradient_label(trace, lay: Layout, s, d, es, short=False) -> list:
     if box.kind == "node":
         return _gradient_label(es[0]) if len(es) == 1 else _bundle_label(trace, es)
     srcs = list(dict.fromkeys(e.src for e in es))
-    x = ", ".join(trace.node(i).title for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
     inside = set(box.members)
-    outs = []
-    for m in box.members:
-        if m == trace.target or any(lay.owner[e.dst] != d for e in trace.edges_from(m)
-                                    if e.contribution is not None):
-            outs.append(trace.node(m).title)
-    outs = list(dict.fromkeys(outs))
-    at = ", ".join(outs[:2]) + (" …" if len(outs) > 2 else "") if outs else "its outputs"
-    what = box.title if box.kind != "fold" else "the folded middle"
-    if short:
-        return [f"VJP of {what}"]
-    lines = [f"ḡ_{x} = VJP of {what} at ḡ_{at}"]
+    norm = None
     flowing = [e for e in es if e.contribution is not None]
     if flowing and len(srcs) == 1:
         value = _sum_norm(flowing)
@@ -935,10 +917,11 @@ def _box_gradient_label(trace, lay: Layout, s, d, es, short=False) -> list:
             src = trace.node(srcs[0])
             all_here = all(e.dst in inside for e in trace.edges_from(srcs[0]) if e.contribution is not None)
             value = _short_num(src.grad.stats["norm"]) if all_here and src.grad is not None else None
-        lines.append(f"norm {value}" if value is not None else f"the sum of {len(flowing)} contributions")
+        norm = f"norm {value}" if value is not None else f"the sum of {len(flowing)} contributions"
     elif flowing:
-        lines.append(f"{len(srcs)} tensors, {len(es)} edges")
-    return lines
+        norm = f"{len(srcs)} tensors, {len(es)} edges"
+    lines = figure.edge_lines(trace, lay, s, d, es, norm)
+    return lines[:1] if short else lines
 
 
 def _sum_norm(es) -> str | None:

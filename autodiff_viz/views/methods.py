@@ -16,10 +16,9 @@ from ..compare import _COLOURS, Comparison
 from ..files import check_folder
 from ..tape import GradientTape
 from ..traces.model import Trace
-from . import dot, page, render
+from . import dot, minidot, page, render
 from .dot import NODE_BUDGET, VIEWS
 from .tape_table import TapeTable
-from .widgets import minidot
 from .widgets import show as _show
 
 
@@ -43,7 +42,7 @@ def _trace_to_svg(self, view: str = "forward", collapse="auto", highlight=None, 
 
     ``renderer="graphviz"`` needs Graphviz's ``dot`` program;
     ``renderer="builtin"`` uses the pure-Python layout of
-    :mod:`autodiff_viz.widgets.minidot` (no dependency, simpler layout).
+    :mod:`autodiff_viz.views.minidot` (no dependency, simpler layout).
     """
     source = self.to_dot(view, collapse, highlight, expanded=expanded, rolled=rolled)
     if renderer == "builtin":

@@ -21,8 +21,7 @@ from ..layers.keras_tensor import _symbolic_shapes
 from ..models import Functional, Model, Sequential
 from ..structure import flatten
 from . import dot as _dot
-from . import render
-from .widgets import minidot
+from . import minidot, render
 
 __all__ = ["plot_model", "ModelPlot"]
 

@@ -240,7 +240,7 @@ def _page_data(trace, collapse, fold_states=HTML_FOLD_STATES, budget_chars=HTML_
         init = {"state": start_key, "view": start.view, "mode": start.mode, "step": start.step,
                 "heat": bool(start.heat), "hidden": sorted(start.hidden), "selected": start.box_of(start.selected)}
     else:
-        init = {"state": "", "view": "forward", "mode": "backward", "step": min(1, len(trace.steps)),
+        init = {"state": start_key, "view": "forward", "mode": "backward", "step": min(1, len(trace.steps)),
                 "heat": False, "hidden": [], "selected": None}
     data = {"states": states, "start": min(1, len(trace.steps)), "init": init,
             "known": st._known, "edge_step": flowing, "texts": _texts(trace)}
@@ -269,7 +269,8 @@ def html_document(trace, collapse="auto", title: str = "autodiff_viz trace", fol
     ``start``: an :class:`~autodiff_viz.widgets.state.ExplorerState` to open
     as it stands (view, opened boxes, walk and step, colour by ‖ḡ‖, hidden
     labels, selection), as :meth:`autodiff_viz.widgets.explorer.Explorer.static_html`
-    does; by default the page opens on the forward view, folded, at step 1
+    does; by default the page opens on the forward view with the default
+    fold (a model drawn open one level: its layers are the boxes), at step 1
     of the backward pass. ``collapse`` is then the state's own.
     """
     data, inline, _ = _page_data(trace, collapse, fold_states, budget_chars, budget_seconds, start)

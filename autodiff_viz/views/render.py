@@ -3,8 +3,10 @@
 * :func:`svg` turns DOT into SVG with Graphviz's ``dot`` program; when the
   program is missing it raises :class:`GraphvizNotFound`, whose message says
   how to install it.
-* :func:`mimebundle` is what a notebook shows for a trace: the SVG, or when
-  ``dot`` is missing the install hint and the tape table.
+* :func:`mimebundle` is what a notebook shows for a trace: the SVG fitted to the
+  output width, drawn by ``dot`` or, when it is missing, by the built-in
+  renderer (:mod:`~autodiff_viz.views.minidot`) under a note saying how to get
+  Graphviz's layout.
 
 Files and the standalone HTML page are :mod:`~autodiff_viz.views.page`'s.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 import html
 
 import graphviz
+
+from . import minidot
 
 INSTALL_HINT = (
     "Drawing a trace needs Graphviz's `dot` program, which was not found on PATH. Install it with one of:\n"
@@ -46,32 +50,24 @@ def default_view(trace) -> str:
     return "both" if len(trace.nodes) <= INLINE_NODE_LIMIT else "backward"
 
 
+def fit_width(image: str) -> str:
+    """The SVG scaled down to the output area's width (never up): the legend is never cut off at the right."""
+    return image.replace("<svg", '<svg style="max-width:100%;height:auto"', 1)
+
+
 def mimebundle(trace) -> dict:
-    """The notebook display of a trace: SVG, or the install hint and the tape table."""
+    """The notebook display of a trace: its SVG fitted to the output width.
+
+    Without Graphviz's ``dot`` the same DOT is drawn by the built-in renderer
+    (simpler layout, same boxes, labels and colours), under a one-line note
+    saying how to install Graphviz for its layout.
+    """
+    source = trace.to_dot(default_view(trace))
+    note = ""
     try:
-        image = svg(trace.to_dot(default_view(trace)))
-    except GraphvizNotFound as exc:
-        table = trace.table()
-        message = str(exc)
-        return {
-            "text/html": f'<pre style="color:#a33">{html.escape(message)}</pre>{table.to_html()}',
-            "text/plain": f"{message}\n\n{table.to_text()}",
-        }
-    return {"image/svg+xml": image, "text/plain": repr(trace)}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+        image = svg(source)
+    except GraphvizNotFound:
+        image = minidot.svg(source)
+        note = f'<p style="color:#8a4500;font-size:90%">{html.escape(minidot.FALLBACK_NOTE)}</p>'
+    return {"text/html": f'{note}<div style="max-width:100%;overflow-x:auto">{fit_width(image)}</div>',
+            "image/svg+xml": image, "text/plain": repr(trace)}

@@ -13,7 +13,7 @@
 
 Graphs are laid out in the kernel, once per fold state, with Graphviz's
 ``dot`` when it is installed and with the built-in renderer of
-:mod:`autodiff_viz.widgets.minidot` when it is not; the page
+:mod:`autodiff_viz.views.minidot` when it is not; the page
 (:mod:`autodiff_viz.widgets.frontend`, an anywidget whose script ships inside
 the package) fits, zooms, pans and steps them without asking the kernel.
 """

@@ -32,8 +32,8 @@ from ...core.tensor import Tensor
 from ...state import paused
 from ...traces.build import build_trace
 from ...traces.model import Trace
-from .. import dot, render
-from . import minidot, panels, svgtools
+from .. import dot, minidot, render
+from . import panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
 LABELS = ("value", "shape", "factor", "grad")
@@ -79,7 +79,7 @@ class ExplorerState:
         self._known = _grad_known_steps(trace, self._bstep)
         self.view = render.default_view(trace) if trace.target is not None else "forward"
         self.collapse = "auto"
-        self.expanded: frozenset = dot.marked_keys(trace)     # a mark starts visible; the learner may fold it
+        self.expanded: frozenset = dot.default_expanded(trace)   # models open, marks visible; the learner may fold them
         self.hidden: set = set()
         self.heat = False
         self.mode = "backward" if trace.steps else "forward"

@@ -1,0 +1,152 @@
+"""The textbook figure of a model: which boxes open by default, what a layer's box says, what its edges say.
+
+:mod:`~autodiff_viz.views.dot` folds a trace by meaning; this module gives the folded boxes what a course's
+figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
+
+* **the model open one level** (:func:`model_keys`): a model (``Sequential``, functional, subclassed) is a
+  scope around its layers; drawn as one box it teaches nothing, so by default its layers are the boxes and a
+  nested model or block opens on click. A loss stays one box.
+* **a layer's box** (:func:`box_lines`): ``summary()``'s name ``dense (Dense)``, the output shape, and the
+  output's value (forward) or ``ḡ`` (backward) — no op counts.
+* **a layer's edges** (:func:`edge_lines`): the layer's backward formula, written once per layer class as
+  ``backward_text`` next to the layer (``Dense``: ``ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ``, ``ḡ_W = xᵀ · (ḡ_y ⊙ f′(z))``),
+  with the learner's names put in for ``x`` and ``y``; a class without one gets :data:`GENERIC`.
+* **weights** (:func:`drawn_alone`): a trainable variable read inside a folded layer is drawn as its own small
+  node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture.
+"""
+from __future__ import annotations
+
+# PyTorch's (and other) layer classes whose backward formula is a Keras layer's: the same figure for a bridge.
+ALIASES = {"Linear": "Dense", "Conv1d": "Conv1D", "Conv2d": "Conv2D", "MaxPool1d": "MaxPooling1D",
+           "MaxPool2d": "MaxPooling2D", "AvgPool1d": "AveragePooling1D", "AvgPool2d": "AveragePooling2D",
+           "AdaptiveAvgPool2d": "GlobalAveragePooling2D", "BatchNorm1d": "BatchNormalization",
+           "BatchNorm2d": "BatchNormalization", "LayerNorm": "LayerNormalization", "RNN": "SimpleRNN",
+           "MultiheadAttention": "MultiHeadAttention", "Tanh": "Activation", "Sigmoid": "Activation",
+           "GELU": "Activation"}
+WEIGHT_ALIASES = {"weight": ("kernel", "gamma", "embeddings"), "bias": ("bias", "beta"),
+                  "weight_ih_l0": ("kernel",), "weight_hh_l0": ("recurrent_kernel",)}
+# A box without a formula (a loss, a scope, your function, a layer class without one): what the chain rule does.
+GENERIC = "ḡ_x = ḡ_y back through {box}, op by op (chain rule)"
+GENERIC_WEIGHT = "ḡ_W = Σ ḡ_y · ∂y/∂W over {box}'s uses of W"
+
+
+def shape_text(shape, dtype) -> str:
+    """``(2, 10) float32``, or ``scalar float32``: how every box writes a shape."""
+    return f"{'scalar' if not shape else tuple(shape)} {dtype}"
+
+
+def layer_class(trace, title: str):
+    """The class that made the scope ``title`` (``"dense_1"`` → ``Dense``), or None when unknown."""
+    name = getattr(trace, "kinds", {}).get(title)
+    if not name:
+        return None
+    from .. import layers
+    from ..models import Model, Sequential
+    known = {"Sequential": Sequential, "Functional": Model, "Model": Model}
+    return known.get(name) or getattr(layers, ALIASES.get(name, name), None)
+
+
+def _is_model(trace, h, g) -> bool:
+    cls = layer_class(trace, g.title)
+    from ..models import Model
+    if isinstance(cls, type) and issubclass(cls, Model):
+        return True
+    name = getattr(trace, "kinds", {}).get(g.title)
+    if cls is not None or name is None:
+        return False
+    # a class the package does not know (a subclassed model, a torch.nn.Module): a model when it holds layers
+    children = {c.base.rsplit("/", 1)[-1] for c in h.groups.values() if c.parent == g.key and c.what == "layer"}
+    return len(children) >= 2
+
+
+def model_keys(trace, h) -> frozenset:
+    """Keys of the outermost groups that are models: drawn open by default, so their layers are the boxes."""
+    return frozenset(k for k, g in h.groups.items()
+                     if g.parent is None and g.what == "layer" and _is_model(trace, h, g))
+
+
+def drawn_alone(node) -> bool:
+    """A trainable variable (a layer's kernel, bias …) is drawn as its own node beside its layer's box."""
+    return node.kind == "variable"
+
+
+def _output(trace, lay, box):
+    """The node a box hands on (the target, else the last member read outside the box)."""
+    if trace.target in box.members:
+        return trace.node(trace.target)
+    inside = set(box.members)
+    index = trace._edge_index()[2]
+    out = None
+    for m in box.members:
+        if any(e.dst not in inside for e in index.get(m, ())):
+            out = m
+    return trace.node(out) if out is not None else None
+
+
+def _name(trace, lay, node) -> str:
+    """The learner's name of a tensor, else the name of the layer whose output it is."""
+    if node.name or (node.title and node.title != node.op):
+        return node.title
+    box = lay.boxes.get(lay.owner.get(node.id))
+    return box.title if box is not None and box.kind != "node" and box.title else node.title
+
+
+def titled(trace, box) -> str:
+    """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class."""
+    cls = getattr(trace, "kinds", {}).get(box.title)
+    return f"{box.title} ({cls})" if cls else box.title
+
+
+def box_lines(trace, lay, box, view) -> list:
+    """A folded box: its name and class, the output's shape, and its value (forward) or ḡ (backward)."""
+    head = titled(trace, box)
+    if box.kind == "loop":
+        head += f" × {box.count} steps (rolled)"
+    elif box.kind == "fold":
+        head = f"⋯ folded middle of the tape ({len(box.members)} nodes)"
+    out = _output(trace, lay, box)
+    if out is None:
+        return [head]
+    lines = [head, "→ " + shape_text(out.shape, out.dtype)]
+    if view == "forward":
+        lines.append(out.value.brief())
+    elif out.grad is not None:
+        lines.append(f"ḡ_{_name(trace, lay, out)} = " + out.grad.brief())
+    return lines
+
+
+def formula(trace, box, role: str) -> str:
+    """The backward formula of ``box`` for its input ``role`` (``"x"`` or a weight's name), as its class writes it."""
+    cls = layer_class(trace, box.title) if box.kind in ("group", "loop") else None
+    texts = getattr(cls, "backward_text", None) or {}
+    if role == "x":
+        return texts.get("x") or GENERIC.format(box=box.title or "the folded middle")
+    for name in (role,) + WEIGHT_ALIASES.get(role, ()):
+        if name in texts:
+            return texts[name]
+    return GENERIC_WEIGHT.format(box=box.title or "the folded middle")
+
+
+def edge_lines(trace, lay, s, d, es, norm) -> list:
+    """The backward label of the edges from folded box ``d`` back to ``s``: ``d``'s formula in the learner's names.
+
+    ``ḡ_x`` becomes ``ḡ_<what crosses>`` (the learner's name, else the producing layer's name) and ``ḡ_y``
+    ``ḡ_<d's output>``; a weight keeps its formula's ``ḡ_W``. ``norm`` is the norm line (or None).
+    """
+    box = lay.boxes[d]
+    srcs = list(dict.fromkeys(e.src for e in es))
+    first = trace.node(srcs[0])
+    out = _output(trace, lay, box)
+    y = _name(trace, lay, out) if out is not None else box.title
+    if first.kind == "variable" and len(srcs) == 1:
+        text = formula(trace, box, (first.name or first.title).rsplit("/", 1)[-1])
+    else:
+        x = ", ".join(_name(trace, lay, trace.node(i)) for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
+        text = formula(trace, box, "x")
+        for head in ("ḡ_xᵢ", "ḡ_x"):            # ḡ_xᵢ: a merge's formula for each of its inputs
+            if text.startswith(head):
+                text = "ḡ_" + x + text[len(head):]
+                break
+    text = text.replace("{box}", box.title or "").replace("ḡ_y", "ḡ_" + y)
+    lines = [part for part in text.split("; ")]
+    return lines + ([norm] if norm else [])
