@@ -109,27 +109,28 @@ def deferred():
     Only in the main thread (signals arrive there) and only while Python's
     own handler is installed (a program that set its own SIGINT handler,
     or ignores SIGINT, keeps it). Sections nest: the outermost one holds.
+    The order of the steps matters: ``_hold`` is installed before the
+    section counts as open and the section is closed before Python's
+    handler comes back, so an interrupt landing between two steps can
+    never leave a section open for good (every later update would then
+    run unprotected).
     """
     global _deferring, _held
     if (_deferring or threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        _deferring += bool(_deferring)
-        try:
-            yield
-        finally:
-            _deferring -= bool(_deferring)
+        yield
         return
-    _deferring, _held = 1, False
-    signal.signal(signal.SIGINT, _hold)
+    _held = False
+    signal.signal(signal.SIGINT, _hold)      # from here on a SIGINT only sets _held
     try:
+        _deferring = 1
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         _deferring = 0
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         held, _held = _held, False
         if held:
             raise KeyboardInterrupt
     check()
-
 
 arm()

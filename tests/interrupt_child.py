@@ -13,6 +13,7 @@ model trains once more (``fit`` callable again) and ``done {json}`` is printed.
 """
 import json
 import sys
+import traceback
 
 import numpy as np
 
@@ -21,7 +22,8 @@ import autodiff_viz as adv
 MODE, TRIALS = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(0)
 x = rng.normal(size=(256, 8)).astype("float32")
-y = (x @ rng.normal(size=(8, 1))).astype("float32")
+# noisy targets: the loss cannot reach zero, so every step's update stays large enough to see in float32
+y = (x @ rng.normal(size=(8, 1)) + rng.normal(size=(256, 1))).astype("float32")
 model = adv.Sequential([adv.layers.Input((8,)), adv.layers.Dense(32, activation="tanh"), adv.layers.Dense(1)])
 model.compile(optimizer=adv.optimizers.Adam(1e-3), loss="mse")
 big = np.repeat(x, 4000, axis=0)   # a million rows: evaluate/predict with batch_size=1 never finish in time
@@ -68,13 +70,15 @@ def run(trial):
             opt = model.optimizer
             while True:
                 snap.before = (weights(), int(opt.iterations))
+                batch = slice(16 * (opt.iterations % 16), 16 * (opt.iterations % 16) + 16)
                 with adv.GradientTape() as tape:
-                    loss = adv.mean((model(x[:16]) - y[:16]) ** 2)
+                    loss = adv.mean((model(x[batch]) - y[batch]) ** 2)
                 grads = tape.gradient(loss, model.trainable_variables)
                 opt.apply_gradients(zip(grads, model.trainable_variables))
         print(f"finished {trial}", flush=True)
-    except KeyboardInterrupt:
-        print(f"stopped {trial} {json.dumps(wholeness(snap.before))}", flush=True)
+    except KeyboardInterrupt as exc:
+        where = [f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)[-3:]]
+        print(f"stopped {trial} {json.dumps({**wholeness(snap.before), 'where': where})}", flush=True)
 
 
 for trial in range(TRIALS):
