@@ -84,5 +84,7 @@ def run(trial):
 for trial in range(TRIALS):
     print(f"ready {trial}", flush=True)
     run(trial)
+steps_before = int(model.optimizer.iterations)
 history = model.fit(x, y, epochs=2, batch_size=64, verbose=0)
-print("done " + json.dumps({"loss": [float(v) for v in history.history["loss"]]}), flush=True)
+print("done " + json.dumps({"loss": [float(v) for v in history.history["loss"]],
+                            "steps": int(model.optimizer.iterations) - steps_before}), flush=True)
