@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # One entry point for setting up and running autodiff_viz.
 #
-#   bash dev.sh tour    set up, then open notebooks/00_tour.ipynb in JupyterLab
+#   bash dev.sh tour    set up what the notebooks need (pure Python, no compiling),
+#                       then open notebooks/00_tour.ipynb in JupyterLab
 #                       (HEADLESS=1 or CI=true: execute every notebook instead)
-#   bash dev.sh test    set up, then run every test
-#   bash dev.sh bench   set up, then run the benchmarks
-#   bash dev.sh setup   only set up
+#   bash dev.sh test    set up everything the tests use, compile the hot path, run every test
+#   bash dev.sh bench   the same set-up as test, then run the benchmarks
+#   bash dev.sh setup   only set up (as test does)
 #
 # Setting up is idempotent: the virtual environment (.venv) is reinstalled only
-# when pyproject.toml changes, and system packages only when missing.
+# when pyproject.toml or setup.py changes, and system packages only when missing.
+# The tour installs the [tour] extra and runs as plain Python (AUTODIFF_VIZ_PURE=1):
+# a learner waits for the notebook, not for a compiler. test/bench install [test]
+# and compile (Cython), which the tour then reuses.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -56,12 +60,16 @@ with_progress() {  # with_progress LOG COMMAND...: run COMMAND into LOG, saying 
     wait "$pid"
 }
 
-install_all() {
-    "$PY" -m pip install --upgrade pip && "$PY" -m pip install -e ".[test]"
+install_extra() {  # install_extra EXTRA: the package in editable mode with that extra (tour: no compiling)
+    if [ "$1" = tour ]; then
+        AUTODIFF_VIZ_PURE=1 "$PY" -m pip install --disable-pip-version-check -e ".[tour]"
+    else
+        "$PY" -m pip install --upgrade pip && "$PY" -m pip install -e ".[$1]"
+    fi
 }
 
-setup_python() {
-    local python
+setup_python() {  # setup_python EXTRA: a venv with the package and the extra (test covers tour)
+    local extra=${1:-test} python
     python=$(command -v python3.11 || command -v python3)
     if [ ! -x "$PY" ]; then
         say "creating $VENV with $python"
@@ -71,17 +79,26 @@ setup_python() {
             "$python" -m venv "$VENV"
         fi
     fi
-    local stamp="$VENV/.installed-$(cat pyproject.toml setup.py | sha1sum | cut -c1-12)"
+    local hash stamp
+    hash=$(cat pyproject.toml setup.py | sha1sum | cut -c1-12)
+    stamp="$VENV/.installed-$extra-$hash"
+    if [ "$extra" = tour ] && [ -f "$VENV/.installed-test-$hash" ]; then
+        return 0     # the test set-up holds all the tour needs; the tour runs pure Python anyway
+    fi
     if [ ! -f "$stamp" ]; then
-        say "installing autodiff_viz and its test tools into $VENV (log: $VENV/pip.log)"
-        if ! with_progress "$VENV/pip.log" install_all; then
+        if [ "$extra" = tour ]; then
+            say "installing autodiff_viz and what the notebooks need into $VENV (log: $VENV/pip.log)"
+        else
+            say "installing autodiff_viz and its test tools into $VENV, compiling the hot path (log: $VENV/pip.log)"
+        fi
+        if ! with_progress "$VENV/pip.log" install_extra "$extra"; then
             tail -n 30 "$VENV/pip.log" >&2
             say "pip failed; the full log is $VENV/pip.log"
             exit 1
         fi
-        rm -f "$VENV"/.installed-*
+        find "$VENV" -maxdepth 1 -name '.installed-*' ! -name "*-$hash" -delete
         touch "$stamp"
-    elif compiled_is_stale; then
+    elif [ "$extra" != tour ] && compiled_is_stale; then
         say "recompiling the hot path (Cython; a source changed since the last build; ~5 min, log: $VENV/pip.log)"
         if ! with_progress "$VENV/pip.log" "$PY" -m pip install --no-deps -e .; then
             tail -n 30 "$VENV/pip.log" >&2
@@ -94,9 +111,9 @@ compiled_is_stale() {  # did a module compiled by setup.py change since it was c
     "$PY" autodiff_viz/_compiled.py
 }
 
-setup() {
+setup() {  # setup [EXTRA]
     need_system dot graphviz graphviz graphviz
-    setup_python
+    setup_python "${1:-test}"
 }
 
 case "${1:-tour}" in
@@ -108,7 +125,9 @@ case "${1:-tour}" in
         shift || true
         exec "$PY" -m pytest "$@" ;;
     tour)
-        setup
+        setup tour
+        export AUTODIFF_VIZ_PURE=1     # the kernel too: plain Python, the same behaviour (compiled or not)
+        say "set up in ${SECONDS}s; starting the tour"
         if [ ! -f notebooks/00_tour.ipynb ]; then
             exec "$PY" examples/quickstart.py
         fi

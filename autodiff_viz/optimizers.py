@@ -34,6 +34,7 @@ import warnings
 
 import numpy as np
 
+from . import interrupts
 from .core.tensor import Tensor, Variable
 from .serialization import constructor_config
 from .state import user_stacklevel
@@ -364,7 +365,15 @@ class Optimizer:
                 variable has changed.
             TypeError: a pair is not ``(gradient, variable)`` or not floating,
                 before any variable has changed.
+
+        A Ctrl-C (Jupyter's interrupt) that arrives during the update waits
+        for it to end: every variable, its slots and ``iterations`` move
+        together or not at all (see :mod:`autodiff_viz.interrupts`).
         """
+        with interrupts.deferred():
+            return self._apply_gradients(grads_and_vars)
+
+    def _apply_gradients(self, grads_and_vars) -> int:
         pairs = self._checked_pairs(grads_and_vars)
         if pairs:
             grads = self._clipped([g for g, _ in pairs])

@@ -51,6 +51,26 @@ def notebook_paths(folder=NOTEBOOKS) -> list[Path]:
     return sorted(Path(folder).glob("*.ipynb"))
 
 
+#: The frameworks a bridge notebook imports, and the extra that installs each (``bash dev.sh tour`` installs neither).
+FRAMEWORKS = {"torch": "torch", "tensorflow": "tf"}
+
+
+def missing_frameworks(path) -> list[str]:
+    """The frameworks (``torch``, ``tensorflow``) that notebook ``path`` imports and this Python lacks.
+
+    The tour's set-up installs only what the notebooks 00–13 and 15 need;
+    14 (PyTorch) and 16 (TensorFlow) need their framework, installed by the
+    ``torch`` / ``tf`` extras (and by ``test``). Such a notebook is skipped
+    with a message saying what to install, instead of failing on its import.
+    """
+    import importlib.util
+    import re
+    nb = nbformat.read(Path(path), as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return [name for name in FRAMEWORKS
+            if re.search(rf"^\s*(import|from)\s+{name}\b", code, re.M) and importlib.util.find_spec(name) is None]
+
+
 def execute_notebook(path, timeout: float = DEFAULT_TIMEOUT, kernel_name: str = "python3"):
     """Execute the notebook at ``path`` in its own folder and return it with its outputs.
 
@@ -179,6 +199,11 @@ def run_all(out_dir, folder=NOTEBOOKS, timeout: float = DEFAULT_TIMEOUT, log=pri
         raise RuntimeError(f"no notebooks found in {folder}")
     written = []
     for path in paths:
+        missing = missing_frameworks(path)
+        if missing:
+            extras = ",".join(FRAMEWORKS[m] for m in missing)
+            log(f"skip {path.name}: it needs {' and '.join(missing)} (pip install -e '.[{extras}]')")
+            continue
         start = time.monotonic()
         try:
             nb = execute_notebook(path, timeout=timeout)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import interrupts
 from .core import engine, rules, walks
 from .core.tensor import Tensor, Variable, _ids, _label
 from .diagnosis import UnconnectedGradientError, explain, require_recorded
@@ -200,6 +201,8 @@ class GradientTape:
 
     # ----- context --------------------------------------------------------
     def __enter__(self):
+        interrupts.arm()
+        interrupts.check()    # an interrupt the interpreter dropped during the last step stops the loop here
         if self in state.entered:
             raise RuntimeError("This tape is already recording; a tape cannot be entered twice at once.")
         self._start_id = next(_ids)
@@ -213,6 +216,10 @@ class GradientTape:
         self._pause()
         state.entered.remove(self)
         self._end_id = next(_ids)
+        if exc[0] is not None and issubclass(exc[0], KeyboardInterrupt):
+            interrupts.clear()
+        elif exc[0] is None:
+            interrupts.check()
         return False
 
     @property
@@ -425,6 +432,7 @@ class GradientTape:
         self._release(freed)
         if unconnected_gradients == "raise":
             self._raise_unconnected(targets, flat_sources, out)
+        interrupts.check()
         return rebuild(out)
 
     def explain(self, target, source):
@@ -473,6 +481,7 @@ class GradientTape:
                    for s in flat_sources]
         del grads, seeds
         self._release(freed)
+        interrupts.check()
         return rebuild(out)
 
     def batch_jacobian(self, target, source, unconnected_gradients="none", parallel_iterations=None,
@@ -512,6 +521,7 @@ class GradientTape:
                 g = rules.transpose(g, axes=axes)
             del grads, seed
         self._release(freed)
+        interrupts.check()
         if g is None:
             if unconnected_gradients == "zero":
                 return Tensor(np.zeros((source.shape[0],) + per + source.shape[1:], dtype=source.dtype))

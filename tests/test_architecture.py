@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_viz"
 
 # Bottom to top. A module is placed by the longest prefix that names it.
 LAYERS = [
-    ("base", ["_compiled", "_build", "errors", "naming", "structure", "session", "state", "files"]),
+    ("base", ["_compiled", "_build", "errors", "naming", "structure", "session", "state", "files", "interrupts"]),
     ("core: tensor", ["core", "core.tensor"]),
     ("core: engine", ["core.engine"]),
     ("core: rules", ["core.rules"]),

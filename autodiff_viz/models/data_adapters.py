@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from .. import interrupts
 from ..core.tensor import Tensor
 from ..layers.base import positive_int
 from ..state import paused, shared_location, user_stacklevel
@@ -87,8 +88,9 @@ def _test_batches(model, batches, cbs):
     try:
         # with the ops' records (lineage): the loss of a final sigmoid/softmax reads the logits off them,
         # as fit's does (clipped probabilities would give 15.9 where fit logs 25); one user line for all
-        with paused(lineage=True), shared_location():
+        with paused(lineage=True), shared_location(), interrupts.guard():
             for step, (x, y, sample_weight) in enumerate(batches):
+                interrupts.check()
                 cbs.on_test_batch_begin(step)
                 result = _step_logs(model.test_step(_packed(x, y, sample_weight)), "test_step(self, data)")
                 n += _batch_len(x)

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from .. import callbacks as callbacks_module
-from .. import session
+from .. import interrupts, session
 from ..core.tensor import Tensor, constant
 from ..layers.base import positive_int
 from ..state import paused, state, user_stacklevel
@@ -115,13 +115,14 @@ class Trainer(Compiling):
             loss = self._loss_for(x, y, y_pred, sample_weight, training=True)
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
-        if any(g is None for g in grads):       # fit's user has no tape: the optimizer's message carries the why
-            from ..optimizers import explaining
-            with explaining({id(v): tape.explain(loss, v) for v, g in zip(variables, grads) if g is None}):
+        with interrupts.deferred():    # a Ctrl-C waits for the update and the constraints: a whole step or none
+            if any(g is None for g in grads):   # fit's user has no tape: the optimizer's message carries the why
+                from ..optimizers import explaining
+                with explaining({id(v): tape.explain(loss, v) for v, g in zip(variables, grads) if g is None}):
+                    self.optimizer.apply_gradients(zip(grads, variables))
+            else:
                 self.optimizer.apply_gradients(zip(grads, variables))
-        else:
-            self.optimizer.apply_gradients(zip(grads, variables))
-        self._constrain()
+            self._constrain()
         leaves, rebuild = flatten(y_pred)
         return constant(loss._value), rebuild([constant(t._value) if isinstance(t, Tensor) else t for t in leaves])
 
@@ -331,6 +332,7 @@ class Trainer(Compiling):
         self.stop_training = False
         logs = {}
         cbs.on_train_begin()
+        interrupts.arm()     # Ctrl-C stops fit every time, between whole steps (see autodiff_viz.interrupts)
         try:
             for epoch in range(initial_epoch, epochs):
                 batches = train.epoch()
@@ -348,6 +350,7 @@ class Trainer(Compiling):
                 cbs.on_epoch_begin(epoch)
                 logs = {}
                 for step, (xb, yb, swb) in enumerate(batches):
+                    interrupts.check()
                     cbs.on_train_batch_begin(step)
                     logs = self._train_batch(xb, yb, swb, own_step)
                     cbs.on_train_batch_end(step, logs)
@@ -374,8 +377,12 @@ class Trainer(Compiling):
                 cbs.on_epoch_end(epoch, logs)
                 if self.stop_training:
                     break
+        except KeyboardInterrupt:
+            interrupts.clear()
+            raise
         finally:
             self._forget_outputs()
+        interrupts.check()
         cbs.on_train_end(logs)          # the last epoch's logs, as Keras 3
         self.history = history
         return history
@@ -620,8 +627,9 @@ class Trainer(Compiling):
         parts, n = [], 0
         self.stop_predicting = False
         cbs.on_predict_begin()
-        with paused():
+        with paused(), interrupts.guard():
             for step, (xb, _, _) in enumerate(batches.epoch()):
+                interrupts.check()
                 cbs.on_predict_batch_begin(step)
                 out = self(xb, training=False)
                 leaves, rebuild = flatten(out)

@@ -347,6 +347,9 @@ function advMount(host, api) {
   });
   slider.addEventListener("input", function () { setStep(parseInt(slider.value, 10) || 0); });
   vp.setAttribute("tabindex", "0");
+  // Lumino stops looking for a shortcut at this attribute: without it Notebook 7, whose key handler runs
+  // before ours (capture phase), takes the arrow keys for its command mode and the graph never steps
+  vp.setAttribute("data-lm-suppress-shortcuts", "true");
   vp.setAttribute("aria-label", "graph: arrow keys step, + and - zoom, 0 fits");
   vp.addEventListener("keydown", function (ev) {
     var k = ev.key;

@@ -1,0 +1,96 @@
+"""The first five minutes (issue 35): what ``bash dev.sh tour`` installs and starts, and the tour's map of the course.
+
+``dev.sh`` is run for real here, against a stand-in Python (a script that
+logs how it was called) in a virtual-environment folder of its own, so the
+tests see which extra each command installs, whether it compiles, and that
+a second tour starts without installing anything.
+"""
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+from autodiff_viz import run_notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _fake_venv(tmp_path, stamps=()):
+    """A venv folder whose ``bin/python`` logs ``AUTODIFF_VIZ_PURE|args`` and succeeds (the staleness check: no)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\necho "${{AUTODIFF_VIZ_PURE:-}}|$*" >> {log}\n'
+                      'case "$1" in autodiff_viz/_compiled.py) exit 1;; esac\nexit 0\n')
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    digest = subprocess.run("cat pyproject.toml setup.py | sha1sum | cut -c1-12", shell=True, cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.strip()
+    for extra in stamps:
+        (venv / f".installed-{extra}-{digest}").touch()
+    return venv, log
+
+
+def _dev(command, venv, log):
+    env = {**os.environ, "VENV": str(venv), "HEADLESS": "1"}
+    env.pop("AUTODIFF_VIZ_PURE", None)
+    done = subprocess.run(["bash", "dev.sh", command], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_tour_installs_only_its_extra_as_plain_python_then_runs_plain_python(tmp_path):
+    """A fresh tour installs ``.[tour]`` (no torch, TensorFlow, Playwright, MkDocs) with no compiling, and the
+    notebooks run with ``AUTODIFF_VIZ_PURE=1``: the learner waits for pip, not for a C compiler."""
+    venv, log = _fake_venv(tmp_path)
+    calls = _dev("tour", venv, log)
+    assert calls[0] == "1|-m pip install --disable-pip-version-check -e .[tour]"
+    assert calls[-1].startswith("1|-m autodiff_viz.run_notebooks")
+    assert (venv / f"{next(p.name for p in venv.glob('.installed-tour-*'))}").exists()
+    calls_again = _dev("tour", venv, log)[len(calls):]
+    assert [c.split("|")[1].split()[:2] for c in calls_again] == [["-m", "autodiff_viz.run_notebooks"]]
+
+
+def test_the_tests_install_everything_and_compile_and_a_later_tour_reuses_them(tmp_path):
+    """``bash dev.sh test`` (what CI runs) installs ``.[test]`` without ``AUTODIFF_VIZ_PURE``, so setup.py
+    compiles the hot path; a tour after it installs nothing more."""
+    venv, log = _fake_venv(tmp_path)
+    calls = _dev("test", venv, log)
+    assert "|-m pip install -e .[test]" in calls
+    assert calls[-1] == "|-m pytest"
+    after = _dev("tour", venv, log)[len(calls):]
+    assert not any("pip" in c for c in after) and after[-1].startswith("1|-m autodiff_viz.run_notebooks")
+
+
+def test_the_tour_and_the_course_page_list_every_notebook():
+    """The tour's "Where next" and ``docs/course.md`` name every notebook 01–16 (the course page 00 too),
+    each once and in order, so a learner finishing the tour sees the whole course."""
+    tour = json.loads((ROOT / "notebooks" / "00_tour.ipynb").read_text())
+    where_next = next("".join(c["source"]) for c in tour["cells"] if "## Where next" in "".join(c["source"]))
+    table = where_next.split("## Exercises")[0]
+    assert re.findall(r"^\| `(\d\d_\w+)` \|", table, re.M) == NOTEBOOKS[1:]
+    course = (ROOT / "docs" / "course.md").read_text()
+    assert re.findall(r"^\| `(\d\d_\w+)` \|", course, re.M) == NOTEBOOKS
+
+
+def test_a_headless_tour_without_torch_skips_the_bridge_notebooks_and_says_what_to_install(tmp_path, monkeypatch):
+    """The tour's extra has no PyTorch or TensorFlow: notebooks 14 and 16 are skipped with the pip command,
+    not failed on ``import torch``; every other notebook needs neither."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("torch", "tensorflow") else real(name, *a))
+    needing = {p.stem: run_notebooks.missing_frameworks(p) for p in run_notebooks.notebook_paths()}
+    assert {k: v for k, v in needing.items() if v} == {"14_your_pytorch_gradient": ["torch"],
+                                                       "16_your_tensorflow_gradient": ["tensorflow"]}
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    (folder / "14_your_pytorch_gradient.ipynb").write_bytes(
+        (ROOT / "notebooks" / "14_your_pytorch_gradient.ipynb").read_bytes())
+    said = []
+    assert run_notebooks.run_all(tmp_path / "out", folder, log=said.append) == []
+    assert said == ["skip 14_your_pytorch_gradient.ipynb: it needs torch (pip install -e '.[torch]')"]
