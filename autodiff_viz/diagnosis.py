@@ -237,9 +237,11 @@ def caller_names(namespace: dict) -> dict:
     return names
 
 
-def _sources_of(source):
-    """``[(name, tensor)]`` when ``source`` is what ``gradient`` takes besides one tensor, else None."""
-    if isinstance(source, Tensor):
+def named_sources(source, is_one=lambda s: isinstance(s, Tensor)):
+    """``[(name, tensor)]`` when ``source`` is what ``gradient`` takes besides one tensor (a list or tuple, a dict,
+    a layer or model: its trainable variables), else None. ``is_one`` tells one tensor of the framework at hand
+    (a bridge passes its own); the names are the dict's keys, else each variable's path or name."""
+    if is_one(source):
         return None
     if isinstance(source, dict):
         return [(str(k), v) for k, v in source.items()]
@@ -263,7 +265,7 @@ def explain(tape, target, source, names: dict | None = None):
     (see :func:`caller_names`), used instead of "an unnamed constant".
     """
     global _CALLER_NAMES
-    many = _sources_of(source)
+    many = named_sources(source)
     if many is not None:
         return Explanations([(n, explain(tape, target, s, names)) for n, s in many])
     saved, _CALLER_NAMES = _CALLER_NAMES, names or _CALLER_NAMES

@@ -44,7 +44,7 @@ from tensorflow.python.framework import ops as _ops
 
 from .. import naming
 from ..diagnosis import REASONS as _ENGINE_REASONS
-from ..diagnosis import Explanation, Explanations
+from ..diagnosis import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
 REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor",
@@ -166,18 +166,9 @@ def back_edges(rec, info, op, t):
         yield x, op, cut(rec, info, op, i), op.index
 
 
-def _many(source):
-    """``[(name, source)]`` for what ``tape.gradient`` takes besides one tensor (list, dict, layer/model), or None."""
-    if hasattr(source, "_id") or hasattr(source, "handle"):
-        return None
-    if isinstance(source, dict):
-        return [(str(k), v) for k, v in source.items()]
-    if hasattr(source, "trainable_variables") and not isinstance(source, (list, tuple)):
-        source = source.trainable_variables
-    if isinstance(source, (list, tuple)):
-        return [(getattr(v, "path", None) or getattr(v, "name", None) or f"sources[{i}]", v)
-                for i, v in enumerate(source)]
-    return None
+def _is_one(source) -> bool:
+    """One TensorFlow tensor or variable (what ``tape.gradient`` takes as a single source)."""
+    return hasattr(source, "_id") or hasattr(source, "handle")
 
 
 def explain_recorded(rec, target, source):
@@ -187,7 +178,7 @@ def explain_recorded(rec, target, source):
     :class:`Explanation`), or a list, a dict, a layer or model (its
     ``trainable_variables``): one row per source, broken ones first.
     """
-    many = _many(source)
+    many = named_sources(source, _is_one)
     if many is not None:
         return Explanations([(n, explain_recorded(rec, target, s)) for n, s in many])
     if not hasattr(source, "_id") and not hasattr(source, "handle"):
