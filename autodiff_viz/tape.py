@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
-import sys
 import warnings
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ from . import interrupts
 from .core import engine, rules, walks
 from .core.tensor import Tensor, Variable, _ids, _label
 from .diagnosis import UnconnectedGradientError, explain, require_recorded
-from .state import config, live_tapes, state, user_frame, user_location, user_stacklevel
+from .state import config, live_tapes, state, user_frame, user_frame_object, user_location, user_stacklevel
 from .structure import flatten
 from .traces.build import build_trace
 
@@ -442,8 +441,9 @@ class GradientTape:
         row per source, broken ones first. Leaves are named by the caller's variables.
         """
         from .diagnosis import caller_names
-        frame = sys._getframe(1)
-        return explain(self, target, source, caller_names({**frame.f_globals, **frame.f_locals}))
+        frame = user_frame_object()     # the learner's frame, compiled or not (a compiled explain makes no frame)
+        names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
+        return explain(self, target, source, names)
 
     def _raise_unconnected(self, targets, sources, grads) -> None:
         for s, g in zip(sources, grads):
