@@ -24,7 +24,6 @@ tells whether the path was cut by a trip through numpy.
 from __future__ import annotations
 
 import itertools
-import linecache
 
 import numpy as np
 
@@ -32,6 +31,8 @@ from . import naming
 from .core import walks
 from .core.tensor import Tensor, Variable
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
+from .naming import code_line as _code
+from .naming import file_line as _where
 from .state import live_tapes
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
@@ -129,21 +130,6 @@ def _output_of(node) -> str:
 
 def _scope(node) -> str:
     return f" in '{node.scope}'" if node.scope else ""
-
-
-def _where(location) -> str | None:
-    return None if location is None else f"{location[0]}:{location[1]}"
-
-
-def _code(location) -> str:
-    """The user's line, as ``  file.py:12:  loss = ...`` or ``  cell [3], line 12:  loss = ...`` (empty when
-    unknown)."""
-    if location is None:
-        return ""
-    filename, lineno = location
-    text = linecache.getline(filename, lineno).strip()
-    place = naming.short_place(filename, lineno)
-    return f"\n    {place}:  {text}" if text else f"\n    {place}"
 
 
 def _made(tape, tensor_id: int) -> str | None:

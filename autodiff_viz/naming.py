@@ -174,3 +174,19 @@ def to_snake_case(name: str) -> str:
     name = re.sub(r"\W+", "", name)
     name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def file_line(location) -> str | None:
+    """``"file:line"`` of a recorded location ``(filename, lineno)``, or None when there is none."""
+    return None if location is None else f"{location[0]}:{location[1]}"
+
+
+def code_line(location) -> str:
+    """The user's line for a message, as ``  file.py:12:  loss = ...`` or ``  cell [3], line 12:  loss = ...``
+    on a line of its own (empty when unknown)."""
+    if location is None:
+        return ""
+    filename, lineno = location
+    text = linecache.getline(filename, lineno).strip()
+    where = short_place(filename, lineno)
+    return f"\n    {where}:  {text}" if text else f"\n    {where}"

@@ -35,16 +35,16 @@ gradients``                 second half of a chain rule split in two) and âˆ‚y/â
 """
 from __future__ import annotations
 
-import linecache
 from collections import deque
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops as _ops
 
-from .. import naming
 from ..diagnosis import REASONS as _ENGINE_REASONS
 from ..diagnosis import Explanation, Explanations, named_sources
+from ..naming import code_line as line
+from ..naming import file_line as where
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
 REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor",
@@ -52,18 +52,6 @@ REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_
 _NO_GRADIENT_TEXT = {"ArgMax": "tf.argmax", "ArgMin": "tf.argmin", "Round": "tf.round", "StopGradient":
                      "tf.stop_gradient", "Equal": "==", "NotEqual": "!=", "Less": "<", "Greater": ">",
                      "LessEqual": "<=", "GreaterEqual": ">=", "Floor": "tf.floor", "Sign": "tf.sign"}
-
-
-def where(loc) -> str | None:
-    return None if loc is None else f"{loc[0]}:{loc[1]}"
-
-
-def line(loc) -> str:
-    """The user's line, as ``  cell [3], line 4:  loss = ...`` or ``  train.py:12:  loss = ...``."""
-    if loc is None:
-        return ""
-    text = linecache.getline(loc[0], loc[1]).strip()
-    return f"\n    {naming.short_place(*loc)}:  {text}" if text else f"\n    {naming.short_place(*loc)}"
 
 
 def has_gradient(op_type: str) -> bool:

@@ -19,8 +19,6 @@ op, not as nodes.
 """
 from __future__ import annotations
 
-import linecache
-
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
@@ -68,10 +66,6 @@ def _summary(t, limit):
                        {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
 
 
-def _location(loc):
-    if loc is None:
-        return None
-    return Location(loc[0], int(loc[1]), linecache.getline(loc[0], loc[1]).strip())
 
 
 def rule_input(op, i: int):
@@ -170,7 +164,7 @@ def _build(rec, target, src, limit, output_gradients) -> Trace:
             continue
         if op.kind == "rewrap" and not op.inputs:
             n = TraceNode(f"n{len(nodes)}", "constant", op.name, None, op.outputs[0]._id, op.index, op.scope,
-                          _summary(op.outputs[0], limit), location=_location(op.location), label=op.assigned)
+                          _summary(op.outputs[0], limit), location=Location.of(op.location), label=op.assigned)
             nodes.append(n)
             owner[op.outputs[0]._id] = n
             node_obj[n.id] = op.outputs[0]
@@ -185,7 +179,7 @@ def _build(rec, target, src, limit, output_gradients) -> Trace:
                 leaf(t, t._id)
         out = op.outputs[0]
         n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
-                      _summary(out, limit), location=_location(op.location), params=params, label=op.assigned)
+                      _summary(out, limit), location=Location.of(op.location), params=params, label=op.assigned)
         for i, t in enumerate(op.inputs):
             if t._id in owner:
                 raw_edges.append((op, i, t, owner[t._id], n))

@@ -35,30 +35,18 @@ Reasons (``Explanation.reason``):
 """
 from __future__ import annotations
 
-import linecache
 from collections import deque
 
 import numpy as np
 import torch
 
-from .. import naming
 from ..diagnosis import Explanation, Explanations
+from ..naming import code_line as _line
+from ..naming import file_line as _where
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
            "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
            "non_scalar_target", "graph_cut", "computed_outside_recording")
-
-
-def _where(loc) -> str | None:
-    return None if loc is None else f"{loc[0]}:{loc[1]}"
-
-
-def _line(loc) -> str:
-    """The user's line, as ``  cell [3], line 4:  loss = ...`` or ``  train.py:12:  loss = ...``."""
-    if loc is None:
-        return ""
-    text = linecache.getline(loc[0], loc[1]).strip()
-    return f"\n    {naming.short_place(*loc)}:  {text}" if text else f"\n    {naming.short_place(*loc)}"
 
 
 def _is_float(t) -> bool:

@@ -11,7 +11,6 @@ an edge is the rule table's, for every torch op that maps to a rule
 from __future__ import annotations
 
 import contextlib
-import linecache
 
 import numpy as np
 import torch
@@ -59,10 +58,6 @@ def _summary(t, limit):
                        {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
 
 
-def _location(loc):
-    if loc is None:
-        return None
-    return Location(loc[0], int(loc[1]), linecache.getline(loc[0], loc[1]).strip())
 
 
 def rule_input(op_name: str, i: int):
@@ -173,7 +168,7 @@ def _build(rec, target, sources=None, value_limit=None) -> Trace:
                 leaf(t)
         for j, out in enumerate(op.outputs[:1]):
             n = TraceNode(f"n{len(nodes)}", "op", op.name, None, rec.tensor_id(out),
-                          op.index, op.scope, _summary(out, limit), location=_location(op.location),
+                          op.index, op.scope, _summary(out, limit), location=Location.of(op.location),
                           params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()},
                           label=op.assigned)
             for i, t in enumerate(op.inputs):

@@ -9,7 +9,6 @@ assigned on the recorded line) and folded by scope (layer, loss, function).
 """
 from __future__ import annotations
 
-import linecache
 import re
 
 import numpy as np
@@ -29,14 +28,6 @@ from .model import (
     _no_gc,
     check_value_limit,
 )
-
-
-def _location(loc) -> Location | None:
-    if loc is None:
-        return None
-    filename, lineno = loc
-    return Location(filename, int(lineno), linecache.getline(filename, lineno).strip())
-
 
 _NOT_A_BOX = ("call", "__call__", "build", "forward", "apply", "update_step")
 
@@ -69,13 +60,13 @@ class _Where:
         if isinstance(where[0], str):
             loc = self.locations.get(where)
             if loc is None:
-                loc = self.locations[where] = _location(where)
+                loc = self.locations[where] = Location.of(where)
             return None, -1, loc
         code, lasti = where
         key = (id(code), lasti)
         loc = self.cache.get(key)
         if loc is None:
-            loc = self.cache[key] = _location(resolve_location(where))
+            loc = self.cache[key] = Location.of(resolve_location(where))
         return code, lasti, loc
 
     def function_of(self, code) -> str | None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import linecache
 import math
 from dataclasses import dataclass, field
 
@@ -209,6 +210,14 @@ class Location:
 
     def __str__(self):
         return naming.place(self.file, self.line)
+
+    @classmethod
+    def of(cls, location) -> "Location | None":
+        """The :class:`Location` of a recorded ``(filename, lineno)``, with that line's text; None for None."""
+        if location is None:
+            return None
+        filename, lineno = location
+        return cls(filename, int(lineno), linecache.getline(filename, lineno).strip())
 
 
 LEAF_KINDS = ("variable", "watched", "constant", "outside")
