@@ -5,6 +5,7 @@
 #                       then open notebooks/00_tour.ipynb in JupyterLab
 #                       (HEADLESS=1 or CI=true: execute every notebook instead)
 #   bash dev.sh test    set up everything the tests use, compile the hot path, run every test
+#                       (CI=true or BOTH_WAYS=1: the whole suite as plain Python, then compiled)
 #   bash dev.sh bench   the same set-up as test, then run the benchmarks
 #   bash dev.sh setup   only set up (as test does)
 #
@@ -123,6 +124,19 @@ case "${1:-tour}" in
         setup
         need_system chromium chromium "--cask chromium" "(not packaged; use your system browser package)" || true
         shift || true
+        if [ "${CI:-}" = true ] || [ -n "${BOTH_WAYS:-}" ]; then
+            # The package must behave the same compiled or not: CI runs the whole suite both ways,
+            # plain Python first, then the compiled build (whose closing line ends the log).
+            say "the whole suite as plain Python (AUTODIFF_VIZ_PURE=1)"
+            pure=0
+            AUTODIFF_VIZ_PURE=1 "$PY" -m pytest "$@" || pure=$?
+            say "plain Python: $([ $pure = 0 ] && echo passed || echo "FAILED (pytest exit $pure)");" \
+                "now the whole suite with the compiled hot path"
+            compiled=0
+            "$PY" -m pytest "$@" || compiled=$?
+            [ $pure = 0 ] && exit $compiled
+            exit $pure
+        fi
         exec "$PY" -m pytest "$@" ;;
     tour)
         setup tour

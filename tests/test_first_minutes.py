@@ -66,6 +66,27 @@ def test_the_tests_install_everything_and_compile_and_a_later_tour_reuses_them(t
     assert not any("pip" in c for c in after) and after[-1].startswith("1|-m autodiff_viz.run_notebooks")
 
 
+def test_ci_runs_the_whole_suite_as_plain_python_and_compiled_and_fails_if_either_fails(tmp_path):
+    """Under ``CI=true`` (what ``.ci/run`` gets) ``bash dev.sh test`` runs every test twice: as plain Python
+    (``AUTODIFF_VIZ_PURE=1``) and then compiled, so the package is checked to behave the same both ways; the
+    command fails when either run fails, and the compiled run's closing line comes last."""
+    venv, log = _fake_venv(tmp_path)
+    env = {**os.environ, "VENV": str(venv), "CI": "true"}
+    env.pop("AUTODIFF_VIZ_PURE", None)
+    done = subprocess.run(["bash", "dev.sh", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    runs = [c for c in log.read_text().splitlines() if c.endswith("|-m pytest")]
+    assert runs == ["1|-m pytest", "|-m pytest"]
+
+    python = venv / "bin" / "python"
+    python.write_text(python.read_text().replace(
+        "exit 0\n", 'case "${AUTODIFF_VIZ_PURE:-}|$1" in "1|-m") exit 1;; esac\nexit 0\n'))
+    done = subprocess.run(["bash", "dev.sh", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "plain Python: FAILED" in done.stderr
+    assert [c for c in log.read_text().splitlines() if c.endswith("|-m pytest")][-2:] == runs
+
+
 def test_the_tour_and_the_course_page_list_every_notebook():
     """The tour's "Where next" and ``docs/course.md`` name every notebook 01–16 (the course page 00 too),
     each once and in order, so a learner finishing the tour sees the whole course."""
