@@ -232,3 +232,55 @@ def test_the_explorer_renders_and_keeps_its_step_in_lazily_rendered_jupyterlab(t
     """JupyterLab with ``windowingMode: "full"``: the explorer's cell, forty sections down, renders once
     scrolled to, fits, steps, and after being scrolled away and back is on the step the learner left it at."""
     _run_and_step(tmp_path, "jupyterlab", "/lab/tree/explorer.ipynb?reset", lazy=True)
+
+
+def test_the_explorer_in_a_static_html_export_renders_fits_and_steps_with_the_keys(tmp_path):
+    """A notebook saved as HTML (what ``bash dev.sh tour`` with ``HEADLESS=1`` writes, and what a course
+    hands out): no kernel and no widget manager, yet opened from ``file://`` in Chromium at a laptop's width
+    the explorer's copy shows its graph inside the page's width and steps with ▶ and the arrow keys, and
+    nothing is fetched from the network."""
+    import nbformat
+
+    from autodiff_viz import run_notebooks
+
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# One training step, explored"), nbformat.v4.new_code_cell(EXPLORER)]
+    nbformat.write(nb, folder / "00_explorer.ipynb")
+    out = tmp_path / "html"
+    assert run_notebooks.main([str(out), "--notebooks", str(folder)]) == 0
+    shots = Path(os.environ.get("ADV_TEST_OUTPUT") or Path(tempfile.gettempdir()) / "autodiff_viz-test-output")
+    shots = shots / "where_learners_work"
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            pg = browser.new_page(viewport={"width": 1000, "height": 800})
+            requests = []
+            pg.on("request", lambda r: requests.append(r.url))
+            pg.goto((out / "00_explorer.html").resolve().as_uri())
+            frame_el = pg.locator("iframe.adv-static-explorer")
+            frame_el.wait_for(timeout=30_000)
+            frame = frame_el.element_handle().content_frame()
+            frame.locator(".adv-gv .adv-gv-canvas svg").first.wait_for(timeout=30_000)
+            first = frame.evaluate(STATE_JS)
+            box = frame_el.bounding_box()
+            page_width = pg.evaluate("document.documentElement.clientWidth")
+            assert first["svgs"] >= 1 and first["width"] > 300, first
+            assert box["x"] + box["width"] <= page_width + 1, (box, page_width)
+            assert first["right"] <= first["area_right"] + 1, f"the graph overflows the copy: {first}"
+            frame.locator('.adv-gv button[data-a="next"]').first.click()
+            frame.wait_for_function(f"document.querySelector('.adv-gv .adv-gv-slider').value == {first['step'] + 1}",
+                                    timeout=10_000)
+            frame.locator(".adv-gv .adv-gv-vp").first.focus()
+            pg.keyboard.press("ArrowRight")
+            frame.wait_for_function(f"document.querySelector('.adv-gv .adv-gv-slider').value == {first['step'] + 2}",
+                                    timeout=10_000)
+            pg.keyboard.press("ArrowLeft")
+            frame.wait_for_function(f"document.querySelector('.adv-gv .adv-gv-slider').value == {first['step'] + 1}",
+                                    timeout=10_000)
+            pg.screenshot(path=str(shots / "static-html-export.png"), full_page=True)
+            assert all(r.startswith(("file:", "data:", "blob:", "about:")) for r in requests), requests[:5]
+        finally:
+            browser.close()
