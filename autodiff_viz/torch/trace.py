@@ -235,8 +235,9 @@ def _build(rec, target, sources=None, value_limit=None) -> Trace:
                     if t.numel() <= JACOBIAN_LIMIT and out.numel() <= JACOBIAN_LIMIT:
                         e.jacobian = _local_jacobian(out, t)
         edges.append(e)
+    segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                 steps=steps, notes=notes)
+                 steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
 
 
 def _local_jacobian(out, x):
