@@ -247,8 +247,14 @@ class Recording:
             else:
                 root = type(module).__name__.lower()
                 roots = [m for m in self._modules if type(m).__name__.lower() == root]
-                if roots:
-                    root = f"{root}_{len(roots)}"
+                quals = {q for q, _ in module.named_modules()}
+                for k in itertools.count(len(roots)):
+                    # the second model of a class is sequential_1; a class named as one of its own
+                    # modules (class Attn holding self.attn) gets attn_1, so the two boxes stay apart
+                    name = f"{root}_{k}" if k else root
+                    if name not in quals and name not in self.module_kinds:
+                        root = name
+                        break
                 self._modules.append(module)
                 self.module_kinds.setdefault(root, type(module).__name__)
                 for qual, m in module.named_modules():
@@ -363,8 +369,12 @@ class Recording:
         ``sources``: tensors (parameters, inputs) whose gradients to show, or
         a module (its parameters); default: every leaf that requires grad.
         """
+        from .. import state
+        from .explain import caller_names
         from .trace import build
-        return build(self, target, sources, value_limit)
+        frame = state.user_frame_object()       # the learner's names for tensors made before the recording
+        names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
+        return build(self, target, sources, value_limit, names)
 
     def explain(self, target, param):
         """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``.

@@ -98,7 +98,9 @@ def _name(trace, lay, node) -> str:
     if node.is_leaf:
         return "input"         # data fed to the model that the learner's code does not name
     box = lay.boxes.get(lay.owner.get(node.id))
-    return box.title if box is not None and box.kind != "node" and box.title else node.title
+    if box is not None and box.kind != "node" and box.title:
+        return box.title
+    return node.title[2:-2] if node.title.startswith("__") and node.title.endswith("__") else node.title
 
 
 def titled(trace, box) -> str:
