@@ -180,7 +180,8 @@ def test_torch_multihead_attention_gives_each_projection_its_formula():
     assert packed.startswith("\\n".join(mha[k] for k in ("query/kernel", "key/kernel", "value/kernel")))
     y = "multiheadattention"             # the module called on its own: its box, and its output, by its class
     assert f'label="{y} (MultiheadAttention)\\n' in text
-    assert _edge_into(text, weight["out_proj.weight"]).startswith(mha["attention_output/kernel"].replace("ḡ_y", "ḡ_" + y))
+    w_o = mha["attention_output/kernel"].replace("ḡ_y", "ḡ_" + y)
+    assert _edge_into(text, weight["out_proj.weight"]).startswith(w_o)
     assert _edge_into(text, weight["out_proj.bias"]).startswith("ḡ_b_o = ")
 
 
