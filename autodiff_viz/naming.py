@@ -190,3 +190,22 @@ def code_line(location) -> str:
     text = linecache.getline(filename, lineno).strip()
     where = short_place(filename, lineno)
     return f"\n    {where}:  {text}" if text else f"\n    {where}"
+
+
+def array_name(value, namespace: dict) -> str | None:
+    """The learner's variable that holds ``value``'s data (``x_batch`` for the batch fed to ``model(x_batch)``).
+
+    A model converts a numpy batch into a tensor of its own (a copy, often cast to float32), so the array is
+    found by what it holds: the first public name in ``namespace`` bound to a numpy array of the same shape
+    whose entries, cast to ``value``'s dtype, are ``value``'s. None when no variable holds it.
+    """
+    import numpy as np
+    for key, v in namespace.items():
+        if key.startswith("_") or not isinstance(v, np.ndarray) or not v.ndim or v.shape != value.shape:
+            continue
+        try:
+            if np.array_equal(v.astype(value.dtype, copy=False), value):
+                return key
+        except (TypeError, ValueError):
+            continue
+    return None

@@ -178,7 +178,13 @@ class MultiHeadAttention(Layer):
                      "ḡ_S = A ⊙ (ḡ_A − rowsum(ḡ_A ⊙ A)), "
                      "ḡ_Q = ḡ_S·K/√d, ḡ_K = ḡ_Sᵀ·Q/√d; "
                      "ḡ_x = ḡ_Q·W_qᵀ + ḡ_K·W_kᵀ + ḡ_V·W_vᵀ",
-                     "kernel": "ḡ_W_q = xᵀ·ḡ_Q, ḡ_W_k = xᵀ·ḡ_K, ḡ_W_v = xᵀ·ḡ_V, ḡ_W_o = concat(heads)ᵀ·ḡ_y",
+                     # each projection's weights (Q = x_q·W_q, K = x_k·W_k, V = x_v·W_v, y = concat(heads)·W_o)
+                     "query/kernel": "ḡ_W_q = x_qᵀ·ḡ_Q", "key/kernel": "ḡ_W_k = x_kᵀ·ḡ_K",
+                     "value/kernel": "ḡ_W_v = x_vᵀ·ḡ_V", "attention_output/kernel": "ḡ_W_o = concat(heads)ᵀ·ḡ_y",
+                     "query/bias": "ḡ_b_q = Σ_batch,positions ḡ_Q", "key/bias": "ḡ_b_k = Σ_batch,positions ḡ_K",
+                     "value/bias": "ḡ_b_v = Σ_batch,positions ḡ_V",
+                     "attention_output/bias": "ḡ_b_o = Σ_batch,positions ḡ_y",
+                     "kernel": "ḡ_W_q = x_qᵀ·ḡ_Q, ḡ_W_k = x_kᵀ·ḡ_K, ḡ_W_v = x_vᵀ·ḡ_V, ḡ_W_o = concat(heads)ᵀ·ḡ_y",
                      "bias": "ḡ_b = Σ over batch and positions of the projection's ḡ"}
 
     supports_masking = True

@@ -676,8 +676,11 @@ class Recording:
         gradients to show, a Keras model/layer (its trainable variables), or
         None for every variable the recording read.
         """
+        from .. import state
         from .trace import build
-        return build(self, target, sources, value_limit, output_gradients)
+        frame = state.user_frame_object()       # the learner's names for the data fed in (model(x_batch))
+        namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
+        return build(self, target, sources, value_limit, output_gradients, namespace)
 
     def explain(self, target, source):
         """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""

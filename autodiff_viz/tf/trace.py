@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
 
+from .. import naming
 from ..core.rules import TABLE
 from ..traces.build import formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
@@ -113,8 +114,11 @@ def _is_param(t) -> bool:
         and t.shape.num_elements() <= _PARAM_LIMIT
 
 
-def build(rec, target, sources=None, value_limit=None, output_gradients=None) -> Trace:
-    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`)."""
+def build(rec, target, sources=None, value_limit=None, output_gradients=None, namespace=None) -> Trace:
+    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`).
+
+    ``namespace``: the learner's variables, which name the data fed in (``x_batch``, converted by the model).
+    """
     if not hasattr(target, "_id"):
         raise TypeError(f"trace: target must be a TensorFlow tensor (the loss), got {type(target).__name__}. "
                         "A loss computed with numpy is not differentiable: rec.explain(loss, w) says where the "
@@ -123,12 +127,12 @@ def build(rec, target, sources=None, value_limit=None, output_gradients=None) ->
     busy = rec._busy
     rec._busy = True        # reading values and asking TensorFlow must not record anything
     try:
-        return _build(rec, target, sources_of(rec, sources), limit, output_gradients)
+        return _build(rec, target, sources_of(rec, sources), limit, output_gradients, namespace or {})
     finally:
         rec._busy = busy
 
 
-def _build(rec, target, src, limit, output_gradients) -> Trace:
+def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     ops = graph_ops(rec)
     if rec.producer(target) is None and not any(tensor_key(x) == target._id for op in ops for x in op.inputs):
         raise ValueError(f"trace: the target (shape {tuple(target.shape)}) was not computed inside this "
@@ -149,6 +153,9 @@ def _build(rec, target, src, limit, output_gradients) -> Trace:
             watched = info is not None and key in info.watched
             kind = "watched" if watched else "constant"
             name, value, obj = rec.name_of(t), _summary(t, limit), t
+            if name is None and not watched and namespace:
+                name = next((k for k, v in namespace.items() if v is t and not k.startswith("_")), None) or \
+                    naming.array_name(_array(t), namespace)
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, key, None, "", value, location=None)
         nodes.append(n)
         owner[key] = n

@@ -204,6 +204,7 @@ class Recording:
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
+        self.module_kinds: dict = {}       # scope segment ("fc1", "features.0") -> module class ("Linear")
         self._param_names: dict = {}       # id(parameter) -> "fc1.weight"
         self._modules: list = []
         self._hooks = []
@@ -242,14 +243,29 @@ class Recording:
         if key not in self._module_names:
             if self._scopes:                      # a module we have not seen inside a known one
                 self._module_names[key] = f"{self._scopes[-1]}/{type(module).__name__.lower()}"
+                self.module_kinds.setdefault(type(module).__name__.lower(), type(module).__name__)
             else:
                 root = type(module).__name__.lower()
                 roots = [m for m in self._modules if type(m).__name__.lower() == root]
-                if roots:
-                    root = f"{root}_{len(roots)}"
+                quals = {q for q, _ in module.named_modules()}
+                for k in itertools.count(len(roots)):
+                    # the second model of a class is sequential_1; a class named as one of its own
+                    # modules (class Attn holding self.attn) gets attn_1, so the two boxes stay apart
+                    name = f"{root}_{k}" if k else root
+                    if name not in quals and name not in self.module_kinds:
+                        root = name
+                        break
                 self._modules.append(module)
+                self.module_kinds.setdefault(root, type(module).__name__)
                 for qual, m in module.named_modules():
-                    self._module_names.setdefault(id(m), root + ("/" + qual.replace(".", "/") if qual else ""))
+                    # one segment per level, each the name named_modules() gives it: net/features/features.0,
+                    # so a box is titled as print(net) and the error messages name it (features.0), and two
+                    # modules called "0" in different blocks stay apart
+                    parts = qual.split(".") if qual else []
+                    path = "/".join([root] + [".".join(parts[:k + 1]) for k in range(len(parts))])
+                    self._module_names.setdefault(id(m), path)
+                    if qual:
+                        self.module_kinds.setdefault(qual, type(m).__name__)
                 # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
                 # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
                 prefix = "" if next(module.children(), None) is not None else root + "."
@@ -353,8 +369,12 @@ class Recording:
         ``sources``: tensors (parameters, inputs) whose gradients to show, or
         a module (its parameters); default: every leaf that requires grad.
         """
+        from .. import state
+        from .explain import caller_names
         from .trace import build
-        return build(self, target, sources, value_limit)
+        frame = state.user_frame_object()       # the learner's names for tensors made before the recording
+        names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
+        return build(self, target, sources, value_limit, names)
 
     def explain(self, target, param):
         """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``.

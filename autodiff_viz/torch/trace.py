@@ -135,13 +135,16 @@ def learners_grads_kept(rec, *more):
                 t.grad = g
 
 
-def build(rec, target, sources=None, value_limit=None) -> Trace:
-    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`); no ``.grad`` changes."""
+def build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
+    """The :class:`~autodiff_viz.Trace` of recording ``rec`` (see :meth:`Recording.trace`); no ``.grad`` changes.
+
+    ``names``: ``{id(tensor): the learner's variable}`` for tensors made before the recording (``x_batch``).
+    """
     with learners_grads_kept(rec, target, *(sources if isinstance(sources, (list, tuple)) else ())):
-        return _build(rec, target, sources, value_limit)
+        return _build(rec, target, sources, value_limit, names)
 
 
-def _build(rec, target, sources=None, value_limit=None) -> Trace:
+def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if not isinstance(target, torch.Tensor):
         raise TypeError(f"trace: target must be a torch tensor (the loss), got {type(target).__name__}.")
     limit = check_value_limit(value_limit)
@@ -155,7 +158,8 @@ def _build(rec, target, sources=None, value_limit=None) -> Trace:
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
             ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
-        n = TraceNode(f"n{len(nodes)}", kind, kind, rec.name_of(t), rec.tensor_id(t), None, "",
+        n = TraceNode(f"n{len(nodes)}", kind, kind, rec.name_of(t) or (names or {}).get(id(t)), rec.tensor_id(t),
+                      None, "",
                       _summary(t, limit), location=None)
         nodes.append(n)
         owner[id(t)] = n
@@ -235,8 +239,9 @@ def _build(rec, target, sources=None, value_limit=None) -> Trace:
                     if t.numel() <= JACOBIAN_LIMIT and out.numel() <= JACOBIAN_LIMIT:
                         e.jacobian = _local_jacobian(out, t)
         edges.append(e)
+    segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                 steps=steps, notes=notes)
+                 steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
 
 
 def _local_jacobian(out, x):

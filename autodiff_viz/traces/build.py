@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from .. import naming
+from .. import naming, state
 from ..core import engine, walks
 from ..core.tensor import Tensor, Variable
 from ..state import paused, resolve_location, scope_kinds
@@ -254,9 +254,17 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
     leaf_tensors: dict[int, Tensor] = {}
     raw_edges = []
 
+    frame = None
+
     def leaf(t: Tensor) -> TraceNode:
+        nonlocal frame
         kind = _leaf_kind(tape, t)
-        n = TraceNode(f"n{len(nodes)}", kind, kind, t.name, t._id, None, "", Summary.of(t._value, value_limit))
+        name = t.name
+        if name is None and kind == "constant":
+            # an array the model converted (model(x_batch)): the learner's variable that holds it
+            frame = frame or state.user_frame_object()
+            name = frame and naming.array_name(t._value, {**frame.f_globals, **frame.f_locals})
+        n = TraceNode(f"n{len(nodes)}", kind, kind, name, t._id, None, "", Summary.of(t._value, value_limit))
         nodes.append(n)
         owner[t._id] = n
         leaf_tensors[t._id] = t

@@ -16,6 +16,8 @@ figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
 """
 from __future__ import annotations
 
+import re
+
 # PyTorch's (and other) layer classes whose backward formula is a Keras layer's: the same figure for a bridge.
 ALIASES = {"Linear": "Dense", "Conv1d": "Conv1D", "Conv2d": "Conv2D", "MaxPool1d": "MaxPooling1D",
            "MaxPool2d": "MaxPooling2D", "AvgPool1d": "AveragePooling1D", "AvgPool2d": "AveragePooling2D",
@@ -23,8 +25,14 @@ ALIASES = {"Linear": "Dense", "Conv1d": "Conv1D", "Conv2d": "Conv2D", "MaxPool1d
            "BatchNorm2d": "BatchNormalization", "LayerNorm": "LayerNormalization", "RNN": "SimpleRNN",
            "MultiheadAttention": "MultiHeadAttention", "Tanh": "Activation", "Sigmoid": "Activation",
            "GELU": "Activation"}
+# A bridge's weight name -> the names of the entries of ``backward_text`` that state its gradient (a tuple inside:
+# one weight that packs several, PyTorch's ``in_proj_weight`` = [W_q; W_k; W_v], gets each entry on its own line).
 WEIGHT_ALIASES = {"weight": ("kernel", "gamma", "embeddings"), "bias": ("bias", "beta"),
-                  "weight_ih_l0": ("kernel",), "weight_hh_l0": ("recurrent_kernel",)}
+                  "weight_ih": ("kernel",), "weight_hh": ("recurrent_kernel",),
+                  "bias_ih": ("bias",), "bias_hh": ("bias",),
+                  "in_proj_weight": (("query/kernel", "key/kernel", "value/kernel"),),
+                  "in_proj_bias": (("query/bias", "key/bias", "value/bias"),),
+                  "out_proj/weight": ("attention_output/kernel",), "out_proj/bias": ("attention_output/bias",)}
 # A box without a formula (a loss, a scope, your function, a layer class without one): what the chain rule does.
 GENERIC = "ḡ_x = ḡ_y back through {box}, op by op (chain rule)"
 GENERIC_WEIGHT = "ḡ_W = Σ ḡ_y · ∂y/∂W over {box}'s uses of W"
@@ -87,8 +95,12 @@ def _name(trace, lay, node) -> str:
     """The learner's name of a tensor, else the name of the layer whose output it is."""
     if node.name or (node.title and node.title != node.op):
         return node.title
+    if node.is_leaf:
+        return "input"         # data fed to the model that the learner's code does not name
     box = lay.boxes.get(lay.owner.get(node.id))
-    return box.title if box is not None and box.kind != "node" and box.title else node.title
+    if box is not None and box.kind != "node" and box.title:
+        return box.title
+    return node.title[2:-2] if node.title.startswith("__") and node.title.endswith("__") else node.title
 
 
 def titled(trace, box) -> str:
@@ -121,10 +133,24 @@ def formula(trace, box, role: str) -> str:
     texts = getattr(cls, "backward_text", None) or {}
     if role == "x":
         return texts.get("x") or GENERIC.format(box=box.title or "the folded middle")
-    for name in (role,) + WEIGHT_ALIASES.get(role, ()):
-        if name in texts:
-            return texts[name]
+    for name in weight_roles(role):
+        for entry in (name,) + WEIGHT_ALIASES.get(name, ()):
+            entries = entry if isinstance(entry, tuple) else (entry,)
+            if all(e in texts for e in entries):
+                return "; ".join(texts[e] for e in entries)
     return GENERIC_WEIGHT.format(box=box.title or "the folded middle")
+
+
+def weight_roles(name: str) -> list:
+    """The names a weight may go by in a ``backward_text``, most specific first.
+
+    ``mha/query/kernel`` → ``query/kernel``, ``kernel``; PyTorch's ``attn.out_proj.weight`` → ``out_proj/weight``,
+    ``weight``; ``lstm.weight_ih_l0`` → ``weight_ih`` (the layer index and ``_reverse`` of a stacked or
+    bidirectional RNN do not change the formula).
+    """
+    parts = [p for p in re.split(r"[/.]", name) if p]
+    parts[-1:] = [re.sub(r"_l\d+(_reverse)?$", "", parts[-1])] if parts else []
+    return ["/".join(parts[k:]) for k in range(max(len(parts) - 2, 0), len(parts))]
 
 
 def edge_lines(trace, lay, s, d, es, norm) -> list:
@@ -139,7 +165,7 @@ def edge_lines(trace, lay, s, d, es, norm) -> list:
     out = _output(trace, lay, box)
     y = _name(trace, lay, out) if out is not None else box.title
     if first.kind == "variable" and len(srcs) == 1:
-        text = formula(trace, box, (first.name or first.title).rsplit("/", 1)[-1])
+        text = formula(trace, box, first.name or first.title)
     else:
         x = ", ".join(_name(trace, lay, trace.node(i)) for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
         text = formula(trace, box, "x")
