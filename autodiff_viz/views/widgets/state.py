@@ -433,7 +433,8 @@ class ExplorerState:
         """
         if node_id not in self._heatmaps:
             node = self.trace.node(node_id)
-            data = self._full_grad(node_id) if self._full_grad is not None and node.grad is not None else None
+            kept = node.grad is None or node.grad.data is not None
+            data = self._full_grad(node_id) if self._full_grad is not None and not kept else None
             self._heatmaps[node_id] = heatmap.node_heatmap(self.trace, node_id, "grad", data)
         return self._heatmaps[node_id]
 
@@ -736,6 +737,10 @@ def _grad_reader(tape, trace):
 
     def read(node_id: str):
         node = trace.node(node_id)
+        if getattr(tape, "_released", False) and getattr(tape, "_heavy", False):
+            raise ValueError(f"heatmap: ḡ of {node.title} (shape {tuple(node.shape)}) was kept as statistics "
+                             "only, and the tape let go of its values when tape.gradient() was called. Record "
+                             "with adv.GradientTape(persistent=True) to inspect weights after the gradient call.")
         seeds = {target.tensor_id: np.ones(seed_value.shape, dtype=seed_value.dtype)}
         with paused(), np.errstate(all="ignore"):
             grads = walks.backward(records, seeds, {node.tensor_id})
