@@ -16,7 +16,6 @@ import json
 import os
 
 import pytest
-
 from lab_browser import CHROMIUM, lab_page, output_dir
 
 pytest.importorskip("playwright.sync_api")
