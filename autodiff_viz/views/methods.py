@@ -16,7 +16,7 @@ from ..compare import _COLOURS, Comparison
 from ..files import check_folder
 from ..tape import GradientTape
 from ..traces.model import Trace
-from . import dot, minidot, page, render
+from . import dot, heatmap, minidot, page, render
 from .dot import NODE_BUDGET, VIEWS
 from .tape_table import TapeTable
 from .widgets import show as _show
@@ -92,6 +92,18 @@ def _trace_save(self, path, view: str = "both", collapse="auto") -> str:
     return page.save(self, path, view=view, collapse=collapse)
 
 
+def _trace_heatmap(self, node, of: str = "grad"):
+    """A node's ḡ (or ``of="value"``) as a heat map (:func:`autodiff_viz.views.heatmap.heatmap`).
+
+    ``node`` is a node id (``"n3"``), a tensor the traced code used (a
+    weight: ``model.layers[0].kernel``) or a unique name. A matrix is drawn as
+    stored, a convolution kernel as a grid of its filters; the header gives
+    the shape, ‖ḡ‖, min and max. The trace keeps arrays whole up to its
+    ``value_limit`` entries; a bigger one raises, saying which limit to pass.
+    """
+    return heatmap.node_heatmap(self, node, of)
+
+
 def _trace_repr_mimebundle(self, include=None, exclude=None):
     return render.mimebundle(self)
 
@@ -161,6 +173,7 @@ def install() -> None:
     """Give the records their drawing methods (run once, when :mod:`autodiff_viz.views` is imported)."""
     for name, fn in (("to_dot", _trace_to_dot), ("to_svg", _trace_to_svg), ("groups", _trace_groups),
                      ("loops", _trace_loops), ("table", _trace_table), ("save", _trace_save),
+                     ("heatmap", _trace_heatmap),
                      ("_repr_mimebundle_", _trace_repr_mimebundle)):
         fn.__name__, fn.__qualname__ = name, f"Trace.{name}"
         setattr(Trace, name, fn)

@@ -32,7 +32,7 @@ from ...core.tensor import Tensor
 from ...state import paused
 from ...traces.build import build_trace
 from ...traces.model import Trace
-from .. import dot, minidot, render
+from .. import dot, heatmap, minidot, render
 from . import panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
@@ -61,8 +61,10 @@ class ExplorerState:
             built-in renderer when the ``dot`` program is missing.
     """
 
-    def __init__(self, trace: Trace, explanations=(), jacobians=((), ""), render_dot=None):
+    def __init__(self, trace: Trace, explanations=(), jacobians=((), ""), render_dot=None, full_grad=None):
         self.trace = trace
+        self._full_grad = full_grad     # node id -> its whole ḡ (from the tape), for a weight's heat map
+        self._heatmaps: dict = {}
         self.explanations = list(explanations)
         self.jacobian_rows, self.jacobian_note = list(jacobians[0]), jacobians[1]
         self.prefix = f"adv{next(_serial)}"
@@ -115,7 +117,7 @@ class ExplorerState:
                 trace, marked = _mark(trace, ex)
                 explanations.append((_label(s, trace, trace.node_id_of(s)), ex, marked))
         jac = jacobian_rows(tape, trace, target, flat, output_gradients)
-        return cls(trace, explanations, jac, render_dot)
+        return cls(trace, explanations, jac, render_dot, full_grad=_grad_reader(tape, trace))
 
     # ----- fold state ----------------------------------------------------------
     def layout(self, collapse="current", expanded=None):
@@ -415,8 +417,35 @@ class ExplorerState:
         return f"step {self.step} / {self.max_step}: {_node_title(self.trace.node(cur))}"
 
     def inspector_html(self) -> str:
-        return panels.inspector_html(self.trace, self.selected,
-                                     grad_known=self.selected is not None and self.grad_shown(self.selected))
+        """The selected node in full; for a weight whose ḡ is known at this step, ḡ as a heat map too."""
+        known = self.selected is not None and self.grad_shown(self.selected)
+        out = panels.inspector_html(self.trace, self.selected, grad_known=known)
+        if known and self.trace.node(self.selected).kind == "variable":
+            out += self.heatmap_html(self.selected)
+        return out
+
+    def heatmap(self, node_id: str):
+        """ḡ of node ``node_id`` as a :class:`~autodiff_viz.views.heatmap.Heatmap`, made on first ask and kept.
+
+        With a tape behind the explorer the whole ḡ is computed from it (one
+        backward walk, only when asked), so a weight bigger than the trace's
+        ``value_limit`` is drawn in full too; from a trace alone, what it kept.
+        """
+        if node_id not in self._heatmaps:
+            node = self.trace.node(node_id)
+            kept = node.grad is None or node.grad.data is not None
+            data = self._full_grad(node_id) if self._full_grad is not None and not kept else None
+            self._heatmaps[node_id] = heatmap.node_heatmap(self.trace, node_id, "grad", data)
+        return self._heatmaps[node_id]
+
+    def heatmap_html(self, node_id: str) -> str:
+        """The inspector's heat-map section for a node (or why there is none), as HTML."""
+        try:
+            picture = self.heatmap(node_id).svg
+        except (ValueError, TypeError) as err:
+            return f'<div class="adv-panel adv-note adv-heatmap">{panels.esc(err)}</div>'
+        return (f'<div class="adv-panel adv-heatmap"><b>ḡ as a heat map</b> (blue &gt; 0, red &lt; 0, white 0; '
+                f'hover a cell for its value)<div style="max-width:100%;overflow-x:auto">{picture}</div></div>')
 
     def edge_html(self) -> str:
         """The selected edge in numbers: factor, local Jacobian (or its summary), ḡ_y and ḡ_y·∂y/∂x."""
@@ -689,6 +718,35 @@ def _mark(trace: Trace, ex) -> tuple[Trace, list]:
     refs = list(dict.fromkeys(refs))
     reason = ex.reason.replace("_", " ")
     return (trace.with_marks([(r, reason) for r in refs]) if refs else trace), refs
+
+
+def _grad_reader(tape, trace):
+    """``node id -> the whole ḡ of that node`` from the tape's records (``None`` when it has none).
+
+    The trace keeps big arrays as statistics only; a weight's heat map needs
+    every entry, so it is computed from the record when asked: one backward
+    walk from the trace's target (seeded with ones, as the trace) to that node.
+    """
+    if trace.target is None:
+        return None
+    records = list(tape.record.nodes)
+    target = trace.node(trace.target)
+    if target.index is None or target.grad is None:
+        return None
+    seed_value = records[target.index].out
+
+    def read(node_id: str):
+        node = trace.node(node_id)
+        if getattr(tape, "_released", False) and getattr(tape, "_heavy", False):
+            raise ValueError(f"heatmap: ḡ of {node.title} (shape {tuple(node.shape)}) was kept as statistics "
+                             "only, and the tape let go of its values when tape.gradient() was called. Record "
+                             "with adv.GradientTape(persistent=True) to inspect weights after the gradient call.")
+        seeds = {target.tensor_id: np.ones(seed_value.shape, dtype=seed_value.dtype)}
+        with paused(), np.errstate(all="ignore"):
+            grads = walks.backward(records, seeds, {node.tensor_id})
+        g = grads.get(node.tensor_id)
+        return None if g is None else np.asarray(g)
+    return read
 
 
 def jacobian_rows(tape, trace, target, sources, output_gradients=None) -> tuple[list, str]:
