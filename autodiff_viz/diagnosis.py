@@ -1001,11 +1001,11 @@ def _partly_lost(tape, target, source, ids) -> Explanation | None:
         return None
     esc = taken[0]
     more = len({e.location for e in taken}) - 1
-    text = (f"The gradient of {_label(target)} with respect to {_label(source)} is not None, but it is only "
-            f"part of it: a value computed from the source left the tape {lost_at(esc, False)}{_code(esc.location)}\n"
+    text = (f"The gradient of {_label(target)} with respect to {_label(source)} is not None, but it is "
+            f"incomplete: a value computed from the source left the tape {lost_at(esc, False)}{_code(esc.location)}\n"
             "numpy computed on from there, so what that line adds to the target is a constant to the tape and "
-            f"its share of the gradient is missing. The gradient you get flows only through the other "
-            f"{len(ids)} recorded op(s) (a regularization term, say)."
+            f"its share of the gradient is missing. The gradient you get comes only from the path the "
+            f"tape recorded ({len(ids)} op(s); a regularization term, say)."
             + (f" {more} more line(s) lost a path too: tape.record.escapes lists them." if more > 0 else "")
             + f"\n{LOST_FIX}")
     return Explanation("partly_lost", text, _where(esc.location), (source._id, esc.tensor_id) + tuple(ids),
