@@ -339,7 +339,7 @@ class _ConvTranspose(Layer):
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
+        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format, channels_first=True)
         self.padding = normalize_padding(padding, owner)
         self.output_padding = None
         if output_padding is not None:
@@ -354,7 +354,8 @@ class _ConvTranspose(Layer):
                                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
-        _kernel_and_bias(self, self.kernel_size + (self.filters, _known_channels(self, input_shape)))
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
+        _kernel_and_bias(self, self.kernel_size + (self.filters, channels))
 
     def _geometry(self, input_shape):
         """Check an input shape and return the output's spatial sizes and the ``conv_transpose`` pads."""
@@ -372,10 +373,15 @@ class _ConvTranspose(Layer):
     def compute_output_shape(self, input_shape):
         """``(batch, *out, filters)``, Keras' sizes: ``(n − 1)·s + max(span, s)`` for ``'valid'``, ``n·s`` for
         ``'same'`` (each plus ``output_padding`` in place of the default, see :func:`transpose_pads`)."""
-        outs, _ = self._geometry(tuple(input_shape))
+        outs, _ = self._geometry(channels_last_shape(self, input_shape))
+        if self.data_format == "channels_first":
+            return (input_shape[0], self.filters) + outs
         return (input_shape[0],) + outs + (self.filters,)
 
     def call(self, inputs):
+        return channels_last_call(self, inputs, self._call_channels_last)
+
+    def _call_channels_last(self, inputs):
         outs, pads = self._geometry(tuple(inputs.shape))
         _check_channels(self, inputs, self.kernel.shape[-1])
         return _bias_and_activation(self, R.conv_transpose(inputs, self.kernel, spatial=outs, strides=self.strides,
@@ -460,7 +466,7 @@ def _depth_multiplier(layer, depth_multiplier) -> int:
 
 def _depthwise_options(layer, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate) -> None:
     """The window and ``depth_multiplier`` of a depthwise step (depthwise and separable layers), checked and kept."""
-    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format)
+    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format, channels_first=True)
     layer.padding = normalize_padding(padding, type(layer).__name__)
     layer.depth_multiplier = _depth_multiplier(layer, depth_multiplier)
 
@@ -503,7 +509,7 @@ class _DepthwiseConv(Layer):
                        bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
-        channels = _known_channels(self, input_shape)
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
         self.kernel = _depthwise_kernel(self, channels, "kernel")
         self.bias = option_weight(self, "bias", (channels * self.depth_multiplier,)) if self.use_bias else None
 
@@ -514,8 +520,8 @@ class _DepthwiseConv(Layer):
         return self.kernel
 
     def call(self, inputs):
-        pads = _checked_pads(self, inputs, self.kernel.shape[-2])
-        return _bias_and_activation(self, _depthwise(self, inputs, self.kernel, pads))
+        return channels_last_call(self, inputs, lambda x: _bias_and_activation(
+            self, _depthwise(self, x, self.kernel, _checked_pads(self, x, self.kernel.shape[-2]))))
 
     def get_config(self) -> dict:
         return {**super().get_config(), **_depthwise_config(self), **weight_config(self, "depthwise", "bias")}
@@ -587,7 +593,7 @@ class _SeparableConv(Layer):
                        bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
-        channels = _known_channels(self, input_shape)
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
         self.depthwise_kernel = _depthwise_kernel(self, channels, "depthwise_kernel")
         self.pointwise_kernel = option_weight(self, "pointwise",
                                               (1,) * self.rank + (channels * self.depth_multiplier, self.filters),
@@ -595,6 +601,9 @@ class _SeparableConv(Layer):
         self.bias = option_weight(self, "bias", (self.filters,)) if self.use_bias else None
 
     def call(self, inputs):
+        return channels_last_call(self, inputs, self._call_channels_last)
+
+    def _call_channels_last(self, inputs):
         pads = _checked_pads(self, inputs, self.depthwise_kernel.shape[-2])
         y = _depthwise(self, inputs, self.depthwise_kernel, pads)
         ones = (1,) * self.rank
