@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import diagnosis
+from . import diagnosis, naming
 from .core import walks
 from .core.tensor import Tensor, as_tensor
 from .diagnosis import explain, require_recorded
@@ -408,9 +408,9 @@ def _lost(row: Row, escapes: list) -> Row:
     """``row`` re-judged when the tape lost a path from its tensor: the hand value cannot be called wrong."""
     if not escapes or row.status not in ("wrong", "no_gradient"):
         return row
-    msg = (f"The tape cannot judge yours: it lost the path at {diagnosis.lost_at(escapes[0])}, where a value "
+    msg = (f"The tape cannot judge yours: it lost the path at {naming.lost_at(escapes[0])}, where a value "
            "computed from it left the tape (numpy took the number, so no gradient flows back through it). Your "
-           f"value may well be right. {diagnosis.LOST_FIX}")
+           f"value may well be right. {naming.LOST_FIX}")
     if len(escapes) > 1:
         msg += f" ({len(escapes) - 1} more such line(s): tape.record.escapes lists them.)"
     return Row(row.name, row.node, "lost", row.hand_shape, row.tape_shape, row.max_abs, row.max_rel, msg,

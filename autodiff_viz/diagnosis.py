@@ -940,11 +940,6 @@ def _escape_explanation(source, esc, back_tensor, back_location, evidence: str) 
 # ---------------------------------------------------------------------------
 # Connected, but a path was lost on the way (partly_lost)
 # ---------------------------------------------------------------------------
-LOST_FIX = ("Fix that line so it keeps a tensor: adv.matmul(X, W), X @ W or adv.constant(X).dot(W) for X.dot(W) "
-            "with X a numpy array (np.dot(X, W) works too); collect pieces in a list and adv.stack them instead "
-            "of writing into np.zeros; adv ops instead of float() / np.asarray().")
-
-
 def lost_paths(tape, target_id, source_id) -> list:
     """The escapes (values that left the tape as numpy or numbers) of tensors computed from ``source_id``.
 
@@ -964,21 +959,6 @@ def lost_paths(tape, target_id, source_id) -> list:
             seen.add((e.tensor_id, e.location))
             out.append(e)
     return out
-
-
-def lost_at(esc, where: bool = True) -> str:
-    """Where and how a path left the tape, for a message: ``line 8 (softmax.py) through np.asarray() ...``
-    (without the place when ``where`` is False: a message that quotes the line says it).
-
-    ``np.asarray()`` on a line with ``.dot(`` is numpy's ``ndarray.dot``: a
-    numpy array on the left converts the tensor on the right to an array
-    without a word (the CS231n spelling ``scores = X.dot(W)``).
-    """
-    place = f"line {esc.location[1]} ({esc.location[0]})" if esc.location else "a line of your code"
-    how = esc.how
-    if how == "np.asarray()" and esc.location and ".dot(" in _code(esc.location):
-        how += " (a numpy array's .dot() converted the tensor to an array)"
-    return f"{place} through {how}" if where else f"through {how}"
 
 
 def _partly_lost(tape, target, source, ids) -> Explanation | None:
@@ -1001,12 +981,12 @@ def _partly_lost(tape, target, source, ids) -> Explanation | None:
         return None
     esc = taken[0]
     more = len({e.location for e in taken}) - 1
-    text = (f"The gradient of {_label(target)} with respect to {_label(source)} is not None, but it is "
-            f"incomplete: a value computed from the source left the tape {lost_at(esc, False)}{_code(esc.location)}\n"
+    text = (f"The gradient of {_label(target)} with respect to {_label(source)} is not None, but it is incomplete: "
+            f"a value computed from the source left the tape {naming.lost_at(esc, False)}{_code(esc.location)}\n"
             "numpy computed on from there, so what that line adds to the target is a constant to the tape and "
             f"its share of the gradient is missing. The gradient you get comes only from the path the "
             f"tape recorded ({len(ids)} op(s); a regularization term, say)."
             + (f" {more} more line(s) lost a path too: tape.record.escapes lists them." if more > 0 else "")
-            + f"\n{LOST_FIX}")
+            + f"\n{naming.LOST_FIX}")
     return Explanation("partly_lost", text, _where(esc.location), (source._id, esc.tensor_id) + tuple(ids),
                        (), esc.how, (esc.location,) if esc.location else ())

@@ -304,8 +304,8 @@ def _lost_note(f, args, k) -> str:
     lost = diagnosis.lost_paths(tape, out._id if isinstance(out, Tensor) else None, xs[k]._id)
     if not lost:
         return ""
-    return (f"a path left the tape at {diagnosis.lost_at(lost[0])}: autodiff misses what it adds, the finite "
-            f"differences do not. {diagnosis.LOST_FIX}")
+    return (f"a path left the tape at {naming.lost_at(lost[0])}: autodiff misses what it adds, the finite "
+            f"differences do not. {naming.LOST_FIX}")
 
 
 def _derivative(f, args, nums, k, mode, of) -> tuple:

@@ -110,7 +110,8 @@ def test_a_float_that_comes_back_beside_a_kept_path_is_partly_lost_at_the_float(
         loss = adv.constant(float(data)) + 0.5 * REG * adv.sum(W * W)
     ex = tape.explain(loss, W)
     assert ex.reason == "partly_lost" and "float()" in ex.message
-    assert ex.location.endswith(f":{_line_of(test_a_float_that_comes_back_beside_a_kept_path_is_partly_lost_at_the_float, 'float(data)')}")
+    line = _line_of(test_a_float_that_comes_back_beside_a_kept_path_is_partly_lost_at_the_float, "float(data)")
+    assert ex.location.endswith(f":{line}")
 
 
 def test_check_grads_names_the_lost_line_instead_of_a_bare_mismatch():

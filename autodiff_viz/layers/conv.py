@@ -81,6 +81,10 @@ def check_data_format(data_format, owner, channels_first=False) -> str:
     supports it, ``"channels_first"`` (``(batch, channels, ...)``, CS231n's and PyTorch's NCHW)."""
     if channels_first and data_format == "channels_first":
         return data_format
+    if channels_first and data_format not in (None, "channels_last"):
+        raise ValueError(f"{owner}: data_format must be 'channels_last' (batch, ..., channels; the default) or "
+                         f"'channels_first' (batch, channels, ...), got {data_format!r}. PyTorch's NCHW layout "
+                         "is 'channels_first'.")
     if data_format not in (None, "channels_last"):
         raise ValueError(f"{owner}: only data_format='channels_last' (batch, ..., channels) is supported, got "
                          f"{data_format!r}. Move the channel axis last: adv.moveaxis(x, 1, -1) turns (batch, channels, "
@@ -125,6 +129,8 @@ def check_rank(layer, shape, rank):
     if len(shape) == rank + 2:
         return
     axes = {1: "(batch, steps, channels)", 2: "(batch, height, width, channels)"}[rank]
+    if getattr(layer, "data_format", None) == "channels_first":
+        axes = {1: "(batch, channels, steps)", 2: "(batch, channels, height, width)"}[rank]
     hint = ""
     if len(shape) == rank + 1:
         hint = (" It looks like one sample without the batch axis: add one with x[None] (or "
@@ -439,6 +445,8 @@ class Conv2DTranspose(_ConvTranspose):
         padding: ``"valid"`` (default) or ``"same"``.
         output_padding: None (default) or an int or ``(ph, pw)``, each smaller than the stride: picks
             one of the output sizes a stride-``s`` convolution maps to the same input size.
+        data_format: ``"channels_last"`` (default) or ``"channels_first"`` (``(batch, channels, ...)``, PyTorch's
+            layout): the same weights in the same layout, the channel axis moved in and back on the tape.
         dilation_rate: an int or ``(dh, dw)`` (not together with strides > 1, as Keras).
         activation: a name, a callable or None, as for ``Dense``.
         use_bias: add one bias per filter (a ``bias_add`` op).
@@ -561,6 +569,8 @@ class DepthwiseConv2D(_DepthwiseConv):
         strides: an int or ``(sh, sw)`` (default 1).
         padding: ``"valid"`` (default) or ``"same"`` (TensorFlow's padding).
         depth_multiplier: output channels per input channel (default 1).
+        data_format: ``"channels_last"`` (default) or ``"channels_first"`` (``(batch, channels, ...)``, PyTorch's
+            layout): the same weights in the same layout, the channel axis moved in and back on the tape.
         dilation_rate: an int or ``(dh, dw)`` (not together with strides > 1, as Keras).
         activation: a name, a callable or None, as for ``Dense``.
         use_bias: add one bias per output channel (``channels · depth_multiplier`` of them).
@@ -647,6 +657,8 @@ class SeparableConv2D(_SeparableConv):
         filters: number of output channels.
         kernel_size, strides, padding, dilation_rate, depth_multiplier: of the depthwise step,
             as for :class:`DepthwiseConv2D`.
+        data_format: ``"channels_last"`` (default) or ``"channels_first"`` (``(batch, channels, ...)``, PyTorch's
+            layout): the same weights in the same layout, the channel axis moved in and back on the tape.
         activation, use_bias: as for ``Conv2D`` (one bias per filter).
         depthwise_initializer, pointwise_initializer: default ``"glorot_uniform"``;
             bias_initializer: default ``"zeros"``.
