@@ -50,16 +50,22 @@ def _to_last(a):
     return np.moveaxis(a, 1, -1)
 
 
-def _ours(name, kwargs, x, r):
-    """Output, input gradient and weight gradients (by weight order) of our channels_first layer."""
+def _built(name, kwargs, x):
+    """Our layer with ``data_format="channels_first"``, built by a call on ``x``."""
     layer = getattr(adv.layers, name)(data_format="channels_first", **kwargs)
+    layer(adv.constant(x))
+    return layer
+
+
+def _ours(layer, x, r):
+    """Output, input gradient and weight gradients (in ``layer.weights`` order) of ``Σ layer(x) ⊙ r``."""
     xt = adv.constant(x)
     with adv.GradientTape(persistent=True) as tape:
         tape.watch(xt)
         y = layer(xt)
         loss = adv.sum(y * r)
     grads = tape.gradient(loss, [xt] + list(layer.weights))
-    return layer, y.numpy(), grads[0].numpy(), [g.numpy() for g in grads[1:]]
+    return y.numpy(), grads[0].numpy(), [g.numpy() for g in grads[1:]]
 
 
 def _keras(layer_cls, kwargs, x, r, weights):
@@ -81,14 +87,13 @@ def _keras(layer_cls, kwargs, x, r, weights):
 @pytest.mark.parametrize("name, kwargs, shape", CONVS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CONVS)])
 def test_convolutions_channels_first_are_keras_on_the_transposed_input(name, kwargs, shape):
     x = RNG.normal(size=shape)
-    probe = getattr(adv.layers, name)(data_format="channels_first", **kwargs)
-    out_shape = probe(adv.constant(x)).shape
+    layer = _built(name, kwargs, x)
+    for w in layer.weights:         # a nonzero bias too, so its gradient and its axis are checked
+        w.assign(RNG.normal(size=w.shape) * 0.5)
+    out_shape = layer(adv.constant(x)).shape
     assert out_shape[1] == kwargs.get("filters", shape[1] * kwargs.get("depth_multiplier", 1))
     r = RNG.normal(size=out_shape)
-    layer, y, gx, gw = _ours(name, kwargs, x, r)
-    for w in layer.weights:         # a nonzero bias, so its gradient and its place are checked too
-        w.assign(RNG.normal(size=w.shape) * 0.5)
-    _, y, gx, gw = _ours_with(layer, x, r)
+    y, gx, gw = _ours(layer, x, r)
     weights = [w.numpy() for w in layer.weights]
     klayer, ky, kgx, kgw = _keras(getattr(keras.layers, name), {**kwargs, "data_format": "channels_last"},
                                   _to_last(x), _to_last(r), weights)
@@ -99,22 +104,13 @@ def test_convolutions_channels_first_are_keras_on_the_transposed_input(name, kwa
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6, err_msg=w.name)
 
 
-def _ours_with(layer, x, r):
-    xt = adv.constant(x)
-    with adv.GradientTape(persistent=True) as tape:
-        tape.watch(xt)
-        y = layer(xt)
-        loss = adv.sum(y * r)
-    grads = tape.gradient(loss, [xt] + list(layer.weights))
-    return layer, y.numpy(), grads[0].numpy(), [g.numpy() for g in grads[1:]]
-
-
 @pytest.mark.parametrize("name, kwargs, shape", RESHAPING, ids=[f"{c[0]}-{i}" for i, c in enumerate(RESHAPING)])
 def test_reshaping_layers_channels_first_match_keras_channels_first(name, kwargs, shape):
     x = RNG.normal(size=shape)
     ky_probe = getattr(keras.layers, name)(data_format="channels_first", **kwargs)(tf.constant(x)).numpy()
     r = RNG.normal(size=ky_probe.shape)
-    layer, y, gx, _ = _ours(name, kwargs, x, r)
+    layer = _built(name, kwargs, x)
+    y, gx, _ = _ours(layer, x, r)
     _, ky, kgx, _ = _keras(getattr(keras.layers, name), {**kwargs, "data_format": "channels_first"}, x, r, [])
     assert y.shape == ky.shape and y.shape[1] == shape[1]          # channels stay on axis 1
     np.testing.assert_allclose(y, ky, rtol=1e-6, atol=1e-6)
