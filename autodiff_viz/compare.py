@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import diagnosis, naming
 from .core import walks
 from .core.tensor import Tensor, as_tensor
 from .diagnosis import explain, require_recorded
@@ -399,36 +400,17 @@ def seed_of(target: Tensor, output_gradients):
 
 
 def lost_paths(tape, target: Tensor, tid) -> list:
-    """The escapes (values that left the tape as numpy or numbers) of tensors computed from ``tid``.
-
-    ``X.dot(W)`` with ``X`` an ndarray, ``out[i] = t`` into ``np.zeros``,
-    ``float(t)``: numpy takes the value, the tape records the escape and its
-    line, and any gradient along that path is missing. The target's own
-    escapes (``print(float(loss))``) cut nothing and are left out.
-    """
-    escapes = [e for e in getattr(tape, "_escapes", ()) if e.tensor_id != target._id]
-    if tid is None or not escapes:
-        return []
-    reach = walks.reachable(tape.record.nodes, {tid})[0]
-    out, seen = [], set()
-    for e in escapes:
-        if e.tensor_id in reach and (e.tensor_id, e.location) not in seen:
-            seen.add((e.tensor_id, e.location))
-            out.append(e)
-    return out
+    """The escapes of tensors computed from ``tid`` (:func:`autodiff_viz.diagnosis.lost_paths`)."""
+    return diagnosis.lost_paths(tape, target._id, tid)
 
 
 def _lost(row: Row, escapes: list) -> Row:
     """``row`` re-judged when the tape lost a path from its tensor: the hand value cannot be called wrong."""
     if not escapes or row.status not in ("wrong", "no_gradient"):
         return row
-    e = escapes[0]
-    where = f"line {e.location[1]} ({e.location[0]})" if e.location else "a line of your code"
-    msg = (f"The tape cannot judge yours: it lost the path at {where}, where a value computed from it left the "
-           f"tape through {e.how} (numpy took the number, so no gradient flows back through it). Your value may "
-           "well be right. Fix that line to keep a tensor: adv.matmul(X, W) or X @ W for X.dot(W); collect "
-           "pieces in a list and adv.stack them instead of writing into np.zeros; adv ops instead of "
-           "float()/np.asarray().")
+    msg = (f"The tape cannot judge yours: it lost the path at {naming.lost_at(escapes[0])}, where a value "
+           "computed from it left the tape (numpy took the number, so no gradient flows back through it). Your "
+           f"value may well be right. {naming.LOST_FIX}")
     if len(escapes) > 1:
         msg += f" ({len(escapes) - 1} more such line(s): tape.record.escapes lists them.)"
     return Row(row.name, row.node, "lost", row.hand_shape, row.tape_shape, row.max_abs, row.max_rel, msg,

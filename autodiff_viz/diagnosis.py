@@ -36,7 +36,7 @@ from .naming import file_line as _where
 from .state import live_tapes
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
-           "non_differentiable_op", "integer_dtype", "not_used")
+           "non_differentiable_op", "integer_dtype", "not_used", "partly_lost")
 
 
 # ---------------------------------------------------------------------------
@@ -316,7 +316,8 @@ def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
     reach, path = walks.reachable(tape.record.nodes, {source._id})
     if source._id in tape.record.tracked and target._id in reach and target.dtype.kind in "fc":
         needed = _on_path_to(path, target._id)
-        return _connected(target, source, tuple(n.out_id for n in path if n.out_id in needed))
+        ids = tuple(n.out_id for n in path if n.out_id in needed)
+        return _partly_lost(tape, target, source, ids) or _connected(target, source, ids)
     return _disconnected(tape, target, source, reach)
 
 
@@ -934,3 +935,58 @@ def _escape_explanation(source, esc, back_tensor, back_location, evidence: str) 
     return Explanation("left_the_tape", text, _where(esc.location),
                        (source._id, esc.tensor_id, back_tensor._id), ((esc.tensor_id, back_tensor._id),),
                        None, locations)
+
+
+# ---------------------------------------------------------------------------
+# Connected, but a path was lost on the way (partly_lost)
+# ---------------------------------------------------------------------------
+def lost_paths(tape, target_id, source_id) -> list:
+    """The escapes (values that left the tape as numpy or numbers) of tensors computed from ``source_id``.
+
+    ``X.dot(W)`` with ``X`` an ndarray, ``out[i] = t`` into ``np.zeros``,
+    ``float(t)``: numpy takes the value, the tape records the escape and its
+    line, and any gradient along that path is missing. The target's own
+    escapes (``print(float(loss))``) cut nothing and are left out; one
+    escape per tensor and line (numpy may convert a tensor twice in one call).
+    """
+    escapes = [e for e in tape.record.escapes if e.tensor_id != target_id]
+    if source_id is None or not escapes:
+        return []
+    reach = walks.reachable(tape.record.nodes, {source_id})[0] | {source_id}
+    out, seen = [], set()
+    for e in escapes:
+        if e.tensor_id in reach and (e.tensor_id, e.location) not in seen:
+            seen.add((e.tensor_id, e.location))
+            out.append(e)
+    return out
+
+
+def _partly_lost(tape, target, source, ids) -> Explanation | None:
+    """The source reaches the target, but a value computed from it also left the tape and came back as numpy.
+
+    Evidence that it came back: a float constant made inside this tape sits in
+    the target's history, and it holds the escaped values, or numpy itself
+    took the tensor (``np.asarray()``: ``X.dot(W)``, a write into an
+    ndarray) rather than the learner asking for a number to print.
+    """
+    escapes = lost_paths(tape, target._id, source._id)
+    if not escapes:
+        return None
+    start = tape.record.start_id or 0
+    leaves = [t for t in _history(target)[1].values() if t._node is None and not isinstance(t, Variable)
+              and t._id > start and t._id != source._id and t.dtype.kind in "fc"]
+    same = [e for e in escapes if any(_same_values(t._value, e.value) for t in leaves)]
+    taken = same or [e for e in escapes if e.how == "np.asarray()"]
+    if not leaves or not taken:
+        return None
+    esc = taken[0]
+    more = len({e.location for e in taken}) - 1
+    text = (f"The gradient of {_label(target)} with respect to {_label(source)} is not None, but it is incomplete: "
+            f"a value computed from the source left the tape {naming.lost_at(esc, False)}{_code(esc.location)}\n"
+            "numpy computed on from there, so what that line adds to the target is a constant to the tape and "
+            f"its share of the gradient is missing. The gradient you get comes only from the path the "
+            f"tape recorded ({len(ids)} op(s); a regularization term, say)."
+            + (f" {more} more line(s) lost a path too: tape.record.escapes lists them." if more > 0 else "")
+            + f"\n{naming.LOST_FIX}")
+    return Explanation("partly_lost", text, _where(esc.location), (source._id, esc.tensor_id) + tuple(ids),
+                       (), esc.how, (esc.location,) if esc.location else ())

@@ -22,7 +22,7 @@ from numbers import Integral
 
 import numpy as np
 
-from . import naming
+from . import diagnosis, naming
 from .core.tensor import Tensor
 from .tape import GradientTape
 from .transforms import jacobian, jvp, vjp
@@ -276,12 +276,36 @@ def _check_rows(f, args, nums, order, modes, eps, rtol, atol, of) -> list:
                                          f"shape {auto.shape} but numeric {numeric.shape}", of))
                 continue
             rows.append(GradCheckRow(k, mode, *_compare(auto, numeric, atol, rtol), of=of))
+        if any(not r.ok and not r.note for r in rows if r.argnum == k and r.of == of):
+            note = _lost_note(f, args, k)
+            for r in rows:
+                if r.argnum == k and r.of == of and not r.ok and not r.note:
+                    r.note = note
     if order > 1:       # reverse: one VJP per checked argument; forward: one JVP along all of them
         for mode in modes:
             for k in (nums if mode == "reverse" else [None]):
                 g, g_args, g_nums, name = _derivative(f, args, nums, k, mode, of)
                 rows += _check_rows(g, g_args, g_nums, order - 1, modes, eps, rtol, atol, name)
     return rows
+
+
+def _lost_note(f, args, k) -> str:
+    """Why autodiff misses part of ``f``'s derivative in argument ``k``, when a path left the tape.
+
+    ``f`` is run once more on a tape that watches that argument; a value
+    computed from it that numpy took (``X.dot(W)`` with ``X`` an ndarray,
+    ``float(t)``) is named with its line, as ``tape.explain`` says
+    ``partly_lost``: the finite differences see that path, the tape does not.
+    """
+    xs = [Tensor(a) for a in args]
+    with GradientTape() as tape:
+        tape.watch(xs[k])
+        out = f(*xs)
+    lost = diagnosis.lost_paths(tape, out._id if isinstance(out, Tensor) else None, xs[k]._id)
+    if not lost:
+        return ""
+    return (f"a path left the tape at {naming.lost_at(lost[0])}: autodiff misses what it adds, the finite "
+            f"differences do not. {naming.LOST_FIX}")
 
 
 def _derivative(f, args, nums, k, mode, of) -> tuple:

@@ -209,3 +209,23 @@ def array_name(value, namespace: dict) -> str | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+LOST_FIX = ("Fix that line so it keeps a tensor: adv.matmul(X, W), X @ W or adv.constant(X).dot(W) for X.dot(W) "
+            "with X a numpy array (np.dot(X, W) works too); collect pieces in a list and adv.stack them instead "
+            "of writing into np.zeros; adv ops instead of float() / np.asarray().")
+
+
+def lost_at(esc, where: bool = True) -> str:
+    """Where and how a path left the tape, for a message: ``line 8 (softmax.py) through np.asarray() ...``
+    (without the place when ``where`` is False: a message that quotes the line says it).
+
+    ``np.asarray()`` on a line with ``.dot(`` is numpy's ``ndarray.dot``: a
+    numpy array on the left converts the tensor on the right to an array
+    without a word (the CS231n spelling ``scores = X.dot(W)``).
+    """
+    place = f"line {esc.location[1]} ({esc.location[0]})" if esc.location else "a line of your code"
+    how = esc.how
+    if how == "np.asarray()" and esc.location and ".dot(" in code_line(esc.location):
+        how += " (a numpy array's .dot() converted the tensor to an array)"
+    return f"{place} through {how}" if where else f"through {how}"

@@ -214,7 +214,7 @@ def test_unknown_padding_and_bad_arguments_are_rejected_at_construction():
     with pytest.raises(ValueError, match="groups must be a positive integer that divides filters"):
         L.Conv2D(5, 3, groups=2)
     with pytest.raises(ValueError, match="channels_last"):
-        L.DepthwiseConv2D(3, data_format="channels_first")     # Conv2D and the pools take channels_first
+        L.DepthwiseConv2D(3, data_format="NHWC")         # Keras' words only: channels_last or channels_first
     with pytest.raises(ValueError, match="channels_last"):
         L.Conv2D(2, 3, data_format="NCHW")
 

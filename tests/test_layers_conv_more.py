@@ -378,7 +378,7 @@ def test_get_config_holds_the_values_given():
     (lambda: L.DepthwiseConv1D(3, padding="causal"), "padding must be one of"),
     (lambda: L.SeparableConv2D(4, 3, padding="full"), "padding must be one of"),
     (lambda: L.DepthwiseConv2D(3, strides=2, dilation_rate=2), "strides > 1 together with dilation_rate"),
-    (lambda: L.SeparableConv2D(4, 3, data_format="channels_first"), "channels_last"),
+    (lambda: L.SeparableConv2D(4, 3, data_format="NCHW"), "'channels_first' \\(batch, channels"),
     (lambda: L.AdditiveAttention(dropout=1.0), r"dropout must be in \[0, 1\)"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_built(make, match):

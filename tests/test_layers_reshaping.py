@@ -220,18 +220,18 @@ def test_unet_skip_connection_cropped_to_the_upsampled_size():
     (lambda: L.UpSampling2D(size=(2, 2, 2)), ValueError, ["UpSampling2D", "tuple of 2 ints"]),
     (lambda: L.UpSampling2D(size=(2, 1.5)), ValueError, ["UpSampling2D", "1.5"]),
     (lambda: L.UpSampling2D(interpolation="bicubic"), ValueError, ["UpSampling2D", "bicubic", "'nearest'"]),
-    (lambda: L.UpSampling2D(data_format="channels_first"), ValueError, ["UpSampling2D", "channels_last"]),
+    (lambda: L.UpSampling2D(data_format="NCHW"), ValueError, ["UpSampling2D", "'channels_first'", "NCHW"]),
     (lambda: L.ZeroPadding1D(padding=-1), ValueError, ["ZeroPadding1D", "padding", "≥ 0"]),
     (lambda: L.ZeroPadding1D(padding=(1, 2, 3)), ValueError, ["ZeroPadding1D", "tuple of 2 ints"]),
-    (lambda: L.ZeroPadding1D(data_format="channels_first"), ValueError, ["ZeroPadding1D", "channels_last"]),
+    (lambda: L.ZeroPadding1D(data_format="NCHW"), ValueError, ["ZeroPadding1D", "'channels_first'", "NCHW"]),
     (lambda: L.ZeroPadding2D(padding="same"), ValueError, ["ZeroPadding2D", "((top, bottom), (left, right))"]),
     (lambda: L.ZeroPadding2D(padding=((1, 1), (1, -1))), ValueError, ["ZeroPadding2D", "-1", "≥ 0"]),
     (lambda: L.ZeroPadding2D(padding=(1, 1, 1)), ValueError, ["ZeroPadding2D", "tuple of 2 tuples"]),
-    (lambda: L.ZeroPadding2D(data_format="channels_first"), ValueError, ["ZeroPadding2D", "channels_last"]),
+    (lambda: L.ZeroPadding2D(data_format="NCHW"), ValueError, ["ZeroPadding2D", "'channels_first'", "NCHW"]),
     (lambda: L.Cropping1D(cropping=(1, None)), ValueError, ["Cropping1D", "cropping", "None"]),
     (lambda: L.Cropping2D(cropping=-2), ValueError, ["Cropping2D", "cropping", "≥ 0"]),
     (lambda: L.Cropping2D(cropping=((1, 2, 3), (0, 0))), ValueError, ["Cropping2D", "each entry", "(1, 2, 3)"]),
-    (lambda: L.Cropping2D(data_format="channels_first"), ValueError, ["Cropping2D", "channels_last"]),
+    (lambda: L.Cropping2D(data_format="NCHW"), ValueError, ["Cropping2D", "'channels_first'", "NCHW"]),
 ])
 def test_argument_errors_are_raised_at_construction_and_name_the_fix(make, error, words):
     with pytest.raises(error) as info:

@@ -87,9 +87,11 @@ def test_global_pooling_and_normalization_on_nchw():
     np.testing.assert_allclose(y, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-10)
 
 
-def test_a_layer_without_channels_first_still_says_how_to_move_the_axis():
-    with pytest.raises(ValueError, match=r"SeparableConv2D: only data_format='channels_last'.*adv\.moveaxis"):
-        L.SeparableConv2D(4, 3, data_format="channels_first")
+def test_a_layout_keras_does_not_name_is_refused_with_both_names_and_pytorchs():
+    """PyTorch says NCHW; Keras says channels_first. The error names the Keras word for the learner's layout."""
+    with pytest.raises(ValueError, match=r"SeparableConv2D: data_format must be 'channels_last'.*'channels_first' "
+                                         r"\(batch, channels, \.\.\.\).*NCHW layout is 'channels_first'"):
+        L.SeparableConv2D(4, 3, data_format="NCHW")
 
 
 # ----- Keras 3 initializer objects ----------------------------------------------------------------------------

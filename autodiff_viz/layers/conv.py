@@ -81,6 +81,10 @@ def check_data_format(data_format, owner, channels_first=False) -> str:
     supports it, ``"channels_first"`` (``(batch, channels, ...)``, CS231n's and PyTorch's NCHW)."""
     if channels_first and data_format == "channels_first":
         return data_format
+    if channels_first and data_format not in (None, "channels_last"):
+        raise ValueError(f"{owner}: data_format must be 'channels_last' (batch, ..., channels; the default) or "
+                         f"'channels_first' (batch, channels, ...), got {data_format!r}. PyTorch's NCHW layout "
+                         "is 'channels_first'.")
     if data_format not in (None, "channels_last"):
         raise ValueError(f"{owner}: only data_format='channels_last' (batch, ..., channels) is supported, got "
                          f"{data_format!r}. Move the channel axis last: adv.moveaxis(x, 1, -1) turns (batch, channels, "
@@ -125,6 +129,8 @@ def check_rank(layer, shape, rank):
     if len(shape) == rank + 2:
         return
     axes = {1: "(batch, steps, channels)", 2: "(batch, height, width, channels)"}[rank]
+    if getattr(layer, "data_format", None) == "channels_first":
+        axes = {1: "(batch, channels, steps)", 2: "(batch, channels, height, width)"}[rank]
     hint = ""
     if len(shape) == rank + 1:
         hint = (" It looks like one sample without the batch axis: add one with x[None] (or "
@@ -339,7 +345,7 @@ class _ConvTranspose(Layer):
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format)
+        _window_options(self, filters, kernel_size, strides, dilation_rate, data_format, channels_first=True)
         self.padding = normalize_padding(padding, owner)
         self.output_padding = None
         if output_padding is not None:
@@ -354,7 +360,8 @@ class _ConvTranspose(Layer):
                                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
-        _kernel_and_bias(self, self.kernel_size + (self.filters, _known_channels(self, input_shape)))
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
+        _kernel_and_bias(self, self.kernel_size + (self.filters, channels))
 
     def _geometry(self, input_shape):
         """Check an input shape and return the output's spatial sizes and the ``conv_transpose`` pads."""
@@ -372,10 +379,15 @@ class _ConvTranspose(Layer):
     def compute_output_shape(self, input_shape):
         """``(batch, *out, filters)``, Keras' sizes: ``(n − 1)·s + max(span, s)`` for ``'valid'``, ``n·s`` for
         ``'same'`` (each plus ``output_padding`` in place of the default, see :func:`transpose_pads`)."""
-        outs, _ = self._geometry(tuple(input_shape))
+        outs, _ = self._geometry(channels_last_shape(self, input_shape))
+        if self.data_format == "channels_first":
+            return (input_shape[0], self.filters) + outs
         return (input_shape[0],) + outs + (self.filters,)
 
     def call(self, inputs):
+        return channels_last_call(self, inputs, self._call_channels_last)
+
+    def _call_channels_last(self, inputs):
         outs, pads = self._geometry(tuple(inputs.shape))
         _check_channels(self, inputs, self.kernel.shape[-1])
         return _bias_and_activation(self, R.conv_transpose(inputs, self.kernel, spatial=outs, strides=self.strides,
@@ -433,6 +445,8 @@ class Conv2DTranspose(_ConvTranspose):
         padding: ``"valid"`` (default) or ``"same"``.
         output_padding: None (default) or an int or ``(ph, pw)``, each smaller than the stride: picks
             one of the output sizes a stride-``s`` convolution maps to the same input size.
+        data_format: ``"channels_last"`` (default) or ``"channels_first"`` (``(batch, channels, ...)``, PyTorch's
+            layout): the same weights in the same layout, the channel axis moved in and back on the tape.
         dilation_rate: an int or ``(dh, dw)`` (not together with strides > 1, as Keras).
         activation: a name, a callable or None, as for ``Dense``.
         use_bias: add one bias per filter (a ``bias_add`` op).
@@ -460,7 +474,7 @@ def _depth_multiplier(layer, depth_multiplier) -> int:
 
 def _depthwise_options(layer, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate) -> None:
     """The window and ``depth_multiplier`` of a depthwise step (depthwise and separable layers), checked and kept."""
-    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format)
+    _window_geometry(layer, kernel_size, strides, dilation_rate, data_format, channels_first=True)
     layer.padding = normalize_padding(padding, type(layer).__name__)
     layer.depth_multiplier = _depth_multiplier(layer, depth_multiplier)
 
@@ -503,7 +517,7 @@ class _DepthwiseConv(Layer):
                        bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
-        channels = _known_channels(self, input_shape)
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
         self.kernel = _depthwise_kernel(self, channels, "kernel")
         self.bias = option_weight(self, "bias", (channels * self.depth_multiplier,)) if self.use_bias else None
 
@@ -514,8 +528,8 @@ class _DepthwiseConv(Layer):
         return self.kernel
 
     def call(self, inputs):
-        pads = _checked_pads(self, inputs, self.kernel.shape[-2])
-        return _bias_and_activation(self, _depthwise(self, inputs, self.kernel, pads))
+        return channels_last_call(self, inputs, lambda x: _bias_and_activation(
+            self, _depthwise(self, x, self.kernel, _checked_pads(self, x, self.kernel.shape[-2]))))
 
     def get_config(self) -> dict:
         return {**super().get_config(), **_depthwise_config(self), **weight_config(self, "depthwise", "bias")}
@@ -555,6 +569,8 @@ class DepthwiseConv2D(_DepthwiseConv):
         strides: an int or ``(sh, sw)`` (default 1).
         padding: ``"valid"`` (default) or ``"same"`` (TensorFlow's padding).
         depth_multiplier: output channels per input channel (default 1).
+        data_format: ``"channels_last"`` (default) or ``"channels_first"`` (``(batch, channels, ...)``, PyTorch's
+            layout): the same weights in the same layout, the channel axis moved in and back on the tape.
         dilation_rate: an int or ``(dh, dw)`` (not together with strides > 1, as Keras).
         activation: a name, a callable or None, as for ``Dense``.
         use_bias: add one bias per output channel (``channels · depth_multiplier`` of them).
@@ -587,7 +603,7 @@ class _SeparableConv(Layer):
                        bias=(bias_initializer, bias_regularizer, bias_constraint))
 
     def build(self, input_shape):
-        channels = _known_channels(self, input_shape)
+        channels = _known_channels(self, channels_last_shape(self, input_shape))
         self.depthwise_kernel = _depthwise_kernel(self, channels, "depthwise_kernel")
         self.pointwise_kernel = option_weight(self, "pointwise",
                                               (1,) * self.rank + (channels * self.depth_multiplier, self.filters),
@@ -595,6 +611,9 @@ class _SeparableConv(Layer):
         self.bias = option_weight(self, "bias", (self.filters,)) if self.use_bias else None
 
     def call(self, inputs):
+        return channels_last_call(self, inputs, self._call_channels_last)
+
+    def _call_channels_last(self, inputs):
         pads = _checked_pads(self, inputs, self.depthwise_kernel.shape[-2])
         y = _depthwise(self, inputs, self.depthwise_kernel, pads)
         ones = (1,) * self.rank
@@ -638,6 +657,8 @@ class SeparableConv2D(_SeparableConv):
         filters: number of output channels.
         kernel_size, strides, padding, dilation_rate, depth_multiplier: of the depthwise step,
             as for :class:`DepthwiseConv2D`.
+        data_format: ``"channels_last"`` (default) or ``"channels_first"`` (``(batch, channels, ...)``, PyTorch's
+            layout): the same weights in the same layout, the channel axis moved in and back on the tape.
         activation, use_bias: as for ``Conv2D`` (one bias per filter).
         depthwise_initializer, pointwise_initializer: default ``"glorot_uniform"``;
             bias_initializer: default ``"zeros"``.

@@ -185,7 +185,8 @@ class UpSampling2D(Layer):
 
     Args:
         size: the factors for rows and columns, an int or a tuple of 2 positive ints.
-        data_format: only ``"channels_last"`` (or None).
+        data_format: ``"channels_last"`` (default, or None) or ``"channels_first"`` (channels before the
+            spatial axes, as PyTorch's NCHW): the same computation on the other axes.
         interpolation: ``"nearest"`` or ``"bilinear"``.
     """
 
@@ -193,25 +194,27 @@ class UpSampling2D(Layer):
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         self.size = _pair("UpSampling2D", "size", size, 1, (2, 2))
-        check_data_format(data_format, "UpSampling2D")
+        data_format = check_data_format(data_format, "UpSampling2D", channels_first=True)
         key = interpolation.lower() if isinstance(interpolation, str) else interpolation
         if key not in ("nearest", "bilinear"):
             raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported; use 'nearest' "
                              "(copies of each pixel) or 'bilinear' (a distance-weighted mix of the nearest "
                              "pixels). Keras' 'bicubic', 'lanczos3' and 'lanczos5' are not available here.")
-        self.data_format, self.interpolation = "channels_last", key
+        self.data_format, self.interpolation = data_format, key
         super().__init__(**kwargs)
 
     def call(self, inputs):
         check_rank(self, inputs.shape, 2)
-        (fh, fw), (_, h, w, _) = self.size, inputs.shape
+        first = self.data_format == "channels_first"
+        (fh, fw), (ah, aw) = self.size, _spatial_axes(self, 2)
+        h, w = inputs.shape[ah], inputs.shape[aw]
         if self.interpolation == "nearest":
-            return ops.repeat(ops.repeat(inputs, fh, axis=1), fw, axis=2)
+            return ops.repeat(ops.repeat(inputs, fh, axis=ah), fw, axis=aw)
         y = inputs
         if fh > 1:
-            y = ops.einsum("ih,bhwc->biwc", _bilinear_weights(h, fh, inputs.dtype), y)
+            y = ops.einsum("ih,bchw->bciw" if first else "ih,bhwc->biwc", _bilinear_weights(h, fh, inputs.dtype), y)
         if fw > 1:
-            y = ops.einsum("jw,bhwc->bhjc", _bilinear_weights(w, fw, inputs.dtype), y)
+            y = ops.einsum("jw,bchw->bchj" if first else "jw,bhwc->bhjc", _bilinear_weights(w, fw, inputs.dtype), y)
         return y
 
     def get_config(self) -> dict:
@@ -230,20 +233,20 @@ class ZeroPadding1D(Layer):
 
     Args:
         padding: an int (the same before and after) or ``(before, after)``, ints ≥ 0.
-        data_format: only ``"channels_last"`` (or None).
+        data_format: ``"channels_last"`` (default, or None) or ``"channels_first"`` (channels before the
+            spatial axes, as PyTorch's NCHW): the same computation on the other axes.
     """
 
     _single_input = True
 
     def __init__(self, padding=1, data_format=None, **kwargs):
         self.padding = _pair("ZeroPadding1D", "padding", padding, 0, (1, 1))
-        check_data_format(data_format, "ZeroPadding1D")
-        self.data_format = "channels_last"
+        self.data_format = check_data_format(data_format, "ZeroPadding1D", channels_first=True)
         super().__init__(**kwargs)
 
     def call(self, inputs):
         check_rank(self, inputs.shape, 1)
-        return ops.pad(inputs, ((0, 0), self.padding, (0, 0)))
+        return ops.pad(inputs, _spatial_widths(self, (self.padding,)))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
@@ -262,28 +265,43 @@ class ZeroPadding2D(Layer):
 
     Args:
         padding: an int, a tuple of 2 ints or a tuple of 2 tuples of 2 ints, all ≥ 0.
-        data_format: only ``"channels_last"`` (or None).
+        data_format: ``"channels_last"`` (default, or None) or ``"channels_first"`` (channels before the
+            spatial axes, as PyTorch's NCHW): the same computation on the other axes.
     """
 
     _single_input = True
 
     def __init__(self, padding=(1, 1), data_format=None, **kwargs):
         self.padding = _pairs_2d("ZeroPadding2D", "padding", padding, ((1, 1), (1, 1)))
-        check_data_format(data_format, "ZeroPadding2D")
-        self.data_format = "channels_last"
+        self.data_format = check_data_format(data_format, "ZeroPadding2D", channels_first=True)
         super().__init__(**kwargs)
 
     def call(self, inputs):
         check_rank(self, inputs.shape, 2)
-        return ops.pad(inputs, ((0, 0), *self.padding, (0, 0)))
+        return ops.pad(inputs, _spatial_widths(self, self.padding))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
 
 
+def _spatial_axes(layer, rank: int) -> tuple:
+    """The spatial axes of a ``(batch, *spatial, channels)`` input, or of ``(batch, channels, *spatial)``
+    with ``data_format="channels_first"`` (Keras computes there directly, no transpose)."""
+    start = 2 if getattr(layer, "data_format", "channels_last") == "channels_first" else 1
+    return tuple(range(start, start + rank))
+
+
+def _spatial_widths(layer, widths) -> tuple:
+    """``np.pad``'s widths for the whole input: ``widths`` (one pair per spatial axis) where those axes are."""
+    out = [(0, 0)] * (len(widths) + 2)
+    for axis, pair in zip(_spatial_axes(layer, len(widths)), widths):
+        out[axis] = tuple(pair)
+    return tuple(out)
+
+
 def _check_crop(layer, shape, cropping) -> None:
     """Keras' rule: at least one entry must remain along each cropped axis."""
-    for axis, (a, b) in enumerate(cropping, start=1):
+    for axis, (a, b) in zip(_spatial_axes(layer, len(cropping)), cropping):
         if a + b >= shape[axis]:
             raise ValueError(f"{layer.name} ({type(layer).__name__}): cropping ({a}, {b}) from axis {axis} of "
                              f"inputs of shape {tuple(shape)} leaves no entries ({a} + {b} ≥ {shape[axis]}). Crop "
@@ -334,21 +352,24 @@ class Cropping2D(Layer):
 
     Args:
         cropping: an int, a tuple of 2 ints or a tuple of 2 tuples of 2 ints, all ≥ 0.
-        data_format: only ``"channels_last"`` (or None).
+        data_format: ``"channels_last"`` (default, or None) or ``"channels_first"`` (channels before the
+            spatial axes, as PyTorch's NCHW): the same computation on the other axes.
     """
 
     _single_input = True
 
     def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
         self.cropping = _pairs_2d("Cropping2D", "cropping", cropping, ((2, 2), (4, 4)))
-        check_data_format(data_format, "Cropping2D")
-        self.data_format = "channels_last"
+        self.data_format = check_data_format(data_format, "Cropping2D", channels_first=True)
         super().__init__(**kwargs)
 
     def call(self, inputs):
         check_rank(self, inputs.shape, 2)
         _check_crop(self, inputs.shape, self.cropping)
-        ((top, bottom), (left, right)), (_, h, w, _) = self.cropping, inputs.shape
+        ((top, bottom), (left, right)), (ah, aw) = self.cropping, _spatial_axes(self, 2)
+        h, w = inputs.shape[ah], inputs.shape[aw]
+        if self.data_format == "channels_first":
+            return inputs[:, :, top:h - bottom, left:w - right]
         return inputs[:, top:h - bottom, left:w - right]
 
     def get_config(self) -> dict:
