@@ -322,7 +322,8 @@ def _init():
 
 
 def _train(steps, scatter="add"):
-    """Exercise 4's loop, a few steps, each recorded; ``loss.backward()`` kept "for correctness comparisons".
+    """Exercise 4's loop, a few steps, each loop body recorded whole (forward, ``loss.backward()`` kept "for
+    correctness comparisons", and the manual backward: its ops land in the same recording).
 
     Reduced: 200 random 3-character contexts of a 27-character vocabulary
     stand in for names.txt's 182,625 training examples; the sizes are the
@@ -353,9 +354,10 @@ def _train(steps, scatter="add"):
             for p in parameters:
                 p.grad = None
             loss.backward()
-        grads = _manual_backward(locals(), parameters, n, scatter)
+            grads = _manual_backward(locals(), parameters, n, scatter)     # recorded too, as the loop body runs
         before = [p.grad.clone() for p in parameters]
         cmp = rec.compare(loss, dict(zip(parameters, grads)))
+        rec.trace(loss)
         after = [p.grad.clone() for p in parameters]
         lr = 0.1 if i < 100000 else 0.01
         for p, grad in zip(parameters, grads):
@@ -371,7 +373,7 @@ def test_exercise_four_the_manual_backward_trains_as_autograd_does():
     becomes one ``rec.compare(loss, dict(zip(parameters, grads)))`` a step; its
     rows are called by the shapes' owners (``C``, ``W1`` … the learner's names).
     Three steps with the hand gradients land where three steps with
-    ``p.grad`` land (the worksheet's "old way"), and no comparison changes a ``.grad``.
+    ``p.grad`` land (the worksheet's "old way"), and no comparison or trace changes a ``.grad``.
     """
     steps, trained = _train(3)
     for cmp, before, after, _ in steps:
