@@ -113,6 +113,53 @@ def test_layernorm_backward_is_judged_right_and_batch_norms_axis_named():
     assert bad.first_wrong.name == "x" and bad["gamma"].ok and bad["beta"].ok
 
 
+def _layernorm_forward_by_transpose(x, gamma, beta, ln_param):
+    """``layernorm_forward`` as many students write it: batch norm's train-mode lines on ``x.T``.
+
+    Transposed, each example is a column, so batch norm's ``axis=0`` statistics
+    are the example's; ``x_hat`` is transposed back before ``γ``, ``β`` (per feature).
+    """
+    eps = ln_param.get("eps", 1e-5)
+    x = x.T
+    sample_mean = np.mean(x, axis=0)
+    sample_var = np.var(x, axis=0)
+    x_hat = (x - sample_mean) / np.sqrt(sample_var + eps)
+    out = gamma * x_hat.T + beta
+    return out, (x_hat, gamma, sample_var, eps)
+
+
+def _layernorm_backward_by_transpose(dout, cache, gamma_axis=1):
+    """The matching backward: ``dgamma``/``dbeta`` on the transposed ``x_hat``, then ``batchnorm_backward_alt``'s
+    line on ``(dout·γ).T``, and ``dx`` transposed back. ``gamma_axis=0`` is the planted bug: after the
+    transpose the batch is axis 1, so summing axis 0 gives one number per example, not per feature."""
+    x_hat, gamma, sample_var, eps = (np.asarray(c) if not isinstance(c, float) else c for c in cache)
+    D = x_hat.shape[0]
+    dgamma = (dout.T * x_hat).sum(axis=gamma_axis)
+    dbeta = dout.sum(axis=0)
+    dx_hat = (dout * gamma).T
+    std_inv = 1 / np.sqrt(sample_var + eps)
+    dx = std_inv / D * (D * dx_hat - dx_hat.sum(axis=0) - x_hat * (dx_hat * x_hat).sum(axis=0))
+    return dx.T, dgamma, dbeta
+
+
+def test_layernorm_written_as_batch_norm_on_the_transpose_is_judged_right_and_a_wrong_axis_named():
+    """The transposes record like any op: the student's ``dx`` is judged right; a ``dgamma`` summed over
+    the wrong axis after the transpose gets the shape row (one value per example, ``(4,)`` for ``(5,)``)."""
+    x, gamma, beta = _watched(RNG.normal(1.0, 2.0, size=(4, 5)), RNG.normal(size=5), RNG.normal(size=5))
+    x_before = x.numpy().copy()
+    dout = RNG.normal(size=(4, 5))
+    with adv.GradientTape(persistent=True) as tape:
+        tape.watch([x, gamma, beta])
+        out, cache = _layernorm_forward_by_transpose(x, gamma, beta, {})
+    dx, dgamma, dbeta = _layernorm_backward_by_transpose(dout, cache)
+    assert tape.compare(out, {x: dx, gamma: dgamma, beta: dbeta}, output_gradients=dout).ok
+    _, dgamma_bug, _ = _layernorm_backward_by_transpose(dout, cache, gamma_axis=0)
+    bad = tape.compare(out, {x: dx, gamma: dgamma_bug, beta: dbeta}, output_gradients=dout)
+    assert bad.first_wrong.name == "gamma" and bad.first_wrong.status == "shape"
+    assert "(4,)" in bad.first_wrong.message and "(5,)" in bad.first_wrong.message
+    np.testing.assert_array_equal(x.numpy(), x_before)
+
+
 # ----- spatial group norm: (N, C, H, W), G groups of channels -----------------------------------------------
 def _spatial_groupnorm_forward(x, gamma, beta, G, gn_param):
     """``spatial_groupnorm_forward``: each example's channels cut into G groups, each group normalized.
