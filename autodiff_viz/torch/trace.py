@@ -18,7 +18,7 @@ import torch
 from ..core.rules import TABLE
 from ..traces.build import formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
-from .explain import _cut, outside_recording
+from .explain import _cut, caller_names, explain_recorded, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
 RULES = {
@@ -318,6 +318,14 @@ def _compare(rec, target, hand, rtol, atol, namespace, output_gradients):
         g = grads.get(id(t))
         if isinstance(value, torch.Tensor):
             value = _array(value)        # dh = 2 * h still requires grad: its numbers are what is compared
+        why = None
+        if g is None:                    # say why (a loss under torch.no_grad() does depend on its logits)
+            kept, rec._caller_names = getattr(rec, "_caller_names", None), caller_names(namespace)
+            try:
+                ex = explain_recorded(rec, target, t)
+            finally:
+                rec._caller_names = kept
+            why = f"PyTorch has no gradient for it; rec.explain(target, it) says {ex.reason}: {ex.message}"
         rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
-                                   _factors(trace, node_id)))
+                                   _factors(trace, node_id), tuple(t.shape), why))
     return along_backward(rows, trace)
