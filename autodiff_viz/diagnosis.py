@@ -33,7 +33,7 @@ from .core.tensor import Tensor, Variable
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 from .naming import code_line as _code
 from .naming import file_line as _where
-from .state import live_tapes
+from .state import live_tapes, resolve_location
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
            "non_differentiable_op", "integer_dtype", "not_used")
@@ -70,6 +70,11 @@ def _naming(t: Tensor) -> tuple[str, str]:
     if assigned:
         return f"'{assigned}'", f"the output of {node.rule.name} on {place}"
     return f"the output of '{node.rule.name}'{_scope(node)}", place
+
+
+def _made_line(t: Tensor):
+    """``(file, line)`` where the learner made the leaf ``t`` (``adv.constant``, ``adv.Variable``), or None."""
+    return resolve_location(getattr(t, "_made_at", None))
 
 
 def _assigned_on_its_line(node) -> bool:
@@ -299,7 +304,7 @@ def _plain_target(tape, target, source) -> Explanation:
 
 def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
     if source.dtype.kind not in "fc":
-        made = getattr(source, "_made_at", None)
+        made = _made_line(source)
         return Explanation(
             "integer_dtype",
             f"The source {_label(source)} holds integers. Gradients exist only for floating values, "
@@ -629,15 +634,18 @@ def _not_watched(tape, source, ids, node=None) -> Explanation:
         fix = ("Fix: use the variable inside the `with` block (while the tape records), or call "
                "tape.watch(v) there.")
     else:
+        x = _naming(source)[0].strip("'")
+        x = x if x.isidentifier() else "x"      # the learner's variable (`image`), else a placeholder
         why = (f"The source {_label(source)} is a constant that this tape never watched, so the ops "
                "on it were not recorded.")
-        fix = ("Fix: call tape.watch(x) inside the `with` block before using x, or make it "
+        fix = (f"Fix: call tape.watch({x}) inside the `with` block before using {x}, or make it "
                "adv.Variable(...) (tapes watch trainable variables automatically).")
-    if loc is None and isinstance(source, Variable):
-        loc = getattr(source, "_made_at", None)       # no op read it on this tape: the line that made it
+    made = _made_line(source)
+    if loc is None:         # no op read it on this tape: the line that made it (adv.constant / adv.Variable)
+        loc = made
     return Explanation("not_watched", f"{why}{_code(loc)}\n{fix}", _where(loc),
                        tuple(ids) or (source._id,), (), node.rule.name if node is not None else None,
-                       (loc,) if loc else ())
+                       tuple(v for v in (loc, made if made != loc else None) if v))
 
 
 def _forgotten_by_reset(tape, source, ids, node) -> Explanation:
@@ -806,21 +814,31 @@ def _assigned(tape, source, nodes, tensors, reach) -> Explanation | None:
         if note.variable_id in tensors and (note.value_id == source._id or note.value_id in reach):
             var = tape.record.watched.get(note.variable_id, tensors[note.variable_id])
             made = next((n for n in tape.record.nodes if n.out_id == note.value_id), None)
-            return _assign_explanation(source, var, note, made)
+            return _assign_explanation(tape, source, var, note, made)
     return None
 
 
-def _assign_explanation(source, var, note, made) -> Explanation:
+def _assign_explanation(tape, source, var, note, made) -> Explanation:
     what = _label(source) if made is None else _output_of(made)
     loc = note.location
+    esc = next((e for e in reversed(tape.record.escapes) if e.tensor_id == note.value_id), None)
+    via = f" (after it left the tape through {esc.how})" if esc is not None and note.value_id != source._id else ""
+    if note.how == "set_weights":
+        how = "by set_weights(...)"
+        fix = ("Fix: set_weights copies values into the weights (as Keras'), so to differentiate through "
+               "new weights compute with those tensors directly: a forward pass written with them "
+               "(x @ new_kernel + new_bias), as in a meta-learning inner step; keep set_weights for loading "
+               "values, outside what you differentiate.")
+    else:
+        how = f"with .{note.how}()"
+        fix = ("Fix: use the tensor itself in the loss (y = v * 2.0; loss = adv.sum(y * 3.0)) instead of "
+               "assigning it to a variable; assign only to store results, outside what you differentiate.")
     return Explanation(
         "non_differentiable_op",
-        f"The path from {_label(source)} stops at an assignment: {what} was stored in the variable "
-        f"{_label(var)} with .{note.how}(), and the target reads the variable.{_code(loc)}\n"
+        f"The path from {_label(source)} stops at an assignment: {what} was stored{via} in the variable "
+        f"{_label(var)} {how}, and the target reads the variable.{_code(loc)}\n"
         "Assigning to a variable is not differentiable (as in TensorFlow): the tape sees the variable "
-        "as a leaf with no history, so the gradient stops at the assign.\n"
-        "Fix: use the tensor itself in the loss (y = v * 2.0; loss = adv.sum(y * 3.0)) instead of "
-        "assigning it to a variable; assign only to store results, outside what you differentiate.",
+        "as a leaf with no history, so the gradient stops at the assign.\n" + fix,
         _where(loc), (source._id, note.value_id, note.variable_id), (), note.how, (loc,) if loc else ())
 
 
