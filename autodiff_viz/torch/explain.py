@@ -385,9 +385,23 @@ def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
     """
     pid = rec.tensor_id(param)
     if target.grad_fn is not None and id(param) in _leaves(target):
+        # the tensor the walk met without a recorded maker, though autograd made it from the parameter
+        hidden = next((t for t in leaves if t.grad_fn is not None and id(param) in _leaves(t)), None)
+        reader = None if hidden is None else next(
+            (op for op in rec.ops if op.kind == "op" and any(x is hidden for x in op.inputs)), None)
+        seen = (f": {_label(rec, hidden)} was computed from it where the recorder could not see; its first "
+                f"recorded use is{_line(reader.location)}\n" if reader is not None else
+                ": an op ran that the recorder did not see.\n")
         return Explanation("unrecorded_op", f"PyTorch's graph of the target reaches {pname}, but the recording "
-                           "does not show the whole path: an op ran that the recorder did not see. The gradient "
-                           "does flow; rec.trace may miss that step.", nodes=(pid,))
+                           f"does not show the whole path{seen}"
+                           "The gradient does flow (.grad is filled); only rec.trace and explain miss that step. "
+                           "The recorder sees the torch calls of this thread: a forward run in another thread "
+                           "(a thread pool), a TorchScript module (torch.jit.script / trace) or a C++ extension "
+                           "runs unseen. Fix: to see the step, run it in the recording's thread with the eager "
+                           "module (not the scripted one).",
+                           _where(reader.location) if reader is not None else None,
+                           nodes=(pid,) + ((rec.tensor_id(hidden),) if hidden is not None else ()),
+                           op=reader.name if reader is not None else None)
     fresh = [t for t in leaves if t is not param and t.requires_grad and t.is_leaf and id(t) not in rec._param_names]
     if not used or not fresh:
         return None
