@@ -336,3 +336,19 @@ def test_every_documented_reason_has_a_test_that_checks_its_location():
     missing = sorted(r for r in reasons
                      if not any(re.search(rf"== \"{r}\"|\{{\"{r}\"\}}", b) and ".location" in b for b in bodies))
     assert not missing, f"reasons without a location test: {missing}"
+
+
+def test_the_corpus_of_real_questions_counts_distinct_questions():
+    """The corpus files cite one public question per test (its address in the docstring). A question that backs
+    two tests (tensorflow#18636 and #27378 in both the engine and the bridge files) counts once: the number of
+    distinct addresses is the number of real questions the diagnosis was checked against."""
+    import pathlib
+    import re
+    tests = pathlib.Path(HERE).parent
+    cited = set()
+    for name in ("test_torch_why_none_corpus.py", "test_why_none_corpus_keras.py", "test_tf_bridge_diagnosis.py"):
+        for body in (tests / name).read_text().split("\ndef test_")[1:]:
+            doc = re.match(r'[^\n]*\n\s*"""(.*?)"""', body, flags=re.S)
+            if doc:
+                cited |= {u.rstrip(".,;:") for u in re.findall(r"https?://[^\s)>`'\"]+", doc.group(1))}
+    assert len(cited) >= 33, sorted(cited)
