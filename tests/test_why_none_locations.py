@@ -109,6 +109,18 @@ def test_engine_unwatched_constant_names_the_line_that_made_it_and_the_learners_
     assert where("image made") in [f"{f}:{n}" for f, n in e.locations] and "tape.watch(image)" in e.message
 
 
+def test_a_constant_that_keeps_its_line_still_pickles_and_keeps_the_line():
+    """The line is kept cheaply (a code object and an offset); pickling resolves it to ``(file, line)``, so a
+    constant pickles as before and a diagnosis after unpickling still points at the line."""
+    import pickle
+    x = adv.constant([1.0, 2.0])                                      # <- pickled
+    back = pickle.loads(pickle.dumps(x))
+    assert np.array_equal(back.numpy(), x.numpy())
+    with adv.GradientTape() as tape:
+        y = adv.sum(back * 2.0)
+    assert tape.explain(y, back).location == where("pickled")
+
+
 def test_engine_constant_location_costs_nothing_when_locations_are_off():
     """``adv.config.capture_locations = False`` (speed first) keeps no line for a constant either."""
     from autodiff_viz.state import config

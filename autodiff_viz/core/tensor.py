@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from ..state import config, state, user_frame, user_location
+from ..state import config, resolve_location, state, user_frame, user_location
 
 _ids = itertools.count(1)
 
@@ -201,6 +201,14 @@ class Tensor:
     def __deepcopy__(self, memo):
         """The tensor itself (immutable, as ``copy.deepcopy`` of a str); its identity on tapes stays the same."""
         return self
+
+    def __getstate__(self):
+        """The slots for pickle, the learner's line resolved to ``(file, line)`` (a code object cannot be pickled)."""
+        state = object.__getstate__(self)
+        slots = state[1] if isinstance(state, tuple) else None
+        if slots and slots.get("_made_at") is not None:
+            slots["_made_at"] = resolve_location(slots["_made_at"])
+        return state
 
     def __hash__(self):
         return self._id
