@@ -30,10 +30,11 @@ import numpy as np
 from . import naming
 from .core import walks
 from .core.tensor import Tensor, Variable
+from .escapes import lost_paths, same_values  # noqa: F401 (lost_paths re-exported for compare)
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 from .naming import code_line as _code
 from .naming import file_line as _where
-from .state import live_tapes
+from .state import live_tapes, resolve_location
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
            "non_differentiable_op", "integer_dtype", "not_used", "partly_lost")
@@ -70,6 +71,11 @@ def _naming(t: Tensor) -> tuple[str, str]:
     if assigned:
         return f"'{assigned}'", f"the output of {node.rule.name} on {place}"
     return f"the output of '{node.rule.name}'{_scope(node)}", place
+
+
+def _made_line(t: Tensor):
+    """``(file, line)`` where the learner made the leaf ``t`` (``adv.constant``, ``adv.Variable``), or None."""
+    return resolve_location(getattr(t, "_made_at", None))
 
 
 def _assigned_on_its_line(node) -> bool:
@@ -282,7 +288,7 @@ def _plain_target(tape, target, source) -> Explanation:
     """The target is a Python or numpy number: it left the tape on its way to ``tape.gradient``."""
     value = np.asarray(target)
     kind = type(target).__name__
-    matching = [e for e in tape.record.escapes if _same_values(value.astype(np.float64), e.value)] \
+    matching = [e for e in tape.record.escapes if same_values(value.astype(np.float64), e.value)] \
         if value.dtype.kind in "fc" else []
     esc = matching[-1] if matching else (tape.record.escapes[-1] if tape.record.escapes else None)
     where = f" through {esc.how}{_code(esc.location)}" if esc is not None else ""
@@ -299,7 +305,7 @@ def _plain_target(tape, target, source) -> Explanation:
 
 def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
     if source.dtype.kind not in "fc":
-        made = getattr(source, "_made_at", None)
+        made = _made_line(source)
         return Explanation(
             "integer_dtype",
             f"The source {_label(source)} holds integers. Gradients exist only for floating values, "
@@ -630,15 +636,18 @@ def _not_watched(tape, source, ids, node=None) -> Explanation:
         fix = ("Fix: use the variable inside the `with` block (while the tape records), or call "
                "tape.watch(v) there.")
     else:
+        x = _naming(source)[0].strip("'")
+        x = x if x.isidentifier() else "x"      # the learner's variable (`image`), else a placeholder
         why = (f"The source {_label(source)} is a constant that this tape never watched, so the ops "
                "on it were not recorded.")
-        fix = ("Fix: call tape.watch(x) inside the `with` block before using x, or make it "
+        fix = (f"Fix: call tape.watch({x}) inside the `with` block before using {x}, or make it "
                "adv.Variable(...) (tapes watch trainable variables automatically).")
-    if loc is None and isinstance(source, Variable):
-        loc = getattr(source, "_made_at", None)       # no op read it on this tape: the line that made it
+    made = _made_line(source)
+    if loc is None:         # no op read it on this tape: the line that made it (adv.constant / adv.Variable)
+        loc = made
     return Explanation("not_watched", f"{why}{_code(loc)}\n{fix}", _where(loc),
                        tuple(ids) or (source._id,), (), node.rule.name if node is not None else None,
-                       (loc,) if loc else ())
+                       tuple(v for v in (loc, made if made != loc else None) if v))
 
 
 def _forgotten_by_reset(tape, source, ids, node) -> Explanation:
@@ -807,21 +816,31 @@ def _assigned(tape, source, nodes, tensors, reach) -> Explanation | None:
         if note.variable_id in tensors and (note.value_id == source._id or note.value_id in reach):
             var = tape.record.watched.get(note.variable_id, tensors[note.variable_id])
             made = next((n for n in tape.record.nodes if n.out_id == note.value_id), None)
-            return _assign_explanation(source, var, note, made)
+            return _assign_explanation(tape, source, var, note, made)
     return None
 
 
-def _assign_explanation(source, var, note, made) -> Explanation:
+def _assign_explanation(tape, source, var, note, made) -> Explanation:
     what = _label(source) if made is None else _output_of(made)
     loc = note.location
+    esc = next((e for e in reversed(tape.record.escapes) if e.tensor_id == note.value_id), None)
+    via = f" (after it left the tape through {esc.how})" if esc is not None and note.value_id != source._id else ""
+    if note.how == "set_weights":
+        how = "by set_weights(...)"
+        fix = ("Fix: set_weights copies values into the weights (as Keras'), so to differentiate through "
+               "new weights compute with those tensors directly: a forward pass written with them "
+               "(x @ new_kernel + new_bias), as in a meta-learning inner step; keep set_weights for loading "
+               "values, outside what you differentiate.")
+    else:
+        how = f"with .{note.how}()"
+        fix = ("Fix: use the tensor itself in the loss (y = v * 2.0; loss = adv.sum(y * 3.0)) instead of "
+               "assigning it to a variable; assign only to store results, outside what you differentiate.")
     return Explanation(
         "non_differentiable_op",
-        f"The path from {_label(source)} stops at an assignment: {what} was stored in the variable "
-        f"{_label(var)} with .{note.how}(), and the target reads the variable.{_code(loc)}\n"
+        f"The path from {_label(source)} stops at an assignment: {what} was stored{via} in the variable "
+        f"{_label(var)} {how}, and the target reads the variable.{_code(loc)}\n"
         "Assigning to a variable is not differentiable (as in TensorFlow): the tape sees the variable "
-        "as a leaf with no history, so the gradient stops at the assign.\n"
-        "Fix: use the tensor itself in the loss (y = v * 2.0; loss = adv.sum(y * 3.0)) instead of "
-        "assigning it to a variable; assign only to store results, outside what you differentiate.",
+        "as a leaf with no history, so the gradient stops at the assign.\n" + fix,
         _where(loc), (source._id, note.value_id, note.variable_id), (), note.how, (loc,) if loc else ())
 
 
@@ -858,7 +877,7 @@ def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation |
               and t._id != source._id]
     for esc in escapes:
         for leaf in leaves:
-            if leaf._id > esc.tensor_id and _same_values(leaf._value, esc.value):
+            if leaf._id > esc.tensor_id and same_values(leaf._value, esc.value):
                 node = consumers.get(leaf._id)
                 back = node.location if node is not None else None
                 return _escape_explanation(source, esc, leaf, back, "same values")
@@ -897,16 +916,6 @@ def _predicted(tape, source, tensors) -> Explanation | None:
     return None
 
 
-def _same_values(small: np.ndarray, big: np.ndarray) -> bool:
-    """True when every entry of ``small`` is an entry of ``big`` (``x.numpy()[0]`` is in ``x``)."""
-    if small.size == 0 or small.size > big.size or small.dtype.kind not in "fc" or big.dtype.kind not in "fc":
-        return False
-    if small.shape == big.shape:
-        return bool(np.allclose(small, big, rtol=1e-6, atol=0, equal_nan=True))
-    flat = big.ravel()
-    return all(np.isclose(flat, v, rtol=1e-6, atol=0).any() for v in small.ravel()[:64])
-
-
 _CAME_BACK = {
     "same values": "and came back as {t}",
     "made later": "and {t}, made from plain values after that, sits on the path: most likely "
@@ -940,27 +949,6 @@ def _escape_explanation(source, esc, back_tensor, back_location, evidence: str) 
 # ---------------------------------------------------------------------------
 # Connected, but a path was lost on the way (partly_lost)
 # ---------------------------------------------------------------------------
-def lost_paths(tape, target_id, source_id) -> list:
-    """The escapes (values that left the tape as numpy or numbers) of tensors computed from ``source_id``.
-
-    ``X.dot(W)`` with ``X`` an ndarray, ``out[i] = t`` into ``np.zeros``,
-    ``float(t)``: numpy takes the value, the tape records the escape and its
-    line, and any gradient along that path is missing. The target's own
-    escapes (``print(float(loss))``) cut nothing and are left out; one
-    escape per tensor and line (numpy may convert a tensor twice in one call).
-    """
-    escapes = [e for e in tape.record.escapes if e.tensor_id != target_id]
-    if source_id is None or not escapes:
-        return []
-    reach = walks.reachable(tape.record.nodes, {source_id})[0] | {source_id}
-    out, seen = [], set()
-    for e in escapes:
-        if e.tensor_id in reach and (e.tensor_id, e.location) not in seen:
-            seen.add((e.tensor_id, e.location))
-            out.append(e)
-    return out
-
-
 def _partly_lost(tape, target, source, ids) -> Explanation | None:
     """The source reaches the target, but a value computed from it also left the tape and came back as numpy.
 
@@ -975,7 +963,7 @@ def _partly_lost(tape, target, source, ids) -> Explanation | None:
     start = tape.record.start_id or 0
     leaves = [t for t in _history(target)[1].values() if t._node is None and not isinstance(t, Variable)
               and t._id > start and t._id != source._id and t.dtype.kind in "fc"]
-    same = [e for e in escapes if any(_same_values(t._value, e.value) for t in leaves)]
+    same = [e for e in escapes if any(same_values(t._value, e.value) for t in leaves)]
     taken = same or [e for e in escapes if e.how == "np.asarray()"]
     if not leaves or not taken:
         return None

@@ -202,6 +202,50 @@ def test_q56968_gradient_of_a_constant():
     assert e.reason == "not_used" and "does not depend" in e.message
 
 
+def test_q50661_conv2d_of_tensors_made_from_numpy_is_never_watched():
+    """https://github.com/tensorflow/tensorflow/issues/50661 — ``x`` and ``w`` are ``tf.constant`` s made from
+    numpy arrays inside the tape, then ``tf.nn.conv2d(x, w, ...)``; ``g.gradient(y, w)`` is None while
+    ``tf.gradients`` in TF1 gave numbers. The answer in the thread: a tape follows variables and watched
+    tensors only; watch them (``g.watch``) or make them ``tf.Variable`` s."""
+    rng = np.random.default_rng(0)
+    x_np, w_np = rng.integers(10, size=(1, 4, 4, 1)), rng.integers(10, size=(3, 3, 1, 1))
+    with adv.tf.record() as rec:
+        with tf.GradientTape(persistent=True) as g:
+            x = tf.constant(x_np, dtype=tf.float32)
+            w = tf.constant(w_np, dtype=tf.float32)
+            y = tf.nn.conv2d(x, w, strides=(1, 1, 1, 1), padding="VALID")   # <- conv
+        assert g.gradient(y, w) is None and g.gradient(y, x) is None
+    e = rec.explain(y, w)
+    assert e.reason == "not_watched" and e.location == where("conv") and e.op == "Conv2D"
+    assert "tape.watch(w)" in e.message and "tf.Variable" in e.message
+    with tf.GradientTape() as g:                    # the fix from the thread: watch, and numbers come back
+        g.watch(w)
+        y = tf.nn.conv2d(x, w, strides=(1, 1, 1, 1), padding="VALID")
+    assert g.gradient(y, w) is not None
+
+
+def test_q29942_source_is_a_tensor_computed_before_the_tape():
+    """https://github.com/tensorflow/tensorflow/issues/29942 — ``x = x0 + x1`` (a variable plus a constant) is
+    computed before the tape, ``z = x + y`` inside it, and ``tape.gradient(z, x)`` is None although
+    ``tf.gradients(z, x)`` gives 1. The answer in the thread: ``x`` is a tensor, not a variable, so the tape
+    does not watch it; ``tape.watch(x)``."""
+    x0 = tf.Variable(0.5)
+    x1 = tf.constant(3.)
+    with adv.tf.record() as rec:
+        x = x0 + x1
+        y = tf.constant(4.0)
+        with tf.GradientTape() as tape:
+            z = x + y                                                 # <- z use
+            tape_grad = tape.gradient(z, x)
+    assert tape_grad is None
+    e = rec.explain(z, x)
+    assert e.reason == "not_watched" and e.location == where("z use") and "tape.watch(x)" in e.message
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        z = x + y
+    assert float(tape.gradient(z, x)) == 1.0
+
+
 def test_q24849_variable_absent_from_the_expression_gives_none_or_zeros():
     """https://github.com/tensorflow/tensorflow/issues/24849 — a variable not in the expression gets None; the
     request was zeros, which ``unconnected_gradients='zero'`` gives."""

@@ -321,10 +321,43 @@ def test_conv_layers_in_a_plain_list_are_found():
     assert all(r.reason == "unregistered_parameter" and "nn.ModuleList" in r.message for r in rows.values())
 
 
+def test_q1291_layers_built_inside_forward_are_not_parameters_of_the_model():
+    """https://github.com/pytorch/pytorch/issues/1291 — ``ThreeLayerNet.forward`` calls
+    ``torch.nn.Linear(D_in, H)(x)`` (and two more) instead of using layers made in ``__init__``:
+    ``list(model.parameters())`` is empty. PyTorch fills ``.grad`` of the new layers' weights, but they belong
+    to no module and are new on every call; an optimizer over ``model.parameters()`` raises. The answer in the
+    thread: define the layers as attributes in ``__init__``. ``rec.explain(loss, model)`` must say so, naming
+    each line that built a layer, instead of an empty table."""
+    class ThreeLayerNet(nn.Module):
+        def __init__(self, D_in, H, D_out):
+            super().__init__()
+
+        def forward(self, x):
+            h_relu = torch.nn.Linear(D_in, H)(x).clamp(min=0)               # <- linear1
+            h_relu = torch.nn.Linear(H, H)(h_relu).clamp(min=0)             # <- linear2
+            y_pred = torch.nn.Linear(H, D_out)(h_relu)                      # <- linear3
+            return y_pred
+
+    torch.manual_seed(0)
+    D_in, H, D_out = 10, 5, 2
+    model = ThreeLayerNet(D_in, H, D_out)
+    x, y = torch.randn(4, D_in), torch.randn(4, D_out)
+    with adv.torch.record() as rec:
+        y_pred = model(x)
+        loss = (y_pred - y).pow(2).sum()
+        loss.backward()
+    assert list(model.parameters()) == []
+    with pytest.raises(ValueError, match="empty parameter list"):
+        torch.optim.SGD(model.parameters(), lr=1e-4)
+    rows = rec.explain(loss, model)
+    assert len(rows) == 6 and {e.reason for e in rows} == {"made_in_forward"}
+    assert sorted({e.location for e in rows}) == sorted(where(t) for t in ("linear1", "linear2", "linear3"))
+    assert all("__init__" in e.message for e in rows)
+
+
 def test_optimizer_built_from_another_instance_names_both_constructions():
-    """https://github.com/pytorch/pytorch/issues/1291 (second snippet) builds ``torch.nn.Linear`` afresh on
-    every call, so the parameters the loss reads are never those of ``model.parameters()``. Reduced to its
-    common form: the optimizer takes the parameters of one build, the loss reads another."""
+    """The optimizer takes the parameters of one build of the model, the loss reads another (the model was
+    built again after the optimizer): both construction lines are named (``optimizer_other_instance``)."""
     x = torch.randn(5, 3)
     with adv.torch.record() as rec:
         model = nn.Linear(3, 1)                                       # <- first
@@ -336,6 +369,30 @@ def test_optimizer_built_from_another_instance_names_both_constructions():
     table = rec.explain(loss, opt)
     assert {e.reason for e in table} == {"optimizer_other_instance"}
     assert table[0].location == where("second") and where("first") in table[0].locations
+
+
+def test_as_tensor_of_a_tuple_of_tensors_is_a_new_leaf_and_the_fix_is_stack():
+    """https://github.com/lululxvi/deepxde/pull/1318 (review thread on ``as_tensor``) — ``ab =
+    torch.as_tensor((a, b))`` then ``ab.requires_grad = True`` and ``ab.sum().backward()``: ``a.grad`` and
+    ``b.grad`` stay None, while ``torch.stack((a, b))`` gives ones (the author's own demonstration, and the
+    reason deepxde uses ``torch.stack``). The cut is the ``as_tensor`` line; the fix is ``torch.stack``."""
+    import warnings
+    with adv.torch.record() as rec:
+        a = torch.tensor([1.], requires_grad=True)
+        b = torch.tensor([2.], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)    # PyTorch's "converting a tensor ... to a scalar"
+            ab = torch.as_tensor((a, b))                              # <- as_tensor
+        ab.requires_grad = True
+        loss = ab.sum()
+        loss.backward()
+    assert a.grad is None and b.grad is None and ab.grad is not None
+    e = rec.explain(loss, a)
+    assert e.reason == "left_the_graph" and e.location == where("as_tensor") and e.op == "as_tensor"
+    assert "torch.stack" in e.message and "'a'" in e.message
+    stacked = torch.stack((a, b))
+    stacked.sum().backward()
+    assert a.grad.tolist() == [1.0] and b.grad.tolist() == [1.0]
 
 
 def test_deepcopy_of_a_parameter_is_a_copy_not_a_path():

@@ -37,6 +37,39 @@ def test_q20630_model_predict_inside_the_tape():
     assert "model(x)" in e.message
 
 
+def test_q53541_set_weights_inside_the_tape_cuts_the_gradient():
+    """https://github.com/tensorflow/tensorflow/issues/53541 (also keras-team/keras#15836, the same question) —
+    a meta-learning step: ``gt.watch(l)``, ``new_weights = [w * l for w in learner.weights]``,
+    ``learner.set_weights(new_weights)``, then the loss of ``learner(X)``: ``gt.gradient(loss, l)`` is None.
+    ``set_weights`` copies values; the gradient cannot pass through it. Real Keras gives None (checked below);
+    ``explain`` names the ``set_weights`` line, never "not used"."""
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    X = np.ones((4, 3), "float32")
+    Y = np.eye(2, dtype="float32")[[0, 1, 0, 1]]
+    real = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+    tl = tf.constant(0.1)
+    with tf.GradientTape() as gt:
+        gt.watch(tl)
+        real.set_weights([w * tl for w in real.weights])
+        real_loss = keras.losses.categorical_crossentropy(Y, real(X))
+    assert gt.gradient(real_loss, tl) is None
+
+    layers.set_random_seed(0)
+    learner = adv.Sequential([adv.Input((3,)), layers.Dense(2, activation="softmax")])
+    l = adv.constant(0.1, dtype="float32")
+    with adv.GradientTape(persistent=True) as gt:
+        gt.watch(l)
+        new_weights = [w * l for w in learner.weights]
+        learner.set_weights(new_weights)                              # <- set_weights
+        y_pred = learner(X)
+        loss = adv.losses.categorical_crossentropy(Y, y_pred)
+    assert gt.gradient(loss, l) is None
+    e = gt.explain(loss, l)
+    assert e.reason == "non_differentiable_op" and e.op == "set_weights" and e.location == where("set_weights")
+    assert "'l'" in e.message and "set_weights" in e.message and "Fix:" in e.message
+
+
 def test_q36596_custom_loss_converts_predictions_to_numpy():
     """https://github.com/tensorflow/tensorflow/issues/36596 — the gradient with respect to the input is None;
     the user's own answer: a custom loss converted the predictions to numpy before computing the gradient."""

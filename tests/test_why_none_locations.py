@@ -90,6 +90,83 @@ def test_engine_not_used_names_the_loss_that_does_not_read_it():
     assert e.reason == "not_used" and e.location == where("loss")
 
 
+def test_engine_unwatched_constant_names_the_line_that_made_it_and_the_learners_name():
+    """Nothing is recorded on a constant no op of the tape read through a tracked input, so the line that made
+    it is the place to point at: ``x = adv.constant(...)``, and the fix speaks of ``x``, the learner's name."""
+    x = adv.constant([1.0, 2.0])                                      # <- made
+    with adv.GradientTape() as tape:
+        y = adv.sum(x ** 2)
+    assert tape.gradient(y, x) is None
+    e = tape.explain(y, x)
+    assert e.reason == "not_watched" and e.location == where("made")
+    assert "'x'" in e.message and "tape.watch(x)" in e.message and "unnamed" not in e.message
+    image = adv.constant([0.2, 0.7])                                  # <- image made
+    w = adv.Variable([1.0, -1.0])
+    with adv.GradientTape() as tape:
+        score = adv.sum(image * w)                                    # <- image read
+    e = tape.explain(score, image)
+    assert e.reason == "not_watched" and e.location == where("image read")
+    assert where("image made") in [f"{f}:{n}" for f, n in e.locations] and "tape.watch(image)" in e.message
+
+
+def test_a_constant_that_keeps_its_line_still_pickles_and_keeps_the_line():
+    """The line is kept cheaply (a code object and an offset); pickling resolves it to ``(file, line)``, so a
+    constant pickles as before and a diagnosis after unpickling still points at the line."""
+    import pickle
+    x = adv.constant([1.0, 2.0])                                      # <- pickled
+    back = pickle.loads(pickle.dumps(x))
+    assert np.array_equal(back.numpy(), x.numpy())
+    with adv.GradientTape() as tape:
+        y = adv.sum(back * 2.0)
+    assert tape.explain(y, back).location == where("pickled")
+
+
+def test_engine_constant_location_costs_nothing_when_locations_are_off():
+    """``adv.config.capture_locations = False`` (speed first) keeps no line for a constant either."""
+    from autodiff_viz.state import config
+    config.capture_locations = False
+    try:
+        x = adv.constant([1.0, 2.0])
+    finally:
+        config.capture_locations = True
+    with adv.GradientTape() as tape:
+        y = adv.sum(x * 2.0)
+    e = tape.explain(y, x)
+    assert e.reason == "not_watched" and e.location is None
+
+
+def test_engine_set_weights_and_assign_of_numpy_inside_the_tape_name_the_assignment():
+    """``set_weights`` (model or layer) and ``v.assign(t.numpy())`` copy values into the weights: the gradient of
+    what made the values is None, as in Keras (checked with real TensorFlow in
+    tests/test_why_none_corpus_keras.py), and ``explain`` names the copy, not "not used"."""
+    adv.layers.set_random_seed(0)
+    model = adv.Sequential([adv.Input((3,)), adv.layers.Dense(2)])
+    x = np.ones((4, 3), "float32")
+    scale = adv.constant(0.5, dtype="float32")
+    with adv.GradientTape(persistent=True) as tape:
+        tape.watch(scale)
+        model.set_weights([w * scale for w in model.weights])        # <- model set
+        loss = adv.sum(model(x))
+    e = tape.explain(loss, scale)
+    assert tape.gradient(loss, scale) is None
+    assert e.reason == "non_differentiable_op" and e.op == "set_weights" and e.location == where("model set")
+    layer = model.layers[0]
+    with adv.GradientTape(persistent=True) as tape:
+        tape.watch(scale)
+        layer.set_weights([w * scale for w in layer.weights])        # <- layer set
+        loss = adv.sum(model(x))
+    e = tape.explain(loss, scale)
+    assert e.reason == "non_differentiable_op" and e.location == where("layer set")
+    with adv.GradientTape(persistent=True) as tape:
+        tape.watch(scale)
+        layer.kernel.assign((layer.kernel * scale).numpy())           # <- assign numpy
+        loss = adv.sum(model(x))
+    e = tape.explain(loss, scale)
+    assert tape.gradient(loss, scale) is None
+    assert e.reason == "non_differentiable_op" and e.op == "assign" and e.location == where("assign numpy")
+    assert "numpy()" in e.message and "'multiply'" in e.message
+
+
 # ----- PyTorch (docs/pytorch.md) -----------------------------------------------------------------
 torch = pytest.importorskip("torch")
 
@@ -219,3 +296,71 @@ def test_torch_a_plain_parameter_list_in_explain_without_recording():
     answers = adv.torch.explain(loss, [w, v])
     assert [a.reason for a in answers] == ["read_before_backward", "not_used"]
     assert np.isfinite(loss.item())
+
+
+def test_torch_unrecorded_op_a_forward_run_in_a_thread_pool_or_torchscript():
+    """The recorder is PyTorch's ``TorchFunctionMode``, which is per thread and not entered by TorchScript:
+    an encoder run through a ``ThreadPoolExecutor`` or compiled with ``torch.jit.script`` computes ``h`` out of
+    its sight. PyTorch's gradient is there; ``explain`` says the recording missed a step and names the first
+    recorded use of ``h``, with the fix (run it in this thread, eagerly)."""
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+    torch.manual_seed(0)
+    enc, head, x = torch.nn.Linear(3, 4), torch.nn.Linear(4, 1), torch.randn(5, 3)
+    with ThreadPoolExecutor(1) as pool:
+        with adv.torch.record() as rec:
+            h = pool.submit(enc, x).result()
+            loss = head(torch.relu(h)).pow(2).mean()                  # <- thread use
+            loss.backward()
+    assert enc.weight.grad is not None and enc.weight.grad.abs().sum() > 0
+    e = rec.explain(loss, enc.weight)
+    assert e.reason == "unrecorded_op" and e.location == where("thread use") and e.op == "relu"
+    assert "'h'" in e.message and "thread" in e.message and "Fix:" in e.message
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)       # torch 2.x: "torch.jit.script is deprecated"
+        scripted = torch.jit.script(enc)
+    with adv.torch.record() as rec:
+        h = scripted(x)
+        loss = head(h).sum()                                          # <- script use
+    e = rec.explain(loss, scripted.weight)
+    assert e.reason == "unrecorded_op" and e.location == where("script use") and "TorchScript" in e.message
+
+
+def _doc_reasons(path, first_column_only=True) -> set:
+    import pathlib
+    import re
+    text = (pathlib.Path(HERE).parent.parent / "docs" / path).read_text()
+    return set(re.findall(r"^\| \[?`([a-z_]+)`", text, flags=re.M))
+
+
+def test_every_documented_reason_has_a_test_that_checks_its_location():
+    """Each reason in the tables of docs/why-none.md and docs/pytorch.md is asserted, in one test, together with
+    its ``location`` (here or in a corpus file), so a new reason cannot ship without pointing at a line."""
+    import pathlib
+    import re
+    tests = pathlib.Path(HERE).parent
+    bodies = []
+    for name in ("test_why_none_locations.py", "test_torch_why_none_corpus.py", "test_why_none_corpus_keras.py",
+                 "test_tf_bridge_diagnosis.py"):
+        bodies += (tests / name).read_text().split("\ndef test_")[1:]
+    reasons = _doc_reasons("why-none.md") | _doc_reasons("pytorch.md")
+    assert {"not_watched", "unrecorded_op", "rebound_parameter", "left_the_graph"} <= reasons
+    missing = sorted(r for r in reasons
+                     if not any(re.search(rf"== \"{r}\"|\{{\"{r}\"\}}", b) and ".location" in b for b in bodies))
+    assert not missing, f"reasons without a location test: {missing}"
+
+
+def test_the_corpus_of_real_questions_counts_distinct_questions():
+    """The corpus files cite one public question per test (its address in the docstring). A question that backs
+    two tests (tensorflow#18636 and #27378 in both the engine and the bridge files) counts once: the number of
+    distinct addresses is the number of real questions the diagnosis was checked against."""
+    import pathlib
+    import re
+    tests = pathlib.Path(HERE).parent
+    cited = set()
+    for name in ("test_torch_why_none_corpus.py", "test_why_none_corpus_keras.py", "test_tf_bridge_diagnosis.py"):
+        for body in (tests / name).read_text().split("\ndef test_")[1:]:
+            doc = re.match(r'[^\n]*\n\s*"""(.*?)"""', body, flags=re.S)
+            if doc:
+                cited |= {u.rstrip(".,;:") for u in re.findall(r"https?://[^\s)>`'\"]+", doc.group(1))}
+    assert len(cited) >= 33, sorted(cited)

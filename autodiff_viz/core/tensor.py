@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from ..state import config, state, user_location
+from ..state import config, resolve_location, state, user_frame, user_location
 
 _ids = itertools.count(1)
 
@@ -42,7 +42,8 @@ class Tensor:
     itself (it is immutable); of a :class:`Variable`, a new variable.
     """
 
-    __slots__ = ("_value", "_id", "name", "_node", "_lineage", "_keras_mask", "__weakref__")
+    # _made_at: the learner's line that made a constant or a variable (why-None quotes it); ops leave it unset
+    __slots__ = ("_value", "_id", "name", "_node", "_lineage", "_keras_mask", "_made_at", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, value, dtype=None, name=None):
@@ -200,6 +201,14 @@ class Tensor:
     def __deepcopy__(self, memo):
         """The tensor itself (immutable, as ``copy.deepcopy`` of a str); its identity on tapes stays the same."""
         return self
+
+    def __getstate__(self):
+        """The slots for pickle, the learner's line resolved to ``(file, line)`` (a code object cannot be pickled)."""
+        state = object.__getstate__(self)
+        slots = state[1] if isinstance(state, tuple) else None
+        if slots and slots.get("_made_at") is not None:
+            slots["_made_at"] = resolve_location(slots["_made_at"])
+        return state
 
     def __hash__(self):
         return self._id
@@ -360,7 +369,7 @@ class Variable(Tensor):
     ``trainable`` and dtype, as TensorFlow's.
     """
 
-    __slots__ = ("trainable", "_made_at")
+    __slots__ = ("trainable",)
 
     def __init__(self, value, trainable=True, name=None, dtype=None):
         super().__init__(value, dtype=dtype, name=name)
@@ -487,9 +496,7 @@ def constant(value, dtype=None, name=None) -> Tensor:
     than ``adv.tensor.MAX_BYTES`` (2 GiB; a broadcast view counts in full)
     is refused before the copy.
     """
-    if isinstance(value, Variable):
-        return Tensor(value._value, dtype=dtype, name=name)
-    if isinstance(value, Tensor):
+    if isinstance(value, Tensor) and not isinstance(value, Variable):
         if dtype is None and name is None:
             return value
         out = value.astype(dtype) if dtype is not None else value     # the cast op, so tapes see it
@@ -498,7 +505,11 @@ def constant(value, dtype=None, name=None) -> Tensor:
             alias._lineage = out._lineage
             out = alias
         return out
-    return Tensor(value, dtype=dtype, name=name)
+    out = Tensor(value._value if isinstance(value, Variable) else value, dtype=dtype, name=name)
+    # the learner's line, kept cheap (code object and offset, resolved only by a diagnosis): an unwatched
+    # constant has no recorded op to point at, so `explain` quotes the line that made it
+    out._made_at = user_frame(skip=0) if config.capture_locations else None
+    return out
 
 
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
@@ -613,11 +624,30 @@ def assigned(variable: Variable, value, how: str) -> None:
     ``tape.explain`` say where the gradient stopped.
     """
     if not isinstance(value, Tensor):
+        _assigned_escaped(variable, value, how)
         return
     for tape in state.recording:
         if value._id in tape._tracked or (
                 type(value) is Variable and value.trainable and tape.watch_accessed_variables):
             tape._assigned(variable, value, how, user_location() if config.capture_locations else None)
+
+
+def _assigned_escaped(variable: Variable, value, how: str) -> None:
+    """An array stored in ``variable`` that is the value of a tracked tensor which left a tape (``.numpy()``).
+
+    ``v.assign((w * l).numpy())`` goes through numpy on its way into the
+    variable: the tape noted the escape, and this note ties the variable to
+    the tensor that escaped, so a diagnosis names the assign, not "not used".
+    """
+    arr = value if isinstance(value, np.ndarray) else None
+    if arr is None or arr.dtype.kind not in "fc":
+        return
+    for tape in state.recording:
+        for esc in reversed(tape._escapes):
+            if esc.value.shape == arr.shape and np.array_equal(esc.value, arr):
+                tape._assigned(variable, Tensor._alias(esc.tensor_id, esc.value), how,
+                               user_location() if config.capture_locations else None)
+                break
 
 
 def _tracked(t) -> bool:

@@ -43,10 +43,10 @@ from collections import defaultdict
 import numpy as np
 
 from ..core.ops import cast
-from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
+from ..core.tensor import Tensor, Variable, _to_array, assigned, check_nbytes, constant
 from ..naming import to_snake_case
 from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
-from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
+from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
 from ..structure import flatten
 from . import initializers
 from .keras_tensor import (
@@ -499,6 +499,9 @@ class Layer:
             arrays.append(a)
         for v, a in zip(weights, arrays):
             v.assign(a)
+        if state.recording:         # under a tape: note each value, so why-None can name this call
+            for v, given in zip(weights, values):
+                assigned(v, given, "set_weights")
 
     def count_params(self) -> int:
         return int(sum(v.size for v in self.weights))

@@ -357,8 +357,10 @@ def _not_watched(rec, info, source, skey, sname, first_use) -> Explanation:
         why = (f"{sname} is a variable, but this tape was opened with watch_accessed_variables=False and never "
                "watched it. Fix: tape.watch(variable) inside the `with` block.")
     else:
+        x = sname.split("'")[1] if sname.count("'") >= 2 else "x"
+        x = x if x.isidentifier() else "x"      # the learner's variable (`w`), else a placeholder
         why = (f"{sname} is a plain tensor (a tf.constant or the result of ops outside the tape), and the tape "
-               "follows only tf.Variables and what it is told to watch. Fix: call tape.watch(x) inside the "
+               f"follows only tf.Variables and what it is told to watch. Fix: call tape.watch({x}) inside the "
                "`with tf.GradientTape() as tape:` block before using it, or make it a tf.Variable.")
     return Explanation("not_watched", f"The tape never watched {sname}, used here:{line(loc)}\n{why}",
                        where(loc), nodes=(skey,), op=first_use.name if first_use is not None else None)

@@ -145,9 +145,11 @@ def _cut(op, t_in, out) -> tuple[str, str] | None:
 def _escape_source(rec, rewrap_op):
     """The escape (``.item()`` ...) whose value a re-wrap brought back, if the values match."""
     data = rewrap_op.extra.get("data")
+    if isinstance(data, (list, tuple)):     # torch.as_tensor((a, b)): tensors inside a Python sequence
+        data = [d.detach().cpu().numpy() if isinstance(d, torch.Tensor) else d for d in data]
     try:
         back = np.asarray(data.detach().cpu().numpy() if isinstance(data, torch.Tensor) else data, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):
         return None
     for esc in reversed(rec.ops[:rewrap_op.index]):
         if esc.kind != "escape":
@@ -246,6 +248,33 @@ def _other_instance(rec, target, param, found) -> Explanation | None:
                        locations=tuple(_where(o.location) for o in (mine, twin) if o and o.location))
 
 
+def _made_in_forward(rec, target, module) -> list:
+    """``made_in_forward`` rows: parameters the loss reads that ``module``'s forward built on this call.
+
+    ``torch.nn.Linear(D_in, H)(x)`` inside ``forward`` makes a new layer, with
+    new random weights, on every call: they get a ``.grad`` but belong to no
+    module, so ``model.parameters()`` is empty (an optimizer refuses it) and
+    the next call starts afresh. Named by the line that built them.
+    """
+    scope = rec._module_names.get(id(module))
+    mine = {id(p) for p in module.parameters()}
+    rows = []
+    for fn in _graph_nodes(target):
+        t = getattr(fn, "variable", None)
+        op = rec.producer(t) if isinstance(t, torch.nn.Parameter) and id(t) not in mine else None
+        if op is None or scope is None or not (op.scope == scope or op.scope.startswith(scope + "/")):
+            continue
+        rows.append((f"made in forward, line {op.location[1] if op.location else '?'}, {tuple(t.shape)}", Explanation(
+            "made_in_forward",
+            f"The loss reads a parameter of shape {tuple(t.shape)} that {type(module).__name__}.forward built "
+            f"during this call{_line(op.location)}\nA layer constructed inside forward is a new layer with new "
+            "random weights on every call, and it is not registered: module.parameters() leaves it out, so no "
+            "optimizer trains it (with none left, torch.optim raises 'empty parameter list'). Fix: build the "
+            "layer once in __init__ (self.linear1 = torch.nn.Linear(D_in, H)) and call self.linear1(x) in "
+            "forward.", _where(op.location), nodes=(rec.tensor_id(t),), op=op.name)))
+    return sorted(rows, key=lambda r: r[1].location or "")
+
+
 def _made_line(op) -> str:
     return _line(op.location) if op is not None else " (before the recording)"
 
@@ -276,6 +305,8 @@ def explain_recorded(rec, target, param):
                  _unregistered_row(n, p[0], _depends_on(rec, target, len(rec.ops), p[2]))) for n, p in many]
         if isinstance(param, torch.optim.Optimizer) and isinstance(target, torch.Tensor):
             rows = [(n, _other_instance(rec, target, p, e) or e) for (n, e), (_, p) in zip(rows, many)]
+        if isinstance(param, torch.nn.Module) and isinstance(target, torch.Tensor):
+            rows += _made_in_forward(rec, target, param)
         return Explanations(rows)
     if isinstance(target, (int, float, complex, np.number)) and not isinstance(target, bool):
         return _python_target(rec, target, param)
@@ -347,6 +378,13 @@ def explain_recorded(rec, target, param):
                    f"{_line(esc_loc)}\nand came back as a new tensor with torch.{op.name}(...){_line(loc)}\n"
                    "A Python number or a new tensor built from one has no history, so no gradient flows back. "
                    "Fix: keep computing with the tensor itself (no .item()/.tolist()/.numpy() in the middle).")
+            data = op.extra.get("data")
+            if esc is None and isinstance(data, (list, tuple)) and any(isinstance(d, torch.Tensor) for d in data):
+                msg = (f"torch.{op.name}(...) was given a Python sequence of tensors that holds "
+                       f"{pname} (or a value computed from it){_line(loc)}\nIt copies their values into a new "
+                       "leaf tensor with no history (setting requires_grad=True on it afterwards makes a new leaf, "
+                       "it does not reconnect the graph), so no gradient flows back. Fix: torch.stack(seq) (or "
+                       "torch.cat) joins tensors and keeps the graph.")
             return Explanation("left_the_graph", msg, _where(esc_loc or loc), nodes=(pid, rec.tensor_id(out)),
                                edges=((rec.tensor_id(x), rec.tensor_id(out)),), op=op.name,
                                locations=tuple(_where(v) for v in (esc_loc, loc) if v))
@@ -385,9 +423,23 @@ def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
     """
     pid = rec.tensor_id(param)
     if target.grad_fn is not None and id(param) in _leaves(target):
+        # the tensor the walk met without a recorded maker, though autograd made it from the parameter
+        hidden = next((t for t in leaves if t.grad_fn is not None and id(param) in _leaves(t)), None)
+        reader = None if hidden is None else next(
+            (op for op in rec.ops if op.kind == "op" and any(x is hidden for x in op.inputs)), None)
+        seen = (f": {_label(rec, hidden)} was computed from it where the recorder could not see; its first "
+                f"recorded use is{_line(reader.location)}\n" if reader is not None else
+                ": an op ran that the recorder did not see.\n")
         return Explanation("unrecorded_op", f"PyTorch's graph of the target reaches {pname}, but the recording "
-                           "does not show the whole path: an op ran that the recorder did not see. The gradient "
-                           "does flow; rec.trace may miss that step.", nodes=(pid,))
+                           f"does not show the whole path{seen}"
+                           "The gradient does flow (.grad is filled); only rec.trace and explain miss that step. "
+                           "The recorder sees the torch calls of this thread: a forward run in another thread "
+                           "(a thread pool), a TorchScript module (torch.jit.script / trace) or a C++ extension "
+                           "runs unseen. Fix: to see the step, run it in the recording's thread with the eager "
+                           "module (not the scripted one).",
+                           _where(reader.location) if reader is not None else None,
+                           nodes=(pid,) + ((rec.tensor_id(hidden),) if hidden is not None else ()),
+                           op=reader.name if reader is not None else None)
     fresh = [t for t in leaves if t is not param and t.requires_grad and t.is_leaf and id(t) not in rec._param_names]
     if not used or not fresh:
         return None
