@@ -46,7 +46,7 @@ from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, check_nbytes, constant
 from ..naming import to_snake_case
 from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
-from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, user_stacklevel
+from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
 from ..structure import flatten
 from . import initializers
 from .keras_tensor import (
@@ -181,13 +181,22 @@ def _default(method):
 
 
 def _sets_built(build):
-    """Wrap a ``build`` method so that ``built`` is True once it returns (Keras 3 does the same)."""
+    """Wrap a ``build`` method so that it runs inside ``name_scope(layer.name)`` and ``built`` is True once
+    it returns (Keras 3 does both)."""
     if getattr(build, "_sets_built", False):
         return build
 
     @functools.wraps(build)
     def build_then_mark(self, *args, **kwargs):
-        build(self, *args, **kwargs)
+        name = self.name
+        if state.scope[-1:] == (name,):
+            build(self, *args, **kwargs)
+        else:   # inside its own scope, as Keras 3: the weights of the layers it builds get its name in their path
+            scope = enter_scope(name, type(self).__name__)
+            try:
+                build(self, *args, **kwargs)
+            finally:
+                exit_scope(scope)
         self.built = True
         _touch()
     build_then_mark._sets_built = True
@@ -333,7 +342,11 @@ class Layer:
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable: bool = True,
                    name: str | None = None, *, regularizer=None, constraint=None, autocast=True,
                    aggregation="none", overwrite_with_gradient=False) -> Variable:
-        """Create a weight named ``layer_name/name`` and track it.
+        """Create a weight named ``name`` (Keras 3: ``"kernel"``) at path ``layer_name/name`` and track it.
+
+        The path, as Keras 3's, adds the scopes the weight is made in: a
+        layer built inside a model's or an outer layer's call gets their
+        names in front (``"lstm/lstm_cell/kernel"``).
 
         Args:
             shape: tuple of ints (``()`` for a scalar).
@@ -374,7 +387,8 @@ class Layer:
         n = self._weight_uids[base]
         self._weight_uids[base] += 1
         short = base if n == 0 else f"{base}_{n}"
-        var = Variable(value, trainable=trainable and self._trainable, name=f"{self.name}/{short}")
+        var = Variable(value, trainable=trainable and self._trainable, name=short)
+        var._path = _weight_path(self.name, short)
         if trainable and not self._trainable:          # made while the layer is frozen
             self._frozen = getattr(self, "_frozen", []) + [var]
         self._own_weights.append(var)
@@ -494,7 +508,7 @@ class Layer:
         for v, a in zip(weights, values):
             a = np.asarray(a._value if isinstance(a, Tensor) else a)
             if a.shape != v.shape:
-                raise ValueError(f"{self.name}.set_weights: weight {v.name} has shape {v.shape}, "
+                raise ValueError(f"{self.name}.set_weights: weight {v.path} has shape {v.shape}, "
                                  f"the array has shape {a.shape}. Nothing was changed.")
             arrays.append(a)
         for v, a in zip(weights, arrays):
@@ -817,6 +831,18 @@ def _structural(value) -> bool:
     if isinstance(value, _STRUCTURAL):
         return True
     return isinstance(value, (list, tuple, dict)) and _holds_weights(value)
+
+
+def _weight_path(layer_name: str, short: str) -> str:
+    """Keras 3's ``variable.path`` of a weight made now: the open scopes, the layer's name (unless the
+    innermost scope is the layer's own), then the weight's name. A scope opened again by the same layer
+    (a model's build calling the model) counts once, as Keras 3's ``name_scope(caller=...)``."""
+    parts: list = []
+    for name in state.scope + (layer_name,):
+        if not parts or parts[-1] != name:
+            parts.append(name)
+    parts.append(short)
+    return "/".join(parts)
 
 
 def _regularizer(identifier, layer_name, weight_name):

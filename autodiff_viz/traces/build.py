@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import naming
 from ..core import engine, walks
-from ..core.tensor import Tensor, Variable
+from ..core.tensor import Tensor, Variable, full_name
 from ..state import paused, resolve_location, scope_kinds
 from .model import (
     JACOBIAN_LIMIT,
@@ -256,7 +256,7 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
 
     def leaf(t: Tensor) -> TraceNode:
         kind = _leaf_kind(tape, t)
-        n = TraceNode(f"n{len(nodes)}", kind, kind, t.name, t._id, None, "", Summary.of(t._value, value_limit))
+        n = TraceNode(f"n{len(nodes)}", kind, kind, full_name(t), t._id, None, "", Summary.of(t._value, value_limit))
         nodes.append(n)
         owner[t._id] = n
         leaf_tensors[t._id] = t
@@ -302,10 +302,10 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
             if s._id in owner and s._id in tape.record.tracked:
                 source_ids.append(s._id)
             elif s._id in owner:
-                notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not watched by this tape, "
+                notes.append(f"the source {full_name(s) or 'tensor'} (shape {s.shape}) is not watched by this tape, "
                              "so it gets no gradient: tape.watch it or make it an adv.Variable")
             else:
-                notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not in this tape's record")
+                notes.append(f"the source {full_name(s) or 'tensor'} (shape {s.shape}) is not in this tape's record")
 
     steps, upstream, contributions = [], {}, {}
     grads = {}
