@@ -451,15 +451,19 @@ class Layer:
         return out
 
     def _split_variables(self, parent_trainable=True):
+        """``(trainable, non_trainable, every)``: own first, then each layer inside's; ``every`` in Keras 3's
+        ``weights`` order, layer by layer (a layer's own in the order it made them)."""
         trainable_here = parent_trainable and self.trainable
         own = self._own_variables()
         tr = [v for v in own if v.trainable and trainable_here]
         non = [v for v in own if not (v.trainable and trainable_here)]
+        every = list(own)
         for layer in self.layers:
-            t, n = layer._split_variables(trainable_here)
+            t, n, e = layer._split_variables(trainable_here)
             tr += t
             non += n
-        return _unique(tr), _unique(non)
+            every += e
+        return _unique(tr), _unique(non), _unique(every)
 
     def _variables(self):
         """``(trainable, non_trainable)``, cached: rebuilt only when weights, sublayers or a
@@ -467,8 +471,7 @@ class Layer:
         cache = self.__dict__.get("_var_cache")
         if cache is not None and cache[0] == _version[0] and [v.trainable for v in cache[1]] == cache[2]:
             return cache[3], cache[4]
-        tr, non = self._split_variables()
-        every = tr + non
+        tr, non, every = self._split_variables()
         self._var_cache = (_version[0], every, [v.trainable for v in every], tr, non)
         return tr, non
 
@@ -483,9 +486,11 @@ class Layer:
 
     @property
     def weights(self) -> list:
-        """All weights: trainable first, then non-trainable (Keras' order)."""
-        t, n = self._variables()
-        return t + n
+        """All weights in Keras 3's order: layer by layer, each layer's own in the order it made them
+        (``BatchNormalization``: gamma, beta, moving_mean, moving_variance), then those of the layers
+        inside it. ``get_weights`` and ``set_weights`` use this order, so a list from Keras fits."""
+        self._variables()
+        return list(self._var_cache[1])
 
     trainable_weights = trainable_variables
     non_trainable_weights = non_trainable_variables
