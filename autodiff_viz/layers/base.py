@@ -9,8 +9,8 @@ Write a layer the Keras way:
     ...         return inputs * self.w
     >>> layer = Scale()
     >>> y = layer(np.ones((2, 3)))          # build((2, 3)) runs on the first call
-    >>> layer.w.name, layer.output.shape
-    ('scale/w', (2, 3))
+    >>> layer.w.name, layer.w.path, layer.output.shape
+    ('w', 'scale/w', (2, 3))
 
 What a call does, in order: enter ``name_scope(layer.name)`` (so every op it
 records carries the scope path, ``my_model/dense_1``), convert or cast
