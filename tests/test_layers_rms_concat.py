@@ -276,7 +276,8 @@ def test_rms_scaling_config_round_trips_and_saves(tmp_path):
         layer.gamma.assign(RNG.uniform(0.5, 1.5, size=(3, 4)))
         model.save(tmp_path / "m.keras")
         loaded = adv.models.load_model(tmp_path / "m.keras")
-    assert loaded.layers[0].rms_scaling is True and [(w.name, w.path.split("/", 1)[-1]) for w in loaded.weights] == [("gamma", "ln/gamma")]
+    assert loaded.layers[0].rms_scaling is True
+    assert [(w.name, w.path.split("/", 1)[-1]) for w in loaded.weights] == [("gamma", "ln/gamma")]
     x = RNG.normal(size=(2, 3, 4))
     np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
 
