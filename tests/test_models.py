@@ -41,8 +41,8 @@ def test_subclassed_model_tracks_layers_in_assignment_order():
     model(np.ones((1, 5)))
     assert [layer.name for layer in model.layers] == ["dense", "block", "block_1", "dense_5"]
     names = [v.path for v in model.trainable_variables]      # built inside the model's call: its name first
-    assert names[:2] == ["net/dense/kernel", "net/dense/bias"]
-    assert names[-2:] == ["net/dense_5/kernel", "net/dense_5/bias"]
+    assert names[:2] == [f"{model.name}/dense/kernel", f"{model.name}/dense/bias"]
+    assert names[-2:] == [f"{model.name}/dense_5/kernel", f"{model.name}/dense_5/bias"]
     assert len(names) == 2 + 2 * 4 + 2
 
 
