@@ -29,7 +29,7 @@ import numpy as np
 
 from . import naming
 from .core import walks
-from .core.tensor import Tensor, Variable
+from .core.tensor import Tensor, Variable, full_name
 from .escapes import lost_paths, same_values  # noqa: F401 (lost_paths re-exported for compare)
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 from .naming import code_line as _code
@@ -55,8 +55,9 @@ def _label(t: Tensor) -> str:
 def _naming(t: Tensor) -> tuple[str, str]:
     """``(name, where it came from)`` of a tensor for prose."""
     node = t._node
-    if t.name:
-        return f"'{t.name}'", ""
+    name = full_name(t)
+    if name:
+        return f"'{name}'", ""
     if node is None:
         mine = _CALLER_NAMES.get(id(t))
         if mine:            # the learner's variable for a leaf made before the tape: x = adv.constant(...)
@@ -225,7 +226,7 @@ def caller_names(namespace: dict) -> dict:
             variables = getattr(value, "variables", None)
             for v in variables if isinstance(variables, (list, tuple)) else ():
                 if isinstance(v, Tensor):
-                    names.setdefault(id(v), f"{key}.{getattr(v, 'path', None) or v.name}")
+                    names.setdefault(id(v), f"{key}.{full_name(v)}")
     return names
 
 
@@ -619,8 +620,9 @@ def _not_watched(tape, source, ids, node=None) -> Explanation:
     if isinstance(source, Variable) and not source.trainable:
         why = (f"The source {_label(source)} is a Variable with trainable=False, which tapes do not "
                "watch by themselves.")
-        owner = source.name.rpartition("/")[0] if source.name else ""
-        if owner:       # a layer's weight (add_weight names it "layer/weight"): frozen with the layer, most likely
+        parts = (source.path or "").split("/")
+        owner = parts[-2] if len(parts) > 1 else ""
+        if owner:       # a layer's weight (its path ends "layer/weight"): frozen with the layer, most likely
             fix = (f"Fix: it is a weight of layer {owner!r}; if that layer was frozen (layer.trainable = False), "
                    f"set its trainable back to True (model.get_layer({owner!r}).trainable = True). Or call "
                    "tape.watch(v) inside the `with` block.")

@@ -219,7 +219,7 @@ class Metric:
                 training (``"sum"``, ``"mean"``, ``"none"``,
                 ``"only_first_replica"``); checked and kept for Keras code,
                 with no effect in this one-process package.
-            name: its short name; the variable is named ``<metric name>/<name>``.
+            name: its name (``"total"``); its ``path`` is ``<metric name>/<name>``, as Keras 3.
 
         It is not trainable: optimizers and tapes leave it alone.
         """
@@ -233,7 +233,8 @@ class Metric:
         if value.shape != shape:
             raise ValueError(f"{self.name}.add_variable({name!r}): the initializer returned shape {value.shape}, "
                              f"expected {shape}.")
-        variable = Variable(value, trainable=False, name=f"{self.name}/{name or 'variable'}")
+        variable = Variable(value, trainable=False, name=name or "variable")
+        variable._path = f"{self.name}/{variable.name}"
         self._track(variable)
         return variable
 

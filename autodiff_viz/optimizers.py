@@ -249,8 +249,12 @@ def _why_missing(variables) -> str:
     rows = [(v, _EXPLAINED.get(id(v))) for v in variables]
     if not any(e is not None for _, e in rows):
         return "tape.explain(loss, variable) says why."
-    lines = [f"\n- {v.name}: {e.reason}: {e.message}" for v, e in rows if e is not None]
+    lines = [f"\n- {v.path}: {e.reason}: {e.message}" for v, e in rows if e is not None]
     return "why, per variable:" + "".join(lines)
+
+
+# Keras 3's names for the slots this module keys shorter (Adam's and Nadam's moments); others are the same
+_KERAS_SLOT = {"m": "momentum", "v": "velocity", "v_hat": "velocity_hat"}
 
 
 class Optimizer:
@@ -305,8 +309,15 @@ class Optimizer:
             if var._id in self._slot_variables:
                 continue
             state = self._state.get(var._id) or self._new_state(var)
-            self._slot_variables[var._id] = {k: Variable(state[k], name=f"{var.name or 'variable'}_{k}",
-                                                         trainable=False) for k in self.slot_names}
+            self._slot_variables[var._id] = {k: self._slot_variable(var, k, state[k]) for k in self.slot_names}
+
+    def _slot_variable(self, var, slot, value) -> Variable:
+        """Slot ``slot`` of ``var`` named as Keras 3's ``add_variable_from_reference``: the variable's path
+        with ``_`` for ``/`` and the slot, ``"dense_kernel_momentum"``, at ``"<optimizer name>/<that>"``."""
+        name = f"{(var.path or 'variable').replace('/', '_')}_{_KERAS_SLOT.get(slot, slot)}"
+        out = Variable(value, name=name, trainable=False)
+        out._path = f"{self.name}/{name}"
+        return out
 
     @property
     def variables(self) -> list:
@@ -324,7 +335,7 @@ class Optimizer:
     def _decays(self, var) -> bool:
         if var._id in self._no_decay_ids:
             return False
-        name = var.name or ""
+        name = var.name or ""       # the short name ("kernel"), as Keras 3 matches var_names
         return not any(n in name for n in self._no_decay_names)
 
     # ----- learning rate ----------------------------------------------------
@@ -442,18 +453,18 @@ class Optimizer:
                                 "(the second item of each pair). Did you swap them? Use zip(grads, variables). "
                                 "Nothing was updated.")
             if g is None:
-                missing.append(var.name or f"pair {i}")
+                missing.append(var.path or f"pair {i}")
                 missing_vars.append(var)
                 continue
             arr = g._value if isinstance(g, Tensor) else np.asarray(g)
             value = var._value
             if arr.shape != value.shape:
                 raise ValueError(f"apply_gradients: pair {i}: the gradient has shape {arr.shape} but variable "
-                                 f"{var.name or ''!s} has shape {var.shape}. Pass tape.gradient(loss, variables) "
+                                 f"{var.path or ''!s} has shape {var.shape}. Pass tape.gradient(loss, variables) "
                                  "zipped with the same variables. Nothing was updated.")
             dtype = value.dtype
             if dtype.kind != "f" or arr.dtype.kind not in "fiu":
-                raise TypeError(f"apply_gradients: pair {i}: variable {var.name} ({var.dtype}) and gradient "
+                raise TypeError(f"apply_gradients: pair {i}: variable {var.path} ({var.dtype}) and gradient "
                                 f"({arr.dtype}) must be floating. Nothing was updated.")
             checked.append((arr if arr.dtype == dtype else arr.astype(dtype), var))
         if missing and not checked:

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import interrupts
 from .core import engine, rules, walks
-from .core.tensor import Tensor, Variable, _ids, _label
+from .core.tensor import Tensor, Variable, _ids, _label, full_name
 from .diagnosis import UnconnectedGradientError, explain, require_recorded
 from .state import config, live_tapes, state, user_frame, user_frame_object, user_location, user_stacklevel
 from .structure import flatten
@@ -272,7 +272,7 @@ class GradientTape:
                     "Wrap the value first: x = adv.constant(value), then tape.watch(x).")
             if t.dtype.kind not in "fc":
                 warnings.warn(
-                    f"tape.watch(): {t.name or 'the tensor'} has dtype {t.dtype}; gradients exist only "
+                    f"tape.watch(): {full_name(t) or 'the tensor'} has dtype {t.dtype}; gradients exist only "
                     "for floating tensors. Use adv.constant(value, dtype='float64').",
                     stacklevel=user_stacklevel())
             self._watch_one(t)

@@ -68,7 +68,7 @@ def test_single_input_model_matches_numpy_and_lists_layers_in_order():
     model = adv.Model(inputs=x, outputs=head(hidden(x)), name="mlp")
     assert [type(layer).__name__ for layer in model.layers] == ["InputLayer", "Dense", "Dense"]
     assert model.get_layer(index=1) is hidden and model.get_layer("dense_1") is head
-    assert [w.name for w in model.trainable_variables] == ["dense/kernel", "dense/bias", "dense_1/kernel",
+    assert [w.path for w in model.trainable_variables] == ["dense/kernel", "dense/bias", "dense_1/kernel",
                                                           "dense_1/bias"]
     data = np.random.default_rng(0).normal(size=(5, 3))
     W1, b1, W2, b2 = model.get_weights()

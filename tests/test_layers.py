@@ -1,4 +1,6 @@
 """Layers against hand-written numpy: Dense and RNN values and gradients, custom cells, names, scopes."""
+import re
+
 import numpy as np
 import pytest
 
@@ -62,7 +64,7 @@ def test_dense_applies_to_the_last_axis_and_builds_lazily():
     assert not layer.built and layer.weights == []
     y = layer(np.ones((3, 5, 4)))
     assert layer.built and y.shape == (3, 5, 2)
-    assert [w.name for w in layer.weights] == ["dense/kernel"]
+    assert [(w.name, w.path) for w in layer.weights] == [("kernel", "dense/kernel")]
     with pytest.raises(ValueError, match=r"built for inputs with 4 features"):
         layer(np.ones((3, 7)))
 
@@ -125,9 +127,9 @@ def test_unknown_initializer_and_activation_name_the_choices():
 def test_trainable_and_non_trainable_weights():
     layer = Scale("ones", name="scale")
     layer(np.ones((2, 3)))
-    assert [v.name for v in layer.trainable_variables] == ["scale/w"]
-    assert [v.name for v in layer.non_trainable_variables] == ["scale/count"]
-    assert [v.name for v in layer.weights] == ["scale/w", "scale/count"]
+    assert [(v.name, v.path) for v in layer.trainable_variables] == [("w", "scale/w")]
+    assert [v.path for v in layer.non_trainable_variables] == ["scale/count"]
+    assert [v.path for v in layer.weights] == ["scale/w", "scale/count"]
     layer.trainable = False
     assert layer.trainable_variables == [] and len(layer.non_trainable_variables) == 2
 
@@ -183,8 +185,9 @@ def test_simple_rnn_forward_matches_numpy_loop():
     expected = numpy_simple_rnn(x, cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy())
     np.testing.assert_allclose(seq.numpy(), expected, rtol=1e-12)
     np.testing.assert_allclose(state.numpy(), expected[:, -1], rtol=1e-12)
-    assert [w.name for w in rnn.weights] == ["simple_rnn_cell/kernel", "simple_rnn_cell/recurrent_kernel",
-                                             "simple_rnn_cell/bias"]
+    assert [w.path for w in rnn.weights] == [f"{rnn.name}/{cell.name}/{n}" for n in ("kernel", "recurrent_kernel",
+                                                                                   "bias")]
+    assert cell.name.startswith("simple_rnn_cell")
     last = layers.SimpleRNN(4, dtype="float64")
     with pytest.raises(ValueError, match="not built yet"):
         last.cell.set_weights(cell.get_weights())
@@ -251,7 +254,7 @@ def test_custom_cell_in_rnn_matches_numpy():
         h = x[:, t] @ K + h @ R
         expected.append(h)
     np.testing.assert_allclose(y.numpy(), np.stack(expected, 1), rtol=1e-12)
-    assert rnn.name == "rnn" and rnn.cell.kernel.name == "minimal_rnn_cell/kernel"
+    assert rnn.name == "rnn" and rnn.cell.kernel.path == "rnn/minimal_rnn_cell/kernel"
 
 
 class TwoStateCell(layers.Layer):
@@ -403,7 +406,7 @@ def test_a_user_defined_build_gets_built_too_even_without_setting_it():
     assert calls == [(None, 3)] and len(layer.weights) == 1
     deeper = MoreOffset()
     deeper(np.ones((1, 3)))
-    assert deeper.built and [w.name for w in deeper.weights] == ["more_offset/b", "more_offset/c"]
+    assert deeper.built and [w.path for w in deeper.weights] == ["more_offset/b", "more_offset/c"]
     broken = Offset()
     with pytest.raises(TypeError):
         broken.build(None)                      # a build that fails leaves the layer unbuilt
@@ -425,7 +428,7 @@ class Stack(adv.Model):
 
 
 def names(variables):
-    return [v.name for v in variables]
+    return [re.sub(r"^stack(_\d+)?/", "", v.path) for v in variables]   # built in the model's call: "stack/a/kernel"
 
 
 def test_cached_trainable_variables_follow_every_change():

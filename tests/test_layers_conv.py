@@ -61,7 +61,7 @@ def test_conv_layers_use_keras_names_shapes_and_weight_layouts():
     assert (c1.name, c2.name) == ("conv2d", "conv2d_1")
     assert c1.kernel.shape == (5, 5, 1, 6) and c1.bias.shape == (6,)
     assert c2.kernel.shape == (3, 5, 6, 16) and y.shape == (2, 24, 24, 16)
-    assert [w.name for w in c1.weights] == ["conv2d/kernel", "conv2d/bias"]
+    assert [w.path for w in c1.weights] == ["conv2d/kernel", "conv2d/bias"]
     assert y.dtype == np.float32
     conv1d = L.Conv1D(4, 3, strides=2, use_bias=False)
     assert conv1d(np.ones((2, 11, 8))).shape == (2, 5, 4) and conv1d.bias is None
@@ -292,7 +292,7 @@ def test_batch_norm_training_uses_batch_statistics_and_updates_the_moving_averag
     np.testing.assert_allclose(y, (x - mean) / np.sqrt(var + 1e-3), rtol=1e-10)
     np.testing.assert_allclose(bn.moving_mean.numpy(), 0.01 * mean, rtol=1e-12)
     np.testing.assert_allclose(bn.moving_variance.numpy(), 0.99 + 0.01 * var, rtol=1e-12)
-    assert [v.name for v in bn.non_trainable_variables] == ["batch_normalization/moving_mean",
+    assert [v.path for v in bn.non_trainable_variables] == ["batch_normalization/moving_mean",
                                                             "batch_normalization/moving_variance"]
     y_inf = bn(x).numpy()     # inference: the moving averages
     np.testing.assert_allclose(y_inf, (x - bn.moving_mean.numpy()) / np.sqrt(bn.moving_variance.numpy() + 1e-3))
@@ -395,7 +395,7 @@ def test_embedding_looks_up_rows_and_adds_gradients_of_repeated_tokens():
     g = tape.gradient(loss, emb.embeddings).numpy()
     assert g[:, 0].tolist() == [0, 2, 0, 1, 0]
     assert np.all(np.abs(table) <= 0.05)                           # "uniform" on [-0.05, 0.05]
-    assert emb.name == "embedding" and emb.embeddings.name == "embedding/embeddings"
+    assert emb.name == "embedding" and emb.embeddings.path == "embedding/embeddings"
 
 
 @pytest.mark.parametrize("bad,index,where", [(7, 7, r"\(0, 1\)"), (-1, -1, r"\(0, 1\)")])

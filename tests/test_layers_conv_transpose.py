@@ -171,7 +171,7 @@ def test_keras_shapes_names_and_weight_layout():
     up = L.Conv2DTranspose(32, 2, 2, activation="relu")
     assert up(np.random.default_rng(0).random((4, 10, 8, 128))).shape == (4, 20, 16, 32)   # Keras' docstring
     assert up.name == "conv2d_transpose" and up.kernel.shape == (2, 2, 32, 128) and up.bias.shape == (32,)
-    assert [w.name for w in up.weights] == ["conv2d_transpose/kernel", "conv2d_transpose/bias"]
+    assert [w.path for w in up.weights] == ["conv2d_transpose/kernel", "conv2d_transpose/bias"]
     assert L.Conv2DTranspose(3, 3, strides=2)(np.ones((1, 5, 5, 2))).shape == (1, 11, 11, 3)   # (n−1)·s + k
     assert L.Conv2DTranspose(3, 3, strides=2, padding="same")(np.ones((1, 5, 5, 2))).shape == (1, 10, 10, 3)
     assert L.Conv2DTranspose(3, 3, strides=2, padding="same", output_padding=0)(

@@ -122,7 +122,7 @@ def test_group_normalization_matches_keras_formula(groups, axis, shape):
     want = group_norm_reference(x, channels if groups == -1 else groups, axis, 1e-3, layer.gamma.numpy(),
                                 layer.beta.numpy())
     np.testing.assert_allclose(layer(x).numpy(), want, rtol=1e-10, atol=1e-12)
-    assert [w.name for w in layer.weights] == ["group_normalization/gamma", "group_normalization/beta"]
+    assert [w.path for w in layer.weights] == ["group_normalization/gamma", "group_normalization/beta"]
 
 
 def test_group_normalization_with_one_group_is_layer_normalization_over_all_features():
@@ -284,7 +284,8 @@ def test_adapted_statistics_are_non_trainable_weights_that_save_weights_writes(t
     model = adv.Sequential([L.Input((3,)), norm, L.Dense(1)])
     norm.adapt(KERAS_DATA)
     assert norm.trainable_variables == []
-    assert [v.name for v in norm.non_trainable_variables] == ["norm/mean", "norm/variance", "norm/count"]
+    assert [v.path for v in norm.non_trainable_variables] == [f"{model.name}/norm/{n}" for n in ("mean", "variance",
+                                                                                                 "count")]
     model.save_weights(tmp_path / "w.npz")
     again_norm = L.Normalization(name="norm")
     again = adv.Sequential([L.Input((3,)), again_norm, L.Dense(1)])

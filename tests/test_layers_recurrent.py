@@ -313,7 +313,8 @@ def test_multi_head_attention_has_keras_weights_and_matches_numpy():
     q, v = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 4, 5))
     mha = layers.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4, dtype="float64")
     out, scores = mha(q, v, return_attention_scores=True)
-    assert [w.name for w in mha.weights] == [f"{p}/{n}" for p in ("query", "key", "value", "attention_output")
+    assert [w.path for w in mha.weights] == [f"{mha.name}/{p}/{n}"
+                                             for p in ("query", "key", "value", "attention_output")
                                              for n in ("kernel", "bias")]
     assert [w.shape for w in mha.weights] == [(6, 2, 3), (2, 3), (5, 2, 3), (2, 3), (5, 2, 4), (2, 4),
                                               (2, 4, 6), (6,)]

@@ -115,7 +115,7 @@ def test_rms_normalization_matches_torch_rms_norm(axis, shape):
 def test_rms_normalization_weights_are_keras_ones():
     layer = L.RMSNormalization(name="rms")
     layer(np.ones((2, 3, 4), dtype="float32"))
-    assert [(w.name, w.shape, w.trainable) for w in layer.weights] == [("rms/scale", (4,), True)]
+    assert [(w.path, w.shape, w.trainable) for w in layer.weights] == [("rms/scale", (4,), True)]
     assert layer.trainable_variables == [layer.scale] and layer.non_trainable_variables == []
 
 
@@ -241,7 +241,7 @@ def test_rms_scaling_has_gamma_and_no_beta_whatever_center_and_scale(center, sca
     layer = rms_scaling_layer(center=center, scale=scale, name="ln")
     x = RNG.normal(size=(2, 5)).astype("float32")
     y = layer(x)
-    assert [(w.name, w.shape) for w in layer.weights] == [("ln/gamma", (5,))]
+    assert [(w.path, w.shape) for w in layer.weights] == [("ln/gamma", (5,))]
     assert layer.beta is None
     np.testing.assert_allclose(y.numpy(), rms_scaling_reference(x, [-1], 1e-3, np.ones(5)), rtol=1e-5)
     assert (layer.center, layer.scale) == (center, scale)          # kept, as Keras (ignored by the formula)
@@ -276,7 +276,8 @@ def test_rms_scaling_config_round_trips_and_saves(tmp_path):
         layer.gamma.assign(RNG.uniform(0.5, 1.5, size=(3, 4)))
         model.save(tmp_path / "m.keras")
         loaded = adv.models.load_model(tmp_path / "m.keras")
-    assert loaded.layers[0].rms_scaling is True and [w.name for w in loaded.weights] == ["ln/gamma"]
+    assert loaded.layers[0].rms_scaling is True
+    assert [(w.name, w.path.split("/", 1)[-1]) for w in loaded.weights] == [("gamma", "ln/gamma")]
     x = RNG.normal(size=(2, 3, 4))
     np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
 
@@ -288,7 +289,7 @@ def test_concat_attention_matches_keras_formula(use_scale):
     att = L.Attention(use_scale=use_scale, score_mode="concat", dtype="float64", name="att")
     att.build([q.shape, v.shape, k.shape])
     names = ["att/scale", "att/concat_score_weight"] if use_scale else ["att/concat_score_weight"]
-    assert [(w.name, w.shape, w.numpy().item()) for w in att.weights] == [(n, (), 1.0) for n in names]
+    assert [(w.path, w.shape, w.numpy().item()) for w in att.weights] == [(n, (), 1.0) for n in names]
     att.concat_score_weight.assign(0.7)
     scale = 1.0
     if use_scale:
@@ -409,7 +410,7 @@ def test_concat_attention_config_round_trips():
     again = L.Attention.from_config(config)
     assert again.get_config() == config
     again([np.ones((1, 2, 3)), np.ones((1, 4, 3))])
-    assert [w.name for w in again.weights] == ["att/scale", "att/concat_score_weight"]
+    assert [w.path for w in again.weights] == ["att/scale", "att/concat_score_weight"]
 
 
 def test_concat_attention_saves_and_loads_in_a_model(tmp_path):
@@ -421,7 +422,7 @@ def test_concat_attention_saves_and_loads_in_a_model(tmp_path):
     model.save(tmp_path / "m.keras")
     loaded = adv.models.load_model(tmp_path / "m.keras")
     assert loaded.get_layer("att").score_mode == "concat"
-    assert [w.name for w in loaded.weights] == ["att/scale", "att/concat_score_weight"]
+    assert [w.path for w in loaded.weights] == ["att/scale", "att/concat_score_weight"]
     x = [RNG.normal(size=(2, 5, 4)), RNG.normal(size=(2, 6, 4))]
     np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
 

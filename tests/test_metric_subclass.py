@@ -98,8 +98,9 @@ class Counts(adv.metrics.Metric):
 
 def test_add_variable_add_weight_variables_and_default_reset_state():
     m = Counts(name="counts")
-    names = [v.name for v in m.variables]
+    names = [v.path for v in m.variables]
     assert names == ["counts/hits", "counts/seen", "steps", "ctp_a/ctp"]
+    assert [v.name for v in m.variables] == ["hits", "seen", "steps", "ctp"]
     assert all(not v.trainable for v in m.variables)
     assert m.hits.dtype == "float32" and m.seen.shape == () and m.steps.dtype == "int64"
     np.testing.assert_array_equal(m.hits.numpy(), [1.0, 1.0])

@@ -40,8 +40,9 @@ def test_subclassed_model_tracks_layers_in_assignment_order():
     model = Net()
     model(np.ones((1, 5)))
     assert [layer.name for layer in model.layers] == ["dense", "block", "block_1", "dense_5"]
-    names = [v.name for v in model.trainable_variables]
-    assert names[:2] == ["dense/kernel", "dense/bias"] and names[-2:] == ["dense_5/kernel", "dense_5/bias"]
+    names = [v.path for v in model.trainable_variables]      # built inside the model's call: its name first
+    assert names[:2] == [f"{model.name}/dense/kernel", f"{model.name}/dense/bias"]
+    assert names[-2:] == [f"{model.name}/dense_5/kernel", f"{model.name}/dense_5/bias"]
     assert len(names) == 2 + 2 * 4 + 2
 
 
@@ -73,7 +74,9 @@ def test_model_with_inputs_that_are_not_symbolic_says_what_inputs_are():
 
 def test_sequential_with_input_is_built_at_once():
     model = adv.Sequential([layers.Input((4,)), layers.Dense(8, activation="relu"), layers.Dense(1)])
-    assert [w.name for w in model.weights] == ["dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"]
+    assert [w.name for w in model.weights] == ["kernel", "bias", "kernel", "bias"]
+    assert [w.path for w in model.weights] == [f"{model.name}/{w}" for w in ("dense/kernel", "dense/bias",
+                                                                           "dense_1/kernel", "dense_1/bias")]
     assert model.count_params() == 4 * 8 + 8 + 8 + 1
     with pytest.raises(AttributeError):
         model.output                                  # building is not a call

@@ -382,7 +382,8 @@ def apply(rule: Rule, *inputs: Tensor, **params) -> Tensor:
                 value = v._value
                 if type(v) is Variable:
                     a = _new(Tensor)
-                    a._value, a._id, a.name, a._node, a._lineage = value, v._id, v.name, None, True
+                    # named by its path ("dense/kernel"): unique in traces, tables and diagnoses
+                    a._value, a._id, a.name, a._node, a._lineage = value, v._id, v._path or v.name, None, True
                     v = a
                 if value.size > KEEP_SIZE:
                     heavy = True

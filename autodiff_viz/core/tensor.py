@@ -369,18 +369,21 @@ class Variable(Tensor):
     ``trainable`` and dtype, as TensorFlow's.
     """
 
-    __slots__ = ("trainable",)
+    __slots__ = ("trainable", "_path")
 
     def __init__(self, value, trainable=True, name=None, dtype=None):
         super().__init__(value, dtype=dtype, name=name)
         self.trainable = bool(trainable)
+        self._path = None           # set by whatever owns it (add_weight, an optimizer): "dense/kernel"
         self._lineage = True
         # the learner's line that made it (adv.Variable(...), add_weight), so why-None can quote it
         self._made_at = user_location() if config.capture_locations else None
 
     def __copy__(self):
         """A new, independent variable holding the current value (a tape tells it apart from ``self``)."""
-        return Variable(self._value, trainable=self.trainable, name=self.name)
+        new = Variable(self._value, trainable=self.trainable, name=self.name)
+        new._path = self._path
+        return new
 
     def __deepcopy__(self, memo):
         """As :meth:`__copy__`; one copy per variable however often a copied structure holds it."""
@@ -391,12 +394,16 @@ class Variable(Tensor):
 
     @property
     def path(self):
-        """Keras 3's ``variable.path``: where the variable lives, ``"dense/kernel"`` for a layer's weight.
+        """Keras 3's ``variable.path``: where the variable lives, unique in a model.
 
-        A layer's weight is named with its path here (``name == path``, TensorFlow's Keras 2 naming), so
-        ``v.path`` is ``v.name``; Keras 3's short name is its last part, ``v.path.split("/")[-1]``.
+        As Keras 3, ``name`` is the short name its owner gave it and ``path`` adds the owners around it:
+        a ``Dense`` layer named ``"dense"`` holds ``name == "kernel"``, ``path == "dense/kernel"``; inside
+        a ``Sequential`` built as one model, ``"sequential/dense/kernel"``; an optimizer's slot is
+        ``"adam/dense_kernel_momentum"``. A variable made on its own, ``adv.Variable(0.0, name="w")``, has
+        ``path == name == "w"`` (TensorFlow's ``tf.Variable`` and ``keras.Variable`` alike). Messages and
+        tables that list weights of several layers use the path; a drawing of a layer's box, the name.
         """
-        return self.name
+        return self._path or self.name
 
     def read_value(self):
         """The current value as a tensor, read as an op does: gradients flow back to the variable (TensorFlow's)."""
@@ -409,7 +416,7 @@ class Variable(Tensor):
         return self.read_value()
 
     def _checked(self, value, what, copy=True):
-        var = f"variable {self.name!r}" if self.name else "the variable"
+        var = f"variable {self.path!r}" if self.path else "the variable"
         if isinstance(value, Tensor):
             arr = value._value
         else:
@@ -461,9 +468,17 @@ class Variable(Tensor):
         return self
 
 
+def full_name(t) -> str | None:
+    """The name messages, tables and traces use: a variable's ``path`` (``"dense/kernel"``: the layer is
+    part of it, so two layers' kernels differ), else the tensor's ``name``."""
+    return getattr(t, "_path", None) or t.name
+
+
 def _label(t) -> str:
-    """How messages name a tensor: ``'w'`` when it has a name, else ``(unnamed, shape (2,))``."""
-    return repr(t.name) if t.name else f"(unnamed, shape {t.shape})"
+    """How messages name a tensor: ``'w'`` (a layer's weight by its path, ``'dense/kernel'``) when it has a
+    name, else ``(unnamed, shape (2,))``."""
+    name = full_name(t)
+    return repr(name) if name else f"(unnamed, shape {t.shape})"
 
 
 def _refuse_lossy(arr: np.ndarray, dtype: np.dtype, what: str) -> None:

@@ -393,7 +393,7 @@ class Attention(Layer):
 
         >>> att = Attention(score_mode="concat", use_scale=True)
         >>> out, w = att([np.ones((2, 3, 4)), np.ones((2, 5, 4))], return_attention_scores=True)
-        >>> out.shape, w.shape, [v.name for v in att.weights]
+        >>> out.shape, w.shape, [v.path for v in att.weights]
         ((2, 3, 4), (2, 3, 5), ['attention/scale', 'attention/concat_score_weight'])
     """
     backward_text = {"x": "A = softmax(QKᵀ·s), y = A·V: ḡ_V = Aᵀ·ḡ_y; "

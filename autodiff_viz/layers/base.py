@@ -9,8 +9,8 @@ Write a layer the Keras way:
     ...         return inputs * self.w
     >>> layer = Scale()
     >>> y = layer(np.ones((2, 3)))          # build((2, 3)) runs on the first call
-    >>> layer.w.name, layer.output.shape
-    ('scale/w', (2, 3))
+    >>> layer.w.name, layer.w.path, layer.output.shape
+    ('w', 'scale/w', (2, 3))
 
 What a call does, in order: enter ``name_scope(layer.name)`` (so every op it
 records carries the scope path, ``my_model/dense_1``), convert or cast
@@ -181,13 +181,22 @@ def _default(method):
 
 
 def _sets_built(build):
-    """Wrap a ``build`` method so that ``built`` is True once it returns (Keras 3 does the same)."""
+    """Wrap a ``build`` method so that it runs inside ``name_scope(layer.name)`` and ``built`` is True once
+    it returns (Keras 3 does both)."""
     if getattr(build, "_sets_built", False):
         return build
 
     @functools.wraps(build)
     def build_then_mark(self, *args, **kwargs):
-        build(self, *args, **kwargs)
+        name = self.name
+        if state.scope[-1:] == (name,):
+            build(self, *args, **kwargs)
+        else:   # inside its own scope, as Keras 3: the weights of the layers it builds get its name in their path
+            scope = enter_scope(name, type(self).__name__)
+            try:
+                build(self, *args, **kwargs)
+            finally:
+                exit_scope(scope)
         self.built = True
         _touch()
     build_then_mark._sets_built = True
@@ -333,7 +342,11 @@ class Layer:
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable: bool = True,
                    name: str | None = None, *, regularizer=None, constraint=None, autocast=True,
                    aggregation="none", overwrite_with_gradient=False) -> Variable:
-        """Create a weight named ``layer_name/name`` and track it.
+        """Create a weight named ``name`` (Keras 3: ``"kernel"``) at path ``layer_name/name`` and track it.
+
+        The path, as Keras 3's, adds the scopes the weight is made in: a
+        layer built inside a model's or an outer layer's call gets their
+        names in front (``"lstm/lstm_cell/kernel"``).
 
         Args:
             shape: tuple of ints (``()`` for a scalar).
@@ -374,7 +387,8 @@ class Layer:
         n = self._weight_uids[base]
         self._weight_uids[base] += 1
         short = base if n == 0 else f"{base}_{n}"
-        var = Variable(value, trainable=trainable and self._trainable, name=f"{self.name}/{short}")
+        var = Variable(value, trainable=trainable and self._trainable, name=short)
+        var._path = _weight_path(self.name, short)
         if trainable and not self._trainable:          # made while the layer is frozen
             self._frozen = getattr(self, "_frozen", []) + [var]
         self._own_weights.append(var)
@@ -437,15 +451,19 @@ class Layer:
         return out
 
     def _split_variables(self, parent_trainable=True):
+        """``(trainable, non_trainable, every)``: own first, then each layer inside's; ``every`` in Keras 3's
+        ``weights`` order, layer by layer (a layer's own in the order it made them)."""
         trainable_here = parent_trainable and self.trainable
         own = self._own_variables()
         tr = [v for v in own if v.trainable and trainable_here]
         non = [v for v in own if not (v.trainable and trainable_here)]
+        every = list(own)
         for layer in self.layers:
-            t, n = layer._split_variables(trainable_here)
+            t, n, e = layer._split_variables(trainable_here)
             tr += t
             non += n
-        return _unique(tr), _unique(non)
+            every += e
+        return _unique(tr), _unique(non), _unique(every)
 
     def _variables(self):
         """``(trainable, non_trainable)``, cached: rebuilt only when weights, sublayers or a
@@ -453,8 +471,7 @@ class Layer:
         cache = self.__dict__.get("_var_cache")
         if cache is not None and cache[0] == _version[0] and [v.trainable for v in cache[1]] == cache[2]:
             return cache[3], cache[4]
-        tr, non = self._split_variables()
-        every = tr + non
+        tr, non, every = self._split_variables()
         self._var_cache = (_version[0], every, [v.trainable for v in every], tr, non)
         return tr, non
 
@@ -469,9 +486,11 @@ class Layer:
 
     @property
     def weights(self) -> list:
-        """All weights: trainable first, then non-trainable (Keras' order)."""
-        t, n = self._variables()
-        return t + n
+        """All weights in Keras 3's order: layer by layer, each layer's own in the order it made them
+        (``BatchNormalization``: gamma, beta, moving_mean, moving_variance), then those of the layers
+        inside it. ``get_weights`` and ``set_weights`` use this order, so a list from Keras fits."""
+        self._variables()
+        return list(self._var_cache[1])
 
     trainable_weights = trainable_variables
     non_trainable_weights = non_trainable_variables
@@ -494,7 +513,7 @@ class Layer:
         for v, a in zip(weights, values):
             a = np.asarray(a._value if isinstance(a, Tensor) else a)
             if a.shape != v.shape:
-                raise ValueError(f"{self.name}.set_weights: weight {v.name} has shape {v.shape}, "
+                raise ValueError(f"{self.name}.set_weights: weight {v.path} has shape {v.shape}, "
                                  f"the array has shape {a.shape}. Nothing was changed.")
             arrays.append(a)
         for v, a in zip(weights, arrays):
@@ -820,6 +839,18 @@ def _structural(value) -> bool:
     if isinstance(value, _STRUCTURAL):
         return True
     return isinstance(value, (list, tuple, dict)) and _holds_weights(value)
+
+
+def _weight_path(layer_name: str, short: str) -> str:
+    """Keras 3's ``variable.path`` of a weight made now: the open scopes, the layer's name (unless the
+    innermost scope is the layer's own), then the weight's name. A scope opened again by the same layer
+    (a model's build calling the model) counts once, as Keras 3's ``name_scope(caller=...)``."""
+    parts: list = []
+    for name in state.scope + (layer_name,):
+        if not parts or parts[-1] != name:
+            parts.append(name)
+    parts.append(short)
+    return "/".join(parts)
 
 
 def _regularizer(identifier, layer_name, weight_name):

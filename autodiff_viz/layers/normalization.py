@@ -175,7 +175,7 @@ class BatchNormalization(_Normalization):
 
         >>> bn = BatchNormalization()
         >>> y = bn(np.random.rand(32, 4), training=True)    # batch statistics; moving averages updated
-        >>> [w.name for w in bn.weights]
+        >>> [w.path for w in bn.weights]
         ['batch_normalization/gamma', 'batch_normalization/beta', 'batch_normalization/moving_mean',
          'batch_normalization/moving_variance']
 
@@ -318,7 +318,7 @@ class RMSNormalization(_PerAxisParams):
         >>> layer = RMSNormalization()
         >>> layer(np.array([[3.0, 4.0]])).numpy().round(4)
         array([[0.8485, 1.1314]], dtype=float32)
-        >>> [w.name for w in layer.weights]
+        >>> [w.path for w in layer.weights]
         ['rms_normalization/scale']
 
     ``y = x / √(mean(x²) + ε) · scale`` (Zhang & Sennrich, 2019), with the

@@ -334,8 +334,8 @@ class Sequential(Model):
 
         >>> model = adv.Sequential([adv.layers.Input((4,)), adv.layers.Dense(8, activation="relu"),
         ...                         adv.layers.Dense(1)])
-        >>> [w.name for w in model.weights]
-        ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bias']
+        >>> [(w.name, w.path) for w in model.weights][:2]      # Keras 3's: the model built them
+        [('kernel', 'sequential/dense/kernel'), ('bias', 'sequential/dense/bias')]
 
     With an ``Input`` first (or ``input_shape=`` on the first layer) the
     model is built at once; otherwise on its first call.

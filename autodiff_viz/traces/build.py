@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import naming, state
 from ..core import engine, walks
-from ..core.tensor import Tensor, Variable
+from ..core.tensor import Tensor, Variable, full_name
 from ..state import paused, resolve_location, scope_kinds
 from .model import (
     JACOBIAN_LIMIT,
@@ -259,7 +259,7 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
     def leaf(t: Tensor) -> TraceNode:
         nonlocal frame
         kind = _leaf_kind(tape, t)
-        name = t.name
+        name = full_name(t)
         if name is None and kind == "constant":
             # an array the model converted (model(x_batch)): the learner's variable that holds it
             frame = frame or state.user_frame_object()
@@ -310,10 +310,10 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
             if s._id in owner and s._id in tape.record.tracked:
                 source_ids.append(s._id)
             elif s._id in owner:
-                notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not watched by this tape, "
+                notes.append(f"the source {full_name(s) or 'tensor'} (shape {s.shape}) is not watched by this tape, "
                              "so it gets no gradient: tape.watch it or make it an adv.Variable")
             else:
-                notes.append(f"the source {s.name or 'tensor'} (shape {s.shape}) is not in this tape's record")
+                notes.append(f"the source {full_name(s) or 'tensor'} (shape {s.shape}) is not in this tape's record")
 
     steps, upstream, contributions = [], {}, {}
     grads = {}

@@ -758,6 +758,20 @@ def _box_style(box, members) -> dict:
     return STYLES[box.kind]
 
 
+def _weight_title(trace, n) -> str:
+    """A node's title, but a layer's weight drawn inside its layer's box by its name (``kernel``): the box
+    already names the layer. Outside its layer's box it keeps the whole path (``dense_1/kernel``)."""
+    if n.kind != "variable" or n.label or not n.name or "/" not in n.name:
+        return n.title
+    keys = hierarchy(trace).paths.get(n.id) or ()
+    owner, _, short = n.name.rpartition("/")
+    if keys:
+        group = hierarchy(trace).groups.get(keys[-1])
+        if group is not None and (group.key.split("#")[0] == owner or group.title == owner.rsplit("/", 1)[-1]):
+            return short
+    return n.title
+
+
 def _box_label(trace, lay, box, members, view) -> list:
     """Label lines: a node's title (the learner's name, else the op), the op beneath a named op,
     the shape, and its value (forward; a small matrix one row per line) or ḡ (backward).
@@ -766,7 +780,7 @@ def _box_label(trace, lay, box, members, view) -> list:
     """
     if box.kind == "node":
         n = members[0]
-        lines = [n.title]
+        lines = [_weight_title(trace, n)]
         if n.kind == "op" and n.title != n.op:
             lines.append(n.op)
         lines.append(shape_text(n.shape, n.dtype))

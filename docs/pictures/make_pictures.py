@@ -2,7 +2,7 @@
 
 Each function below records one training step of a small model and returns
 its trace (``tape.trace(loss, sources=model.trainable_variables)``) and the
-model; :func:`make` draws every trace's backward view with no options (the
+model; :func:`make` draws (each in a fresh naming session) every trace's backward view with no options (the
 default picture) into ``folder`` (default: this file's folder) as SVG, with
 Graphviz's ``dot`` when it is installed, else the built-in renderer.
 tests/test_pictures_docs.py runs it into a temporary folder and checks every
@@ -84,6 +84,7 @@ def make(folder=None) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     made = {}
     for name, build in PICTURES.items():
+        adv.backend.clear_session()     # layer names as in a fresh kernel (lstm_cell, not lstm_cell_3)
         trace, model = build()
         try:
             svg = trace.to_svg("backward")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ... import diagnosis
 from ...core import walks
-from ...core.tensor import Tensor
+from ...core.tensor import Tensor, full_name
 from ...state import paused
 from ...traces.build import build_trace
 from ...traces.model import Trace
@@ -694,8 +694,9 @@ def _just(trace, lay, view, bstep, fstep) -> dict:
 # Helpers for from_tape
 # ---------------------------------------------------------------------------
 def _label(t: Tensor, trace=None, nid=None) -> str:
-    """The source in words: its name (or the learner's name in the trace) and shape, never an internal id."""
-    name = t.name
+    """The source in words: its name (a weight's path; or the learner's name in the trace) and shape, never an
+    internal id."""
+    name = full_name(t)
     if not name and trace is not None and nid is not None:
         node = trace.node(nid)
         name = getattr(node, "label", None) or node.name
