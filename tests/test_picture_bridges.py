@@ -197,7 +197,7 @@ def test_the_engines_multihead_attention_draws_four_projection_formulas():
     text = tr.to_dot("backward")
     said = {}
     for v in model.trainable_variables:
-        said[v.name] = _edge_into(text, tr.node_id_of(v))          # query/kernel … attention_output/bias
+        said[v.path.split("/", 1)[1]] = _edge_into(text, tr.node_id_of(v))   # query/kernel … attention_output/bias
     assert said["query/kernel"].startswith("ḡ_W_q = x_qᵀ·ḡ_Q") and said["key/kernel"].startswith("ḡ_W_k = x_kᵀ·ḡ_K")
     assert said["value/kernel"].startswith("ḡ_W_v = x_vᵀ·ḡ_V")
     assert said["attention_output/kernel"].startswith("ḡ_W_o = concat(heads)ᵀ·ḡ_mha")

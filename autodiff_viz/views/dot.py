@@ -758,17 +758,27 @@ def _box_style(box, members) -> dict:
     return STYLES[box.kind]
 
 
-def _weight_title(trace, n) -> str:
-    """A node's title, but a layer's weight drawn inside its layer's box by its name (``kernel``): the box
-    already names the layer. Outside its layer's box it keeps the whole path (``dense_1/kernel``)."""
+def _weight_title(trace, n, lay=None) -> str:
+    """A node's title, but a layer's weight drawn inside its layer's box by its path below that box
+    (``kernel``; ``lstm_cell/kernel`` in an LSTM's box): the box already names the layer. Outside its
+    layer's box it keeps the whole path (``dense_1/kernel``)."""
     if n.kind != "variable" or n.label or not n.name or "/" not in n.name:
         return n.title
-    keys = hierarchy(trace).paths.get(n.id) or ()
+    h = hierarchy(trace)
+    keys = h.paths.get(n.id) or ()
     owner, _, short = n.name.rpartition("/")
     if keys:
-        group = hierarchy(trace).groups.get(keys[-1])
-        if group is not None and (group.key.split("#")[0] == owner or group.title == owner.rsplit("/", 1)[-1]):
+        drawn = {b.key for b in lay.boxes.values() if b.key} if lay is not None else set()
+        beside = next((k for k in keys if k in drawn), keys[-1])     # the folded box it is drawn beside
+        group = h.groups.get(beside)
+        box = group.key.split("#")[0] if group is not None else None
+        if box == owner or (group is not None and beside == keys[-1] and group.title == owner.rsplit("/", 1)[-1]):
             return short
+        parts = box.split("/") if box else []
+        for i in range(len(parts)):      # a functional model's layers are made outside its scope: the box
+            prefix = "/".join(parts[i:]) + "/"      # `block/attention` holds `attention/query/kernel`
+            if n.name.startswith(prefix):
+                return n.name[len(prefix):]
     return n.title
 
 
@@ -780,7 +790,7 @@ def _box_label(trace, lay, box, members, view) -> list:
     """
     if box.kind == "node":
         n = members[0]
-        lines = [_weight_title(trace, n)]
+        lines = [_weight_title(trace, n, lay)]
         if n.kind == "op" and n.title != n.op:
             lines.append(n.op)
         lines.append(shape_text(n.shape, n.dtype))
