@@ -647,9 +647,31 @@ class Functional(Model):
         return rebuild([values[id(t)] for t in self._outputs_flat])
 
     # ----- summary ------------------------------------------------------------------
-    _summary_head = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+    @property
+    def _summary_head(self):
+        connected = () if self._is_one_chain() else ("Connected to",)
+        return ("Layer (type)", "Output Shape", "Param #", *connected)
+
+    def _is_one_chain(self) -> bool:
+        """Whether the graph is one chain, as a Sequential model's: one input, and each layer called once, on
+        the output of the layer before. Keras' summary then leaves out the "Connected to" column (each row
+        is connected to the row above); a branch, a merge, a second input or a shared layer keeps it."""
+        if len(self._inputs_flat) != 1:
+            return False
+        before, seen = [self._inputs_flat[0]], set()
+        for node in self._nodes:
+            if len(node.inputs) != 1 or not any(node.inputs[0] is t for t in before) or id(node.layer) in seen:
+                return False
+            seen.add(id(node.layer))
+            before = node.flat_outputs
+        return True
 
     def _summary_rows(self):
+        if self._is_one_chain():
+            return [row[:3] for row in self._connected_rows()]
+        return self._connected_rows()
+
+    def _connected_rows(self):
         mine = {id(node) for node in self._nodes}
         rows = []
         for layer in self._functional_layers:
