@@ -147,7 +147,7 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
 
 
 # ----- TensorFlow's names for ops numpy spells otherwise --------------------------------------------------
-def concat(values, axis, name=None):
+def concat(values, axis=0, name=None):
     """``tf.concat(values, axis)``: as ``adv.concatenate(values, axis)`` (numpy 2 spells it ``np.concat`` too)."""
     return concatenate(values, axis=axis)
 

@@ -648,30 +648,16 @@ class Functional(Model):
 
     # ----- summary ------------------------------------------------------------------
     @property
-    def _summary_head(self):
-        connected = () if self._is_one_chain() else ("Connected to",)
-        return ("Layer (type)", "Output Shape", "Param #", *connected)
+    def _summary_head(self):   # Keras leaves out "Connected to" for one chain (each row feeds the next)
+        return ("Layer (type)", "Output Shape", "Param #") + (() if self._one_chain() else ("Connected to",))
 
-    def _is_one_chain(self) -> bool:
-        """Whether the graph is one chain, as a Sequential model's: one input, and each layer called once, on
-        the output of the layer before. Keras' summary then leaves out the "Connected to" column (each row
-        is connected to the row above); a branch, a merge, a second input or a shared layer keeps it."""
-        if len(self._inputs_flat) != 1:
-            return False
-        before, seen = [self._inputs_flat[0]], set()
-        for node in self._nodes:
-            if len(node.inputs) != 1 or not any(node.inputs[0] is t for t in before) or id(node.layer) in seen:
-                return False
-            seen.add(id(node.layer))
-            before = node.flat_outputs
-        return True
+    def _one_chain(self) -> bool:
+        """One input, each layer called once, on the output of the layer before (a Sequential's graph)."""
+        before = [self._inputs_flat, *(n.flat_outputs for n in self._nodes)]
+        return len(self._inputs_flat) == 1 and len({id(n.layer) for n in self._nodes}) == len(self._nodes) and all(
+            len(n.inputs) == 1 and any(n.inputs[0] is t for t in prev) for n, prev in zip(self._nodes, before))
 
     def _summary_rows(self):
-        if self._is_one_chain():
-            return [row[:3] for row in self._connected_rows()]
-        return self._connected_rows()
-
-    def _connected_rows(self):
         mine = {id(node) for node in self._nodes}
         rows = []
         for layer in self._functional_layers:
@@ -683,7 +669,7 @@ class Functional(Model):
                        for n in nodes for t in n.inputs]
             params = f"{layer.count_params():,}"
             rows.append((f"{layer.name} ({type(layer).__name__})", shape, params, ", ".join(sources) or "-"))
-        return rows
+        return [row[:3] for row in rows] if self._one_chain() else rows
 
 
 def _as_symbolic(t, model_name, i):
