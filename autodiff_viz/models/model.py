@@ -33,7 +33,7 @@ from ..errors import ModelFileError, WeightsFileError
 from ..files import check_folder
 from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
-from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes
+from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
 from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
 from ..serialization import (
     _at,
@@ -477,17 +477,11 @@ class Functional(Model):
         self._outputs_flat = out_leaves
         self._output_struct = out_rebuild(out_leaves)
         self._nodes = self._walk(in_leaves, out_leaves)
-        layers, seen = [], set()
-        for t in in_leaves:
-            layer = t._keras_history[0].layer if t._keras_history else None
-            if isinstance(layer, InputLayer) and id(layer) not in seen:
-                seen.add(id(layer))
-                layers.append(layer)
-        for node in self._nodes:
-            if id(node.layer) not in seen:
-                seen.add(id(node.layer))
-                layers.append(node.layer)
-        self._functional_layers = layers
+        keys = list(outputs) if isinstance(outputs, dict) and len(outputs) == len(out_leaves) else None
+        walk = [out_leaves[keys.index(k)] for k in sorted(keys)] if keys else out_leaves    # Keras: keys sorted
+        order = keras_layer_order(in_leaves, walk)              # Keras' order: by depth, deepest first
+        unused = [t._keras_history[0].layer for t in in_leaves if not t._keras_history[0].inputs]  # Inputs too
+        self._functional_layers = [*(lay for lay in unused if all(lay is not o for o in order)), *order]
         self.built = True
         _symbolic_layers.add(self)
         _touch()
