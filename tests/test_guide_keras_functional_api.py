@@ -128,6 +128,27 @@ def test_summary_leaves_out_connected_to_exactly_where_keras_does():
     assert [summary_rows(m)[1] for m in graphs(adv, layers)] == [False, False, True, True, True, True]
 
 
+def test_functional_layers_and_weights_are_in_keras_order():
+    """The defect the ticket model showed: ``model.layers`` listed every Input first, and a dict's outputs in
+    insertion order, so the summary's rows and ``get_weights()`` came in another order than Keras' (and
+    weights could not pass between the two). Keras orders by depth, deepest first, outputs walked by key."""
+    def graphs(keras, layers):
+        a = keras.Input((3,), name="a")
+        b = keras.Input((2,), name="b")
+        deep = layers.Dense(4, name="deep2")(layers.Dense(4, name="deep1")(a))
+        joined = layers.concatenate([deep, b], name="join")
+        yield keras.Model([a, b], {"z_out": layers.Dense(1, name="z_out")(joined),
+                                   "a_out": layers.Dense(2, name="a_out")(joined)})
+        skip = layers.Dense(3, name="skip")(a)
+        yield keras.Model(a, layers.add([layers.Dense(3, name="long2")(layers.Dense(3, name="long1")(a)), skip]))
+
+    for ours, theirs in zip(graphs(adv, layers), graphs(keras, keras.layers), strict=True):
+        assert [layer.name for layer in ours.layers] == [layer.name for layer in theirs.layers]
+        assert [w.shape for w in ours.get_weights()] == [tuple(w.shape) for w in theirs.get_weights()]
+    assert [layer.name for layer in next(graphs(adv, layers)).layers] == [
+        "a", "deep1", "deep2", "b", "join", "a_out", "z_out"]
+
+
 # ----- Training, evaluation, and inference -------------------------------------------------------------------
 def test_functional_api__training_evaluation_and_inference(capsys):
     """#training-evaluation-and-inference: SparseCategoricalCrossentropy from logits, RMSprop, accuracy; fit
