@@ -57,6 +57,9 @@ from . import saving
 from . import data, datasets
 from . import backend    # keras.backend's clear_session, floatx
 from . import image      # tf.image's adjustments
+from . import tf_math as math    # tf.math's names (adv.math.sin, adv.math.reduce_sum)
+from .tf_math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_all, reduce_any, reduce_logsumexp,
+                      reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)   # tf.<name>: the same ops
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 
 __version__ = "0.1.0"
@@ -80,8 +83,9 @@ _BRIDGES = {"torch": "PyTorch", "tf": "TensorFlow"}
 def __getattr__(name):
     """``adv.torch`` and ``adv.tf`` load their bridge on first use (only then is PyTorch or TensorFlow imported).
 
-    Another library's name (``adv.reduce_sum``, ``adv.clamp``) raises an AttributeError that gives the one to
-    write here (``adv.sum(x, axis=...)``); any other missing name raises Python's usual one.
+    Another library's name that has no counterpart under that name here (``adv.clamp``, ``adv.gather``) raises
+    an AttributeError that gives the one to write (``adv.clip(x, min, max)``); any other missing name raises
+    Python's usual one.
     """
     if name in _BRIDGES:
         import importlib

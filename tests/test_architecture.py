@@ -41,7 +41,8 @@ LAYERS = [
     ("keras: utilities and data", ["array_utils", "image_utils", "data", "datasets"]),
     ("views", ["views"]),
     ("bridges", ["torch", "tf"]),
-    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "run_notebooks"]),
+    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math",
+                                                    "run_notebooks"]),
 ]
 
 

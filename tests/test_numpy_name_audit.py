@@ -72,6 +72,7 @@ CASES = {
     "broadcast_to": [((W, (2, 3)), {})], "atleast_1d": [((np.float64(2.0),), {})],
     "atleast_2d": [((V,), {})], "atleast_3d": [((A,), {})],
     "concatenate": [(([A, B],), {}), (([A, B],), {"axis": 1}), (([A, B],), {"axis": None})],
+    "concat": [(([A, B],), {}), (([A, B],), {"axis": 1}), (([A, B],), {"axis": None})],   # TensorFlow's and numpy 2's
     "stack": [(([A, B],), {"axis": 1})], "hstack": [(([A, B],), {})], "vstack": [(([A, B],), {})],
     "dstack": [(([A, B],), {})], "column_stack": [(([V, V],), {})], "row_stack": [(([V, V],), {})],
     "append": [((A, B), {}), ((A, B), {"axis": 0})],

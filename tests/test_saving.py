@@ -253,8 +253,9 @@ def test_a_functional_model_keeps_its_graph_shared_layers_nested_models_and_oper
 def test_operator_indices_keep_their_tuples_slices_none_and_ellipsis():
     x = L.Input((4, 3), name="x")
     model = adv.Model(x, [x[:, 1:, :2], x[..., ::2], x[:, None, -2:], 1.0 - x @ np.ones((3, 2))], name="slices")
-    nodes = [e["inbound_nodes"][0]["args"][0][1] for e in model.get_config()["layers"][1:4]]
-    assert all(n["class_name"] == "__tuple__" for n in nodes)
+    nodes = [e["inbound_nodes"][0]["args"][0][1] for e in model.get_config()["layers"]
+             if e["config"].get("name", "").startswith("get_item")]
+    assert len(nodes) == 3 and all(n["class_name"] == "__tuple__" for n in nodes)
     again = adv.Model.from_config(model.get_config())
     data = RNG.normal(size=(2, 4, 3))
     for got, want in zip(again.predict(data), model.predict(data)):

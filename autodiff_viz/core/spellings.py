@@ -1,8 +1,8 @@
 """Other libraries' spellings, and what to write here instead.
 
-``adv.reduce_sum(x)`` (TensorFlow) or ``adv.clamp(x, 0, 1)`` (PyTorch) raise
+``adv.gather(x, i)`` (TensorFlow) or ``adv.clamp(x, 0, 1)`` (PyTorch) raise
 an ``AttributeError`` whose message is the call to write in this package
-(``adv.sum(x, axis=...)``, ``adv.clip(x, 0, 1)``); :func:`foreign_spelling`
+(``adv.take(x, i, axis=...)``, ``adv.clip(x, 0, 1)``); :func:`foreign_spelling`
 gives that message for a name, and the package face asks it for any name it
 does not have. The tensor's own PyTorch methods (``t.detach()``) get their
 hint from :mod:`~autodiff_viz.core.tensor`.
@@ -12,7 +12,9 @@ from __future__ import annotations
 from .methods import _NEAREST
 from .tensor import _TORCH_HINTS
 
-# ----- other libraries' names: what to write here (``adv.reduce_sum`` raises with the answer) ---------------
+# ----- other libraries' names: what to write here (``adv.clamp`` raises with the answer) --------------------
+# TensorFlow's names that only spell an op differently are real here (adv.reduce_sum, adv.concat, adv.math.*:
+# autodiff_viz/tf_math.py); a hint stays for a name whose meaning has no counterpart under that name.
 _TF = "that is TensorFlow's spelling"
 _TORCH = "that is PyTorch's spelling"
 _TF_TORCH = "that is TensorFlow's and PyTorch's spelling"
@@ -23,16 +25,9 @@ _NUMPY = "numpy has it, with no gradient rule here"
 _DTYPE = "a dtype object of TensorFlow and PyTorch"
 
 _SPELLINGS = {
-    "math": ("tf.math is TensorFlow's module of math functions",
-             "they live at the top level, under numpy's names: adv.sin, adv.exp, adv.log1p, adv.maximum, "
-             "adv.sum(x, axis=...) for tf.math.reduce_sum; activations in adv.nn (adv.nn.sigmoid, adv.nn.softplus)"),
-    "clip_by_value": (_TF, "adv.clip(x, clip_value_min, clip_value_max)"),
     "clamp": (_TORCH, "adv.clip(x, min, max)"),
     "clip_by_global_norm": (_TF, "global_clipnorm= on the optimizer (adv.optimizers.SGD(0.1, global_clipnorm=1.0)), "
                                  "or adv.clip_by_norm(g, c) on each gradient"),
-    "convert_to_tensor": ("that is the spelling of TensorFlow and keras.ops",
-                          "adv.constant(value) (adv.Variable(value) for a trainable one)"),
-    "concat": (_TF, "adv.concatenate(values, axis=...)"),
     "cat": (_TORCH, "adv.concatenate(tensors, axis=...)"),
     "gather": (_TF_TORCH, "adv.take(x, indices, axis=...) for tf.gather; "
                           "adv.take_along_axis(x, indices, axis=...) for torch.gather"),
@@ -45,7 +40,6 @@ _SPELLINGS = {
     "ndim": ("that is the spelling of numpy and keras.ops", "x.ndim"),
     "numel": (_TORCH, "x.size"),
     "reverse": (_TF, "adv.flip(x, axis)"),
-    "add_n": (_TF, "adv.sum(adv.stack(tensors), axis=0), or sum(tensors)"),
     "squared_difference": (_TF, "adv.square(a - b)"),
     "rsqrt": (_TF_TORCH, "1 / adv.sqrt(x)"),
     "divide_no_nan": (_TF, "adv.where(b == 0, 0.0, a / adv.where(b == 0, 1.0, b))"),
@@ -115,10 +109,8 @@ _SPELLINGS = {
     "device": (_TORCH, "nothing to choose: everything runs on the CPU with numpy"),
     "cuda": (_TORCH, "nothing to set up: everything runs on the CPU with numpy"),
 }
-for _ours in ("sum", "mean", "max", "min", "prod", "all", "any", "logsumexp", "std"):
-    _SPELLINGS["reduce_" + _ours] = (_TF, f"adv.{_ours}(x, axis=..., keepdims=...)")
-_SPELLINGS["reduce_variance"] = (_TF, "adv.var(x, axis=..., keepdims=...)")
-_SPELLINGS["reduce_euclidean_norm"] = (_TF, "adv.norm(x, axis=..., keepdims=...)")
+for _name in ("reduce_std", "reduce_variance", "reduce_euclidean_norm"):
+    _SPELLINGS[_name] = ("TensorFlow keeps it in tf.math", f"adv.math.{_name}(x, axis=..., keepdims=...)")
 for _name in ("sigmoid", "relu", "softmax", "log_softmax", "softplus", "softsign", "elu", "selu", "gelu", "silu",
               "swish", "leaky_relu", "log_sigmoid", "hard_sigmoid"):
     _SPELLINGS[_name] = ("an activation, kept in adv.nn", f"adv.nn.{_name}(x)")

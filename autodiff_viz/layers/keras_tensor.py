@@ -169,3 +169,34 @@ def _placeholders(structure, size):
             out.append(t)
     args, kwargs = rebuild(out)
     return args, kwargs
+
+
+def keras_layer_order(inputs, outputs) -> list:
+    """The layers of the functional graph from ``inputs`` to ``outputs`` (flat lists of symbolic tensors), in
+    Keras' order: deepest first (a layer's depth is its longest distance from an output, so each ``Input``
+    comes just before the first layer it feeds), and the layers of one depth in the order a depth-first walk
+    from the outputs first meets them. ``model.layers``, the summary's rows and ``get_weights()`` follow it,
+    so weights pass between a functional model here and the same model in Keras."""
+    given, index, post, done = {id(t) for t in inputs}, {}, [], set()
+
+    def visit(t):
+        node = t._keras_history[0]
+        if id(node) in done or (id(t) in given and node.inputs):     # an input that is not an Input: the edge
+            return
+        index.setdefault(id(node.layer), len(index))
+        for parent in ([] if id(t) in given else node.inputs):
+            visit(parent)
+        done.add(id(node))
+        post.append(node)
+
+    for t in outputs:
+        visit(t)
+    node_depth, layer_depth, layers = {}, {}, {}
+    for node in reversed(post):                                        # from the outputs back to the inputs
+        depth = max(node_depth.get(id(node), 0), layer_depth.get(id(node.layer), 0))
+        node_depth[id(node)] = layer_depth[id(node.layer)] = depth
+        layers[id(node.layer)] = node.layer
+        for parent in node.inputs:
+            above = parent._keras_history[0]
+            node_depth[id(above)] = max(depth + 1, node_depth.get(id(above), 0))
+    return sorted(layers.values(), key=lambda layer: (-layer_depth[id(layer)], index[id(layer)]))

@@ -33,7 +33,7 @@ from ..errors import ModelFileError, WeightsFileError
 from ..files import check_folder
 from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
-from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes
+from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
 from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
 from ..serialization import (
     _at,
@@ -477,17 +477,11 @@ class Functional(Model):
         self._outputs_flat = out_leaves
         self._output_struct = out_rebuild(out_leaves)
         self._nodes = self._walk(in_leaves, out_leaves)
-        layers, seen = [], set()
-        for t in in_leaves:
-            layer = t._keras_history[0].layer if t._keras_history else None
-            if isinstance(layer, InputLayer) and id(layer) not in seen:
-                seen.add(id(layer))
-                layers.append(layer)
-        for node in self._nodes:
-            if id(node.layer) not in seen:
-                seen.add(id(node.layer))
-                layers.append(node.layer)
-        self._functional_layers = layers
+        keys = list(outputs) if isinstance(outputs, dict) and len(outputs) == len(out_leaves) else None
+        walk = [out_leaves[keys.index(k)] for k in sorted(keys)] if keys else out_leaves    # Keras: keys sorted
+        order = keras_layer_order(in_leaves, walk)              # Keras' order: by depth, deepest first
+        unused = [t._keras_history[0].layer for t in in_leaves if not t._keras_history[0].inputs]  # Inputs too
+        self._functional_layers = [*(lay for lay in unused if all(lay is not o for o in order)), *order]
         self.built = True
         _symbolic_layers.add(self)
         _touch()
@@ -647,7 +641,15 @@ class Functional(Model):
         return rebuild([values[id(t)] for t in self._outputs_flat])
 
     # ----- summary ------------------------------------------------------------------
-    _summary_head = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+    @property
+    def _summary_head(self):   # Keras leaves out "Connected to" for one chain (each row feeds the next)
+        return ("Layer (type)", "Output Shape", "Param #") + (() if self._one_chain() else ("Connected to",))
+
+    def _one_chain(self) -> bool:
+        """One input, each layer called once, on the output of the layer before (a Sequential's graph)."""
+        before = [self._inputs_flat, *(n.flat_outputs for n in self._nodes)]
+        return len(self._inputs_flat) == 1 and len({id(n.layer) for n in self._nodes}) == len(self._nodes) and all(
+            len(n.inputs) == 1 and any(n.inputs[0] is t for t in prev) for n, prev in zip(self._nodes, before))
 
     def _summary_rows(self):
         mine = {id(node) for node in self._nodes}
@@ -661,7 +663,7 @@ class Functional(Model):
                        for n in nodes for t in n.inputs]
             params = f"{layer.count_params():,}"
             rows.append((f"{layer.name} ({type(layer).__name__})", shape, params, ", ".join(sources) or "-"))
-        return rows
+        return [row[:3] for row in rows] if self._one_chain() else rows
 
 
 def _as_symbolic(t, model_name, i):
