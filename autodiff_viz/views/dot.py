@@ -766,20 +766,15 @@ def _weight_title(trace, n, lay=None) -> str:
         return n.title
     h = hierarchy(trace)
     keys = h.paths.get(n.id) or ()
+    drawn = {b.key for b in lay.boxes.values() if b.key} if lay is not None else set()
+    group = h.groups.get(next((k for k in keys if k in drawn), keys[-1])) if keys else None  # the box beside it
+    parts = group.key.split("#")[0].split("/") if group is not None else []
+    for i in range(len(parts)):       # a functional model's layers are made outside its scope: the box
+        prefix = "/".join(parts[i:]) + "/"       # `block/attention` holds `attention/query/kernel`
+        if n.name.startswith(prefix):
+            return n.name[len(prefix):]
     owner, _, short = n.name.rpartition("/")
-    if keys:
-        drawn = {b.key for b in lay.boxes.values() if b.key} if lay is not None else set()
-        beside = next((k for k in keys if k in drawn), keys[-1])     # the folded box it is drawn beside
-        group = h.groups.get(beside)
-        box = group.key.split("#")[0] if group is not None else None
-        if box == owner or (group is not None and beside == keys[-1] and group.title == owner.rsplit("/", 1)[-1]):
-            return short
-        parts = box.split("/") if box else []
-        for i in range(len(parts)):      # a functional model's layers are made outside its scope: the box
-            prefix = "/".join(parts[i:]) + "/"      # `block/attention` holds `attention/query/kernel`
-            if n.name.startswith(prefix):
-                return n.name[len(prefix):]
-    return n.title
+    return short if group is not None and group.title == owner.rsplit("/", 1)[-1] else n.title
 
 
 def _box_label(trace, lay, box, members, view) -> list:
