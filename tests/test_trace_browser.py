@@ -39,7 +39,7 @@ CELLS = [
     "    loss = loss_fn(np.array([1, 3]), logits)\n"
     "trace = tape.trace(loss, sources=model.trainable_variables)\n"
     "print(json.dumps({'layers': [f'{l.name} ({type(l).__name__})' for l in model.layers],\n"
-    "                  'weights': [trace.node(trace.node_id_of(v)).title for v in model.trainable_variables],\n"
+    "                  'weights': [v.name for v in model.trainable_variables],\n"
     "                  'ids': [trace.node_id_of(v) for v in model.trainable_variables]}))",
     "trace",
     "explorer = adv.show(tape, target=loss, sources=model.trainable_variables)\n"
