@@ -25,9 +25,8 @@ from tensorflow.python.eager import backprop as _backprop
 
 from .. import naming
 from ..compare import seed_array
-from ..core.rules import TABLE
 from ..recordings import compared_rows, hand_items
-from ..traces.build import formula
+from ..traces.build import factor_rule, formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
@@ -64,9 +63,7 @@ def _summary(t, limit):
     try:
         return Summary.of(_array(t), limit)
     except (TypeError, ValueError, tf.errors.OpError):
-        shape = tuple(getattr(t, "shape", ()))
-        return Summary(shape, getattr(getattr(t, "dtype", None), "name", "?"), None,
-                       {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
+        return Summary.unreadable(getattr(t, "shape", ()), getattr(getattr(t, "dtype", None), "name", "?"))
 
 
 
@@ -82,11 +79,7 @@ def rule_input(op, i: int):
         return None
     if not trainable_dtype(op.inputs[i].dtype):
         return None
-    rule = TABLE.get(name)
-    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
-        return None
-    spec = rule.spec(i)
-    return None if spec.factor is None else (rule, spec)
+    return factor_rule(name, i)
 
 
 def sources_of(rec, sources):

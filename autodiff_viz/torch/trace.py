@@ -15,9 +15,8 @@ import contextlib
 import numpy as np
 import torch
 
-from ..core.rules import TABLE
 from ..recordings import compared_rows, hand_items
-from ..traces.build import formula
+from ..traces.build import factor_rule, formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
@@ -55,19 +54,14 @@ def _summary(t, limit):
     try:
         return Summary.of(_array(t), limit)
     except (RuntimeError, TypeError):   # meta tensors and the like: shape only
-        return Summary(tuple(t.shape), str(t.dtype).replace("torch.", ""), None,
-                       {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
+        return Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
 
 
 
 
 def rule_input(op_name: str, i: int):
     """``(rule, input spec)`` of the rule table for input ``i`` of a torch op, or None when none maps."""
-    rule = TABLE.get(RULES.get(op_name, ""))
-    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
-        return None
-    spec = rule.spec(i)
-    return None if spec.factor is None else (rule, spec)
+    return factor_rule(RULES.get(op_name, ""), i)
 
 
 def _sources(rec, sources):
