@@ -392,11 +392,16 @@ def seed_of(target: Tensor, output_gradients):
     """
     if output_gradients is None:
         return np.ones(target.shape, target.dtype)
-    g = np.asarray(output_gradients._value if isinstance(output_gradients, Tensor) else output_gradients)
-    if g.shape != target.shape:
-        raise ValueError(f"compare: output_gradients has shape {g.shape}, but the target has shape {target.shape}; "
+    return seed_array(np.asarray(output_gradients._value if isinstance(output_gradients, Tensor) else output_gradients),
+                      target.shape, target.dtype)
+
+
+def seed_array(g: np.ndarray, shape: tuple, dtype) -> np.ndarray:
+    """``dout`` checked against the target's ``shape`` and cast to its ``dtype`` (the bridges' seed too)."""
+    if g.shape != shape:
+        raise ValueError(f"compare: output_gradients has shape {g.shape}, but the target has shape {shape}; "
                          "it is the upstream gradient dout, one entry per entry of the target.")
-    return g.astype(target.dtype)
+    return g.astype(dtype)
 
 
 def lost_paths(tape, target: Tensor, tid) -> list:

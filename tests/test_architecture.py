@@ -40,7 +40,7 @@ LAYERS = [
     ("keras: models", ["models"]),
     ("keras: utilities and data", ["array_utils", "image_utils", "data", "datasets"]),
     ("views", ["views"]),
-    ("bridges", ["torch", "tf"]),
+    ("bridges", ["recordings", "torch", "tf"]),
     ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math",
                                                     "run_notebooks"]),
 ]

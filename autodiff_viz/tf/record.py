@@ -61,7 +61,7 @@ from tensorflow.python.framework import op_callbacks as _op_callbacks
 from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
 
-from .. import naming
+from .. import naming, recordings
 from .keys import tensor_key, trainable_dtype
 
 try:   # Keras 3's name-scope stack (layers and models push themselves on call)
@@ -411,13 +411,15 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
 # ---------------------------------------------------------------------------
 # The recording
 # ---------------------------------------------------------------------------
-class Recording:
+class Recording(recordings.Recording):
     """What :func:`record` saw: TensorFlow ops, variable reads and writes, escapes, re-wraps, tape calls.
 
     Attributes:
         ops: the :class:`Op` records in order.
         tapes: ``{tape number: TapeInfo}`` for every ``tf.GradientTape`` seen.
     """
+
+    framework = "tf"
 
     def __init__(self):
         self.ops: list[Op] = []
@@ -687,27 +689,10 @@ class Recording:
         from .explain import explain_recorded
         return explain_recorded(self, target, source)
 
-    def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8):
-        """Hand-derived gradients against TensorFlow's, along the backward pass (as ``tape.compare``)."""
+    def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
+        """:meth:`compare` (shared by the bridges) on the tape that recorded ``target``."""
         from .trace import compare
-        if not hand or not isinstance(hand, dict):
-            raise TypeError("compare: pass a dict {name_or_tensor: hand_gradient, ...}.")
-        frame = sys._getframe(1)
-        return compare(self, target, hand, rtol, atol, {**frame.f_globals, **frame.f_locals})
-
-    def show(self, target, sources=None):
-        """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""
-        from ..views.widgets import show
-        return show(self.trace(target, sources))
-
-    def __len__(self):
-        return len(self.ops)
-
-    def __repr__(self):
-        kinds = {}
-        for op in self.ops:
-            kinds[op.kind] = kinds.get(op.kind, 0) + 1
-        return f"<adv.tf.Recording {len(self.ops)} records {kinds}>"
+        return compare(self, target, hand, rtol, atol, namespace, output_gradients)
 
 
 def _variable_name(v, rec=None) -> str:

@@ -24,10 +24,11 @@ import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
 
 from .. import naming
-from ..core.rules import TABLE
-from ..traces.build import formula
+from ..compare import seed_array
+from ..recordings import compared_rows, hand_items
+from ..traces.build import factor_rule, formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
-from .explain import cut, pick_tape, tf_gradient
+from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
 
 # TensorFlow op type -> rule-table name (inputs in the same order)
@@ -62,9 +63,7 @@ def _summary(t, limit):
     try:
         return Summary.of(_array(t), limit)
     except (TypeError, ValueError, tf.errors.OpError):
-        shape = tuple(getattr(t, "shape", ()))
-        return Summary(shape, getattr(getattr(t, "dtype", None), "name", "?"), None,
-                       {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
+        return Summary.unreadable(getattr(t, "shape", ()), getattr(getattr(t, "dtype", None), "name", "?"))
 
 
 
@@ -80,11 +79,7 @@ def rule_input(op, i: int):
         return None
     if not trainable_dtype(op.inputs[i].dtype):
         return None
-    rule = TABLE.get(name)
-    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
-        return None
-    spec = rule.spec(i)
-    return None if spec.factor is None else (rule, spec)
+    return factor_rule(name, i)
 
 
 def sources_of(rec, sources):
@@ -293,43 +288,50 @@ def _local_jacobian(op, i):
     return np.stack(rows) if rows else None
 
 
-def compare(rec, target, hand, rtol, atol, namespace):
-    """:meth:`Recording.compare`: hand gradients against TensorFlow's, in backward order."""
-    from ..compare import _factors, along_backward, compare_arrays, unknown_name
-    trace = build(rec, target)
-    ops = graph_ops(rec)
-    recorded = {tensor_key(t) for op in ops for t in op.inputs + op.outputs}
-    named = {k: v for k, v in namespace.items() if not k.startswith("_") and
-             (hasattr(v, "_id") or hasattr(v, "handle") and not isinstance(v, type)) and _key(v) in recorded}
-    items = []
-    for key, value in hand.items():
-        if isinstance(key, str):
-            t = named.get(key)
-            if t is None:
-                t = next((out for op in ops for out in op.outputs[:1] if op.assigned == key), None)
-            if t is None:
-                raise unknown_name(key, set(named) | {op.assigned for op in ops if op.assigned}, "in this recording")
-            label = key
-        elif hasattr(key, "_id") or hasattr(key, "handle"):
-            t = key
-            label = next((k for k, v in named.items() if v is t), None) or rec.name_of(t) or f"tensor {tuple(t.shape)}"
-        else:
-            raise TypeError(f"compare: a key must be a tensor, a variable or a name, got {type(key).__name__}.")
-        items.append((label, t, value))
+def compare(rec, target, hand, rtol, atol, namespace, output_gradients=None):
+    """:meth:`Recording.compare`: hand gradients against TensorFlow's, in backward order.
+
+    The gradients are the recorded tape's own (``tape.gradient(target,
+    [...], output_gradients=dout)``); a tensor TensorFlow gives None for
+    carries :func:`~autodiff_viz.tf.explain.explain_recorded`'s reason (an
+    unwatched ``tf.constant``, a value that left through ``.numpy()``).
+    """
+    items = hand_items(rec, hand, namespace, graph_ops(rec), _is_tensor, _key)
     info = pick_tape(rec, target)
     busy = rec._busy
-    rec._busy = True
+    rec._busy = True            # converting the seed and asking the tape must not record anything
     try:
-        got = tf_gradient(rec, info, target, [t for _, t, _ in items]) if info is not None else [None] * len(items)
+        seed = None if output_gradients is None else tf.constant(seed_array(
+            _array(output_gradients) if hasattr(output_gradients, "numpy") else np.asarray(output_gradients),
+            tuple(target.shape), target.dtype.as_numpy_dtype))
+        trace = build(rec, target, output_gradients=seed)
+        got = tf_gradient(rec, info, target, [t for _, t, _ in items], seed) if info is not None \
+            else [None] * len(items)
         by_key = {n.tensor_id: n.id for n in trace.nodes}
-        rows = []
-        for (label, t, value), g in zip(items, got):
-            node_id = by_key.get(tensor_key(t))
-            rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
-                                       _factors(trace, node_id), shape=tuple(t.shape)))
+        return compared_rows(trace, items, got, lambda t: by_key.get(tensor_key(t)),
+                             lambda label, t: _explained_as(rec, target, t, label),
+                             lambda v: _array(v) if _is_tensor(v) else v, rtol, atol, "TensorFlow")
     finally:
         rec._busy = busy
-    return along_backward(rows, trace)
+
+
+def _explained_as(rec, target, t, label):
+    """``rec.explain(target, t)``, naming ``t`` as the learner's hand key did (``'x'``, not "a tensor of shape
+    (1, 2)": a ``tf.constant`` made before the recording has no name of its own there)."""
+    key = tensor_key(t)
+    unnamed = rec.name_of(t) is None and label.isidentifier()
+    if unnamed:
+        rec._names[key] = label
+    try:
+        return explain_recorded(rec, target, t)
+    finally:
+        if unnamed:
+            rec._names.pop(key, None)
+
+
+def _is_tensor(v) -> bool:
+    """A TensorFlow tensor or variable (not the class ``tf.Variable`` itself)."""
+    return (hasattr(v, "_id") or hasattr(v, "handle")) and not isinstance(v, type)
 
 
 def _key(v):

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .. import naming
+from .. import naming, recordings
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
@@ -192,12 +192,14 @@ class _Mode(TorchFunctionMode):
         return out
 
 
-class Recording:
+class Recording(recordings.Recording):
     """What :func:`record` saw: the torch ops, escapes, re-wraps, ``backward`` calls and ``.grad`` reads.
 
     Attributes:
         ops: the :class:`Op` records in order.
     """
+
+    framework = "torch"
 
     def __init__(self):
         self.ops: list[Op] = []
@@ -393,31 +395,10 @@ class Recording:
         finally:
             self._caller_names = None
 
-    def compare(self, target, hand: dict, rtol=1e-5, atol=1e-8, output_gradients=None):
-        """Hand-derived gradients against PyTorch's, along the backward pass (as ``tape.compare``).
-
-        Reads hand gradients that are torch tensors detached, changes no ``.grad``;
-        ``output_gradients=dout`` seeds a non-scalar target.
-        """
+    def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
+        """:meth:`compare` (shared by the bridges): reads hand gradients that are torch tensors detached."""
         from .trace import compare
-        if not hand or not isinstance(hand, dict):
-            raise TypeError("compare: pass a dict {name_or_tensor: hand_gradient, ...}.")
-        frame = sys._getframe(1)
-        return compare(self, target, hand, rtol, atol, {**frame.f_globals, **frame.f_locals}, output_gradients)
-
-    def show(self, target, sources=None):
-        """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""
-        from ..views.widgets import show
-        return show(self.trace(target, sources))
-
-    def __len__(self):
-        return len(self.ops)
-
-    def __repr__(self):
-        kinds = {}
-        for op in self.ops:
-            kinds[op.kind] = kinds.get(op.kind, 0) + 1
-        return f"<adv.torch.Recording {len(self.ops)} records {kinds}>"
+        return compare(self, target, hand, rtol, atol, namespace, output_gradients)
 
 
 def record() -> Recording:

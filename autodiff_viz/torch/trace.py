@@ -15,8 +15,8 @@ import contextlib
 import numpy as np
 import torch
 
-from ..core.rules import TABLE
-from ..traces.build import formula
+from ..recordings import compared_rows, hand_items
+from ..traces.build import factor_rule, formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
@@ -54,19 +54,14 @@ def _summary(t, limit):
     try:
         return Summary.of(_array(t), limit)
     except (RuntimeError, TypeError):   # meta tensors and the like: shape only
-        return Summary(tuple(t.shape), str(t.dtype).replace("torch.", ""), None,
-                       {"min": float("nan"), "mean": float("nan"), "max": float("nan"), "norm": float("nan")})
+        return Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
 
 
 
 
 def rule_input(op_name: str, i: int):
     """``(rule, input spec)`` of the rule table for input ``i`` of a torch op, or None when none maps."""
-    rule = TABLE.get(RULES.get(op_name, ""))
-    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
-        return None
-    spec = rule.spec(i)
-    return None if spec.factor is None else (rule, spec)
+    return factor_rule(RULES.get(op_name, ""), i)
 
 
 def _sources(rec, sources):
@@ -282,27 +277,8 @@ def compare(rec, target, hand, rtol, atol, namespace, output_gradients=None):
 
 
 def _compare(rec, target, hand, rtol, atol, namespace, output_gradients):
-    from ..compare import _factors, along_backward, compare_arrays, unknown_name
     trace = _build(rec, target)
-    named = {k: v for k, v in namespace.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
-    ops = _graph(rec)
-    recorded = {id(t) for op in ops for t in op.inputs + op.outputs}
-    items = []
-    for key, value in hand.items():
-        if isinstance(key, torch.Tensor):
-            t = key
-            label = next((k for k, v in named.items() if v is t), None) or rec.name_of(t) or f"tensor {tuple(t.shape)}"
-        elif isinstance(key, str):
-            t = named.get(key)
-            if t is None or id(t) not in recorded:
-                t = next((out for op in ops for out in op.outputs[:1] if op.assigned == key), None)
-            if t is None:
-                raise unknown_name(key, {k for k, v in named.items() if id(v) in recorded} |
-                                   {op.assigned for op in ops if op.assigned}, "in this recording")
-            label = key
-        else:
-            raise TypeError(f"compare: a key must be a tensor or a name, got {type(key).__name__}.")
-        items.append((label, t, value))
+    items = hand_items(rec, hand, namespace, _graph(rec), lambda v: isinstance(v, torch.Tensor), id)
     need = [t for _, t, _ in items if t.requires_grad]
     grads = {}
     if need and target.requires_grad:
@@ -311,21 +287,16 @@ def _compare(rec, target, hand, rtol, atol, namespace, output_gradients):
                             else np.asarray(output_gradients), dtype=target.dtype).reshape(target.shape)
         got = torch.autograd.grad(target, need, grad_outputs=seed, retain_graph=True, allow_unused=True)
         grads = {id(t): g for t, g in zip(need, got) if g is not None}
-    rows = []
+
+    def why_none(label, t):              # say why (a loss under torch.no_grad() does depend on its logits)
+        kept, rec._caller_names = getattr(rec, "_caller_names", None), caller_names(namespace)
+        try:
+            return explain_recorded(rec, target, t)
+        finally:
+            rec._caller_names = kept
+
     by_tid = {n.tensor_id: n.id for n in trace.nodes}
-    for label, t, value in items:
-        node_id = by_tid.get(rec.tensor_id(t))
-        g = grads.get(id(t))
-        if isinstance(value, torch.Tensor):
-            value = _array(value)        # dh = 2 * h still requires grad: its numbers are what is compared
-        why = None
-        if g is None:                    # say why (a loss under torch.no_grad() does depend on its logits)
-            kept, rec._caller_names = getattr(rec, "_caller_names", None), caller_names(namespace)
-            try:
-                ex = explain_recorded(rec, target, t)
-            finally:
-                rec._caller_names = kept
-            why = f"PyTorch has no gradient for it; rec.explain(target, it) says {ex.reason}: {ex.message}"
-        rows.append(compare_arrays(label, node_id, value, None if g is None else _array(g), rtol, atol,
-                                   _factors(trace, node_id), tuple(t.shape), why))
-    return along_backward(rows, trace)
+    return compared_rows(trace, items, [grads.get(id(t)) for _, t, _ in items],
+                         lambda t: by_tid.get(rec.tensor_id(t)), why_none,
+                         lambda v: _array(v) if isinstance(v, torch.Tensor) else v,   # dh = 2 * h may require grad
+                         rtol, atol, "PyTorch")

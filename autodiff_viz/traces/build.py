@@ -122,6 +122,18 @@ _PRODUCT = ("·", "⋆", "@", "⊙")
 _WORDS = re.compile(r"\b(back|over|copies|window|read|place|spread|slice|with|the|every|summed|at)\b")
 
 
+def factor_rule(name: str, i: int):
+    """``(rule, input spec)`` of the rule table's op ``name`` for its input ``i``, when that input has factor
+    text; else None (no such rule, an input past a fixed-arity rule's, or a factor the table does not write).
+    The bridges map their ops to rule names (``Tanh`` → ``tanh``) and ask here for the text on an edge."""
+    from ..core.rules import TABLE
+    rule = TABLE.get(name)
+    if rule is None or (not rule.variadic and i >= len(rule.inputs)):
+        return None
+    spec = rule.spec(i)
+    return None if spec.factor is None else (rule, spec)
+
+
 def formula(factor: str | None, input_name: str, elementwise: bool, in_shape, out_shape) -> str | None:
     """The chain-rule step of one edge as a whole formula a beginner can read.
 

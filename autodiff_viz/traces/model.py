@@ -98,6 +98,11 @@ class Summary:
         data = a.copy() if size <= limit and kind in "fiub" else None
         return cls(a.shape, _dtype_name(a.dtype), data, stats)
 
+    @classmethod
+    def unreadable(cls, shape, dtype: str) -> "Summary":
+        """Shape and dtype only, for a value that cannot be read (a meta tensor, a resource handle)."""
+        return cls(tuple(shape), dtype, None, {"min": math.nan, "mean": math.nan, "max": math.nan, "norm": math.nan})
+
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
