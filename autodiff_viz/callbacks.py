@@ -792,7 +792,7 @@ class ProgbarLogger(Callback):
         if self.use_widget:
             self._label.value = f"Epoch {epoch + 1}/{self.epochs}"
             self._bar.value = 0
-        elif self.verbose == 1:
+        elif self.verbose == 1 and self.epochs > 1:       # Keras names the epoch only when there are several
             self._write(f"Epoch {epoch + 1}/{self.epochs}\n")
 
     def on_train_batch_end(self, batch, logs=None):
@@ -820,7 +820,7 @@ class ProgbarLogger(Callback):
         elif self.verbose == 1:
             self._write(("\r" if self._out.isatty() else "") + line + "\n")
         else:
-            self._write(f"Epoch {epoch + 1}/{self.epochs}\n{line}\n")
+            self._write((f"Epoch {epoch + 1}/{self.epochs}\n" if self.epochs > 1 else "") + f"{line}\n")
 
     def _line(self, logs, bar):
         n, total = self._seen, None if self.steps is None else max(self.steps, 1)
