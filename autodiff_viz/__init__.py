@@ -61,6 +61,9 @@ from . import tf_math as math    # tf.math's names (adv.math.sin, adv.math.reduc
 from .tf_math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_all, reduce_any, reduce_logsumexp,
                       reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)   # tf.<name>: the same ops
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
+# dtypes: numpy's own objects, so `dtype=adv.float32` (tf.float32 renamed) means what np.float32 means
+from numpy import (bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,  # noqa: A004
+                   uint8)
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,6 @@ from autodiff_viz.core import ops
 @pytest.mark.parametrize("name, ours", [
     ("gather", "adv.take(x, indices, axis=...) for tf.gather"),
     ("ForwardAccumulator", "adv.jvp(f, (primals,), (tangents,))"),
-    ("float32", "adv.cast(x, 'float32')"),
     ("sigmoid", "adv.nn.sigmoid(x)"),
     ("clamp", "adv.clip(x, min, max)"),
     ("cat", "adv.concatenate"),
@@ -262,3 +261,17 @@ def test_calling_the_tensor_module_as_torch_tensor_says_to_write_constant():
     assert inspect.isfunction(adv.tensor)                   # a plain function, not a module made callable
     with pytest.raises(TypeError, match=r"torch\.tensor\(data\).*adv\.constant\(data\).*adv\.Variable\(data\)"):
         adv.tensor([1.0, 2.0])
+
+
+def test_a_dtype_name_is_numpys_dtype_so_tensorflow_guides_dtype_arguments_run_renamed():
+    """``tf.constant(3.0, dtype=tf.float32)``, ``tf.cast(x, tf.int32)`` (the official guides) run with
+    ``tf.`` → ``adv.``: the dtype names are numpy's own objects, so they mean what numpy means too."""
+    for name in ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "complex64"):
+        assert getattr(adv, name) is getattr(np, name)
+    x = adv.constant(3.0, dtype=adv.float32)
+    assert x.dtype == np.float32
+    assert adv.cast(adv.constant([1.7, -2.2]), adv.int32).numpy().tolist() == [1, -2]
+    w = adv.Variable(adv.zeros((2,), dtype=adv.float32))
+    with adv.GradientTape() as tape:
+        y = adv.sum(w * adv.constant([1.0, 2.0], dtype=adv.float32))
+    assert tape.gradient(y, w).dtype == np.float32

@@ -22,7 +22,6 @@ _KERAS = "that is the spelling of keras.ops"
 _EVERYONE = "that is the spelling of TensorFlow, keras.ops and PyTorch"
 _NP_KERAS_TORCH = "that is the spelling of numpy, keras.ops and PyTorch"
 _NUMPY = "numpy has it, with no gradient rule here"
-_DTYPE = "a dtype object of TensorFlow and PyTorch"
 
 _SPELLINGS = {
     "clamp": (_TORCH, "adv.clip(x, min, max)"),
@@ -122,9 +121,6 @@ for _name in ("is_nan", "is_inf", "is_finite"):
     _SPELLINGS[_name] = (_TF, f"np.{_name.replace('_', '')}(x) (an array of booleans: no gradient)")
 for _name in ("isnan", "isinf", "isfinite", "isclose", "allclose"):
     _SPELLINGS[_name] = (_NP_KERAS_TORCH, f"np.{_name}(...) (booleans: no gradient)")
-for _name in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64"):
-    _SPELLINGS[_name] = (_DTYPE, f"the string {_name!r} or np.{_name}{'_' if _name == 'bool' else ''}, "
-                                 f"e.g. adv.cast(x, {_name!r})")
 _SPELLINGS["pow"] = (_TF_TORCH, "x ** p or adv.power(x, p)")
 
 # PyTorch functions whose hint the Tensor already gives for the method of the same name
