@@ -224,6 +224,10 @@ def _torch_kwargs(name, args, kwargs):
 
 _install_methods()
 
+# how an escape through `array += t` is noted: a hand gradient accumulated in an array (CS231n's
+# `dW[:, j] += (p[j] - (j == y[i])) * X[i]`), which compare does not count as a lost path of the loss
+ACCUMULATED = "into an array (`array += tensor`)"
+
 
 def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     """``np.exp(t)``, ``ndarray * t``, ``np.add.reduce(t)``: the differentiable op when there is one.
@@ -244,7 +248,8 @@ def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
             # an item write `dW[i] = t` does. Allowed, and noted as an escape, so if that array ever reaches a
             # loss, explain/compare say the path was lost at this line.
             for t in _tensors_in(inputs):
-                left_the_tape(t, f"np.{name} into an array (`array += tensor`)")
+                left_the_tape(t, f"np.{name} {ACCUMULATED}")
+            return getattr(ufunc, method)(*_values_tree(inputs), out=out, **kwargs)   # noted once, above
         return getattr(ufunc, method)(*_to_numpy_tree(inputs), out=out, **kwargs)
     if method == "__call__":
         op = _UFUNCS.get(ufunc)
