@@ -109,7 +109,7 @@ def test_svm_loss_naive_with_ndarray_dot_is_a_lost_path_not_a_wrong_answer():
 
 
 def test_svm_loss_naive_hand_gradient_judged_right_and_the_forgotten_correct_class_named():
-    """https://cs231n.github.io/assignments2024/assignment1/ (``linear_svm.py``, ``svm.ipynb``'s ``grad_check_sparse``)."""
+    """https://cs231n.github.io/assignments2024/assignment1/ (``linear_svm.py``; ``svm.ipynb``'s gradient check)."""
     X, y, W = _data()
     X_before, W_before = X.copy(), W.numpy().copy()
     with adv.GradientTape() as tape:
@@ -151,7 +151,9 @@ def svm_loss_vectorized(W, X, y, reg, forget_row_sum=False):
 
 
 def test_svm_vectorized_item_write_on_a_tensor_refuses_with_the_fix_before_changing_anything():
-    """``margins[np.arange(num_train), y] = 0`` (https://cs231n.github.io/assignments2024/assignment1/, ``linear_svm.py``).
+    """``margins[np.arange(num_train), y] = 0`` in ``linear_svm.py``.
+
+    Source: https://cs231n.github.io/assignments2024/assignment1/
 
     Tensors are immutable (TensorFlow's semantics): the write raises at that
     line and says how to keep the gradient; the tensor is as it was.
