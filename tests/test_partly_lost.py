@@ -172,7 +172,7 @@ def test_escapes_after_the_forward_pass_do_not_turn_a_wrong_hand_gradient_into_l
 
 
 def test_a_hand_gradient_accumulated_in_the_loss_loop_is_not_a_lost_path():
-    """``dW[:, j] += t`` between forward steps is bookkeeping; an item write ``out[i] = t`` that feeds the loss is not."""
+    """``dW[:, j] += t`` between forward steps is bookkeeping; an item write ``out[i] = t`` feeding the loss is not."""
     W = _variable()
     Xc = adv.constant(X)
     with adv.GradientTape() as tape:
