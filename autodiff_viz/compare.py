@@ -296,7 +296,8 @@ def _resolve(tape, key, names: dict, trace) -> tuple[str, Tensor | None, str | N
         label = next((k for k, v in names.items() if v is key), None)
         if label is None and node_id is not None:
             node = trace.node(node_id)
-            label = node.title if node.name or node.is_leaf else f"the output of {node.op}"
+            label = node.title if node.name or node.is_leaf else (  # the variable assigned on its line
+                getattr(node, "label", None) or f"the output of {node.op}")
         return label or key.name or f"a tensor of shape {key.shape}", key, node_id
     if not isinstance(key, str):
         raise TypeError(f"compare: a key must be a tensor or the name of one (a string), got {type(key).__name__}.")

@@ -94,6 +94,7 @@ class Escape:
     how: str
     location: tuple | None
     value: np.ndarray
+    clock: int = 0      # the tensor counter when it left: only a constant made later can bring the value back
 
 
 @dataclass(frozen=True)
@@ -295,7 +296,7 @@ class GradientTape:
         return hit
 
     def _escaped(self, tensor, how, location) -> None:
-        self._escapes.append(Escape(tensor._id, how, location, tensor._value))
+        self._escapes.append(Escape(tensor._id, how, location, tensor._value, next(_ids)))
 
     def _predicted(self, variable_ids, values, location, mark) -> None:
         self._predicts.append((frozenset(variable_ids), values, location, mark))

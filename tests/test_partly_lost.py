@@ -141,3 +141,59 @@ def test_compare_and_explain_say_the_same_line():
     ex = tape.explain(loss, W)
     line = _line_of(softmax_loss_vectorized, "X.dot(W)")
     assert row.status == "lost" and f"line {line}" in row.message and ex.location.endswith(f":{line}")
+
+
+# ----- escapes that lose no path: the hand backward reading the forward's numbers -----------------------------
+def _hand_in_the_same_function(W, X, y, reg, bug=False):
+    """Forward recorded, then the hand backward on numbers (``W.numpy()``, ``dW += ...``), as CS231n writes it."""
+    n = X.shape[0]
+    scores = X @ W
+    shift = scores - np.max(scores, axis=1, keepdims=True)
+    p = np.exp(shift) / np.sum(np.exp(shift), axis=1, keepdims=True)
+    loss = -np.sum(np.log(p[np.arange(n), y])) / n + reg * np.sum(W * W)
+    dscores = p.numpy()                                    # an escape, after every constant of the loss
+    dscores[np.arange(n), y] -= 1
+    dscores /= 1 if bug else n
+    dW = X.T @ dscores
+    dW += 2 * reg * W                                      # array += tensor: numbers written, escape noted
+    return loss, dW
+
+
+def test_escapes_after_the_forward_pass_do_not_turn_a_wrong_hand_gradient_into_lost():
+    """Only a constant made after an escape can bring its value back into the loss; none is made here."""
+    W = _variable()
+    with adv.GradientTape() as tape:
+        loss, dW = _hand_in_the_same_function(W, X, Y, REG)
+        _, dW_bug = _hand_in_the_same_function(W, X, Y, REG, bug=True)
+    assert type(dW) is np.ndarray and len(tape.record.escapes) >= 2
+    assert tape.compare(loss, {W: dW}).ok
+    row = tape.compare(loss, {W: dW_bug}).rows[0]
+    assert row.status == "wrong" and "lost" not in row.message
+
+
+def test_a_hand_gradient_accumulated_in_the_loss_loop_is_not_a_lost_path():
+    """``dW[:, j] += t`` between forward steps is bookkeeping; an item write ``out[i] = t`` feeding the loss is not."""
+    W = _variable()
+    Xc = adv.constant(X)
+    with adv.GradientTape() as tape:
+        loss, dW = 0.0, np.zeros(W.shape)
+        for i in range(N):
+            s = Xc[i] @ W
+            loss += np.sum(s * s)
+            dW[:, 0] += 0.5 * s[0] * Xc[i]                   # a planted half: the factor is 2
+    assert tape.compare(loss, {W: dW}).rows[0].status == "wrong"
+    with adv.GradientTape() as tape:
+        out = np.zeros(N)
+        for i in range(N):
+            out[i] = adv.sum(Xc[i] @ W)                      # the forward's values leave here
+        loss = adv.sum(adv.constant(out) ** 2) + 0.0 * adv.sum(W)
+    assert tape.compare(loss, {W: np.ones(W.shape)}).rows[0].status == "lost"     # cannot be judged
+
+
+def test_a_tensor_key_is_titled_by_the_variable_its_line_assigned():
+    W = _variable()
+    with adv.GradientTape() as tape:
+        scores = X @ W
+        loss = adv.sum(scores ** 2)
+    keys = {"by_dict": scores}
+    assert tape.compare(loss, {keys["by_dict"]: np.zeros(scores.shape)}).rows[0].name == "scores"

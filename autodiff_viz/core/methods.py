@@ -20,7 +20,7 @@ import numpy as np
 from ..state import state
 from . import engine, linalg, ops
 from . import rules as R
-from .tensor import Tensor, _tracked, as_tensor
+from .tensor import Tensor, _tracked, as_tensor, left_the_tape
 
 
 def _binary(rule, reflected=False):
@@ -224,12 +224,18 @@ def _torch_kwargs(name, args, kwargs):
 
 _install_methods()
 
+# how an escape through `array += t` is noted: a hand gradient accumulated in an array (CS231n's
+# `dW[:, j] += (p[j] - (j == y[i])) * X[i]`), which compare does not count as a lost path of the loss
+ACCUMULATED = "into an array (`array += tensor`)"
+
 
 def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     """``np.exp(t)``, ``ndarray * t``, ``np.add.reduce(t)``: the differentiable op when there is one.
 
     A ufunc without a rule refuses (TypeError) while a tape tracks an input,
     unless its result carries no gradient anyway (``np.isnan``, logical ops).
+    Writing into an ndarray (``out=array``, ``array += t``) writes the values
+    and notes the escape, as an item write ``array[i] = t`` does.
     """
     out = kwargs.pop("out", None)
     if out is not None:
@@ -237,9 +243,13 @@ def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if any(isinstance(o, Tensor) for o in out):
             raise TypeError(f"np.{name}(..., out=tensor): tensors are immutable; use the result instead "
                             "(y = x + 1, not x += 1 on a tensor).")
-        if ufunc not in _VALUE_UFUNCS:     # `array += t`: the tensor's value is written into an array
-            _refuse_if_tracked(f"np.{name} into an existing numpy array (out=, or `array += tensor`)",
-                               inputs, kwargs)
+        if ufunc not in _VALUE_UFUNCS:
+            # `dW += 2 * reg * W` (a hand gradient kept in an array): numpy writes numbers into the array, as
+            # an item write `dW[i] = t` does. Allowed, and noted as an escape, so if that array ever reaches a
+            # loss, explain/compare say the path was lost at this line.
+            for t in _tensors_in(inputs):
+                left_the_tape(t, f"np.{name} {ACCUMULATED}")
+            return getattr(ufunc, method)(*_values_tree(inputs), out=out, **kwargs)   # noted once, above
         return getattr(ufunc, method)(*_to_numpy_tree(inputs), out=out, **kwargs)
     if method == "__call__":
         op = _UFUNCS.get(ufunc)
@@ -342,8 +352,6 @@ def _refuse_if_tracked(name, args, kwargs):
                 name = "np." + name
             hint = _NEAREST.get(name.split(".")[-1].split(" ")[0], "compute it from the supported ops (see the "
                                 "'numpy functions on tensors' page)")
-            if " into " in name:
-                hint = "write a new tensor instead (a = a + t), tensors and the tape never write into arrays"
             raise TypeError(
                 f"{name} has no gradient rule in autodiff_viz, and a GradientTape is tracking its input"
                 f"{' ' + repr(t.name) if t.name else ''} (shape {t.shape}), so numpy would silently drop the gradient. "
