@@ -698,7 +698,8 @@ def _to_dot(trace, view, collapse, highlight, budget, expanded, rolled) -> str:
         else:
             lines.extend(body)
     lines.extend(_legend(view))           # below every box (an invisible edge from each), not at the right
-    lines.append("  {" + " ".join(_q(PREFIX[p] + b) for p in panels for b in lay.boxes) + LEGEND_BELOW)
+    if len(lay.boxes) <= 40:              # (a long unrolled chain keeps it at the right: those edges widen it)
+        lines.append("  {" + " ".join(_q(PREFIX[p] + b) for p in panels for b in lay.boxes) + LEGEND_BELOW)
     notes = list(trace.notes) + lay.notes
     if notes:
         lines.append("  label=" + _label(["note: " + n for n in notes]))
