@@ -23,6 +23,7 @@ pytest.importorskip("anywidget")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium")
 
 AREA = 850
+MIN_LABEL_PX = 9
 
 CELLS = [
     "import json\n"
@@ -42,6 +43,15 @@ CELLS = [
     "                  'weights': [v.name for v in model.trainable_variables],\n"
     "                  'ids': [trace.node_id_of(v) for v in model.trainable_variables]}))",
     "trace",
+    "import os, sys\n"
+    "sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(adv.__file__)), 'docs', 'pictures'))\n"
+    "import make_pictures\n"
+    "adv.backend.clear_session()\n"
+    "make_pictures.lstm_regressor()[0]",
+    "adv.backend.clear_session()\n"
+    "make_pictures.mlp_with_skip()[0]",
+    "adv.backend.clear_session()\n"
+    "make_pictures.transformer_block()[0]",
     "explorer = adv.show(tape, target=loss, sources=model.trainable_variables)\n"
     "explorer.go(explorer.state.max_step)\n"
     "explorer",
@@ -56,16 +66,23 @@ CELLS = [
 TRACES_JS = """() => Array.from(document.querySelectorAll('.jp-OutputArea-output'))
   .filter(o => o.querySelector('svg g.node') && !o.querySelector('.adv-gv'))
   .map(o => {
-    const svg = o.querySelector('svg');
+    const svgs = Array.from(o.querySelectorAll('svg'));
+    const svg = svgs[svgs.length - 1];
+    const texts = svgs.flatMap(s => Array.from(s.querySelectorAll('text')));
     const a = o.getBoundingClientRect();
-    const legend = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.includes('∂target/∂node'));
+    const legend = texts.filter(t => t.textContent.includes('∂target/∂node'));
     const wrap = svg.parentElement;
-    return {area: o.clientWidth, area_right: a.left + o.clientWidth, svg_right: svg.getBoundingClientRect().right,
+    const shown = texts.filter(t => t.textContent.trim());
+    const px = shown.map(t => t.getScreenCTM().a * parseFloat(t.getAttribute('font-size')));
+    return {area: o.clientWidth, area_right: a.left + o.clientWidth,
+            svg_right: Math.max(...svgs.map(s => s.getBoundingClientRect().right)), svgs: svgs.length,
+            min_label_px: Math.min(...px),
+            min_text_box_px: Math.min(...shown.map(t => t.getBoundingClientRect().height)),
             legend_right: legend.length ? Math.max(...legend.map(t => t.getBoundingClientRect().right)) : null,
             overflow: wrap.scrollWidth - wrap.clientWidth, page_overflow: o.scrollWidth - o.clientWidth,
             note: o.textContent.includes('Graphviz'),
-            texts: Array.from(svg.querySelectorAll('text')).map(t => t.textContent),
-            nodes: Array.from(svg.querySelectorAll('g.node')).map(g => [g.id, g.textContent])};
+            texts: texts.map(t => t.textContent),
+            nodes: svgs.flatMap(s => Array.from(s.querySelectorAll('g.node'))).map(g => [g.id, g.textContent])};
   })"""
 
 
@@ -74,7 +91,7 @@ def page(tmp_path_factory):
     done = ("document.querySelectorAll('.jp-OutputArea-output svg g.node').length > 0 && "
             "document.querySelector('.adv-gv .adv-gv-canvas svg') && "
             "Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
-            ".filter(o => o.querySelector('svg g.node') && !o.querySelector('.adv-gv')).length >= 2")
+            ".filter(o => o.querySelector('svg g.node') && !o.querySelector('.adv-gv')).length >= 5")
     with lab_page(tmp_path_factory.mktemp("lab"), CELLS, done) as pg:
         pg.out = output_dir("trace_browser")
         width = pg.evaluate(TRACES_JS)[0]["area"]                  # make the output area 850 px wide
@@ -96,7 +113,7 @@ def _check_fits_and_names(geo, names, legend=True):
         assert layer in texts, (layer, texts[:20])
     for weight, nid in zip(names["weights"], names["ids"]):         # each weight drawn with its ḡ (backward view)
         box = [text for gid, text in geo["nodes"] if gid == f"bwd_{nid}"]
-        assert box and weight in box[0] and "ḡ = " in box[0], (weight, box)
+        assert box and weight.rsplit("/", 1)[-1] in box[0] and "ḡ = " in box[0], (weight, box)  # Keras 3 name
 
 
 def _shot(page, k, name):
@@ -113,11 +130,29 @@ def test_a_displayed_cnn_trace_fits_an_850px_output_with_its_legend_and_shows_ev
 
 
 def test_without_dot_on_path_the_builtin_renderer_draws_the_same_trace_and_it_still_fits(page):
-    graphviz, builtin = page.evaluate(TRACES_JS)
-    _shot(page, 2, "cnn-trace-builtin.png")
+    traces = page.evaluate(TRACES_JS)
+    graphviz, builtin = traces[0], traces[-1]
+    _shot(page, len(traces), "cnn-trace-builtin.png")
     assert builtin["note"]                                          # the note says how to get Graphviz's layout
     assert builtin["texts"] != graphviz["texts"] or builtin["nodes"] != graphviz["nodes"]
     _check_fits_and_names(builtin, page.names, legend=False)      # minidot leaves the legend table out
+    assert builtin["min_label_px"] >= MIN_LABEL_PX, builtin["min_label_px"]
+
+
+@pytest.mark.parametrize("k, model", [
+    (0, "cnn"), (1, "lstm_regressor"), (2, "mlp_with_skip"),
+    pytest.param(3, "transformer_block", marks=pytest.mark.xfail(
+        strict=True, reason="the attention layer's eight weights sit on one rank: its backward view alone is "
+                            "about 3300 px wide, so fitted to 850 px its labels are about 4 px")),
+])
+def test_every_label_of_a_displayed_trace_is_at_least_9px_tall_at_850px_and_nothing_scrolls(page, k, model):
+    """Readable, not only fitting: the smallest text's font size × the SVG's scale on screen (getScreenCTM)."""
+    geo = page.evaluate(TRACES_JS)[k]
+    _shot(page, k, f"{model}-trace-graphviz.png")
+    assert geo["svg_right"] <= geo["area_right"] + 1 and geo["overflow"] <= 0 and geo["page_overflow"] <= 0, geo
+    print(model, "smallest label", round(geo["min_label_px"], 1), "px; text box", round(geo["min_text_box_px"], 1),
+          "px;", geo["svgs"], "svg(s)")
+    assert geo["min_label_px"] >= MIN_LABEL_PX, (model, geo["min_label_px"])
 
 
 def test_clicking_a_weight_in_the_explorer_shows_its_gradient_as_a_heat_map(page):

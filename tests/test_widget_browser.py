@@ -228,7 +228,7 @@ def test_mlp_fits_the_width_opens_a_folded_box_and_inspects_a_clicked_node(page)
     gv = page.locator(".adv-gv").nth(0)
     before = geo["nodes"]
     assert gv.locator(".adv-gv-crumbs button").count() == 2      # "collapse all" and the model, open by default
-    folded = gv.locator("g.node[id*='fwd_g']").filter(has_text="(Dense)").first     # a layer: folded by default
+    folded = gv.locator("g.node[id*='bwd_g']").filter(has_text="(Dense)").first     # a folded layer (backward view)
     folded.scroll_into_view_if_needed()
     folded.click()
     page.wait_for_function(f"document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length > {before}",
@@ -264,7 +264,7 @@ def test_mlp_fits_the_width_opens_a_folded_box_and_inspects_a_clicked_node(page)
     gv.locator(".adv-gv-crumbs button", has_text="collapse all").click()      # the whole model one box again
     page.wait_for_function(f"document.querySelectorAll('.adv-gv')[0].querySelectorAll('g.node').length < {before}",
                            timeout=15_000)
-    assert gv.locator("g.node[id*='fwd_g']").filter(has_text="(Sequential)").count() == 1
+    assert gv.locator("g.node[id*='bwd_g']").filter(has_text="(Sequential)").count() == 1
 
 
 def test_next_moves_at_once_and_the_kernel_fills_the_chain_rule_panel(page):

@@ -64,6 +64,7 @@ NODE_BUDGET = 60
 HUB_FANOUT = 6
 VIEWS = ("forward", "backward", "both")
 PREFIX = {"forward": "fwd_", "backward": "bwd_"}
+LEGEND_BELOW = "} -> legend [style=invis weight=0]"
 
 STYLES = {
     "graph": {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "10", "nodesep": "0.3",
@@ -696,7 +697,9 @@ def _to_dot(trace, view, collapse, highlight, budget, expanded, rolled) -> str:
             lines.append("  }")
         else:
             lines.extend(body)
-    lines.extend(_legend(view))
+    lines.extend(_legend(view))           # below every box (an invisible edge from each), not at the right
+    if len(lay.boxes) <= 40:              # (a long unrolled chain keeps it at the right: those edges widen it)
+        lines.append("  {" + " ".join(_q(PREFIX[p] + b) for p in panels for b in lay.boxes) + LEGEND_BELOW)
     notes = list(trace.notes) + lay.notes
     if notes:
         lines.append("  label=" + _label(["note: " + n for n in notes]))

@@ -3,16 +3,29 @@
 * :func:`svg` turns DOT into SVG with Graphviz's ``dot`` program; when the
   program is missing it raises :class:`GraphvizNotFound`, whose message says
   how to install it.
-* :func:`mimebundle` is what a notebook shows for a trace: the SVG fitted to the
-  output width, drawn by ``dot`` or, when it is missing, by the built-in
-  renderer (:mod:`~autodiff_viz.views.minidot`) under a note saying how to get
-  Graphviz's layout.
+* :func:`mimebundle` is what a notebook shows for a trace: pictures that stay
+  **readable** in an output area of :data:`READABLE_WIDTH` px (a laptop's
+  JupyterLab with its file browser open), drawn by ``dot`` or, when it is
+  missing, by the built-in renderer (:mod:`~autodiff_viz.views.minidot`)
+  under a note saying how to get Graphviz's layout.
+
+Readable means: scaled to the output width, the smallest label is still
+:data:`MIN_LABEL_PX` px tall. A picture ``W`` px wide is shrunk by ``850/W``,
+so its 9 pt (12 px) edge labels stay 9 px only while ``W ≤ 1133``. The
+display therefore (1) wraps long formulas on edges into lines of about
+:data:`WRAP` characters, and long summaries in boxes too (:func:`readable`;
+the DOT of ``to_dot`` and files are unchanged), and (2) shows the forward
+and backward views side by side only when that is readable, else the
+forward above the backward, else the backward alone with a line saying how
+to see the forward.
 
 Files and the standalone HTML page are :mod:`~autodiff_viz.views.page`'s.
 """
 from __future__ import annotations
 
 import html
+import re
+import textwrap
 
 import graphviz
 
@@ -27,6 +40,14 @@ INSTALL_HINT = (
     "trace.to_dot() gives the DOT text."
 )
 INLINE_NODE_LIMIT = 40
+READABLE_WIDTH = 850     # px of output area the display is made for
+MIN_LABEL_PX = 9.0       # the smallest label, scaled to that width, is at least this tall
+WRAP = 24                # characters per line of a wrapped label
+NODESEP = "0.15"         # inches between boxes of a rank (dot.STYLES: 0.3)
+PANEL_TITLES = {"forward": "forward: values", "backward": "backward: ḡ and ∂y/∂x on every edge"}
+
+_LABEL = re.compile(r'(\blabel=")((?:[^"\\]|\\.)*)(")')
+_EDGE = re.compile(r'\s*"(?:[^"\\]|\\.)*"\s*->')
 
 
 class GraphvizNotFound(RuntimeError):
@@ -43,31 +64,115 @@ def svg(dot_source: str) -> str:
     return out[start:] if start >= 0 else out
 
 
+def _wrap_label(match, keep_first=False) -> str:
+    lines = []
+    for k, line in enumerate(match.group(2).split("\\n")):
+        wrapped = textwrap.wrap(line, WRAP, break_long_words=False, break_on_hyphens=False, subsequent_indent="  ")
+        lines.extend([line] if (keep_first and k == 0) or not wrapped else wrapped)
+    return match.group(1) + "\\n".join(lines) + match.group(3)
+
+
+def readable(source: str) -> str:
+    """The DOT of :func:`~autodiff_viz.views.dot.to_dot` made narrow for a notebook's output area.
+
+    Long label lines (a layer's backward formula on its edge, a summary
+    ``ḡ = min … max …, norm …`` in a box, a note under the graph) wrap at
+    :data:`WRAP` characters, continuation lines indented. A box's first line
+    (the layer's or weight's name, what a learner looks for) stays whole.
+    Boxes of a rank sit :data:`NODESEP` inches apart.
+    The DOT of ``to_dot`` and the files it draws are unchanged.
+    """
+    out = []
+    for line in source.splitlines():
+        if line.startswith("  graph [") and " nodesep=" in line:
+            line = re.sub(r'nodesep="[^"]*"', f'nodesep="{NODESEP}"', line, count=1)
+        edge = bool(_EDGE.match(line)) or line.startswith("  label=")
+        if edge or (line.lstrip().startswith('"') and "label=" in line):
+            line = _LABEL.sub(lambda m, edge=edge: _wrap_label(m, keep_first=not edge), line, count=1)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def smallest_label_px(image: str, width: float = READABLE_WIDTH) -> float:
+    """How tall (px) the smallest text of an SVG is drawn when fitted to ``width`` px (never scaled up).
+
+    Graphviz and the built-in renderer size the SVG in pt (1 pt = 4/3 px) with
+    one user unit per pt, so a font of ``f`` units is ``f · 4/3 · scale`` px.
+    """
+    m = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', image)
+    fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', image)]
+    if m is None or not fonts:
+        return float("inf")
+    natural = float(m.group(1)) * 4 / 3
+    return min(fonts) * 4 / 3 * min(1.0, width / natural)
+
+
+def draw(source: str) -> tuple[str, bool]:
+    """``(svg, by_builtin)``: the SVG of DOT source, by Graphviz, else by the built-in renderer."""
+    try:
+        return svg(source), False
+    except GraphvizNotFound:
+        return minidot.svg(source), True
+
+
+def is_readable(image: str) -> bool:
+    """Whether ``image`` fitted to :data:`READABLE_WIDTH` px keeps every label ≥ :data:`MIN_LABEL_PX` px."""
+    return smallest_label_px(image) >= MIN_LABEL_PX
+
+
 def default_view(trace) -> str:
-    """``"both"`` for small traces with a target, else ``"backward"`` (or ``"forward"`` without a target)."""
+    """``"both"`` for small traces with a target whose two views side by side stay readable at
+    :data:`READABLE_WIDTH` px, else ``"backward"`` (or ``"forward"`` without a target)."""
     if trace.target is None:
         return "forward"
-    return "both" if len(trace.nodes) <= INLINE_NODE_LIMIT else "backward"
+    if len(trace.nodes) > INLINE_NODE_LIMIT:
+        return "backward"
+    return "both" if is_readable(draw(readable(trace.to_dot("both")))[0]) else "backward"
+
+
+def display_views(trace) -> list:
+    """``[(view, svg)]`` that :func:`mimebundle` shows, top to bottom, and whether the built-in renderer drew.
+
+    Side by side (``"both"``) when readable at :data:`READABLE_WIDTH` px; else
+    forward above backward when each is; else the backward view alone.
+    """
+    if trace.target is None:
+        image, builtin = draw(readable(trace.to_dot("forward")))
+        return [("forward", image)], builtin
+    if len(trace.nodes) <= INLINE_NODE_LIMIT:
+        image, builtin = draw(readable(trace.to_dot("both")))
+        if is_readable(image):
+            return [("both", image)], builtin
+    backward, builtin = draw(readable(trace.to_dot("backward")))
+    if len(trace.nodes) <= INLINE_NODE_LIMIT:
+        forward, _ = draw(readable(trace.to_dot("forward")))
+        if is_readable(forward) and is_readable(backward):
+            return [("forward", forward), ("backward", backward)], builtin
+    return [("backward", backward)], builtin
 
 
 def fit_width(image: str) -> str:
-    """The SVG scaled down to the output area's width (never up): the legend is never cut off at the right."""
+    """The SVG scaled down to the output area's width (never up): nothing is cut off at the right."""
     return image.replace("<svg", '<svg style="max-width:100%;height:auto"', 1)
 
 
 def mimebundle(trace) -> dict:
-    """The notebook display of a trace: its SVG fitted to the output width.
+    """The notebook display of a trace: pictures fitted to the output width and readable at 850 px.
 
     Without Graphviz's ``dot`` the same DOT is drawn by the built-in renderer
     (simpler layout, same boxes, labels and colours), under a one-line note
     saying how to install Graphviz for its layout.
     """
-    source = trace.to_dot(default_view(trace))
-    note = ""
-    try:
-        image = svg(source)
-    except GraphvizNotFound:
-        image = minidot.svg(source)
-        note = f'<p style="color:#8a4500;font-size:90%">{html.escape(minidot.FALLBACK_NOTE)}</p>'
-    return {"text/html": f'{note}<div style="max-width:100%;overflow-x:auto">{fit_width(image)}</div>',
-            "image/svg+xml": image, "text/plain": repr(trace)}
+    shown, builtin = display_views(trace)
+    parts = []
+    if builtin:
+        parts.append(f'<p style="color:#8a4500;font-size:90%">{html.escape(minidot.FALLBACK_NOTE)}</p>')
+    for view, image in shown:
+        if len(shown) > 1:
+            parts.append(f'<p style="margin:4px 0;font-weight:bold">{html.escape(PANEL_TITLES[view])}</p>')
+        parts.append(f'<div style="max-width:100%;overflow-x:auto">{fit_width(image)}</div>')
+    if [v for v, _ in shown] == ["backward"] and trace.target is not None:
+        parts.append('<p style="color:#555;font-size:90%">The backward view (ḡ on every node); for the forward '
+                     'view (values) run <code>trace.to_svg("forward")</code>, or explore both with '
+                     '<code>adv.show(tape)</code>.</p>')
+    return {"text/html": "".join(parts), "image/svg+xml": shown[-1][1], "text/plain": repr(trace)}

@@ -517,7 +517,8 @@ def strip_legend(source: str) -> str:
             if line.strip() == "}":
                 skipping = False
             continue
-        out.append(line)
+        if not line.endswith(dot.LEGEND_BELOW):
+            out.append(line)
     return "\n".join(out) + "\n"
 
 
