@@ -80,6 +80,7 @@ TRACES_JS = """() => Array.from(document.querySelectorAll('.jp-OutputArea-output
             min_text_box_px: Math.min(...shown.map(t => t.getBoundingClientRect().height)),
             legend_right: legend.length ? Math.max(...legend.map(t => t.getBoundingClientRect().right)) : null,
             overflow: wrap.scrollWidth - wrap.clientWidth, page_overflow: o.scrollWidth - o.clientWidth,
+            wrap_scrolls: getComputedStyle(wrap).overflowX === 'auto',
             note: o.textContent.includes('Graphviz'),
             texts: texts.map(t => t.textContent),
             nodes: svgs.flatMap(s => Array.from(s.querySelectorAll('g.node'))).map(g => [g.id, g.textContent])};
@@ -139,20 +140,25 @@ def test_without_dot_on_path_the_builtin_renderer_draws_the_same_trace_and_it_st
     assert builtin["min_label_px"] >= MIN_LABEL_PX, builtin["min_label_px"]
 
 
-@pytest.mark.parametrize("k, model", [
-    (0, "cnn"), (1, "lstm_regressor"), (2, "mlp_with_skip"),
-    pytest.param(3, "transformer_block", marks=pytest.mark.xfail(
-        strict=True, reason="the attention layer's eight weights sit on one rank: its backward view alone is "
-                            "about 3300 px wide, so fitted to 850 px its labels are about 4 px")),
+@pytest.mark.parametrize("k, model, fits", [
+    (0, "cnn", True), (1, "lstm_regressor", True), (2, "mlp_with_skip", True),
+    (3, "transformer_block", False),    # attention's eight weights and formulas: ~1500 pt wide even stacked
 ])
-def test_every_label_of_a_displayed_trace_is_at_least_9px_tall_at_850px_and_nothing_scrolls(page, k, model):
-    """Readable, not only fitting: the smallest text's font size × the SVG's scale on screen (getScreenCTM)."""
+def test_every_label_of_a_displayed_trace_is_at_least_9px_tall_at_850px_and_nothing_scrolls(page, k, model, fits):
+    """Readable, not only fitting: the smallest text's font size × the SVG's scale on screen (getScreenCTM).
+
+    A picture that fits 850 px only below that size (the transformer block) stops shrinking at it and
+    scrolls sideways in its own box; the output area and the page never do."""
     geo = page.evaluate(TRACES_JS)[k]
     _shot(page, k, f"{model}-trace-graphviz.png")
-    assert geo["svg_right"] <= geo["area_right"] + 1 and geo["overflow"] <= 0 and geo["page_overflow"] <= 0, geo
     print(model, "smallest label", round(geo["min_label_px"], 1), "px; text box", round(geo["min_text_box_px"], 1),
           "px;", geo["svgs"], "svg(s)")
-    assert geo["min_label_px"] >= MIN_LABEL_PX, (model, geo["min_label_px"])
+    assert geo["min_label_px"] >= MIN_LABEL_PX - 0.05, (model, geo["min_label_px"])
+    assert geo["page_overflow"] <= 0, geo
+    if fits:
+        assert geo["svg_right"] <= geo["area_right"] + 1 and geo["overflow"] <= 0, geo
+    else:
+        assert geo["overflow"] > 0 and geo["wrap_scrolls"], geo       # its own box scrolls, nothing is cut
 
 
 def test_clicking_a_weight_in_the_explorer_shows_its_gradient_as_a_heat_map(page):

@@ -43,6 +43,7 @@ INLINE_NODE_LIMIT = 40
 READABLE_WIDTH = 850     # px of output area the display is made for
 MIN_LABEL_PX = 9.0       # the smallest label, scaled to that width, is at least this tall
 WRAP = 24                # characters per line of a wrapped label
+WEIGHTS_PER_ROW = 2      # a layer's weights beside its box, per rank (kernel and bias side by side)
 NODESEP = "0.15"         # inches between boxes of a rank (dot.STYLES: 0.3)
 PANEL_TITLES = {"forward": "forward: values", "backward": "backward: ḡ and ∂y/∂x on every edge"}
 
@@ -90,7 +91,33 @@ def readable(source: str) -> str:
         if edge or (line.lstrip().startswith('"') and "label=" in line):
             line = _LABEL.sub(lambda m, edge=edge: _wrap_label(m, keep_first=not edge), line, count=1)
         out.append(line)
-    return "\n".join(out) + "\n"
+    return _stack_weights(out)
+
+
+_WEIGHT = re.compile(r'\s*"([^"]+)" \[.*tooltip="\S+ variable ')
+_ARROW = re.compile(r'\s*"([^"]+)" -> "([^"]+)"')
+
+
+def _stack_weights(lines: list) -> str:
+    """A layer's many weights (attention's eight) drawn :data:`WEIGHTS_PER_ROW` to a row, not all on one rank.
+
+    The weights of one box would all sit on the rank next to it, side by side:
+    an invisible edge from each to the one :data:`WEIGHTS_PER_ROW` places on
+    puts the next ones a rank further, so the picture grows down, not across.
+    """
+    weights = {m.group(1) for m in map(_WEIGHT.match, lines) if m}
+    beside = {}
+    for m in map(_ARROW.match, lines):
+        if m and (m.group(1) in weights) != (m.group(2) in weights):
+            box, weight = (m.group(2), m.group(1)) if m.group(1) in weights else m.group(1, 2)
+            beside.setdefault(box, []).append(weight)
+    extra = []
+    for group in beside.values():
+        if len(group) > WEIGHTS_PER_ROW + 1:
+            extra += [f'  "{a}" -> "{b}" [style="invis"]'
+                      for a, b in zip(group, group[WEIGHTS_PER_ROW:])]
+    end = max(i for i, line in enumerate(lines) if line.strip() == "}") if extra else len(lines)
+    return "\n".join(lines[:end] + extra + lines[end:]) + "\n"
 
 
 def smallest_label_px(image: str, width: float = READABLE_WIDTH) -> float:
@@ -152,8 +179,21 @@ def display_views(trace) -> list:
 
 
 def fit_width(image: str) -> str:
-    """The SVG scaled down to the output area's width (never up): nothing is cut off at the right."""
-    return image.replace("<svg", '<svg style="max-width:100%;height:auto"', 1)
+    """The SVG scaled down to the output area's width (never up), but never below readable.
+
+    A picture that fits with its smallest label at :data:`MIN_LABEL_PX` px or
+    more is shrunk to the output width. One that would have to shrink further
+    (a transformer block's many weights) stops at the width where its smallest
+    label is :data:`MIN_LABEL_PX` px, and its own box scrolls sideways: the page
+    does not, and nothing is cut off.
+    """
+    m = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', image)
+    fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', image)]
+    floor = ""
+    if m is not None and fonts:
+        natural = float(m.group(1)) * 4 / 3
+        floor = f"min-width:{min(natural, natural * MIN_LABEL_PX / (min(fonts) * 4 / 3)):.0f}px;"
+    return image.replace("<svg", f'<svg style="max-width:100%;{floor}height:auto"', 1)
 
 
 def mimebundle(trace) -> dict:
