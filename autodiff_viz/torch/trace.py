@@ -17,6 +17,7 @@ import torch
 
 from ..core.rules import TABLE
 from ..traces.build import formula
+from ..views import figure
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
@@ -216,7 +217,10 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
         reason = _no_grad_reason(op, t, out)
         mapped = rule_input(op.name, i)
-        if mapped is None:
+        said = None if reason or i or mapped else _loss_text(op, srcn, raw_edges, k, out)
+        if said is not None:
+            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, "input", said, True, None, formula=said)
+        elif mapped is None:
             e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}",
                           None if reason else f"factor not shown for torch.{op.name}", reason is None, reason)
         else:
@@ -242,6 +246,28 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
                  steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
+
+
+def _loss_text(op, pred, raw_edges, k, out):
+    """The formula on the edge from loss op ``op`` (``F.cross_entropy``, ``F.mse_loss`` …) back to its prediction.
+
+    The engine's text for the same loss (:func:`figure.loss_formula`), in the learner's names: the prediction
+    and the labels (the op's second input, when recorded), with the op's ``reduction``. None for any other op.
+    """
+    labels = next((t for (o, i, t, _, _, _) in raw_edges[k + 1:k + 3] if o is op and i == 1), None)
+    lnode = next((s for (o, i, _, s, _, _) in raw_edges[k + 1:k + 3] if o is op and i == 1), None)
+    reduction = op.extra.get("params", {}).get("reduction", "mean")
+    if out.numel() != 1 and reduction != "none":
+        return None
+    soft = labels is not None and labels.is_floating_point()
+    return figure.loss_formula(op.name, _named(pred), "y" if lnode is None else _named(lnode), reduction, soft)
+
+
+def _named(node) -> str:
+    """A node as a formula calls it: the learner's name, else its module's (``fc2``), else ``input``."""
+    if node.label or node.name:
+        return node.title
+    return node.scope.rsplit("/", 1)[-1] if node.scope else "input"
 
 
 def _local_jacobian(out, x):
