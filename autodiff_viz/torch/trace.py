@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..core.rules import TABLE
+from ..naming import INPUT
 from ..traces.build import formula
 from ..views import figure
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
@@ -94,6 +95,22 @@ def _graph(rec):
     return [op for op in rec.ops if op.kind in ("op", "rewrap", "detach")]
 
 
+def _history(ops, target):
+    """The ops of ``ops`` that ``target`` depends on, in order: what ``rec.trace(target)`` draws.
+
+    A worksheet that writes its hand backward in the same ``record()`` block as the forward (Backprop Ninja's
+    exercise 4) records both; the hand ops read the forward's tensors but the loss does not depend on them,
+    so they are left out, as the engine's trace keeps only the target's history. An in-place op keeps its
+    tensor needed, so the op that made the value it changed is kept too.
+    """
+    need, kept = {id(target)}, []
+    for op in reversed(ops):
+        if any(id(t) in need for t in op.outputs):
+            kept.append(op)
+            need.update(id(t) for t in op.inputs)
+    return kept[::-1]
+
+
 def _autograd(target, tensors, seed):
     need = [t for t in tensors if t.requires_grad]
     if not need or target.grad_fn is None and not target.requires_grad:
@@ -153,15 +170,16 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if outside is not None:
         raise ValueError(f"trace: {outside}")
     src = _sources(rec, sources)
-    ops = _graph(rec)
+    everything = _graph(rec)
+    ops = _history(everything, target)
     nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
 
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
             ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
-        n = TraceNode(f"n{len(nodes)}", kind, kind, rec.name_of(t) or (names or {}).get(id(t)), rec.tensor_id(t),
-                      None, "",
-                      _summary(t, limit), location=None)
+        name = rec.name_of(t) or (names or {}).get(id(t))
+        n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "", _summary(t, limit),
+                      location=None, label=INPUT if name is None and kind == "constant" else None)
         nodes.append(n)
         owner[id(t)] = n
         tensors[id(t)] = node_tensor[n.id] = t
@@ -193,7 +211,10 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         for s in src:
             n = owner.get(id(s))
             if n is None:
-                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops")
+                used = any(s is t for op in everything for t in op.inputs)
+                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops"
+                             if not used else f"the target does not depend on the source "
+                             f"{rec.name_of(s) or tuple(s.shape)}: no path to draw")
             else:
                 source_ids.append(n.id)
 
