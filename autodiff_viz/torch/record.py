@@ -275,6 +275,8 @@ class Recording:
                 for qual, p in module.named_parameters():
                     self._param_names.setdefault(id(p), prefix + qual)
         self._scopes.append(self._module_names[key])
+        if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
+            return
         last = self.ops[-1] if self.ops else None
         if last is not None and last.assigned and last.location == _user_frame():
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
@@ -287,6 +289,8 @@ class Recording:
         """
         if self._scopes:
             self._scopes.pop()
+        if torch.compiler.is_compiling():
+            return
         outs = _tensors(output, [])
         made = self.producer(outs[0]) if len(outs) == 1 else None
         loc = _user_frame()
