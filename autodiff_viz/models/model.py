@@ -31,10 +31,10 @@ from ..core.ops import cast, expand_dims, squeeze
 from ..core.tensor import Tensor, constant
 from ..errors import ModelFileError, WeightsFileError
 from ..files import check_folder
-from ..naming import INPUT
 from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
+from ..naming import INPUT
 from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
 from ..serialization import (
     _at,

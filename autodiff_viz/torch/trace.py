@@ -18,8 +18,8 @@ import torch
 from ..core.rules import TABLE
 from ..naming import INPUT
 from ..traces.build import formula
-from ..views import figure
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
@@ -237,6 +237,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     small = len(raw_edges) <= 2000
     for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
         reason = _no_grad_reason(op, t, out)
+        if reason is None and i == 1 and not t.requires_grad and figure.is_loss(op.name):
+            reason = f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
         mapped = rule_input(op.name, i)
         said = None if reason or i or mapped else _loss_text(op, srcn, raw_edges, k, out)
         if said is not None:

@@ -163,6 +163,12 @@ def formula(trace, box, role: str) -> str:
     return GENERIC_WEIGHT.format(box=box.title or "the folded middle")
 
 
+def is_loss(name: str) -> bool:
+    """Whether ``name`` (a torch function or module, a Keras loss) is a loss with a text in ``losses.BACKWARD_TEXT``."""
+    from ..losses import BACKWARD_TEXT
+    return ALIASES.get(name, name) in BACKWARD_TEXT
+
+
 def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False, probabilities=False):
     """What loss ``name`` sends back to its prediction ``x`` (labels ``t``), or None when no text fits.
 
@@ -196,16 +202,15 @@ def _loss_of(trace, lay, box):
     """``(name, reduction, probabilities)`` when ``box`` is a loss that :func:`loss_formula` knows, else None."""
     if box.kind != "group":
         return None
-    from ..losses import BACKWARD_TEXT
     names = (getattr(trace, "kinds", {}).get(box.title), re.sub(r"#\d+$", "", box.title or ""))
-    name = next((n for n in names if n and ALIASES.get(n, n) in BACKWARD_TEXT), None)
+    name = next((n for n in names if n and is_loss(n)), None)
     if name is None:
         return None
     ops = [trace.node(m) for m in box.members if trace.node(m).kind == "op"]
     out = _output(trace, lay, box)
     if out is None or tuple(out.shape):
         return name, "none", False
-    called = next((n for n in ops if ALIASES.get(n.op, n.op) in BACKWARD_TEXT), None)   # PyTorch's F.mse_loss …
+    called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
     if called is not None:
         reduction = (called.params or {}).get("reduction", "'mean'").strip("'\"")
     else:                                        # the engine's: a mean divides (or averages); a sum does not
