@@ -10,7 +10,9 @@ figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
   output's value (forward) or ``ḡ`` (backward) — no op counts.
 * **a layer's edges** (:func:`edge_lines`): the layer's backward formula, written once per layer class as
   ``backward_text`` next to the layer (``Dense``: ``ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ``, ``ḡ_W = xᵀ · (ḡ_y ⊙ f′(z))``),
-  with the learner's names put in for ``x`` and ``y``; a class without one gets :data:`GENERIC`.
+  with the learner's names put in for ``x`` and ``y``; a class without one gets :data:`GENERIC`. A loss states
+  what it sends back to the prediction (``ḡ_logits = (softmax(logits) − onehot(y)) / N``), written once per loss
+  in ``losses.BACKWARD_TEXT`` (:func:`loss_formula`); PyTorch's names reach both tables through :data:`ALIASES`.
 * **weights** (:func:`drawn_alone`): a trainable variable read inside a folded layer is drawn as its own small
   node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture.
 """
