@@ -312,3 +312,24 @@ def test_an_unnamed_torch_input_reads_input():
     assert node.title == "input" and 'label="input\\n(5, 4) float32' in text
     assert _edge_into(text, node.id).startswith("ḡ_input = ḡ_fc1 · W")
     assert 'label="constant' not in text
+
+
+def test_tensorflows_keras_loss_states_the_same_formula():
+    """The TensorFlow bridge draws Keras' own loss box (its ops are ``SparseSoftmaxCrossEntropyWithLogits``,
+    ``Sum``, ``DivNoNan``): the same words, divided by N as the mean over the batch."""
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype("float32")
+    y = np.array([0, 1, 2, 0, 1])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with adv.tf.record() as rec:
+        with tf.GradientTape():
+            logits = model(x)
+            loss = loss_fn(y, logits)
+    tr = rec.trace(loss)
+    text = tr.to_dot("backward")
+    edges = [ln.split('label="', 1)[1].split('"', 1)[0] for ln in text.splitlines() if " -> " in ln]
+    said = next(e for e in edges if e.startswith("ḡ_logits = (softmax"))       # the loss box's edge to dense
+    assert _formula(said) == _formula(CASES["cross_entropy"][4]) and "N: the batch size" in said
+    assert "no gradient: the labels" in edges and not any("op by op" in e for e in edges)

@@ -215,9 +215,9 @@ def _loss_of(trace, lay, box):
     called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
     if called is not None:
         reduction = (called.params or {}).get("reduction", "'mean'").strip("'\"")
-    else:                                        # the engine's: a mean divides (or averages); a sum does not
-        reduction = "mean" if any(n.op in ("divide", "mean") for n in ops) else "sum"
-    return name, reduction, any(n.op == "clip" for n in ops)
+    else:          # the engine's (divide, mean) or TensorFlow's (DivNoNan, Mean): a mean divides; a sum does not
+        reduction = "mean" if any("div" in n.op.lower() or n.op.lower() == "mean" for n in ops) else "sum"
+    return name, reduction, any("clip" in n.op.lower() for n in ops)       # from probabilities: clipped first
 
 
 def weight_roles(name: str) -> list:
