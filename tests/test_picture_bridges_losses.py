@@ -333,3 +333,22 @@ def test_tensorflows_keras_loss_states_the_same_formula():
     said = next(e for e in edges if e.startswith("ḡ_logits = (softmax"))       # the loss box's edge to dense
     assert _formula(said) == _formula(CASES["cross_entropy"][4]) and "N: the batch size" in said
     assert "no gradient: the labels" in edges and not any("op by op" in e for e in edges)
+
+
+def test_label_smoothing_or_class_weights_get_no_formula_that_would_be_wrong():
+    """``F.cross_entropy(..., label_smoothing=0.1)`` sends back ``softmax − smoothed labels``: the plain text would
+    be wrong, so the edge says no formula rather than a false one (and the module box says it goes op by op)."""
+    z = torch.tensor(_Z, requires_grad=True)
+    y = torch.tensor(_Y_INT)
+    with adv.torch.record() as rec:
+        logits = z * 1.0
+        loss = F.cross_entropy(logits, y, label_smoothing=0.1)
+    tr = rec.trace(loss)
+    assert _edge_into(tr.to_dot("backward"), _node(tr, "logits").id).startswith("factor not shown for torch.")
+    criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 1.0], dtype=torch.float64))
+    with adv.torch.record() as rec:
+        logits = z * 1.0
+        loss = criterion(logits, y)
+    tr = rec.trace(loss)
+    said = _edge_into(tr.to_dot("backward"), _node(tr, "logits").id)
+    assert "softmax" not in said and "op by op" in said

@@ -279,8 +279,9 @@ def _loss_text(op, pred, raw_edges, k, out):
     """
     labels = next((t for (o, i, t, _, _, _) in raw_edges[k + 1:k + 3] if o is op and i == 1), None)
     lnode = next((s for (o, i, _, s, _, _) in raw_edges[k + 1:k + 3] if o is op and i == 1), None)
-    reduction = op.extra.get("params", {}).get("reduction", "mean")
-    if out.numel() != 1 and reduction != "none":
+    params = op.extra.get("params", {})
+    reduction = params.get("reduction", "mean")
+    if len(op.inputs) > 2 or not figure.plain_loss(params):     # class weights (a tensor input), label smoothing
         return None
     soft = labels is not None and labels.is_floating_point()
     return figure.loss_formula(op.name, _named(pred), "y" if lnode is None else _named(lnode), reduction, soft)

@@ -171,6 +171,12 @@ def is_loss(name: str) -> bool:
     return ALIASES.get(name, name) in BACKWARD_TEXT
 
 
+def plain_loss(params: dict) -> bool:
+    """Whether a recorded loss call is the plain loss its text states: no label smoothing, no class weights."""
+    return (str(params.get("label_smoothing", 0.0)).strip("'") in ("0", "0.0")
+            and all(str(params.get(k)) == "None" for k in ("weight", "pos_weight")))
+
+
 def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False, probabilities=False):
     """What loss ``name`` sends back to its prediction ``x`` (labels ``t``), or None when no text fits.
 
@@ -214,6 +220,8 @@ def _loss_of(trace, lay, box):
         return name, "none", False
     called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
     if called is not None:
+        if not plain_loss(called.params or {}) or len(trace.edges_into(called.id)) > 2:
+            return name, "none", False               # label smoothing, class weights: no text states them
         reduction = (called.params or {}).get("reduction", "'mean'").strip("'\"")
     else:          # the engine's (divide, mean) or TensorFlow's (DivNoNan, Mean): a mean divides; a sum does not
         reduction = "mean" if any("div" in n.op.lower() or n.op.lower() == "mean" for n in ops) else "sum"
