@@ -291,6 +291,26 @@ mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
 
 
+# The gradient each loss sends to its prediction, as a picture's edge out of the loss box states it: written once
+# per loss, for the engine's losses and (through ``views/figure.py``'s ALIASES) PyTorch's. ``{x}`` is the
+# prediction, ``{t}`` the labels, both put in by the learner's names. As written, the reduction is the mean over
+# the batch (Keras' ``sum_over_batch_size``, PyTorch's ``reduction='mean'``): a per-sample loss (cross-entropy)
+# is divided by N, the batch size, a per-entry one (MSE, MAE, Huber, binary cross-entropy: the mean over the last
+# axis, then over the batch) by n, the number of entries; ``figure.loss_formula`` drops the division for a sum.
+BACKWARD_TEXT = {
+    "mean_squared_error": "ḡ_{x} = 2·({x} − {t}) / n",
+    "mean_absolute_error": "ḡ_{x} = sign({x} − {t}) / n",
+    "huber": "ḡ_{x} = clip({x} − {t}, −δ, δ) / n  (the error, capped at ±δ)",
+    "smooth_l1": "ḡ_{x} = clip(({x} − {t}) / β, −1, 1) / n  (PyTorch's: huber's with δ = β, divided by β)",
+    "binary_crossentropy": "ḡ_{x} = (σ({x}) − {t}) / n  (from logits)",
+    "binary_crossentropy (probabilities)": "ḡ_{x} = ({x} − {t}) / ({x}·(1 − {x})) / n  (from probabilities; "
+                                           "from logits z it is σ(z) − {t})",
+    "categorical_crossentropy": "ḡ_{x} = (softmax({x}) − {t}) / N  (from logits; each row of {t} sums to 1)",
+    "sparse_categorical_crossentropy": "ḡ_{x} = (softmax({x}) − onehot({t})) / N  (from logits)",
+    "nll": "ḡ_{x} = −onehot({t}) / N  (from log-probabilities, as log_softmax gives; PyTorch's nll_loss)",
+}
+
+
 # ---------------------------------------------------------------------------
 # Loss classes
 # ---------------------------------------------------------------------------

@@ -211,6 +211,11 @@ def array_name(value, namespace: dict) -> str | None:
     return None
 
 
+# What a picture calls data fed to a model that no variable of the learner's holds (``model(np.random.rand(4, 3))``):
+# the name of the tensor a layer makes of a numpy batch, and of an unnamed input node of a bridge's trace.
+INPUT = "input"
+
+
 LOST_FIX = ("Fix that line so it keeps a tensor: adv.matmul(X, W), X @ W or adv.constant(X).dot(W) for X.dot(W) "
             "with X a numpy array (np.dot(X, W) works too); collect pieces in a list and adv.stack them instead "
             "of writing into np.zeros; adv ops instead of float() / np.asarray().")

@@ -81,19 +81,20 @@ def test_a_torch_cnn_draws_every_module_by_name_and_class_its_parameters_with_g_
                            p.grad.numpy() if node.grad.data is not None else np.linalg.norm(p.grad.numpy()),
                            rtol=1e-5)
     weight = {n.name: n.id for n in tr.nodes if n.kind == "variable"}
-    # each edge states the formula the engine's matching layer carries, in the learner's names
-    # (fc1's output is `return self.fc1(…)` in forward: no variable names it, so it goes by its module's name)
-    assert _edge_into(text, weight["fc1.weight"]).startswith(_said(L.Dense, "kernel", "fc1"))
-    assert _edge_into(text, weight["fc1.bias"]).startswith(_said(L.Dense, "bias", "fc1"))
-    assert _edge_into(text, weight["conv1.weight"]).startswith(_said(L.Conv2D, "kernel", "conv1"))
-    assert _edge_into(text, weight["conv1.bias"]).startswith(_said(L.Conv2D, "bias", "conv1"))
-    assert _said(L.Dense, "x", "fc1", "flatten") in _edge_out_of(text, "fc1 (Linear)")
+    # each edge states the formula the engine's matching layer carries, in torch's layout (W is (out, in)) where
+    # it differs, in the learner's names (fc1's output is `return self.fc1(…)` in forward: the line that called
+    # the model, `logits = net(x_batch)`, names it; conv1's output is named by nothing, so by its module)
+    assert _edge_into(text, weight["fc1.weight"]).startswith(_said(L.Dense, "kernel (torch)", "logits"))
+    assert _edge_into(text, weight["fc1.bias"]).startswith(_said(L.Dense, "bias (torch)", "logits"))
+    assert _edge_into(text, weight["conv1.weight"]).startswith(_said(L.Conv2D, "kernel (torch)", "conv1"))
+    assert _edge_into(text, weight["conv1.bias"]).startswith(_said(L.Conv2D, "bias (torch)", "conv1"))
+    assert _said(L.Dense, "x (torch)", "logits", "flatten") in _edge_out_of(text, "fc1 (Linear)")
     assert _said(L.Flatten, "x", "flatten", "pool") in _edge_out_of(text, "flatten (Flatten)")
     assert _said(L.MaxPooling2D, "x", "pool", "relu") in _edge_out_of(text, "pool (MaxPool2d)")
     assert _said(L.ReLU, "x", "relu", "conv1") in _edge_out_of(text, "relu (ReLU)")
     # the image is the learner's x_batch (it needs no gradient: its edge is grey, but named)
     assert _edge_into(text, next(n.id for n in tr.nodes if n.name == "x_batch")).startswith(
-        _said(L.Conv2D, "x", "conv1", "x_batch"))
+        _said(L.Conv2D, "x (torch)", "conv1", "x_batch"))
     assert "VJP of" not in text and "×1" not in text and "ḡ_constant" not in text and "sequential" not in text
 
 
@@ -101,7 +102,7 @@ def test_the_torch_cnn_svg_says_the_same():
     tr, _ = _cnn_trace()
     svg = tr.to_svg("backward")
     assert "fc1 (Linear)" in svg and "conv1 (Conv2d)" in svg and "fc1.weight" in svg
-    assert "ḡ_W = xᵀ · (ḡ_fc1 ⊙ f′(z))" in svg and "VJP of" not in svg
+    assert "ḡ_W = ḡ_logitsᵀ · x" in svg and "(out, in)" in svg and "VJP of" not in svg
 
 
 def test_modules_named_alike_in_two_blocks_keep_their_own_class():
@@ -123,7 +124,9 @@ def test_modules_named_alike_in_two_blocks_keep_their_own_class():
     deep = tr.to_dot("backward", expanded=blocks)      # both blocks opened, as two clicks in the explorer
     assert "features.0 (Conv2d)" in deep and "classifier.1 (Linear)" in deep
     w = next(n.id for n in tr.nodes if n.name == "classifier.1.weight")
-    assert _edge_into(deep, w).startswith(L.Dense.backward_text["kernel"].split("ḡ_y")[0])
+    assert _edge_into(deep, w).startswith(L.Dense.backward_text["kernel (torch)"].split("ḡ_y")[0])
+    k = next(n.id for n in tr.nodes if n.name == "features.0.weight")
+    assert _edge_into(deep, k).startswith(L.Conv2D.backward_text["kernel (torch)"].split("ḡ_y")[0])
 
 
 class Regressor(nn.Module):
@@ -157,7 +160,7 @@ def test_a_torch_lstm_regressor_states_the_gate_equations_on_its_weights():
     assert _edge_into(text, weight["lstm.weight_hh_l0"]).startswith(lstm["recurrent_kernel"])
     assert _edge_into(text, weight["lstm.bias_ih_l0"]).startswith(lstm["bias"])
     assert _edge_into(text, weight["lstm.bias_hh_l0"]).startswith(lstm["bias"])
-    assert _edge_into(text, weight["head.weight"]).startswith(_said(L.Dense, "kernel", "head"))
+    assert _edge_into(text, weight["head.weight"]).startswith(_said(L.Dense, "kernel (torch)", "pred"))
     assert "ḡ_x_seq(t) = [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t) · W_xᵀ" in text      # the sequence, by the learner's name
     assert "ḡ_getitem = " in text and "ḡ___" not in text             # out[:, -1], not a dunder
     assert "VJP of" not in text and "ḡ_constant" not in text

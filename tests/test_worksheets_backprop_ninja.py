@@ -418,3 +418,43 @@ def test_exercise_four_a_scatter_that_overwrites_is_named_at_C():
     assert len(torch.unique(Xb)) < Xb.numel()               # some character repeats: the bug shows
     assert cmp.first_wrong.name == "C"
     assert [r.name for r in cmp.rows if not r.ok] == ["C"]
+
+
+def _exercise_four_step(with_hand_backward):
+    """One step of exercise 4's loop body, recorded whole; ``with_hand_backward=False`` records the forward alone."""
+    Xtr, Ytr, g, parameters = _init()
+    C, W1, b1, W2, b2, bngain, bnbias = parameters
+    n = 32
+    ix = torch.randint(0, Xtr.shape[0], (n,), generator=g)
+    Xb, Yb = Xtr[ix], Ytr[ix]
+    with adv.torch.record() as rec:
+        emb = C[Xb]
+        embcat = emb.view(emb.shape[0], -1)
+        hprebn = embcat @ W1 + b1
+        bnmean = hprebn.mean(0, keepdim=True)
+        bnvar = hprebn.var(0, keepdim=True, unbiased=True)
+        bnvar_inv = (bnvar + 1e-5) ** -0.5
+        bnraw = (hprebn - bnmean) * bnvar_inv
+        hpreact = bngain * bnraw + bnbias
+        h = torch.tanh(hpreact)
+        logits = h @ W2 + b2
+        loss = F.cross_entropy(logits, Yb)
+        loss.backward()
+        if with_hand_backward:
+            _manual_backward(locals(), parameters, n)
+    return rec, rec.trace(loss)         # traced where the learner's names (Yb) are in scope
+
+
+def test_exercise_four_trace_draws_the_forward_not_the_hand_backward_recorded_with_it():
+    """``rec.trace(loss)`` of the loop body draws what ``loss`` depends on: the forward's 25 nodes, not the 442
+    the block recorded with the hand backward (dlogits, dh, … and the 96-step scatter into dC), as the engine's
+    trace draws only the target's history. The hand backward is still there to compare against."""
+    rec, tr = _exercise_four_step(True)
+    forward_rec, forward = _exercise_four_step(False)
+    assert len(rec) > 10 * len(forward_rec)                  # the block did record the hand backward
+    assert len(tr.nodes) == len(forward.nodes) == 25
+    assert [n.title for n in tr.nodes] == [n.title for n in forward.nodes]
+    assert not {"dlogits", "dh", "dW2", "dC", "dhprebn"} & {n.title for n in tr.nodes}
+    assert tr.node(tr.target).title == "loss" and len(tr.edges) == len(forward.edges)
+    # the edge out of F.cross_entropy states exercise 2's answer
+    assert "ḡ_logits = (softmax(logits) − onehot(Yb)) / N" in tr.to_dot("backward")

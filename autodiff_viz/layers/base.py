@@ -44,7 +44,7 @@ import numpy as np
 
 from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, assigned, check_nbytes, constant
-from ..naming import to_snake_case
+from ..naming import INPUT, to_snake_case
 from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
 from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
 from ..structure import flatten
@@ -700,7 +700,9 @@ class Layer:
         if isinstance(x, Tensor):
             dtype = x._value.dtype
             if dtype.kind == "f" and self._autocast and dtype is not _dtype_object(self.dtype) and dtype != self.dtype:
-                return cast(x, self.dtype)
+                out = cast(x, self.dtype)
+                # a float64 batch the model named "input", cast here outside any tape's view: still the input
+                return constant(out, name=INPUT) if x.name == INPUT and out.name is None else out
             return x
         if isinstance(x, InputSpec):
             raise TypeError(f"{self.name}: an InputSpec only gives a Sequential its input shape; call layers "
@@ -708,7 +710,9 @@ class Layer:
         if isinstance(x, (np.ndarray, list, tuple, float, int, np.generic)):
             arr = self._array(x)
             keep = arr.dtype.kind == "f" and not self._autocast
-            return constant(arr, dtype=None if keep or arr.dtype.kind not in "fiub" else self.dtype)
+            # named "input" (traces look the learner's variable up first): drawn as the model's input, not a
+            # constant folded into this layer's box
+            return constant(arr, dtype=None if keep or arr.dtype.kind not in "fiub" else self.dtype, name=INPUT)
         return x
 
     def _array(self, x) -> np.ndarray:

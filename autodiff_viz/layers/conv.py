@@ -203,7 +203,11 @@ class _Conv(Layer):
     """What ``Conv1D`` and ``Conv2D`` share; ``rank`` is the number of spatial axes."""
     backward_text = {"x": "ḡ_x = full correlation of (ḡ_y ⊙ f′(z)) with the flipped kernel",
                      "kernel": "ḡ_K = correlation of x with (ḡ_y ⊙ f′(z))",
-                     "bias": "ḡ_b = Σ over batch and positions of (ḡ_y ⊙ f′(z))"}    # z = x ⋆ K + b, y = f(z)
+                     "bias": "ḡ_b = Σ over batch and positions of (ḡ_y ⊙ f′(z))",   # z = x ⋆ K + b, y = f(z)
+                     # PyTorch's Conv1d/Conv2d (views/figure.py's ALIASES): no activation, K is (out, in, kh, kw)
+                     "x (torch)": "ḡ_x = full correlation of ḡ_y with the flipped kernel",
+                     "kernel (torch)": "ḡ_K = correlation of x with ḡ_y  (K is (out, in, kh, kw) in torch)",
+                     "bias (torch)": "ḡ_b = Σ over batch and positions of ḡ_y"}
 
     rank = 2
 

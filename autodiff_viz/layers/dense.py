@@ -88,7 +88,10 @@ class Dense(Layer):
         bias_constraint: the same for the bias.
     """
     backward_text = {"x": "ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ", "kernel": "ḡ_W = xᵀ · (ḡ_y ⊙ f′(z))",
-                     "bias": "ḡ_b = Σ_batch (ḡ_y ⊙ f′(z))"}    # z = x·W + b, y = f(z)
+                     "bias": "ḡ_b = Σ_batch (ḡ_y ⊙ f′(z))",     # z = x·W + b, y = f(z); W is (in, out)
+                     # PyTorch's Linear (views/figure.py's ALIASES): y = x·Wᵀ + b, no activation, W is (out, in)
+                     "x (torch)": "ḡ_x = ḡ_y · W", "kernel (torch)": "ḡ_W = ḡ_yᵀ · x  (W is (out, in) in torch)",
+                     "bias (torch)": "ḡ_b = Σ_batch ḡ_y"}
 
     _single_input = True
     supports_masking = True

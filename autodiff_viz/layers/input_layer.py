@@ -14,6 +14,7 @@ import numpy as np
 from ..core.ops import cast
 from ..core.tensor import Tensor, constant
 from ..errors import ModelFileError
+from ..naming import INPUT
 from ..session import floatx, unique_name
 from .base import Layer
 from .keras_tensor import KerasTensor, _only, _SymbolicNode
@@ -109,7 +110,7 @@ class InputLayer(Layer):
         if isinstance(x, Tensor):
             return cast(x, self.dtype) if x.dtype != self.dtype and self._explicit_dtype else x
         return constant(np.asarray(x), dtype=self.dtype if self._explicit_dtype or
-                        np.asarray(x).dtype.kind not in "f" else None)
+                        np.asarray(x).dtype.kind not in "f" else None, name=INPUT)   # drawn as the model's input
 
 
 def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None) -> KerasTensor:

@@ -34,6 +34,7 @@ from ..files import check_folder
 from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
+from ..naming import INPUT
 from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
 from ..serialization import (
     _at,
@@ -401,7 +402,7 @@ class Sequential(Model):
             if isinstance(x, Tensor):
                 x = cast(x, dtype) if x.dtype != dtype else x
             else:
-                x = constant(self._array(x), dtype=dtype)
+                x = constant(self._array(x), dtype=dtype, name=INPUT)     # drawn as the model's input
         else:
             x = super()._convert(x)
         return x if spec is None else _adjust_rank(x, spec.shape, self.name, spec.name or "input")

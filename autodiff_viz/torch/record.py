@@ -42,7 +42,6 @@ import bisect
 import copy
 import functools
 import itertools
-import linecache
 import os
 import sys
 import weakref
@@ -106,8 +105,11 @@ def _user_frame():
 
 
 def assigned_name(filename: str, lineno: int) -> str | None:
-    """The variable a recorded source line assigns (``h = torch.tanh(z)`` → ``h``), or None."""
-    return naming.assigned_name(linecache.getline(filename, lineno))
+    """The variable a recorded source line assigns (``h = torch.tanh(z)`` → ``h``), or None.
+
+    The engine's reading (:func:`naming.assigned_name_at`): a statement over several lines counts too.
+    """
+    return naming.assigned_name_at(filename, lineno)
 
 
 def _tensors(obj, out):
@@ -214,6 +216,7 @@ class Recording(recordings.Recording):
         self._tensor_ids: dict = {}        # id(tensor) -> our id (the tensor is kept alive by the ops)
         self._producer: dict = {}          # our id -> indices of the ops that made or changed it, in order
         self._active = False
+        self._called_at = None             # (line, op): a module's output named by the line that called it
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -274,10 +277,28 @@ class Recording(recordings.Recording):
                 for qual, p in module.named_parameters():
                     self._param_names.setdefault(id(p), prefix + qual)
         self._scopes.append(self._module_names[key])
+        if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
+            return
+        last = self.ops[-1] if self.ops else None
+        if last is not None and last.assigned and last.location == _user_frame():
+            last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
 
     def _exit_module(self, module, inputs, output):
+        """Name the module's output by the line that called it (``out = net(x)``), when nothing named it yet.
+
+        A custom ``forward`` that ends ``return self.fc2(h)`` assigns no name; its caller's line does. The name
+        is taken back if the same line goes on with another op (``loss = F.mse_loss(net(x), y)``).
+        """
         if self._scopes:
             self._scopes.pop()
+        if torch.compiler.is_compiling():
+            return
+        outs = _tensors(output, [])
+        made = self.producer(outs[0]) if len(outs) == 1 else None
+        loc = _user_frame()
+        if made is not None and made.assigned is None and loc is not None and made.index == len(self.ops) - 1:
+            made.assigned = assigned_name(*loc)
+            self._called_at = (loc, made) if made.assigned else None
 
     # ----- observing ------------------------------------------------------------
     def tensor_id(self, t: torch.Tensor) -> int:
@@ -296,6 +317,10 @@ class Recording(recordings.Recording):
                 torch.is_inference_mode_enabled(), extra or {})
         if self.ops and self.ops[-1].location == loc and kind not in ("read_grad", "set_grad"):
             self.ops[-1].assigned = None        # only the line's last op makes the value the line assigns
+        if self._called_at is not None and kind not in ("read_grad", "set_grad"):
+            if self._called_at[0] == loc:       # the line that named a module's output goes on
+                self._called_at[1].assigned = None
+            self._called_at = None
         for t in inputs:
             self.tensor_id(t)
         for t in outputs:

@@ -15,9 +15,11 @@ import contextlib
 import numpy as np
 import torch
 
+from ..naming import INPUT
 from ..recordings import compared_rows, hand_items
 from ..traces.build import factor_rule, formula
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
@@ -88,6 +90,22 @@ def _graph(rec):
     return [op for op in rec.ops if op.kind in ("op", "rewrap", "detach")]
 
 
+def _history(ops, target):
+    """The ops of ``ops`` that ``target`` depends on, in order: what ``rec.trace(target)`` draws.
+
+    A worksheet that writes its hand backward in the same ``record()`` block as the forward (Backprop Ninja's
+    exercise 4) records both; the hand ops read the forward's tensors but the loss does not depend on them,
+    so they are left out, as the engine's trace keeps only the target's history. An in-place op keeps its
+    tensor needed, so the op that made the value it changed is kept too.
+    """
+    need, kept = {id(target)}, []
+    for op in reversed(ops):
+        if any(id(t) in need for t in op.outputs):
+            kept.append(op)
+            need.update(id(t) for t in op.inputs)
+    return kept[::-1]
+
+
 def _autograd(target, tensors, seed):
     need = [t for t in tensors if t.requires_grad]
     if not need or target.grad_fn is None and not target.requires_grad:
@@ -147,15 +165,16 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if outside is not None:
         raise ValueError(f"trace: {outside}")
     src = _sources(rec, sources)
-    ops = _graph(rec)
+    everything = _graph(rec)
+    ops = _history(everything, target)
     nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
 
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
             ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
-        n = TraceNode(f"n{len(nodes)}", kind, kind, rec.name_of(t) or (names or {}).get(id(t)), rec.tensor_id(t),
-                      None, "",
-                      _summary(t, limit), location=None)
+        name = rec.name_of(t) or (names or {}).get(id(t))
+        n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "", _summary(t, limit),
+                      location=None, label=INPUT if name is None and kind == "constant" else None)
         nodes.append(n)
         owner[id(t)] = n
         tensors[id(t)] = node_tensor[n.id] = t
@@ -187,7 +206,10 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         for s in src:
             n = owner.get(id(s))
             if n is None:
-                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops")
+                used = any(s is t for op in everything for t in op.inputs)
+                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops"
+                             if not used else f"the target does not depend on the source "
+                             f"{rec.name_of(s) or tuple(s.shape)}: no path to draw")
             else:
                 source_ids.append(n.id)
 
@@ -210,8 +232,13 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     small = len(raw_edges) <= 2000
     for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
         reason = _no_grad_reason(op, t, out)
+        if reason is None and i == 1 and not t.requires_grad and figure.is_loss(op.name):
+            reason = f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
         mapped = rule_input(op.name, i)
-        if mapped is None:
+        said = None if reason or i or mapped else _loss_text(op, srcn, raw_edges, k, out)
+        if said is not None:
+            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, "input", said, True, None, formula=said)
+        elif mapped is None:
             e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}",
                           None if reason else f"factor not shown for torch.{op.name}", reason is None, reason)
         else:
@@ -237,6 +264,29 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
                  steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
+
+
+def _loss_text(op, pred, raw_edges, k, out):
+    """The formula on the edge from loss op ``op`` (``F.cross_entropy``, ``F.mse_loss`` …) back to its prediction.
+
+    The engine's text for the same loss (:func:`figure.loss_formula`), in the learner's names: the prediction
+    and the labels (the op's second input, when recorded), with the op's ``reduction``. None for any other op.
+    """
+    labels = next((t for (o, i, t, _, _, _) in raw_edges[k + 1:k + 3] if o is op and i == 1), None)
+    lnode = next((s for (o, i, _, s, _, _) in raw_edges[k + 1:k + 3] if o is op and i == 1), None)
+    params = op.extra.get("params", {})
+    reduction = params.get("reduction", "mean")
+    if len(op.inputs) > 2 or not figure.plain_loss(params):     # class weights (a tensor input), label smoothing
+        return None
+    soft = labels is not None and labels.is_floating_point()
+    return figure.loss_formula(op.name, _named(pred), "y" if lnode is None else _named(lnode), reduction, soft)
+
+
+def _named(node) -> str:
+    """A node as a formula calls it: the learner's name, else its module's (``fc2``), else ``input``."""
+    if node.label or node.name:
+        return node.title
+    return node.scope.rsplit("/", 1)[-1] if node.scope else "input"
 
 
 def _local_jacobian(out, x):

@@ -272,10 +272,10 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
         nonlocal frame
         kind = _leaf_kind(tape, t)
         name = full_name(t)
-        if name is None and kind == "constant":
-            # an array the model converted (model(x_batch)): the learner's variable that holds it
+        if name in (None, naming.INPUT) and kind == "constant":
+            # an array the model converted (model(x_batch), named "input"): the learner's variable that holds it
             frame = frame or state.user_frame_object()
-            name = frame and naming.array_name(t._value, {**frame.f_globals, **frame.f_locals})
+            name = (frame and naming.array_name(t._value, {**frame.f_globals, **frame.f_locals})) or name
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, t._id, None, "", Summary.of(t._value, value_limit))
         nodes.append(n)
         owner[t._id] = n

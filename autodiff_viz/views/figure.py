@@ -10,7 +10,9 @@ figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
   output's value (forward) or ``ḡ`` (backward) — no op counts.
 * **a layer's edges** (:func:`edge_lines`): the layer's backward formula, written once per layer class as
   ``backward_text`` next to the layer (``Dense``: ``ḡ_x = (ḡ_y ⊙ f′(z)) · Wᵀ``, ``ḡ_W = xᵀ · (ḡ_y ⊙ f′(z))``),
-  with the learner's names put in for ``x`` and ``y``; a class without one gets :data:`GENERIC`.
+  with the learner's names put in for ``x`` and ``y``; a class without one gets :data:`GENERIC`. A loss states
+  what it sends back to the prediction (``ḡ_logits = (softmax(logits) − onehot(y)) / N``), written once per loss
+  in ``losses.BACKWARD_TEXT`` (:func:`loss_formula`); PyTorch's names reach both tables through :data:`ALIASES`.
 * **weights** (:func:`drawn_alone`): a trainable variable read inside a folded layer is drawn as its own small
   node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture.
 """
@@ -24,7 +26,20 @@ ALIASES = {"Linear": "Dense", "Conv1d": "Conv1D", "Conv2d": "Conv2D", "MaxPool1d
            "AdaptiveAvgPool2d": "GlobalAveragePooling2D", "BatchNorm1d": "BatchNormalization",
            "BatchNorm2d": "BatchNormalization", "LayerNorm": "LayerNormalization", "RNN": "SimpleRNN",
            "MultiheadAttention": "MultiHeadAttention", "Tanh": "Activation", "Sigmoid": "Activation",
-           "GELU": "Activation"}
+           "GELU": "Activation",
+           # losses: PyTorch's functions and modules, Keras' classes -> the entry of losses.BACKWARD_TEXT
+           "cross_entropy": "sparse_categorical_crossentropy", "CrossEntropyLoss": "sparse_categorical_crossentropy",
+           "nll_loss": "nll", "NLLLoss": "nll", "mse_loss": "mean_squared_error", "MSELoss": "mean_squared_error",
+           "l1_loss": "mean_absolute_error", "L1Loss": "mean_absolute_error", "huber_loss": "huber",
+           "HuberLoss": "huber", "smooth_l1_loss": "smooth_l1", "SmoothL1Loss": "smooth_l1",
+           "binary_cross_entropy": "binary_crossentropy (probabilities)",
+           "BCELoss": "binary_crossentropy (probabilities)",
+           "binary_cross_entropy_with_logits": "binary_crossentropy", "BCEWithLogitsLoss": "binary_crossentropy",
+           "MeanSquaredError": "mean_squared_error", "MeanAbsoluteError": "mean_absolute_error", "Huber": "huber",
+           "BinaryCrossentropy": "binary_crossentropy", "CategoricalCrossentropy": "categorical_crossentropy",
+           "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}
+# PyTorch's cross-entropy with class probabilities as its target (float labels): the categorical form
+_SOFT_LABELS = {"cross_entropy": "categorical_crossentropy", "CrossEntropyLoss": "categorical_crossentropy"}
 # A bridge's weight name -> the names of the entries of ``backward_text`` that state its gradient (a tuple inside:
 # one weight that packs several, PyTorch's ``in_proj_weight`` = [W_q; W_k; W_v], gets each entry on its own line).
 WEIGHT_ALIASES = {"weight": ("kernel", "gamma", "embeddings"), "bias": ("bias", "beta"),
@@ -128,17 +143,89 @@ def box_lines(trace, lay, box, view) -> list:
 
 
 def formula(trace, box, role: str) -> str:
-    """The backward formula of ``box`` for its input ``role`` (``"x"`` or a weight's name), as its class writes it."""
+    """The backward formula of ``box`` for its input ``role`` (``"x"`` or a weight's name), as its class writes it.
+
+    A PyTorch module drawn by its Keras twin (``Linear`` → ``Dense``) reads the class's ``"… (torch)"`` entry
+    first where torch's layout differs: ``y = x·Wᵀ + b`` with ``W`` of shape (out, in), so ``ḡ_W = ḡ_yᵀ · x``.
+    """
     cls = layer_class(trace, box.title) if box.kind in ("group", "loop") else None
     texts = getattr(cls, "backward_text", None) or {}
+    torch = getattr(trace, "kinds", {}).get(box.title) in ALIASES
+
+    def text(entry):
+        return (torch and texts.get(entry + " (torch)")) or texts.get(entry)
+
     if role == "x":
-        return texts.get("x") or GENERIC.format(box=box.title or "the folded middle")
+        return text("x") or GENERIC.format(box=box.title or "the folded middle")
     for name in weight_roles(role):
         for entry in (name,) + WEIGHT_ALIASES.get(name, ()):
             entries = entry if isinstance(entry, tuple) else (entry,)
             if all(e in texts for e in entries):
-                return "; ".join(texts[e] for e in entries)
+                return "; ".join(text(e) for e in entries)
     return GENERIC_WEIGHT.format(box=box.title or "the folded middle")
+
+
+def is_loss(name: str) -> bool:
+    """Whether ``name`` (a torch function or module, a Keras loss) is a loss with a text in ``losses.BACKWARD_TEXT``."""
+    from ..losses import BACKWARD_TEXT
+    return ALIASES.get(name, name) in BACKWARD_TEXT
+
+
+def plain_loss(params: dict) -> bool:
+    """Whether a recorded loss call is the plain loss its text states: no label smoothing, no class weights."""
+    return (str(params.get("label_smoothing", 0.0)).strip("'") in ("0", "0.0")
+            and all(str(params.get(k)) == "None" for k in ("weight", "pos_weight")))
+
+
+def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False, probabilities=False):
+    """What loss ``name`` sends back to its prediction ``x`` (labels ``t``), or None when no text fits.
+
+    ``name`` is a loss as any side calls it (``"sparse_categorical_crossentropy"``, Keras'
+    ``SparseCategoricalCrossentropy``, PyTorch's ``cross_entropy`` or ``nn.CrossEntropyLoss``), mapped through
+    :data:`ALIASES` to its one text in ``losses.BACKWARD_TEXT``: ``ḡ_logits = (softmax(logits) − onehot(y)) / N``
+    for the mean over the batch (N rows; n entries for a per-entry loss such as MSE), without the division for
+    ``reduction="sum"``. ``soft_labels``: PyTorch's cross-entropy against class probabilities;
+    ``probabilities``: the engine's loss computed from probabilities (it clipped them), not logits.
+    None for ``reduction="none"`` (the box's output is per sample: its gradient is not the loss's alone).
+    """
+    from ..losses import BACKWARD_TEXT
+    key = ALIASES.get(name, name)
+    if soft_labels:
+        key = _SOFT_LABELS.get(name, key)
+    if probabilities and not key.endswith("(probabilities)"):
+        key += " (probabilities)"
+    text = BACKWARD_TEXT.get(key)
+    if text is None or reduction not in ("mean", "sum"):
+        return None
+    head, _, note = text.partition("  (")
+    notes = [note[:-1]] if note else []
+    if reduction == "sum":
+        head = head.replace(" / N", "").replace(" / n", "")
+    else:
+        notes.append("N: the batch size" if head.endswith(" / N") else "n: the number of entries")
+    return (head + (f"  ({'; '.join(notes)})" if notes else "")).format(x=x, t=t)
+
+
+def _loss_of(trace, lay, box):
+    """``(name, reduction, probabilities)`` when ``box`` is a loss that :func:`loss_formula` knows, else None."""
+    if box.kind != "group":
+        return None
+    names = (getattr(trace, "kinds", {}).get(box.title), re.sub(r"#\d+$", "", box.title or ""))
+    name = next((n for n in names if n and is_loss(n)), None)
+    if name is None:
+        return None
+    ops = [trace.node(m) for m in box.members if trace.node(m).kind == "op"]
+    out = _output(trace, lay, box)
+    if out is None or tuple(out.shape):
+        return name, "none", False
+    called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
+    if called is not None:
+        if not plain_loss(called.params or {}) or len(trace.edges_into(called.id)) > 2:
+            return name, "none", False               # label smoothing, class weights: no text states them
+        reduction = (called.params or {}).get("reduction", "'mean'").strip("'\"")
+    else:          # the engine's (divide, mean) or TensorFlow's (DivNoNan, Mean): a mean divides; a sum does not
+        reduction = "mean" if any("div" in n.op.lower() or n.op.lower() == "mean" for n in ops) else "sum"
+    return name, reduction, any("clip" in n.op.lower() for n in ops)       # from probabilities: clipped first
 
 
 def weight_roles(name: str) -> list:
@@ -164,15 +251,33 @@ def edge_lines(trace, lay, s, d, es, norm) -> list:
     first = trace.node(srcs[0])
     out = _output(trace, lay, box)
     y = _name(trace, lay, out) if out is not None else box.title
+    loss = _loss_of(trace, lay, box) if first.kind != "variable" else None
+    if loss is not None:
+        if not any(e.differentiable for e in es):
+            return ["no gradient: the labels"]
+        text = _loss_edge(trace, lay, box, first, loss)
+        if text is not None:
+            return [text] + ([norm] if norm else [])
     if first.kind == "variable" and len(srcs) == 1:
-        text = formula(trace, box, first.name or first.title)
+        text = formula(trace, box, first.name or first.title).replace("ḡ_y", "ḡ_" + y)
     else:
         x = ", ".join(_name(trace, lay, trace.node(i)) for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
-        text = formula(trace, box, "x")
+        text = formula(trace, box, "x").replace("ḡ_y", "ḡ_" + y)     # ḡ_y first: an input may be called y
         for head in ("ḡ_xᵢ", "ḡ_x"):            # ḡ_xᵢ: a merge's formula for each of its inputs
             if text.startswith(head):
                 text = "ḡ_" + x + text[len(head):]
                 break
-    text = text.replace("{box}", box.title or "").replace("ḡ_y", "ḡ_" + y)
+    text = text.replace("{box}", box.title or "")
     lines = [part for part in text.split("; ")]
     return lines + ([norm] if norm else [])
+
+
+def _loss_edge(trace, lay, box, pred, loss):
+    """A loss box's edge back to its prediction ``pred``: :func:`loss_formula` in the learner's names."""
+    name, reduction, probabilities = loss
+    inside = set(box.members)
+    labels = next((trace.node(e.src) for m in box.members for e in trace.edges_into(m)
+                   if e.src not in inside and e.src != pred.id and not e.differentiable), None)
+    soft = labels is not None and str(labels.dtype).startswith(("float", "bfloat"))
+    return loss_formula(name, _name(trace, lay, pred), _name(trace, lay, labels) if labels is not None else "y",
+                        reduction, soft, probabilities)
