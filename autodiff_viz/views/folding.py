@@ -1,0 +1,520 @@
+"""Folding a trace into boxes: the hierarchy of groups and loops, and the layout that :mod:`.dot` draws.
+
+A trace records every op, which is far too much to read at once. This module
+decides *what* is drawn, before :mod:`.dot` decides *how*:
+
+* :func:`hierarchy` finds the foldable groups of the record by meaning: every
+  name scope (a layer's call, a loss object, ``adv.name_scope``) and every call
+  of the learner's own function inside the tape is a :class:`Group`; the same
+  layer called again and again in a row (an RNN cell once per time step) is a
+  :class:`Loop`.
+* :func:`layout` turns a fold state (``collapse``, ``expanded``, ``rolled``)
+  into :class:`Box` es: ``Layout.boxes[box_id]`` and ``Layout.owner[node_id]``.
+  Above ``budget`` boxes it folds deeper (every op → layers → blocks → the
+  model, then the middle of the tape) and writes a note saying so.
+* :func:`default_expanded` is what ``collapse="auto"`` opens when nothing is
+  asked: the models (their layers are the boxes) and every group that holds a
+  mark (:func:`marked_keys`), so a mark is never hidden in a folded box.
+
+Box ids (``n3``, ``g4``, ``l0``, ``fold``) do not depend on what is expanded;
+keys are stable strings (see :mod:`.dot` for the whole contract of the views
+that restyle a drawing). Everything here is data: no DOT, no SVG.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import figure
+
+NODE_BUDGET = 60
+
+COLLAPSES = (None, "auto", "layers")
+ROLL_ABOVE = 3          # a layer or function called more than this many times in a row is drawn rolled
+
+
+@dataclass
+class Box:
+    """One drawn box: a single trace node, a folded group, a rolled loop, or the folded middle.
+
+    ``id`` is what the DOT uses (``n3`` for a node, ``g4`` for a group, ``l2``
+    for a loop, ``fold``); it is stable across fold states, so the SVG element
+    ``fwd_g4`` / ``bwd_g4`` is the same group whatever else is expanded.
+    ``key`` is the group's fold-state key (the string to put in
+    ``expanded=``), ``None`` for a node or the folded middle. ``what`` says
+    what the group means: ``"layer"`` (a name scope: a layer, a loss, a
+    ``name_scope``), ``"function"`` (a call of the user's own function) or
+    ``"loop"`` (the repeated calls of one layer, e.g. an RNN cell over time).
+    """
+
+    id: str
+    kind: str            # "node", "group", "loop", "fold"
+    members: list = field(default_factory=list)
+    title: str = ""
+    order: int = 0
+    key: str | None = None
+    what: str = ""
+    count: int = 1       # for a loop: how many steps it rolls up
+
+
+@dataclass
+class Group:
+    """A foldable box of the trace: one run of a name scope or one call of a user function.
+
+    ``key`` is stable (same program, same key): the scope path for a scope
+    (``"model/dense_1"``), ``name()`` for a function, with ``#k`` for the
+    k-th separate run of the same path (``"model/dense_1#2"``); a child's key
+    starts with its parent's. ``id`` is ``g<k>`` in order of first appearance.
+    ``loop`` is the key of the rolled loop it belongs to (``"rnn/cell*"``), if any.
+    """
+
+    key: str
+    id: str
+    title: str
+    what: str
+    parent: str | None
+    order: int
+    base: str = ""
+    loop: str | None = None
+
+
+@dataclass
+class Loop:
+    """The repeated calls of one layer or function, drawn as one box with an edge ``t → t+1``.
+
+    ``key`` is the fold-state key (``"simple_rnn/simple_rnn_cell*"``; put it in
+    ``expanded`` to draw the steps unrolled); ``groups`` are the keys of the
+    steps in order; ``steps[t]`` the node ids of step ``t`` (t = 0 … T−1);
+    ``outputs[t]`` the node id of what step ``t`` hands to step ``t+1`` (the
+    hidden state ``h(t)``; the step's last op when nothing is handed on);
+    ``grad_norms[t]`` is ``‖ḡ_h(t)‖`` (None off the path) — the data of the
+    vanishing / exploding gradient plot; ``value_norms[t]`` is ``‖h(t)‖``.
+    """
+
+    key: str
+    id: str
+    title: str
+    parent: str | None
+    groups: list
+    steps: list
+    outputs: list
+    grad_norms: list
+    value_norms: list = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.groups)
+
+
+@dataclass
+class Hierarchy:
+    """Every foldable group of a trace: ``paths[node_id]`` lists the group keys around a node, outermost first."""
+
+    paths: dict
+    groups: dict
+    loops: dict
+
+
+@dataclass
+class Layout:
+    """Which box each trace node is drawn in, and the notes about folding.
+
+    ``owner[node_id]`` is the id of the box that draws the node (the node's
+    own id when it is drawn alone): the map from a backward step (a node id
+    of ``trace.steps``) to the box to light up when a box has too many steps
+    to list them as classes (``step_many``, see :func:`.dot.to_dot`).
+    """
+
+    boxes: dict
+    owner: dict
+    notes: list
+    hierarchy: Hierarchy | None = None
+
+
+def hierarchy(trace) -> Hierarchy:
+    """The foldable groups of ``trace`` (computed once per trace and cached on it).
+
+    Groups come from meaning, not from size: every name scope (a layer's
+    call, a loss object, ``adv.name_scope``) and every call of the user's own
+    Python function inside the tape (``node.function``). A function call is
+    placed inside the name scopes its ops share, and the scopes opened inside
+    it nest inside it. Separate runs of the same scope are separate groups
+    (``#2``). A trainable variable, or an unnamed constant, read only inside
+    one group belongs to it; named inputs (``x``, labels) stay outside, so the
+    picture shows what flows into a layer.
+
+    Loops: siblings with the same path (the same layer called again and
+    again, like an RNN cell once per time step) form a :class:`Loop`.
+    """
+    cached = getattr(trace, "_hierarchy", None)
+    if cached is not None and cached[0] == len(trace.nodes):
+        return cached[1]
+    ops = [n for n in trace.nodes if n.kind == "op"]
+    chains, common = _function_calls(ops)
+    segs = {}
+    for n in ops:
+        parts = n.scope.split("/") if n.scope else []
+        seg = [("layer", p) for p in parts]
+        if n.function is not None:
+            chain = chains[(n.function, n.call)]
+            c = common[chain[0]]
+            seg = seg[:c] + [("function",) + call for call in chain] + seg[c:]
+        segs[n.id] = seg
+    groups, paths = _instances(ops, segs)
+    calls = _repeated_calls(trace, ops, groups, paths)
+    if calls:
+        for (nid, j), t in calls.items():
+            segs[nid][j] = segs[nid][j] + (t,)
+        groups, paths = _instances(ops, segs)
+    index = trace._edge_index()
+    for n in trace.nodes:
+        if n.kind == "op":
+            continue
+        outs = index[2].get(n.id, ())
+        if not outs or not (n.kind == "variable" or not n.title or n.title == n.op):
+            paths[n.id] = ()
+            continue
+        prefix = None
+        for e in outs:
+            p = paths.get(e.dst, ())
+            if prefix is None:
+                prefix = p
+            else:
+                k = 0
+                while k < len(prefix) and k < len(p) and prefix[k] == p[k]:
+                    k += 1
+                prefix = prefix[:k]
+        paths[n.id] = prefix or ()
+    loops = _find_loops(trace, groups, paths)
+    out = Hierarchy(paths, groups, loops)
+    trace._hierarchy = (len(trace.nodes), out)
+    return out
+
+
+def _function_calls(ops) -> tuple[dict, dict]:
+    """``({call: the calls around it, outermost first, itself last}, {call: scope depth its ops share})``.
+
+    A call is ``(function, call number)``. A call whose ops all lie between
+    two ops of another call (``helper`` called inside ``block``) is nested
+    in it; its box is drawn inside that call's box.
+    """
+    span: dict = {}
+    scopes: dict = {}
+    for k, n in enumerate(ops):
+        if n.function is None:
+            continue
+        call = (n.function, n.call)
+        first, _ = span.get(call, (k, k))
+        span[call] = (first, k)
+        scopes.setdefault(call, []).append(n.scope.split("/") if n.scope else [])
+    chains, stack = {}, []
+    for call in sorted(span, key=lambda c: (span[c][0], -span[c][1])):
+        while stack and span[stack[-1]][1] < span[call][0]:
+            stack.pop()
+        parent = stack[-1] if stack and span[call][1] <= span[stack[-1]][1] else None
+        chains[call] = (chains[parent] if parent else ()) + (call,)
+        stack.append(call)
+    common = {}
+    for call, parts in scopes.items():
+        outer = chains[call][0]
+        parts = parts + scopes.get(outer, []) if outer != call else parts
+        c = 0
+        while all(len(p) > c for p in parts) and len({p[c] for p in parts}) == 1:
+            c += 1
+        common[call] = c
+    return chains, common
+
+
+def _instances(ops, segs) -> tuple[dict, dict]:
+    """Groups and node paths from each op's list of segments: consecutive ops sharing a segment
+    prefix share its groups; a segment opened again later is a new run (``#2``)."""
+    groups: dict = {}
+    paths: dict = {}
+    seen: dict = {}
+    stack: list = []
+    for order, n in enumerate(ops):
+        seg_list = segs[n.id]
+        k = 0
+        while k < len(stack) and k < len(seg_list) and stack[k][0] == seg_list[k]:
+            k += 1
+        del stack[k:]
+        for seg in seg_list[k:]:
+            parent = stack[-1][1] if stack else None
+            text = seg[1] + ("()" if seg[0] == "function" else "")
+            base = f"{parent}/{text}" if parent else text
+            seen[base] = seen.get(base, 0) + 1
+            key = base if seen[base] == 1 else f"{base}#{seen[base]}"
+            groups[key] = Group(key, f"g{len(groups)}", text, seg[0], parent, order, base=base)
+            stack.append((seg, key))
+        paths[n.id] = tuple(key for _, key in stack)
+    return groups, paths
+
+
+def _repeated_calls(trace, ops, groups, paths) -> dict:
+    """Find groups that are really one layer called several times in a row (an RNN cell per time step).
+
+    The record keeps the scope path of each op, not the call it came from,
+    so back-to-back calls of one layer look like one run. When what a group
+    directly holds (its ops, and its sub-groups as one item each) repeats
+    with a period (the same sequence, ``c ≥ 2`` times) and each repetition
+    reads what the one before produced (the state handed from step to
+    step), the repetitions are separate calls. Returns ``{(node id, depth):
+    call number}`` for the calls after the first, so the groups can be
+    rebuilt with each call as its own run.
+    """
+    items: dict = {}
+    for n in ops:
+        path = paths[n.id]
+        for j, key in enumerate(path):
+            sig = ("op", n.op, None) if j == len(path) - 1 else ("group", groups[path[j + 1]].title, path[j + 1])
+            seq = items.setdefault(key, [])
+            if seq and sig[0] == "group" and seq[-1][0] == sig:
+                seq[-1][1].append(n.id)
+            else:
+                seq.append((sig, [n.id]))
+    out = {}
+    for key, seq in items.items():
+        sigs = [sig[:2] for sig, _ in seq]
+        m = len(sigs)
+        period = next((p for p in range(1, m // 2 + 1) if m % p == 0 and sigs[p:] == sigs[:-p]
+                       and sum(len(ids) for _, ids in seq[:p]) >= 2), None)
+        if period is None:
+            continue
+        chunks = [[nid for _, ids in seq[c * period:(c + 1) * period] for nid in ids] for c in range(m // period)]
+        chunk_of = {nid: c for c, ids in enumerate(chunks) for nid in ids}
+        if not all(any(chunk_of.get(e.src) == c - 1 for nid in chunks[c] for e in trace.edges_into(nid))
+                   for c in range(1, len(chunks))):
+            continue
+        for c, ids in enumerate(chunks[1:], start=2):
+            for nid in ids:
+                out[(nid, paths[nid].index(key))] = c
+    return out
+
+
+def _find_loops(trace, groups, paths) -> dict:
+    siblings: dict = {}
+    for g in groups.values():
+        siblings.setdefault((g.parent, g.base), []).append(g.key)
+    members: dict = {}
+    for nid, path in paths.items():
+        for key in path:
+            members.setdefault(key, []).append(nid)
+    loops = {}
+    for (parent, base), keys in siblings.items():
+        if len(keys) < 2:
+            continue
+        lkey = base + "*"
+        steps = [members.get(k, []) for k in keys]
+        where = {nid: t for t, ids in enumerate(steps) for nid in ids}
+        outputs = []
+        for t, ids in enumerate(steps):
+            handed = [nid for nid in ids for e in trace.edges_from(nid) if where.get(e.dst) == t + 1]
+            ops = [nid for nid in ids if trace.node(nid).kind == "op"]
+            outputs.append(handed[-1] if handed else (ops[-1] if ops else None))
+        norms, values = [], []
+        for nid in outputs:
+            node = trace.node(nid) if nid is not None else None
+            norms.append(None if node is None or node.grad is None else node.grad.stats["norm"])
+            values.append(None if node is None else node.value.stats["norm"])
+        loops[lkey] = Loop(lkey, f"l{len(loops)}", groups[keys[0]].title, parent, keys, steps, outputs, norms,
+                           values)
+        for k in keys:
+            groups[k].loop = lkey
+    return loops
+
+
+def breadcrumb(trace, key: str) -> list:
+    """The keys from the outermost group down to ``key`` (a loop key: its parent's path, then the loop).
+
+    What a view shows above an opened box; folding back to a crumb removes
+    that key and every key below it from ``expanded``.
+    """
+    h = hierarchy(trace)
+    if key in h.loops:
+        parent = h.loops[key].parent
+        return (breadcrumb(trace, parent) if parent else []) + [key]
+    if key not in h.groups:
+        raise KeyError(f"no foldable box {key!r} in this trace; the keys are trace.groups() and loop keys.")
+    out = []
+    while key is not None:
+        out.append(key)
+        key = h.groups[key].parent
+    return out[::-1]
+
+
+def loops(trace) -> list:
+    """The :class:`Loop` s of ``trace`` (repeated calls of one layer or function), in tape order."""
+    return list(hierarchy(trace).loops.values())
+
+
+def _visible(h: Hierarchy, nid: str, collapse, expanded, rolled) -> str | None:
+    """The key of the group (or loop) that draws node ``nid``, or None when the node is drawn alone."""
+    path = h.paths.get(nid, ())
+    if not path or collapse is None:
+        return None
+    if collapse == "layers" or isinstance(collapse, int):
+        key = path[-1] if collapse == "layers" else path[min(collapse, len(path)) - 1]
+        return _rolled(h, key, expanded, rolled) or key
+    for key in path:
+        loop = _rolled(h, key, expanded, rolled)
+        if loop is not None:
+            return loop
+        if key not in expanded:
+            return key
+    return None
+
+
+def _rolled(h: Hierarchy, key: str, expanded, rolled) -> str | None:
+    """The loop that group ``key`` is one step of, if that loop is drawn rolled (one box for every step)."""
+    loop = h.groups[key].loop
+    if loop is not None and loop not in expanded and (
+            rolled is True or (rolled is None and h.loops[loop].count > ROLL_ABOVE)):
+        return loop
+    return None
+
+
+def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position):
+    boxes, owner = {}, {}
+    for n in trace.nodes:
+        key = None if figure.drawn_alone(n) else _visible(h, n.id, collapse, expanded, rolled)
+        if key is None:
+            boxes[n.id] = Box(n.id, "node", [n.id], n.title, position[n.id])
+            owner[n.id] = n.id
+            continue
+        if key in h.loops:
+            loop = h.loops[key]
+            box = boxes.get(loop.id)
+            if box is None:
+                box = boxes[loop.id] = Box(loop.id, "loop", [], loop.title, position[n.id], key, "loop", loop.count)
+        else:
+            g = h.groups[key]
+            box = boxes.get(g.id)
+            if box is None:
+                box = boxes[g.id] = Box(g.id, "group", [], g.title, position[n.id], key, g.what)
+        box.members.append(n.id)
+        owner[n.id] = box.id
+    return boxes, owner
+
+
+def _check_budget(budget) -> None:
+    """``budget`` is None (no folding for size) or a number of boxes >= 1."""
+    if budget is None:
+        return
+    if isinstance(budget, bool) or not hasattr(budget, "__index__"):
+        raise TypeError(f"budget must be a whole number of boxes (e.g. {NODE_BUDGET}) or None for no limit, "
+                        f"got {type(budget).__name__} {budget!r}.")
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 box (or None for no limit), got {budget}.")
+
+
+def _expanded_keys(expanded) -> frozenset:
+    """``expanded`` as a set of box keys; a single string is refused (it would be read letter by letter)."""
+    if isinstance(expanded, str):
+        raise TypeError(f"expanded takes a collection of box keys, got the string {expanded!r}: write "
+                        f"expanded={{{expanded!r}}} (the keys are those of trace.groups()).")
+    try:
+        keys = frozenset(expanded or ())
+    except TypeError:
+        raise TypeError(f"expanded takes a collection of box keys (strings from trace.groups()), got "
+                        f"{type(expanded).__name__}.") from None
+    bad = [k for k in keys if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"expanded takes box keys as strings (from trace.groups()), got {bad[0]!r}.")
+    return keys
+
+
+def marked_keys(trace) -> frozenset:
+    """Keys of the groups around every marked node or edge (a failed check, the broken path of a None).
+
+    ``collapse="auto"`` draws these groups open unless ``expanded`` is given, so
+    a mark is never hidden inside a folded box.
+    """
+    if not trace.marks:
+        return frozenset()
+    h = hierarchy(trace)
+    ends = {e.id: (e.src, e.dst) for e in trace.edges}
+    keys = set()
+    for m in trace.marks:
+        for node_id in ends.get(m.ref, (m.ref,)):
+            keys.update(h.paths.get(node_id, ()))
+    return frozenset(keys)
+
+
+def default_expanded(trace) -> frozenset:
+    """What ``collapse="auto"`` opens by default: the models (their layers are the boxes) and every mark."""
+    return marked_keys(trace) | figure.model_keys(trace, hierarchy(trace))
+
+
+def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=None) -> Layout:
+    """Group the trace's nodes into boxes, then fold deeper until at most ``budget`` boxes remain.
+
+    Args:
+        collapse: ``"auto"`` (default: fold by meaning; every outermost
+            group is one box unless its key is in ``expanded``), ``None``
+            (every node), ``"layers"`` (the innermost group of every node) or
+            an int depth (groups at that nesting depth); in every mode but
+            ``None`` a group that is one step of a loop is drawn as the loop,
+            as ``rolled`` says.
+        budget: the most boxes; above it the drawing folds deeper — every
+            node → layers → the outer blocks → the model — and, if that is
+            still too many, folds the middle of the tape into one box, each
+            time saying so in :attr:`Layout.notes` (drawn under the picture).
+            ``None``: no limit.
+        expanded: keys of the groups and loops drawn open (see
+            :attr:`Box.key`, :func:`hierarchy`); only for ``"auto"``.
+            ``None`` (default): the models and the groups that hold a mark
+            (:func:`default_expanded`); ``()``: every group folded.
+        rolled: ``None`` (default: a loop of more than ``ROLL_ABOVE`` steps is
+            drawn rolled), ``True`` (every loop rolled) or ``False`` (unrolled).
+    """
+    if collapse not in COLLAPSES and not (isinstance(collapse, int) and not isinstance(collapse, bool)
+                                          and collapse >= 1):
+        raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
+    _check_budget(budget)
+    h = hierarchy(trace)
+    expanded = default_expanded(trace) if expanded is None and collapse == "auto" else _expanded_keys(expanded)
+    position = {n.id: k for k, n in enumerate(trace.nodes)}
+    notes = []
+    boxes, owner = _assign(trace, h, collapse, expanded, rolled, position)
+    if budget is not None and len(boxes) > budget and h.groups:
+        tries = []
+        if collapse is None:
+            tries.append(("layers", "each layer is folded into one box (collapse='layers')"))
+        depth = max((len(p) for p in h.paths.values()), default=0)
+        for d in range(depth - 1 if collapse in (None, "layers") else (collapse - 1 if isinstance(collapse, int)
+                                                                       else 0), 0, -1):
+            tries.append((d, f"layers are folded into the blocks {d} level{'s' if d > 1 else ''} deep"))
+        if collapse in (None, "layers") or isinstance(collapse, int):
+            tries.append(("auto", "the model is folded to its outermost blocks"))
+        elif expanded:
+            tries.append(("auto", "the boxes you opened are folded again"))
+        for mode, text in tries:
+            b2, o2 = _assign(trace, h, mode, frozenset() if mode == "auto" else expanded, rolled, position)
+            if len(b2) < len(boxes):
+                boxes, owner = b2, o2
+                notes = [f"{len(trace.nodes)} nodes are more than the budget of {budget} boxes: {text}."]
+            if len(boxes) <= budget:
+                break
+    if budget is not None and len(boxes) > budget:
+        boxes, owner = _fold_middle(boxes, owner, budget)
+        fold = boxes["fold"]
+        notes.append(f"{len(fold.members)} nodes in the middle of the tape are folded into one box to stay "
+                     f"within {budget} boxes; draw everything with to_dot(..., budget=None).")
+    return Layout(boxes, owner, notes, h)
+
+
+def _fold_middle(boxes, owner, budget):
+    ordered = sorted(boxes.values(), key=lambda b: b.order)
+    head = max(1, (budget - 1) // 2)
+    tail = max(1, budget - 1 - head)
+    if len(ordered) - tail <= head:
+        tail = 0
+    middle = ordered[head:len(ordered) - tail]
+    fold = Box("fold", "fold", [], "", middle[0].order)
+    for b in middle:
+        fold.members.extend(b.members)
+    for m in fold.members:
+        owner[m] = "fold"
+    kept = {b.id: b for b in ordered[:head]}
+    kept["fold"] = fold
+    kept.update({b.id: b for b in ordered[len(ordered) - tail:]})
+    return kept, owner
