@@ -22,7 +22,10 @@ the better one.
 
 Only the subset of DOT that :mod:`autodiff_viz.dot` writes is understood:
 one statement per line, ``graph``/``node``/``edge`` defaults, quoted
-attributes, ``subgraph cluster_*`` panels and a graph ``label``.
+attributes, ``subgraph cluster_*`` panels, a graph ``label`` and the legend
+(the ``legend`` node of ``subgraph cluster_legend``, an HTML table of
+``key | meaning`` rows), drawn as a table below every panel and above the
+notes, where Graphviz puts it.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ PAD_X, PAD_Y = 10.0, 6.0
 NODE_GAP, RANK_GAP, PANEL_GAP, MARGIN = 22.0, 30.0, 40.0, 8.0
 LOOP_W = 140.0         # room right of a box for its self-loop and label
 
+_LEGEND_ROW = re.compile(r'<tr><td bgcolor="(?P<colour>[^"]*)">(?P<key>.*?)</td><td[^>]*>(?P<text>.*?)</td></tr>')
 _NODE = re.compile(r'^\s*"(?P<id>[^"]+)"(?P<attrs>\s*\[.*\])?\s*$')
 _EDGE = re.compile(r'^\s*"(?P<tail>[^"]+)"\s*->\s*"(?P<head>[^"]+)"(?P<attrs>\s*\[.*\])?\s*$')
 
@@ -58,6 +62,14 @@ class _Node:
     x: float = 0.0
     y: float = 0.0
     rank: int = 0
+
+
+@dataclass
+class _Legend:
+    """The legend table: its SVG id (``fwd_legend``) and its rows ``(key, colour, meaning)``."""
+
+    id: str
+    rows: list
 
 
 @dataclass
@@ -120,7 +132,7 @@ def _text_lines(label: str) -> list:
 def _parse(source: str):
     defaults = {"node": {}, "edge": {}}
     panels = {"": _Panel("")}
-    order, nodes, edges, notes = [""], {}, [], []
+    order, nodes, edges, notes, legend = [""], {}, [], [], None
     stack = [""]
     for raw in source.splitlines():
         line = raw.strip()
@@ -137,6 +149,11 @@ def _parse(source: str):
             continue
         panel = stack[-1]
         if panel == "cluster_legend":
+            if line.startswith("legend ") or line.startswith("legend["):
+                attrs = parse_attrs(line[len("legend"):])
+                rows = [(html.unescape(m.group("key")), m.group("colour"), html.unescape(m.group("text")))
+                        for m in _LEGEND_ROW.finditer(attrs.get("label", ""))]
+                legend = _Legend(attrs.get("id", "legend"), rows) if rows else None
             continue
         if line.startswith(("graph [", "graph[")):
             attrs = parse_attrs(line[5:])
@@ -160,7 +177,7 @@ def _parse(source: str):
             node = _Node(m.group("id"), attrs, _text_lines(attrs.get("label", m.group("id"))), panel)
             nodes[node.id] = node
             panels[panel].nodes.append(node)
-    return [panels[p] for p in order if panels[p].nodes], nodes, edges, notes
+    return [panels[p] for p in order if panels[p].nodes], nodes, edges, notes, legend
 
 
 def _rank(panel: _Panel, edges) -> list:
@@ -312,15 +329,58 @@ def _edge_svg(t: _Node, h: _Node, a: dict) -> list:
     return out
 
 
+LEGEND_ROW_H = LINE_H + 6     # a legend row: one line of text and its cell padding
+LEGEND_PAD = 6.0              # text inside a legend cell, from its left edge
+
+
+def _legend_size(legend: _Legend) -> tuple:
+    """``(key column width, meaning column width, height)`` of the legend table."""
+    key_w = max(len(k) for k, _, _ in legend.rows) * CHAR_W + 2 * LEGEND_PAD
+    text_w = max(len(t) for _, _, t in legend.rows) * CHAR_W + 2 * LEGEND_PAD
+    return key_w, text_w, (len(legend.rows) + 1) * LEGEND_ROW_H
+
+
+def _legend_svg(legend: _Legend, x: float, y: float) -> list:
+    """The legend as Graphviz draws its table: a title row, then one row a meaning, its key on its colour."""
+    key_w, text_w, _ = _legend_size(legend)
+    font = f'font-family="Helvetica,sans-Serif" font-size="{FONT:.2f}"'
+    out = [f'<g id="{_esc(legend.id)}" class="node legend">', "<title>legend</title>",
+           f'<rect fill="none" stroke="#444444" x="{x:.2f}" y="{y:.2f}" width="{key_w + text_w:.2f}" '
+           f'height="{LEGEND_ROW_H:.2f}"/>',
+           f'<text text-anchor="middle" x="{x + (key_w + text_w) / 2:.2f}" y="{y + LEGEND_ROW_H - 5:.2f}" {font} '
+           'font-weight="bold">legend</text>']
+    for k, (key, colour, text) in enumerate(legend.rows, start=1):
+        top = y + k * LEGEND_ROW_H
+        out.append(f'<rect fill="{_esc(colour)}" stroke="#444444" x="{x:.2f}" y="{top:.2f}" width="{key_w:.2f}" '
+                   f'height="{LEGEND_ROW_H:.2f}"/>')
+        out.append(f'<rect fill="none" stroke="#444444" x="{x + key_w:.2f}" y="{top:.2f}" width="{text_w:.2f}" '
+                   f'height="{LEGEND_ROW_H:.2f}"/>')
+        out.append(f'<text text-anchor="middle" x="{x + key_w / 2:.2f}" y="{top + LEGEND_ROW_H - 5:.2f}" {font}>'
+                   f'{_esc(key)}</text>')
+        out.append(f'<text text-anchor="start" x="{x + key_w + LEGEND_PAD:.2f}" y="{top + LEGEND_ROW_H - 5:.2f}" '
+                   f'{font}>{_esc(text)}</text>')
+    out.append("</g>")
+    return out
+
+
 def svg(source: str) -> str:
-    """SVG text for DOT written by :func:`autodiff_viz.dot.to_dot` (ids, classes, styles and labels kept)."""
-    panels, nodes, edges, notes = _parse(source)
+    """SVG text for DOT written by :func:`autodiff_viz.dot.to_dot` (ids, classes, styles and labels kept).
+
+    The legend, when the DOT has one, is drawn below every panel (and above the notes), as Graphviz does.
+    """
+    panels, nodes, edges, notes, legend = _parse(source)
     x = MARGIN
     for p in panels:
         _place(p, edges, x, MARGIN)
         x += p.w + PANEL_GAP
     width = max(x - PANEL_GAP + MARGIN, 120.0)
-    height = max([p.h for p in panels] + [20.0]) + MARGIN + len(notes) * LINE_H + 6
+    graph_bottom = max([p.h for p in panels] + [20.0]) + MARGIN
+    legend_h = 0.0
+    if legend is not None:
+        key_w, text_w, table_h = _legend_size(legend)
+        width = max(width, MARGIN + key_w + text_w + MARGIN)
+        legend_h = RANK_GAP / 2 + table_h
+    height = graph_bottom + legend_h + len(notes) * LINE_H + 6
     body = [f'<svg width="{width:.0f}pt" height="{height:.0f}pt" viewBox="0.00 0.00 {width:.2f} {height:.2f}" '
             'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">',
             '<g id="graph0" class="graph">', '<rect fill="white" stroke="none" x="0" y="0" '
@@ -339,6 +399,8 @@ def svg(source: str) -> str:
             body.extend(_edge_svg(nodes[t], nodes[h], a))
     for n in nodes.values():
         body.extend(_node_svg(n))
+    if legend is not None:
+        body.extend(_legend_svg(legend, MARGIN, graph_bottom + RANK_GAP / 2))
     for k, line in enumerate(notes):
         body.append(f'<text x="{MARGIN:.2f}" y="{height - (len(notes) - k) * LINE_H:.2f}" '
                     f'font-family="Helvetica,sans-Serif" font-size="{FONT:.2f}">{_esc(line)}</text>')
