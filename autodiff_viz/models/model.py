@@ -21,12 +21,10 @@ be ``dense_7``...) loads the file.
 """
 from __future__ import annotations
 
-import html
 import os
 
 import numpy as np
 
-from .. import callbacks as callbacks_module
 from ..core.ops import cast, expand_dims, squeeze
 from ..core.tensor import Tensor, constant
 from ..errors import ModelFileError, WeightsFileError
@@ -35,7 +33,7 @@ from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
 from ..naming import INPUT
-from ..saving import _bytes, _read_npz, _write_npz, path_of, save_model
+from ..saving import _read_npz, _write_npz, path_of, save_model
 from ..serialization import (
     _at,
     _build,
@@ -51,10 +49,11 @@ from ..serialization import (
 )
 from ..state import paused
 from ..structure import flatten
+from .summary import Summary
 from .trainer import Trainer
 
 
-class Model(Trainer, Layer):
+class Model(Trainer, Summary, Layer):
     """A layer that holds layers, plus ``compile``/``fit``/``evaluate``/``predict``.
 
     Two ways to make one, as in Keras:
@@ -159,71 +158,6 @@ class Model(Trainer, Layer):
                 return layer
         raise ValueError(f"No layer named {name!r} in {self.name}. Its layers are: "
                          f"{[layer.name for layer in self._all_layers()]}.")
-
-    # ----- summary ------------------------------------------------------------
-    _summary_head = ("Layer (type)", "Output Shape", "Param #")
-
-    def _summary_rows(self):
-        rows = []
-        for layer in self.layers:
-            try:
-                shape = str(layer.output_shape)
-            except AttributeError:
-                shape = "?"
-            params = f"{layer.count_params():,}" if layer.built else "0 (unbuilt)"
-            rows.append((f"{layer.name} ({type(layer).__name__})", shape, params))
-        return rows
-
-    def _summary_totals(self):
-        tr, non = self._variables()
-
-        def size(vs):
-            n, b = sum(v.size for v in vs), sum(v._value.nbytes for v in vs)
-            return f"{n:,} ({_bytes(b)})"
-        return [("Total params", size(tr + non)), ("Trainable params", size(tr)), ("Non-trainable params", size(non))]
-
-    def summary_text(self) -> str:
-        """The summary as a text table (what ``summary()`` prints in a terminal)."""
-        head = self._summary_head
-        rows = self._summary_rows()
-        w = [max(len(r[i]) for r in [head, *rows]) + 2 for i in range(len(head))]
-
-        def line(cells):
-            return "│" + "│".join(f"{c:>{w[i] - 1}} " if i == 2 else f" {c:<{w[i] - 1}}"
-                                  for i, c in enumerate(cells)) + "│"
-        rule = lambda l, m, r, ch: l + m.join(ch * n for n in w) + r  # noqa: E731
-        out = [f'Model: "{self.name}"', rule("┏", "┳", "┓", "━"), line(head).replace("│", "┃"),
-               rule("┡", "╇", "┩", "━")]
-        out += [line(r) for r in rows] or [line(("(no layers)", *[""] * (len(head) - 1)))]
-        out.append(rule("└", "┴", "┘", "─"))
-        out += [f" {k}: {v}" for k, v in self._summary_totals()]
-        return "\n".join(out)
-
-    def _repr_html_(self) -> str:
-        esc = html.escape
-        head = "".join(f"<th>{esc(h)}</th>" for h in self._summary_head)
-        body = "".join("<tr>" + "".join(f"<td style='text-align:right'>{esc(c)}</td>" if i == 2 else
-                                        f"<td>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>"
-                       for row in self._summary_rows())
-        totals = "".join(f"<div>{esc(k)}: {esc(v)}</div>" for k, v in self._summary_totals())
-        return (f"<div class='adv-model-summary'><b>Model: &quot;{esc(self.name)}&quot;</b>"
-                f"<table><thead><tr>{head}</tr></thead>"
-                f"<tbody>{body}</tbody></table>{totals}</div>")
-
-    def summary(self, print_fn=None) -> None:
-        """Show the layers, their output shapes and parameter counts (and, for a functional
-        model, which layer outputs each layer is connected to).
-
-        In a notebook this displays an HTML table; elsewhere it prints text.
-        ``print_fn`` (e.g. ``print`` or ``lines.append``) receives the text instead.
-        """
-        if print_fn is not None:
-            print_fn(self.summary_text())
-        elif callbacks_module.in_notebook():
-            from IPython.display import HTML, display
-            display(HTML(self._repr_html_()))
-        else:
-            print(self.summary_text())
 
     # ----- weights on disk ------------------------------------------------------
     def _weight_paths(self) -> dict:
