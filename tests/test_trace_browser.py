@@ -136,7 +136,7 @@ def test_without_dot_on_path_the_builtin_renderer_draws_the_same_trace_and_it_st
     _shot(page, len(traces), "cnn-trace-builtin.png")
     assert builtin["note"]                                          # the note says how to get Graphviz's layout
     assert builtin["texts"] != graphviz["texts"] or builtin["nodes"] != graphviz["nodes"]
-    _check_fits_and_names(builtin, page.names, legend=False)      # minidot leaves the legend table out
+    _check_fits_and_names(builtin, page.names)                      # with its legend, as Graphviz draws it
     assert builtin["min_label_px"] >= MIN_LABEL_PX, builtin["min_label_px"]
 
 
