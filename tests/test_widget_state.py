@@ -614,6 +614,7 @@ def test_a_wrapped_label_line_keeps_the_class_of_the_line_it_continues(draw):
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "pictures"))
     import make_pictures
+
     from autodiff_viz.views.widgets import svgtools
     adv.backend.clear_session()
     trace = make_pictures.cnn()[0]
