@@ -586,3 +586,46 @@ def test_a_big_trace_lists_a_bounded_node_menu_but_every_box_can_be_clicked():
     ex.node_pick.options = options
     ex.click(st.box_of(tail))
     assert st.selected == tail and ex.node_pick.value is None and "node id" in ex.inspector.value
+
+
+def _label_words(tagged) -> dict:
+    """``{drawn element: [(class, word), ...]}``: every word of every label line with the class of its line."""
+    out, cur = {}, None
+    for line in tagged.svg.splitlines():
+        m = re.match(r'<g id="[^"]*?-((?:fwd|bwd)_[^"]*)" class="(?:node|edge)', line)
+        if m:
+            cur = out.setdefault(m.group(1), [])
+        elif line.startswith("<g "):
+            cur = None
+        t = re.match(r'<text class="([^"]*)"[^>]*>(.*)</text>$', line)
+        if t and cur is not None:
+            cur.extend((t.group(1), w) for w in t.group(2).replace("&#160;", " ").split())
+    return out
+
+
+@pytest.mark.parametrize("draw", [render.svg, minidot.svg], ids=["graphviz", "builtin"])
+def test_a_wrapped_label_line_keeps_the_class_of_the_line_it_continues(draw):
+    """The explorer draws the notebook's wrapped DOT (render.readable: ``ḡ_W = xᵀ · (ḡ_y ⊙ f'(z))`` and
+    ``ḡ = min … max …, norm …`` split at 24 characters, continuation lines indented), so at 850 px its
+    labels stay readable. Each continuation line must carry the class of the line it continues, else
+    unticking "gradients ḡ" or "∂y/∂x factors" would leave the tail of a formula on screen. Word for
+    word, the classes of the wrapped drawing equal those of the unwrapped one (small CNN, every op)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "pictures"))
+    import make_pictures
+
+    from autodiff_viz.views.widgets import svgtools
+    adv.backend.clear_session()
+    trace = make_pictures.cnn()[0]
+    st = ExplorerState(trace, render_dot=draw)
+    st.set_collapse(None)
+    continued = set()
+    for view in ("forward", "backward"):
+        source = st._to_dot(view)
+        plain = _label_words(svgtools.tag_svg(draw(source), trace, st.layout(), "p"))
+        wrapped_svg = draw(render.readable(source))
+        wrapped = _label_words(svgtools.tag_svg(wrapped_svg, trace, st.layout(), "p"))
+        assert wrapped == plain
+        continued |= set(re.findall(r'<text class="([^"]*)"[^>]*>(?: &#160;|  )', st.drawing(view).svg))
+    assert {"adv-t-grad", "adv-t-factor", "adv-t-value"} <= continued     # the explorer draws the wrapped DOT

@@ -43,6 +43,7 @@ INLINE_NODE_LIMIT = 40
 READABLE_WIDTH = 850     # px of output area the display is made for
 MIN_LABEL_PX = 9.0       # the smallest label, scaled to that width, is at least this tall
 WRAP = 24                # characters per line of a wrapped label
+CONTINUED = "  "         # a wrapped label's continuation lines start with this (svgtools classes them by it)
 WEIGHTS_PER_ROW = 2      # a layer's weights beside its box, per rank (kernel and bias side by side)
 NODESEP = "0.15"         # inches between boxes of a rank (dot.STYLES: 0.3)
 PANEL_TITLES = {"forward": "forward: values", "backward": "backward: ḡ and ∂y/∂x on every edge"}
@@ -68,7 +69,7 @@ def svg(dot_source: str) -> str:
 def _wrap_label(match, keep_first=False) -> str:
     lines = []
     for k, line in enumerate(match.group(2).split("\\n")):
-        wrapped = textwrap.wrap(line, WRAP, break_long_words=False, break_on_hyphens=False, subsequent_indent="  ")
+        wrapped = textwrap.wrap(line, WRAP, break_long_words=False, break_on_hyphens=False, subsequent_indent=CONTINUED)
         lines.extend([line] if (keep_first and k == 0) or not wrapped else wrapped)
     return match.group(1) + "\\n".join(lines) + match.group(3)
 
@@ -78,7 +79,9 @@ def readable(source: str) -> str:
 
     Long label lines (a layer's backward formula on its edge, a summary
     ``ḡ = min … max …, norm …`` in a box, a note under the graph) wrap at
-    :data:`WRAP` characters, continuation lines indented. A box's first line
+    :data:`WRAP` characters, continuation lines indented by :data:`CONTINUED`
+    (the explorer's :mod:`~autodiff_viz.views.widgets.svgtools` gives such a
+    line the class of the line it continues, so a toggle hides both). A box's first line
     (the layer's or weight's name, what a learner looks for) stays whole.
     Boxes of a rank sit :data:`NODESEP` inches apart.
     The DOT of ``to_dot`` and the files it draws are unchanged.

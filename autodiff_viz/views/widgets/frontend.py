@@ -25,9 +25,13 @@ self-contained page of :func:`autodiff_viz.page.html_document`, which
 carries the drawings of the fold states it can afford.
 
 Fit and navigate: the drawing fits the width of its output on first display
-(never scaled up past its natural size); the mouse wheel zooms around the
-pointer, dragging pans, "fit" goes back; a drawing taller than the viewport
-opens scrolled to the current step.
+(never scaled up past its natural size), but never below readable: when
+fitting would draw its smallest label under ``min_px`` px (9 px, the
+notebook display's bar), it opens at the scale where that label is 9 px,
+centred on the current step (else on the target), and pans inside its own
+viewport. The mouse wheel zooms around the pointer, dragging pans, "fit"
+(or the key 0) shows the whole graph whatever its label size; a drawing
+taller than the viewport opens scrolled to the current step.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ function advMount(host, api) {
   var stepText = $(".adv-gv-step"), crumbs = $(".adv-gv-crumbs"), note = $(".adv-gv-note");
   var heatBox = $(".adv-gv-heat"), scaleEl = $(".adv-gv-scale");
   var d = null, items = [], byId = {}, svg = null, scale = 1, userZoom = false, shownKey = null;
-  var pendingFirst = false, lastWidth = 0;
+  var pendingFirst = false, lastWidth = 0, wholeGraph = false;
   var marked = {cur: [], just: [], sel: [], flash: []};
 
   function esc(s) {
@@ -214,15 +218,27 @@ function advMount(host, api) {
     vp.scrollLeft = cx * s - ax;
     vp.scrollTop = cy * s - ay;
   }
-  function fit() {
+  // the scale at which the smallest label is min_px tall on screen (font in pt, 1 pt = PT px at scale 1)
+  function readableScale() { return d && d.font && d.min_px ? Math.min(1, d.min_px / (d.font * PT)) : 0; }
+  // whole: the whole graph in the width ("fit"); else that, but never below readable (the first view)
+  function fit(whole) {
     var nat = natural(); if (!nat) return false;
     var w = vp.clientWidth;
     if (!w) return false;
     lastWidth = w;
     userZoom = false;
-    applyScale(Math.min(1, (w - 4) / nat[0]), 0, 0);
+    wholeGraph = !!whole;
+    var s = Math.min(1, (w - 4) / nat[0]);
+    applyScale(whole ? s : Math.max(s, readableScale()), 0, 0);
     vp.scrollLeft = 0; vp.scrollTop = 0;
     return true;
+  }
+  function centreOn(els) {
+    if (!els.length) return;
+    var v = vp.getBoundingClientRect(), r = els[els.length - 1].getBoundingClientRect();
+    if (!v.width || !v.height) return;
+    vp.scrollTop += (r.top + r.bottom) / 2 - (v.top + v.bottom) / 2;
+    vp.scrollLeft += (r.left + r.right) / 2 - (v.left + v.right) / 2;
   }
   function keepInView(els) {
     if (!els.length) return;
@@ -232,10 +248,11 @@ function advMount(host, api) {
     if (r.left < v.left || r.right > v.right) vp.scrollLeft += (r.left + r.right) / 2 - (v.left + v.right) / 2;
   }
   function firstView() {
-    if (!fit()) return false;
+    if (!fit(false)) return false;
     var els = elsOf(curBox(step()));
     if (!els.length) els = elsOf(d.start);
-    keepInView(els);
+    if (vp.scrollWidth > vp.clientWidth + 1) centreOn(els);     // zoomed past the width: the step in the middle
+    else keepInView(els);
     return true;
   }
 
@@ -340,7 +357,7 @@ function advMount(host, api) {
     var a = b.getAttribute("data-a");
     if (a === "next") setStep(step() + 1);
     else if (a === "back") setStep(step() - 1);
-    else if (a === "fit") fit();
+    else if (a === "fit") fit(true);
     else if (a === "in" || a === "out") { userZoom = true; applyScale(scale * (a === "in" ? 1.25 : 0.8), 0, 0); }
     else if (a === "collapse_all") api.send({event: "collapse_all"});
     else if (b.hasAttribute("data-fold")) api.send({event: "fold", box: b.getAttribute("data-fold")});
@@ -359,7 +376,7 @@ function advMount(host, api) {
     else if (k === "End") setStep(total());
     else if (k === "+" || k === "=") { userZoom = true; applyScale(scale * 1.25, 0, 0); }
     else if (k === "-") { userZoom = true; applyScale(scale * 0.8, 0, 0); }
-    else if (k === "0") fit();
+    else if (k === "0") fit(true);
     else return;
     ev.preventDefault();
     ev.stopPropagation();            // JupyterLab's own shortcuts stay off while the graph has the focus
@@ -391,7 +408,7 @@ function advMount(host, api) {
       if (!w || w === lastWidth) return;            // only a new width refits (not the height fit() sets)
       lastWidth = w;
       if (pendingFirst) pendingFirst = !firstView();
-      else if (!userZoom) { fit(); keepInView(elsOf(curBox(step()))); }
+      else if (!userZoom) { fit(wholeGraph); keepInView(elsOf(curBox(step()))); }
     });
     ro.observe(vp);
     offs.push(function () { ro.disconnect(); });

@@ -198,7 +198,7 @@ class ExplorerState:
             return None
         key = (view, self.collapse, self.expanded)
         if key not in self._drawings:
-            source = self._to_dot(view)
+            source = render.readable(self._to_dot(view))     # long formulas wrapped, as the notebook display does
             self._drawings[key] = svgtools.tag_svg(self._draw(source), self.trace, self.layout(), self.prefix)
         return self._drawings[key]
 
@@ -224,7 +224,9 @@ class ExplorerState:
         """What the browser needs to show and step the current fold state: drawing plus plan (cached).
 
         Keys: ``key`` (the fold state), ``kind`` (``"svg"`` or ``"html"`` for
-        the tape table), ``body``, ``w``/``h`` (natural size in pt),
+        the tape table), ``body``, ``w``/``h`` (natural size in pt), ``font``
+        (its smallest label in pt: the page never opens it smaller than
+        :data:`~autodiff_viz.views.render.MIN_LABEL_PX` px),
         ``prefix`` (of every element id), ``els`` (``[element, backward step,
         forward step]``: the element counts as done from that step on;
         ``None``: no stepping in that pass), ``cur`` (per pass, runs
@@ -247,8 +249,8 @@ class ExplorerState:
         else:
             tagged = self.drawing(view)
             els, heat, hrange = _plan_elements(self.trace, lay, tagged, self._bstep, self._fstep, self._known)
-            p = {"kind": "svg", "body": tagged.svg, "w": tagged.width, "h": tagged.height, "els": els,
-                 "heat": heat, "heat_range": hrange}
+            p = {"kind": "svg", "body": tagged.svg, "w": tagged.width, "h": tagged.height, "font": tagged.font,
+                 "min_px": render.MIN_LABEL_PX, "els": els, "heat": heat, "heat_range": hrange}
             owner = lay.owner
         notes = list(getattr(lay, "notes", []))
         if self.renderer == "builtin" and view != "tape":

@@ -19,6 +19,9 @@ so a selector such as ``.adv-node-n3`` reaches the box of trace node ``n3`` in
 every panel (also when it is folded into a box of at most
 :data:`MEMBER_CLASSES` nodes), ``.adv-edge-e2`` an edge, and ``.adv-t-value`` / ``.adv-t-shape`` / ``.adv-t-grad`` /
 ``.adv-t-factor`` / ``.adv-t-contrib`` the label lines that the toggles hide.
+A label line wrapped for the notebook (:func:`autodiff_viz.views.render.readable`
+indents its continuation lines) gets the class of the line it continues, so
+hiding "∂y/∂x factors" hides a long factor's every line, not its first only.
 Every element id gets a per-explorer prefix, so two explorers in one
 notebook do not collide.
 """
@@ -27,13 +30,16 @@ from __future__ import annotations
 import html
 import re
 
-from .. import dot
+from .. import dot, render
 
 _GROUP = re.compile(r'^<g id="(?P<id>[^"]*)" class="(?P<cls>node|edge|cluster)(?P<rest>[^"]*)">')
 _TEXT = re.compile(r'^(?P<open><text)(?P<attrs>[^>]*)>(?P<body>.*)</text>$')
 _ID = re.compile(r'\bid="')
 _SIZE = re.compile(r'<svg width="(?P<w>[\d.]+)pt" height="(?P<h>[\d.]+)pt"')
 _SHAPE_LINE = re.compile(r"^(scalar|\()")
+_FONT = re.compile(r'font-size="([\d.]+)"')
+# a continuation line of a wrapped label: Graphviz writes its indent as " &#160;", the built-in renderer as is
+_CONTINUED = re.compile("^(?:" + "|".join(map(re.escape, {render.CONTINUED, " &#160;", "&#160;", "\u00a0"})) + ")")
 
 
 class Tagged:
@@ -43,9 +49,10 @@ class Tagged:
     in drawing order, for the step plan.
     """
 
-    def __init__(self, svg: str, width: float, height: float, elements=()):
+    def __init__(self, svg: str, width: float, height: float, elements=(), font: float = 0.0):
         self.svg, self.width, self.height = svg, width, height
         self.elements = list(elements)
+        self.font = font        # the smallest font size of its labels, in points (0: no label)
 
 
 def box_members(trace, collapse_or_layout) -> tuple[dict, dict]:
@@ -121,7 +128,7 @@ def tag_svg(svg: str, trace, collapse_or_layout, prefix: str) -> Tagged:
     boxes, edges = box_members(trace, collapse_or_layout)
     out = []
     elements = []
-    kind, texts = None, 0
+    kind, texts, cls_before = None, 0, ""
     for line in svg.splitlines():
         m = _GROUP.match(line)
         if m:
@@ -135,14 +142,16 @@ def tag_svg(svg: str, trace, collapse_or_layout, prefix: str) -> Tagged:
         else:
             t = _TEXT.match(line)
             if t and kind:
-                line = (f'{t.group("open")} class="{_text_class(kind, texts, t.group("body"))}"'
-                        f'{t.group("attrs")}>{t.group("body")}</text>')
+                body = t.group("body")
+                cls_before = cls_before if texts and _CONTINUED.match(body) else _text_class(kind, texts, body)
+                line = f'{t.group("open")} class="{cls_before}"{t.group("attrs")}>{body}</text>'
                 texts += 1
         out.append(_ID.sub(f'id="{prefix}-', line) if prefix else line)
     text = "\n".join(out)
     size = _SIZE.search(text)
     width, height = (float(size.group("w")), float(size.group("h"))) if size else (400.0, 300.0)
-    return Tagged(text, width, height, elements)
+    fonts = [float(f) for f in _FONT.findall(text)]
+    return Tagged(text, width, height, elements, min(fonts) if fonts else 0.0)
 
 
 def table_html(trace, prefix: str, limit: int) -> tuple[str, list]:
