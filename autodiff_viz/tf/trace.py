@@ -26,8 +26,8 @@ from tensorflow.python.eager import backprop as _backprop
 from .. import naming
 from ..compare import seed_array
 from ..recordings import compared_rows, hand_items
-from ..traces.build import factor_rule, formula
-from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from ..traces.build import bridge_edge, factor_rule
+from ..traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
 
@@ -225,16 +225,8 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     for k, (op, i, t, srcn, dst) in enumerate(raw_edges):
         c = cut(rec, info, op, i)
         reason = c[1] if c else None
-        mapped = rule_input(op, i)
-        if mapped is None:
-            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}",
-                          None if reason else f"factor not shown for tf {op.name}", reason is None, reason)
-        else:
-            rule, spec = mapped
-            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, spec.name, f"∂y/∂{spec.name} = {spec.factor}",
-                          reason is None, reason,
-                          formula=None if reason else formula(spec.factor, spec.name, rule.elementwise,
-                                                              tuple(t.shape), tuple(op.outputs[0].shape)))
+        e = bridge_edge(f"e{k}", srcn.id, dst.id, i, rule_input(op, i), reason, f"tf {op.name}", t.shape,
+                        op.outputs[0].shape)
         g_out = grads.get(dst.id)
         if reason is None and g_out is not None and srcn.on_path:
             e.upstream = _summary(g_out, limit)

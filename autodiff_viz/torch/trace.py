@@ -17,7 +17,7 @@ import torch
 
 from ..naming import INPUT
 from ..recordings import compared_rows, hand_items
-from ..traces.build import factor_rule, formula
+from ..traces.build import bridge_edge, factor_rule
 from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
@@ -238,15 +238,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         said = None if reason or i or mapped else _loss_text(op, srcn, raw_edges, k, out)
         if said is not None:
             e = TraceEdge(f"e{k}", srcn.id, dst.id, i, "input", said, True, None, formula=said)
-        elif mapped is None:
-            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, f"input {i}",
-                          None if reason else f"factor not shown for torch.{op.name}", reason is None, reason)
         else:
-            rule, spec = mapped
-            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, spec.name, f"∂y/∂{spec.name} = {spec.factor}",
-                          reason is None, reason,
-                          formula=None if reason else formula(spec.factor, spec.name, rule.elementwise,
-                                                              tuple(t.shape), tuple(out.shape)))
+            e = bridge_edge(f"e{k}", srcn.id, dst.id, i, mapped, reason, f"torch.{op.name}", t.shape, out.shape)
         g_out = grads.get(id(out))
         if reason is None and g_out is not None and srcn.on_path:
             e.upstream = _summary(g_out, limit)

@@ -134,6 +134,19 @@ def factor_rule(name: str, i: int):
     return None if spec.factor is None else (rule, spec)
 
 
+def bridge_edge(eid: str, src: str, dst: str, i: int, mapped, reason, op_label: str, in_shape, out_shape) -> TraceEdge:
+    """The edge into input ``i`` of a bridge's recorded op: the rule table's factor and whole formula when
+    ``mapped`` (from :func:`factor_rule`), else "factor not shown for ``op_label``"; ``reason`` (why no
+    gradient flows there) marks the edge cut and drops the formula."""
+    if mapped is None:
+        return TraceEdge(eid, src, dst, i, f"input {i}", None if reason else f"factor not shown for {op_label}",
+                         reason is None, reason)
+    rule, spec = mapped
+    return TraceEdge(eid, src, dst, i, spec.name, f"∂y/∂{spec.name} = {spec.factor}", reason is None, reason,
+                     formula=None if reason else formula(spec.factor, spec.name, rule.elementwise,
+                                                         tuple(in_shape), tuple(out_shape)))
+
+
 def formula(factor: str | None, input_name: str, elementwise: bool, in_shape, out_shape) -> str | None:
     """The chain-rule step of one edge as a whole formula a beginner can read.
 
