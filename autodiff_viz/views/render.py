@@ -123,18 +123,27 @@ def _stack_weights(lines: list) -> str:
     return "\n".join(lines[:end] + extra + lines[end:]) + "\n"
 
 
-def smallest_label_px(image: str, width: float = READABLE_WIDTH) -> float:
-    """How tall (px) the smallest text of an SVG is drawn when fitted to ``width`` px (never scaled up).
+def _sizes(image: str) -> tuple[float, float] | None:
+    """``(width, smallest font size)`` of an SVG in pt, or None without a pt width or any text.
 
     Graphviz and the built-in renderer size the SVG in pt (1 pt = 4/3 px) with
     one user unit per pt, so a font of ``f`` units is ``f · 4/3 · scale`` px.
     """
     m = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', image)
     fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', image)]
-    if m is None or not fonts:
-        return float("inf")
-    natural = float(m.group(1)) * 4 / 3
-    return min(fonts) * 4 / 3 * min(1.0, width / natural)
+    return None if m is None or not fonts else (float(m.group(1)), min(fonts))
+
+
+def label_px(font_pt: float, width_pt: float, width: float = READABLE_WIDTH) -> float:
+    """How tall (px) text of ``font_pt`` is drawn in a picture ``width_pt`` wide fitted to ``width`` px
+    (shrunk, never scaled up)."""
+    return font_pt * 4 / 3 * min(1.0, width / (width_pt * 4 / 3))
+
+
+def smallest_label_px(image: str, width: float = READABLE_WIDTH) -> float:
+    """How tall (px) the smallest text of an SVG is drawn when fitted to ``width`` px (never scaled up)."""
+    sizes = _sizes(image)
+    return float("inf") if sizes is None else label_px(sizes[1], sizes[0], width)
 
 
 def draw(source: str) -> tuple[str, bool]:
@@ -148,16 +157,6 @@ def draw(source: str) -> tuple[str, bool]:
 def is_readable(image: str) -> bool:
     """Whether ``image`` fitted to :data:`READABLE_WIDTH` px keeps every label ≥ :data:`MIN_LABEL_PX` px."""
     return smallest_label_px(image) >= MIN_LABEL_PX
-
-
-def default_view(trace) -> str:
-    """``"both"`` for small traces with a target whose two views side by side stay readable at
-    :data:`READABLE_WIDTH` px, else ``"backward"`` (or ``"forward"`` without a target)."""
-    if trace.target is None:
-        return "forward"
-    if len(trace.nodes) > INLINE_NODE_LIMIT:
-        return "backward"
-    return "both" if is_readable(draw(readable(trace.to_dot("both")))[0]) else "backward"
 
 
 def display_views(trace) -> list:
@@ -190,12 +189,11 @@ def fit_width(image: str) -> str:
     label is :data:`MIN_LABEL_PX` px, and its own box scrolls sideways: the page
     does not, and nothing is cut off.
     """
-    m = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', image)
-    fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', image)]
+    sizes = _sizes(image)
     floor = ""
-    if m is not None and fonts:
-        natural = float(m.group(1)) * 4 / 3
-        floor = f"min-width:{min(natural, natural * MIN_LABEL_PX / (min(fonts) * 4 / 3)):.0f}px;"
+    if sizes is not None:
+        natural, font = sizes[0] * 4 / 3, sizes[1] * 4 / 3
+        floor = f"min-width:{min(natural, natural * MIN_LABEL_PX / font):.0f}px;"
     return image.replace("<svg", f'<svg style="max-width:100%;{floor}height:auto"', 1)
 
 

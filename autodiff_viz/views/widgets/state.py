@@ -79,9 +79,9 @@ class ExplorerState:
         self._bstep = {nid: i + 1 for i, nid in enumerate(trace.steps)}
         self._fstep = {nid: i + 1 for i, nid in enumerate(self.ops)}
         self._known = _grad_known_steps(trace, self._bstep)
-        self.view = render.default_view(trace) if trace.target is not None else "forward"
         self.collapse = "auto"
         self.expanded: frozenset = dot.default_expanded(trace)   # models open, marks visible; the learner may fold them
+        self.view = self._readable_view() if trace.target is not None else "forward"
         self.hidden: set = set()
         self.heat = False
         self.mode = "backward" if trace.steps else "forward"
@@ -128,6 +128,14 @@ class ExplorerState:
         if key not in self._layouts:
             self._layouts[key] = dot.layout(self.trace, collapse, expanded=expanded)
         return self._layouts[key]
+
+    def _readable_view(self) -> str:
+        """``"both"`` when the two views side by side stay readable at :data:`~autodiff_viz.views.render.READABLE_WIDTH`
+        px (that drawing is kept for when it is shown), else ``"backward"``."""
+        if len(self.trace.nodes) > render.INLINE_NODE_LIMIT:
+            return "backward"
+        both = self.drawing("both")
+        return "both" if not both.font or render.label_px(both.font, both.width) >= render.MIN_LABEL_PX else "backward"
 
     def _to_dot(self, view: str) -> str:
         """The DOT of a view without its legend: the page shows the legend beside the drawing.
