@@ -44,10 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import diagnosis, naming
+from . import naming
 from .core import walks
 from .core.tensor import Tensor, as_tensor
 from .diagnosis import explain, require_recorded
+from .escapes import lost_paths
 from .state import paused, user_frame_object
 from .tape import GradientTape
 from .traces.build import build_trace
@@ -381,7 +382,7 @@ def compare_tape(tape, target, hand: dict, rtol=1e-5, atol=1e-8, namespace=None,
                 why = f"The tape has no gradient for it; tape.explain(target, it) says {ex.reason}: {ex.message}"
         row = compare_arrays(label, node_id, value, None if g is None else np.asarray(g), rtol, atol,
                              _factors(trace, node_id), shape, why)
-        rows.append(_lost(row, lost_paths(tape, target, tid)))
+        rows.append(_lost(row, lost_paths(tape, target._id, tid)))
     return along_backward(rows, trace)
 
 
@@ -403,11 +404,6 @@ def seed_array(g: np.ndarray, shape: tuple, dtype) -> np.ndarray:
         raise ValueError(f"compare: output_gradients has shape {g.shape}, but the target has shape {shape}; "
                          "it is the upstream gradient dout, one entry per entry of the target.")
     return g.astype(dtype)
-
-
-def lost_paths(tape, target: Tensor, tid) -> list:
-    """The escapes of tensors computed from ``tid`` (:func:`autodiff_viz.diagnosis.lost_paths`)."""
-    return diagnosis.lost_paths(tape, target._id, tid)
 
 
 def _lost(row: Row, escapes: list) -> Row:

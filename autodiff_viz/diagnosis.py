@@ -30,7 +30,7 @@ import numpy as np
 from . import naming
 from .core import walks
 from .core.tensor import Tensor, Variable, full_name
-from .escapes import lost_paths, same_values  # noqa: F401 (lost_paths re-exported for compare)
+from .escapes import lost_paths, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 from .naming import code_line as _code
 from .naming import file_line as _where

@@ -22,8 +22,9 @@ from numbers import Integral
 
 import numpy as np
 
-from . import diagnosis, naming
+from . import naming
 from .core.tensor import Tensor
+from .escapes import lost_paths
 from .tape import GradientTape
 from .transforms import jacobian, jvp, vjp
 
@@ -301,7 +302,7 @@ def _lost_note(f, args, k) -> str:
     with GradientTape() as tape:
         tape.watch(xs[k])
         out = f(*xs)
-    lost = diagnosis.lost_paths(tape, out._id if isinstance(out, Tensor) else None, xs[k]._id)
+    lost = lost_paths(tape, out._id if isinstance(out, Tensor) else None, xs[k]._id)
     if not lost:
         return ""
     return (f"a path left the tape at {naming.lost_at(lost[0])}: autodiff misses what it adds, the finite "
