@@ -27,10 +27,10 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 COMPILED = [
-    "autodiff_viz/state.py", "autodiff_viz/core/engine.py", "autodiff_viz/core/tensor.py", "autodiff_viz/core/walks.py",
-    "autodiff_viz/core/methods.py", "autodiff_viz/tape.py", "autodiff_viz/core/ops/common.py", "autodiff_viz/core/ops/elementwise.py",
+    "autodiff_viz/base/state.py", "autodiff_viz/core/engine.py", "autodiff_viz/core/tensor.py", "autodiff_viz/core/walks.py",
+    "autodiff_viz/core/methods.py", "autodiff_viz/records/tape.py", "autodiff_viz/core/ops/common.py", "autodiff_viz/core/ops/elementwise.py",
     "autodiff_viz/core/ops/shapes.py", "autodiff_viz/core/ops/reductions.py", "autodiff_viz/core/ops/contractions.py",
-    "autodiff_viz/structure.py", "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/table.py",
+    "autodiff_viz/base/structure.py", "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/table.py",
     "autodiff_viz/core/rules/elementwise.py", "autodiff_viz/core/rules/shapes.py", "autodiff_viz/core/rules/reductions.py",
     "autodiff_viz/core/rules/contractions.py", "autodiff_viz/core/rules/nn.py", "autodiff_viz/layers/base.py", "autodiff_viz/layers/dense.py",
     "autodiff_viz/layers/activations.py", "autodiff_viz/optimizers.py", "autodiff_viz/losses.py",

@@ -17,7 +17,7 @@ _use_pure_python_where_stale()      # first: decides whether the compiled hot pa
 from .core import tensor as _tensor  # noqa: F401  (first: the other modules build on it)
 from .core import methods as _methods  # noqa: F401  (gives the tensor its operators and numpy methods)
 from .core import nn, rules
-from .state import config, name_scope
+from .base.state import config, name_scope
 from .core.ops import (abs, argmax, argmin, broadcast_to, cast, clip, concatenate, cos, divide, equal, exp,
                   expand_dims, greater, greater_equal, less, less_equal, log, matmul, max, maximum, mean,
                   min, minimum, multiply, negative, not_equal, one_hot, power, reshape, sign, sin, split,
@@ -35,15 +35,15 @@ from .core.ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d, 
 from .core.ops import full, ones, shape, zeros
 from .core.ops import clip_by_norm, eye, identity, ones_like, zeros_like
 from .core.ops import numpy_function, py_function    # tf.numpy_function, tf.py_function
-from .anomaly import AnomalyError, detect_anomaly
-from .diagnosis import Explanation, UnconnectedGradientError
-from .compare import Comparison, compare
-from .tape import GradientTape, TapeRecord, UnconnectedGradients
+from .records.anomaly import AnomalyError, detect_anomaly
+from .diagnosis.walk import Explanation, UnconnectedGradientError
+from .records.compare import Comparison, compare
+from .records.tape import GradientTape, TapeRecord, UnconnectedGradients
 from .core.tensor import Tensor, TorchSpellingError, Variable, constant
-from .traces.model import Trace, TraceFormatError
+from .records.traces.model import Trace, TraceFormatError
 from .views.widgets import show
-from .transforms import custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp
-from .gradcheck import GradCheckReport, check_grads
+from .records.transforms import custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp
+from .records.gradcheck import GradCheckReport, check_grads
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import utils

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .base.session import floatx
 from .core.tensor import Tensor
 from .layers.base import positive_int
 from .layers.keras_tensor import KerasTensor
-from .session import floatx
 
 __all__ = ["to_categorical", "normalize", "pad_sequences"]
 

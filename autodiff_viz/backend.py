@@ -1,11 +1,11 @@
 """``adv.backend``: the ``keras.backend`` names a guide types (``keras.backend.clear_session()``,
-``floatx()``, ``epsilon()``), gathered from :mod:`autodiff_viz.session` where they live.
+``floatx()``, ``epsilon()``), gathered from :mod:`autodiff_viz.base.session` where they live.
 
     >>> adv.backend.clear_session()     # default layer names start again at "dense"
     >>> adv.backend.floatx()            # "float32", the default dtype of new layers
 """
+from .base.session import clear_session, floatx, set_floatx
 from .losses import EPSILON
-from .session import clear_session, floatx, set_floatx
 
 
 def epsilon() -> float:

@@ -25,8 +25,8 @@ import warnings
 
 import numpy as np
 
+from .base.state import user_stacklevel
 from .optimizers import _real
-from .state import user_stacklevel
 
 
 def in_notebook() -> bool:

@@ -36,9 +36,9 @@ from numbers import Integral
 
 import numpy as np
 
-from . import session
+from .base import session
+from .base.state import paused
 from .core.tensor import Tensor, constant
-from .state import paused
 
 INFINITE_CARDINALITY = -1     # tf.data.INFINITE_CARDINALITY
 UNKNOWN_CARDINALITY = -2      # tf.data.UNKNOWN_CARDINALITY

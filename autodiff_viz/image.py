@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .core.ops import cast, maximum, mean, std, tensordot
 from .core.tensor import Tensor, constant
-from .transforms import custom_gradient
+from .records.transforms import custom_gradient
 
 
 def _images(images, op: str) -> Tensor:

@@ -33,14 +33,14 @@ import functools
 
 import numpy as np
 
+from .base.naming import to_snake_case
+from .base.state import enter_scope, exit_scope, is_package_code, name_scope, state
 from .core import engine, nn, ops
 from .core import rules as R
 from .core.nn import _class_labels, _numbers
 from .core.rules import nn as RN
 from .core.tensor import Tensor, check_nbytes, constant
-from .naming import to_snake_case
 from .serialization import constructor_config
-from .state import enter_scope, exit_scope, is_package_code, name_scope, state
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)

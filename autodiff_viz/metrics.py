@@ -34,11 +34,11 @@ from numbers import Real
 
 import numpy as np
 
+from .base.naming import to_snake_case
+from .base.session import floatx, unique_name
 from .core.tensor import Tensor, Variable
 from .layers import initializers
 from .losses import EPSILON, _squeeze_or_expand
-from .naming import to_snake_case
-from .session import floatx, unique_name
 
 
 def _np(x) -> np.ndarray:

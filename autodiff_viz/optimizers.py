@@ -34,11 +34,11 @@ import warnings
 
 import numpy as np
 
-from . import interrupts
+from .base import interrupts
+from .base.state import user_stacklevel
 from .core.tensor import Tensor, Variable
+from .records.tape import GradientTape
 from .serialization import constructor_config
-from .state import user_stacklevel
-from .tape import GradientTape
 
 
 def _real(value) -> bool:
@@ -379,7 +379,7 @@ class Optimizer:
 
         A Ctrl-C (Jupyter's interrupt) that arrives during the update waits
         for it to end: every variable, its slots and ``iterations`` move
-        together or not at all (see :mod:`autodiff_viz.interrupts`).
+        together or not at all (see :mod:`autodiff_viz.base.interrupts`).
         """
         with interrupts.deferred():
             return self._apply_gradients(grads_and_vars)

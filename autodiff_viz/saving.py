@@ -30,9 +30,10 @@ import zipfile
 
 import numpy as np
 
-from . import session
-from .errors import ModelFileError, WeightsFileError
-from .files import check_folder
+from .base import session
+from .base.errors import ModelFileError, WeightsFileError
+from .base.files import check_folder
+from .base.state import is_package_code, user_stacklevel
 from .serialization import (
     _at,
     _build,
@@ -50,7 +51,6 @@ from .serialization import (
     register_keras_serializable,
     serialize_keras_object,
 )
-from .state import is_package_code, user_stacklevel
 
 __all__ = ["save_model", "load_model", "model_from_json", "clone_model", "register_keras_serializable",
            "get_registered_name", "get_registered_object", "serialize_keras_object", "deserialize_keras_object",

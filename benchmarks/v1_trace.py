@@ -134,5 +134,5 @@ def _svg_seconds(dot: str) -> float | None:
 
 def reference(d) -> list:
     """W2's first-batch gradients: in full where the trace keeps them (≤ 256 entries), else their 2-norm."""
-    from autodiff_viz.traces.model import VALUE_LIMIT
+    from autodiff_viz.records.traces.model import VALUE_LIMIT
     return [r if r.size <= VALUE_LIMIT else np.float64(np.linalg.norm(r)) for r in w2_mlp.reference(d)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.state import state
+from autodiff_viz.base.state import state
 
 HERE = os.path.abspath(__file__)
 

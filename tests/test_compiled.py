@@ -29,7 +29,7 @@ LEARNER = textwrap.dedent('''
     import json, sys, warnings
     import numpy as np
     import autodiff_viz as adv
-    from autodiff_viz.core import engine; from autodiff_viz.state import resolve_location  # one line: keep the numbers
+    from autodiff_viz.core import engine; from autodiff_viz.base.state import resolve_location  # one line
 
     w = adv.Variable([0.5, -1.0], name="w")
     with adv.GradientTape(persistent=True) as tape:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.traces.model import VALUE_LIMIT, Summary
+from autodiff_viz.records.traces.model import VALUE_LIMIT, Summary
 
 
 # ----- 1. Variable.assign on the path ---------------------------------------------

@@ -388,7 +388,7 @@ def test_explain_many_answers_like_explain_for_every_source():
     frozen = adv.Variable([1.0], name="frozen", trainable=False)
     with adv.GradientTape(persistent=True) as tape:
         loss = adv.sum(c @ W) + adv.sum(frozen)
-    from autodiff_viz.diagnosis import explain_many
+    from autodiff_viz.diagnosis.walk import explain_many
     many = explain_many(tape, loss, [W, c, frozen])
     assert [m.reason for m in many] == [tape.explain(loss, s).reason for s in (W, c, frozen)]
     assert [m.reason for m in many] == ["connected", "not_watched", "not_watched"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.gradcheck import GradientCheckError, check_edges
+from autodiff_viz.records.gradcheck import GradientCheckError, check_edges
 
 HERE = os.path.abspath(__file__)
 

@@ -10,7 +10,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz import losses, metrics, optimizers
-from autodiff_viz.state import state
+from autodiff_viz.base.state import state
 
 
 def weights_of(model):
@@ -533,7 +533,7 @@ def test_explorer_step_and_edge_setters_name_what_they_expect():
 
 # ----- compare ----------------------------------------------------------------------------------
 def test_compare_tape_refuses_a_tape_that_let_go_of_its_values():
-    from autodiff_viz.compare import compare_tape
+    from autodiff_viz.records.compare import compare_tape
     v = adv.Variable(np.ones((30, 30)))
     with adv.GradientTape() as tape:
         h = adv.tanh(v)

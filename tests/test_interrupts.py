@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import interrupts
+from autodiff_viz.base import interrupts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = os.path.join(ROOT, "tests", "interrupt_child.py")

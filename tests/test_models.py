@@ -208,7 +208,7 @@ def test_add_weight_takes_the_shape_first():
 
 
 def test_corrupt_missing_and_odd_weight_files_are_clear_errors_and_change_nothing(tmp_path):
-    from autodiff_viz.errors import WeightsFileError
+    from autodiff_viz.base.errors import WeightsFileError
     model = make_mlp()
     before = model.get_weights()
     corrupt = tmp_path / "corrupt.npz"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import diagnosis
+from autodiff_viz.diagnosis import walk as diagnosis
 from autodiff_viz.views import dot, minidot
 
 GRAPHVIZ_LINE_LIMIT = 16384

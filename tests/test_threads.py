@@ -4,7 +4,7 @@ import threading
 import numpy as np
 
 import autodiff_viz as adv
-from autodiff_viz.state import state
+from autodiff_viz.base.state import state
 
 
 def _run_threads(target, n=4):

@@ -14,7 +14,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz.core import rules
-from autodiff_viz.traces.model import VALUE_LIMIT, Summary
+from autodiff_viz.records.traces.model import VALUE_LIMIT, Summary
 from autodiff_viz.views import render
 
 RNG = np.random.default_rng(7)
@@ -251,7 +251,7 @@ def test_trace_uses_no_gradient_call_and_records_nothing():
 
 def test_target_not_on_tape_gives_a_note_and_no_gradients():
     """build_trace (what adv.show draws) notes it; tape.trace refuses it (tests/test_diagnosis_trace_edges.py)."""
-    from autodiff_viz.traces.build import build_trace
+    from autodiff_viz.records.traces.build import build_trace
     x = adv.Variable(2.0)
     with adv.GradientTape() as tape:
         y = x * 3.0
@@ -373,8 +373,8 @@ def test_an_unwatched_source_gets_no_gradient_in_the_trace_as_in_tape_gradient()
 
 
 def test_locations_read_as_notebook_cells():
-    from autodiff_viz import naming
-    from autodiff_viz.traces.model import Location
+    from autodiff_viz.base import naming
+    from autodiff_viz.records.traces.model import Location
     cell = "/tmp/ipykernel_14940/1163429555.py"
     assert naming.place(cell, 8) == "cell, line 8"                       # no IPython here: count unknown
     assert naming.place("<ipython-input-3-1f2e3d>", 8) == "cell [3], line 8"
@@ -404,7 +404,7 @@ def test_locations_read_as_notebook_cells():
     ("z: adv.Tensor = a @ b", "z"), ("a, b = adv.split(x, 2)", None), ("out[0] = f(x)", None),
     ("adv.sum(x)", None), ("h = adv.tanh(", None), ("a = b = f(x)", None)])
 def test_the_learners_name_is_the_lines_assignment_target(line, name):
-    from autodiff_viz.naming import assigned_name
+    from autodiff_viz.base.naming import assigned_name
     assert assigned_name(line) == name
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.traces.model import SCHEMA, TraceFormatError
+from autodiff_viz.records.traces.model import SCHEMA, TraceFormatError
 
 
 def _trace():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.gradcheck import GradientCheckError
+from autodiff_viz.records.gradcheck import GradientCheckError
 
 
 def f_mlp(x, W1, W2):

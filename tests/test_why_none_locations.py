@@ -123,7 +123,7 @@ def test_a_constant_that_keeps_its_line_still_pickles_and_keeps_the_line():
 
 def test_engine_constant_location_costs_nothing_when_locations_are_off():
     """``adv.config.capture_locations = False`` (speed first) keeps no line for a constant either."""
-    from autodiff_viz.state import config
+    from autodiff_viz.base.state import config
     config.capture_locations = False
     try:
         x = adv.constant([1.0, 2.0])

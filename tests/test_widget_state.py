@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.traces.model import _num
+from autodiff_viz.records.traces.model import _num
 from autodiff_viz.views import minidot, render
 from autodiff_viz.views import page as page_module
 from autodiff_viz.views.widgets import ExplorerState, show
@@ -385,7 +385,7 @@ def test_colour_by_gradient_uses_a_log_scale_and_greys_exact_zeros():
 
 
 def test_from_tape_explains_only_the_sources_without_a_gradient(monkeypatch):
-    from autodiff_viz import diagnosis
+    from autodiff_viz.diagnosis import walk as diagnosis
     tape, w, c, loss = small_tape()
     asked, walked = [], []
     real_many, real_one = diagnosis.explain_many, diagnosis._explain_one

@@ -16,8 +16,8 @@ import types
 
 import numpy as np
 
-from .. import errors
-from ..state import _first_user_frame, config, resolve_location, state
+from ..base import errors
+from ..base.state import _first_user_frame, config, resolve_location, state
 from .tensor import Tensor, Variable, _ids, as_tensor
 
 

@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from ..state import state
+from ..base.state import state
 from . import engine, linalg, ops
 from . import rules as R
 from .tensor import Tensor, _tracked, as_tensor, left_the_tape

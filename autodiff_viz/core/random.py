@@ -39,7 +39,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..session import generator
+from ..base.session import generator
 from .ops import _axes, _default_float, _new_shape, _tensor, multiply, take
 from .tensor import Tensor, check_nbytes, constant
 

@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from ..state import config, resolve_location, state, user_frame, user_location
+from ..base.state import config, resolve_location, state, user_frame, user_location
 
 _ids = itertools.count(1)
 

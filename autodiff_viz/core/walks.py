@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..state import state
+from ..base.state import state
 from . import rules
 from .engine import _float, _release_inputs, _release_node, _release_out, _release_unsaved, lift, unbroadcast
 

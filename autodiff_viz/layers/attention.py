@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from .. import regularizers, session
+from .. import regularizers
+from ..base import session
 from ..core.engine import broadcasts_to
 from ..core.engine import call as _call
 from ..core.nn import softmax

@@ -42,12 +42,12 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..base.naming import INPUT, to_snake_case
+from ..base.session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
+from ..base.state import enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
+from ..base.structure import flatten
 from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, assigned, check_nbytes, constant
-from ..naming import INPUT, to_snake_case
-from ..session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
-from ..state import enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
-from ..structure import flatten
 from . import initializers
 from .keras_tensor import (
     InputSpec,

@@ -16,10 +16,10 @@ from numbers import Integral, Real
 import numpy as np
 
 from .. import regularizers
+from ..base.state import shared_location, user_stacklevel
+from ..base.structure import flatten
 from ..core import engine, nn, ops
 from ..core.tensor import Tensor
-from ..state import shared_location, user_stacklevel
-from ..structure import flatten
 from . import activations, initializers
 from .base import Layer
 from .conv import check_data_format, check_rank

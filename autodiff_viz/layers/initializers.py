@@ -4,7 +4,7 @@
     >>> init((64, 10), "float32").shape
     (64, 10)
 
-Every initializer draws from the session's generator (:mod:`autodiff_viz.session`), so
+Every initializer draws from the session's generator (:mod:`autodiff_viz.base.session`), so
 :func:`set_random_seed` makes model construction (and ``fit``'s shuffling)
 repeatable, like ``keras.utils.set_random_seed``.
 """
@@ -14,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from ..session import generator, seeded, set_random_seed  # noqa: F401  (adv.layers.set_random_seed)
+from ..base.session import generator, seeded, set_random_seed  # noqa: F401  (adv.layers.set_random_seed)
 
 
 def _fans(shape) -> tuple[int, int]:

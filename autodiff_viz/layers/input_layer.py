@@ -11,11 +11,11 @@ import operator
 
 import numpy as np
 
+from ..base.errors import ModelFileError
+from ..base.naming import INPUT
+from ..base.session import floatx, unique_name
 from ..core.ops import cast
 from ..core.tensor import Tensor, constant
-from ..errors import ModelFileError
-from ..naming import INPUT
-from ..session import floatx, unique_name
 from .base import Layer
 from .keras_tensor import KerasTensor, _only, _SymbolicNode
 

@@ -15,8 +15,8 @@ import weakref
 
 import numpy as np
 
+from ..base.structure import flatten
 from ..core.tensor import Tensor, Variable, constant
-from ..structure import flatten
 
 _symbolic_layers: "weakref.WeakSet" = weakref.WeakSet()  # layers called on symbolic tensors
 

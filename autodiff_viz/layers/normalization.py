@@ -19,8 +19,8 @@ from numbers import Integral, Real
 import numpy as np
 
 from .. import regularizers
+from ..base.state import user_stacklevel
 from ..core import ops
-from ..state import user_stacklevel
 from .base import Layer, boolean_mask
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "RMSNormalization",

@@ -14,9 +14,9 @@ import warnings
 
 import numpy as np
 
+from ..base.state import user_stacklevel
 from ..core import ops
 from ..core.rules import nn as R
-from ..state import user_stacklevel
 from .base import Layer, boolean_mask, building
 from .conv import channels_last_call, check_data_format, check_rank, normalize_padding, normalize_tuple, window_pads
 

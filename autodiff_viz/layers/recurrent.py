@@ -40,14 +40,14 @@ import copy
 import numpy as np
 
 from .. import regularizers
+from ..base.naming import to_snake_case
+from ..base.session import unique_name
+from ..base.state import is_package_code, name_scope
 from ..core import rules as R
 from ..core.engine import apply
 from ..core.ops import cast, concatenate, reshape, stack, where
 from ..core.tensor import Tensor, constant
-from ..naming import to_snake_case
 from ..serialization import deserialize_keras_object, serialize_keras_object
-from ..session import unique_name
-from ..state import is_package_code, name_scope
 from .base import Layer, _call_parameters, boolean_mask
 from .recurrent_cells import (
     GRUCell,

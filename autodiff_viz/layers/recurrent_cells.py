@@ -17,13 +17,14 @@ import inspect
 
 import numpy as np
 
-from .. import regularizers, session
+from .. import regularizers
+from ..base import session
+from ..base.state import name_scope
 from ..core import rules as R
 from ..core.engine import apply
 from ..core.ops import matmul
 from ..core.tensor import constant
 from ..serialization import deserialize_keras_object, serialize_keras_object
-from ..state import name_scope
 from . import activations, initializers
 from .base import Layer
 from .dense import activation_config

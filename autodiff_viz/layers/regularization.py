@@ -14,7 +14,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .. import regularizers, session
+from .. import regularizers
+from ..base import session
 from ..core.tensor import constant
 from .base import Layer
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import losses, optimizers
 from .. import metrics as metrics_module
-from ..state import is_package_code, user_stacklevel
+from ..base.state import is_package_code, user_stacklevel
 from .data_adapters import _batch_len
 
 

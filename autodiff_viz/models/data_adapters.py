@@ -13,11 +13,11 @@ import warnings
 
 import numpy as np
 
-from .. import interrupts
+from ..base import interrupts
+from ..base.state import paused, shared_location, user_stacklevel
+from ..base.structure import flatten
 from ..core.tensor import Tensor
 from ..layers.base import positive_int
-from ..state import paused, shared_location, user_stacklevel
-from ..structure import flatten
 
 
 # ---------------------------------------------------------------------------

@@ -25,14 +25,16 @@ import os
 
 import numpy as np
 
+from ..base.errors import ModelFileError, WeightsFileError
+from ..base.files import check_folder
+from ..base.naming import INPUT
+from ..base.state import paused
+from ..base.structure import flatten
 from ..core.ops import cast, expand_dims, squeeze
 from ..core.tensor import Tensor, constant
-from ..errors import ModelFileError, WeightsFileError
-from ..files import check_folder
 from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
-from ..naming import INPUT
 from ..saving import _read_npz, _write_npz, path_of, save_model
 from ..serialization import (
     _at,
@@ -47,8 +49,6 @@ from ..serialization import (
     _layer_entry,
     serialize_keras_object,
 )
-from ..state import paused
-from ..structure import flatten
 from .summary import Summary
 from .trainer import Trainer
 
@@ -209,7 +209,7 @@ class Model(Trainer, Summary, Layer):
 
         Every weight of the model must be in the file with the same shape,
         and the file must hold no other weights; the error
-        (:class:`~autodiff_viz.errors.WeightsFileError`, a ``ValueError``)
+        (:class:`~autodiff_viz.base.errors.WeightsFileError`, a ``ValueError``)
         names the file and lists every problem at once. A missing file is a
         ``FileNotFoundError``; a file that is not an ``.npz`` archive, or
         that holds pickled objects or non-numeric arrays, is refused.

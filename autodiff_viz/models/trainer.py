@@ -16,12 +16,12 @@ import warnings
 import numpy as np
 
 from .. import callbacks as callbacks_module
-from .. import interrupts, session
+from ..base import interrupts, session
+from ..base.state import paused, state, user_stacklevel
+from ..base.structure import flatten
 from ..core.tensor import Tensor, constant
 from ..layers.base import positive_int
-from ..state import paused, state, user_stacklevel
-from ..structure import flatten
-from ..tape import GradientTape, note_predict
+from ..records.tape import GradientTape, note_predict
 from .compiling import Compiling, _by_output, _first, _overrides
 from .data_adapters import (
     _ArrayBatches,
@@ -332,7 +332,7 @@ class Trainer(Compiling):
         self.stop_training = False
         logs = {}
         cbs.on_train_begin()
-        interrupts.arm()     # Ctrl-C stops fit every time, between whole steps (see autodiff_viz.interrupts)
+        interrupts.arm()     # Ctrl-C stops fit every time, between whole steps (see autodiff_viz.base.interrupts)
         try:
             for epoch in range(initial_epoch, epochs):
                 batches = train.epoch()

@@ -41,10 +41,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops as _ops
 
-from ..diagnosis import REASONS as _ENGINE_REASONS
-from ..diagnosis import Explanation, Explanations, named_sources
-from ..naming import code_line as line
-from ..naming import file_line as where
+from ..base.naming import code_line as line
+from ..base.naming import file_line as where
+from ..diagnosis.walk import REASONS as _ENGINE_REASONS
+from ..diagnosis.walk import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
 REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor",

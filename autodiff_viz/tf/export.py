@@ -34,9 +34,9 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from ..base.structure import flatten
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import KerasTensor
-from ..structure import flatten
 
 
 class ExportError(TypeError):

@@ -61,7 +61,8 @@ from tensorflow.python.framework import op_callbacks as _op_callbacks
 from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
 
-from .. import naming, recordings
+from ..base import naming
+from ..bridges import recordings
 from .keys import tensor_key, trainable_dtype
 
 try:   # Keras 3's name-scope stack (layers and models push themselves on call)
@@ -678,7 +679,7 @@ class Recording(recordings.Recording):
         gradients to show, a Keras model/layer (its trainable variables), or
         None for every variable the recording read.
         """
-        from .. import state
+        from ..base import state
         from .trace import build
         frame = state.user_frame_object()       # the learner's names for the data fed in (model(x_batch))
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}

@@ -23,11 +23,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
 
-from .. import naming
-from ..compare import seed_array
-from ..recordings import compared_rows, hand_items
-from ..traces.build import bridge_edge, factor_rule
-from ..traces.model import Location, Summary, Trace, TraceNode, check_value_limit
+from ..base import naming
+from ..bridges.recordings import compared_rows, hand_items
+from ..records.compare import seed_array
+from ..records.traces.build import bridge_edge, factor_rule
+from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
 

@@ -40,9 +40,9 @@ from collections import deque
 import numpy as np
 import torch
 
-from ..diagnosis import Explanation, Explanations
-from ..naming import code_line as _line
-from ..naming import file_line as _where
+from ..base.naming import code_line as _line
+from ..base.naming import file_line as _where
+from ..diagnosis.walk import Explanation, Explanations
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
            "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
@@ -297,7 +297,7 @@ def explain_recorded(rec, target, param):
     ``param`` may be one tensor (one :class:`Explanation`) or what
     ``gradient`` takes: a list, a dict, a module (its named parameters),
     ``model.parameters()``: then one row per source, the broken ones first
-    (an :class:`~autodiff_viz.diagnosis.Explanations`).
+    (an :class:`~autodiff_viz.diagnosis.walk.Explanations`).
     """
     many = _sources(rec, param)
     if many is not None:

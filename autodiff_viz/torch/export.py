@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..base.structure import flatten
 from ..layers.base import Layer
 from ..layers.conv import transpose_pads
-from ..structure import flatten
 
 
 class ExportError(TypeError):

@@ -50,7 +50,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .. import naming, recordings
+from ..base import naming
+from ..bridges import recordings
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
@@ -396,7 +397,7 @@ class Recording(recordings.Recording):
         ``sources``: tensors (parameters, inputs) whose gradients to show, or
         a module (its parameters); default: every leaf that requires grad.
         """
-        from .. import state
+        from ..base import state
         from .explain import caller_names
         from .trace import build
         frame = state.user_frame_object()       # the learner's names for tensors made before the recording

@@ -15,10 +15,10 @@ import contextlib
 import numpy as np
 import torch
 
-from ..naming import INPUT
-from ..recordings import compared_rows, hand_items
-from ..traces.build import bridge_edge, factor_rule
-from ..traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from ..base.naming import INPUT
+from ..bridges.recordings import compared_rows, hand_items
+from ..records.traces.build import bridge_edge, factor_rule
+from ..records.traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 

@@ -198,7 +198,7 @@ def to_dot(trace, view: str = "forward", collapse="auto", highlight=None, budget
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}.")
-    from ..traces.model import _no_gc
+    from ..records.traces.model import _no_gc
     with _no_gc():
         return _to_dot(trace, view, collapse, highlight, budget, expanded, rolled)
 

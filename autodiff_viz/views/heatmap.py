@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..traces.model import _num
+from ..records.traces.model import _num
 
 FILTER_TILES = 64        # a 4-D kernel with at most this many (input channel, filter) tiles is drawn as tiles
 MAX_SIDE = 96            # rows or columns above this are drawn in blocks

@@ -12,10 +12,10 @@ from __future__ import annotations
 import html
 import os
 
-from ..compare import _COLOURS, Comparison
-from ..files import check_folder
-from ..tape import GradientTape
-from ..traces.model import Trace
+from ..base.files import check_folder
+from ..records.compare import _COLOURS, Comparison
+from ..records.tape import GradientTape
+from ..records.traces.model import Trace
 from . import dot, heatmap, minidot, page, render
 from .dot import NODE_BUDGET, VIEWS
 from .tape_table import TapeTable

@@ -13,13 +13,13 @@ import textwrap
 
 import numpy as np
 
+from ..base.files import check_folder
+from ..base.structure import flatten
 from ..core.tensor import Tensor
-from ..files import check_folder
 from ..layers.base import Layer
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import _symbolic_shapes
 from ..models import Functional, Model, Sequential
-from ..structure import flatten
 from . import dot as _dot
 from . import minidot, render
 

@@ -7,7 +7,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ...session import floatx
+from ...base.session import floatx
 from ..tensor import Tensor, as_tensor
 
 # numpy functions that, given a tensor, run the differentiable op (see Tensor.__array_function__)

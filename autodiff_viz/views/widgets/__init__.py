@@ -19,7 +19,7 @@ the package) fits, zooms, pans and steps them without asking the kernel.
 """
 from __future__ import annotations
 
-from ...traces.model import Trace
+from ...records.traces.model import Trace
 from .state import ExplorerState
 from .training import TrainingView
 

@@ -11,7 +11,7 @@ import html
 
 import numpy as np
 
-from ...traces.model import _num
+from ...records.traces.model import _num
 from ..dot import shape_text
 
 MATRIX_CELLS = 144       # matrices with more entries are summarised, not printed

@@ -26,12 +26,12 @@ import math
 
 import numpy as np
 
-from ... import diagnosis
+from ...base.state import paused
 from ...core import walks
 from ...core.tensor import Tensor, full_name
-from ...state import paused
-from ...traces.build import build_trace
-from ...traces.model import Trace
+from ...diagnosis import walk as diagnosis
+from ...records.traces.build import build_trace
+from ...records.traces.model import Trace
 from .. import dot, heatmap, minidot, render
 from . import panels, svgtools
 
@@ -95,7 +95,7 @@ class ExplorerState:
         """Trace ``tape``; diagnose only the sources that got no gradient; compute the Jacobian panel.
 
         A source with a gradient in the trace is connected by definition, so the
-        diagnosis (:func:`autodiff_viz.diagnosis.explain_many`: one linear pass,
+        diagnosis (:func:`autodiff_viz.diagnosis.walk.explain_many`: one linear pass,
         then a walk per unconnected source) runs only for the others.
         """
         tape._require_values("tape.trace()")

@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from ...callbacks import Callback
-from ...tape import GradientTape
+from ...records.tape import GradientTape
 
 
 def _fmt(v: float) -> str:

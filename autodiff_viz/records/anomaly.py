@@ -26,10 +26,10 @@ import contextlib
 
 import numpy as np
 
-from .core import engine, walks
-from .core.tensor import Tensor
-from .diagnosis import _code, _where
-from .state import resolve_location, state, user_location
+from ..base.state import resolve_location, state, user_location
+from ..core import engine, walks
+from ..core.tensor import Tensor
+from ..diagnosis.walk import _code, _where
 
 
 class AnomalyError(FloatingPointError):

@@ -18,11 +18,11 @@ from numbers import Integral
 
 import numpy as np
 
-from .core import engine, rules
-from .core.engine import In, Rule
-from .core.tensor import Tensor, Variable, _label, as_tensor
-from .state import paused, state
-from .structure import flatten
+from ..base.state import paused, state
+from ..base.structure import flatten
+from ..core import engine, rules
+from ..core.engine import In, Rule
+from ..core.tensor import Tensor, Variable, _label, as_tensor
 from .tape import GradientTape
 
 

@@ -27,14 +27,14 @@ import itertools
 
 import numpy as np
 
-from . import naming
-from .core import walks
-from .core.tensor import Tensor, Variable, full_name
+from ..base import naming
+from ..base.naming import code_line as _code
+from ..base.naming import file_line as _where
+from ..base.state import live_tapes, resolve_location
+from ..core import walks
+from ..core.tensor import Tensor, Variable, full_name
 from .escapes import lost_paths, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
-from .naming import code_line as _code
-from .naming import file_line as _where
-from .state import live_tapes, resolve_location
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
            "non_differentiable_op", "integer_dtype", "not_used", "partly_lost")

@@ -15,8 +15,8 @@ and sits in the bridges layer, below ``torch/`` and ``tf/``.
 """
 from __future__ import annotations
 
-from . import state
-from .compare import _factors, along_backward, compare_arrays, unknown_name
+from ..base import state
+from ..records.compare import _factors, along_backward, compare_arrays, unknown_name
 
 
 class Recording:
@@ -51,7 +51,7 @@ class Recording:
 
     def show(self, target, sources=None):
         """The explorer on this recording (``adv.show(rec.trace(target, sources))``)."""
-        from .views.widgets import show
+        from ..views.widgets import show
         return show(self.trace(target, sources))
 
     def __len__(self):
@@ -96,7 +96,7 @@ def hand_items(rec, hand: dict, namespace: dict, ops, is_tensor, key_of) -> list
 
 
 def compared_rows(trace, items, grads, node_of, why_none, to_array, rtol, atol, framework: str):
-    """The :class:`~autodiff_viz.compare.Comparison` of ``items`` against the framework's ``grads`` (same order).
+    """The ``Comparison`` of ``items`` against the framework's ``grads`` (same order).
 
     ``node_of(t)``: the trace node id of a tensor; ``why_none(label, t)``: the
     bridge's :class:`~autodiff_viz.Explanation` of a gradient given as None

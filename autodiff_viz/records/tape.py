@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import interrupts
-from .core import engine, rules, walks
-from .core.tensor import Tensor, Variable, _ids, _label, full_name
-from .diagnosis import UnconnectedGradientError, explain, require_recorded
-from .state import config, live_tapes, state, user_frame, user_frame_object, user_location, user_stacklevel
-from .structure import flatten
+from ..base import interrupts
+from ..base.state import config, live_tapes, state, user_frame, user_frame_object, user_location, user_stacklevel
+from ..base.structure import flatten
+from ..core import engine, rules, walks
+from ..core.tensor import Tensor, Variable, _ids, _label, full_name
+from ..diagnosis.walk import UnconnectedGradientError, explain, require_recorded
 from .traces.build import build_trace
 
 _serials = itertools.count(1)
@@ -441,7 +441,7 @@ class GradientTape:
         ``source`` may be a list, a dict or a model (as ``gradient`` takes): one
         row per source, broken ones first. Leaves are named by the caller's variables.
         """
-        from .diagnosis import caller_names
+        from ..diagnosis.walk import caller_names
         frame = user_frame_object()     # the learner's frame, compiled or not (a compiled explain makes no frame)
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
         return explain(self, target, source, names)

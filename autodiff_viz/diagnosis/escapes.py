@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import walks
-from .core.methods import ACCUMULATED
+from ..core import walks
+from ..core.methods import ACCUMULATED
 
 
 def lost_paths(tape, target_id, source_id) -> list:

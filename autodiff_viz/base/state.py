@@ -24,7 +24,7 @@ import threading
 import types
 import weakref
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep   # the package, above base/
 _getframe = sys._getframe
 
 

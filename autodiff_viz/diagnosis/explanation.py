@@ -1,6 +1,6 @@
 """What ``explain`` answers: an :class:`Explanation` (one source), :class:`Explanations` (many), and the error.
 
-Kept apart from :mod:`autodiff_viz.diagnosis` (which finds the reason) so
+Kept apart from :mod:`autodiff_viz.diagnosis.walk` (which finds the reason) so
 that the answer's shape, its display in a notebook and the error that
 carries it are one small module the bridges (``adv.torch``, ``adv.tf``)
 share with the engine.
@@ -16,7 +16,7 @@ class Explanation:
     """Why ``tape.gradient(target, source)`` is (or is not) None.
 
     Attributes:
-        reason: one of :data:`autodiff_viz.diagnosis.REASONS` (or a bridge's own reasons).
+        reason: one of :data:`autodiff_viz.diagnosis.walk.REASONS` (or a bridge's own reasons).
         message: what happened, the line of code, and the fix, in plain words.
         location: ``"file:line"`` of the user code that caused it, or None.
         nodes: ids of the tensors (trace nodes) involved, so a view can mark them.

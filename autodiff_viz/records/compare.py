@@ -44,12 +44,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import naming
-from .core import walks
-from .core.tensor import Tensor, as_tensor
-from .diagnosis import explain, require_recorded
-from .escapes import lost_paths
-from .state import paused, user_frame_object
+from ..base import naming
+from ..base.state import paused, user_frame_object
+from ..core import walks
+from ..core.tensor import Tensor, as_tensor
+from ..diagnosis.escapes import lost_paths
+from ..diagnosis.walk import explain, require_recorded
 from .tape import GradientTape
 from .traces.build import build_trace
 

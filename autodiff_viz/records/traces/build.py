@@ -13,10 +13,10 @@ import re
 
 import numpy as np
 
-from .. import naming, state
-from ..core import engine, walks
-from ..core.tensor import Tensor, Variable, full_name
-from ..state import paused, resolve_location, scope_kinds
+from ...base import naming, state
+from ...base.state import paused, resolve_location, scope_kinds
+from ...core import engine, walks
+from ...core.tensor import Tensor, Variable, full_name
 from .model import (
     JACOBIAN_LIMIT,
     VALUE_LIMIT,
@@ -126,7 +126,7 @@ def factor_rule(name: str, i: int):
     """``(rule, input spec)`` of the rule table's op ``name`` for its input ``i``, when that input has factor
     text; else None (no such rule, an input past a fixed-arity rule's, or a factor the table does not write).
     The bridges map their ops to rule names (``Tanh`` → ``tanh``) and ask here for the text on an edge."""
-    from ..core.rules import TABLE
+    from ...core.rules import TABLE
     rule = TABLE.get(name)
     if rule is None or (not rule.variadic and i >= len(rule.inputs)):
         return None

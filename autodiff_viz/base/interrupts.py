@@ -6,7 +6,7 @@ Jupyter's interrupt is a SIGINT. Python handles it by raising
 ``KeyboardInterrupt`` at the next bytecode it runs, wherever that is. When
 that bytecode belongs to a weakref callback or a ``__del__`` (the garbage
 collector runs them in the middle of anything: the registry of live tapes,
-:data:`autodiff_viz.state.live_tapes`, drops a tape through one every
+:data:`autodiff_viz.base.state.live_tapes`, drops a tape through one every
 training step), the interpreter cannot pass the exception on: it prints
 "Exception ignored in: ... KeyboardInterrupt" and carries on, and the loop
 the learner wanted to stop runs to its end.

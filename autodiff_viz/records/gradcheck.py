@@ -22,9 +22,9 @@ from numbers import Integral
 
 import numpy as np
 
-from . import naming
-from .core.tensor import Tensor
-from .escapes import lost_paths
+from ..base import naming
+from ..core.tensor import Tensor
+from ..diagnosis.escapes import lost_paths
 from .tape import GradientTape
 from .transforms import jacobian, jvp, vjp
 
@@ -355,8 +355,8 @@ def check_edges(f, args, argnums=None, eps=1e-6, rtol=1e-5, atol=1e-7, modes=("r
 
 def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
     """``(rows, (tape, out, sources))``: the edge rows and the run they checked."""
-    from .core import walks
-    from .state import paused
+    from ..base.state import paused
+    from ..core import walks
 
     xs = [Tensor(np.array(a, dtype=np.float64)) for a in args]
     with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
@@ -374,7 +374,7 @@ def _check_edges(f, args, argnums, eps, rtol, atol, modes) -> tuple:
 
 
 def _check_edge(node, i, eps, rtol, atol, modes) -> list:
-    from .core.engine import lift, unbroadcast
+    from ..core.engine import lift, unbroadcast
 
     rule, params, spec = node.rule, node.params, node.rule.spec(i)
     name = f"x{i}" if rule.variadic else spec.name

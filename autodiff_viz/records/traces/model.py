@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import naming
-from ..core.tensor import Tensor
+from ...base import naming
+from ...core.tensor import Tensor
 
 SCHEMA = "autodiff_viz.trace"
 SCHEMA_VERSION = 1
@@ -206,7 +206,7 @@ class Location:
     """Where user code made a node: file, line and the text of that line.
 
     ``str(location)`` is how a learner finds it: ``"cell [3], line 8"`` in a
-    notebook, ``"path/to/file.py:8"`` for a file (see :func:`autodiff_viz.naming.place`).
+    notebook, ``"path/to/file.py:8"`` for a file (see :func:`autodiff_viz.base.naming.place`).
     """
 
     file: str

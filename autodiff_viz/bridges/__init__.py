@@ -1,0 +1,1 @@
+"""bridges: see docs/architecture.md."""

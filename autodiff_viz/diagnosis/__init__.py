@@ -1,0 +1,1 @@
+"""diagnosis: see docs/architecture.md."""
