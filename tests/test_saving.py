@@ -21,8 +21,8 @@ from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights
 
 import autodiff_viz as adv
 from autodiff_viz import layers as L
-from autodiff_viz.base.errors import ModelFileError, WeightsFileError
 from autodiff_viz.base import structure
+from autodiff_viz.base.errors import ModelFileError, WeightsFileError
 
 RNG = np.random.default_rng(0)
 # the LayerNormalization(rms_scaling=True) case warns that the option is deprecated (as Keras 3); known here
