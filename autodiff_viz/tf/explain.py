@@ -35,14 +35,13 @@ gradients``                 second half of a chain rule split in two) and âˆ‚y/â
 """
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops as _ops
 
 from ..base.naming import code_line as line
 from ..base.naming import file_line as where
+from ..diagnosis.provenance import Cut, depends, first_cut, walk_back
 from ..diagnosis.walk import REASONS as _ENGINE_REASONS
 from ..diagnosis.walk import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
@@ -239,58 +238,38 @@ def _unconnected_seed(rec, call, target, sname, why) -> Explanation:
                        op=why.op, locations=tuple(places))
 
 
-def _depends(rec, t, before, skey, memo) -> bool:
+def _record(rec, info=None) -> dict:
+    """What the shared walk (:mod:`autodiff_viz.diagnosis.provenance`) needs from a recording: key, producer, edges.
+
+    The edges are :func:`back_edges` (a variable read also comes from the
+    variable's creation and its assigns; a re-wrap from the values that left
+    before it), each with its cut on tape ``info`` (None: cuts of the ops
+    themselves only, for "depends on").
+    """
+    def edges(op, t):
+        for x, at, c, index in back_edges(rec, info, op, t):
+            yield x, index, None if c is None else Cut(at, x, t, index, *c)
+    return {"key": tensor_key, "producer": lambda t, k=None: rec.producer(t), "edges": edges}
+
+
+def _cast_first(cut) -> int:
+    """A cast to an integer type names the cause; a later op reading those integers only repeats it."""
+    return 0 if cut.words.startswith("tf.cast to") else 2 if cut.reason == "integer_dtype" else 1
+
+
+def _depends(rec, t, before, skey, memo=None) -> bool:
     """Whether the value ``t`` (as record ``before`` read it) was computed from the source, cuts or not."""
-    stack, seen = [t], set()
-    while stack:
-        x = stack.pop()
-        k = tensor_key(x)
-        if k == skey:
-            return True
-        if k in memo:
-            if memo[k]:
-                return True
-            continue
-        if k in seen:
-            continue
-        seen.add(k)
-        op = rec.producer(x)
-        if op is None:
-            continue
-        stack.extend(y for y, _, _, _ in back_edges(rec, None, op, x))
-    return False
+    return depends(t, before, skey, **_record(rec))
 
 
 def _why_none(rec, info, target, source, skey, sname) -> Explanation:
-    frontier = deque([(target, None)])
-    seen, cuts, reached_clean, first_use = set(), [], False, None
-    memo: dict = {}
-    while frontier:
-        t, below = frontier.popleft()
-        key = tensor_key(t)
-        if key == skey:
-            reached_clean = reached_clean or below is None
-            continue
-        if (key, below is None) in seen:
-            continue
-        seen.add((key, below is None))
-        op = rec.producer(t)
-        if op is None:
-            continue
-        for x, at, c, index in back_edges(rec, info, op, t):
-            if tensor_key(x) == skey and first_use is None:
-                first_use = at
-            if c is not None:
-                cuts.append((at, x, t, c))
-            frontier.append((x, c or below))
+    walk = walk_back(target, skey, **_record(rec, info))
     tkey = tensor_key(target)
-    if reached_clean:
-        return _not_watched(rec, info, source, skey, sname, first_use)
-    # a cast to an integer type names the cause; a later op reading those integers only repeats it
-    cuts.sort(key=lambda c: 0 if c[3][1].startswith("tf.cast to") else 2 if c[3][0] == "integer_dtype" else 1)
-    for at, x, out, (reason, words) in cuts:
-        if tensor_key(x) != skey and not _depends(rec, x, at.index, skey, memo):
-            continue
+    if walk.reached:
+        return _not_watched(rec, info, source, skey, sname, walk.first_use)
+    cut = first_cut(walk, skey, rank=_cast_first, **_record(rec))
+    if cut is not None:
+        at, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
         loc = at.location
         edge = ((tensor_key(x), tensor_key(out)),)
         if reason == "left_the_tape":
@@ -309,7 +288,7 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
         }[reason]
         msg = f"The gradient from the target cannot reach {sname}: {words}{line(loc)}\n{fix}"
         return Explanation(reason, msg, where(loc), nodes=(skey, tensor_key(out)), edges=edge, op=at.name)
-    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey, memo)]
+    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey)]
     if esc:
         e = esc[-1]
         return Explanation("left_the_tape", f"A value computed from {sname} left TensorFlow with "
@@ -369,8 +348,7 @@ def _not_watched(rec, info, source, skey, sname, first_use) -> Explanation:
 def _not_a_tensor(rec, target, source) -> Explanation:
     skey = tensor_key(source)
     kind = type(target).__name__
-    memo: dict = {}
-    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey, memo)]
+    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey)]
     e = esc[-1] if esc else None
     loc = e.location if e is not None else None
     fix = ("Fix: compute the loss with TensorFlow ops (tf.reduce_mean, tf.square, keras.losses ...) on the "

@@ -35,13 +35,12 @@ Reasons (``Explanation.reason``):
 """
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import torch
 
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
+from ..diagnosis.provenance import Cut, depends, first_cut, walk_back
 from ..diagnosis.walk import Explanation, Explanations
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
@@ -339,36 +338,13 @@ def explain_recorded(rec, target, param):
     outside = outside_recording(rec, target)
     if outside is not None:
         return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
-    # Walk back from the target: the first cut on a path that reaches the parameter. A frontier entry
-    # (tensor, k, cut) is the value the record k read (len(ops): the target as it is now).
-    frontier, seen, reached, cuts, leaves = deque([(target, len(rec.ops), None)]), set(), False, [], []
-    while frontier:
-        t, k, below = frontier.popleft()
-        if t is param:
-            reached = reached or below is None
-            continue
-        op = rec.producer(t, k)
-        if op is None:
-            leaves.append(t)
-        if op is None or (op.index, id(t), below is None) in seen:
-            continue
-        seen.add((op.index, id(t), below is None))
-        for x in op.inputs:
-            cut = _cut(op, x, t)
-            if cut is not None and not (cut[0] == "integer_dtype" and not _is_float(x) and rec.producer(x, op.index)):
-                cuts.append((op, x, op.index, t, cut))
-            frontier.append((x, op.index, cut or below))
-        if op.kind == "rewrap":
-            esc = _escape_source(rec, op)
-            if esc is not None and esc.inputs:
-                cuts.append((op, esc.inputs[0], esc.index, t, ("left_the_graph", "")))
-                frontier.append((esc.inputs[0], esc.index, ("left_the_graph", "")))
-    if reached:
+    walk = walk_back(target, id(param), start=len(rec.ops), **_record(rec))
+    if walk.reached:
         return _connected_but(rec, target, param, pname)
-    casts = [c for c in cuts if c[4][0] == "integer_dtype" and _is_float(c[1]) and not _is_float(c[3])]
-    for op, x, k, out, (reason, words) in casts + cuts:
-        if not _depends_on(rec, x, k, param):
-            continue
+    leaves = walk.leaves
+    cut = first_cut(walk, id(param), rank=_cast_first, **_record(rec))
+    if cut is not None:
+        op, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
         loc = op.location
         if reason == "left_the_graph":
             esc = _escape_source(rec, op) if op.kind == "rewrap" else None
@@ -489,23 +465,35 @@ def _rebound(rec, param, pname, made) -> Explanation | None:
                        _where(made.location), nodes=(rec.tensor_id(param),), op=made.name)
 
 
-def _depends_on(rec, t, before, param) -> bool:
-    """Whether the value ``t`` had when record ``before`` read it was computed from ``param`` (cuts or not)."""
-    stack, seen = [(t, before)], set()
-    while stack:
-        x, k = stack.pop()
-        if x is param:
-            return True
-        op = rec.producer(x, k)
-        if op is None or op.index in seen:
-            continue
-        seen.add(op.index)
-        stack.extend((i, op.index) for i in op.inputs)
+def _record(rec) -> dict:
+    """What the shared walk (:mod:`autodiff_viz.diagnosis.provenance`) needs from a recording: key, producer, edges.
+
+    An edge from an op's input carries the op's cut (:func:`_cut`); a re-wrap
+    (``torch.tensor(v)``) also comes from the escape whose value it holds
+    (``v = x.item()``), cut ``left_the_graph``. An integer input is no cut of its
+    own when a recorded op made it: the walk goes on to that op (the cast).
+    """
+    def edges(op, t):
+        for x in op.inputs:
+            c = _cut(op, x, t)
+            yield x, op.index, None if c is None else Cut(
+                op, x, t, op.index, *c,
+                listed=not (c[0] == "integer_dtype" and not _is_float(x) and rec.producer(x, op.index)))
         if op.kind == "rewrap":
             esc = _escape_source(rec, op)
-            if esc is not None:
-                stack.extend((i, esc.index) for i in esc.inputs)
-    return False
+            if esc is not None and esc.inputs:
+                yield esc.inputs[0], esc.index, Cut(op, esc.inputs[0], t, esc.index, "left_the_graph", "")
+    return {"key": id, "producer": rec.producer, "edges": edges}
+
+
+def _cast_first(cut) -> int:
+    """A cast to an integer type names the cause; a later op reading the integers only repeats it."""
+    return 0 if cut.reason == "integer_dtype" and _is_float(cut.x) and not _is_float(cut.out) else 1
+
+
+def _depends_on(rec, t, before, param) -> bool:
+    """Whether the value ``t`` had when record ``before`` read it was computed from ``param`` (cuts or not)."""
+    return depends(t, before, id(param), **_record(rec))
 
 
 def _connected_but(rec, target, param, pname) -> Explanation:
