@@ -42,7 +42,8 @@ class Cut:
     reasons of :mod:`autodiff_viz.diagnosis.reasons` (or the bridge's own),
     ``words`` the recorder's sentence for it. ``listed=False`` propagates the
     cut along the walk without naming it (an integer value whose maker is
-    recorded: the maker is the cause, not the reader).
+    recorded: the maker is the cause, not the reader). ``via``: the record
+    the value left through on the way (the ``.item()`` a re-wrap brought back).
     """
 
     at: object
@@ -52,6 +53,7 @@ class Cut:
     reason: str
     words: str
     listed: bool = True
+    via: object = None
 
 
 @dataclass

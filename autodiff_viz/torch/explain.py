@@ -40,12 +40,12 @@ import torch
 
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
+from ..diagnosis import reasons
 from ..diagnosis.provenance import Cut, depends, first_cut, walk_back
 from ..diagnosis.walk import Explanation, Explanations
+from .record import Op
 
-REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
-           "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
-           "non_scalar_target", "graph_cut", "computed_outside_recording")
+REASONS = reasons.reasons_of("torch")
 
 
 def _is_float(t) -> bool:
@@ -234,17 +234,31 @@ def _other_instance(rec, target, param, found) -> Explanation | None:
              (name is None or rec._param_names.get(id(t), name).split(".")[-1] == name.split(".")[-1])]
     if not twins:
         return None
-    twin, mine = rec.producer(twins[0]), rec.producer(param)
+    twin, mine = _built_at(rec, twins[0]), _built_at(rec, param)
     return Explanation("optimizer_other_instance",
                        f"The optimizer holds {_label(rec, param)}, but the loss reads another tensor of the same "
                        "shape: the model was built twice, and the optimizer got the parameters of the other "
-                       f"instance.\nThe optimizer's parameter was made{_made_line(mine)}"
-                       f"\nthe loss's parameter was made{_made_line(twin)}"
+                       f"instance.\nThe optimizer's parameter was built{_built_words(mine)}"
+                       f"\nthe loss's parameter was built{_built_words(twin)}"
                        "\nFix: build the model once, then the optimizer from that model's parameters "
                        "(opt = torch.optim.SGD(model.parameters(), ...)).",
-                       _where(twin.location) if twin else (_where(mine.location) if mine else None),
+                       _where(twin) if twin else (_where(mine) if mine else None),
                        nodes=(rec.tensor_id(param),),
-                       locations=tuple(_where(o.location) for o in (mine, twin) if o and o.location))
+                       locations=tuple(_where(o) for o in (mine, twin) if o))
+
+
+def _built_words(loc) -> str:
+    return _line(loc) if loc else " before the recording"
+
+
+def _built_at(rec, param):
+    """The user's line that built ``param``'s model (``model = Net()``, the outermost user line of the call
+    that put it onto its module), else the line of the op that made it; None when made before the recording."""
+    birth = rec.provenance.birth(param) if getattr(rec, "provenance", None) is not None else None
+    if birth is not None and (birth.outer or birth.location):
+        return birth.outer or birth.location
+    made = rec.producer(param)
+    return made.location if made is not None else None
 
 
 def _made_in_forward(rec, target, module) -> list:
@@ -272,10 +286,6 @@ def _made_in_forward(rec, target, module) -> list:
             "layer once in __init__ (self.linear1 = torch.nn.Linear(D_in, H)) and call self.linear1(x) in "
             "forward.", _where(op.location), nodes=(rec.tensor_id(t),), op=op.name)))
     return sorted(rows, key=lambda r: r[1].location or "")
-
-
-def _made_line(op) -> str:
-    return _line(op.location) if op is not None else " (before the recording)"
 
 
 def _same_value(a, b) -> bool:
@@ -325,16 +335,7 @@ def explain_recorded(rec, target, param):
     if rebound is not None:
         return rebound
     if not param.requires_grad:
-        frozen = next((op for op in reversed(rec.ops) if op.kind == "requires_grad" and op.inputs[0] is param),
-                      None)
-        where = frozen or made
-        how = (f"\nIt was set{_line(frozen.location)}" if frozen else
-               f"\nIt was made{_line(made.location)}" if made else "")
-        return Explanation("requires_grad_false",
-                           f"{pname} has requires_grad=False, so autograd never computes its gradient (a frozen "
-                           f"parameter: requires_grad_(False), or a tensor made without requires_grad=True).{how}\n"
-                           "Fix: param.requires_grad_(True) (and pass it to the optimizer) if it should learn.",
-                           _where(where.location) if where else None, nodes=(pid,))
+        return _frozen(rec, param, pname, made)
     outside = outside_recording(rec, target)
     if outside is not None:
         return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
@@ -344,36 +345,7 @@ def explain_recorded(rec, target, param):
     leaves = walk.leaves
     cut = first_cut(walk, id(param), rank=_cast_first, **_record(rec))
     if cut is not None:
-        op, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
-        loc = op.location
-        if reason == "left_the_graph":
-            esc = _escape_source(rec, op) if op.kind == "rewrap" else None
-            esc_loc = esc.location if esc else None
-            how = esc.extra["how"] if esc else "a Python value"
-            msg = (f"The value on the way from {pname} to the target left the graph with {how}"
-                   f"{_line(esc_loc)}\nand came back as a new tensor with torch.{op.name}(...){_line(loc)}\n"
-                   "A Python number or a new tensor built from one has no history, so no gradient flows back. "
-                   "Fix: keep computing with the tensor itself (no .item()/.tolist()/.numpy() in the middle).")
-            data = op.extra.get("data")
-            if esc is None and isinstance(data, (list, tuple)) and any(isinstance(d, torch.Tensor) for d in data):
-                msg = (f"torch.{op.name}(...) was given a Python sequence of tensors that holds "
-                       f"{pname} (or a value computed from it){_line(loc)}\nIt copies their values into a new "
-                       "leaf tensor with no history (setting requires_grad=True on it afterwards makes a new leaf, "
-                       "it does not reconnect the graph), so no gradient flows back. Fix: torch.stack(seq) (or "
-                       "torch.cat) joins tensors and keeps the graph.")
-            return Explanation("left_the_graph", msg, _where(esc_loc or loc), nodes=(pid, rec.tensor_id(out)),
-                               edges=((rec.tensor_id(x), rec.tensor_id(out)),), op=op.name,
-                               locations=tuple(_where(v) for v in (esc_loc, loc) if v))
-        fixes = {
-            "detached": "Fix: use the tensor itself; detach only what must not be trained (e.g. a target).",
-            "no_grad": "Fix: compute the loss outside `with torch.no_grad():` (keep no_grad for evaluation).",
-            "inference_mode": "Fix: compute the loss outside `torch.inference_mode()`.",
-            "integer_dtype": "",            # the words of the cut carry the fix that fits the op
-            "non_differentiable_op": "",
-        }
-        msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{fixes[reason]}".rstrip()
-        return Explanation(reason, msg, _where(loc), nodes=(pid, rec.tensor_id(out)),
-                           edges=((rec.tensor_id(x), rec.tensor_id(out)),), op=op.name)
+        return _at_cut(rec, cut, pname, pid)
     used = any(any(x is param for x in op.inputs) for op in rec.ops if op.kind == "op")
     read = used or any(x is param for op in rec.ops if op.kind in ("detach", "escape") for x in op.inputs)
     unseen = _unseen_leaf(rec, target, param, pname, leaves, read)
@@ -384,6 +356,105 @@ def explain_recorded(rec, target, param):
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
            " Its .grad stays None. Fix: check that the forward pass uses it; optimizers skip None gradients.")
     return Explanation("not_used", msg, nodes=(pid, tid))
+
+
+def _frozen(rec, param, pname, made) -> Explanation:
+    """``requires_grad_false``, with the line that froze it, the line that made it, or "before the recording"."""
+    frozen = next((op for op in reversed(rec.ops) if op.kind == "requires_grad" and op.inputs[0] is param), None)
+    where = frozen or made
+    if where is not None:
+        how = f"\nIt was set{_line(frozen.location)}" if frozen else f"\nIt was made{_line(made.location)}"
+        fix = "Fix: param.requires_grad_(True) (and pass it to the optimizer) if it should learn."
+    else:
+        how = ("\nIt was frozen before the recording began (requires_grad was already False when "
+               "`with adv.torch.record()` opened: the usual fine-tuning order, load, freeze, then train).")
+        name = (getattr(rec, "_caller_names", None) or {}).get(id(param)) or rec.name_of(param) or "param"
+        fix = reasons.fix("requires_grad_false", "before", "", name=name)
+    return Explanation("requires_grad_false",
+                       f"{pname} has requires_grad=False, so autograd never computes its gradient (a frozen "
+                       f"parameter: requires_grad_(False), or a tensor made without requires_grad=True).{how}\n"
+                       + fix, _where(where.location) if where else None, nodes=(rec.tensor_id(param),))
+
+
+_CUT_FIXES = {
+    "detached": "Fix: use the tensor itself; detach only what must not be trained (e.g. a target).",
+    "no_grad": "Fix: compute the loss outside `with torch.no_grad():` (keep no_grad for evaluation).",
+    "inference_mode": "Fix: compute the loss outside `torch.inference_mode()`.",
+    "integer_dtype": "",            # the words of the cut carry the fix that fits the op
+    "non_differentiable_op": "",
+}
+
+
+def _at_cut(rec, cut, pname, pid) -> Explanation:
+    """The explanation of the first cut the walk found, its fix chosen by the cut's kind and its context."""
+    op, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
+    loc = op.location
+    nodes, edges = (pid, rec.tensor_id(out)), ((rec.tensor_id(x), rec.tensor_id(out)),)
+    if reason == "left_the_graph":
+        return _left(rec, cut, pname, nodes, edges)
+    if reason == "new_parameter":
+        a = op.extra["assignment"]
+        made = rec.producer(x)
+        where = "inside forward" if a.in_forward else "inside the recording"
+        return Explanation(
+            "new_parameter",
+            f"{pname} is not what the loss reads: {type(a.owner).__name__}.{a.name} was replaced {where} by "
+            f"nn.Parameter(...) of a computed value{_line(loc)}\n"
+            + (f"whose values were computed{_line(made.location)}\n" if made is not None else "")
+            + "nn.Parameter(t) copies t's values into a new leaf (it shares the storage, not the graph), so the "
+            "gradient stops there and the old parameter (the one the optimizer holds) gets none. Fix: do not "
+            "re-wrap in forward; compute with the tensor itself (F.linear(x, W, self.fc.bias)), or update the "
+            "parameter in place under torch.no_grad() (self.fc.weight.copy_(W)) outside the loss.",
+            _where(loc), nodes=nodes, edges=edges, op="nn.Parameter")
+    if reason in ("no_grad", "inference_mode"):
+        setter = rec.provenance.grad_setter(op.index) if getattr(rec, "provenance", None) is not None else None
+        if setter is not None and setter.by == "library":
+            rule = reasons.library_rule(setter.function, setter.what)
+            return Explanation(
+                reason,
+                f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n"
+                f"You did not turn gradients off there: the library did, inside your call to "
+                f"{setter.function}(...){_line(setter.location)}\n"
+                + reasons.fix(reason, "library", "", rule=rule),
+                _where(setter.location), nodes=nodes, edges=edges, op=op.name,
+                locations=tuple(_where(v) for v in (setter.location, loc) if v))
+        if setter is not None and setter.what.endswith(".forward"):
+            return Explanation(
+                reason,
+                f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n"
+                f"It ran inside {setter.what}, called{_line(setter.location)}\n"
+                f"Fix: {reasons.library_rule(None, setter.what)}",
+                _where(loc), nodes=nodes, edges=edges, op=op.name,
+                locations=tuple(_where(v) for v in (loc, setter.location) if v))
+        if setter is not None and setter.location is not None and setter.location != loc:
+            words = f"{words}{_line(loc)}\nGradients were turned off{_line(setter.location)}\n"
+            msg = f"The gradient from the target cannot reach {pname}: {words}{_CUT_FIXES[reason]}"
+            return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name,
+                               locations=tuple(_where(v) for v in (loc, setter.location) if v))
+    msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{_CUT_FIXES[reason]}".rstrip()
+    return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name)
+
+
+def _left(rec, cut, pname, nodes, edges) -> Explanation:
+    """``left_the_graph``: the escape (``.item()``) and the re-wrap (``torch.tensor``) that brought it back."""
+    op, loc = cut.at, cut.at.location
+    esc = cut.via if cut.via is not None else (_escape_source(rec, op) if op.kind == "rewrap" else None)
+    esc_loc = esc.location if esc else None
+    how = esc.extra["how"] if esc else "a Python value"
+    default = "Fix: keep computing with the tensor itself (no .item()/.tolist()/.numpy() in the middle)."
+    msg = (f"The value on the way from {pname} to the target left the graph with {how}"
+           f"{_line(esc_loc)}\nand came back as a new tensor with torch.{op.name}(...){_line(loc)}\n"
+           "A Python number or a new tensor built from one has no history, so no gradient flows back. "
+           + reasons.fix("left_the_graph", reasons.context_of(esc_loc), default))
+    data = op.extra.get("data")
+    if esc is None and isinstance(data, (list, tuple)) and any(isinstance(d, torch.Tensor) for d in data):
+        msg = (f"torch.{op.name}(...) was given a Python sequence of tensors that holds "
+               f"{pname} (or a value computed from it){_line(loc)}\nIt copies their values into a new "
+               "leaf tensor with no history (setting requires_grad=True on it afterwards makes a new leaf, "
+               "it does not reconnect the graph), so no gradient flows back. Fix: torch.stack(seq) (or "
+               "torch.cat) joins tensors and keeps the graph.")
+    return Explanation("left_the_graph", msg, _where(esc_loc or loc), nodes=nodes, edges=edges, op=op.name,
+                       locations=tuple(_where(v) for v in (esc_loc, loc) if v))
 
 
 def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
@@ -470,10 +541,28 @@ def _record(rec) -> dict:
 
     An edge from an op's input carries the op's cut (:func:`_cut`); a re-wrap
     (``torch.tensor(v)``) also comes from the escape whose value it holds
-    (``v = x.item()``), cut ``left_the_graph``. An integer input is no cut of its
-    own when a recorded op made it: the walk goes on to that op (the cast).
+    (``v = x.item()``), cut ``left_the_graph`` — or, when no single escape holds
+    its values (``total += l.item()`` in a loop), from every escape before it.
+    An integer input is no cut of its own when a recorded op made it: the walk
+    goes on to that op (the cast). A parameter put onto a module inside the
+    recording (``self.weight = nn.Parameter(W)``) is born there: its birth is a
+    record whose input is the value it copies, cut ``new_parameter``.
     """
+    births = _births(rec)
+
+    def producer(t, k=None):
+        op = rec.producer(t, k)
+        if op is None:
+            birth = births.get(id(t))
+            if birth is not None and (k is None or birth.index <= k):
+                return birth
+        return op
+
     def edges(op, t):
+        if op.kind == "birth":
+            for x in op.inputs:
+                yield x, op.index, Cut(op, x, t, op.index, "new_parameter", "nn.Parameter(...) makes a new leaf")
+            return
         for x in op.inputs:
             c = _cut(op, x, t)
             yield x, op.index, None if c is None else Cut(
@@ -481,9 +570,30 @@ def _record(rec) -> dict:
                 listed=not (c[0] == "integer_dtype" and not _is_float(x) and rec.producer(x, op.index)))
         if op.kind == "rewrap":
             esc = _escape_source(rec, op)
-            if esc is not None and esc.inputs:
-                yield esc.inputs[0], esc.index, Cut(op, esc.inputs[0], t, esc.index, "left_the_graph", "")
-    return {"key": id, "producer": rec.producer, "edges": edges}
+            for e in [esc] if esc is not None else [e for e in rec.ops[:op.index] if e.kind == "escape"]:
+                if e.inputs:
+                    yield e.inputs[0], e.index, Cut(op, e.inputs[0], t, e.index, "left_the_graph", "", via=e)
+    return {"key": id, "producer": producer, "edges": edges}
+
+
+def _births(rec) -> dict:
+    """``{id(parameter): birth record}`` for the parameters assigned onto a module inside the recording whose
+    values are those of a recorded op's output (``nn.Parameter(W)`` shares ``W``'s storage)."""
+    prov = getattr(rec, "provenance", None)
+    if prov is None:
+        return {}
+    out = {}
+    for a in prov.assignments:
+        p = a.value
+        if not isinstance(p, torch.nn.Parameter) or rec.producer(p) is not None:
+            continue
+        src = next((o for op in reversed(rec.ops[:a.index]) if op.kind in ("op", "detach", "rewrap")
+                    for o in op.outputs if o is not p and o.data_ptr() == p.data_ptr() and o.shape == p.shape),
+                   None)
+        if src is not None:
+            out[id(p)] = Op(a.index, f"nn.Parameter -> {type(a.owner).__name__}.{a.name}", "birth", [src], [p],
+                            a.location, a.name, "", True, False, {"assignment": a})
+    return out
 
 
 def _cast_first(cut) -> int:
