@@ -116,3 +116,24 @@ def first_cut(walk: Walk, skey, *, key, producer, edges, rank=None) -> Cut | Non
         if depends(cut.x, cut.k, skey, key=key, producer=producer, edges=edges):
             return cut
     return None
+
+
+def caller_names(namespace: dict, is_tensor, weights=None) -> dict:
+    """``{id(value): name}`` from a caller's variables, for values made before a recording (no line names them).
+
+    ``is_tensor(v)`` tells the framework's tensors (``w`` for ``w = ...``);
+    ``weights(v)``, for a model or layer, gives its ``[(path, weight)]``, named
+    ``model.fc.weight``. A value bound to several names keeps the first. One
+    function for the engine and both bridges: each passes what its tensors and
+    models are.
+    """
+    names = {}
+    for key, value in namespace.items():
+        if key.startswith("_") or isinstance(value, type):
+            continue
+        if is_tensor(value):
+            names.setdefault(id(value), key)
+        elif weights is not None:
+            for qual, w in weights(value) or ():
+                names.setdefault(id(w), f"{key}.{qual}")
+    return names

@@ -219,3 +219,34 @@ def unexplained(seen: list, nodes=(), location=None) -> Explanation:
                        "Something ran that the recording could not see (a C extension, another thread, a "
                        "library's copy of the values). Check those lines first.",
                        location, nodes=tuple(nodes))
+
+
+def calls_on_line(location) -> list:
+    """The dotted names of the functions called on the user's line (``['tf.argsort']``), outermost first.
+
+    A framework's op type is not always what the user wrote (``tf.argsort``
+    records ``Shape``, ``TopKV2``, ``Cast``): the diagnosis names the user's call.
+    """
+    if location is None:
+        return []
+    filename, line = location[0], location[1]
+    lines = linecache.getlines(filename)
+    tree = _tree(filename, len(lines)) if lines else None
+    if tree is None:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node, "lineno", None) == line:
+            name = _dotted(node.func)
+            if name and name not in found:
+                found.append(name)
+    return found
+
+
+def _dotted(func) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        head = _dotted(func.value)
+        return f"{head}.{func.attr}" if head else func.attr
+    return None

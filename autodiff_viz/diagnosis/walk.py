@@ -33,6 +33,7 @@ from ..base.naming import file_line as _where
 from ..base.state import live_tapes, resolve_location
 from ..core import walks
 from ..core.tensor import Tensor, Variable, full_name
+from . import provenance
 from .escapes import lost_paths, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 
@@ -216,18 +217,14 @@ _CALLER_NAMES: dict = {}      # id(tensor) -> the caller's variable name, while 
 
 def caller_names(namespace: dict) -> dict:
     """``{id(tensor): name}`` from a caller's variables: ``x`` for ``x = adv.constant(...)``, ``model.dense.kernel``."""
-    names = {}
-    for key, value in namespace.items():
-        if key.startswith("_"):
-            continue
-        if isinstance(value, Tensor):
-            names.setdefault(id(value), key)
-        elif hasattr(value, "add_weight") and not isinstance(value, type):     # a layer or model, not its class
-            variables = getattr(value, "variables", None)
-            for v in variables if isinstance(variables, (list, tuple)) else ():
-                if isinstance(v, Tensor):
-                    names.setdefault(id(v), f"{key}.{full_name(v)}")
-    return names
+    return provenance.caller_names(namespace, lambda v: isinstance(v, Tensor), _layer_weights)
+
+
+def _layer_weights(value):
+    """A layer's or model's variables by name (``dense.kernel``), or None for anything else."""
+    variables = getattr(value, "variables", None) if hasattr(value, "add_weight") else None
+    return [(full_name(v), v) for v in variables if isinstance(v, Tensor)] \
+        if isinstance(variables, (list, tuple)) else None
 
 
 def named_sources(source, is_one=lambda s: isinstance(s, Tensor)):

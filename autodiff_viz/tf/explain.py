@@ -39,15 +39,15 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops as _ops
 
+from ..base import state
 from ..base.naming import code_line as line
 from ..base.naming import file_line as where
-from ..diagnosis.provenance import Cut, depends, first_cut, walk_back
-from ..diagnosis.walk import REASONS as _ENGINE_REASONS
+from ..diagnosis import reasons
+from ..diagnosis.provenance import Cut, caller_names, depends, first_cut, walk_back
 from ..diagnosis.walk import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
-REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor",
-                                     "unconnected_output_gradients")
+REASONS = reasons.reasons_of("tf")
 _NO_GRADIENT_TEXT = {"ArgMax": "tf.argmax", "ArgMin": "tf.argmin", "Round": "tf.round", "StopGradient":
                      "tf.stop_gradient", "Equal": "==", "NotEqual": "!=", "Less": "<", "Greater": ">",
                      "LessEqual": "<=", "GreaterEqual": ">=", "Floor": "tf.floor", "Sign": "tf.sign"}
@@ -62,7 +62,11 @@ def has_gradient(op_type: str) -> bool:
 
 
 def label(rec, t) -> str:
-    name = rec.name_of(t) if rec is not None else None
+    """A tensor or variable for prose: a Keras weight by its path (``dense/kernel``), else the learner's variable
+    (``w``), else the name the recording gave it (the variable its line assigned)."""
+    path = getattr(t, "path", None) if not isinstance(t, tf.Tensor) else None
+    mine = (getattr(rec, "_caller_names", None) or {}).get(id(t)) if rec is not None else None
+    name = path if isinstance(path, str) and "/" in path else mine or (rec.name_of(t) if rec is not None else None)
     shape = tuple(t.shape)
     return f"'{name}' (shape {shape})" if name else f"a tensor of shape {shape}"
 
@@ -124,6 +128,52 @@ def cut(rec, info, op, i) -> tuple[str, str] | None:
     return None
 
 
+_CUT_FIXES = {
+    "computed_outside_tape": "Fix: compute everything from the source to the loss inside `with "
+                             "tf.GradientTape() as tape:` (and not under tape.stop_recording()).",
+    "integer_dtype": "Fix: keep the values floating on the way to the loss (no cast to an integer type; "
+                     "use tf.float32).",
+    "non_differentiable_op": "Fix: use a differentiable relaxation (tf.nn.softmax instead of argmax, a "
+                             "smooth function instead of round), or leave stop_gradient out of the path.",
+    "new_variable": "Fix: keep the value a tensor (do not wrap a computed value in tf.Variable inside the "
+                    "step); create variables once, outside, and compute with them.",
+    "assigned_variable": "Fix: use the computed tensor itself in the loss; v.assign(...) stores a value, it "
+                         "is not differentiable.",
+}
+_OP_FIXES = {
+    "tf.numpy_function": "Fix: tf.numpy_function runs Python on numpy values, which the tape cannot see, and "
+                         "TensorFlow registers no gradient for it: write the function with tf ops, or give it a "
+                         "gradient with @tf.custom_gradient around it.",
+    "tf.py_function": "Fix: the body of tf.py_function left TensorFlow (numpy inside it), so the tape cannot "
+                      "differentiate it: write the body with tf ops (a py_function of tf ops is differentiable), "
+                      "or give it a gradient with @tf.custom_gradient.",
+}
+
+
+def _user_words(op, words: str) -> str:
+    """The cut's words with the op named by the user's call when TensorFlow's op type is not what the line calls
+    (``tf.argsort`` records ``Shape``, ``TopKV2``): "tf.argsort(...) (TensorFlow's op Shape inside it) ..."."""
+    calls = reasons.calls_on_line(op.location)
+    if not calls or op.name.startswith("tf.") or any(c.split(".")[-1].lower().replace("_", "") ==
+                                                       op.name.lower() for c in calls):
+        return words
+    if not words.startswith(op.name):
+        return words
+    called = calls[-1] if len(calls) == 1 else " / ".join(f"{c}" for c in calls)
+    return f"{called}(...) (TensorFlow's op {op.name} inside it){words[len(op.name):]}"
+
+
+def _inside_layer(rec, op, context) -> str:
+    """A sentence naming the Keras layer the cut ran in when it is a Lambda (its name and the line of its
+    function, where the layer was built), else nothing."""
+    layer = rec._layers.get(op.scope) if op.scope else None
+    if layer is None or type(layer).__name__ != "Lambda" and context.kind != "lambda":
+        return ""
+    name = getattr(layer, "name", op.scope.split("/")[-1])
+    return (f"It ran inside the Lambda layer '{name}' (its function is on the line above, where the layer was "
+            "built), so every call of the model cuts the gradient there.\n")
+
+
 def _earlier_escapes(rec, before):
     return [e for e in rec.ops[:before] if e.kind == "escape" and e.inputs]
 
@@ -165,6 +215,13 @@ def explain_recorded(rec, target, source):
     :class:`Explanation`), or a list, a dict, a layer or model (its
     ``trainable_variables``): one row per source, broken ones first.
     """
+    if getattr(rec, "_caller_names", None) is None:     # the learner's names for what was made before
+        frame = state.user_frame_object()
+        rec._caller_names = caller_names({**frame.f_globals, **frame.f_locals}, _is_one) if frame else {}
+        try:
+            return explain_recorded(rec, target, source)
+        finally:
+            rec._caller_names = None
     many = named_sources(source, _is_one)
     if many is not None:
         return Explanations([(n, explain_recorded(rec, target, s)) for n, s in many])
@@ -201,8 +258,11 @@ def explain_recorded(rec, target, source):
     seed = None if call is None else call.extra["output_gradients"]
     (grad,) = tf_gradient(rec, info, target, [source], seed)
     if grad is not None:
-        return Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
+        return _frozen_layer(rec, source, skey, sname) or \
+            Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
     why = _why_none(rec, info, target, source, skey, sname)
+    if why.reason == "not_used":
+        why = _non_trainable(rec, source, skey, sname) or why
     return why if call is None else _unconnected_seed(rec, call, target, sname, why)
 
 
@@ -274,19 +334,11 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
         edge = ((tensor_key(x), tensor_key(out)),)
         if reason == "left_the_tape":
             return _left(rec, at, x, out, sname, skey)
-        fix = {
-            "computed_outside_tape": "Fix: compute everything from the source to the loss inside `with "
-                                     "tf.GradientTape() as tape:` (and not under tape.stop_recording()).",
-            "integer_dtype": "Fix: keep the values floating on the way to the loss (no cast to an integer type; "
-                             "use tf.float32).",
-            "non_differentiable_op": "Fix: use a differentiable relaxation (tf.nn.softmax instead of argmax, a "
-                                     "smooth function instead of round), or leave stop_gradient out of the path.",
-            "new_variable": "Fix: keep the value a tensor (do not wrap a computed value in tf.Variable inside the "
-                            "step); create variables once, outside, and compute with them.",
-            "assigned_variable": "Fix: use the computed tensor itself in the loss; v.assign(...) stores a value, it "
-                                 "is not differentiable.",
-        }[reason]
-        msg = f"The gradient from the target cannot reach {sname}: {words}{line(loc)}\n{fix}"
+        context = reasons.context_of(loc)
+        fix = reasons.fix(reason, context, _OP_FIXES.get(at.name, _CUT_FIXES[reason]))
+        words = _user_words(at, words)
+        inside = _inside_layer(rec, at, context)
+        msg = f"The gradient from the target cannot reach {sname}: {words}{line(loc)}\n{inside}{fix}"
         return Explanation(reason, msg, where(loc), nodes=(skey, tensor_key(out)), edges=edge, op=at.name)
     esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey)]
     if esc:
@@ -365,3 +417,70 @@ def _not_a_tensor(rec, target, source) -> Explanation:
 
 def _is_array(x) -> bool:
     return isinstance(x, (np.ndarray, np.generic, float, int))
+
+
+def _holders(rec, skey) -> list:
+    """The Keras layers seen by the recording (and their sublayers) that hold the weight keyed ``skey``,
+    outermost first."""
+    out, seen = [], set()
+    for top in list(rec._layers.values()):
+        flat = top._flatten_layers() if hasattr(top, "_flatten_layers") else [top]
+        for layer in flat:
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            if any(tensor_key(w) == skey for w in getattr(layer, "weights", ())):
+                out.append(layer)
+    return out
+
+
+def _frozen_layer(rec, source, skey, sname) -> Explanation | None:
+    """``frozen_layer``: the tape differentiates the weight, but its layer is frozen (``layer.trainable = False``).
+
+    The tape was watching the variable (it was trainable when read, or
+    watched), so a raw ``tape.gradient`` gives a number; but the weight is out of ``model.trainable_variables``,
+    and ``optimizer.apply_gradients`` / ``fit`` never update it. The line is
+    the one that froze the layer in the recording, or "before the recording".
+    """
+    frozen = [layer for layer in _holders(rec, skey) if not layer.trainable]
+    if not frozen:
+        return None
+    prov = getattr(rec, "provenance", None)
+    found = [(layer, prov.frozen_at(layer) if prov is not None else None) for layer in frozen]
+    layer, loc = next(((lay, at) for lay, at in found if at is not None), found[-1])
+    when = line(loc) if loc else " before the recording began"
+    return Explanation(
+        "frozen_layer",
+        f"{sname} is a weight of the layer '{layer.name}', which is frozen: its trainable was set to "
+        f"False{when}\nThis tape still gives it a gradient (it watched the variable), but "
+        f"the weight is not in model.trainable_variables: optimizer.apply_gradients(zip(grads, "
+        "model.trainable_variables)) and fit() never update it.\nFix: to train it, set "
+        f"layer.trainable = True (then compile again before fit); to keep it frozen (fine-tuning), nothing is "
+        "wrong.", where(loc) if loc else None, nodes=(skey,), locations=(where(loc),) if loc else ())
+
+
+def _non_trainable(rec, source, skey, sname) -> Explanation | None:
+    """``non_trainable``: a non-trainable weight (BatchNormalization's moving statistics) was asked for.
+
+    ``model.variables`` (``model.weights``) holds every weight; only
+    ``model.trainable_variables`` are learned by gradients. The line is the
+    ``tape.gradient`` call that asked for it.
+    """
+    variable = rec.variable_of(skey)
+    variable = source if variable is None else variable
+    if getattr(variable, "trainable", True) and getattr(source, "trainable", True):
+        return None
+    ask = next((op for op in reversed(rec.ops) if op.kind in ("gradient", "jacobian") and any(
+        (hasattr(s, "_id") or hasattr(s, "handle")) and tensor_key(s) == skey
+        for s in tf.nest.flatten(op.extra.get("sources")))), None)
+    loc = ask.location if ask is not None else None
+    holders = _holders(rec, skey)
+    owner = f" of the layer '{holders[-1].name}'" if holders else ""
+    return Explanation(
+        "non_trainable",
+        f"{sname} is a non-trainable weight{owner} (trainable=False: moving statistics such as "
+        "BatchNormalization's moving_mean and moving_variance are updated by assign during training, not by "
+        "gradients), so tape.gradient returns None for it." + (f" It was asked for{line(loc)}" if loc else "")
+        + "\nFix: ask for model.trainable_variables (not model.variables or model.weights, which hold every "
+        "weight), as optimizer.apply_gradients(zip(grads, model.trainable_variables)) expects.",
+        where(loc) if loc else None, nodes=(skey,), op="non-trainable")

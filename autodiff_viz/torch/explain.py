@@ -42,8 +42,9 @@ from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
 from ..diagnosis import reasons
 from ..diagnosis.provenance import Cut, depends, first_cut, walk_back
+from ..diagnosis.provenance import caller_names as provenance_names
 from ..diagnosis.walk import Explanation, Explanations
-from .record import Op
+from .provenance import Birth
 
 REASONS = reasons.reasons_of("torch")
 
@@ -58,16 +59,8 @@ def caller_names(namespace: dict) -> dict:
     The learner's own names for tensors made before the recording began (no
     recorded line assigns them); a tensor bound to several names keeps the first.
     """
-    names = {}
-    for key, value in namespace.items():
-        if key.startswith("_"):
-            continue
-        if isinstance(value, torch.Tensor):
-            names.setdefault(id(value), key)
-        elif isinstance(value, torch.nn.Module):
-            for qual, p in value.named_parameters():
-                names.setdefault(id(p), f"{key}.{qual}")
-    return names
+    return provenance_names(namespace, lambda v: isinstance(v, torch.Tensor),
+                            lambda v: v.named_parameters() if isinstance(v, torch.nn.Module) else None)
 
 
 def _label(rec, t) -> str:
@@ -591,8 +584,8 @@ def _births(rec) -> dict:
                     for o in op.outputs if o is not p and o.data_ptr() == p.data_ptr() and o.shape == p.shape),
                    None)
         if src is not None:
-            out[id(p)] = Op(a.index, f"nn.Parameter -> {type(a.owner).__name__}.{a.name}", "birth", [src], [p],
-                            a.location, a.name, "", True, False, {"assignment": a})
+            out[id(p)] = Birth(a.index, f"nn.Parameter -> {type(a.owner).__name__}.{a.name}", [src], [p],
+                               a.location, {"assignment": a})
     return out
 
 

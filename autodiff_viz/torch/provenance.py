@@ -115,6 +115,27 @@ class Assignment:
     in_forward: bool
 
 
+@dataclass(eq=False)
+class Birth:
+    """A parameter born inside the recording from a computed value (``nn.Parameter(W)`` put onto a module).
+
+    A record of the provenance walk shaped like a recorded op (``index``,
+    ``name``, ``kind`` ``"birth"``, ``inputs`` the value it copies, ``outputs``
+    the parameter, ``location``), with its :class:`Assignment` in ``extra``.
+    """
+
+    index: int
+    name: str
+    inputs: list
+    outputs: list
+    location: tuple | None
+    extra: dict
+    kind: str = "birth"
+    scope: str = ""
+    grad_enabled: bool = True
+    inference: bool = False
+
+
 class Provenance:
     """The grad-mode events, ``Function.apply`` spans and module assignments of one recording."""
 
