@@ -34,7 +34,7 @@ from ..base.state import live_tapes, resolve_location
 from ..core import walks
 from ..core.tensor import Tensor, Variable, full_name
 from . import provenance
-from .escapes import lost_paths, same_values
+from .escapes import partial, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 
 REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
@@ -956,15 +956,8 @@ def _partly_lost(tape, target, source, ids) -> Explanation | None:
     took the tensor (``np.asarray()``: ``X.dot(W)``, a write into an
     ndarray) rather than the learner asking for a number to print.
     """
-    escapes = lost_paths(tape, target._id, source._id)
-    if not escapes:
-        return None
-    start = tape.record.start_id or 0
-    leaves = [t for t in _history(target)[1].values() if t._node is None and not isinstance(t, Variable)
-              and t._id > start and t._id != source._id and t.dtype.kind in "fc"]
-    same = [e for e in escapes if any(same_values(t._value, e.value) for t in leaves)]
-    taken = same or [e for e in escapes if e.how == "np.asarray()"]
-    if not leaves or not taken:
+    taken = partial(tape, target, source._id)
+    if not taken:
         return None
     esc = taken[0]
     more = len({e.location for e in taken}) - 1
