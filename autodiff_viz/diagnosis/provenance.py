@@ -58,12 +58,14 @@ class Cut:
 
 @dataclass
 class Walk:
-    """What :func:`walk_back` found: ``reached`` (a path without a cut), ``cuts``, ``leaves``, ``first_use``."""
+    """What :func:`walk_back` found: ``reached`` (a path without a cut), ``cuts``, ``leaves``, ``first_use``
+    (the record that read the source first on the way back) and ``records`` (every record met, nearest first)."""
 
     reached: bool = False
     cuts: list = field(default_factory=list)
     leaves: list = field(default_factory=list)
     first_use: object = None
+    records: list = field(default_factory=list)
 
 
 def walk_back(target, skey, *, key, producer, edges, start=None) -> Walk:
@@ -84,6 +86,7 @@ def walk_back(target, skey, *, key, producer, edges, start=None) -> Walk:
         if mark in seen:
             continue
         seen.add(mark)
+        out.records.append(op)
         for x, kx, cut in edges(op, t):
             if out.first_use is None and key(x) == skey:
                 out.first_use = cut.at if cut is not None else op
@@ -106,6 +109,12 @@ def depends(t, k, skey, *, key, producer, edges) -> bool:
         seen.add(id(op))
         stack.extend((y, ky) for y, ky, _ in edges(op, x))
     return False
+
+
+def fresh_starts(walk: Walk, kinds=("rewrap",)) -> list:
+    """The records met on the way back where the history starts afresh from plain values (``torch.tensor(v)``,
+    ``tf.constant(v)``) and whose values the walk could not trace to an escape: where a cause may hide."""
+    return list(dict.fromkeys(op for op in walk.records if op.kind in kinds))
 
 
 def first_cut(walk: Walk, skey, *, key, producer, edges, rank=None) -> Cut | None:

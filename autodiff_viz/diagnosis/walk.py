@@ -33,12 +33,11 @@ from ..base.naming import file_line as _where
 from ..base.state import live_tapes, resolve_location
 from ..core import walks
 from ..core.tensor import Tensor, Variable, full_name
-from . import provenance
+from . import provenance, reasons
 from .escapes import partial, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 
-REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
-           "non_differentiable_op", "integer_dtype", "not_used", "partly_lost")
+REASONS = reasons.reasons_of("engine")
 
 
 # ---------------------------------------------------------------------------
@@ -510,7 +509,12 @@ def _unrecorded(tape, target, source, node, edges, ids) -> Explanation:
     if target._node is not None and not _recorded_by(tape, target._node) and _made(tape, target._id) == when:
         culprit = target._node
     what = ("The target" if culprit is target._node else _capital(_output_of(culprit)))
-    if others:
+    context = reasons.context_of(culprit.location)
+    if context.kind in ("build", "init"):
+        text = (f"{what} was computed in {context.function}(), which ran once, {_WHEN[when]} "
+                f"(or for another tape), so this tape never saw it.{_code(culprit.location)}\n"
+                + reasons.fix("computed_outside_tape", context, ""))
+    elif others:
         text = (f"{what} was computed by a call recorded by another tape (an earlier `with` block), "
                 f"{_WHEN[when]}. It is stale for this tape: typically `layer.output` from an earlier "
                 f"call of the layer.{_code(culprit.location)}\n"

@@ -43,7 +43,7 @@ from ..base import state
 from ..base.naming import code_line as line
 from ..base.naming import file_line as where
 from ..diagnosis import reasons
-from ..diagnosis.provenance import Cut, caller_names, depends, first_cut, walk_back
+from ..diagnosis.provenance import Cut, caller_names, depends, first_cut, fresh_starts, walk_back
 from ..diagnosis.walk import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
@@ -349,6 +349,12 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
                            "tensor (tf.* ops instead of np.*, no .numpy() in the middle).",
                            where(e.location), nodes=(skey, tkey), op=e.extra["how"])
     used = any(any(tensor_key(x) == skey for x in op.inputs) for op in rec.ops if op.kind in ("op", "read"))
+    starts = fresh_starts(walk)
+    if used and starts:
+        return reasons.unexplained(
+            [f"{op.name}(...) made a new constant from plain values{line(op.location)}" for op in starts]
+            + [f"{sname} was read by recorded ops, but the recording saw none of its values leave TensorFlow"],
+            nodes=(skey, tkey), location=where(starts[0].location))
     msg = (f"The target does not depend on {sname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it (an unused layer, a branch not taken, or a different object than the one the "

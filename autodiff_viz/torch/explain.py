@@ -41,7 +41,7 @@ import torch
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
 from ..diagnosis import reasons
-from ..diagnosis.provenance import Cut, depends, first_cut, walk_back
+from ..diagnosis.provenance import Cut, depends, first_cut, fresh_starts, walk_back
 from ..diagnosis.provenance import caller_names as provenance_names
 from ..diagnosis.walk import Explanation, Explanations
 from .provenance import Birth
@@ -344,6 +344,12 @@ def explain_recorded(rec, target, param):
     unseen = _unseen_leaf(rec, target, param, pname, leaves, read)
     if unseen is not None:
         return unseen
+    starts = fresh_starts(walk)
+    if read and starts:
+        return reasons.unexplained(
+            [f"torch.{op.name}(...) made a new tensor from plain values{_line(op.location)}" for op in starts]
+            + [f"{pname} was read by recorded ops, but the recording saw none of its values leave the graph"],
+            nodes=(pid, tid), location=_where(starts[0].location))
     msg = (f"The target does not depend on {pname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
