@@ -941,8 +941,9 @@ def _escape_explanation(source, esc, back_tensor, back_location, evidence: str) 
             f"{came_back}{':' + back_line if back_line else '.'}\n"
             "The tape cannot see through numpy: from that point the value is a constant, and the "
             "gradient is None.\n"
-            "Fix: keep it a tensor: drop the .numpy() / float() / .item() call and use the tensor "
-            "itself (index it with t[0], use adv ops instead of numpy functions).")
+            + reasons.fix("left_the_tape", reasons.context_of(esc.location),
+                          "Fix: keep it a tensor: drop the .numpy() / float() / .item() call and use the tensor "
+                          "itself (index it with t[0], use adv ops instead of numpy functions)."))
     locations = tuple(loc for loc in (esc.location, back_location) if loc)
     return Explanation("left_the_tape", text, _where(esc.location),
                        (source._id, esc.tensor_id, back_tensor._id), ((esc.tensor_id, back_tensor._id),),

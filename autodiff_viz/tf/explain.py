@@ -376,8 +376,10 @@ def _left(rec, at, x, out, sname, skey) -> Explanation:
     back = f"\nand came back as a new constant with {rewrap.name}(...){line(back_loc)}" if rewrap else \
         "\nand came back as a new constant"
     msg = (f"The value on the way from {sname} to the target left TensorFlow with {how}{line(esc_loc)}{back}\n"
-           "A numpy array or Python number has no history, so the tape cannot follow it back. Fix: keep computing "
-           "with the tensor itself (tf.* ops instead of np.*, no .numpy() / float() in the middle).")
+           "A numpy array or Python number has no history, so the tape cannot follow it back. "
+           + reasons.fix("left_the_tape", reasons.context_of(esc_loc or back_loc),
+                         "Fix: keep computing with the tensor itself (tf.* ops instead of np.*, no .numpy() / "
+                         "float() in the middle)."))
     return Explanation("left_the_tape", msg, where(esc_loc or back_loc), nodes=(skey, tensor_key(out)),
                        edges=((tensor_key(x), tensor_key(out)),), op=how,
                        locations=tuple(where(v) for v in (esc_loc, back_loc) if v))
