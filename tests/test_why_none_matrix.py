@@ -321,3 +321,21 @@ def test_matrix_covers_every_context_and_framework():
         for context in contexts:
             assert any(i.startswith(framework + "-") and i.endswith("-" + context) for i in ids), (framework, context)
     assert len(ids) >= 80
+
+
+def test_tf_escape_the_recording_cannot_see_is_said_plainly(tmp_path):
+    """numpy reads an EagerTensor through the buffer protocol (``np.asarray(t)``), which no hook sees: the source is
+    read by recorded ops (``peak``), the target's history starts afresh at ``tf.constant``, and the walk says it
+    cannot show why, naming that line — not a confident ``not_used``."""
+    pytest.importorskip("tensorflow")
+    program = TF_HEAD + "\n".join(
+        _W_TF + ["with adv.tf.record() as rec:", "    with tf.GradientTape() as tape:",
+                 "        h = w * 2.0", "        peak = tf.reduce_max(h)",
+                 "        v = tf.constant(np.tanh(np.asarray(h)))  # CUT",
+                 "        loss = tf.reduce_sum(v * w)", "    REAL = tape.gradient(loss, h)",
+                 "EX = rec.explain(loss, h)"]) + "\n"
+    env, path, line = _run(tmp_path, program)
+    assert env["REAL"] is None
+    ex = env["EX"]
+    assert ex.reason == "unexplained" and ex.location.endswith(f"case.py:{line}")
+    assert "does not show why" in ex.message and "tf.constant" in ex.message

@@ -219,9 +219,14 @@ def _other_instance(rec, target, param, found) -> Explanation | None:
     its module; both construction lines come from the recording when the
     models were built inside it.
     """
-    if found.reason != "not_used" or target.grad_fn is None:
+    if target.grad_fn is None:
         return None
     leaves = [fn.variable for fn in _graph_nodes(target) if getattr(fn, "variable", None) is not None]
+    copied = _copied_into(rec, param, leaves)
+    if copied is not None:
+        return copied
+    if found.reason != "not_used":
+        return None
     name = rec._param_names.get(id(param))
     twins = [t for t in leaves if t is not param and t.shape == param.shape and
              (name is None or rec._param_names.get(id(t), name).split(".")[-1] == name.split(".")[-1])]
@@ -238,6 +243,33 @@ def _other_instance(rec, target, param, found) -> Explanation | None:
                        _where(twin) if twin else (_where(mine) if mine else None),
                        nodes=(rec.tensor_id(param),),
                        locations=tuple(_where(o) for o in (mine, twin) if o))
+
+
+def _copied_into(rec, param, leaves) -> Explanation | None:
+    """The optimizer's parameter was copied into another parameter that the loss reads (``new.weight.copy_(old)``
+    under ``no_grad``: a layer replaced after the optimizer was built, as pruning tools do). The no_grad of the
+    copy is not the cause: the optimizer holds the old parameter, and the loss never reads it."""
+    ids = {id(t) for t in leaves}
+    for op in rec.ops:
+        if op.kind != "op" or not op.name.endswith("_") or op.grad_enabled or not op.outputs:
+            continue
+        new = op.outputs[0]
+        if new is param or id(new) not in ids or not (new.is_leaf and new.requires_grad) or \
+                not any(_depends_on(rec, x, op.index, param) for x in op.inputs[1:]):
+            continue
+        made, mine = _built_at(rec, new), _built_at(rec, param)
+        return Explanation(
+            "optimizer_other_instance",
+            f"The optimizer holds {_label(rec, param)}, but the loss reads another parameter "
+            f"({_label(rec, new)}): the first one's values were copied into it with torch.{op.name}(...) under "
+            f"no_grad{_line(op.location)}\nThat is how a layer is replaced after the optimizer was built (pruning, "
+            f"surgery on a pretrained model): the new layer was built{_built_words(made)}\n"
+            f"the optimizer's parameter{_built_words(mine)}\nThe optimizer still steps the old parameter, which "
+            "the loss no longer reads, and the new one is in no optimizer.\nFix: build the optimizer again after "
+            "replacing the layers (opt = torch.optim.SGD(model.parameters(), ...)).",
+            _where(made) if made else _where(op.location), nodes=(rec.tensor_id(param), rec.tensor_id(new)),
+            op=op.name, locations=tuple(_where(o) for o in (made, op.location) if o))
+    return None
 
 
 def _built_words(loc) -> str:
@@ -397,8 +429,8 @@ def _at_cut(rec, cut, pname, pid) -> Explanation:
         where = "inside forward" if a.in_forward else "inside the recording"
         return Explanation(
             "new_parameter",
-            f"{pname} is not what the loss reads: {type(a.owner).__name__}.{a.name} was replaced {where} by "
-            f"nn.Parameter(...) of a computed value{_line(loc)}\n"
+            f"{pname} is not what the loss reads: {type(a.owner).__name__}.{a.name} was set {where} to "
+            f"nn.Parameter(...) of {'a computed value' if made is not None else 'an existing tensor'}{_line(loc)}\n"
             + (f"whose values were computed{_line(made.location)}\n" if made is not None else "")
             + "nn.Parameter(t) copies t's values into a new leaf (it shares the storage, not the graph), so the "
             "gradient stops there and the old parameter (the one the optimizer holds) gets none. Fix: do not "
@@ -582,13 +614,15 @@ def _births(rec) -> dict:
     if prov is None:
         return {}
     out = {}
-    for a in prov.assignments:
+    for k, a in enumerate(prov.assignments):
         p = a.value
         if not isinstance(p, torch.nn.Parameter) or rec.producer(p) is not None:
             continue
-        src = next((o for op in reversed(rec.ops[:a.index]) if op.kind in ("op", "detach", "rewrap")
-                    for o in op.outputs if o is not p and o.data_ptr() == p.data_ptr() and o.shape == p.shape),
-                   None)
+        # the newest holder of the same storage first: nn.Parameter(mu) of a parameter mu that was itself made
+        # from torch.zeros(...) comes from mu
+        pool = [b.value for b in reversed(prov.assignments[:k]) if isinstance(b.value, torch.nn.Parameter)]
+        pool += [o for op in reversed(rec.ops[:a.index]) if op.kind in ("op", "detach", "rewrap") for o in op.outputs]
+        src = next((o for o in pool if o is not p and o.data_ptr() == p.data_ptr() and o.shape == p.shape), None)
         if src is not None:
             out[id(p)] = Birth(a.index, f"nn.Parameter -> {type(a.owner).__name__}.{a.name}", [src], [p],
                                a.location, {"assignment": a})
