@@ -255,6 +255,14 @@ def _tf_cases():
            "EX = rec.explain(loss, w)"]
     yield pytest.param(TF_HEAD + "\n".join(lam) + "\n", "non_differentiable_op", "Lambda",
                        id="tf-argmax-lambda")
+    build = ["class Bayes(keras.layers.Layer):", "    def build(self, input_shape):",
+             "        self.mu = self.add_weight(shape=(input_shape[-1], 2), name='mu')",
+             "        self.kernel = self.mu * 2.0  # CUT", "    def call(self, x):", "        return x @ self.kernel",
+             "layer = Bayes()", "x = tf.ones((4, 3))", "with adv.tf.record() as rec:", "    for step in range(2):",
+             "        with tf.GradientTape() as tape:", "            loss = tf.reduce_sum(layer(x))",
+             "        REAL = tape.gradient(loss, layer.mu)", "EX = rec.explain(loss, layer.mu)"]
+    yield pytest.param(TF_HEAD + "\n".join(build) + "\n", "computed_outside_tape", "call()",
+                       id="tf-computed_in_build-build")
     bn = ["model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(),",
           "                          keras.layers.Dense(1)])", "x = tf.ones((4, 3))",
           "with adv.tf.record() as rec:", "    with tf.GradientTape() as tape:",
@@ -317,7 +325,7 @@ def test_matrix_covers_every_context_and_framework():
     ids = [p.id for p in CASES + TORCH_CASES + TF_CASES]
     for framework, contexts in (("engine", ENGINE_CONTEXTS + ("before", "build")),
                                 ("torch", TORCH_CONTEXTS + ("library_checkpoint", "before")),
-                                ("tf", TF_CONTEXTS + ("lambda", "before"))):
+                                ("tf", TF_CONTEXTS + ("lambda", "before", "build"))):
         for context in contexts:
             assert any(i.startswith(framework + "-") and i.endswith("-" + context) for i in ids), (framework, context)
     assert len(ids) >= 80
