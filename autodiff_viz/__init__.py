@@ -36,6 +36,7 @@ from .core.ops import full, ones, shape, zeros
 from .core.ops import clip_by_norm, eye, identity, ones_like, zeros_like
 from .core.ops import numpy_function, py_function    # tf.numpy_function, tf.py_function
 from .records.anomaly import AnomalyError, detect_anomaly
+from .diagnosis.escapes import PartialGradientWarning
 from .diagnosis.walk import Explanation, UnconnectedGradientError
 from .records.compare import Comparison, compare
 from .records.tape import GradientTape, TapeRecord, UnconnectedGradients

@@ -33,11 +33,11 @@ from ..base.naming import file_line as _where
 from ..base.state import live_tapes, resolve_location
 from ..core import walks
 from ..core.tensor import Tensor, Variable, full_name
-from .escapes import lost_paths, same_values
+from . import provenance, reasons
+from .escapes import partial, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 
-REASONS = ("connected", "not_watched", "computed_outside_tape", "left_the_tape",
-           "non_differentiable_op", "integer_dtype", "not_used", "partly_lost")
+REASONS = reasons.reasons_of("engine")
 
 
 # ---------------------------------------------------------------------------
@@ -216,18 +216,14 @@ _CALLER_NAMES: dict = {}      # id(tensor) -> the caller's variable name, while 
 
 def caller_names(namespace: dict) -> dict:
     """``{id(tensor): name}`` from a caller's variables: ``x`` for ``x = adv.constant(...)``, ``model.dense.kernel``."""
-    names = {}
-    for key, value in namespace.items():
-        if key.startswith("_"):
-            continue
-        if isinstance(value, Tensor):
-            names.setdefault(id(value), key)
-        elif hasattr(value, "add_weight") and not isinstance(value, type):     # a layer or model, not its class
-            variables = getattr(value, "variables", None)
-            for v in variables if isinstance(variables, (list, tuple)) else ():
-                if isinstance(v, Tensor):
-                    names.setdefault(id(v), f"{key}.{full_name(v)}")
-    return names
+    return provenance.caller_names(namespace, lambda v: isinstance(v, Tensor), _layer_weights)
+
+
+def _layer_weights(value):
+    """A layer's or model's variables by name (``dense.kernel``), or None for anything else."""
+    variables = getattr(value, "variables", None) if hasattr(value, "add_weight") else None
+    return [(full_name(v), v) for v in variables if isinstance(v, Tensor)] \
+        if isinstance(variables, (list, tuple)) else None
 
 
 def named_sources(source, is_one=lambda s: isinstance(s, Tensor)):
@@ -513,7 +509,12 @@ def _unrecorded(tape, target, source, node, edges, ids) -> Explanation:
     if target._node is not None and not _recorded_by(tape, target._node) and _made(tape, target._id) == when:
         culprit = target._node
     what = ("The target" if culprit is target._node else _capital(_output_of(culprit)))
-    if others:
+    context = reasons.context_of(culprit.location)
+    if context.kind in ("build", "init"):
+        text = (f"{what} was computed in {context.function}(), which ran once, {_WHEN[when]} "
+                f"(or for another tape), so this tape never saw it.{_code(culprit.location)}\n"
+                + reasons.fix("computed_outside_tape", context, ""))
+    elif others:
         text = (f"{what} was computed by a call recorded by another tape (an earlier `with` block), "
                 f"{_WHEN[when]}. It is stale for this tape: typically `layer.output` from an earlier "
                 f"call of the layer.{_code(culprit.location)}\n"
@@ -940,8 +941,9 @@ def _escape_explanation(source, esc, back_tensor, back_location, evidence: str) 
             f"{came_back}{':' + back_line if back_line else '.'}\n"
             "The tape cannot see through numpy: from that point the value is a constant, and the "
             "gradient is None.\n"
-            "Fix: keep it a tensor: drop the .numpy() / float() / .item() call and use the tensor "
-            "itself (index it with t[0], use adv ops instead of numpy functions).")
+            + reasons.fix("left_the_tape", reasons.context_of(esc.location),
+                          "Fix: keep it a tensor: drop the .numpy() / float() / .item() call and use the tensor "
+                          "itself (index it with t[0], use adv ops instead of numpy functions)."))
     locations = tuple(loc for loc in (esc.location, back_location) if loc)
     return Explanation("left_the_tape", text, _where(esc.location),
                        (source._id, esc.tensor_id, back_tensor._id), ((esc.tensor_id, back_tensor._id),),
@@ -959,15 +961,8 @@ def _partly_lost(tape, target, source, ids) -> Explanation | None:
     took the tensor (``np.asarray()``: ``X.dot(W)``, a write into an
     ndarray) rather than the learner asking for a number to print.
     """
-    escapes = lost_paths(tape, target._id, source._id)
-    if not escapes:
-        return None
-    start = tape.record.start_id or 0
-    leaves = [t for t in _history(target)[1].values() if t._node is None and not isinstance(t, Variable)
-              and t._id > start and t._id != source._id and t.dtype.kind in "fc"]
-    same = [e for e in escapes if any(same_values(t._value, e.value) for t in leaves)]
-    taken = same or [e for e in escapes if e.how == "np.asarray()"]
-    if not leaves or not taken:
+    taken = partial(tape, target, source._id)
+    if not taken:
         return None
     esc = taken[0]
     more = len({e.location for e in taken}) - 1

@@ -29,6 +29,7 @@ from ..base.state import config, live_tapes, state, user_frame, user_frame_objec
 from ..base.structure import flatten
 from ..core import engine, rules, walks
 from ..core.tensor import Tensor, Variable, _ids, _label, full_name
+from ..diagnosis.escapes import warn_partial
 from ..diagnosis.walk import UnconnectedGradientError, explain, require_recorded
 from .traces.build import build_trace
 
@@ -429,6 +430,8 @@ class GradientTape:
         finally:
             state.recording = saved
         del grads, seeds
+        if self._escapes:
+            warn_partial(self, targets, flat_sources, out)
         self._release(freed)
         if unconnected_gradients == "raise":
             self._raise_unconnected(targets, flat_sources, out)

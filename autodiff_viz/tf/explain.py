@@ -35,20 +35,19 @@ gradients``                 second half of a chain rule split in two) and âˆ‚y/â
 """
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops as _ops
 
+from ..base import state
 from ..base.naming import code_line as line
 from ..base.naming import file_line as where
-from ..diagnosis.walk import REASONS as _ENGINE_REASONS
+from ..diagnosis import reasons
+from ..diagnosis.provenance import Cut, caller_names, depends, first_cut, fresh_starts, walk_back
 from ..diagnosis.walk import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
 
-REASONS = tuple(_ENGINE_REASONS) + ("new_variable", "assigned_variable", "not_a_tensor",
-                                     "unconnected_output_gradients")
+REASONS = reasons.reasons_of("tf")
 _NO_GRADIENT_TEXT = {"ArgMax": "tf.argmax", "ArgMin": "tf.argmin", "Round": "tf.round", "StopGradient":
                      "tf.stop_gradient", "Equal": "==", "NotEqual": "!=", "Less": "<", "Greater": ">",
                      "LessEqual": "<=", "GreaterEqual": ">=", "Floor": "tf.floor", "Sign": "tf.sign"}
@@ -63,7 +62,11 @@ def has_gradient(op_type: str) -> bool:
 
 
 def label(rec, t) -> str:
-    name = rec.name_of(t) if rec is not None else None
+    """A tensor or variable for prose: a Keras weight by its path (``dense/kernel``), else the learner's variable
+    (``w``), else the name the recording gave it (the variable its line assigned)."""
+    path = getattr(t, "path", None) if not isinstance(t, tf.Tensor) else None
+    mine = (getattr(rec, "_caller_names", None) or {}).get(id(t)) if rec is not None else None
+    name = path if isinstance(path, str) and "/" in path else mine or (rec.name_of(t) if rec is not None else None)
     shape = tuple(t.shape)
     return f"'{name}' (shape {shape})" if name else f"a tensor of shape {shape}"
 
@@ -125,6 +128,52 @@ def cut(rec, info, op, i) -> tuple[str, str] | None:
     return None
 
 
+_CUT_FIXES = {
+    "computed_outside_tape": "Fix: compute everything from the source to the loss inside `with "
+                             "tf.GradientTape() as tape:` (and not under tape.stop_recording()).",
+    "integer_dtype": "Fix: keep the values floating on the way to the loss (no cast to an integer type; "
+                     "use tf.float32).",
+    "non_differentiable_op": "Fix: use a differentiable relaxation (tf.nn.softmax instead of argmax, a "
+                             "smooth function instead of round), or leave stop_gradient out of the path.",
+    "new_variable": "Fix: keep the value a tensor (do not wrap a computed value in tf.Variable inside the "
+                    "step); create variables once, outside, and compute with them.",
+    "assigned_variable": "Fix: use the computed tensor itself in the loss; v.assign(...) stores a value, it "
+                         "is not differentiable.",
+}
+_OP_FIXES = {
+    "tf.numpy_function": "Fix: tf.numpy_function runs Python on numpy values, which the tape cannot see, and "
+                         "TensorFlow registers no gradient for it: write the function with tf ops, or give it a "
+                         "gradient with @tf.custom_gradient around it.",
+    "tf.py_function": "Fix: the body of tf.py_function left TensorFlow (numpy inside it), so the tape cannot "
+                      "differentiate it: write the body with tf ops (a py_function of tf ops is differentiable), "
+                      "or give it a gradient with @tf.custom_gradient.",
+}
+
+
+def _user_words(op, words: str) -> str:
+    """The cut's words with the op named by the user's call when TensorFlow's op type is not what the line calls
+    (``tf.argsort`` records ``Shape``, ``TopKV2``): "tf.argsort(...) (TensorFlow's op Shape inside it) ..."."""
+    calls = reasons.calls_on_line(op.location)
+    if not calls or op.name.startswith("tf.") or any(c.split(".")[-1].lower().replace("_", "") ==
+                                                       op.name.lower() for c in calls):
+        return words
+    if not words.startswith(op.name):
+        return words
+    called = calls[-1] if len(calls) == 1 else " / ".join(f"{c}" for c in calls)
+    return f"{called}(...) (TensorFlow's op {op.name} inside it){words[len(op.name):]}"
+
+
+def _inside_layer(rec, op, context) -> str:
+    """A sentence naming the Keras layer the cut ran in when it is a Lambda (its name and the line of its
+    function, where the layer was built), else nothing."""
+    layer = rec._layers.get(op.scope) if op.scope else None
+    if layer is None or type(layer).__name__ != "Lambda" and context.kind != "lambda":
+        return ""
+    name = getattr(layer, "name", op.scope.split("/")[-1])
+    return (f"It ran inside the Lambda layer '{name}' (its function is on the line above, where the layer was "
+            "built), so every call of the model cuts the gradient there.\n")
+
+
 def _earlier_escapes(rec, before):
     return [e for e in rec.ops[:before] if e.kind == "escape" and e.inputs]
 
@@ -166,6 +215,13 @@ def explain_recorded(rec, target, source):
     :class:`Explanation`), or a list, a dict, a layer or model (its
     ``trainable_variables``): one row per source, broken ones first.
     """
+    if getattr(rec, "_caller_names", None) is None:     # the learner's names for what was made before
+        frame = state.user_frame_object()
+        rec._caller_names = caller_names({**frame.f_globals, **frame.f_locals}, _is_one) if frame else {}
+        try:
+            return explain_recorded(rec, target, source)
+        finally:
+            rec._caller_names = None
     many = named_sources(source, _is_one)
     if many is not None:
         return Explanations([(n, explain_recorded(rec, target, s)) for n, s in many])
@@ -202,8 +258,11 @@ def explain_recorded(rec, target, source):
     seed = None if call is None else call.extra["output_gradients"]
     (grad,) = tf_gradient(rec, info, target, [source], seed)
     if grad is not None:
-        return Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
+        return _frozen_layer(rec, source, skey, sname) or \
+            Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
     why = _why_none(rec, info, target, source, skey, sname)
+    if why.reason == "not_used":
+        why = _non_trainable(rec, source, skey, sname) or why
     return why if call is None else _unconnected_seed(rec, call, target, sname, why)
 
 
@@ -239,77 +298,49 @@ def _unconnected_seed(rec, call, target, sname, why) -> Explanation:
                        op=why.op, locations=tuple(places))
 
 
-def _depends(rec, t, before, skey, memo) -> bool:
+def _record(rec, info=None) -> dict:
+    """What the shared walk (:mod:`autodiff_viz.diagnosis.provenance`) needs from a recording: key, producer, edges.
+
+    The edges are :func:`back_edges` (a variable read also comes from the
+    variable's creation and its assigns; a re-wrap from the values that left
+    before it), each with its cut on tape ``info`` (None: cuts of the ops
+    themselves only, for "depends on").
+    """
+    def edges(op, t):
+        for x, at, c, index in back_edges(rec, info, op, t):
+            yield x, index, None if c is None else Cut(at, x, t, index, *c)
+    return {"key": tensor_key, "producer": lambda t, k=None: rec.producer(t), "edges": edges}
+
+
+def _cast_first(cut) -> int:
+    """A cast to an integer type names the cause; a later op reading those integers only repeats it."""
+    return 0 if cut.words.startswith("tf.cast to") else 2 if cut.reason == "integer_dtype" else 1
+
+
+def _depends(rec, t, before, skey, memo=None) -> bool:
     """Whether the value ``t`` (as record ``before`` read it) was computed from the source, cuts or not."""
-    stack, seen = [t], set()
-    while stack:
-        x = stack.pop()
-        k = tensor_key(x)
-        if k == skey:
-            return True
-        if k in memo:
-            if memo[k]:
-                return True
-            continue
-        if k in seen:
-            continue
-        seen.add(k)
-        op = rec.producer(x)
-        if op is None:
-            continue
-        stack.extend(y for y, _, _, _ in back_edges(rec, None, op, x))
-    return False
+    return depends(t, before, skey, **_record(rec))
 
 
 def _why_none(rec, info, target, source, skey, sname) -> Explanation:
-    frontier = deque([(target, None)])
-    seen, cuts, reached_clean, first_use = set(), [], False, None
-    memo: dict = {}
-    while frontier:
-        t, below = frontier.popleft()
-        key = tensor_key(t)
-        if key == skey:
-            reached_clean = reached_clean or below is None
-            continue
-        if (key, below is None) in seen:
-            continue
-        seen.add((key, below is None))
-        op = rec.producer(t)
-        if op is None:
-            continue
-        for x, at, c, index in back_edges(rec, info, op, t):
-            if tensor_key(x) == skey and first_use is None:
-                first_use = at
-            if c is not None:
-                cuts.append((at, x, t, c))
-            frontier.append((x, c or below))
+    walk = walk_back(target, skey, **_record(rec, info))
     tkey = tensor_key(target)
-    if reached_clean:
-        return _not_watched(rec, info, source, skey, sname, first_use)
-    # a cast to an integer type names the cause; a later op reading those integers only repeats it
-    cuts.sort(key=lambda c: 0 if c[3][1].startswith("tf.cast to") else 2 if c[3][0] == "integer_dtype" else 1)
-    for at, x, out, (reason, words) in cuts:
-        if tensor_key(x) != skey and not _depends(rec, x, at.index, skey, memo):
-            continue
+    if walk.reached:
+        return _not_watched(rec, info, source, skey, sname, walk.first_use)
+    cut = first_cut(walk, skey, rank=_cast_first, **_record(rec))
+    if cut is not None:
+        at, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
         loc = at.location
         edge = ((tensor_key(x), tensor_key(out)),)
         if reason == "left_the_tape":
             return _left(rec, at, x, out, sname, skey)
-        fix = {
-            "computed_outside_tape": "Fix: compute everything from the source to the loss inside `with "
-                                     "tf.GradientTape() as tape:` (and not under tape.stop_recording()).",
-            "integer_dtype": "Fix: keep the values floating on the way to the loss (no cast to an integer type; "
-                             "use tf.float32).",
-            "non_differentiable_op": "Fix: use a differentiable relaxation (tf.nn.softmax instead of argmax, a "
-                                     "smooth function instead of round), or leave stop_gradient out of the path.",
-            "new_variable": "Fix: keep the value a tensor (do not wrap a computed value in tf.Variable inside the "
-                            "step); create variables once, outside, and compute with them.",
-            "assigned_variable": "Fix: use the computed tensor itself in the loss; v.assign(...) stores a value, it "
-                                 "is not differentiable.",
-        }[reason]
-        msg = f"The gradient from the target cannot reach {sname}: {words}{line(loc)}\n{fix}"
+        context = reasons.context_of(loc)
+        fix = reasons.fix(reason, context, _OP_FIXES.get(at.name, _CUT_FIXES[reason]))
+        words = _user_words(at, words)
+        inside = _inside_layer(rec, at, context)
+        msg = f"The gradient from the target cannot reach {sname}: {words}{line(loc)}\n{inside}{fix}"
         return Explanation(reason, msg, where(loc), nodes=(skey, tensor_key(out)), edges=edge, op=at.name)
-    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey, memo)]
+    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey)]
     if esc:
         e = esc[-1]
         return Explanation("left_the_tape", f"A value computed from {sname} left TensorFlow with "
@@ -318,6 +349,12 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
                            "tensor (tf.* ops instead of np.*, no .numpy() in the middle).",
                            where(e.location), nodes=(skey, tkey), op=e.extra["how"])
     used = any(any(tensor_key(x) == skey for x in op.inputs) for op in rec.ops if op.kind in ("op", "read"))
+    starts = fresh_starts(walk)
+    if used and starts:
+        return reasons.unexplained(
+            [f"{op.name}(...) made a new constant from plain values{line(op.location)}" for op in starts]
+            + [f"{sname} was read by recorded ops, but the recording saw none of its values leave TensorFlow"],
+            nodes=(skey, tkey), location=where(starts[0].location))
     msg = (f"The target does not depend on {sname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it (an unused layer, a branch not taken, or a different object than the one the "
@@ -339,8 +376,10 @@ def _left(rec, at, x, out, sname, skey) -> Explanation:
     back = f"\nand came back as a new constant with {rewrap.name}(...){line(back_loc)}" if rewrap else \
         "\nand came back as a new constant"
     msg = (f"The value on the way from {sname} to the target left TensorFlow with {how}{line(esc_loc)}{back}\n"
-           "A numpy array or Python number has no history, so the tape cannot follow it back. Fix: keep computing "
-           "with the tensor itself (tf.* ops instead of np.*, no .numpy() / float() in the middle).")
+           "A numpy array or Python number has no history, so the tape cannot follow it back. "
+           + reasons.fix("left_the_tape", reasons.context_of(esc_loc or back_loc),
+                         "Fix: keep computing with the tensor itself (tf.* ops instead of np.*, no .numpy() / "
+                         "float() in the middle)."))
     return Explanation("left_the_tape", msg, where(esc_loc or back_loc), nodes=(skey, tensor_key(out)),
                        edges=((tensor_key(x), tensor_key(out)),), op=how,
                        locations=tuple(where(v) for v in (esc_loc, back_loc) if v))
@@ -369,8 +408,7 @@ def _not_watched(rec, info, source, skey, sname, first_use) -> Explanation:
 def _not_a_tensor(rec, target, source) -> Explanation:
     skey = tensor_key(source)
     kind = type(target).__name__
-    memo: dict = {}
-    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey, memo)]
+    esc = [e for e in rec.ops if e.kind == "escape" and _depends(rec, e.inputs[0], e.index, skey)]
     e = esc[-1] if esc else None
     loc = e.location if e is not None else None
     fix = ("Fix: compute the loss with TensorFlow ops (tf.reduce_mean, tf.square, keras.losses ...) on the "
@@ -387,3 +425,70 @@ def _not_a_tensor(rec, target, source) -> Explanation:
 
 def _is_array(x) -> bool:
     return isinstance(x, (np.ndarray, np.generic, float, int))
+
+
+def _holders(rec, skey) -> list:
+    """The Keras layers seen by the recording (and their sublayers) that hold the weight keyed ``skey``,
+    outermost first."""
+    out, seen = [], set()
+    for top in list(rec._layers.values()):
+        flat = top._flatten_layers() if hasattr(top, "_flatten_layers") else [top]
+        for layer in flat:
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            if any(tensor_key(w) == skey for w in getattr(layer, "weights", ())):
+                out.append(layer)
+    return out
+
+
+def _frozen_layer(rec, source, skey, sname) -> Explanation | None:
+    """``frozen_layer``: the tape differentiates the weight, but its layer is frozen (``layer.trainable = False``).
+
+    The tape was watching the variable (it was trainable when read, or
+    watched), so a raw ``tape.gradient`` gives a number; but the weight is out of ``model.trainable_variables``,
+    and ``optimizer.apply_gradients`` / ``fit`` never update it. The line is
+    the one that froze the layer in the recording, or "before the recording".
+    """
+    frozen = [layer for layer in _holders(rec, skey) if not layer.trainable]
+    if not frozen:
+        return None
+    prov = getattr(rec, "provenance", None)
+    found = [(layer, prov.frozen_at(layer) if prov is not None else None) for layer in frozen]
+    layer, loc = next(((lay, at) for lay, at in found if at is not None), found[-1])
+    when = line(loc) if loc else " before the recording began"
+    return Explanation(
+        "frozen_layer",
+        f"{sname} is a weight of the layer '{layer.name}', which is frozen: its trainable was set to "
+        f"False{when}\nThis tape still gives it a gradient (it watched the variable), but "
+        f"the weight is not in model.trainable_variables: optimizer.apply_gradients(zip(grads, "
+        "model.trainable_variables)) and fit() never update it.\nFix: to train it, set "
+        f"layer.trainable = True (then compile again before fit); to keep it frozen (fine-tuning), nothing is "
+        "wrong.", where(loc) if loc else None, nodes=(skey,), locations=(where(loc),) if loc else ())
+
+
+def _non_trainable(rec, source, skey, sname) -> Explanation | None:
+    """``non_trainable``: a non-trainable weight (BatchNormalization's moving statistics) was asked for.
+
+    ``model.variables`` (``model.weights``) holds every weight; only
+    ``model.trainable_variables`` are learned by gradients. The line is the
+    ``tape.gradient`` call that asked for it.
+    """
+    variable = rec.variable_of(skey)
+    variable = source if variable is None else variable
+    if getattr(variable, "trainable", True) and getattr(source, "trainable", True):
+        return None
+    ask = next((op for op in reversed(rec.ops) if op.kind in ("gradient", "jacobian") and any(
+        (hasattr(s, "_id") or hasattr(s, "handle")) and tensor_key(s) == skey
+        for s in tf.nest.flatten(op.extra.get("sources")))), None)
+    loc = ask.location if ask is not None else None
+    holders = _holders(rec, skey)
+    owner = f" of the layer '{holders[-1].name}'" if holders else ""
+    return Explanation(
+        "non_trainable",
+        f"{sname} is a non-trainable weight{owner} (trainable=False: moving statistics such as "
+        "BatchNormalization's moving_mean and moving_variance are updated by assign during training, not by "
+        "gradients), so tape.gradient returns None for it." + (f" It was asked for{line(loc)}" if loc else "")
+        + "\nFix: ask for model.trainable_variables (not model.variables or model.weights, which hold every "
+        "weight), as optimizer.apply_gradients(zip(grads, model.trainable_variables)) expects.",
+        where(loc) if loc else None, nodes=(skey,), op="non-trainable")

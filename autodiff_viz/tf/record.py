@@ -63,6 +63,7 @@ from tensorflow.python.ops import resource_variable_ops as _rvo
 
 from ..base import naming
 from ..bridges import recordings
+from . import provenance
 from .keys import tensor_key, trainable_dtype
 
 try:   # Keras 3's name-scope stack (layers and models push themselves on call)
@@ -438,6 +439,7 @@ class Recording(recordings.Recording):
         self._creator = None
         self._creating = 0
         self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
+        self.provenance = None              # escapes of variables, numpy functions, frozen layers (provenance.py)
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -455,9 +457,11 @@ class Recording(recordings.Recording):
         _op_callbacks.add_op_callback(self._callback)
         self._creator = tf.variable_creator_scope(self._create_variable)
         self._creator.__enter__()
+        self.provenance = provenance.start(self)
         return self
 
     def __exit__(self, *exc):
+        provenance.stop(self.provenance)
         self._creator.__exit__(*exc)
         _op_callbacks.remove_op_callback(self._callback)
         with _LOCK:

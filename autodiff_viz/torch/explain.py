@@ -35,18 +35,18 @@ Reasons (``Explanation.reason``):
 """
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import torch
 
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
+from ..diagnosis import reasons
+from ..diagnosis.provenance import Cut, depends, first_cut, fresh_starts, walk_back
+from ..diagnosis.provenance import caller_names as provenance_names
 from ..diagnosis.walk import Explanation, Explanations
+from .provenance import Birth
 
-REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
-           "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
-           "non_scalar_target", "graph_cut", "computed_outside_recording")
+REASONS = reasons.reasons_of("torch")
 
 
 def _is_float(t) -> bool:
@@ -59,16 +59,8 @@ def caller_names(namespace: dict) -> dict:
     The learner's own names for tensors made before the recording began (no
     recorded line assigns them); a tensor bound to several names keeps the first.
     """
-    names = {}
-    for key, value in namespace.items():
-        if key.startswith("_"):
-            continue
-        if isinstance(value, torch.Tensor):
-            names.setdefault(id(value), key)
-        elif isinstance(value, torch.nn.Module):
-            for qual, p in value.named_parameters():
-                names.setdefault(id(p), f"{key}.{qual}")
-    return names
+    return provenance_names(namespace, lambda v: isinstance(v, torch.Tensor),
+                            lambda v: v.named_parameters() if isinstance(v, torch.nn.Module) else None)
 
 
 def _label(rec, t) -> str:
@@ -227,25 +219,71 @@ def _other_instance(rec, target, param, found) -> Explanation | None:
     its module; both construction lines come from the recording when the
     models were built inside it.
     """
-    if found.reason != "not_used" or target.grad_fn is None:
+    if target.grad_fn is None:
         return None
     leaves = [fn.variable for fn in _graph_nodes(target) if getattr(fn, "variable", None) is not None]
+    copied = _copied_into(rec, param, leaves)
+    if copied is not None:
+        return copied
+    if found.reason != "not_used":
+        return None
     name = rec._param_names.get(id(param))
     twins = [t for t in leaves if t is not param and t.shape == param.shape and
              (name is None or rec._param_names.get(id(t), name).split(".")[-1] == name.split(".")[-1])]
     if not twins:
         return None
-    twin, mine = rec.producer(twins[0]), rec.producer(param)
+    twin, mine = _built_at(rec, twins[0]), _built_at(rec, param)
     return Explanation("optimizer_other_instance",
                        f"The optimizer holds {_label(rec, param)}, but the loss reads another tensor of the same "
                        "shape: the model was built twice, and the optimizer got the parameters of the other "
-                       f"instance.\nThe optimizer's parameter was made{_made_line(mine)}"
-                       f"\nthe loss's parameter was made{_made_line(twin)}"
+                       f"instance.\nThe optimizer's parameter was built{_built_words(mine)}"
+                       f"\nthe loss's parameter was built{_built_words(twin)}"
                        "\nFix: build the model once, then the optimizer from that model's parameters "
                        "(opt = torch.optim.SGD(model.parameters(), ...)).",
-                       _where(twin.location) if twin else (_where(mine.location) if mine else None),
+                       _where(twin) if twin else (_where(mine) if mine else None),
                        nodes=(rec.tensor_id(param),),
-                       locations=tuple(_where(o.location) for o in (mine, twin) if o and o.location))
+                       locations=tuple(_where(o) for o in (mine, twin) if o))
+
+
+def _copied_into(rec, param, leaves) -> Explanation | None:
+    """The optimizer's parameter was copied into another parameter that the loss reads (``new.weight.copy_(old)``
+    under ``no_grad``: a layer replaced after the optimizer was built, as pruning tools do). The no_grad of the
+    copy is not the cause: the optimizer holds the old parameter, and the loss never reads it."""
+    ids = {id(t) for t in leaves}
+    for op in rec.ops:
+        if op.kind != "op" or not op.name.endswith("_") or op.grad_enabled or not op.outputs:
+            continue
+        new = op.outputs[0]
+        if new is param or id(new) not in ids or not (new.is_leaf and new.requires_grad) or \
+                not any(_depends_on(rec, x, op.index, param) for x in op.inputs[1:]):
+            continue
+        made, mine = _built_at(rec, new), _built_at(rec, param)
+        return Explanation(
+            "optimizer_other_instance",
+            f"The optimizer holds {_label(rec, param)}, but the loss reads another parameter "
+            f"({_label(rec, new)}): the first one's values were copied into it with torch.{op.name}(...) under "
+            f"no_grad{_line(op.location)}\nThat is how a layer is replaced after the optimizer was built (pruning, "
+            f"surgery on a pretrained model): the new layer was built{_built_words(made)}\n"
+            f"the optimizer's parameter{_built_words(mine)}\nThe optimizer still steps the old parameter, which "
+            "the loss no longer reads, and the new one is in no optimizer.\nFix: build the optimizer again after "
+            "replacing the layers (opt = torch.optim.SGD(model.parameters(), ...)).",
+            _where(made) if made else _where(op.location), nodes=(rec.tensor_id(param), rec.tensor_id(new)),
+            op=op.name, locations=tuple(_where(o) for o in (made, op.location) if o))
+    return None
+
+
+def _built_words(loc) -> str:
+    return _line(loc) if loc else " before the recording"
+
+
+def _built_at(rec, param):
+    """The user's line that built ``param``'s model (``model = Net()``, the outermost user line of the call
+    that put it onto its module), else the line of the op that made it; None when made before the recording."""
+    birth = rec.provenance.birth(param) if getattr(rec, "provenance", None) is not None else None
+    if birth is not None and (birth.outer or birth.location):
+        return birth.outer or birth.location
+    made = rec.producer(param)
+    return made.location if made is not None else None
 
 
 def _made_in_forward(rec, target, module) -> list:
@@ -273,10 +311,6 @@ def _made_in_forward(rec, target, module) -> list:
             "layer once in __init__ (self.linear1 = torch.nn.Linear(D_in, H)) and call self.linear1(x) in "
             "forward.", _where(op.location), nodes=(rec.tensor_id(t),), op=op.name)))
     return sorted(rows, key=lambda r: r[1].location or "")
-
-
-def _made_line(op) -> str:
-    return _line(op.location) if op is not None else " (before the recording)"
 
 
 def _same_value(a, b) -> bool:
@@ -326,88 +360,132 @@ def explain_recorded(rec, target, param):
     if rebound is not None:
         return rebound
     if not param.requires_grad:
-        frozen = next((op for op in reversed(rec.ops) if op.kind == "requires_grad" and op.inputs[0] is param),
-                      None)
-        where = frozen or made
-        how = (f"\nIt was set{_line(frozen.location)}" if frozen else
-               f"\nIt was made{_line(made.location)}" if made else "")
-        return Explanation("requires_grad_false",
-                           f"{pname} has requires_grad=False, so autograd never computes its gradient (a frozen "
-                           f"parameter: requires_grad_(False), or a tensor made without requires_grad=True).{how}\n"
-                           "Fix: param.requires_grad_(True) (and pass it to the optimizer) if it should learn.",
-                           _where(where.location) if where else None, nodes=(pid,))
+        return _frozen(rec, param, pname, made)
     outside = outside_recording(rec, target)
     if outside is not None:
         return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
-    # Walk back from the target: the first cut on a path that reaches the parameter. A frontier entry
-    # (tensor, k, cut) is the value the record k read (len(ops): the target as it is now).
-    frontier, seen, reached, cuts, leaves = deque([(target, len(rec.ops), None)]), set(), False, [], []
-    while frontier:
-        t, k, below = frontier.popleft()
-        if t is param:
-            reached = reached or below is None
-            continue
-        op = rec.producer(t, k)
-        if op is None:
-            leaves.append(t)
-        if op is None or (op.index, id(t), below is None) in seen:
-            continue
-        seen.add((op.index, id(t), below is None))
-        for x in op.inputs:
-            cut = _cut(op, x, t)
-            if cut is not None and not (cut[0] == "integer_dtype" and not _is_float(x) and rec.producer(x, op.index)):
-                cuts.append((op, x, op.index, t, cut))
-            frontier.append((x, op.index, cut or below))
-        if op.kind == "rewrap":
-            esc = _escape_source(rec, op)
-            if esc is not None and esc.inputs:
-                cuts.append((op, esc.inputs[0], esc.index, t, ("left_the_graph", "")))
-                frontier.append((esc.inputs[0], esc.index, ("left_the_graph", "")))
-    if reached:
+    walk = walk_back(target, id(param), start=len(rec.ops), **_record(rec))
+    if walk.reached:
         return _connected_but(rec, target, param, pname)
-    casts = [c for c in cuts if c[4][0] == "integer_dtype" and _is_float(c[1]) and not _is_float(c[3])]
-    for op, x, k, out, (reason, words) in casts + cuts:
-        if not _depends_on(rec, x, k, param):
-            continue
-        loc = op.location
-        if reason == "left_the_graph":
-            esc = _escape_source(rec, op) if op.kind == "rewrap" else None
-            esc_loc = esc.location if esc else None
-            how = esc.extra["how"] if esc else "a Python value"
-            msg = (f"The value on the way from {pname} to the target left the graph with {how}"
-                   f"{_line(esc_loc)}\nand came back as a new tensor with torch.{op.name}(...){_line(loc)}\n"
-                   "A Python number or a new tensor built from one has no history, so no gradient flows back. "
-                   "Fix: keep computing with the tensor itself (no .item()/.tolist()/.numpy() in the middle).")
-            data = op.extra.get("data")
-            if esc is None and isinstance(data, (list, tuple)) and any(isinstance(d, torch.Tensor) for d in data):
-                msg = (f"torch.{op.name}(...) was given a Python sequence of tensors that holds "
-                       f"{pname} (or a value computed from it){_line(loc)}\nIt copies their values into a new "
-                       "leaf tensor with no history (setting requires_grad=True on it afterwards makes a new leaf, "
-                       "it does not reconnect the graph), so no gradient flows back. Fix: torch.stack(seq) (or "
-                       "torch.cat) joins tensors and keeps the graph.")
-            return Explanation("left_the_graph", msg, _where(esc_loc or loc), nodes=(pid, rec.tensor_id(out)),
-                               edges=((rec.tensor_id(x), rec.tensor_id(out)),), op=op.name,
-                               locations=tuple(_where(v) for v in (esc_loc, loc) if v))
-        fixes = {
-            "detached": "Fix: use the tensor itself; detach only what must not be trained (e.g. a target).",
-            "no_grad": "Fix: compute the loss outside `with torch.no_grad():` (keep no_grad for evaluation).",
-            "inference_mode": "Fix: compute the loss outside `torch.inference_mode()`.",
-            "integer_dtype": "",            # the words of the cut carry the fix that fits the op
-            "non_differentiable_op": "",
-        }
-        msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{fixes[reason]}".rstrip()
-        return Explanation(reason, msg, _where(loc), nodes=(pid, rec.tensor_id(out)),
-                           edges=((rec.tensor_id(x), rec.tensor_id(out)),), op=op.name)
+    leaves = walk.leaves
+    cut = first_cut(walk, id(param), rank=_cast_first, **_record(rec))
+    if cut is not None:
+        return _at_cut(rec, cut, pname, pid)
     used = any(any(x is param for x in op.inputs) for op in rec.ops if op.kind == "op")
     read = used or any(x is param for op in rec.ops if op.kind in ("detach", "escape") for x in op.inputs)
     unseen = _unseen_leaf(rec, target, param, pname, leaves, read)
     if unseen is not None:
         return unseen
+    starts = fresh_starts(walk)
+    if read and starts:
+        return reasons.unexplained(
+            [f"torch.{op.name}(...) made a new tensor from plain values{_line(op.location)}" for op in starts]
+            + [f"{pname} was read by recorded ops, but the recording saw none of its values leave the graph"],
+            nodes=(pid, tid), location=_where(starts[0].location))
     msg = (f"The target does not depend on {pname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
            " Its .grad stays None. Fix: check that the forward pass uses it; optimizers skip None gradients.")
     return Explanation("not_used", msg, nodes=(pid, tid))
+
+
+def _frozen(rec, param, pname, made) -> Explanation:
+    """``requires_grad_false``, with the line that froze it, the line that made it, or "before the recording"."""
+    frozen = next((op for op in reversed(rec.ops) if op.kind == "requires_grad" and op.inputs[0] is param), None)
+    where = frozen or made
+    if where is not None:
+        how = f"\nIt was set{_line(frozen.location)}" if frozen else f"\nIt was made{_line(made.location)}"
+        fix = "Fix: param.requires_grad_(True) (and pass it to the optimizer) if it should learn."
+    else:
+        how = ("\nIt was frozen before the recording began (requires_grad was already False when "
+               "`with adv.torch.record()` opened: the usual fine-tuning order, load, freeze, then train).")
+        name = (getattr(rec, "_caller_names", None) or {}).get(id(param)) or rec.name_of(param) or "param"
+        fix = reasons.fix("requires_grad_false", "before", "", name=name)
+    return Explanation("requires_grad_false",
+                       f"{pname} has requires_grad=False, so autograd never computes its gradient (a frozen "
+                       f"parameter: requires_grad_(False), or a tensor made without requires_grad=True).{how}\n"
+                       + fix, _where(where.location) if where else None, nodes=(rec.tensor_id(param),))
+
+
+_CUT_FIXES = {
+    "detached": "Fix: use the tensor itself; detach only what must not be trained (e.g. a target).",
+    "no_grad": "Fix: compute the loss outside `with torch.no_grad():` (keep no_grad for evaluation).",
+    "inference_mode": "Fix: compute the loss outside `torch.inference_mode()`.",
+    "integer_dtype": "",            # the words of the cut carry the fix that fits the op
+    "non_differentiable_op": "",
+}
+
+
+def _at_cut(rec, cut, pname, pid) -> Explanation:
+    """The explanation of the first cut the walk found, its fix chosen by the cut's kind and its context."""
+    op, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
+    loc = op.location
+    nodes, edges = (pid, rec.tensor_id(out)), ((rec.tensor_id(x), rec.tensor_id(out)),)
+    if reason == "left_the_graph":
+        return _left(rec, cut, pname, nodes, edges)
+    if reason == "new_parameter":
+        a = op.extra["assignment"]
+        made = rec.producer(x)
+        where = "inside forward" if a.in_forward else "inside the recording"
+        return Explanation(
+            "new_parameter",
+            f"{pname} is not what the loss reads: {type(a.owner).__name__}.{a.name} was set {where} to "
+            f"nn.Parameter(...) of {'a computed value' if made is not None else 'an existing tensor'}{_line(loc)}\n"
+            + (f"whose values were computed{_line(made.location)}\n" if made is not None else "")
+            + "nn.Parameter(t) copies t's values into a new leaf (it shares the storage, not the graph), so the "
+            "gradient stops there and the old parameter (the one the optimizer holds) gets none. Fix: do not "
+            "re-wrap in forward; compute with the tensor itself (F.linear(x, W, self.fc.bias)), or update the "
+            "parameter in place under torch.no_grad() (self.fc.weight.copy_(W)) outside the loss.",
+            _where(loc), nodes=nodes, edges=edges, op="nn.Parameter")
+    if reason in ("no_grad", "inference_mode"):
+        setter = rec.provenance.grad_setter(op.index) if getattr(rec, "provenance", None) is not None else None
+        if setter is not None and setter.by == "library":
+            rule = reasons.library_rule(setter.function, setter.what)
+            return Explanation(
+                reason,
+                f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n"
+                f"You did not turn gradients off there: the library did, inside your call to "
+                f"{setter.function}(...){_line(setter.location)}\n"
+                + reasons.fix(reason, "library", "", rule=rule),
+                _where(setter.location), nodes=nodes, edges=edges, op=op.name,
+                locations=tuple(_where(v) for v in (setter.location, loc) if v))
+        if setter is not None and setter.what.endswith(".forward"):
+            return Explanation(
+                reason,
+                f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n"
+                f"It ran inside {setter.what}, called{_line(setter.location)}\n"
+                f"Fix: {reasons.library_rule(None, setter.what)}",
+                _where(loc), nodes=nodes, edges=edges, op=op.name,
+                locations=tuple(_where(v) for v in (loc, setter.location) if v))
+        if setter is not None and setter.location is not None and setter.location != loc:
+            words = f"{words}{_line(loc)}\nGradients were turned off{_line(setter.location)}\n"
+            msg = f"The gradient from the target cannot reach {pname}: {words}{_CUT_FIXES[reason]}"
+            return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name,
+                               locations=tuple(_where(v) for v in (loc, setter.location) if v))
+    msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{_CUT_FIXES[reason]}".rstrip()
+    return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name)
+
+
+def _left(rec, cut, pname, nodes, edges) -> Explanation:
+    """``left_the_graph``: the escape (``.item()``) and the re-wrap (``torch.tensor``) that brought it back."""
+    op, loc = cut.at, cut.at.location
+    esc = cut.via if cut.via is not None else (_escape_source(rec, op) if op.kind == "rewrap" else None)
+    esc_loc = esc.location if esc else None
+    how = esc.extra["how"] if esc else "a Python value"
+    default = "Fix: keep computing with the tensor itself (no .item()/.tolist()/.numpy() in the middle)."
+    msg = (f"The value on the way from {pname} to the target left the graph with {how}"
+           f"{_line(esc_loc)}\nand came back as a new tensor with torch.{op.name}(...){_line(loc)}\n"
+           "A Python number or a new tensor built from one has no history, so no gradient flows back. "
+           + reasons.fix("left_the_graph", reasons.context_of(esc_loc), default))
+    data = op.extra.get("data")
+    if esc is None and isinstance(data, (list, tuple)) and any(isinstance(d, torch.Tensor) for d in data):
+        msg = (f"torch.{op.name}(...) was given a Python sequence of tensors that holds "
+               f"{pname} (or a value computed from it){_line(loc)}\nIt copies their values into a new "
+               "leaf tensor with no history (setting requires_grad=True on it afterwards makes a new leaf, "
+               "it does not reconnect the graph), so no gradient flows back. Fix: torch.stack(seq) (or "
+               "torch.cat) joins tensors and keeps the graph.")
+    return Explanation("left_the_graph", msg, _where(esc_loc or loc), nodes=nodes, edges=edges, op=op.name,
+                       locations=tuple(_where(v) for v in (esc_loc, loc) if v))
 
 
 def _unseen_leaf(rec, target, param, pname, leaves, used) -> Explanation | None:
@@ -489,23 +567,76 @@ def _rebound(rec, param, pname, made) -> Explanation | None:
                        _where(made.location), nodes=(rec.tensor_id(param),), op=made.name)
 
 
-def _depends_on(rec, t, before, param) -> bool:
-    """Whether the value ``t`` had when record ``before`` read it was computed from ``param`` (cuts or not)."""
-    stack, seen = [(t, before)], set()
-    while stack:
-        x, k = stack.pop()
-        if x is param:
-            return True
-        op = rec.producer(x, k)
-        if op is None or op.index in seen:
-            continue
-        seen.add(op.index)
-        stack.extend((i, op.index) for i in op.inputs)
+def _record(rec) -> dict:
+    """What the shared walk (:mod:`autodiff_viz.diagnosis.provenance`) needs from a recording: key, producer, edges.
+
+    An edge from an op's input carries the op's cut (:func:`_cut`); a re-wrap
+    (``torch.tensor(v)``) also comes from the escape whose value it holds
+    (``v = x.item()``), cut ``left_the_graph`` — or, when no single escape holds
+    its values (``total += l.item()`` in a loop), from every escape before it.
+    An integer input is no cut of its own when a recorded op made it: the walk
+    goes on to that op (the cast). A parameter put onto a module inside the
+    recording (``self.weight = nn.Parameter(W)``) is born there: its birth is a
+    record whose input is the value it copies, cut ``new_parameter``.
+    """
+    births = _births(rec)
+
+    def producer(t, k=None):
+        op = rec.producer(t, k)
+        if op is None:
+            birth = births.get(id(t))
+            if birth is not None and (k is None or birth.index <= k):
+                return birth
+        return op
+
+    def edges(op, t):
+        if op.kind == "birth":
+            for x in op.inputs:
+                yield x, op.index, Cut(op, x, t, op.index, "new_parameter", "nn.Parameter(...) makes a new leaf")
+            return
+        for x in op.inputs:
+            c = _cut(op, x, t)
+            yield x, op.index, None if c is None else Cut(
+                op, x, t, op.index, *c,
+                listed=not (c[0] == "integer_dtype" and not _is_float(x) and rec.producer(x, op.index)))
         if op.kind == "rewrap":
             esc = _escape_source(rec, op)
-            if esc is not None:
-                stack.extend((i, esc.index) for i in esc.inputs)
-    return False
+            for e in [esc] if esc is not None else [e for e in rec.ops[:op.index] if e.kind == "escape"]:
+                if e.inputs:
+                    yield e.inputs[0], e.index, Cut(op, e.inputs[0], t, e.index, "left_the_graph", "", via=e)
+    return {"key": id, "producer": producer, "edges": edges}
+
+
+def _births(rec) -> dict:
+    """``{id(parameter): birth record}`` for the parameters assigned onto a module inside the recording whose
+    values are those of a recorded op's output (``nn.Parameter(W)`` shares ``W``'s storage)."""
+    prov = getattr(rec, "provenance", None)
+    if prov is None:
+        return {}
+    out = {}
+    for k, a in enumerate(prov.assignments):
+        p = a.value
+        if not isinstance(p, torch.nn.Parameter) or rec.producer(p) is not None:
+            continue
+        # the newest holder of the same storage first: nn.Parameter(mu) of a parameter mu that was itself made
+        # from torch.zeros(...) comes from mu
+        pool = [b.value for b in reversed(prov.assignments[:k]) if isinstance(b.value, torch.nn.Parameter)]
+        pool += [o for op in reversed(rec.ops[:a.index]) if op.kind in ("op", "detach", "rewrap") for o in op.outputs]
+        src = next((o for o in pool if o is not p and o.data_ptr() == p.data_ptr() and o.shape == p.shape), None)
+        if src is not None:
+            out[id(p)] = Birth(a.index, f"nn.Parameter -> {type(a.owner).__name__}.{a.name}", [src], [p],
+                               a.location, {"assignment": a})
+    return out
+
+
+def _cast_first(cut) -> int:
+    """A cast to an integer type names the cause; a later op reading the integers only repeats it."""
+    return 0 if cut.reason == "integer_dtype" and _is_float(cut.x) and not _is_float(cut.out) else 1
+
+
+def _depends_on(rec, t, before, param) -> bool:
+    """Whether the value ``t`` had when record ``before`` read it was computed from ``param`` (cuts or not)."""
+    return depends(t, before, id(param), **_record(rec))
 
 
 def _connected_but(rec, target, param, pname) -> Explanation:

@@ -52,6 +52,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..base import naming
 from ..bridges import recordings
+from . import provenance
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
@@ -218,6 +219,7 @@ class Recording(recordings.Recording):
         self._producer: dict = {}          # our id -> indices of the ops that made or changed it, in order
         self._active = False
         self._called_at = None             # (line, op): a module's output named by the line that called it
+        self.provenance = None             # who set a grad mode, what was assigned onto a module (provenance.py)
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -230,9 +232,11 @@ class Recording(recordings.Recording):
         self._mode.__enter__()
         _ACTIVE.append(self)
         _wrap_unseen(True)
+        self.provenance = provenance.start(self)
         return self
 
     def __exit__(self, *exc):
+        provenance.stop(self.provenance)
         _ACTIVE.remove(self)
         if not _ACTIVE:
             _wrap_unseen(False)

@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from ...base.state import config, user_frame
 from ..engine import broadcasts_to
 from ..tensor import Tensor, check_nbytes
 from .common import _default_float, _tensor
@@ -39,7 +40,9 @@ def _filled(make, shape, dtype, op: str) -> Tensor:
     """``make(shape, dtype)`` (``np.zeros``, ``np.ones``) as a constant, its shape and size checked first."""
     shape, dt = _new_shape(shape, op), _default_float(dtype, op)
     check_nbytes(op, shape, dt, "Check the shape (a size that is much too large?).")
-    return Tensor._wrap(make(shape, dtype=dt))
+    out = Tensor._wrap(make(shape, dtype=dt))
+    out._made_at = user_frame(skip=0) if config.capture_locations else None    # why-None quotes the line
+    return out
 
 
 def zeros(shape, dtype=None):

@@ -1,0 +1,272 @@
+"""What a PyTorch recording keeps besides the ops: who set a grad mode, and what was assigned onto a module.
+
+The op records (:mod:`autodiff_viz.torch.record`) say *that* an op ran under
+``no_grad``; a learner needs *who* turned gradients off. Often it was not
+their own ``with torch.no_grad():`` but a library they called: the
+reentrant ``checkpoint(f, x, use_reentrant=True)`` runs ``f`` inside an
+``autograd.Function.forward`` (always without grad), a library method may be
+decorated ``@torch.no_grad()``. Naming the line of ``f`` with the fix "move
+the loss out of `with torch.no_grad()`" would be a confident wrong answer.
+So while a recording runs, this module notes:
+
+* every change of grad mode (``torch.no_grad``, ``torch.set_grad_enabled``,
+  ``torch.inference_mode``, their decorator forms) with the frame that made
+  it: the user's line, or — when library code made it — the user's call into
+  that library (the outermost frame of the user's code on the stack) and the
+  library function it called;
+* every ``autograd.Function.apply`` (a custom Function's ``forward``, and
+  library ones such as the reentrant checkpoint) as a span of records;
+* every assignment of an ``nn.Parameter`` or a sub-module onto a module
+  (``self.weight = nn.Parameter(W)`` in ``forward``, ``model.fc = nn.Linear(...)``
+  after the optimizer was built) with the user's line and the outermost user
+  line of the call (``model = Net()``), so two builds of a model are told apart
+  by the lines that built them.
+
+The hooks are installed while at least one recording is active and removed
+with the last one (:func:`start`, :func:`stop`, called by the recording's
+``__enter__`` / ``__exit__``). They cost nothing outside recordings.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import weakref
+from dataclasses import dataclass
+
+import torch
+from torch.autograd import function as _function
+from torch.autograd import grad_mode
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY = tuple(dict.fromkeys(
+    [os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
+     os.path.dirname(_HERE) + os.sep]
+    + [p + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
+       if (p := sysconfig.get_paths().get(k))]))
+_WRAPPERS = {"_fn", "wrapper", "inner", "wrapped", "decorate_context", "_wrapped_call_impl", "_call_impl",
+             "__call__", "apply", "forward"}
+_ACTIVE: list = []
+_SAVED: dict = {}
+
+
+def is_library(filename: str) -> bool:
+    """Is ``filename`` library code (torch, the standard library, an installed package), not the user's?"""
+    return filename.startswith(_LIBRARY) or filename.startswith("<frozen")
+
+
+@dataclass(frozen=True)
+class Setter:
+    """Who made a state change: ``by`` ``"user"`` or ``"library"``; ``location`` the user's line (for a library,
+    the user's call into it); ``function`` the library function the user called (``checkpoint``); ``what``
+    the mechanism (``no_grad``, ``inference_mode``, ``Function.forward`` of a class)."""
+
+    by: str
+    location: tuple | None
+    function: str | None
+    what: str
+    outer: tuple | None = None
+
+
+def _setter(frame, what: str) -> Setter | None:
+    """Classify the frame that made a change: the user's own line, or a library called from a user's line."""
+    f = frame
+    while f is not None and f.f_code.co_filename.startswith(_HERE):
+        f = f.f_back
+    mechanics = (grad_mode.__file__, os.path.join(os.path.dirname(torch.__file__), "utils", "_contextlib.py"))
+    while f is not None and f.f_code.co_filename in mechanics:
+        f = f.f_back
+    if f is None:
+        return None
+    if not is_library(f.f_code.co_filename):
+        return Setter("user", (f.f_code.co_filename, f.f_lineno), None, what, _outermost(f))
+    called = []
+    while f is not None and is_library(f.f_code.co_filename):
+        called.append(f.f_code.co_name)
+        f = f.f_back
+    if f is None:
+        return None
+    function = next((n for n in reversed(called) if n not in _WRAPPERS and not n.startswith("_")),
+                    called[-1] if called else None)
+    return Setter("library", (f.f_code.co_filename, f.f_lineno), function, what, _outermost(f))
+
+
+def _outermost(f):
+    """The outermost user frame on the stack from ``f`` (a notebook cell's line, ``model = Net()``)."""
+    last = None
+    while f is not None:
+        if not is_library(f.f_code.co_filename):
+            last = (f.f_code.co_filename, f.f_lineno)
+        f = f.f_back
+    return last
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``owner.name = value`` of a parameter or module, at record ``index``; ``in_forward``: a module's forward
+    was running (the recording's scope), ``location`` the user's line, ``outer`` the outermost user line."""
+
+    index: int
+    owner: object
+    name: str
+    value: object
+    location: tuple | None
+    outer: tuple | None
+    in_forward: bool
+
+
+@dataclass(eq=False)
+class Birth:
+    """A parameter born inside the recording from a computed value (``nn.Parameter(W)`` put onto a module).
+
+    A record of the provenance walk shaped like a recorded op (``index``,
+    ``name``, ``kind`` ``"birth"``, ``inputs`` the value it copies, ``outputs``
+    the parameter, ``location``), with its :class:`Assignment` in ``extra``.
+    """
+
+    index: int
+    name: str
+    inputs: list
+    outputs: list
+    location: tuple | None
+    extra: dict
+    kind: str = "birth"
+    scope: str = ""
+    grad_enabled: bool = True
+    inference: bool = False
+
+
+class Provenance:
+    """The grad-mode events, ``Function.apply`` spans and module assignments of one recording."""
+
+    def __init__(self, rec):
+        self._rec = weakref.ref(rec)       # no cycle: a dropped recording frees its tensors at once
+        self.grad_events: list = []        # (record index, grad enabled after, Setter)
+        self.spans: list = []              # [start, end, Setter] of an autograd.Function.apply
+        self.assignments: list = []        # Assignment
+
+    @property
+    def rec(self):
+        return self._rec()
+
+    def _index(self) -> int:
+        rec = self._rec()
+        return len(rec.ops) if rec is not None else 0
+
+    def grad_setter(self, index: int) -> Setter | None:
+        """Who turned gradients off for record ``index``: the innermost ``Function.forward`` span holding it,
+        else the last grad-mode change before it (when it turned grad off); None when nothing recorded says."""
+        inside = [s for s in self.spans if s[0] <= index < (s[1] if s[1] is not None else float("inf"))]
+        if inside:
+            return inside[-1][2]
+        last = None
+        for at, enabled, setter in self.grad_events:
+            if at > index:
+                break
+            last = (enabled, setter)
+        return last[1] if last is not None and not last[0] else None
+
+    def assignment_of(self, value) -> Assignment | None:
+        """The last recorded assignment that put ``value`` (a parameter or module) onto a module."""
+        return next((a for a in reversed(self.assignments) if a.value is value), None)
+
+    def birth(self, param) -> Assignment | None:
+        """Where ``param`` was put onto its module: its own assignment, else its module's (a Linear built whole)."""
+        mine = self.assignment_of(param)
+        if mine is not None:
+            return mine
+        for a in reversed(self.assignments):
+            if isinstance(a.value, torch.nn.Module) and any(p is param for p in a.value.parameters()):
+                return a
+        return None
+
+
+def _set_grad_init(original):
+    def __init__(self, mode):
+        original(self, mode)
+        if _ACTIVE:
+            setter = _setter(sys._getframe(1), "no_grad" if not mode else "enable_grad")
+            for p in _ACTIVE:
+                p.grad_events.append((p._index(), bool(mode), setter))
+    return __init__
+
+
+def _inference_enter(original):
+    def __enter__(self):
+        out = original(self)
+        if _ACTIVE and self.mode:
+            setter = _setter(sys._getframe(1), "inference_mode")
+            for p in _ACTIVE:
+                p.grad_events.append((p._index(), False, setter))
+        return out
+    return __enter__
+
+
+def _inference_exit(original):
+    def __exit__(self, *exc):
+        out = original(self, *exc)
+        if _ACTIVE and self.mode:
+            for p in _ACTIVE:
+                p.grad_events.append((p._index(), torch.is_grad_enabled(), None))
+        return out
+    return __exit__
+
+
+def _apply(original):
+    def apply(cls, *args, **kwargs):
+        if not _ACTIVE:
+            return original.__func__(cls, *args, **kwargs)
+        setter = _setter(sys._getframe(1), f"{cls.__name__}.forward")
+        spans = [(p, [p._index(), None, setter]) for p in _ACTIVE]
+        for p, span in spans:
+            p.spans.append(span)
+        try:
+            return original.__func__(cls, *args, **kwargs)
+        finally:
+            for p, span in spans:
+                span[1] = p._index()
+    return classmethod(apply)
+
+
+def _module_setattr(original):
+    def __setattr__(self, name, value):
+        original(self, name, value)
+        if _ACTIVE and isinstance(value, (torch.nn.Parameter, torch.nn.Module)):
+            f = sys._getframe(1)
+            while f is not None and is_library(f.f_code.co_filename):
+                f = f.f_back
+            loc = (f.f_code.co_filename, f.f_lineno) if f is not None else None
+            outer = _outermost(f) if f is not None else None
+            for p in _ACTIVE:
+                p.assignments.append(Assignment(p._index(), self, name, value, loc, outer,
+                                                bool(getattr(p.rec, "_scopes", None))))
+    return __setattr__
+
+
+_PATCHES = ((grad_mode.set_grad_enabled, "__init__", _set_grad_init),
+            (grad_mode.inference_mode, "__enter__", _inference_enter),
+            (grad_mode.inference_mode, "__exit__", _inference_exit),
+            (_function.Function, "apply", _apply),
+            (torch.nn.Module, "__setattr__", _module_setattr))
+
+
+def start(rec) -> Provenance:
+    """A :class:`Provenance` for recording ``rec``; the hooks go in with the first active recording."""
+    if not _ACTIVE:
+        for owner, name, make in _PATCHES:
+            original = owner.__dict__[name]
+            _SAVED[(owner, name)] = original
+            setattr(owner, name, make(original))
+    p = Provenance(rec)
+    _ACTIVE.append(p)
+    return p
+
+
+def stop(p: Provenance) -> None:
+    """Stop noting for ``p``; the hooks come out with the last active recording."""
+    if p in _ACTIVE:
+        _ACTIVE.remove(p)
+    if not _ACTIVE:
+        for (owner, name), original in _SAVED.items():
+            setattr(owner, name, original)
+        _SAVED.clear()
