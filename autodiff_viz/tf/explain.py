@@ -202,7 +202,9 @@ def explain_recorded(rec, target, source):
     seed = None if call is None else call.extra["output_gradients"]
     (grad,) = tf_gradient(rec, info, target, [source], seed)
     if grad is not None:
-        return Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
+        from ..diagnosis.flow import explain_recording  # zero, vanishing or NaN although connected (issue 44)
+        return explain_recording(rec, target, source) or \
+            Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
     why = _why_none(rec, info, target, source, skey, sname)
     return why if call is None else _unconnected_seed(rec, call, target, sname, why)
 
