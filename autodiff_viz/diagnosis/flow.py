@@ -167,7 +167,8 @@ class _Walk:
         where = ""
         if dst is not None:
             named = f" ({dst.describe()})" if dst.label or dst.name else ""
-            where = f"\nIt {'dies' if reason != 'nan_gradient' else 'becomes non-finite'} at {dst.op}" \
+            verb = {"nan_gradient": "becomes non-finite", "vanishing_gradient": "shrinks"}.get(reason, "dies")
+            where = f"\nIt {verb} at {dst.op}" \
                     f"{named}{_line(loc)}"
         fix = fix_of(kind)
         message = f"{text}{where}\n{extra}".rstrip() + (f"\nFix: {fix}" if fix else "")
@@ -185,7 +186,8 @@ class _Walk:
         if seed is not None:
             return seed
         dying = [e for e in self.edges if e.upstream is not None and e.contribution is not None
-                 and e.upstream.stats["norm"] > 0 and e.contribution.stats["norm"] == 0]
+                 and e.upstream.stats["norm"] > 0 and e.contribution.stats["norm"] == 0
+                 or not e.differentiable]      # an op the recorder marks gradient-free whose framework sends 0
         head = self._head("is zero on every entry, although the path between them is connected.")
         if not dying:
             return self._answer("zero_gradient", "unknown", None, head, "The recorded edges do not show where it "
@@ -248,12 +250,14 @@ class _Walk:
                 head = self._head(f"is tiny (rms {_rms(self.source.grad):.3g}): it vanishes on one edge, where the "
                                   f"local factor is below {TINY:g}.")
                 return self._answer("vanishing_gradient", kind, e, head, why, mark, {"edge": e.id})
-        layers = self.layer_norms()
+        layers, firsts = self.layer_norms()
         top = max((v for _, v in layers), default=0.0)
         g = _rms(self.source.grad)
         if top <= 0 or g >= VANISH * top:
             return None
         drops = [(a, b, va / vb) for (a, va), (b, vb) in zip(layers, layers[1:]) if vb > 0 and va / vb > DROP]
+        at = firsts.get(drops[0][1] if drops else layers[-1][0])
+        edge = next((e for e in self.edges if e.dst == at), None)
         table = "\n".join(f"    {k:<28} ‖ḡ‖ rms {v:.3g}" for k, v in layers)
         falls = "; ".join(f"{b} ({r:.3g}× smaller than {a})" for a, b, r in drops) or "no single layer: it " \
             "shrinks a little in each"
@@ -261,14 +265,16 @@ class _Walk:
                           f"path ({top:.3g}).")
         extra = (f"Per layer, from the loss back (rms of ḡ at each layer's output):\n{table}\n"
                  f"It falls by more than {DROP:g}× at: {falls}.")
-        return self._answer("vanishing_gradient", "vanishing_depth", None, head, extra,
+        return self._answer("vanishing_gradient", "vanishing_depth", edge, head, extra,
                             details={"layers": layers, "drops": drops})
 
-    def layer_norms(self) -> list:
-        """``[(layer, rms of ḡ)]`` along the path from the target back: a layer's ḡ is the largest of its nodes'."""
+    def layer_norms(self) -> tuple:
+        """``([(layer, rms of ḡ)], {layer: its first node id})`` along the path from the target back: a layer's
+        ḡ is the largest of its nodes', and a layer met again (a loop) is a new row."""
         nodes = [self.trace.node(nid) for nid in self.trace.steps if nid in self.on]
         keys = layer_keys(self.trace, nodes)
         out: list = []
+        firsts: dict = {}
         for n in nodes:
             if n.grad is None or not _finite(n.grad):
                 continue
@@ -277,7 +283,8 @@ class _Walk:
                 out[-1] = (k, max(out[-1][1], v))
             else:
                 out.append((k, v))
-        return out
+                firsts.setdefault(k, n.id)
+        return out, firsts
 
     # ----- NaN ------------------------------------------------------------------------------
     def nan(self) -> Explanation:

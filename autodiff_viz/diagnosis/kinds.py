@@ -276,8 +276,16 @@ def _where(ed, mask, tiny):
     return "branch_never_selected", why, f"{DEAD_MARK}[cond] = 0 on {'all' if not picked else 'some'} entries"
 
 
+def _bound(ed) -> bool:
+    """A clip, or a maximum/minimum against a constant (TensorFlow's clip_by_value is Minimum(Maximum(x, lo), hi))."""
+    if ed.kind == "clip":
+        return ed.e.input_index == 0
+    other = ed.other(1 - ed.e.input_index) if ed.kind in ("maximum", "minimum") else None
+    return other is not None and other.kind == "constant"
+
+
 def _clip(ed, mask, tiny):
-    if ed.kind != "clip" or ed.e.input_index != 0 or ed.x is None or ed.y is None or ed.x.shape != ed.y.shape:
+    if not _bound(ed) or ed.x is None or ed.y is None or ed.x.shape != ed.y.shape:
         return None
     at = ed.x != ed.y
     dead = mask if mask is not None and mask.shape == at.shape else np.ones(at.shape, bool)
