@@ -41,6 +41,7 @@ DROP = 10.0          # per layer: a fall of ‖ḡ‖ by more than this factor i
 PARTLY = 0.5         # a partly zero gradient is reported when at least this fraction of its entries is 0
 FULL_VALUES = 1 << 22    # entries an array keeps in full in the trace this analysis builds
 
+_MASKED = ("unselected_where_branch", "zero_times_inf")     # 0 · ∞: the non-finite input is masked anyway
 REASONS = ("zero_gradient", "partly_zero_gradient", "vanishing_gradient", "nan_gradient")
 
 
@@ -185,9 +186,9 @@ class _Walk:
         seed = self._seed_zero()
         if seed is not None:
             return seed
-        dying = [e for e in self.edges if e.upstream is not None and e.contribution is not None
-                 and e.upstream.stats["norm"] > 0 and e.contribution.stats["norm"] == 0
-                 or not e.differentiable]      # an op the recorder marks gradient-free whose framework sends 0
+        dying = self._local([e for e in self.edges if e.upstream is not None and e.contribution is not None
+                             and e.upstream.stats["norm"] > 0 and e.contribution.stats["norm"] == 0
+                             or not e.differentiable])  # gradient-free in the recorder, 0 in the framework
         head = self._head("is zero on every entry, although the path between them is connected.")
         if not dying:
             return self._answer("zero_gradient", "unknown", None, head, "The recorded edges do not show where it "
@@ -209,6 +210,30 @@ class _Walk:
                                 "output_gradients / the upstream gradient) is all zeros, so every gradient "
                                 "below it is zero too.", details={"edge": into[0].id})
         return None
+
+    def _local(self, edges) -> list:
+        """``edges`` with those whose contribution may hold more than their own factor put last.
+
+        A bridge computes an edge ``x → y``'s contribution as autograd's ``∂y/∂x`` through *every*
+        path from x to y (``where(x < 1, x, sqrt(x))``: the edge from x straight into the where also
+        carries sqrt's ∞). Such an edge — x also reaches y through another input of y — is not where
+        the gradient went wrong when an edge on that other path is also in the list.
+        """
+        def shared(e):
+            others = {i.src for i in self.trace.edges_into(e.dst) if i.id != e.id and i.src in self.on}
+            if not others:
+                return False
+            seen, frontier = {e.src}, [e.src]
+            while frontier:
+                for out in self.trace.edges_from(frontier.pop()):
+                    if out.dst in others:
+                        return True
+                    if out.dst in self.on and out.dst not in seen and out.dst != e.dst:
+                        seen.add(out.dst)
+                        frontier.append(out.dst)
+            return False
+        flagged = {e.id for e in edges if shared(e)}
+        return [e for e in edges if e.id not in flagged] + [e for e in edges if e.id in flagged]
 
     # ----- partly zero --------------------------------------------------------------
     def partly_zero(self, g) -> Explanation | None:
@@ -293,16 +318,15 @@ class _Walk:
         forward = self._forward_origin()
         if forward is not None and not _finite(tgt.value):
             return forward
-        for e in self.edges:
-            if e.upstream is None or e.contribution is None or _finite(e.contribution) or not _finite(e.upstream):
-                continue
+        bad = [e for e in self.edges if e.upstream is not None and e.contribution is not None
+               and not _finite(e.contribution) and _finite(e.upstream)]
+        for e in self._local(bad):
+            kind, why, mark = classify_nan(self.trace, e)
             ins = [self.trace.node(i.src) for i in self.trace.edges_into(e.dst)]
-            if not all(_finite(n.value) for n in ins):
+            if not all(_finite(n.value) for n in ins) and kind not in _MASKED:
                 return forward or self._answer("nan_gradient", "nonfinite_forward", e, head,
                                                "An input of this op already holds nan/inf in the forward pass.")
-            kind, why, mark = classify_nan(self.trace, e)
-            return self._answer("nan_gradient", kind, e, head + " The forward pass is finite here;", why, mark,
-                                {"edge": e.id})
+            return self._answer("nan_gradient", kind, e, head, why, mark, {"edge": e.id})
         if forward is not None:
             return forward
         return self._answer("nan_gradient", "unknown", None, head, "No recorded edge shows where it became "

@@ -374,7 +374,7 @@ def classify_nan(trace, e, forward: bool = False):
             return ("unselected_where_branch",
                     f"{ed.dst.op}{ed.line} is computed on {_n(n, 'entry', 'entries')} that the where"
                     f"{' at ' + str(masker.location) if masker.location else ''} does not select. The where "
-                    f"sends ḡ = 0 to them, but the chain rule still multiplies: 0 · ∞ = nan.{inner}",
+                    f"sends ḡ = 0 to them, but the chain rule still multiplies: 0 · ∞ (or 0 · nan) = nan.{inner}",
                     "nan: 0 · ∞ in the unselected branch")
         return ("zero_times_inf", f"{ed.dst.op}{ed.line} has an infinite derivative on {n} entries whose "
                 f"upstream ḡ is 0 (they are masked{' by ' + masker.op if masker is not None else ''} later): "
@@ -432,8 +432,12 @@ def _own_nan(ed, on_x):
     return None
 
 
+_MASKS = PRODUCTS | {"maximum", "minimum", "clip", "relu", "max", "min", "max_pool"}
+
+
 def _masker(trace, nid, hops: int = 8):
-    """The op after ``nid`` (within a few ops) that zeroed its gradient: a ``where``, else a product, else None."""
+    """The op after ``nid`` (within a few ops) that zeroed its gradient: a ``where``, else the first op that can
+    send back 0 (a product, maximum, clip …), else None."""
     frontier, seen, product = [nid], {nid}, None
     for _ in range(hops):
         nxt = []
@@ -442,7 +446,7 @@ def _masker(trace, nid, hops: int = 8):
                 n = trace.node(e.dst)
                 if op_kind(n.op) == "where":
                     return n
-                if product is None and op_kind(n.op) in PRODUCTS:
+                if product is None and op_kind(n.op) in _MASKS:
                     product = n
                 if e.dst not in seen:
                     seen.add(e.dst)
