@@ -514,3 +514,22 @@ def test_the_nan_edge_is_red_on_the_picture():
     dot = marked.to_dot(view="backward")
     line = next(text for text in dot.splitlines() if "0 · ∞" in text)
     assert "#d62728" in line and "dashed" not in line
+
+
+@pytest.mark.parametrize("make,kind,phase", [
+    (lambda x: adv.sum(adv.sqrt(x * x)), "sqrt_at_zero", "backward"),
+    (lambda x: adv.sum(adv.log(x)), "log_of_zero", "forward"),
+    (lambda x: adv.sum(adv.exp(x * 1000.0)), "exp_overflow", "forward"),
+    (lambda x: adv.sum(adv.arccos(x)), "acos_at_one", "backward"),
+    (lambda x: adv.sum(x / (x - x)), "division_by_zero", "forward"),
+])
+def test_detect_anomaly_names_the_kind(make, kind, phase):
+    """``detect_anomaly`` stops at the first non-finite value, as PyTorch's does, and says what kind it is."""
+    x = adv.Variable([1.0, 0.0])
+    with pytest.raises(adv.AnomalyError) as info:
+        with adv.detect_anomaly():
+            with adv.GradientTape() as tape:
+                y = make(x)
+            tape.gradient(y, x)
+    assert (info.value.kind, info.value.phase) == (kind, phase)
+    assert f"Kind: {kind}" in str(info.value) and "Fix:" in str(info.value)

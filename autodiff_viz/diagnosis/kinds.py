@@ -404,8 +404,8 @@ def _own_nan(ed, on_x):
     if k in ("log", "log2", "log10", "log1p", "reciprocal"):
         edge = -1.0 if k == "log1p" else 0.0
         if (xs == edge).any():
-            return ("log_of_zero", f"{ed.dst.op}′ = 1/x is infinite at x = {_num(edge)} ({int((xs == edge).sum())} "
-                    "entries), and log(0) = −inf.", f"nan: {ed.dst.op}′ = ∞ at 0")
+            return ("log_of_zero", f"{ed.dst.op}′ = 1/x is infinite at x = {_num(edge)} "
+                    f"({_n(int((xs == edge).sum()), 'entry', 'entries')}), and log(0) = −inf.", f"nan: {ed.dst.op}′ = ∞ at 0")
         if (xs < edge).any():
             return ("domain_error", f"{ed.dst.op} of a negative number is nan.", "nan: log of x < 0")
     if k in ("exp", "exp2", "expm1", "cosh", "sinh", "softmax", "logsumexp", "power") and ed.y is not None \
@@ -415,7 +415,7 @@ def _own_nan(ed, on_x):
                 f"nan: {ed.dst.op} overflows")
     if k in ("arccos", "arcsin", "arctanh") and (np.abs(xs) >= 1).any():
         return ("acos_at_one", f"{ed.dst.op}′ = ∓1/√(1 − x²) is infinite at x = ±1 "
-                f"({int((np.abs(xs) == 1).sum())} entries are exactly ±1).", f"nan: {ed.dst.op}′ = ∞ at ±1")
+                f"({_n(int((np.abs(xs) == 1).sum()), 'entry is', 'entries are')} exactly ±1).", f"nan: {ed.dst.op}′ = ∞ at ±1")
     if k == "divide":
         den = ed.other(1) if ed.e.input_index == 0 else ed.src
         dv = _data(den.value) if den is not None else None
