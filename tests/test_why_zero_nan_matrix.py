@@ -533,3 +533,26 @@ def test_detect_anomaly_names_the_kind(make, kind, phase):
             tape.gradient(y, x)
     assert (info.value.kind, info.value.phase) == (kind, phase)
     assert f"Kind: {kind}" in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_compare_names_a_zero_hand_gradient():
+    """Exercise mode: a learner's ReLU backward with the mask's sign flipped gives zeros where the tape's is not."""
+    x = adv.Variable(np.array([[1.0, -2.0, 3.0]]), name="x")
+    with adv.GradientTape(persistent=True) as tape:
+        h = adv.nn.relu(x)
+        loss = adv.sum(h * h)
+    dh = 2 * h.numpy()
+    dx = dh * (x.numpy() < 0)                     # the learner's mask: the wrong side of 0
+    row = tape.compare(loss, {"x": dx})["x"]
+    assert row.status == "wrong" and "Yours is 0 on every entry" in row.message
+
+
+def test_compare_names_a_nan_hand_gradient():
+    """A hand gradient of ‖x‖ written as x / ‖x‖ at a zero row is NaN; the tape's (subgradient 0) is not."""
+    x = adv.Variable(np.zeros(3), name="x")
+    with adv.GradientTape(persistent=True) as tape:
+        n = adv.linalg.norm(x)
+    with np.errstate(all="ignore"):
+        dx = x.numpy() / np.linalg.norm(x.numpy())
+    row = tape.compare(n, {"x": dx})["x"]
+    assert row.status == "invalid" and "sqrt_at_zero" in row.message and "your formula" in row.message

@@ -405,7 +405,8 @@ def _own_nan(ed, on_x):
         edge = -1.0 if k == "log1p" else 0.0
         if (xs == edge).any():
             return ("log_of_zero", f"{ed.dst.op}′ = 1/x is infinite at x = {_num(edge)} "
-                    f"({_n(int((xs == edge).sum()), 'entry', 'entries')}), and log(0) = −inf.", f"nan: {ed.dst.op}′ = ∞ at 0")
+                    f"({_n(int((xs == edge).sum()), 'entry', 'entries')}), and log(0) = −inf.",
+                    f"nan: {ed.dst.op}′ = ∞ at 0")
         if (xs < edge).any():
             return ("domain_error", f"{ed.dst.op} of a negative number is nan.", "nan: log of x < 0")
     if k in ("exp", "exp2", "expm1", "cosh", "sinh", "softmax", "logsumexp", "power") and ed.y is not None \
@@ -415,7 +416,8 @@ def _own_nan(ed, on_x):
                 f"nan: {ed.dst.op} overflows")
     if k in ("arccos", "arcsin", "arctanh") and (np.abs(xs) >= 1).any():
         return ("acos_at_one", f"{ed.dst.op}′ = ∓1/√(1 − x²) is infinite at x = ±1 "
-                f"({_n(int((np.abs(xs) == 1).sum()), 'entry is', 'entries are')} exactly ±1).", f"nan: {ed.dst.op}′ = ∞ at ±1")
+                f"({_n(int((np.abs(xs) == 1).sum()), 'entry is', 'entries are')} exactly ±1).",
+                f"nan: {ed.dst.op}′ = ∞ at ±1")
     if k == "divide":
         den = ed.other(1) if ed.e.input_index == 0 else ed.src
         dv = _data(den.value) if den is not None else None
@@ -473,3 +475,30 @@ def layer_keys(trace, nodes) -> dict:
         if n.id in wanted:
             keys[n.id] = current
     return keys
+
+
+# ---------------------------------------------------------------------------
+# Exercise mode: a hand gradient that is zero or NaN where the tape's is not
+# ---------------------------------------------------------------------------
+def hand_hint(hand, tape) -> str:
+    """What a learner's zero or non-finite hand gradient means when the tape's is neither ("" otherwise).
+
+    The tape's gradient is the reference: when it is finite, no edge of the real backward pass made a
+    NaN, so the kinds that make one (``sqrt_at_zero``, ``log_of_zero``, ``division_by_zero``,
+    ``zero_times_inf``) happened in the learner's formula; when it is not zero, nothing on the path
+    dies (``dead_relu``, ``clipped`` …), so a zero the learner got came from a mask or factor of theirs.
+    """
+    h, t = np.asarray(hand, dtype=np.float64), np.asarray(tape, dtype=np.float64)
+    if h.shape != t.shape or not np.isfinite(t).all():
+        return ""
+    if not np.isfinite(h).all():
+        return (" The tape's gradient is finite everywhere, so the nan/inf comes from your formula, not from the "
+                "function: look for a division by a value that is 0 there (division_by_zero; a √ or norm at 0: "
+                "sqrt_at_zero; 1/x of log at 0: log_of_zero), or 0 · ∞ (zero_times_inf).")
+    if t.any() and not h.any():
+        return (" Yours is 0 on every entry, but the tape's is not: nothing on the real backward pass kills it "
+                "(no dead ReLU, clip at its bound or unselected branch here). A zero hand gradient usually "
+                "comes from a mask that is never true (relu′ written as (x < 0), or taken from the output y "
+                "after an in-place change) or a factor that is 0.")
+    return ""
+
