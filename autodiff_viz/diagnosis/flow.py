@@ -86,7 +86,15 @@ def diagnose(trace, source) -> Explanation | None:
 
 
 def explain_tape(tape, target, source) -> Explanation | None:
-    """:func:`diagnose` for an engine tape: builds (once per tape, target and record length) the trace."""
+    """:func:`diagnose` for an engine tape: builds (once per tape, target and record length) the trace.
+
+    None (nothing to add to ``connected``) when a non-persistent tape let go of its values at ``gradient()``:
+    the values this analysis reads are gone, and ``explain`` keeps working on the light records.
+    """
+    try:
+        tape._require_values("explain")
+    except RuntimeError:
+        return None
     trace = _trace_of(tape, target, lambda: _build(tape, target))
     return diagnose(trace, trace.node_id_of(source)) if trace is not None else None
 

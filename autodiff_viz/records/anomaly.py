@@ -112,8 +112,11 @@ def _kind(rule, inputs, y, i=0, g=None, gi=None):
     return (None, None) if kind == "nonfinite_derivative" else (kind, why)
 
 
-def _kind_text(kind, why) -> str:
-    return f"\nKind: {kind}. {why}\nFix: {fix_of(kind)}" if kind else ""
+def _kind_text(kind, why, hint) -> str:
+    """``Kind: …`` (when known), then the op's hint, else the kind's fix: the last line stays the advice."""
+    text = f"\nKind: {kind}. {why}" if kind else ""
+    advice = hint or (fix_of(kind) if kind else None)
+    return text + (f"\n{'Hint' if hint else 'Fix'}: {advice}" if advice else "")
 
 
 def _input_names(rule, n: int) -> list:
@@ -143,7 +146,7 @@ class _Detector:
         raise AnomalyError(
             f"forward: '{rule.name}' ({rule.doc or rule.name}) produced {_bad_entries(y)}"
             f"{' at ' + _where(loc) if loc else ''}.{_code(loc)}\n{origin}\nInputs:\n{lines}"
-            + (_kind_text(kind, why) if kind else f"\nHint: {hint}" if hint and not bad_in else ""),
+            + _kind_text(kind, why, None if bad_in else hint),
             "forward", rule.name, _where(loc), y._id, kind=kind)
 
     # ----- backward -----------------------------------------------------------
@@ -184,7 +187,7 @@ class _Detector:
             f"(∂y/∂{name} = {spec.factor}) holds {_bad_entries(gi)}"
             f"{' for the op at ' + _where(loc) if loc else ''}.{_code(loc)}\n{upstream}\n"
             f"Inputs of the op:\n{lines}\n    {_summary('output y', node.out)}\n    {_summary('upstream ḡ', g)}"
-            + (_kind_text(kind, why) if kind else f"\nHint: {hint}" if hint else ""),
+            + _kind_text(kind, why, hint),
             "backward", rule.name, _where(loc), node.out_id, i, kind=kind)
 
 
