@@ -556,3 +556,24 @@ def test_compare_names_a_nan_hand_gradient():
         dx = x.numpy() / np.linalg.norm(x.numpy())
     row = tape.compare(n, {"x": dx})["x"]
     assert row.status == "invalid" and "sqrt_at_zero" in row.message and "your formula" in row.message
+
+
+def test_relu_written_with_where_is_a_branch_never_selected():
+    """jax#37821's ReLU spelled ``where(z > 0, z, 0)`` (https://github.com/jax-ml/jax/issues/37821): with every z
+    ≤ 0 the branch is never taken; the where's condition edge is not mistaken for where the gradient dies."""
+    w = adv.Variable(-np.ones(3), name="w")
+    with adv.GradientTape() as tape:
+        z = adv.constant(np.ones((4, 3))) * w
+        r = adv.where(z > 0, z, 0.0)
+        loss = adv.sum(r * r)
+    exp = tape.explain(loss, w)
+    assert (exp.reason, exp.kind) == ("zero_gradient", "branch_never_selected") and "False on all 12" in exp.message
+
+
+def test_the_sum_of_a_softmax_has_zero_gradient_and_says_why():
+    """A non-scalar target is differentiated as its sum; the sum of softmax probabilities is always 1."""
+    logits = adv.Variable([[0.5, -0.2, 0.1]], name="logits")
+    with adv.GradientTape() as tape:
+        p = adv.nn.softmax(logits)
+    exp = tape.explain(p, logits)
+    assert (exp.reason, exp.kind) == ("zero_gradient", "constant_sum") and "always 1" in exp.message

@@ -48,7 +48,7 @@ REASONS = ("zero_gradient", "partly_zero_gradient", "vanishing_gradient", "nan_g
 # ---------------------------------------------------------------------------
 # Entry points: a trace, an engine tape, a bridge's recording
 # ---------------------------------------------------------------------------
-def diagnose(trace, source) -> Explanation | None:
+def diagnose(trace, source, names=None) -> Explanation | None:
     """What is wrong with the gradient of ``trace.target`` with respect to ``source``, or None when nothing is.
 
     Args:
@@ -56,6 +56,8 @@ def diagnose(trace, source) -> Explanation | None:
             values in full: ``value_limit`` at least the largest array, else
             only the summary statistics are read and the answer says less).
         source: the source's node id (``"n3"``), tensor id or tensor.
+        names: ``(target, source)`` as the caller's messages call them (the engine's ``'loss' (the output of
+            sum on line 8; shape (), float64)``); by default the trace's names.
 
     Returns:
         an :class:`Explanation` with reason ``zero_gradient``,
@@ -72,7 +74,7 @@ def diagnose(trace, source) -> Explanation | None:
     g = src.grad
     if g is None or g.size == 0:
         return None
-    walk = _Walk(trace, sid)
+    walk = _Walk(trace, sid, names)
     if not _finite(g):
         return walk.nan()
     if g.stats["norm"] == 0:
@@ -85,7 +87,7 @@ def diagnose(trace, source) -> Explanation | None:
     return walk.vanishing()
 
 
-def explain_tape(tape, target, source) -> Explanation | None:
+def explain_tape(tape, target, source, names=None) -> Explanation | None:
     """:func:`diagnose` for an engine tape: builds (once per tape, target and record length) the trace.
 
     None (nothing to add to ``connected``) when a non-persistent tape let go of its values at ``gradient()``:
@@ -96,7 +98,7 @@ def explain_tape(tape, target, source) -> Explanation | None:
     except RuntimeError:
         return None
     trace = _trace_of(tape, target, lambda: _build(tape, target))
-    return diagnose(trace, trace.node_id_of(source)) if trace is not None else None
+    return diagnose(trace, trace.node_id_of(source), names) if trace is not None else None
 
 
 def explain_recording(rec, target, source) -> Explanation | None:
@@ -155,8 +157,8 @@ def _count(n: int, what: str) -> str:
 class _Walk:
     """The backward pass between ``trace.target`` and one source, edge by edge in the order it ran."""
 
-    def __init__(self, trace, sid):
-        self.trace, self.sid = trace, sid
+    def __init__(self, trace, sid, names=None):
+        self.trace, self.sid, self.names = trace, sid, names
         on = set(trace.path(sid))
         pos = {nid: k for k, nid in enumerate(trace.steps)}
         self.edges = sorted((e for e in trace.edges if e.id in on and e.src in on and e.dst in on),
@@ -166,6 +168,8 @@ class _Walk:
 
     # ----- the shared parts of an answer -------------------------------------------
     def _head(self, what: str) -> str:
+        if self.names:
+            return f"The gradient of {self.names[0]} with respect to {self.names[1]} {what}"
         tgt = self.trace.node(self.trace.target)
         return f"The gradient of {tgt.describe()} with respect to {self.source.describe()} {what}"
 
@@ -196,7 +200,7 @@ class _Walk:
             return seed
         dying = self._local([e for e in self.edges if e.upstream is not None and e.contribution is not None
                              and e.upstream.stats["norm"] > 0 and e.contribution.stats["norm"] == 0
-                             or not e.differentiable])  # gradient-free in the recorder, 0 in the framework
+                             or self._zero_op(e)])
         head = self._head("is zero on every entry, although the path between them is connected.")
         if not dying:
             return self._answer("zero_gradient", "unknown", None, head, "The recorded edges do not show where it "
@@ -208,6 +212,15 @@ class _Walk:
         out = self._answer("zero_gradient", kind, e, head, why + more, mark,
                            {"dying_edges": [d.id for d in dying], "edge": e.id})
         return out
+
+    def _zero_op(self, e) -> bool:
+        """An op the recorder marks gradient-free on every input (TensorFlow's ``Sign``) whose output still gets
+        a non-zero ḡ: the framework sent 0 through it. Not a ``where``'s condition: the branches carry ḡ."""
+        if e.differentiable:
+            return False
+        dst = self.trace.node(e.dst)
+        return dst.grad is not None and dst.grad.stats["norm"] > 0 and \
+            not any(i.differentiable for i in self.trace.edges_into(e.dst))
 
     def _seed_zero(self):
         """An all-zero upstream gradient at the target (``output_gradients`` of zeros): nothing flows from the start."""

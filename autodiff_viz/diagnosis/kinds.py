@@ -32,8 +32,8 @@ _ALIASES = {
     "hardsigmoid": "hard_sigmoid",    "logsoftmax": "log_softmax", "reducelogsumexp": "logsumexp",
     "leakyrelu": "leaky_relu", "rint": "round", "fix": "trunc", "heaviside": "sign", "cast": "cast",
 }
-SATURATING = {"sigmoid", "tanh", "hard_sigmoid", "softsign", "erf", "log_sigmoid", "arctan", "softmax", "gelu",
-              "silu", "elu", "selu", "softplus"}
+SATURATING = {"sigmoid", "tanh", "hard_sigmoid", "softsign", "erf", "log_sigmoid", "arctan", "gelu", "silu", "elu",
+              "selu", "softplus"}     # elementwise: ḡ_x / ḡ_y is their derivative, entry by entry
 PIECEWISE_CONSTANT = {"sign", "round", "floor", "ceil", "trunc", "floor_divide", "greater", "less",
                       "greater_equal", "less_equal", "equal", "not_equal", "argmax", "argmin", "cast", "mod"}
 PRODUCTS = {"multiply", "matmul", "dot", "einsum", "conv", "tensordot", "outer", "inner", "bias_add"}
@@ -62,6 +62,9 @@ FIXES = {
                               "x + stop_gradient(round(x) − x).",
     "zero_operand": "the other factor is all zeros: initialise weights with random values (all-zero weights "
                     "give zero gradients to the layer below), or check the mask / constant it is multiplied by.",
+    "constant_sum": "differentiate something that depends on how the probabilities split: the log-probability "
+                    "of the right class (a cross-entropy), or one entry (output_gradients / a one-hot seed), "
+                    "not their sum.",
     "zero_upstream": "pass a non-zero upstream gradient (output_gradients / gradient=): ones for the gradient "
                      "of the sum.",
     "zero_derivative": "this op's derivative is 0 at these inputs; change its input range or use a "
@@ -168,7 +171,7 @@ def classify_zero(trace, e, mask=None, tiny: bool = False):
             return deeper
     if mask is None and ed.same_shape(ed.u) and ed.same_shape(ed.c):
         mask = (ed.u != 0) & ((np.abs(ed.c) < 1e-6 * np.abs(ed.u)) if tiny else (ed.c == 0))
-    for test in (_flat_loss, _relu, _where, _clip, _saturated, _picked, _piecewise, _zero_operand):
+    for test in (_flat_loss, _relu, _where, _clip, _saturated, _softmax_sum, _picked, _piecewise, _zero_operand):
         found = test(ed, mask, tiny)
         if found is not None:
             return found
@@ -316,6 +319,18 @@ def _saturated(ed, mask, tiny):
     return ("saturated", f"{op} is saturated{ed.line}: |x| > {_num(t)} on {p:.0f}% of entries, where "
             f"{op}′ < 1e-6 (its output is pinned at its limits), so the gradient through it "
             f"{'all but ' if tiny else ''}vanishes.", f"{DEAD_MARK}{op}′ < 1e-6 on {p:.0f}% of entries")
+
+
+def _softmax_sum(ed, mask, tiny):
+    """softmax's VJP is y ⊙ (ḡ − Σ y ḡ): 0 exactly when ḡ is the same for every class, as for the sum of the
+    probabilities (a non-scalar target is differentiated as its sum), which is always 1."""
+    if ed.kind != "softmax" or ed.u is None or ed.u.ndim == 0:
+        return None
+    if not np.allclose(ed.u, ed.u[..., :1]):
+        return None
+    return ("constant_sum", f"The softmax{ed.line} gets the same ḡ for every class: what is differentiated is the "
+            "sum of its probabilities (a non-scalar target counts as its sum), and that is always 1, whatever "
+            "the input, so its gradient is 0.", f"{DEAD_MARK}Σ softmax = 1: constant")
 
 
 def _picked(ed, mask, tiny):
