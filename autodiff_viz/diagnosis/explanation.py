@@ -22,6 +22,9 @@ class Explanation:
         nodes: ids of the tensors (trace nodes) involved, so a view can mark them.
         edges: ``(input_id, output_id)`` pairs where the gradient stops.
         op: the op named by the diagnosis, if any.
+        kind: for a connected gradient that is zero, vanishing or NaN, what killed it (``dead_relu``,
+            ``saturated``, ``unselected_where_branch`` …: :mod:`autodiff_viz.diagnosis.kinds`), else None.
+        details: what the diagnosis measured (the dying edges, per-layer ‖ḡ‖, the zero rows …).
     """
 
     reason: str
@@ -31,6 +34,8 @@ class Explanation:
     edges: tuple = ()
     op: str | None = None
     locations: tuple = field(default=(), repr=False)
+    kind: str | None = None
+    details: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def connected(self) -> bool:
@@ -44,6 +49,8 @@ class Explanation:
 
     @property
     def _mark_label(self) -> str:
+        if self.details.get("mark"):
+            return self.details["mark"]
         return f"{self.reason} ({self.op})" if self.op else self.reason
 
     def mark(self, trace):

@@ -320,7 +320,10 @@ def _explain_one(tape, target: Tensor, source: Tensor) -> Explanation:
     if source._id in tape.record.tracked and target._id in reach and target.dtype.kind in "fc":
         needed = _on_path_to(path, target._id)
         ids = tuple(n.out_id for n in path if n.out_id in needed)
-        return _partly_lost(tape, target, source, ids) or _connected(target, source, ids)
+        from .flow import explain_tape  # zero, vanishing or NaN although connected (issue 44)
+        return _partly_lost(tape, target, source, ids) or \
+            explain_tape(tape, target, source, (_label(target), _label(source))) or \
+            _connected(target, source, ids)
     return _disconnected(tape, target, source, reach)
 
 

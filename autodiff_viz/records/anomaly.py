@@ -10,7 +10,10 @@ Inside the block every op's forward output is checked, and every backward
 step's gradient contributions, and the first one that holds ``nan`` or
 ``inf`` raises :class:`AnomalyError` naming the op, its rule, a summary of
 its inputs and the line of user code that made it (like PyTorch's
-``torch.autograd.detect_anomaly``). numpy's own "divide by zero" warnings are
+``torch.autograd.detect_anomaly``), and — unlike it — the *kind* of the
+failure and its fix (``.kind``: ``sqrt_at_zero``, ``log_of_zero``,
+``exp_overflow``, ``division_by_zero``, ``acos_at_one`` …, the kinds
+``explain`` names: :mod:`autodiff_viz.diagnosis.kinds`). numpy's own "divide by zero" warnings are
 silenced inside the block: the error says it better.
 
 The block is per thread (like tapes): it checks the ops run in the thread
@@ -29,7 +32,9 @@ import numpy as np
 from ..base.state import resolve_location, state, user_location
 from ..core import engine, walks
 from ..core.tensor import Tensor
+from ..diagnosis.kinds import classify_nan, fix_of
 from ..diagnosis.walk import _code, _where
+from .traces.model import Summary, Trace, TraceEdge, TraceNode
 
 
 class AnomalyError(FloatingPointError):
@@ -37,13 +42,14 @@ class AnomalyError(FloatingPointError):
 
     Attributes: ``phase`` ("forward" or "backward"), ``op`` (rule name),
     ``location`` ("file:line" or None), ``node_id`` (the output's tensor id),
-    ``input_index`` (backward: the input whose gradient went non-finite).
+    ``input_index`` (backward: the input whose gradient went non-finite),
+    ``kind`` (what went wrong, as ``explain`` names it, or None when the inputs were already non-finite).
     """
 
-    def __init__(self, message, phase, op, location, node_id, input_index=None):
+    def __init__(self, message, phase, op, location, node_id, input_index=None, kind=None):
         super().__init__(message)
         self.phase, self.op, self.location = phase, op, location
-        self.node_id, self.input_index = node_id, input_index
+        self.node_id, self.input_index, self.kind = node_id, input_index, kind
 
 
 _HINTS = {
@@ -87,6 +93,32 @@ def _bad_entries(a) -> str:
     return f"{', '.join(parts)} of {a.size} entr{'y' if a.size == 1 else 'ies'}"
 
 
+def _kind(rule, inputs, y, i=0, g=None, gi=None):
+    """``(kind, why)`` of a non-finite output (``g`` None) or contribution, from the same classifier as ``explain``.
+
+    The op and its inputs become a three-node trace (inputs → op), so the one rule set of
+    :mod:`autodiff_viz.diagnosis.kinds` judges both; None when that classifier has no better name.
+    """
+    values = [t._value if isinstance(t, Tensor) else np.asarray(t) for t in inputs]
+    limit = max([a.size for a in values] + [np.asarray(y).size, 1])
+    nodes = [TraceNode(f"n{k}", "constant", "constant", None, k, None, "", Summary.of(a, limit))
+             for k, a in enumerate(values)]
+    op = TraceNode(f"n{len(values)}", "op", rule.name, None, len(values), 0, "", Summary.of(np.asarray(y), limit))
+    edges = [TraceEdge(f"e{k}", f"n{k}", op.id, k, f"x{k}", None, True) for k in range(len(values))]
+    if g is not None:
+        edges[i].upstream, edges[i].contribution = Summary.of(g, limit), Summary.of(gi, limit)
+    trace = Trace(nodes + [op], edges, target=op.id)
+    kind, why, _ = classify_nan(trace, edges[i], forward=g is None)
+    return (None, None) if kind == "nonfinite_derivative" else (kind, why)
+
+
+def _kind_text(kind, why, hint) -> str:
+    """``Kind: …`` (when known), then the op's hint, else the kind's fix: the last line stays the advice."""
+    text = f"\nKind: {kind}. {why}" if kind else ""
+    advice = hint or (fix_of(kind) if kind else None)
+    return text + (f"\n{'Hint' if hint else 'Fix'}: {advice}" if advice else "")
+
+
 def _input_names(rule, n: int) -> list:
     return [f"x{i}" for i in range(n)] if rule.variadic else [s.name for s in rule.inputs]
 
@@ -110,11 +142,12 @@ class _Detector:
                   "op is where the non-finite value appears.")
         lines = "\n".join(f"    {_summary(t.name or n, t)}" for n, t in zip(_input_names(rule, len(inputs)), inputs))
         hint = _HINTS.get(rule.name)
+        kind, why = (None, None) if bad_in else _kind(rule, inputs, y._value)
         raise AnomalyError(
             f"forward: '{rule.name}' ({rule.doc or rule.name}) produced {_bad_entries(y)}"
             f"{' at ' + _where(loc) if loc else ''}.{_code(loc)}\n{origin}\nInputs:\n{lines}"
-            + (f"\nHint: {hint}" if hint and not bad_in else ""),
-            "forward", rule.name, _where(loc), y._id)
+            + _kind_text(kind, why, None if bad_in else hint),
+            "forward", rule.name, _where(loc), y._id, kind=kind)
 
     # ----- backward -----------------------------------------------------------
     def backward(self, nodes, seeds, sources, on_step=None):
@@ -148,13 +181,14 @@ class _Detector:
                     "The upstream gradient is finite, so this op's local derivative is where it breaks.")
         lines = "\n".join(f"    {_summary(t.name or n, t)}" for n, t in zip(names, node.inputs))
         hint = _HINTS.get(rule.name)
+        kind, why = _kind(rule, node.inputs, node.out, i, g, gi) if _finite(g) else (None, None)
         raise AnomalyError(
             f"backward: the gradient of '{rule.name}' with respect to its input '{name}' "
             f"(∂y/∂{name} = {spec.factor}) holds {_bad_entries(gi)}"
             f"{' for the op at ' + _where(loc) if loc else ''}.{_code(loc)}\n{upstream}\n"
             f"Inputs of the op:\n{lines}\n    {_summary('output y', node.out)}\n    {_summary('upstream ḡ', g)}"
-            + (f"\nHint: {hint}" if hint else ""),
-            "backward", rule.name, _where(loc), node.out_id, i)
+            + _kind_text(kind, why, hint),
+            "backward", rule.name, _where(loc), node.out_id, i, kind=kind)
 
 
 @contextlib.contextmanager

@@ -49,6 +49,7 @@ from ..base.state import paused, user_frame_object
 from ..core import walks
 from ..core.tensor import Tensor, as_tensor
 from ..diagnosis.escapes import lost_paths
+from ..diagnosis.kinds import hand_hint
 from ..diagnosis.walk import explain, require_recorded
 from .tape import GradientTape
 from .traces.build import build_trace
@@ -236,8 +237,8 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
     if not np.all(np.isfinite(h)):
         bad = np.argwhere(~np.isfinite(h))[0]
         return Row(name, node, "invalid", h.shape, t.shape, np.nan, np.nan,
-                   f"Your gradient has a non-finite value ({h[tuple(bad)]}) at index {tuple(int(i) for i in bad)}.",
-                   tuple(factors))
+                   f"Your gradient has a non-finite value ({h[tuple(bad)]}) at index {tuple(int(i) for i in bad)}."
+                   + hand_hint(h, t), tuple(factors))      # the kinds of explain's why-NaN (issue 44)
     h = h.astype(np.float64)
     t = t.astype(np.float64)
     diff = np.abs(h - t)
@@ -261,6 +262,7 @@ def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8
             msg += f" It is the tape's value times {ratio:.4g}: a missing or extra constant factor?"
     if note:
         msg += f" (Shape {hand_shape} vs {t.shape}: reshape it to {t.shape} too.)"
+    msg += hand_hint(h, t)                                  # a zero hand gradient where the tape's is not (issue 44)
     return Row(name, node, "wrong", hand_shape, t.shape, max_abs, max_rel, msg, tuple(factors))
 
 

@@ -258,7 +258,8 @@ def explain_recorded(rec, target, source):
     seed = None if call is None else call.extra["output_gradients"]
     (grad,) = tf_gradient(rec, info, target, [source], seed)
     if grad is not None:
-        return _frozen_layer(rec, source, skey, sname) or \
+        from ..diagnosis.flow import explain_recording  # zero, vanishing or NaN although connected (issue 44)
+        return _frozen_layer(rec, source, skey, sname) or explain_recording(rec, target, source) or \
             Explanation("connected", f"The gradient of the target reaches {sname}.", nodes=(skey,))
     why = _why_none(rec, info, target, source, skey, sname)
     if why.reason == "not_used":

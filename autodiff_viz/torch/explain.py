@@ -663,7 +663,9 @@ def _connected_but(rec, target, param, pname) -> Explanation:
     unset = _grad_unset(rec, param, pname)
     if unset is not None:
         return unset
-    return Explanation("connected", f"The gradient of the target reaches {pname}.", nodes=(pid,))
+    from ..diagnosis.flow import explain_recording  # zero, vanishing or NaN although connected (issue 44)
+    return explain_recording(rec, target, param) or \
+        Explanation("connected", f"The gradient of the target reaches {pname}.", nodes=(pid,))
 
 
 def _grad_unset(rec, param, pname) -> Explanation | None:

@@ -57,6 +57,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 
+from ..diagnosis.kinds import DEAD_MARK
 from . import figure
 from .figure import shape_text
 from .folding import (  # noqa: F401 (the fold hierarchy's names, read as dot.<name> by the views and tests)
@@ -105,6 +106,7 @@ STYLES = {
     "no_grad": {"style": "dashed", "color": "#999999", "fontcolor": "#999999", "arrowhead": "tee"},
     "highlight": {"penwidth": "3", "color": "#1f77b4"},
     "mark": {"penwidth": "2.5", "color": "#d62728", "fontcolor": "#d62728"},
+    "mark_dead": {"style": "dashed", "color": "#a05050", "fontcolor": "#a05050"},
     "panel": {"style": "rounded", "color": "#cccccc", "fontsize": "12", "labeljust": "l", "labelloc": "t"},
 }
 
@@ -402,6 +404,8 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
         reasons = [r for e in es for r in trace.marks_of(e.id)]
         if reasons:
             attrs.update(STYLES["mark"])
+            if all(r.startswith(DEAD_MARK) for r in reasons):      # the gradient dies here: dashed, grey-red
+                attrs.update(STYLES["mark_dead"])
             label = ["⚠ " + r for r in reasons] + label
         eid = p + (e0.id if len(es) == 1 else f"{e0.id}_x{len(es)}")
         steps = _step_classes(e.dst for e in es if e.contribution is not None)

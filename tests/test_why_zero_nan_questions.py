@@ -1,0 +1,321 @@
+"""Real public questions about a zero or NaN gradient, reduced and answered by ``explain``.
+
+Each test cites the question, keeps its structure and its mistake (translated
+to the engine, PyTorch or TensorFlow where the original is JAX or an old
+release), asserts the framework's own gradient (zero, or NaN), and then the
+reason, the kind, the user's line (marked ``# <-``) and a fix that fits.
+The last tests are the other side: correct training steps of the notebooks'
+models, and of a torch and a Keras model, get ``connected`` with nothing dying.
+"""
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from test_why_zero_nan_matrix import _line, run_engine, run_tf, run_torch  # noqa: E402
+
+import autodiff_viz as adv  # noqa: E402
+
+
+def _check(result, case, reason, kind, fix, gradient):
+    exp, g, traced = result
+    if gradient == "nan":
+        assert not np.isfinite(g).all(), g
+    elif gradient == "zero":
+        assert not g.any(), g
+    else:
+        assert gradient(g), g
+    assert np.array_equal(traced, g, equal_nan=True)
+    assert (exp.reason, exp.kind) == (reason, kind), str(exp)
+    assert exp.location is not None and exp.location.endswith(f":{_line(case)}"), (exp.location, str(exp))
+    assert fix.lower() in exp.message.lower(), exp.message
+    return exp
+
+
+# ---------------------------------------------------------------------------
+# NaN
+# ---------------------------------------------------------------------------
+def q_jax_347():
+    x = adv.Variable(np.array([[1.0, 2.0], [3.0, 4.0], [0.0, 0.0]]), name="x")
+    with adv.GradientTape(persistent=True) as tape:
+        n = adv.sqrt(adv.sum(x ** 2, axis=1))  # <-
+        ones = adv.ones_like(n)
+        y = adv.where(n > 0.5, n, ones)
+        loss = adv.sum(y)
+    return tape, loss, x
+
+
+def test_jax_347_sqrt_then_where():
+    """https://github.com/jax-ml/jax/issues/347 — the row norm ``sqrt(sum(x**2, 1))`` of a zero row is replaced
+    by 1 with ``where``, yet the gradient is NaN: the where sends 0 to that row, and 0 · sqrt′(0) = 0 · ∞."""
+    exp = _check(run_engine(q_jax_347), q_jax_347, "nan_gradient", "unselected_where_branch", "x_safe", "nan")
+    assert "0 · ∞" in exp.message
+
+
+def q_jax_5798(torch):
+    x = torch.nn.Parameter(torch.tensor(0.0, dtype=torch.float64))
+    return torch.where(x < 1.0, x, torch.sqrt(x)), x  # <-
+
+
+def test_jax_5798_where_piecewise_at_zero():
+    """https://github.com/jax-ml/jax/issues/5798 — ``where(x < 1, x, sqrt(x))`` differentiated at 0 gives NaN
+    although the first branch is the one taken (PyTorch does the same)."""
+    _check(run_torch(q_jax_5798), q_jax_5798, "nan_gradient", "unselected_where_branch", "double-where", "nan")
+
+
+def q_jax_1052():
+    a = adv.Variable(np.array([3.0, 0.0, -5.0]), name="a")
+    with adv.GradientTape(persistent=True) as tape:
+        b = adv.arctan2(a, a)  # <-
+        temp = adv.constant(np.array([0.0, 1.0, 0.0]))
+        c = adv.where(temp > 0.5, 0.0, b)
+        loss = adv.sum(c)
+    return tape, loss, a
+
+
+def test_jax_1052_arctan2_masked():
+    """https://github.com/jax-ml/jax/issues/1052 — ``arctan2(a, a)`` at a = 0 is masked out by ``where``; the
+    gradient of that entry is still NaN (∂arctan2 at (0, 0) is 0/0)."""
+    with np.errstate(all="ignore"):
+        result = run_engine(q_jax_1052)
+    _check(result, q_jax_1052, "nan_gradient", "unselected_where_branch", "double-where",
+           lambda g: np.isnan(g[1]) and np.isfinite(g[[0, 2]]).all())
+
+
+def q_jax_2630(tf):
+    x = tf.Variable(1.0, dtype=tf.float64)
+    return tf.where(x > 0, tf.constant(0.0, tf.float64), x * np.inf), x  # <-
+
+
+def test_jax_2630_where_with_inf_branch():
+    """https://github.com/jax-ml/jax/issues/2630 — ``where(x > 0, 0, x * inf)`` at x = 1 gives a NaN gradient
+    (TensorFlow too): the chain rule multiplies the where's 0 by the unselected branch's ∞."""
+    _check(run_tf(q_jax_2630), q_jax_2630, "nan_gradient", "unselected_where_branch", "where(cond, x, 1)", "nan")
+
+
+def q_pytorch_2421(torch):
+    x = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    return x.pow(2).sum().sqrt(), x  # <-
+
+
+def test_pytorch_2421_norm_of_zero():
+    """https://github.com/pytorch/pytorch/issues/2421 — the 2-norm of a zero vector has a NaN gradient. x.norm()
+    now returns the subgradient 0 (pytorch#2775), but the spelled-out ``x.pow(2).sum().sqrt()`` the PR mentions
+    still gives NaN."""
+    exp = _check(run_torch(q_pytorch_2421), q_pytorch_2421, "nan_gradient", "sqrt_at_zero", "epsilon", "nan")
+    assert "1e-12" in exp.message
+
+
+def q_pytorch_4320(tf):
+    a = tf.Variable(np.zeros((16, 3)))
+    return tf.reduce_mean(tf.math.reduce_std(a, axis=0)), a  # <-
+
+
+def test_pytorch_4320_std_of_constant():
+    """https://github.com/pytorch/pytorch/issues/4320 — ``std`` of constant data has a NaN gradient (the
+    standard deviation is 0 and its derivative divides by it). PyTorch now returns 0; TensorFlow's reduce_std
+    still gives NaN."""
+    _check(run_tf(q_pytorch_4320), q_pytorch_4320, "nan_gradient", "sqrt_at_zero", "epsilon", "nan")
+
+
+def q_tf_12071(tf):
+    X = tf.Variable(np.array([[1.0], [0.0], [1e-16]]))
+    return tf.norm(X, ord="euclidean", axis=1), X  # <-
+
+
+def test_tf_12071_norm_rows_with_a_zero():
+    """https://github.com/tensorflow/tensorflow/issues/12071 — ``tf.norm(X, axis=1)``: the row that is 0 gets a
+    NaN gradient, the others are fine."""
+    _check(run_tf(q_tf_12071), q_tf_12071, "nan_gradient", "sqrt_at_zero", "epsilon",
+           lambda g: np.isnan(g[1]).all() and np.isfinite(g[[0, 2]]).all())
+
+
+def q_mlx_3692():
+    x = adv.Variable(np.array([0.0, 3.0]), name="x")
+    y = adv.constant(np.array([0.0, 4.0]))
+    with adv.GradientTape(persistent=True) as tape:
+        rho = adv.sqrt(x * x + y * y)  # <-
+        rho_safe = adv.maximum(rho, 1e-10)
+        loss = adv.sum(rho_safe)
+    return tape, loss, x
+
+
+def test_mlx_3668_sqrt_guarded_by_maximum():
+    """https://github.com/ml-explore/mlx/pull/3692 (issue ml-explore/mlx#3668) — ``rho = sqrt(x² + y²)`` guarded
+    by ``maximum(rho, 1e-10)`` still gives NaN at x = y = 0: the maximum sends 0 to rho, and 0 · sqrt′(0) is
+    NaN."""
+    exp = _check(run_engine(q_mlx_3692), q_mlx_3692, "nan_gradient", "zero_times_inf", "epsilon",
+                 lambda g: np.isnan(g[0]) and np.isfinite(g[1]))
+    assert "maximum" in exp.message
+
+
+def q_jax_20601():
+    beta = adv.Variable(2.3, name="beta")
+    x = adv.constant(np.nan)
+    with adv.GradientTape(persistent=True) as tape:
+        y = adv.where(False, beta * x, 1.0)  # <-
+    return tape, y, beta
+
+
+def test_jax_20601_nan_in_the_unselected_branch():
+    """https://github.com/jax-ml/jax/issues/20601 — ``select(False, beta * x, 1.0)`` with x = nan: the value is
+    1 but the gradient for beta is NaN: ∂(beta·x)/∂beta = x = nan, times the 0 the select sends back."""
+    with np.errstate(all="ignore"):
+        result = run_engine(q_jax_20601)
+    exp = _check(result, q_jax_20601, "nan_gradient", "unselected_where_branch", "double-where", "nan")
+    assert "0 · nan" in exp.message
+
+
+# ---------------------------------------------------------------------------
+# Zero
+# ---------------------------------------------------------------------------
+XOR = {}
+
+
+def _train_xor(torch):
+    """The question's training, before the recording: 200 Adam steps from seed 24."""
+    torch.manual_seed(24)
+    fc1, fc2 = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+    for m in (fc1, fc2):
+        torch.nn.init.kaiming_normal_(m.weight)
+        m.bias.data.fill_(0.01)
+    opt = torch.optim.Adam(list(fc1.parameters()) + list(fc2.parameters()), lr=0.01)
+    inputs = torch.tensor([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=torch.float32)
+    labels = torch.tensor([[0], [1], [1], [0]], dtype=torch.float32)
+    for _ in range(200):
+        opt.zero_grad()
+        torch.nn.BCELoss()(torch.sigmoid(fc2(torch.relu(fc1(inputs)))), labels).backward()
+        opt.step()
+    opt.zero_grad()
+    XOR.update(fc1=fc1, fc2=fc2, inputs=inputs, labels=labels)
+
+
+def q_xor_dead_relu(torch):
+    fc1, fc2, inputs, labels = XOR["fc1"], XOR["fc2"], XOR["inputs"], XOR["labels"]
+    h = torch.relu(fc1(inputs))  # <-
+    return torch.nn.BCELoss()(torch.sigmoid(fc2(h)), labels), fc1.weight
+
+
+def test_xor_dead_relu_after_training():
+    """https://juejin.cn/post/7449652882648940555 — an XOR MLP (Linear(2, 2) → ReLU → Linear(2, 1) → sigmoid,
+    Kaiming init, Adam lr 0.01, seed 24) whose loss stays high: a hidden ReLU unit is inactive for all four
+    inputs, so the weights into it get no gradient."""
+    _train_xor(pytest.importorskip("torch"))
+    exp = _check(run_torch(q_xor_dead_relu), q_xor_dead_relu, "partly_zero_gradient", "dead_relu", "LeakyReLU",
+                 lambda g: g.any() and not g.all(axis=1).any())
+    assert "units" in exp.message
+
+
+def q_zero_init(torch):
+    torch.manual_seed(0)
+    a_1 = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.ReLU())
+    a_2 = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.ReLU())
+    torch.nn.init.zeros_(a_1[0].weight)
+    torch.nn.init.zeros_(a_2[0].weight)
+    x = torch.rand(4, 10)
+    out = a_2(a_1(x))  # <-
+    return out.sum(), a_1[0].weight
+
+
+def test_lavt_ris_25_zero_initialised_layers():
+    """https://github.com/yz93/LAVT-RIS/issues/25 — two zero-initialised layers (nn.init.zeros_ on both
+    weights): the first layer's weight gradient is all zero, because the second multiplies by a zero matrix."""
+    exp = _check(run_torch(q_zero_init), q_zero_init, "zero_gradient", "zero_operand", "initialise", "zero")
+    assert "zero on every entry" in exp.message
+
+
+def q_zero_last_conv():
+    model = adv.Sequential([adv.layers.Conv2D(4, 3, padding="same", activation="relu"),
+                            adv.layers.Conv2D(1, 3, padding="same", kernel_initializer="zeros")])
+    x = adv.constant(np.random.default_rng(1).normal(size=(2, 6, 6, 1)))
+    model(x)
+    with adv.GradientTape(persistent=True) as tape:
+        y = model(x)  # <-
+        loss = adv.mean((y - 1.0) ** 2)
+    return tape, loss, model.layers[0].kernel
+
+
+def test_zero_initialised_last_conv():
+    """https://github.com/smallflyingpig/universal_adversarial_perturbation_generative_network_for_speaker_recognition/issues/4
+    — "if you initialize the last layer as zeros, the gradients will also be zeros for all layers": the
+    earlier convolution's kernel gets exactly 0 (the last layer's own kernel does get a gradient)."""
+    exp = _check(run_engine(q_zero_last_conv), q_zero_last_conv, "zero_gradient", "zero_operand", "initialise",
+                 "zero")
+    assert "conv" in exp.message
+
+
+# ---------------------------------------------------------------------------
+# No false alarm: correct training steps
+# ---------------------------------------------------------------------------
+def _healthy(exps):
+    exps = exps if isinstance(exps, list) else [exps]
+    for e in exps:
+        assert e.reason == "connected" and e.kind in (None, "unused_rows"), str(e)
+
+
+@pytest.mark.parametrize("arch", ["mlp", "cnn", "lstm"])
+def test_no_false_alarm_engine(arch):
+    rng = np.random.default_rng(3)
+    if arch == "mlp":
+        model = adv.Sequential([adv.layers.Dense(32, activation="relu"), adv.layers.Dense(10)])
+        x, y = rng.normal(size=(64, 20)), rng.integers(0, 10, 64)
+    elif arch == "cnn":
+        model = adv.Sequential([adv.layers.Conv2D(8, 3, activation="relu"), adv.layers.MaxPooling2D(),
+                                adv.layers.Flatten(), adv.layers.Dense(10)])
+        x, y = rng.normal(size=(16, 8, 8, 1)), rng.integers(0, 10, 16)
+    else:
+        model = adv.Sequential([adv.layers.LSTM(8), adv.layers.Dense(10)])
+        x, y = rng.normal(size=(16, 6, 4)), rng.integers(0, 10, 16)
+    model(adv.constant(x))
+    with adv.GradientTape() as tape:
+        loss = adv.losses.sparse_categorical_crossentropy(adv.constant(y), model(adv.constant(x)), from_logits=True)
+        loss = adv.mean(loss)
+    _healthy(list(tape.explain(loss, model.trainable_variables)))
+
+
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_no_false_alarm_torch(arch):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    if arch == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+        x = torch.randn(64, 20)
+    else:
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                    torch.nn.Flatten(), torch.nn.Linear(8 * 3 * 3, 10))
+        x = torch.randn(16, 1, 8, 8)
+    y = torch.randint(0, 10, (x.shape[0],))
+    with adv.torch.record() as rec:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+    _healthy(list(rec.explain(loss, model)))
+
+
+def test_no_false_alarm_keras():
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((20,)), keras.layers.Dense(32, activation="relu"),
+                              keras.layers.Dense(10)])
+    x = np.random.default_rng(0).normal(size=(64, 20)).astype("float32")
+    y = np.random.default_rng(1).integers(0, 10, 64)
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, model(x))
+        tape.gradient(loss, model.trainable_variables)
+    _healthy(list(rec.explain(loss, model.trainable_variables)))
+
+
+def test_embedding_rows_never_looked_up_are_expected():
+    """A model with an Embedding: the rows of ids not in the batch are 0, and the answer says that is expected."""
+    emb = adv.layers.Embedding(50, 4)
+    ids = adv.constant(np.array([[1, 2, 3], [3, 4, 1]]))
+    emb(ids)
+    with adv.GradientTape() as tape:
+        loss = adv.sum(emb(ids) ** 2)
+    exp = tape.explain(loss, emb.embeddings)
+    assert exp.reason == "connected" and exp.kind == "unused_rows"
+    assert exp.details["zero_rows"][:3] == [0, 5, 6] and "expected" in exp.message
