@@ -205,13 +205,21 @@ class _Walk:
         if not dying:
             return self._answer("zero_gradient", "unknown", None, head, "The recorded edges do not show where it "
                                 "dies (their contributions were not kept); build the trace with the values in full.")
-        e = dying[0]
-        kind, why, mark = classify_zero(self.trace, e)
+        for e in dying:
+            kind, why, mark = classify_zero(self.trace, e)
+            if kind != "zero_operand" or e is dying[-1] or not self._zero_from_source(e):
+                break
         more = "" if len(dying) == 1 else \
             f"\n(It dies on {len(dying)} edges in all; this is the first the backward pass reaches.)"
         out = self._answer("zero_gradient", kind, e, head, why + more, mark,
                            {"dying_edges": [d.id for d in dying], "edge": e.id})
         return out
+
+    def _zero_from_source(self, e) -> bool:
+        """Whether the zero factor of the product at ``e`` is itself computed from the source (``r * r`` with r
+        all 0 after a dead branch): then it only passes on a death further down, which a later edge names."""
+        return any(i.src in self.on and i.id != e.id and self.trace.node(i.src).kind == "op"
+                   for i in self.trace.edges_into(e.dst))
 
     def _zero_op(self, e) -> bool:
         """An op the recorder marks gradient-free on every input (TensorFlow's ``Sign``) whose output still gets
