@@ -16,10 +16,12 @@ kind                           when (``hand`` = yours, ``tape`` = the tape's gra
 ``missing_batch_sum``          ``hand`` has one more leading axis and ``hand.sum(0) ≈ tape``
 ``shape``                      any other shape (a bias summed over every axis …)
 ``swapped(a, b)``              ``hand`` of ``a`` is the tape's gradient of ``b``
-``lost_path(line)``            the node feeds several ops and ``hand`` misses the contribution of
-                               the one at ``line`` (the multivariable chain rule sums the paths)
-``wrong_local_factor(op)``     every gradient above it along the backward pass is right, and the
-                               one op between them is ``op``: its local derivative is wrong
+``lost_path(use)``             the node feeds several ops and ``hand`` misses the contribution of
+                               ``use`` (the variable that op made, else the op: ``counts_sum``,
+                               ``mean``); the multivariable chain rule sums the paths
+``wrong_local_factor(op)``     every gradient above it along the backward pass is right, and one
+                               op lies between them, ``op``: its local derivative is wrong (with
+                               several ops between, the tool cannot tell which: ``wrong``)
 ``follows(x)``                 a gradient above it (``x``) is wrong; it may be right for that value
 ``nan``                        ``hand`` has NaN or ±inf
 ``invalid``                    not an array of numbers
@@ -142,7 +144,7 @@ class _Context:
         self.by_node = {r.node: r for r in self.rows if r.node is not None}
 
     def above(self, node_id):
-        """``(rows, first-hop ops)`` reached from ``node_id`` going toward the target (forward along edges).
+        """``(rows, ops between)`` reached from ``node_id`` going toward the target (forward along edges).
 
         Walking stops at a compared node (a row) or the target (whose
         gradient, the seed, is known); nodes nobody compared are walked through.
@@ -164,6 +166,7 @@ class _Context:
             elif n == trace.target:
                 reached.append("target")
             else:
+                ops.add(trace.node(n).op)          # an op nobody compared lies between: it counts too
                 stack.extend(e.dst for e in trace.edges_from(n) if e.on_path)
         return reached, ops
 
@@ -229,9 +232,7 @@ def _lost_path(h, t, node_id, ctx: _Context):
         if c is None or c.shape != t.shape:
             continue
         if np.any(np.abs(c) > ctx.atol) and _close(h, t - np.asarray(c, dtype=np.float64), ctx.rtol, ctx.atol):
-            dst = trace.node(e.dst)
-            where = str(dst.location) if dst.location is not None else f"the {dst.op}"
-            return f"{dst.op} at {where}" if dst.location is not None else where
+            return trace.node(e.dst).title     # stable across students (a line number is not: cells differ)
     return None
 
 
