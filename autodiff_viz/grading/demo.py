@@ -76,8 +76,8 @@ def simulate(folder, n: int = 300, seed: int = 0, weights: dict | None = None) -
 
 def grade_one(folder, student: str, slip: str):
     """Grade one simulated submission and write its record under ``folder``; the :class:`Result`."""
-    from .check import grade
+    from .assignments import result as graded
     from .records import write_record
-    result = grade(mlp.reference, function(slip), mlp.inputs(0), names=mlp.NAMES, call=mlp.call, label="backward")
+    result = graded("mlp", function(slip))
     write_record(result, folder, student, "mlp")
     return result

@@ -128,7 +128,7 @@ def _close(a, b, rtol, atol) -> bool:
 def _scale(h, t, rtol, atol):
     """``k`` with ``h ≈ k·t`` (k ≠ ±1), else None (least squares over the entries, then checked)."""
     tt = float(np.sum(t * t))
-    if tt == 0.0 or np.count_nonzero(np.abs(t) > atol) < 1:
+    if tt == 0.0 or np.count_nonzero(np.abs(t) > atol) < 2:     # one number is a multiple of any other
         return None
     k = float(np.sum(h * t) / tt)
     if not np.isfinite(k) or abs(k) < 1e-12 or abs(abs(k) - 1) < 1e-6:

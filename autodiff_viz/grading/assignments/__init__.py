@@ -78,3 +78,25 @@ def write_source(name: str, course, assignment: str | None = None):
     path = folder / f"{name}.ipynb"
     nbformat.write(source_notebook(name), str(path))
     return path
+
+
+def label_of(name: str, seed: int = 0) -> str:
+    """The record's label of assignment ``name`` graded on the data of ``seed`` (``backward``, ``backward@seed1``)."""
+    fn = load(name).FUNCTION
+    return fn if seed == 0 else f"{fn}@seed{seed}"
+
+
+def grade_with(module: str, student_fn, seed: int = 0, **kwargs):
+    """:func:`~autodiff_viz.grading.check` of ``student_fn`` on assignment ``module``'s data of ``seed``."""
+    from ..check import check
+    name = module.rsplit(".", 1)[-1]
+    kwargs.setdefault("label", label_of(name, seed))
+    return check(student_fn=student_fn, **load(name).spec(seed), **kwargs)
+
+
+def result(name: str, student_fn, seed: int = 0, **kwargs):
+    """The :class:`~autodiff_viz.grading.Result` of ``student_fn`` on assignment ``name`` (never raises for
+    the student's mistakes: what the Otter and Gradescope adapters report)."""
+    from ..check import grade
+    kwargs.setdefault("label", label_of(name, seed))
+    return grade(student_fn=student_fn, **load(name).spec(seed), **kwargs)

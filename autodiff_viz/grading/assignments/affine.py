@@ -46,8 +46,12 @@ def call(fn, v):
     return fn(v["dout"], (v["x"], v["w"], v["b"]))
 
 
-def grade(student_fn, seed: int = 0, **kwargs):
-    from ..check import check
+def spec(seed: int = 0) -> dict:
     data, dout = inputs(seed)
-    label = kwargs.pop("label", FUNCTION if seed == 0 else f"{FUNCTION}@seed{seed}")
-    return check(reference, student_fn, data, dout=dout, names=NAMES, call=call, label=label, **kwargs)
+    return {"reference": reference, "inputs": data, "dout": dout, "names": NAMES, "call": call}
+
+
+def grade(student_fn, seed: int = 0, **kwargs):
+    """The test cell's line: :func:`autodiff_viz.grading.check` of ``student_fn`` on the data of ``seed``."""
+    from . import grade_with
+    return grade_with(__name__, student_fn, seed, **kwargs)

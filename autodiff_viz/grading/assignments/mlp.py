@@ -67,8 +67,12 @@ def call(fn, v):
     return fn(v["X"], v["Y"], v["W"], v["h"])
 
 
+def spec(seed: int = 0) -> dict:
+    """What :func:`autodiff_viz.grading.check` needs besides the student's function, on the data of ``seed``."""
+    return {"reference": reference, "inputs": inputs(seed), "names": NAMES, "call": call}
+
+
 def grade(student_fn, seed: int = 0, **kwargs):
-    """The test cell: :func:`autodiff_viz.grading.check` of ``student_fn`` on the data of ``seed``."""
-    from ..check import check
-    label = kwargs.pop("label", FUNCTION if seed == 0 else f"{FUNCTION}@seed{seed}")
-    return check(reference, student_fn, inputs(seed), names=NAMES, call=call, label=label, **kwargs)
+    """The test cell's line: :func:`autodiff_viz.grading.check` of ``student_fn`` on the data of ``seed``."""
+    from . import grade_with
+    return grade_with(__name__, student_fn, seed, **kwargs)

@@ -82,10 +82,8 @@ def inputs(seed: int = 0) -> dict:
             "b2": rng.normal(size=(c,)) * 0.1}
 
 
-def grade(student_fn, seed: int = 0, **kwargs):
+def spec(seed: int = 0) -> dict:
     import torch
-
-    from ..check import check
     data = inputs(seed)
     labels = torch.as_tensor(_LABELS[data["X"].shape[0]])
 
@@ -93,5 +91,10 @@ def grade(student_fn, seed: int = 0, **kwargs):
         return fn(v["X"], labels.clone(), v["W1"], v["W2"], v["h"], v["probs"], v["counts"], v["counts_sum"],
                   v["counts_sum_inv"])
 
-    label = kwargs.pop("label", FUNCTION if seed == 0 else f"{FUNCTION}@seed{seed}")
-    return check(reference, student_fn, data, names=NAMES, call=call, framework="torch", label=label, **kwargs)
+    return {"reference": reference, "inputs": data, "names": NAMES, "call": call, "framework": "torch"}
+
+
+def grade(student_fn, seed: int = 0, **kwargs):
+    """The test cell's line: :func:`autodiff_viz.grading.check` of ``student_fn`` on the data of ``seed``."""
+    from . import grade_with
+    return grade_with(__name__, student_fn, seed, **kwargs)
