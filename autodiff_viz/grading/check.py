@@ -216,8 +216,30 @@ class _Forward:
     def compare(self, hand: dict, rtol, atol) -> Comparison:
         if self.framework == "engine":
             from ..records.compare import compare_tape
-            return compare_tape(self.tape, self.target, hand, rtol, atol, namespace=self.names)
-        return self.rec._compare(self.target, hand, rtol, atol, self.names, None)
+            cmp = compare_tape(self.tape, self.target, hand, rtol, atol, namespace=self.names)
+        else:
+            cmp = self.rec._compare(self.target, hand, rtol, atol, self.names, None)
+        self._name_nodes(cmp.trace)
+        return cmp
+
+    def _name_nodes(self, trace) -> None:
+        """Title the trace's nodes by the forward's variable names (``z``, ``h``), as the assignment writes them.
+
+        The forward ran inside the grader, so the line each op recorded is the
+        test cell's call, not the forward's: its names and places would say
+        nothing to the student. The names come from the forward's own locals.
+        """
+        if trace is None:
+            return
+        for name, tensor in self.names.items():
+            if name.startswith("_"):
+                continue
+            node_id = self.node_of(trace, tensor)
+            if node_id is not None:
+                node = trace.node(node_id)
+                node.label = name
+        for node in trace.nodes:
+            node.location = None
 
 
 def _target(out, dout, weighted):
