@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.grading import assignments, check, demo, grade, gradescope, read_records, write_record
+from autodiff_viz.grading import assignments, check, demo, gradescope, read_records, write_record
 from autodiff_viz.grading.assignments import mlp
 
 

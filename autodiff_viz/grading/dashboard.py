@@ -109,11 +109,13 @@ def page(records: list, label: str | None = None, title: str = "Backprop assignm
            f"<p id='overview'>Graded: <b>{s['students']}</b> submissions of <code>{esc(str(s['label']))}</code>; "
            f"all gradients right: <b>{s['all_right']}</b> ({100 * s['all_right'] / n:.0f}%).</p>",
            "<h2 style='font-size:18px'>Each gradient</h2>",
-           f"<table id='per-gradient' style='border-collapse:collapse'><thead><tr><th style='{_HEAD}'>gradient</th>"
-           f"<th style='{_HEAD}'>right</th><th style='{_HEAD}'>of</th><th style='{_HEAD}'>share</th></tr></thead><tbody>"]
+           "<table id='per-gradient' style='border-collapse:collapse'><thead><tr>"
+           + "".join(f"<th style='{_HEAD}'>{h}</th>" for h in ("gradient", "right", "of", "share"))
+           + "</tr></thead><tbody>"]
     for name, (right, graded) in s["per_gradient"].items():
         out.append(f"<tr><td style='{_CELL}'><code>{esc(name)}</code></td><td style='{_CELL}'>{right}</td>"
-                   f"<td style='{_CELL}'>{graded}</td><td style='{_CELL}'>{100 * right / max(graded, 1):.0f}%</td></tr>")
+                   f"<td style='{_CELL}'>{graded}</td>"
+                   f"<td style='{_CELL}'>{100 * right / max(graded, 1):.0f}%</td></tr>")
     out.append("</tbody></table><h2 style='font-size:18px'>The most common mistakes</h2><ol id='mistakes'>")
     for count, kind, node in s["mistakes"]:
         where = "" if node == "—" else f" at <code>{esc(node)}</code>"
