@@ -27,6 +27,7 @@ from autodiff_viz.grading import demo, read_records
 from autodiff_viz.grading.assignments import mlp, write_source
 
 pytest.importorskip("nbgrader")
+pytestmark = pytest.mark.timeout(1800)     # a real grader: kernels start per submission (slow on a loaded machine)
 ROOT = Path(__file__).resolve().parent.parent
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 BIN = str(Path(sys.executable).parent)          # nbgrader's gradebook runs the `alembic` script found on PATH

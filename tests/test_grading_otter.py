@@ -19,6 +19,7 @@ import pytest
 from autodiff_viz.grading import demo, read_records
 
 pytest.importorskip("otter")
+pytestmark = pytest.mark.timeout(1800)     # a real grader: kernels start per submission (slow on a loaded machine)
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
