@@ -124,7 +124,7 @@ def test_feedback_reads_without_css_and_reveals_no_solution(course):
     for slip in demo.SLIPS:
         page = _feedback(course, slip)
         if demo.expected(slip) not in (None,) and not demo.expected(slip).startswith(("error", "returned")):
-            assert re.search(r"<th style='[^']*padding", page), slip     # header cells stand apart
+            assert re.search(r"<th style=[\"'][^\"']*padding", page), slip     # header cells stand apart
         own = demo.code(slip)
         for line in solution_lines:
             if line not in own:                  # the student's own line may of course be shown
@@ -140,3 +140,45 @@ def test_records_are_written_outside_the_feedback_folder(course):
     for slip in demo.SLIPS:
         check = by_student[slip]["checks"]["backward"]
         assert check["first_kind"] == demo.expected(slip), slip
+
+
+@pytest.fixture(scope="module")
+def every_assignment(tmp_path_factory, _alembic_on_path):
+    """A course with every ready assignment; one student submits each solution, one the untouched release."""
+    from autodiff_viz.grading import assignments
+    root = tmp_path_factory.mktemp("all")
+    (root / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(root)!r}\nc.ExecutePreprocessor.timeout = 180\n")
+    for name in assignments.NAMES:
+        write_source(name, root)
+        _run(["db", "assignment", "add", name], root)
+        _run(["generate_assignment", name, "--force"], root)
+    _run(["db", "student", "add", "solver"], root)
+    _run(["db", "student", "add", "idle"], root)
+    for name in assignments.NAMES:
+        mod = assignments.load(name)
+        release = nbformat.read(str(root / "release" / name / f"{name}.ipynb"), as_version=4)
+        for student in ("solver", "idle"):
+            nb = nbformat.from_dict(json.loads(json.dumps(release)))
+            if student == "solver":
+                answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer")
+                answer.source = mod.STARTER + mod.SOLUTION
+            folder = root / "submitted" / student / name
+            folder.mkdir(parents=True)
+            nbformat.write(nb, str(folder / f"{name}.ipynb"))
+    for name in assignments.NAMES:
+        _run(["autograde", name, "--force"], root)
+    return root
+
+
+def test_every_ready_assignment_is_generated_and_autograded(every_assignment):
+    from nbgrader.api import Gradebook
+
+    from autodiff_viz.grading import assignments
+    with Gradebook(f"sqlite:///{every_assignment / 'gradebook.db'}") as gb:
+        for name in assignments.NAMES:
+            points = assignments.load(name).POINTS
+            assert gb.find_submission(name, "solver").score == points, name
+            assert gb.find_submission(name, "idle").score == 0, name
+            release = (every_assignment / "release" / name / f"{name}.ipynb").read_text()
+            assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
