@@ -122,9 +122,11 @@ def page(records: list, label: str | None = None, title: str = "Backprop assignm
         out.append(f"<li><b>{100 * count / n:.0f}%</b> ({count}) — <code>{esc(kind)}</code>{where}: "
                    f"{esc(_kind(kind).phrase)}</li>")
     out.append("</ol><h2 style='font-size:18px'>One example of each (anonymised)</h2>")
-    for count, kind, node in s["mistakes"][:examples]:
-        picture = _example_picture(s["examples"].get((kind, node), {}))
+    drawn = 0
+    for count, kind, node in s["mistakes"]:
+        picture = _example_picture(s["examples"].get((kind, node), {})) if drawn < examples else ""
         if picture:
+            drawn += 1
             out.append(f"<figure style='margin:12px 0;border:1px solid #ddd;padding:6px'><figcaption>"
                        f"<code>{esc(kind)}</code> at <code>{esc(node)}</code> ({count} students)</figcaption>"
                        f"<div style='max-width:100%;overflow:hidden'>{picture}</div></figure>")

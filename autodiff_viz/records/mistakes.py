@@ -86,6 +86,8 @@ class Kind:
             "nan": "not finite (NaN or inf)",
             "invalid": "not an array of numbers",
             "missing": "missing",
+            "error": f"the code raised {a[0] if a else 'an exception'}",
+            "returned": f"the function returned {a[0] if a else 'the wrong values'}",
             "no_gradient": "given, but the target does not depend on it",
             "not_judged": "not judged (the tape lost a path)",
             "wrong": "wrong, in no pattern the tool recognises",
