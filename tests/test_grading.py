@@ -124,7 +124,7 @@ def test_ninja_in_pytorch_finds_the_forgotten_path():
     exec(mod.SETUP + "\n" + mod.STARTER + mod.SOLUTION.replace(
         "    dcounts = dcounts + dcounts_sum * torch.ones_like(counts)\n", ""), ns)
     result = assignments.result("ninja", ns["manual_backward"])
-    assert result.first_kind == "lost_path(sum)" and result.comparison.first_wrong.name == "counts"
+    assert result.first_kind == "lost_path(counts_sum)" and result.comparison.first_wrong.name == "counts"
 
 
 def test_records_only_where_a_grader_runs(tmp_path, monkeypatch):

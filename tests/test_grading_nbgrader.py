@@ -85,7 +85,7 @@ def test_generate_assignment_strips_the_solution(course):
     release = (course / "release" / "mlp" / "mlp.ipynb").read_text()
     assert "dz = dh * (1 - h ** 2)" not in release
     assert "YOUR CODE HERE" in release
-    assert "mlp.grade(backward)" in release
+    assert "assignment.grade(backward)" in release
     assert "seed=1" not in release            # the hidden test is hidden
 
 

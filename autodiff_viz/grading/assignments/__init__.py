@@ -11,7 +11,7 @@ gradients a student is judged against come from the tape run over the
 forward, which the assignment gives the student anyway; so a student who
 reads ``autodiff_viz/grading/assignments/affine.py`` learns nothing they were
 not told, and nbgrader's feedback page — which shows hidden test code —
-shows only ``affine.grade(affine_backward, seed=1)``. The solution exists
+shows only ``assignment.grade(affine_backward, seed=1)``. The solution exists
 only in the instructor's source notebook (:func:`source_notebook`), which
 ``nbgrader generate_assignment`` strips.
 
@@ -57,10 +57,10 @@ def source_notebook(name: str):
         nbformat.v4.new_code_cell(mod.STARTER + "    ### BEGIN SOLUTION\n" + mod.SOLUTION + "    ### END SOLUTION\n",
                                   metadata=_meta(grade_id="answer", solution=True)),
         nbformat.v4.new_code_cell(
-            f"from autodiff_viz.grading.assignments import {name}\n"
-            f"{name}.grade({mod.FUNCTION})\n"
+            f"from autodiff_viz.grading.assignments import {name} as assignment\n"   # never the student's name
+            f"assignment.grade({mod.FUNCTION})\n"
             "### BEGIN HIDDEN TESTS\n"
-            f"{name}.grade({mod.FUNCTION}, seed=1)\n"
+            f"assignment.grade({mod.FUNCTION}, seed=1)\n"
             "### END HIDDEN TESTS",
             metadata=_meta(grade_id="test", grade=True, locked=True, points=mod.POINTS)),
     ]
