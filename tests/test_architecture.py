@@ -40,6 +40,7 @@ LAYERS = [
     ("keras: utilities and data", ["array_utils", "image_utils", "data", "datasets"]),
     ("views", ["views"]),
     ("bridges", ["bridges", "torch", "tf"]),
+    ("grading", ["grading"]),
     ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math",
                                                     "run_notebooks"]),
 ]

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import difflib
 import html
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +52,7 @@ from ..core.tensor import Tensor, as_tensor
 from ..diagnosis.escapes import lost_paths
 from ..diagnosis.kinds import hand_hint
 from ..diagnosis.walk import explain, require_recorded
+from . import mistakes
 from .tape import GradientTape
 from .traces.build import build_trace
 
@@ -90,6 +92,8 @@ class Row:
     max_rel: float
     message: str
     factors: tuple = ()
+    hand_value: object = field(default=None, repr=False, compare=False)   # what was compared (mistakes reads it)
+    tape_value: object = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -176,6 +180,19 @@ class Comparison:
         marks = {r.node: f"hand gradient {r.status}" for r in self.rows if r.node is not None and not r.ok}
         return self.trace.with_marks(marks)
 
+    # ----- the structured record (records/mistakes.py) ---------------------
+    def kinds(self, rtol=1e-5, atol=1e-8) -> list:
+        """Per row, the kind of mistake (``sign``, ``scale(32)``, ``wrong_local_factor(tanh)`` …, ``correct``)."""
+        return mistakes.kinds_of(self, rtol, atol)
+
+    def to_dict(self, rtol=1e-5, atol=1e-8) -> dict:
+        """The comparison as JSON-ready data: per row its status, **kind**, shapes, differences and message."""
+        return mistakes.record(self, rtol, atol)
+
+    def to_json(self, indent=None) -> str:
+        """:meth:`to_dict` as JSON text (a grader's per-student record; never pickle)."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
 
 
 
@@ -205,6 +222,13 @@ def _shape_hint(hand: tuple, tape: tuple) -> str:
 
 def compare_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8, factors=(), shape=None,
                    why=None) -> Row:
+    """One :class:`Row` (see :func:`judge_arrays`) that keeps the two values, for :mod:`.mistakes` to classify."""
+    row = judge_arrays(name, node, hand, tape, rtol, atol, factors, shape, why)
+    return replace(row, hand_value=hand._value if isinstance(hand, Tensor) else hand, tape_value=tape)
+
+
+def judge_arrays(name: str, node: str | None, hand, tape, rtol=1e-5, atol=1e-8, factors=(), shape=None,
+                 why=None) -> Row:
     """One :class:`Row`: the hand gradient ``hand`` against the tape's ``tape`` (None: no gradient).
 
     For a tape gradient of None, ``shape`` is the tensor's shape (what a
@@ -417,8 +441,7 @@ def _lost(row: Row, escapes: list) -> Row:
            f"value may well be right. {naming.LOST_FIX}")
     if len(escapes) > 1:
         msg += f" ({len(escapes) - 1} more such line(s): tape.record.escapes lists them.)"
-    return Row(row.name, row.node, "lost", row.hand_shape, row.tape_shape, row.max_abs, row.max_rel, msg,
-               row.factors)
+    return replace(row, status="lost", message=msg)
 
 
 def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparison:

@@ -113,16 +113,19 @@ def _tape_show(self, target=None, sources=None, **kwargs):
     return _show(self, target, sources, **kwargs)
 
 
-def _comparison_to_svg(self, view: str = "backward") -> str:
+def _comparison_to_svg(self, view: str = "backward", builtin: bool = False) -> str:
     """The backward graph as SVG: matched nodes green, wrong ones red, unchecked ones grey.
 
     Every box (a layer, the learner's own function) that holds a compared
     intermediate is drawn open, so no row the learner asked about is folded away.
+    ``builtin=True`` draws with the built-in renderer (no Graphviz process:
+    a grader drawing one picture per submission).
     """
     trace = self.marked_trace()
     paths = dot.hierarchy(trace).paths
     expanded = sorted({key for r in self.rows if r.node is not None for key in paths.get(r.node, ())})
-    svg = render.svg(trace.to_dot(view, expanded=expanded or None))
+    source = trace.to_dot(view, expanded=expanded or None)
+    svg = minidot.svg(source) if builtin else render.svg(source)
     return _colour_nodes(svg, self._node_colours(), view)
 
 

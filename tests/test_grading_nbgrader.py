@@ -1,0 +1,188 @@
+"""A real nbgrader 0.9.6 course in a temporary folder, graded with the package's check (issue 45).
+
+The course has the ready ``mlp`` assignment (issue 45's ``backward(X, Y, W, h)``)
+and 14 generated submissions: right, right but emitting a warning, one per
+mistake kind, and broken ones (an exception, three values for four, NaN).
+``generate_assignment``, ``autograde`` and ``generate_feedback`` run as a
+teacher runs them; the scores come from nbgrader's SQLite gradebook.
+
+It checks the two traps issue 45 found: a wrong answer never gets points (a
+test cell that ended in a non-number would pass it), and a correct answer
+that emits a warning keeps its points (nbgrader zeroes a cell that writes to
+stderr). And the feedback: each page names and marks the wrong node, reads
+without the notebook's CSS, and holds no line of the reference solution
+(nbgrader shows hidden test code: nbgrader#917).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autodiff_viz.grading import demo, read_records
+from autodiff_viz.grading.assignments import mlp, write_source
+from autodiff_viz.records.compare import _shape_hint
+
+pytest.importorskip("nbgrader")
+pytestmark = pytest.mark.timeout(1800)     # a real grader: kernels start per submission (slow on a loaded machine)
+ROOT = Path(__file__).resolve().parent.parent
+NBGRADER = [sys.executable, "-m", "nbgrader"]
+GENERIC_HINT = _shape_hint((4, 2), (2,))
+BIN = str(Path(sys.executable).parent)          # nbgrader's gradebook runs the `alembic` script found on PATH
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _alembic_on_path():
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = BIN + os.pathsep + old
+    yield
+    os.environ["PATH"] = old
+
+
+def _run(args, cwd):
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run(NBGRADER + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, _alembic_on_path):
+    root = tmp_path_factory.mktemp("course")
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        "c.CourseDirectory.course_id = 'backprop'\n"
+        "c.ExecutePreprocessor.timeout = 120\n")
+    write_source("mlp", root)
+    _run(["db", "assignment", "add", "mlp"], root)
+    _run(["generate_assignment", "mlp", "--force"], root)
+    release = nbformat.read(str(root / "release" / "mlp" / "mlp.ipynb"), as_version=4)
+    for slip in demo.SLIPS:
+        nb = nbformat.from_dict(json.loads(json.dumps(release)))
+        answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer")
+        answer.source = demo.code(slip)
+        folder = root / "submitted" / slip / "mlp"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, str(folder / "mlp.ipynb"))
+        _run(["db", "student", "add", slip], root)
+    _run(["autograde", "mlp", "--force"], root)
+    _run(["generate_feedback", "mlp", "--force"], root)
+    return root
+
+
+def _scores(root):
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return {s: gb.find_submission("mlp", s).score for s in demo.SLIPS}
+
+
+def test_generate_assignment_strips_the_solution(course):
+    release = (course / "release" / "mlp" / "mlp.ipynb").read_text()
+    assert "dz = dh * (1 - h ** 2)" not in release
+    assert "YOUR CODE HERE" in release
+    assert "assignment.grade(backward)" in release
+    assert "seed=1" not in release            # the hidden test is hidden
+
+
+def test_scores_no_wrong_answer_gets_points_no_right_one_loses_them(course):
+    scores = _scores(course)
+    assert len(scores) >= 12
+    for slip, score in scores.items():
+        expected = mlp.POINTS if demo.expected(slip) is None else 0
+        assert score == expected, (slip, score)
+
+
+def _feedback(course, slip) -> str:
+    return (course / "feedback" / slip / "mlp" / "mlp.html").read_text(encoding="utf-8")
+
+
+def test_each_feedback_page_names_and_marks_the_wrong_node(course):
+    for slip in demo.SLIPS:
+        page = _feedback(course, slip)
+        kind = demo.expected(slip)
+        if kind is None:
+            assert "AssertionError" not in page
+            continue
+        assert "AssertionError" in page, slip
+        assert kind.replace("(", "").split()[0].split(",")[0] in page.replace("(", ""), (slip, kind)
+        if kind.startswith(("error", "returned")):
+            continue
+        first = {"swapped(h, z)": "h", "scale(8)": "h", "wrong": "h", "wrong_local_factor(tanh)": "z",
+                 "sign": "W", "transpose": "W", "lost_path(power)": "W"}.get(kind, "b")
+        assert f"first wrong gradient along the backward pass is &#x27;{first}&#x27;" in page or \
+            f"first wrong gradient along the backward pass is '{first}'" in page, (slip, first)
+        # the marked graph, fitted (nbgrader re-serialises the page: HTML parsers restore viewBox's case)
+        assert "<svg" in page and 'width="100%"' in page and "viewbox" in page.lower(), slip
+        assert "#f6b8b8" in page, slip                                                    # a node filled red
+
+
+def test_feedback_reads_without_css_and_reveals_no_solution(course):
+    solution_lines = [ln.strip() for ln in mlp.SOLUTION.splitlines() if ln.strip() and "return" not in ln]
+    for slip in demo.SLIPS:
+        page = _feedback(course, slip)
+        if demo.expected(slip) not in (None,) and not demo.expected(slip).startswith(("error", "returned")):
+            assert re.search(r"<th style=[\"'][^\"']*padding", page), slip     # header cells stand apart
+        own = demo.code(slip)
+        for line in solution_lines:
+            # the student's own line may of course be shown, and so may the generic hint of a forgotten batch
+            # sum, which names `db = dz.sum(axis=0)` as its example whatever the assignment
+            if line not in own and line not in GENERIC_HINT:
+                assert line not in page, (slip, line)
+        assert "dz = dh * (1 - h ** 2)" not in page or "dz = dh * (1 - h ** 2)" in own
+
+
+def test_records_are_written_outside_the_feedback_folder(course):
+    records = read_records(course / "grading_records")
+    assert {r["student"] for r in records} == set(demo.SLIPS)
+    assert not list((course / "feedback").rglob("*.json"))
+    by_student = {r["student"]: r for r in records}
+    for slip in demo.SLIPS:
+        check = by_student[slip]["checks"]["backward"]
+        assert check["first_kind"] == demo.expected(slip), slip
+
+
+@pytest.fixture(scope="module")
+def every_assignment(tmp_path_factory, _alembic_on_path):
+    """A course with every ready assignment; one student submits each solution, one the untouched release."""
+    from autodiff_viz.grading import assignments
+    root = tmp_path_factory.mktemp("all")
+    (root / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(root)!r}\nc.ExecutePreprocessor.timeout = 180\n")
+    for name in assignments.NAMES:
+        write_source(name, root)
+        _run(["db", "assignment", "add", name], root)
+        _run(["generate_assignment", name, "--force"], root)
+    _run(["db", "student", "add", "solver"], root)
+    _run(["db", "student", "add", "idle"], root)
+    for name in assignments.NAMES:
+        mod = assignments.load(name)
+        release = nbformat.read(str(root / "release" / name / f"{name}.ipynb"), as_version=4)
+        for student in ("solver", "idle"):
+            nb = nbformat.from_dict(json.loads(json.dumps(release)))
+            if student == "solver":
+                answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer")
+                answer.source = mod.STARTER + mod.SOLUTION
+            folder = root / "submitted" / student / name
+            folder.mkdir(parents=True)
+            nbformat.write(nb, str(folder / f"{name}.ipynb"))
+    for name in assignments.NAMES:
+        _run(["autograde", name, "--force"], root)
+    return root
+
+
+def test_every_ready_assignment_is_generated_and_autograded(every_assignment):
+    from nbgrader.api import Gradebook
+
+    from autodiff_viz.grading import assignments
+    with Gradebook(f"sqlite:///{every_assignment / 'gradebook.db'}") as gb:
+        for name in assignments.NAMES:
+            points = assignments.load(name).POINTS
+            assert gb.find_submission(name, "solver").score == points, name
+            assert gb.find_submission(name, "idle").score == 0, name
+            release = (every_assignment / "release" / name / f"{name}.ipynb").read_text()
+            assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
