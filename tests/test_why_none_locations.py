@@ -364,3 +364,54 @@ def test_the_corpus_of_real_questions_counts_distinct_questions():
             if doc:
                 cited |= {u.rstrip(".,;:") for u in re.findall(r"https?://[^\s)>`'\"]+", doc.group(1))}
     assert len(cited) >= 33, sorted(cited)
+
+
+def test_unexplained_names_the_fresh_start_it_cannot_trace():
+    """TensorFlow: numpy reads a tensor through the buffer protocol (no hook sees it), so the recording sees the
+    history start afresh at tf.constant but no escape: the answer says it cannot show why, at that line."""
+    tf = pytest.importorskip("tensorflow")
+    w = tf.Variable([1.0, 2.0])
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            h = w * 2.0
+            peak = tf.reduce_max(h)                                    # a metric: h is read
+            v = tf.constant(np.tanh(np.asarray(h)))                    # <- fresh start
+            loss = tf.reduce_sum(v * w)
+    assert tape.gradient(loss, h) is None
+    e = rec.explain(loss, h)
+    assert e.reason == "unexplained" and e.location == where("fresh start")
+    assert "does not show why" in e.message
+
+
+def test_new_parameter_and_frozen_layer_and_non_trainable_point_at_their_lines():
+    """The reasons the provenance record added: the assignment line of nn.Parameter(W) in forward; the line that
+    froze a Keras layer; the tape.gradient line that asked for model.variables."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            W = self.fc.weight * 2
+            self.fc.weight = torch.nn.Parameter(W)                      # <- rewrap
+            return self.fc(x)
+    net = Net()
+    w0 = net.fc.weight
+    with adv.torch.record() as rec:
+        loss = net(torch.randn(4, 3)).sum()
+    e = rec.explain(loss, w0)
+    assert e.reason == "new_parameter" and e.location == where("rewrap")
+    tf = pytest.importorskip("tensorflow")
+    import keras
+    base, head = keras.layers.Dense(4), keras.layers.Dense(1)
+    model = keras.Sequential([keras.Input((3,)), base, head, keras.layers.BatchNormalization()])
+    with adv.tf.record() as rec:
+        base.trainable = False                                          # <- layer frozen here
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(tf.ones((4, 3)), training=True) ** 2)
+        grads = tape.gradient(loss, model.variables)                    # <- asks
+    e = rec.explain(loss, base.kernel)
+    assert e.reason == "frozen_layer" and e.location == where("layer frozen here")
+    assert grads[[v.path for v in model.variables].index(model.layers[-1].moving_mean.path)] is None
+    e = rec.explain(loss, model.layers[-1].moving_mean)
+    assert e.reason == "non_trainable" and e.location == where("asks")

@@ -158,6 +158,28 @@ def test_parameter_of_a_parameter_in_a_bayesian_layer():
     assert ex.location == _line(Gaussian.__init__, "self.mu = nn.Parameter(mu)")
 
 
+def test_canonizer_merges_batchnorm_into_a_new_linear_parameter():
+    """https://github.com/chr5tphr/zennit/pull/185 — with the MergeBatchNorm canonizer, the gradient with respect to
+    the original parameters was not computed: the linear module's weight was overwritten with a new
+    ``torch.nn.Parameter`` computed from them (the fix sets a tensor that depends on the originals instead)."""
+    def case():
+        torch.manual_seed(0)
+        linear, bn = nn.Linear(3, 2), nn.BatchNorm1d(2).eval()
+        original = linear.weight
+        with adv.torch.record() as rec:
+            scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+            linear.weight = torch.nn.Parameter(linear.weight * scale[:, None])
+            loss = linear(torch.ones(4, 3)).sum()
+            loss.backward()
+        return rec, loss, original
+    rec, loss, original = case()
+    assert original.grad is None
+    ex = rec.explain(loss, original)
+    assert ex.reason == "new_parameter"
+    assert ex.location == _line(case, "linear.weight = torch.nn.Parameter(")
+    assert "nn.Parameter(t) copies" in ex.message
+
+
 def test_weights_kept_in_a_plain_dict_are_not_parameters():
     """https://github.com/xiaxin1998/COTREC/issues/15 — the weights of ``ItemConv`` are collected in a normal
     dictionary instead of ``nn.ModuleDict``, so ``parameters()`` does not find them and they are never trained
