@@ -82,10 +82,31 @@ def _is_model(trace, h, g) -> bool:
     return len(children) >= 2
 
 
-def model_keys(trace, h) -> frozenset:
-    """Keys of the outermost groups that are models: drawn open by default, so their layers are the boxes."""
-    return frozenset(k for k, g in h.groups.items()
-                     if g.parent is None and g.what == "layer" and _is_model(trace, h, g))
+def model_keys(trace, h, backbones=True) -> frozenset:
+    """Keys of the outermost groups that are models, and of their backbones: drawn open by default.
+
+    A model's layers are its boxes. A **backbone** is a model's child that is itself a model (it holds two or
+    more layers) and holds more than half of the model's ops: Hugging Face's ``BertForSequenceClassification``
+    wraps ``bert`` (``BertModel``) beside ``dropout`` and ``classifier``, so the figure a paper draws shows
+    ``bert``'s parts (embeddings, encoder, pooler) beside the classifier, not one box ``bert``.
+    """
+    keys = {k for k, g in h.groups.items() if g.parent is None and g.what == "layer" and _is_model(trace, h, g)}
+    if not backbones:
+        return frozenset(keys)
+    size: dict = {}
+    for nid, path in h.paths.items():
+        if path and trace.node(nid).kind == "op":
+            for k in path:
+                size[k] = size.get(k, 0) + 1
+    todo = list(keys)
+    while todo:
+        parent = todo.pop()
+        for k, g in h.groups.items():
+            if g.parent == parent and g.what == "layer" and 2 * size.get(k, 0) > size.get(parent, 0) \
+                    and _is_model(trace, h, g) and k not in keys:
+                keys.add(k)
+                todo.append(k)
+    return frozenset(keys)
 
 
 def drawn_alone(node) -> bool:
