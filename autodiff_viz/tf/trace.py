@@ -26,7 +26,7 @@ from tensorflow.python.eager import backprop as _backprop
 from ..base import naming
 from ..bridges.recordings import compared_rows, hand_items
 from ..records.compare import seed_array
-from ..records.traces.build import bridge_edge, factor_rule
+from ..records.traces.build import bridge_edge, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
@@ -140,7 +140,7 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     def leaf(t, key):
         variable = rec.variable_of(key) if t.dtype == tf.resource else None
         if variable is not None:
-            kind = "variable" if variable.trainable else "constant"
+            kind = "variable" if variable.trainable else "state"      # moving_mean, seed_generator_state
             name = keras_names.get(key) or rec.name_of(variable)
             value = _summary(variable.value() if hasattr(variable, "value") else variable, limit)
             obj = variable
@@ -180,8 +180,10 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
             elif t._id not in owner:
                 leaf(t, t._id)
         out = op.outputs[0]
+        base = owner.get(op.inputs[0]._id) if op.inputs else None
+        label = op.assigned or view_title(op.name, base and (base.label or base.name))
         n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
-                      _summary(out, limit), location=Location.of(op.location), params=params, label=op.assigned)
+                      _summary(out, limit), location=Location.of(op.location), params=params, label=label)
         for i, t in enumerate(op.inputs):
             if t._id in owner:
                 raw_edges.append((op, i, t, owner[t._id], n))
@@ -225,6 +227,9 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     for k, (op, i, t, srcn, dst) in enumerate(raw_edges):
         c = cut(rec, info, op, i)
         reason = c[1] if c else None
+        if srcn.kind == "state":
+            reason = f"{srcn.name or 'this variable'} is non-trainable state (read or updated by the layer): " \
+                     "no gradient reaches it"
         e = bridge_edge(f"e{k}", srcn.id, dst.id, i, rule_input(op, i), reason, f"tf {op.name}", t.shape,
                         op.outputs[0].shape)
         g_out = grads.get(dst.id)

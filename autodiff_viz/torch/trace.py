@@ -11,13 +11,14 @@ an edge is the rule table's, for every torch op that maps to a rule
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 
 import numpy as np
 import torch
 
 from ..base.naming import INPUT
 from ..bridges.recordings import compared_rows, hand_items
-from ..records.traces.build import bridge_edge, factor_rule
+from ..records.traces.build import bridge_edge, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
 from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
@@ -59,6 +60,16 @@ def _summary(t, limit):
         return Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
 
 
+
+
+def buffer_names(rec) -> dict:
+    """``{id(buffer): its path}`` for the buffers of every module the recording saw (``layer1.0.bn1.running_mean``):
+    BatchNorm's running statistics, counters, fixed position ids — state, not inputs a gradient flows into."""
+    out = {}
+    for module in rec._modules:
+        for qual, b in module.named_buffers():
+            out.setdefault(id(b), qual)
+    return out
 
 
 def rule_input(op_name: str, i: int):
@@ -169,10 +180,14 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     ops = _history(everything, target)
     nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
 
+    buffers = buffer_names(rec)
+
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
             ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
         name = rec.name_of(t) or (names or {}).get(id(t))
+        if kind == "constant" and id(t) in buffers:
+            kind, name = "state", buffers[id(t)]
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "", _summary(t, limit),
                       location=None, label=INPUT if name is None and kind == "constant" else None)
         nodes.append(n)
@@ -180,15 +195,21 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         tensors[id(t)] = node_tensor[n.id] = t
         return n
 
+    per_scope = Counter(op.scope for op in ops)
+    outer = {op.scope.rsplit("/", 1)[0] for op in ops if "/" in op.scope}      # scopes with modules inside
     for op in ops:
         for t in op.inputs:
             if id(t) not in owner:
                 leaf(t)
         for j, out in enumerate(op.outputs[:1]):
+            base = owner[id(op.inputs[0])] if op.inputs else None
+            alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
+            label = op.assigned or (None if alone else view_title(op.name, base and (base.label or base.name
+                                                                                      or _module_name(base))))
             n = TraceNode(f"n{len(nodes)}", "op", op.name, None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),
                           params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()},
-                          label=op.assigned)
+                          label=label)
             for i, t in enumerate(op.inputs):
                 raw_edges.append((op, i, t, owner[id(t)], n, out))
             nodes.append(n)
@@ -232,6 +253,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     small = len(raw_edges) <= 2000
     for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
         reason = _no_grad_reason(op, t, out)
+        if srcn.kind == "state":
+            reason = f"{srcn.name} is a buffer (state the forward pass reads or updates): no gradient reaches it"
         if reason is None and i == 1 and not t.requires_grad and figure.is_loss(op.name):
             reason = f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
         mapped = rule_input(op.name, i)
@@ -257,6 +280,11 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
                  steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
+
+
+def _module_name(node) -> str | None:
+    """The short name of the module whose op made ``node`` (``query`` for ``…attention.self.query``), or None."""
+    return node.scope.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or None if node.kind == "op" and node.scope else None
 
 
 def _loss_text(op, pred, raw_edges, k, out):

@@ -117,7 +117,8 @@ def _signature(trace, groups, items, key, memo) -> tuple:
 
 
 def find_repeats(trace, groups, paths) -> dict:
-    """The :class:`Repeat` s of a trace: consecutive siblings (no op between) with one class and one structure.
+    """The :class:`Repeat` s of a trace: consecutive siblings (no op between) with one class and one structure,
+    each reading what the one before made (stacked, as a paper's "× N"; parallel branches stay apart).
 
     Sets ``Group.repeat`` on every instance. Groups that are steps of a loop are left to the loop.
     """
@@ -129,10 +130,14 @@ def find_repeats(trace, groups, paths) -> dict:
         for key in paths[n.id]:
             members.setdefault(key, []).append(n.id)
     repeats = {}
+    def chained(a, b) -> bool:          # b reads what a made: stacked blocks, not parallel branches
+        inside = set(members.get(a, ()))
+        return any(e.src in inside for nid in members.get(b, ()) for e in trace.edges_into(nid))
+
     for parent, seq in items.items():
         runs, run = [], []
         for kind, name in seq + [("op", None)]:
-            if kind == "child" and groups[name].loop is None and run and \
+            if kind == "child" and groups[name].loop is None and run and chained(run[-1], name) and \
                     _signature(trace, groups, items, name, memo) == _signature(trace, groups, items, run[0], memo):
                 run.append(name)
                 continue

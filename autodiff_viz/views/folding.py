@@ -435,17 +435,23 @@ def _box_for(h: Hierarchy, key: str, order: int, expanded) -> Box:
     return Box(g.id, "group", [], g.title, order, key, g.what)
 
 
-def _weight_beside(h: Hierarchy, nid: str, key: str | None) -> bool:
-    """A weight is drawn as its own node beside its layer when its layer is the box drawn (or is open)."""
+def _weight_beside(trace, h: Hierarchy, nid: str, key: str | None) -> bool:
+    """A weight is drawn as its own node beside its layer when its layer is the box drawn (or is open), or when
+    the drawn box is a layer whose formula states that weight's gradient (Keras' ``MultiHeadAttention`` and
+    its ``query/kernel``); inside any other folded box (a block, "× N") it is counted in the box."""
     path = h.paths.get(nid, ())
-    return key is None or (bool(path) and key == path[-1])
+    if key is None or (bool(path) and key == path[-1]):
+        return True
+    n = trace.node(nid)
+    return key in h.groups and figure.states_weight(trace, h.groups[key].title, n.name or n.title)
 
 
 def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position, weights_beside=True):
     boxes, owner, by_key = {}, {}, {}
     for n in trace.nodes:
         key = _visible(h, n.id, collapse, expanded, rolled)
-        if key is None or (weights_beside and figure.drawn_alone(n) and _weight_beside(h, n.id, key)):
+        if key is None or (weights_beside and figure.drawn_alone(n)
+                           and (collapse != "auto" or _weight_beside(trace, h, n.id, key))):
             boxes[n.id] = Box(n.id, "node", [n.id], n.title, position[n.id])
             owner[n.id] = n.id
             continue

@@ -225,7 +225,7 @@ class Location:
         return cls(filename, int(lineno), linecache.getline(filename, lineno).strip())
 
 
-LEAF_KINDS = ("variable", "watched", "constant", "outside")
+LEAF_KINDS = ("variable", "watched", "constant", "outside", "state")
 
 
 @dataclass(eq=False)
@@ -234,8 +234,10 @@ class TraceNode:
 
     ``kind`` is ``"op"`` for a recorded op, else the kind of leaf:
     ``"variable"`` (a trainable variable), ``"watched"`` (``tape.watch``),
-    ``"constant"`` (never watched) or ``"outside"`` (computed while this tape
-    did not record). ``grad`` is the gradient of the target with respect to
+    ``"constant"`` (never watched), ``"outside"`` (computed while this tape
+    did not record) or ``"state"`` (a layer's state that no gradient reaches:
+    BatchNorm's running statistics, a dropout's seed, a step counter — named
+    by its path, ``layer1.0.bn1.running_mean``). ``grad`` is the gradient of the target with respect to
     this node (``None`` off the path). ``on_path`` is False for what lies on no
     path between the target and the sources (views grey it out).
 
