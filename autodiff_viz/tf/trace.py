@@ -246,8 +246,18 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
                             <= JACOBIAN_LIMIT:
                         e.jacobian = _local_jacobian(op, i)
         edges.append(e)
-    return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                 steps=steps, notes=notes, kinds=_kinds(rec))
+    trace = Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
+                  steps=steps, notes=notes, kinds=_kinds(rec))
+    trace.key_of = _key_of
+    return trace
+
+
+def _key_of(t):
+    """A TensorFlow tensor's or variable's key (a Keras variable by its TensorFlow variable's handle)."""
+    if not _is_tensor(t):
+        raise TypeError(f"node_id_of takes a TensorFlow tensor or variable (or a node's tensor id) on a TensorFlow "
+                        f"trace, got {type(t).__name__}.")
+    return tensor_key(getattr(t, "value", t) if not hasattr(t, "handle") and not hasattr(t, "_id") else t)
 
 
 def _kinds(rec) -> dict:

@@ -278,8 +278,16 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                         e.jacobian = _local_jacobian(out, t)
         edges.append(e)
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
-    return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                 steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
+    trace = Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
+                  steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
+    known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
+    trace.key_of = lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t)
+    return trace
+
+
+def _not_a_tensor(t):
+    raise TypeError(f"node_id_of takes a torch tensor (or a node's tensor id) on a PyTorch trace, got "
+                    f"{type(t).__name__}.")
 
 
 def _module_name(node) -> str | None:

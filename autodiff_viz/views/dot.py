@@ -307,22 +307,11 @@ def _box_style(box, members) -> dict:
 
 
 def _weight_title(trace, n, lay=None) -> str:
-    """A node's title, but a layer's weight drawn inside its layer's box by its path below that box
-    (``kernel``; ``lstm_cell/kernel`` in an LSTM's box): the box already names the layer. Outside its
-    layer's box it keeps the whole path (``dense_1/kernel``)."""
+    """A weight's title with its layer: ``dense_2/kernel`` (not the model's path before it), PyTorch's
+    ``layer1.0.conv1.weight`` whole, so two layers' kernels are never two boxes titled ``kernel``."""
     if n.kind != "variable" or n.label or not n.name or "/" not in n.name:
         return n.title
-    h = hierarchy(trace)
-    keys = h.paths.get(n.id) or ()
-    drawn = {b.key for b in lay.boxes.values() if b.key} if lay is not None else set()
-    group = h.groups.get(next((k for k in keys if k in drawn), keys[-1])) if keys else None  # the box beside it
-    parts = group.key.split("#")[0].split("/") if group is not None else []
-    for i in range(len(parts)):       # a functional model's layers are made outside its scope: the box
-        prefix = "/".join(parts[i:]) + "/"       # `block/attention` holds `attention/query/kernel`
-        if n.name.startswith(prefix):
-            return n.name[len(prefix):]
-    owner, _, short = n.name.rpartition("/")
-    return short if group is not None and group.title == owner.rsplit("/", 1)[-1] else n.title
+    return "/".join(n.name.split("/")[-2:])
 
 
 def _box_label(trace, lay, box, members, view) -> list:
@@ -335,7 +324,7 @@ def _box_label(trace, lay, box, members, view) -> list:
         n = members[0]
         lines = [_weight_title(trace, n, lay)]
         if n.kind == "op" and n.title != n.op:
-            lines.append(n.op)
+            lines.append(n.op.strip("_") if n.op.startswith("__") else n.op)     # __getitem__ -> getitem
         lines.append(shape_text(n.shape, n.dtype))
         if view == "forward":
             lines.extend(n.value.rows())

@@ -360,6 +360,7 @@ class Trace:
         self._by_tensor = {n.tensor_id: n.id for n in self.nodes}
         self._index = None
         self._mark_index = None
+        self.key_of = None     # a bridge's trace: its framework tensor or variable -> tensor_id (not in the JSON)
 
     # ----- lookup ------------------------------------------------------------
     def node(self, node_id: str) -> TraceNode:
@@ -379,8 +380,21 @@ class Trace:
                            "from trace.edges (or from the drawn picture).") from None
 
     def node_id_of(self, tensor) -> str | None:
-        """The trace node id of a tensor (or of a tensor id), or None if the tape never saw it."""
-        tid = tensor._id if isinstance(tensor, Tensor) else int(tensor)
+        """The trace node id of a tensor (or of a tensor id), or None if the tape never saw it.
+
+        On a bridge's trace, the framework's own tensors and variables too (a ``torch.Tensor``, a
+        ``torch.nn.Parameter``, a ``tf.Variable`` or Keras variable): the bridge sets :attr:`key_of`.
+        """
+        if isinstance(tensor, Tensor):
+            tid = tensor._id
+        elif isinstance(tensor, (int, np.integer)) and not isinstance(tensor, bool):
+            tid = int(tensor)
+        elif self.key_of is not None:
+            tid = self.key_of(tensor)
+        else:
+            raise TypeError(f"node_id_of takes a tensor of this trace or its tensor id, got {type(tensor).__name__}. "
+                            "A trace read back from JSON knows tensor ids only: pass node.tensor_id, or build the "
+                            "trace again with rec.trace(...) to look up framework tensors.")
         return self._by_tensor.get(tid)
 
     def _edge_index(self):
@@ -494,6 +508,7 @@ class Trace:
         out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes,
                     self.kinds)
         out._index = self._index
+        out.key_of = self.key_of
         return out
 
     def _resolve(self, ref, what: str = "with_marks") -> str:
