@@ -250,6 +250,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             steps.append(n.id)
 
     edges = []
+    vjps = {}
     small = len(raw_edges) <= 2000
     for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
         reason = _no_grad_reason(op, t, out)
@@ -268,10 +269,9 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             e.upstream = _summary(g_out, limit)
             e.on_path = True
             if small and out.grad_fn is not None and t.requires_grad:
-                try:
-                    (c,) = torch.autograd.grad(out, [t], grad_outputs=g_out, retain_graph=True, allow_unused=True)
-                except RuntimeError:
-                    c = None
+                if op.index not in vjps:
+                    vjps[op.index] = _op_vjp(op, out, g_out)
+                c = vjps[op.index].get(id(t))
                 if c is not None:
                     e.contribution = _summary(c, limit)
                     if t.numel() <= JACOBIAN_LIMIT and out.numel() <= JACOBIAN_LIMIT:
@@ -318,7 +318,33 @@ def _named(node) -> str:
     return node.scope.rsplit("/", 1)[-1] if node.scope else "input"
 
 
+def _op_vjp(op, out, g_out) -> dict:
+    """``{id(input): ḡ_out · ∂out/∂input}`` for every input of ``op`` that requires grad: autograd's own
+    vector–Jacobian product, one backward pass for all of the op's inputs (an input used twice gets the sum)."""
+    need = list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+    try:
+        got = torch.autograd.grad(out, need, grad_outputs=g_out, retain_graph=True, allow_unused=True)
+    except RuntimeError:
+        return {}
+    return {id(t): g for t, g in zip(need, got) if g is not None}
+
+
 def _local_jacobian(out, x):
+    """``∂out/∂x`` as a matrix (one row per entry of ``out``): every row in one batched backward pass
+    (``is_grads_batched``, PyTorch's vmap over the seed), else row by row for an op vmap cannot batch."""
+    n = out.numel()
+    if n == 0:
+        return None
+    seeds = torch.eye(n, dtype=out.dtype, device=out.device).reshape((n,) + tuple(out.shape))
+    try:
+        (g,) = torch.autograd.grad(out, [x], grad_outputs=seeds, retain_graph=True, allow_unused=True,
+                                   is_grads_batched=True)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return _jacobian_by_rows(out, x)
+    return np.zeros((n, x.numel())) if g is None else _array(g).astype(np.float64).reshape(n, -1)
+
+
+def _jacobian_by_rows(out, x):
     rows = []
     flat = out.reshape(-1)
     for j in range(flat.numel()):

@@ -477,7 +477,7 @@ def _box_gradient_label(trace, lay: Layout, s, d, es, short=False) -> list:
     norm = None
     flowing = [e for e in es if e.contribution is not None]
     if flowing and len(srcs) == 1:
-        value = _sum_norm(flowing)
+        value = _sum_norm(flowing) if len(flowing) > 1 else _short_num(flowing[0].contribution.stats["norm"])
         if value is None:
             src = trace.node(srcs[0])
             all_here = all(e.dst in inside for e in trace.edges_from(srcs[0]) if e.contribution is not None)
