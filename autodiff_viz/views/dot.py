@@ -276,6 +276,8 @@ def _panel(trace, lay: Layout, view: str, lit: set) -> list:
         if (has_target and not any(m.on_path for m in members)) or (
                 box.kind == "node" and members[0].kind == "variable" and box.id not in trace.sources):
             attrs.update(STYLES["off_path"])       # off the path, or a weight not in sources: faint
+            if box.kind == "node" and members[0].kind == "state":
+                attrs["fillcolor"] = STYLES["state"]["fillcolor"]       # state is never on a gradient path
         if trace.target in box.members:
             attrs.update(STYLES["target"])
         label = _box_label(trace, lay, box, members, view)

@@ -318,7 +318,13 @@ def formula(trace, box, role: str, hierarchy=None) -> str:
         if text("x"):
             return text("x")
         if box.kind == "repeat":
-            return REPEATED.format(n=box.count, box=box.title)
+            first = box.key
+            if hierarchy is not None and first in hierarchy.repeats:
+                first = hierarchy.repeats[first].groups[0]
+            skip = hierarchy is not None and first in hierarchy.groups and residual(trace, hierarchy, first)
+            if box.count == 1:
+                return RESIDUAL if skip else GENERIC.format(box=box.title)
+            return REPEATED.format(n=box.count, box=box.title) + ("; in each: " + RESIDUAL if skip else "")
         if box.kind == "group" and hierarchy is not None and residual(trace, hierarchy, box.key):
             return RESIDUAL
         return GENERIC.format(box=box.title or "the folded middle")

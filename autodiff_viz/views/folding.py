@@ -625,7 +625,7 @@ def _with_ancestors(h: Hierarchy, keys) -> frozenset:
     """``keys`` and every group around them: a box opened deep inside opens the boxes it is drawn in."""
     out = set(keys)
     for k in keys:
-        out.update(_ancestors(h, k)[:-1] if k in h.groups or k in h.loops else ())
+        out.update(_ancestors(h, k)[:-1] if k in h.groups or k in h.loops or k in h.repeats else ())
     return frozenset(out)
 
 
