@@ -302,7 +302,8 @@ def test_the_vjp_of_a_folded_box_is_the_sum_of_the_gradients_that_cross_it():
     tr = tape.trace(loss)
     label = next(line for line in tr.to_dot("backward").splitlines() if '-> "bwd_n0"' in line)
     g = tr.node(tr.node_id_of(x)).grad.data
-    assert f"norm {np.linalg.norm(g):.3g}" in label and "ḡ_x = ḡ through the branch + ḡ_h (skip)" in label     # h = tanh(x·W) + x: a residual
+    assert f"norm {np.linalg.norm(g):.3g}" in label
+    assert "ḡ_x = ḡ through the branch + ḡ_h (skip)" in label       # h = tanh(x·W) + x: a residual
 
 
 def test_nodes_are_titled_with_the_learners_names_and_the_op_beneath():
