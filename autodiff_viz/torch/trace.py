@@ -17,9 +17,10 @@ import numpy as np
 import torch
 
 from ..base.naming import INPUT
+from ..bridges import tracing
 from ..bridges.recordings import compared_rows, hand_items
-from ..records.traces.build import bridge_edge, factor_rule, view_title
-from ..records.traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from ..records.traces.build import factor_rule, view_title
+from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
@@ -42,7 +43,6 @@ RULES = {
     "conv1d": "conv", "conv2d": "conv", "max_pool2d": "max_pool", "avg_pool2d": "avg_pool",
     "cumsum": "cumsum", "prod": "prod", "var": "var", "std": "std", "einsum": "einsum",
 }
-JACOBIAN_LIMIT = 64
 
 def _array(t: torch.Tensor) -> np.ndarray:
     t = t.detach()
@@ -235,54 +235,55 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                 source_ids.append(n.id)
 
     grads = {}
-    steps = []
     if target_node is not None and target.is_floating_point():
         if target.numel() != 1:
             notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
-        grads = _autograd(target, list(tensors.values()), torch.ones_like(target))
-    for n in nodes:
-        g = grads.get(id(node_tensor[n.id]))
-        if g is not None:
-            n.grad = _summary(g, limit)
-            n.on_path = True
-    for n in reversed(nodes):
-        if n.kind == "op" and n.on_path:
-            steps.append(n.id)
+        by_tensor = _autograd(target, list(tensors.values()), torch.ones_like(target))
+        grads = {n.id: by_tensor[id(node_tensor[n.id])] for n in nodes if id(node_tensor[n.id]) in by_tensor}
+    segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
+    known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
+    return tracing.finish(_Torch(raw_edges), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
+                          {k: v for k, v in rec.module_kinds.items() if k in segments},
+                          lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
 
-    edges = []
-    vjps = {}
-    small = len(raw_edges) <= 2000
-    for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
+
+class _Torch(tracing.Adapter):
+    """PyTorch for the shared trace builder: autograd's gradients, the diagnosis's cuts, torch's names."""
+
+    def __init__(self, raw_edges):
+        self.raw_edges = raw_edges
+
+    def summary(self, value, limit):
+        return _summary(value, limit)
+
+    def size(self, t) -> int:
+        return t.numel()
+
+    def reason(self, op, i, t, src, out):
+        if src.kind == "state":
+            return f"{src.name} is a buffer (state the forward pass reads or updates): no gradient reaches it"
         reason = _no_grad_reason(op, t, out)
-        if srcn.kind == "state":
-            reason = f"{srcn.name} is a buffer (state the forward pass reads or updates): no gradient reaches it"
         if reason is None and i == 1 and not t.requires_grad and figure.is_loss(op.name):
             reason = f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
-        mapped = rule_input(op.name, i)
-        said = None if reason or i or mapped else _loss_text(op, srcn, raw_edges, k, out)
-        if said is not None:
-            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, "input", said, True, None, formula=said)
-        else:
-            e = bridge_edge(f"e{k}", srcn.id, dst.id, i, mapped, reason, f"torch.{op.name}", t.shape, out.shape)
-        g_out = grads.get(id(out))
-        if reason is None and g_out is not None and srcn.on_path:
-            e.upstream = _summary(g_out, limit)
-            e.on_path = True
-            if small and out.grad_fn is not None and t.requires_grad:
-                if op.index not in vjps:
-                    vjps[op.index] = _op_vjp(op, out, g_out)
-                c = vjps[op.index].get(id(t))
-                if c is not None:
-                    e.contribution = _summary(c, limit)
-                    if t.numel() <= JACOBIAN_LIMIT and out.numel() <= JACOBIAN_LIMIT:
-                        e.jacobian = _local_jacobian(out, t)
-        edges.append(e)
-    segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
-    trace = Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                  steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
-    known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
-    trace.key_of = lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t)
-    return trace
+        return reason
+
+    def rule(self, op, i):
+        return rule_input(op.name, i)
+
+    def label(self, op) -> str:
+        return f"torch.{op.name}"
+
+    def said(self, k, op, i, src, out):
+        return None if i else _loss_text(op, src, self.raw_edges, k, out)
+
+    def vjp(self, op, out, g_out) -> dict:
+        if out.grad_fn is None:
+            return {}
+        by_tensor = _op_vjp(op, out, g_out)
+        return {i: by_tensor[id(t)] for i, t in enumerate(op.inputs) if id(t) in by_tensor}
+
+    def jacobian(self, op, i, t, out):
+        return _local_jacobian(out, t)
 
 
 def _not_a_tensor(t):
