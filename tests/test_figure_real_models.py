@@ -222,3 +222,24 @@ def test_the_torch_local_jacobian_is_autograds_in_one_batched_pass():
     edge = next(e for e in tr.edges if tr.node(e.dst).op == "tanh")
     expected = np.diag(1 - np.tanh([0.5, -1.0, 2.0]) ** 2)
     assert np.allclose(edge.jacobian, expected, atol=1e-6)
+
+
+def test_the_explorer_steps_backward_through_berts_layers_one_at_a_time(bert):
+    from autodiff_viz.views.widgets import ExplorerState
+    tr, _ = bert
+    state = ExplorerState(tr)
+    h = folding.hierarchy(tr)
+    rep = next(r for r in h.repeats.values() if r.title == "BertLayer")
+    encoder = next(k for k, g in h.groups.items() if g.title == "bert.encoder")
+
+    def click(key):
+        return state.expand(next(b.id for b in state.layout().boxes.values() if b.key == key))
+
+    assert click(encoder) and click(rep.key)               # the encoder, then "BertLayer × 3"
+    assert (rep.key, "BertLayer × 3") in state.crumbs()
+    assert state.step_repeat(rep.key, -1) == rep.groups[2]          # backward: the last layer first
+    assert state.step_repeat(rep.key, -1) == rep.groups[1]
+    lay = state.layout()
+    runs = sorted((b.title, b.count) for b in lay.boxes.values() if b.kind == "repeat")
+    assert runs == [("BertLayer", 1), ("BertLayer", 1)]             # layer.1 open between two runs of one
+    assert not any(b.key == rep.groups[1] for b in lay.boxes.values())
