@@ -32,8 +32,8 @@ from ...core.tensor import Tensor, full_name
 from ...diagnosis import walk as diagnosis
 from ...records.traces.build import build_trace
 from ...records.traces.model import Trace
-from ..folding import open_instances
 from .. import dot, heatmap, minidot, render
+from ..folding import open_instances
 from . import panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
