@@ -14,7 +14,11 @@ figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
   what it sends back to the prediction (``ḡ_logits = (softmax(logits) − onehot(y)) / N``), written once per loss
   in ``losses.BACKWARD_TEXT`` (:func:`loss_formula`); PyTorch's names reach both tables through :data:`ALIASES`.
 * **weights** (:func:`drawn_alone`): a trainable variable read inside a folded layer is drawn as its own small
-  node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture.
+  node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture; inside a folded
+  block, a "× N" box, or when the budget needs it, the box keeps its weights and says how many, their
+  parameters and ``‖ḡ‖`` of the largest (:func:`box_lines`).
+* **real models** (:func:`model_keys`, :func:`made_of`, :func:`residual`): a model's backbone opens with it, a
+  block says what it is made of and how ``ḡ`` splits at its residual connection.
 """
 from __future__ import annotations
 
