@@ -457,14 +457,11 @@ def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position, weights_b
             continue
         box = by_key.get(key)
         if box is None:
-            box = by_key[key] = boxes.setdefault(*_keyed(_box_for(h, key, position[n.id], expanded)))
+            box = by_key[key] = _box_for(h, key, position[n.id], expanded)
+            boxes[box.id] = box
         box.members.append(n.id)
         owner[n.id] = box.id
     return boxes, owner
-
-
-def _keyed(box: Box) -> tuple:
-    return box.id, box
 
 
 def _check_budget(budget) -> None:
@@ -672,10 +669,11 @@ def _fold_middle(boxes, owner, budget, kept=()):
             best = (start, i)
         start = None
     lo, hi = best
-    if hi - lo < 2:
+    width = min(hi - lo, max(need, 2))
+    if width < 2:
         return boxes, owner, 0
-    mid = (lo + hi) // 2
-    lo, hi = max(lo, mid - (need + 1) // 2), min(hi, max(lo, mid - (need + 1) // 2) + max(need, 2))
+    lo = max(lo, min((lo + hi - width) // 2, hi - width))        # the middle of the free run
+    hi = lo + width
     middle = ordered[lo:hi]
     fold = Box("fold", "fold", [], "", middle[0].order)
     for b in middle:
