@@ -153,8 +153,8 @@ def _name(trace, lay, node) -> str:
 
 def titled(trace, box) -> str:
     """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class."""
-    cls = getattr(trace, "kinds", {}).get(box.title)
-    return f"{box.title} ({cls})" if cls else box.title
+    cls = getattr(trace, "kinds", {}).get(box.title) if box.what != "block" else None   # a block is no layer,
+    return f"{box.title} ({cls})" if cls else box.title                  # even when named as its first (Conv_1)
 
 
 def box_lines(trace, lay, box, view) -> list:
@@ -311,7 +311,7 @@ def formula(trace, box, role: str, hierarchy=None) -> str:
     A PyTorch module drawn by its Keras twin (``Linear`` → ``Dense``) reads the class's ``"… (torch)"`` entry
     first where torch's layout differs: ``y = x·Wᵀ + b`` with ``W`` of shape (out, in), so ``ḡ_W = ḡ_yᵀ · x``.
     """
-    cls = layer_class(trace, box.title) if box.kind in ("group", "loop") else None
+    cls = layer_class(trace, box.title) if box.kind in ("group", "loop") and box.what != "block" else None
     texts = getattr(cls, "backward_text", None) or {}
     torch = getattr(trace, "kinds", {}).get(box.title) in ALIASES
 

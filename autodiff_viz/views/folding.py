@@ -443,7 +443,8 @@ def _weight_beside(trace, h: Hierarchy, nid: str, key: str | None) -> bool:
     if key is None or (bool(path) and key == path[-1]):
         return True
     n = trace.node(nid)
-    return key in h.groups and figure.states_weight(trace, h.groups[key].title, n.name or n.title)
+    return key in h.groups and h.groups[key].what != "block" and \
+        figure.states_weight(trace, h.groups[key].title, n.name or n.title)
 
 
 def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position, weights_beside=True):
