@@ -184,6 +184,7 @@ def test_resnets_default_figure_is_its_stages_with_running_statistics_as_state(r
     text = tr.to_dot("backward")
     assert "state (no gradient): running_mean, running_var" in text
     assert "ḡ_logits = (softmax(logits) − onehot(y)) / N" in text
+    assert 'label="no gradient: labels"' in text               # F.cross_entropy(logits, y): y's edge by its role
     assert len(tr.to_json().encode()) < 1_000_000          # ResNet-18's depths: large arrays summarised
 
 

@@ -262,10 +262,9 @@ class _Torch(tracing.Adapter):
     def reason(self, op, i, t, src, out):
         if src.kind == "state":
             return f"{src.name} is a buffer (state the forward pass reads or updates): no gradient reaches it"
-        reason = _no_grad_reason(op, t, out)
-        if reason is None and i == 1 and not t.requires_grad and figure.is_loss(op.name):
-            reason = f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
-        return reason
+        if i == 1 and not t.requires_grad and figure.is_loss(op.name):      # by role, integer or not
+            return f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
+        return _no_grad_reason(op, t, out)
 
     def rule(self, op, i):
         return rule_input(op.name, i)
