@@ -85,7 +85,7 @@ def test_a_functional_mlp_with_a_skip_connection_shows_the_learners_layer_names_
     text = tape.trace(loss, sources=model.trainable_variables).to_dot("backward")
     assert "hidden (Dense)" in text and "head (Dense)" in text and "skip (Add)" in text
     for v in model.trainable_variables:                 # hidden/kernel, hidden/bias, head/kernel, head/bias
-        assert f'label="{v.name}\\n' in text
+        assert f'label="{"/".join(v.path.split("/")[-2:])}\\n' in text      # by its layer, not a bare `kernel`
     assert "ḡ_skip = (ḡ_logits ⊙ f′(z)) · Wᵀ" in text                     # head's input is the skip's output
     assert "ḡ_hidden = ḡ_skip for every input (a sum copies ḡ to each term)" in text     # the skip's edge to hidden
     assert "ḡ_W = xᵀ · (ḡ_hidden ⊙ f′(z))" in text                       # hidden's kernel, through tanh's f′

@@ -162,7 +162,8 @@ def test_a_torch_lstm_regressor_states_the_gate_equations_on_its_weights():
     assert _edge_into(text, weight["lstm.bias_hh_l0"]).startswith(lstm["bias"])
     assert _edge_into(text, weight["head.weight"]).startswith(_said(L.Dense, "kernel (torch)", "pred"))
     assert "ḡ_x_seq(t) = [ḡ_i ḡ_f ḡ_c̃ ḡ_o](t) · W_xᵀ" in text      # the sequence, by the learner's name
-    assert "ḡ_getitem = " in text and "ḡ___" not in text             # out[:, -1], not a dunder
+    assert "ḡ_lstm[…] = " in text and 'label="lstm[…]\\n' in text   # out[:, -1]: named by what it slices
+    assert "ḡ___" not in text and 'label="__getitem__' not in text
     assert "VJP of" not in text and "ḡ_constant" not in text
 
 

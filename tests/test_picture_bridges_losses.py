@@ -159,7 +159,7 @@ def test_a_torch_loss_module_states_the_same_text_as_its_function(key):
     in_function = _edge_into(functional.to_dot("backward"), _node(functional, name).id)
     assert _formula(label) == _renamed(_formula(in_function), name, "scores")
     labels_edge = next(ln for ln in text.splitlines() if f'-> "bwd_{_node(tr, "y").id}"' in ln)
-    assert 'label="no gradient: the labels"' in labels_edge
+    assert 'label="no gradient: labels"' in labels_edge
 
 
 ENGINE = {"cross_entropy": lambda: adv.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -333,7 +333,7 @@ def test_tensorflows_keras_loss_states_the_same_formula():
     edges = [ln.split('label="', 1)[1].split('"', 1)[0] for ln in text.splitlines() if " -> " in ln and 'label="' in ln]
     said = next(e for e in edges if e.startswith("ḡ_logits = (softmax"))       # the loss box's edge to dense
     assert _formula(said) == _formula(CASES["cross_entropy"][4]) and "N: the batch size" in said
-    assert "no gradient: the labels" in edges and not any("op by op" in e for e in edges)
+    assert "no gradient: labels" in edges and not any("op by op" in e for e in edges)
 
 
 def test_label_smoothing_or_class_weights_get_no_formula_that_would_be_wrong():

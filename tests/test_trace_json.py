@@ -123,3 +123,27 @@ def test_save_formats(tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "http" not in page.replace("http://www.w3.org", "")
     with pytest.raises(ValueError, match=r"\.svg, \.dot, \.json or \.html"):
         tr.save(tmp_path / "t.png")
+
+
+def test_json_summarises_large_arrays_and_keeps_every_value_on_request():
+    """Issue 42: a ResNet's trace was megabytes of numbers; arrays above 64 entries are now written as shape,
+    dtype, statistics and a preview; ``values="full"`` writes every value the trace holds."""
+    rng = np.random.default_rng(0)
+    W = adv.Variable(rng.normal(size=(20, 30)).astype("float32"), name="W")
+    x = adv.constant(rng.normal(size=(4, 20)).astype("float32"), name="x")
+    with adv.GradientTape() as tape:
+        loss = adv.mean(adv.tanh(x @ W) ** 2)
+    tr = tape.trace(loss)
+    summary, full = tr.to_json(), tr.to_json(values="full")
+    assert len(summary) * 4 < len(full)
+    node = json.loads(summary)["nodes"][int(tr.node_id_of(W)[1:])]
+    assert node["value"]["data"] is None and len(node["value"]["preview"]) == 8
+    assert node["value"]["preview"][0] == float(str(W.numpy().ravel()[0]))          # float32's shortest digits
+    back = adv.Trace.from_json(summary)
+    w = back.node(tr.node_id_of(W))
+    assert w.value.data is None and w.value.stats["norm"] == pytest.approx(np.linalg.norm(W.numpy()), rel=1e-6)
+    assert all(e.upstream is not None for e in back.edges if e.on_path)           # ḡ_y written once, on its op
+    again = adv.Trace.from_json(full)
+    assert np.array_equal(again.node(tr.node_id_of(x)).value.data, x.numpy())    # every value, exactly
+    with pytest.raises(ValueError, match="'summary' or 'full'"):
+        tr.to_json(values="all")

@@ -24,9 +24,10 @@ import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
 
 from ..base import naming
+from ..bridges import tracing
 from ..bridges.recordings import compared_rows, hand_items
 from ..records.compare import seed_array
-from ..records.traces.build import bridge_edge, factor_rule
+from ..records.traces.build import factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
@@ -46,7 +47,6 @@ RULES = {
     "Cumsum": "cumsum", "Prod": "prod", "Einsum": "einsum", "Conv2D": "conv", "Conv1D": "conv",
     "MaxPool": "max_pool", "AvgPool": "avg_pool", "Cast": "cast", "Identity": "identity",
 }
-JACOBIAN_LIMIT = 64
 _PARAM_LIMIT = 8      # integer inputs without history up to this size are parameters (axis, shape, perm)
 
 
@@ -140,7 +140,7 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     def leaf(t, key):
         variable = rec.variable_of(key) if t.dtype == tf.resource else None
         if variable is not None:
-            kind = "variable" if variable.trainable else "constant"
+            kind = "variable" if variable.trainable else "state"      # moving_mean, seed_generator_state
             name = keras_names.get(key) or rec.name_of(variable)
             value = _summary(variable.value() if hasattr(variable, "value") else variable, limit)
             obj = variable
@@ -180,11 +180,13 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
             elif t._id not in owner:
                 leaf(t, t._id)
         out = op.outputs[0]
+        base = owner.get(op.inputs[0]._id) if op.inputs else None
+        label = op.assigned or view_title(op.name, base and (base.label or base.name))
         n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
-                      _summary(out, limit), location=Location.of(op.location), params=params, label=op.assigned)
+                      _summary(out, limit), location=Location.of(op.location), params=params, label=label)
         for i, t in enumerate(op.inputs):
             if t._id in owner:
-                raw_edges.append((op, i, t, owner[t._id], n))
+                raw_edges.append((op, i, t, owner[t._id], n, out))
         nodes.append(n)
         for o in op.outputs:
             owner[o._id] = n
@@ -212,37 +214,49 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
         grads = {n.id: g for n, g in zip(wanted, got) if g is not None}
     elif info is None:
         notes.append("no tf.GradientTape was opened inside the recording: no gradients to show")
-    for n in nodes:
-        g = grads.get(n.id)
-        if g is not None:
-            n.grad = _summary(g, limit)
-            n.on_path = True
-    steps = [n.id for n in reversed(nodes) if n.kind == "op" and n.on_path]
+    return tracing.finish(_TensorFlow(rec, info), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
+                          _kinds(rec), _key_of)
 
-    edges = []
-    vjps = {}
-    small = len(raw_edges) <= 2000
-    for k, (op, i, t, srcn, dst) in enumerate(raw_edges):
-        c = cut(rec, info, op, i)
-        reason = c[1] if c else None
-        e = bridge_edge(f"e{k}", srcn.id, dst.id, i, rule_input(op, i), reason, f"tf {op.name}", t.shape,
-                        op.outputs[0].shape)
-        g_out = grads.get(dst.id)
-        if reason is None and g_out is not None and srcn.on_path:
-            e.upstream = _summary(g_out, limit)
-            e.on_path = True
-            if small and op.kind == "op":
-                if op.index not in vjps:
-                    vjps[op.index] = _vjp(op, [g_out])
-                vjp = vjps[op.index]
-                if vjp is not None and i < len(vjp) and vjp[i] is not None:
-                    e.contribution = _summary(vjp[i], limit)
-                    if t.shape.num_elements() <= JACOBIAN_LIMIT and op.outputs[0].shape.num_elements() \
-                            <= JACOBIAN_LIMIT:
-                        e.jacobian = _local_jacobian(op, i)
-        edges.append(e)
-    return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                 steps=steps, notes=notes, kinds=_kinds(rec))
+
+class _TensorFlow(tracing.Adapter):
+    """TensorFlow for the shared trace builder: the tape's gradients, the registered gradient functions, cuts."""
+
+    def __init__(self, rec, info):
+        self.rec, self.info = rec, info
+
+    def summary(self, value, limit):
+        return _summary(value, limit)
+
+    def size(self, t) -> int:
+        return t.shape.num_elements()
+
+    def reason(self, op, i, t, src, out):
+        if src.kind == "state":
+            return f"{src.name or 'this variable'} is non-trainable state (read or updated by the layer): " \
+                   "no gradient reaches it"
+        c = cut(self.rec, self.info, op, i)
+        return c[1] if c else None
+
+    def rule(self, op, i):
+        return rule_input(op, i)
+
+    def label(self, op) -> str:
+        return f"tf {op.name}"
+
+    def vjp(self, op, out, g_out) -> dict:
+        got = _vjp(op, [g_out]) if op.kind == "op" else None
+        return {} if got is None else {i: g for i, g in enumerate(got) if g is not None}
+
+    def jacobian(self, op, i, t, out):
+        return _local_jacobian(op, i)
+
+
+def _key_of(t):
+    """A TensorFlow tensor's or variable's key (a Keras variable by its TensorFlow variable's handle)."""
+    if not _is_tensor(t):
+        raise TypeError(f"node_id_of takes a TensorFlow tensor or variable (or a node's tensor id) on a TensorFlow "
+                        f"trace, got {type(t).__name__}.")
+    return tensor_key(getattr(t, "value", t) if not hasattr(t, "handle") and not hasattr(t, "_id") else t)
 
 
 def _kinds(rec) -> dict:

@@ -11,14 +11,16 @@ an edge is the rule table's, for every torch op that maps to a rule
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 
 import numpy as np
 import torch
 
 from ..base.naming import INPUT
+from ..bridges import tracing
 from ..bridges.recordings import compared_rows, hand_items
-from ..records.traces.build import bridge_edge, factor_rule
-from ..records.traces.model import Location, Summary, Trace, TraceEdge, TraceNode, check_value_limit
+from ..records.traces.build import factor_rule, view_title
+from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
@@ -41,7 +43,6 @@ RULES = {
     "conv1d": "conv", "conv2d": "conv", "max_pool2d": "max_pool", "avg_pool2d": "avg_pool",
     "cumsum": "cumsum", "prod": "prod", "var": "var", "std": "std", "einsum": "einsum",
 }
-JACOBIAN_LIMIT = 64
 
 def _array(t: torch.Tensor) -> np.ndarray:
     t = t.detach()
@@ -59,6 +60,16 @@ def _summary(t, limit):
         return Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
 
 
+
+
+def buffer_names(rec) -> dict:
+    """``{id(buffer): its path}`` for the buffers of every module the recording saw (``layer1.0.bn1.running_mean``):
+    BatchNorm's running statistics, counters, fixed position ids — state, not inputs a gradient flows into."""
+    out = {}
+    for module in rec._modules:
+        for qual, b in module.named_buffers():
+            out.setdefault(id(b), qual)
+    return out
 
 
 def rule_input(op_name: str, i: int):
@@ -169,10 +180,14 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     ops = _history(everything, target)
     nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
 
+    buffers = buffer_names(rec)
+
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
             ("watched" if t.requires_grad and t.is_leaf else ("outside" if t.grad_fn is not None else "constant"))
         name = rec.name_of(t) or (names or {}).get(id(t))
+        if kind == "constant" and id(t) in buffers:
+            kind, name = "state", buffers[id(t)]
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "", _summary(t, limit),
                       location=None, label=INPUT if name is None and kind == "constant" else None)
         nodes.append(n)
@@ -180,15 +195,21 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         tensors[id(t)] = node_tensor[n.id] = t
         return n
 
+    per_scope = Counter(op.scope for op in ops)
+    outer = {op.scope.rsplit("/", 1)[0] for op in ops if "/" in op.scope}      # scopes with modules inside
     for op in ops:
         for t in op.inputs:
             if id(t) not in owner:
                 leaf(t)
         for j, out in enumerate(op.outputs[:1]):
+            base = owner[id(op.inputs[0])] if op.inputs else None
+            alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
+            label = op.assigned or (None if alone else view_title(op.name, base and (base.label or base.name
+                                                                                      or _module_name(base))))
             n = TraceNode(f"n{len(nodes)}", "op", op.name, None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),
                           params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()},
-                          label=op.assigned)
+                          label=label)
             for i, t in enumerate(op.inputs):
                 raw_edges.append((op, i, t, owner[id(t)], n, out))
             nodes.append(n)
@@ -214,49 +235,64 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                 source_ids.append(n.id)
 
     grads = {}
-    steps = []
     if target_node is not None and target.is_floating_point():
         if target.numel() != 1:
             notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
-        grads = _autograd(target, list(tensors.values()), torch.ones_like(target))
-    for n in nodes:
-        g = grads.get(id(node_tensor[n.id]))
-        if g is not None:
-            n.grad = _summary(g, limit)
-            n.on_path = True
-    for n in reversed(nodes):
-        if n.kind == "op" and n.on_path:
-            steps.append(n.id)
-
-    edges = []
-    small = len(raw_edges) <= 2000
-    for k, (op, i, t, srcn, dst, out) in enumerate(raw_edges):
-        reason = _no_grad_reason(op, t, out)
-        if reason is None and i == 1 and not t.requires_grad and figure.is_loss(op.name):
-            reason = f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
-        mapped = rule_input(op.name, i)
-        said = None if reason or i or mapped else _loss_text(op, srcn, raw_edges, k, out)
-        if said is not None:
-            e = TraceEdge(f"e{k}", srcn.id, dst.id, i, "input", said, True, None, formula=said)
-        else:
-            e = bridge_edge(f"e{k}", srcn.id, dst.id, i, mapped, reason, f"torch.{op.name}", t.shape, out.shape)
-        g_out = grads.get(id(out))
-        if reason is None and g_out is not None and srcn.on_path:
-            e.upstream = _summary(g_out, limit)
-            e.on_path = True
-            if small and out.grad_fn is not None and t.requires_grad:
-                try:
-                    (c,) = torch.autograd.grad(out, [t], grad_outputs=g_out, retain_graph=True, allow_unused=True)
-                except RuntimeError:
-                    c = None
-                if c is not None:
-                    e.contribution = _summary(c, limit)
-                    if t.numel() <= JACOBIAN_LIMIT and out.numel() <= JACOBIAN_LIMIT:
-                        e.jacobian = _local_jacobian(out, t)
-        edges.append(e)
+        by_tensor = _autograd(target, list(tensors.values()), torch.ones_like(target))
+        grads = {n.id: by_tensor[id(node_tensor[n.id])] for n in nodes if id(node_tensor[n.id]) in by_tensor}
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
-    return Trace(nodes, edges, target=None if target_node is None else target_node.id, sources=source_ids,
-                 steps=steps, notes=notes, kinds={k: v for k, v in rec.module_kinds.items() if k in segments})
+    known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
+    return tracing.finish(_Torch(raw_edges), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
+                          {k: v for k, v in rec.module_kinds.items() if k in segments},
+                          lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
+
+
+class _Torch(tracing.Adapter):
+    """PyTorch for the shared trace builder: autograd's gradients, the diagnosis's cuts, torch's names."""
+
+    def __init__(self, raw_edges):
+        self.raw_edges = raw_edges
+
+    def summary(self, value, limit):
+        return _summary(value, limit)
+
+    def size(self, t) -> int:
+        return t.numel()
+
+    def reason(self, op, i, t, src, out):
+        if src.kind == "state":
+            return f"{src.name} is a buffer (state the forward pass reads or updates): no gradient reaches it"
+        if i == 1 and not t.requires_grad and figure.is_loss(op.name):      # by role, integer or not
+            return f"the labels of torch.{op.name}: a loss sends its gradient to the prediction only"
+        return _no_grad_reason(op, t, out)
+
+    def rule(self, op, i):
+        return rule_input(op.name, i)
+
+    def label(self, op) -> str:
+        return f"torch.{op.name}"
+
+    def said(self, k, op, i, src, out):
+        return None if i else _loss_text(op, src, self.raw_edges, k, out)
+
+    def vjp(self, op, out, g_out) -> dict:
+        if out.grad_fn is None:
+            return {}
+        by_tensor = _op_vjp(op, out, g_out)
+        return {i: by_tensor[id(t)] for i, t in enumerate(op.inputs) if id(t) in by_tensor}
+
+    def jacobian(self, op, i, t, out):
+        return _local_jacobian(out, t)
+
+
+def _not_a_tensor(t):
+    raise TypeError(f"node_id_of takes a torch tensor (or a node's tensor id) on a PyTorch trace, got "
+                    f"{type(t).__name__}.")
+
+
+def _module_name(node) -> str | None:
+    """The short name of the module whose op made ``node`` (``query`` for ``…attention.self.query``), or None."""
+    return node.scope.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or None if node.kind == "op" and node.scope else None
 
 
 def _loss_text(op, pred, raw_edges, k, out):
@@ -282,7 +318,33 @@ def _named(node) -> str:
     return node.scope.rsplit("/", 1)[-1] if node.scope else "input"
 
 
+def _op_vjp(op, out, g_out) -> dict:
+    """``{id(input): ḡ_out · ∂out/∂input}`` for every input of ``op`` that requires grad: autograd's own
+    vector–Jacobian product, one backward pass for all of the op's inputs (an input used twice gets the sum)."""
+    need = list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+    try:
+        got = torch.autograd.grad(out, need, grad_outputs=g_out, retain_graph=True, allow_unused=True)
+    except RuntimeError:
+        return {}
+    return {id(t): g for t, g in zip(need, got) if g is not None}
+
+
 def _local_jacobian(out, x):
+    """``∂out/∂x`` as a matrix (one row per entry of ``out``): every row in one batched backward pass
+    (``is_grads_batched``, PyTorch's vmap over the seed), else row by row for an op vmap cannot batch."""
+    n = out.numel()
+    if n == 0:
+        return None
+    seeds = torch.eye(n, dtype=out.dtype, device=out.device).reshape((n,) + tuple(out.shape))
+    try:
+        (g,) = torch.autograd.grad(out, [x], grad_outputs=seeds, retain_graph=True, allow_unused=True,
+                                   is_grads_batched=True)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return _jacobian_by_rows(out, x)
+    return np.zeros((n, x.numel())) if g is None else _array(g).astype(np.float64).reshape(n, -1)
+
+
+def _jacobian_by_rows(out, x):
     rows = []
     flat = out.reshape(-1)
     for j in range(flat.numel()):

@@ -55,6 +55,7 @@ drawn as text.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 
 from ..diagnosis.kinds import DEAD_MARK
@@ -96,6 +97,8 @@ STYLES = {
     "group": {"shape": "box3d", "style": "filled", "fillcolor": "#e6def5"},
     "fold": {"shape": "note", "style": "filled", "fillcolor": "#fffbe6"},
     "loop": {"shape": "box3d", "style": "filled", "fillcolor": "#dcecf7"},
+    "repeat": {"shape": "box3d", "style": "filled", "fillcolor": "#e3ecd9"},
+    "state": {"shape": "box", "style": "filled,dotted", "fillcolor": "#f4f0e6", "color": "#9a8f70"},
     "proxy": {"shape": "box", "style": "dashed,filled", "fillcolor": "#f2f7f2", "fontsize": "8",
               "color": "#7a9a7a", "margin": "0.04,0.02", "height": "0.2"},
     "accumulate": {"shape": "circle", "style": "filled", "fillcolor": "#fff1b8", "fontsize": "12",
@@ -120,7 +123,9 @@ LEGEND_ROWS = {
     "common": [("grey", "#f7f7f7", "not on a path target ← sources"), ("dashed ⊣", "white", "no gradient"),
                ("red", "#f8d0d0", "marked (reason beside it)"),
                ("layer", "#e6def5", "folded layer, loss, scope or function (its backward formula on its edges)"),
-               ("loop", "#dcecf7", "rolled loop: one step drawn, t → t+1")],
+               ("loop", "#dcecf7", "rolled loop: one step drawn, t → t+1"),
+               ("× N", "#e3ecd9", "N blocks of one class and structure; ‖ḡ‖ of each; opens to one"),
+               ("state", "#f4f0e6", "state (running statistics, seeds, counters): no gradient, no formula")],
 }
 
 
@@ -221,14 +226,32 @@ def _to_dot(trace, view, collapse, highlight, budget, expanded, rolled) -> str:
             lines.append("  }")
         else:
             lines.extend(body)
-    lines.extend(_legend(view))           # below every box (an invisible edge from each), not at the right
-    if len(lay.boxes) <= 40:              # (a long unrolled chain keeps it at the right: those edges widen it)
-        lines.append("  {" + " ".join(_q(PREFIX[p] + b) for p in panels for b in lay.boxes) + LEGEND_BELOW)
+    lines.extend(_legend(view))           # below every box, not at the right: an invisible edge from each box at
+    if len(lay.boxes) <= 40:              # the bottom (those from higher boxes would route around the picture
+        lines.append("  {" + " ".join(_bottom(lines)) + LEGEND_BELOW)     # and widen it)
     notes = list(trace.notes) + lay.notes
     if notes:
         lines.append("  label=" + _label(["note: " + n for n in notes]))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+_ARROW = re.compile(r'^\s*"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)"')
+_BOX = re.compile(r'^\s*"((?:[^"\\]|\\.)*)" \[')
+
+
+def _bottom(lines) -> list:
+    """The quoted ids of the boxes no drawn edge leaves: the bottom of a top-to-bottom picture."""
+    boxes, tails = [], set()
+    for line in lines:
+        m = _ARROW.match(line)
+        if m:
+            tails.add(m.group(1))
+            continue
+        m = _BOX.match(line)
+        if m and m.group(1) not in ("graph", "node", "edge"):
+            boxes.append(m.group(1))
+    return ['"' + b + '"' for b in boxes if b not in tails and b != "legend"]
 
 
 def _legend(view) -> list:
@@ -255,6 +278,8 @@ def _panel(trace, lay: Layout, view: str, lit: set) -> list:
         if (has_target and not any(m.on_path for m in members)) or (
                 box.kind == "node" and members[0].kind == "variable" and box.id not in trace.sources):
             attrs.update(STYLES["off_path"])       # off the path, or a weight not in sources: faint
+            if box.kind == "node" and members[0].kind == "state":
+                attrs["fillcolor"] = STYLES["state"]["fillcolor"]       # state is never on a gradient path
         if trace.target in box.members:
             attrs.update(STYLES["target"])
         label = _box_label(trace, lay, box, members, view)
@@ -286,22 +311,11 @@ def _box_style(box, members) -> dict:
 
 
 def _weight_title(trace, n, lay=None) -> str:
-    """A node's title, but a layer's weight drawn inside its layer's box by its path below that box
-    (``kernel``; ``lstm_cell/kernel`` in an LSTM's box): the box already names the layer. Outside its
-    layer's box it keeps the whole path (``dense_1/kernel``)."""
+    """A weight's title with its layer: ``dense_2/kernel`` (not the model's path before it), PyTorch's
+    ``layer1.0.conv1.weight`` whole, so two layers' kernels are never two boxes titled ``kernel``."""
     if n.kind != "variable" or n.label or not n.name or "/" not in n.name:
         return n.title
-    h = hierarchy(trace)
-    keys = h.paths.get(n.id) or ()
-    drawn = {b.key for b in lay.boxes.values() if b.key} if lay is not None else set()
-    group = h.groups.get(next((k for k in keys if k in drawn), keys[-1])) if keys else None  # the box beside it
-    parts = group.key.split("#")[0].split("/") if group is not None else []
-    for i in range(len(parts)):       # a functional model's layers are made outside its scope: the box
-        prefix = "/".join(parts[i:]) + "/"       # `block/attention` holds `attention/query/kernel`
-        if n.name.startswith(prefix):
-            return n.name[len(prefix):]
-    owner, _, short = n.name.rpartition("/")
-    return short if group is not None and group.title == owner.rsplit("/", 1)[-1] else n.title
+    return "/".join(n.name.split("/")[-2:])
 
 
 def _box_label(trace, lay, box, members, view) -> list:
@@ -314,7 +328,7 @@ def _box_label(trace, lay, box, members, view) -> list:
         n = members[0]
         lines = [_weight_title(trace, n, lay)]
         if n.kind == "op" and n.title != n.op:
-            lines.append(n.op)
+            lines.append(n.op.strip("_") if n.op.startswith("__") else n.op)     # __getitem__ -> getitem
         lines.append(shape_text(n.shape, n.dtype))
         if view == "forward":
             lines.extend(n.value.rows())
@@ -396,7 +410,7 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
             attrs.update(STYLES["no_grad"])
             attrs["tooltip"] = "; ".join(sorted({e.no_grad_reason for e in es}))
             if single and view == "backward":
-                label = ["no gradient"]
+                label = [_no_gradient(trace, es[0])]
         elif trace.target is not None and not any(e.on_path for e in es):
             attrs.update({k: v for k, v in STYLES["off_path"].items() if k != "fillcolor"})
         if any(e.id in lit for e in es):
@@ -424,6 +438,15 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
             head = p + ("acc_" + s if s in fan_in and e0.contribution is not None else tail)
             out.append(f"  {_q(p + d)} -> {_q(head)}" + _attrs(attrs))
     return out
+
+
+def _no_gradient(trace, e) -> str:
+    """A no-gradient edge's label by the role of what it carries: labels, state, or plainly none."""
+    if trace.node(e.src).kind == "state":
+        return "no gradient: state"
+    if (e.no_grad_reason or "").startswith("the labels"):
+        return "no gradient: labels"
+    return "no gradient"
 
 
 def _step_of(lay: Layout, box_id: str, node_id: str) -> int | None:
@@ -460,7 +483,7 @@ def _box_gradient_label(trace, lay: Layout, s, d, es, short=False) -> list:
     norm = None
     flowing = [e for e in es if e.contribution is not None]
     if flowing and len(srcs) == 1:
-        value = _sum_norm(flowing)
+        value = _sum_norm(flowing) if len(flowing) > 1 else _short_num(flowing[0].contribution.stats["norm"])
         if value is None:
             src = trace.node(srcs[0])
             all_here = all(e.dst in inside for e in trace.edges_from(srcs[0]) if e.contribution is not None)

@@ -14,7 +14,11 @@ figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
   what it sends back to the prediction (``ḡ_logits = (softmax(logits) − onehot(y)) / N``), written once per loss
   in ``losses.BACKWARD_TEXT`` (:func:`loss_formula`); PyTorch's names reach both tables through :data:`ALIASES`.
 * **weights** (:func:`drawn_alone`): a trainable variable read inside a folded layer is drawn as its own small
-  node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture.
+  node beside it, so ``ḡ_W`` — what the training step exists to compute — is in the picture; inside a folded
+  block, a "× N" box, or when the budget needs it, the box keeps its weights and says how many, their
+  parameters and ``‖ḡ‖`` of the largest (:func:`box_lines`).
+* **real models** (:func:`model_keys`, :func:`made_of`, :func:`residual`): a model's backbone opens with it, a
+  block says what it is made of and how ``ḡ`` splits at its residual connection.
 """
 from __future__ import annotations
 
@@ -51,6 +55,10 @@ WEIGHT_ALIASES = {"weight": ("kernel", "gamma", "embeddings"), "bias": ("bias", 
 # A box without a formula (a loss, a scope, your function, a layer class without one): what the chain rule does.
 GENERIC = "ḡ_x = ḡ_y back through {box}, op by op (chain rule)"
 GENERIC_WEIGHT = "ḡ_W = Σ ḡ_y · ∂y/∂W over {box}'s uses of W"
+# A block that adds its input back (``y = branch(x) + x``): the gradient splits at the addition and adds up at x.
+RESIDUAL = "ḡ_x = ḡ through the branch + ḡ_y (skip)"
+# N blocks in a row ("× N"): the chain rule runs back through each in turn.
+REPEATED = "ḡ_x = ḡ_y back through the {n} {box} blocks in turn (chain rule)"
 
 
 def shape_text(shape, dtype) -> str:
@@ -82,10 +90,31 @@ def _is_model(trace, h, g) -> bool:
     return len(children) >= 2
 
 
-def model_keys(trace, h) -> frozenset:
-    """Keys of the outermost groups that are models: drawn open by default, so their layers are the boxes."""
-    return frozenset(k for k, g in h.groups.items()
-                     if g.parent is None and g.what == "layer" and _is_model(trace, h, g))
+def model_keys(trace, h, backbones=True) -> frozenset:
+    """Keys of the outermost groups that are models, and of their backbones: drawn open by default.
+
+    A model's layers are its boxes. A **backbone** is a model's child that is itself a model (it holds two or
+    more layers) and holds more than half of the model's ops: Hugging Face's ``BertForSequenceClassification``
+    wraps ``bert`` (``BertModel``) beside ``dropout`` and ``classifier``, so the figure a paper draws shows
+    ``bert``'s parts (embeddings, encoder, pooler) beside the classifier, not one box ``bert``.
+    """
+    keys = {k for k, g in h.groups.items() if g.parent is None and g.what == "layer" and _is_model(trace, h, g)}
+    if not backbones:
+        return frozenset(keys)
+    size: dict = {}
+    for nid, path in h.paths.items():
+        if path and trace.node(nid).kind == "op":
+            for k in path:
+                size[k] = size.get(k, 0) + 1
+    todo = list(keys)
+    while todo:
+        parent = todo.pop()
+        for k, g in h.groups.items():
+            if g.parent == parent and g.what == "layer" and 2 * size.get(k, 0) > size.get(parent, 0) \
+                    and _is_model(trace, h, g) and k not in keys:
+                keys.add(k)
+                todo.append(k)
+    return frozenset(keys)
 
 
 def drawn_alone(node) -> bool:
@@ -113,6 +142,10 @@ def _name(trace, lay, node) -> str:
     if node.is_leaf:
         return "input"         # data fed to the model that the learner's code does not name
     box = lay.boxes.get(lay.owner.get(node.id))
+    rep = _repeat_of(lay, box) if box is not None else None
+    if rep is not None:        # what the last instance of the run hands on
+        first = rep.groups.index(box.key) if box.key in rep.groups else 0
+        return lay.hierarchy.groups[rep.groups[first + box.count - 1]].title
     if box is not None and box.kind != "node" and box.title:
         return box.title
     return node.title[2:-2] if node.title.startswith("__") and node.title.endswith("__") else node.title
@@ -120,35 +153,165 @@ def _name(trace, lay, node) -> str:
 
 def titled(trace, box) -> str:
     """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class."""
-    cls = getattr(trace, "kinds", {}).get(box.title)
-    return f"{box.title} ({cls})" if cls else box.title
+    cls = getattr(trace, "kinds", {}).get(box.title) if box.what != "block" else None   # a block is no layer,
+    return f"{box.title} ({cls})" if cls else box.title                  # even when named as its first (Conv_1)
 
 
 def box_lines(trace, lay, box, view) -> list:
-    """A folded box: its name and class, the output's shape, and its value (forward) or ḡ (backward)."""
+    """A folded box: its name and class, the output's shape, its value (forward) or ḡ (backward), then what it holds.
+
+    A repeat says ``BertLayer × 12``, the instances it spans and ``‖ḡ‖`` of each instance's output (a bar and the
+    numbers: where the gradient shrinks); a box that keeps weights inside says how many, their parameters and
+    ``‖ḡ‖`` of the largest; state inside (running statistics) is named as carrying no gradient; a composite box
+    (a block of layers) says what it is made of (:func:`made_of`).
+    """
     head = titled(trace, box)
+    rep = _repeat_of(lay, box)
     if box.kind == "loop":
         head += f" × {box.count} steps (rolled)"
     elif box.kind == "fold":
         head = f"⋯ folded middle of the tape ({len(box.members)} nodes)"
+    elif rep is not None:
+        head = f"{rep.title} × {box.count}"
     out = _output(trace, lay, box)
+    lines = [head]
+    if rep is not None:
+        first = rep.groups.index(box.key) if box.key in rep.groups else 0
+        names = [lay.hierarchy.groups[k].title for k in rep.groups[first:first + box.count]]
+        lines.append(names[0] + (f" … {names[-1]}" if len(names) > 1 else ""))
     if out is None:
-        return [head]
-    lines = [head, "→ " + shape_text(out.shape, out.dtype)]
+        return lines
+    lines.append("→ " + shape_text(out.shape, out.dtype))
     if view == "forward":
         lines.append(out.value.brief())
     elif out.grad is not None:
         lines.append(f"ḡ_{_name(trace, lay, out)} = " + out.grad.brief())
+    if rep is not None and view != "forward":
+        first = rep.groups.index(box.key) if box.key in rep.groups else 0
+        norms = rep.grad_norms[first:first + box.count]
+        shown = ", ".join("–" if v is None else f"{v:.3g}" for v in norms[:6]) + (" …" if len(norms) > 6 else "")
+        lines.append(f"‖ḡ‖ each: {_spark(norms)} {shown}")
+    lines.extend(_inside(trace, lay, box))
+    if view != "forward" and box.kind == "group":
+        parts = made_of(trace, lay.hierarchy, box.key)
+        if parts:
+            lines.append("made of " + parts)
     return lines
 
 
-def formula(trace, box, role: str) -> str:
+def _spark(values) -> str:
+    from .blocks import spark
+    return spark(values)
+
+
+def _repeat_of(lay, box):
+    """The :class:`~.blocks.Repeat` a box draws (all of it or a run of it), or None."""
+    h = getattr(lay, "hierarchy", None)
+    if box.kind != "repeat" or h is None:
+        return None
+    if box.key in h.repeats:
+        return h.repeats[box.key]
+    g = h.groups.get(box.key)
+    return h.repeats.get(g.repeat) if g is not None else None
+
+
+def _inside(trace, lay, box) -> list:
+    """What a folded box keeps inside: its weights (count, parameters, ‖ḡ‖ of the largest) and its state."""
+    if box.kind == "node":
+        return []
+    weights = [trace.node(m) for m in box.members if trace.node(m).kind == "variable"]
+    state = [trace.node(m) for m in box.members if trace.node(m).kind == "state"]
+    lines = []
+    if weights:
+        size = sum(w.value.size for w in weights)
+        big = max(weights, key=lambda w: w.value.size)
+        g = f"; ‖ḡ‖ {big.grad.stats['norm']:.3g} of the largest ({_short(big.title)})" if big.grad is not None else ""
+        lines.append(f"{len(weights)} weight{'s' if len(weights) > 1 else ''}, {size:,} parameters{g}")
+    if state:
+        names = ", ".join(dict.fromkeys(_short(n.title).rsplit(".", 1)[-1].rsplit("/", 1)[-1] for n in state))
+        lines.append(f"state (no gradient): {names if len(names) <= 40 else names[:39] + '…'}")
+    return lines
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 32 else "…" + name[-31:]
+
+
+def made_of(trace, h, key) -> str | None:
+    """What a composite box is made of, by its parts' short names (``conv1, bn1, relu, conv2, bn2``), and
+    ``+ skip`` when its input also reaches an addition directly (a residual connection), or None for a leaf layer."""
+    if h is None or key not in h.groups:
+        return None
+    while key in h.transparent:                   # encoder → encoder.layer (a ModuleList) → its layers
+        key = next(g.key for g in h.groups.values() if g.parent == key)
+    kids = [g for g in h.groups.values() if g.parent == key]
+    if not kids:
+        return None
+    seen, names = set(), []
+    for g in sorted(kids, key=lambda g: g.order):
+        if g.repeat is not None:
+            if g.repeat in seen:
+                continue
+            seen.add(g.repeat)
+            names.append(f"{h.repeats[g.repeat].title} × {h.repeats[g.repeat].count}")
+        else:
+            parts = g.title.split(".")          # layer1.0.conv1 -> conv1; encoder.stages.0 -> stages.0
+            names.append(".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1])
+    text = ", ".join(names[:6]) + (" …" if len(names) > 6 else "")
+    return text + (" (+ skip)" if residual(trace, h, key) else "")
+
+
+_ADDS = {"add", "addv2", "iadd", "radd", "add_"}
+
+
+def residual(trace, h, key, _memo=None) -> bool:
+    """Whether group ``key`` adds its input back to what its branch made (``out = branch(x) + x``, or through a
+    downsample): an addition inside it whose two inputs both depend on one tensor entering the box. Additions
+    inside a part that is itself residual are that part's (a stage of residual blocks is not one itself)."""
+    memo = {} if _memo is None else _memo
+    if key in memo:
+        return memo[key]
+    memo[key] = False
+    inside = [nid for nid, path in h.paths.items() if key in path]
+    members = set(inside)
+    for nid in inside:
+        n = trace.node(nid)
+        if n.kind != "op" or n.op.lower().strip("_") not in _ADDS:
+            continue
+        path = h.paths[nid]
+        if any(residual(trace, h, k, memo) for k in path[path.index(key) + 1:]):
+            continue                              # the addition of a residual part inside
+        ins = [e.src for e in trace.edges_into(nid)]
+        if len(ins) >= 2 and _entries(trace, members, ins[0]) & _entries(trace, members, ins[1]):
+            memo[key] = True
+            break
+    return memo[key]
+
+
+def _entries(trace, members, nid, limit=400) -> set:
+    """The tensors from outside ``members`` that ``nid`` depends on through ops inside ``members``."""
+    out, todo, seen = set(), [nid], set()
+    while todo and len(seen) < limit:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        n = trace.node(k)
+        if k not in members or n.kind != "op":
+            if n.kind not in ("variable", "state") and n.grad is not None:     # a tensor the gradient reaches
+                out.add(k)
+            continue
+        todo.extend(e.src for e in trace.edges_into(k))
+    return out
+
+
+def formula(trace, box, role: str, hierarchy=None) -> str:
     """The backward formula of ``box`` for its input ``role`` (``"x"`` or a weight's name), as its class writes it.
 
     A PyTorch module drawn by its Keras twin (``Linear`` → ``Dense``) reads the class's ``"… (torch)"`` entry
     first where torch's layout differs: ``y = x·Wᵀ + b`` with ``W`` of shape (out, in), so ``ḡ_W = ḡ_yᵀ · x``.
     """
-    cls = layer_class(trace, box.title) if box.kind in ("group", "loop") else None
+    cls = layer_class(trace, box.title) if box.kind in ("group", "loop") and box.what != "block" else None
     texts = getattr(cls, "backward_text", None) or {}
     torch = getattr(trace, "kinds", {}).get(box.title) in ALIASES
 
@@ -156,13 +319,33 @@ def formula(trace, box, role: str) -> str:
         return (torch and texts.get(entry + " (torch)")) or texts.get(entry)
 
     if role == "x":
-        return text("x") or GENERIC.format(box=box.title or "the folded middle")
+        if text("x"):
+            return text("x")
+        if box.kind == "repeat":
+            first = box.key
+            if hierarchy is not None and first in hierarchy.repeats:
+                first = hierarchy.repeats[first].groups[0]
+            skip = hierarchy is not None and first in hierarchy.groups and residual(trace, hierarchy, first)
+            if box.count == 1:
+                return RESIDUAL if skip else GENERIC.format(box=box.title)
+            return REPEATED.format(n=box.count, box=box.title) + ("; in each: " + RESIDUAL if skip else "")
+        if box.kind == "group" and hierarchy is not None and residual(trace, hierarchy, box.key):
+            return RESIDUAL
+        return GENERIC.format(box=box.title or "the folded middle")
     for name in weight_roles(role):
         for entry in (name,) + WEIGHT_ALIASES.get(name, ()):
             entries = entry if isinstance(entry, tuple) else (entry,)
             if all(e in texts for e in entries):
                 return "; ".join(text(e) for e in entries)
     return GENERIC_WEIGHT.format(box=box.title or "the folded middle")
+
+
+def states_weight(trace, title: str, weight: str) -> bool:
+    """Whether the layer ``title``'s class writes the gradient of its weight ``weight`` (``mha`` and
+    ``mha/query/kernel``): then the weight is drawn beside the folded layer, its edge stating that formula."""
+    texts = getattr(layer_class(trace, title), "backward_text", None) or {}
+    return any(all(e in texts for e in (entry if isinstance(entry, tuple) else (entry,)))
+               for name in weight_roles(weight) for entry in (name,) + WEIGHT_ALIASES.get(name, ()))
 
 
 def is_loss(name: str) -> bool:
@@ -252,9 +435,12 @@ def edge_lines(trace, lay, s, d, es, norm) -> list:
     out = _output(trace, lay, box)
     y = _name(trace, lay, out) if out is not None else box.title
     loss = _loss_of(trace, lay, box) if first.kind != "variable" else None
+    if loss is not None and first.grad is None and not any(e.contribution is not None for e in es):
+        return ["no gradient: labels"]           # the loss's other input: its gradient goes to the prediction only
+    if all(trace.node(i).grad is None and str(trace.node(i).dtype).startswith(("int", "uint", "bool"))
+           for i in srcs):
+        return [f"no gradient: {trace.node(srcs[0]).dtype} values"]     # token ids, indices, masks
     if loss is not None:
-        if not any(e.differentiable for e in es):
-            return ["no gradient: the labels"]
         text = _loss_edge(trace, lay, box, first, loss)
         if text is not None:
             return [text] + ([norm] if norm else [])
@@ -262,7 +448,7 @@ def edge_lines(trace, lay, s, d, es, norm) -> list:
         text = formula(trace, box, first.name or first.title).replace("ḡ_y", "ḡ_" + y)
     else:
         x = ", ".join(_name(trace, lay, trace.node(i)) for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
-        text = formula(trace, box, "x").replace("ḡ_y", "ḡ_" + y)     # ḡ_y first: an input may be called y
+        text = formula(trace, box, "x", lay.hierarchy).replace("ḡ_y", "ḡ_" + y)   # ḡ_y first: x may be called y
         for head in ("ḡ_xᵢ", "ḡ_x"):            # ḡ_xᵢ: a merge's formula for each of its inputs
             if text.startswith(head):
                 text = "ḡ_" + x + text[len(head):]

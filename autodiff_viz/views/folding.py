@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import figure
+from . import blocks, figure
+from .blocks import Repeat  # noqa: F401 (read as folding.Repeat / dot.Repeat)
 
 NODE_BUDGET = 60
 
@@ -75,6 +76,7 @@ class Group:
     order: int
     base: str = ""
     loop: str | None = None
+    repeat: str | None = None
 
 
 @dataclass
@@ -112,6 +114,8 @@ class Hierarchy:
     paths: dict
     groups: dict
     loops: dict
+    repeats: dict = field(default_factory=dict)
+    transparent: frozenset = frozenset()
 
 
 @dataclass
@@ -151,9 +155,14 @@ def hierarchy(trace) -> Hierarchy:
     ops = [n for n in trace.nodes if n.kind == "op"]
     chains, common = _function_calls(ops)
     segs = {}
+    named = blocks.name_blocks(n.scope.split("/") if n.scope else [] for n in ops)
     for n in ops:
         parts = n.scope.split("/") if n.scope else []
-        seg = [("layer", p) for p in parts]
+        seg = []
+        for j, p in enumerate(parts):
+            block = named.get((tuple(parts[:j]), p)) if named else None
+            seg.extend([("block", block)] if block else [])
+            seg.append(("layer", p))
         if n.function is not None:
             chain = chains[(n.function, n.call)]
             c = common[chain[0]]
@@ -170,7 +179,7 @@ def hierarchy(trace) -> Hierarchy:
         if n.kind == "op":
             continue
         outs = index[2].get(n.id, ())
-        if not outs or not (n.kind == "variable" or not n.title or n.title == n.op):
+        if not outs or not (n.kind in ("variable", "state") or not n.title or n.title == n.op):
             paths[n.id] = ()
             continue
         prefix = None
@@ -185,7 +194,8 @@ def hierarchy(trace) -> Hierarchy:
                 prefix = prefix[:k]
         paths[n.id] = prefix or ()
     loops = _find_loops(trace, groups, paths)
-    out = Hierarchy(paths, groups, loops)
+    repeats = blocks.find_repeats(trace, groups, paths)
+    out = Hierarchy(paths, groups, loops, repeats, blocks.pass_through(groups, paths, trace))
     trace._hierarchy = (len(trace.nodes), out)
     return out
 
@@ -329,8 +339,8 @@ def breadcrumb(trace, key: str) -> list:
     that key and every key below it from ``expanded``.
     """
     h = hierarchy(trace)
-    if key in h.loops:
-        parent = h.loops[key].parent
+    if key in h.loops or key in h.repeats:
+        parent = (h.loops.get(key) or h.repeats.get(key)).parent
         return (breadcrumb(trace, parent) if parent else []) + [key]
     if key not in h.groups:
         raise KeyError(f"no foldable box {key!r} in this trace; the keys are trace.groups() and loop keys.")
@@ -347,20 +357,53 @@ def loops(trace) -> list:
 
 
 def _visible(h: Hierarchy, nid: str, collapse, expanded, rolled) -> str | None:
-    """The key of the group (or loop) that draws node ``nid``, or None when the node is drawn alone."""
+    """The key of the group, loop or repeat run that draws node ``nid``, or None when the node is drawn alone."""
     path = h.paths.get(nid, ())
     if not path or collapse is None:
         return None
     if collapse == "layers" or isinstance(collapse, int):
         key = path[-1] if collapse == "layers" else path[min(collapse, len(path)) - 1]
         return _rolled(h, key, expanded, rolled) or key
+    opened_with_parent = False       # the one sub-group of an open pass-through container opens with it
     for key in path:
         loop = _rolled(h, key, expanded, rolled)
         if loop is not None:
             return loop
-        if key not in expanded:
+        run = _run(h, key, expanded)
+        if run is not None:
+            return run
+        if key not in expanded and not opened_with_parent and h.groups[key].repeat is None:
             return key
+        opened_with_parent = key in h.transparent
     return None
+
+
+def open_instances(h: Hierarchy, rep, expanded) -> list:
+    """Indices of the instances of repeat ``rep`` drawn open: those whose key (or a key below it) is in
+    ``expanded``; the first when only the repeat's own key is; none when the repeat is folded."""
+    inside = [i for i, k in enumerate(rep.groups)
+              if k in expanded or any(e.startswith(k + "/") for e in expanded)]
+    return inside or ([0] if rep.key in expanded else [])
+
+
+def _run(h: Hierarchy, key: str, expanded) -> str | None:
+    """For an instance ``key`` of a repeat: the key of the run box that draws it (``None``: it is drawn open).
+
+    The whole repeat folded is its own key; opened, each open instance is drawn open and the instances between
+    them fold into runs ``<repeat key>@<first index>`` ("× k" boxes).
+    """
+    rkey = h.groups[key].repeat
+    if rkey is None:
+        return None
+    rep = h.repeats[rkey]
+    opened = open_instances(h, rep, expanded)
+    if not opened:
+        return rkey
+    i = rep.groups.index(key)
+    if i in opened:
+        return None
+    start = max((o + 1 for o in opened if o < i), default=0)
+    return f"{rkey}@{start}"
 
 
 def _rolled(h: Hierarchy, key: str, expanded, rolled) -> str | None:
@@ -372,24 +415,51 @@ def _rolled(h: Hierarchy, key: str, expanded, rolled) -> str | None:
     return None
 
 
-def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position):
-    boxes, owner = {}, {}
+def _box_for(h: Hierarchy, key: str, order: int, expanded) -> Box:
+    """A new box for visible key ``key``: a loop, a repeat (whole or a run of it) or a group."""
+    if key in h.loops:
+        loop = h.loops[key]
+        return Box(loop.id, "loop", [], loop.title, order, key, "loop", loop.count)
+    if key in h.repeats or "@" in key and key.split("@")[0] in h.repeats:
+        rkey, _, start = key.partition("@")
+        rep = h.repeats[rkey]
+        if not start:
+            return Box(rep.id, "repeat", [], rep.title, order, rkey, "repeat", rep.count)
+        start = int(start)
+        stop = start
+        while stop + 1 < rep.count and _run(h, rep.groups[stop + 1], expanded) == key:
+            stop += 1
+        return Box(f"{rep.id}_{start}", "repeat", [], rep.title, order, rep.groups[start], "repeat",
+                   stop - start + 1)
+    g = h.groups[key]
+    return Box(g.id, "group", [], g.title, order, key, g.what)
+
+
+def _weight_beside(trace, h: Hierarchy, nid: str, key: str | None) -> bool:
+    """A weight is drawn as its own node beside its layer when its layer is the box drawn (or is open), or when
+    the drawn box is a layer whose formula states that weight's gradient (Keras' ``MultiHeadAttention`` and
+    its ``query/kernel``); inside any other folded box (a block, "× N") it is counted in the box."""
+    path = h.paths.get(nid, ())
+    if key is None or (bool(path) and key == path[-1]):
+        return True
+    n = trace.node(nid)
+    return key in h.groups and h.groups[key].what != "block" and \
+        figure.states_weight(trace, h.groups[key].title, n.name or n.title)
+
+
+def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position, weights_beside=True):
+    boxes, owner, by_key = {}, {}, {}
     for n in trace.nodes:
-        key = None if figure.drawn_alone(n) else _visible(h, n.id, collapse, expanded, rolled)
-        if key is None:
+        key = _visible(h, n.id, collapse, expanded, rolled)
+        if key is None or (weights_beside and figure.drawn_alone(n)
+                           and (collapse != "auto" or _weight_beside(trace, h, n.id, key))):
             boxes[n.id] = Box(n.id, "node", [n.id], n.title, position[n.id])
             owner[n.id] = n.id
             continue
-        if key in h.loops:
-            loop = h.loops[key]
-            box = boxes.get(loop.id)
-            if box is None:
-                box = boxes[loop.id] = Box(loop.id, "loop", [], loop.title, position[n.id], key, "loop", loop.count)
-        else:
-            g = h.groups[key]
-            box = boxes.get(g.id)
-            if box is None:
-                box = boxes[g.id] = Box(g.id, "group", [], g.title, position[n.id], key, g.what)
+        box = by_key.get(key)
+        if box is None:
+            box = by_key[key] = _box_for(h, key, position[n.id], expanded)
+            boxes[box.id] = box
         box.members.append(n.id)
         owner[n.id] = box.id
     return boxes, owner
@@ -440,7 +510,8 @@ def marked_keys(trace) -> frozenset:
 
 
 def default_expanded(trace) -> frozenset:
-    """What ``collapse="auto"`` opens by default: the models (their layers are the boxes) and every mark."""
+    """What ``collapse="auto"`` opens by default: the models and their backbones (their layers are the boxes,
+    :func:`figure.model_keys`) and every mark."""
     return marked_keys(trace) | figure.model_keys(trace, hierarchy(trace))
 
 
@@ -454,11 +525,14 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
             an int depth (groups at that nesting depth); in every mode but
             ``None`` a group that is one step of a loop is drawn as the loop,
             as ``rolled`` says.
-        budget: the most boxes; above it the drawing folds deeper — every
-            node → layers → the outer blocks → the model — and, if that is
-            still too many, folds the middle of the tape into one box, each
-            time saying so in :attr:`Layout.notes` (drawn under the picture).
-            ``None``: no limit.
+        budget: the most boxes (a weight drawn beside its layer counts; a
+            weight inside a folded box does not). Above it, ``"auto"`` first
+            keeps weights inside their layers' boxes, then folds the open
+            boxes farthest from the ones you opened (never those: the box you
+            open opens), and only then folds a run of boxes off that path
+            into one; the other modes fold deeper — every node → layers → the
+            outer blocks → the model. Each step is said in
+            :attr:`Layout.notes` (drawn under the picture). ``None``: no limit.
         expanded: keys of the groups and loops drawn open (see
             :attr:`Box.key`, :func:`hierarchy`); only for ``"auto"``.
             ``None`` (default): the models and the groups that hold a mark
@@ -471,22 +545,22 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
         raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
     _check_budget(budget)
     h = hierarchy(trace)
-    expanded = default_expanded(trace) if expanded is None and collapse == "auto" else _expanded_keys(expanded)
+    asked = None if expanded is None else _with_ancestors(h, _expanded_keys(expanded))
+    expanded = default_expanded(trace) if asked is None and collapse == "auto" else (asked or frozenset())
     position = {n.id: k for k, n in enumerate(trace.nodes)}
     notes = []
     boxes, owner = _assign(trace, h, collapse, expanded, rolled, position)
-    if budget is not None and len(boxes) > budget and h.groups:
+    over = budget is not None and len(boxes) > budget
+    if over and collapse == "auto":
+        boxes, owner, notes = _fit_auto(trace, h, expanded, asked, rolled, position, budget)
+    elif over and h.groups:
         tries = []
         if collapse is None:
             tries.append(("layers", "each layer is folded into one box (collapse='layers')"))
         depth = max((len(p) for p in h.paths.values()), default=0)
-        for d in range(depth - 1 if collapse in (None, "layers") else (collapse - 1 if isinstance(collapse, int)
-                                                                       else 0), 0, -1):
+        for d in range(depth - 1 if collapse in (None, "layers") else collapse - 1, 0, -1):
             tries.append((d, f"layers are folded into the blocks {d} level{'s' if d > 1 else ''} deep"))
-        if collapse in (None, "layers") or isinstance(collapse, int):
-            tries.append(("auto", "the model is folded to its outermost blocks"))
-        elif expanded:
-            tries.append(("auto", "the boxes you opened are folded again"))
+        tries.append(("auto", "the model is folded to its outermost blocks"))
         for mode, text in tries:
             b2, o2 = _assign(trace, h, mode, frozenset() if mode == "auto" else expanded, rolled, position)
             if len(b2) < len(boxes):
@@ -495,26 +569,119 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
             if len(boxes) <= budget:
                 break
     if budget is not None and len(boxes) > budget:
-        boxes, owner = _fold_middle(boxes, owner, budget)
-        fold = boxes["fold"]
-        notes.append(f"{len(fold.members)} nodes in the middle of the tape are folded into one box to stay "
-                     f"within {budget} boxes; draw everything with to_dot(..., budget=None).")
+        boxes, owner, folded = _fold_middle(boxes, owner, budget, _kept_boxes(trace, h, boxes, asked))
+        if folded:
+            notes.append(f"{folded} nodes in the middle of the tape are folded into one box to stay "
+                         f"within {budget} boxes; draw everything with to_dot(..., budget=None).")
     return Layout(boxes, owner, notes, h)
 
 
-def _fold_middle(boxes, owner, budget):
+def _fit_auto(trace, h, expanded, asked, rolled, position, budget):
+    """Fit ``collapse="auto"`` into ``budget`` boxes without folding what the learner opened.
+
+    First the weights go inside their layers' boxes (a box then counts them); then the open boxes farthest from
+    the opened path fold, farthest first (the path: the keys in ``asked`` and every box around them, or, by
+    default, the marks and the outermost model).
+    """
+    boxes, owner = _assign(trace, h, "auto", expanded, rolled, position, weights_beside=False)
+    notes = [f"{len(trace.nodes)} nodes are more than the budget of {budget} boxes: each layer's weights are "
+             "kept inside its box (their count and ‖ḡ‖ are in it); open a layer to draw them."]
+    if len(boxes) <= budget:
+        return boxes, owner, notes
+    path = set()
+    for key in (asked if asked is not None else marked_keys(trace) | figure.model_keys(trace, h, backbones=False)):
+        path.update(_ancestors(h, key))
+    chains = [_ancestors(h, k) for k in path] or [[]]
+
+    def distance(key):
+        mine = _ancestors(h, key)
+        best = None
+        for other in chains:
+            common = 0
+            while common < min(len(mine), len(other)) and mine[common] == other[common]:
+                common += 1
+            d = len(mine) + len(other) - 2 * common
+            best = d if best is None else min(best, d)
+        return best or 0
+
+    foldable = sorted((k for k in expanded if k not in path), key=lambda k: (-distance(k), k))
+    folded = []
+    for key in foldable:
+        expanded = frozenset(k for k in expanded if k != key and not k.startswith(key + "/"))
+        folded.append(key)
+        boxes, owner = _assign(trace, h, "auto", expanded, rolled, position, weights_beside=False)
+        if len(boxes) <= budget:
+            break
+    if folded:
+        names = ", ".join(h.groups[k].title if k in h.groups else k for k in folded[:3])
+        notes.append(f"to stay within {budget} boxes, the boxes farthest from the ones opened are folded again "
+                     f"({names}{' …' if len(folded) > 3 else ''}).")
+    return boxes, owner, notes
+
+
+def _with_ancestors(h: Hierarchy, keys) -> frozenset:
+    """``keys`` and every group around them: a box opened deep inside opens the boxes it is drawn in."""
+    out = set(keys)
+    for k in keys:
+        out.update(_ancestors(h, k)[:-1] if k in h.groups or k in h.loops or k in h.repeats else ())
+    return frozenset(out)
+
+
+def _ancestors(h: Hierarchy, key: str) -> list:
+    """``key``'s chain of group keys from the outermost down (a repeat's key: its first instance's chain)."""
+    if key in h.repeats:
+        key = h.repeats[key].groups[0]
+    if key in h.loops:
+        return _ancestors(h, h.loops[key].parent) + [key] if h.loops[key].parent else [key]
+    out = []
+    while key is not None and key in h.groups:
+        out.append(key)
+        key = h.groups[key].parent
+    return out[::-1]
+
+
+def _kept_boxes(trace, h, boxes, asked) -> set:
+    """Boxes the last-resort fold leaves alone: the target's and the content of every box the learner opened."""
+    opened = set(asked or ())
+    kept = set()
+    for b in boxes.values():
+        if trace.target in b.members:
+            kept.add(b.id)
+        parent = h.groups[b.key].parent if b.key in h.groups else None
+        if b.kind == "node":
+            path = h.paths.get(b.id, ())
+            parent = path[-1] if path else None
+        if parent is not None and parent in opened:
+            kept.add(b.id)
+    return kept
+
+
+def _fold_middle(boxes, owner, budget, kept=()):
+    """Fold the longest run of consecutive boxes (in tape order) that holds none of ``kept`` into one box ``fold``,
+    long enough to reach ``budget`` if it can. Returns the boxes, owners and how many nodes were folded."""
     ordered = sorted(boxes.values(), key=lambda b: b.order)
-    head = max(1, (budget - 1) // 2)
-    tail = max(1, budget - 1 - head)
-    if len(ordered) - tail <= head:
-        tail = 0
-    middle = ordered[head:len(ordered) - tail]
+    need = len(ordered) - budget + 1
+    best, start = (0, 0), None
+    for i, b in enumerate(ordered + [None]):
+        if b is not None and b.id not in kept:
+            start = i if start is None else start
+            continue
+        if start is not None and i - start > best[1] - best[0]:
+            best = (start, i)
+        start = None
+    lo, hi = best
+    width = min(hi - lo, max(need, 2))
+    if width < 2:
+        return boxes, owner, 0
+    lo = max(lo, min((lo + hi - width) // 2, hi - width))        # the middle of the free run
+    hi = lo + width
+    middle = ordered[lo:hi]
     fold = Box("fold", "fold", [], "", middle[0].order)
     for b in middle:
         fold.members.extend(b.members)
     for m in fold.members:
         owner[m] = "fold"
-    kept = {b.id: b for b in ordered[:head]}
-    kept["fold"] = fold
-    kept.update({b.id: b for b in ordered[len(ordered) - tail:]})
-    return kept, owner
+    out = {b.id: b for b in ordered[:lo]}
+    out["fold"] = fold
+    out.update({b.id: b for b in ordered[hi:]})
+    return out, owner, len(fold.members)

@@ -134,6 +134,24 @@ def factor_rule(name: str, i: int):
     return None if spec.factor is None else (rule, spec)
 
 
+# ops that only move entries (views, reshapes, slices): a bridge names their output by what they act on
+_VIEWS = {"view": ".view", "reshape": ".reshape", "flatten": ".flatten", "permute": ".permute",
+          "transpose": ".transpose", "t": ".T", "contiguous": ".contiguous", "squeeze": ".squeeze",
+          "unsqueeze": ".unsqueeze", "expand": ".expand", "__getitem__": "[…]", "Reshape": ".reshape",
+          "Transpose": ".transpose", "Squeeze": ".squeeze", "ExpandDims": ".expand_dims",
+          "StridedSlice": "[…]", "Slice": "[…]"}
+
+
+def view_title(op_name: str, base: str | None) -> str | None:
+    """The name of a view, reshape or slice the learner did not name, by what it acts on: ``logits.view``,
+    ``logits[…]`` (never ``__getitem__``, never the library's ``view`` standing for the user's ``logits``).
+    None for any other op, or when the tensor it acts on has no name either."""
+    suffix = _VIEWS.get(op_name)
+    if suffix is None or not base:
+        return None
+    return base + suffix
+
+
 def bridge_edge(eid: str, src: str, dst: str, i: int, mapped, reason, op_label: str, in_shape, out_shape) -> TraceEdge:
     """The edge into input ``i`` of a bridge's recorded op: the rule table's factor and whole formula when
     ``mapped`` (from :func:`factor_rule`), else "factor not shown for ``op_label``"; ``reason`` (why no

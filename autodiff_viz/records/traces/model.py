@@ -53,6 +53,8 @@ from ...core.tensor import Tensor
 SCHEMA = "autodiff_viz.trace"
 SCHEMA_VERSION = 1
 VALUE_LIMIT = 256      # arrays with more entries keep summary statistics only
+JSON_LIMIT = 64        # to_json(): arrays (values, gradients, Jacobians) above this many entries are summarised
+PREVIEW = 8            # ... keeping their first entries as a preview
 JACOBIAN_LIMIT = 64    # local Jacobians are kept when both sides have at most this many entries
 
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -74,6 +76,7 @@ class Summary:
     dtype: str
     data: np.ndarray | None
     stats: dict
+    preview: np.ndarray | None = None      # the first PREVIEW entries of an array kept as statistics only
 
     @classmethod
     def of(cls, array, limit: int = VALUE_LIMIT) -> "Summary":
@@ -96,7 +99,8 @@ class Summary:
                 stats = {"min": float(real.min()), "mean": float(real.mean()),
                          "max": float(real.max()), "norm": float(np.sqrt(np.dot(real.ravel(), real.ravel())))}
         data = a.copy() if size <= limit and kind in "fiub" else None
-        return cls(a.shape, _dtype_name(a.dtype), data, stats)
+        preview = a.ravel()[:PREVIEW].copy() if data is None and kind in "fiub" else None
+        return cls(a.shape, _dtype_name(a.dtype), data, stats, preview)
 
     @classmethod
     def unreadable(cls, shape, dtype: str) -> "Summary":
@@ -132,10 +136,19 @@ class Summary:
             return ["[" + ", ".join(_num(v) for v in row) + "]" for row in d.tolist()]
         return [self.brief()]
 
-    def to_dict(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype,
-                "data": None if self.data is None else _encode_array(self.data),
-                "stats": {k: _encode_number(v) for k, v in self.stats.items()}}
+    def to_dict(self, full: bool = True) -> dict:
+        """JSON fields. ``full=False``: an array above :data:`JSON_LIMIT` entries keeps its statistics and a
+        :data:`PREVIEW` of its first entries (``"preview"``), not every value."""
+        short = not full and self.dtype in _SHORT_DTYPES      # float32 numbers need 9 digits, not 17
+        out = {"shape": list(self.shape), "dtype": self.dtype,
+               "data": None if self.data is None else _encode_array(self.data, short),
+               "stats": {k: _encode_number(float(f"{v:.9g}") if short else v) for k, v in self.stats.items()}}
+        if not full and self.data is not None and self.data.size > JSON_LIMIT:
+            out["data"] = None
+            out["preview"] = _encode_array(self.data.ravel()[:PREVIEW], short)
+        elif self.data is None and self.preview is not None:
+            out["preview"] = _encode_array(self.preview, short)
+        return out
 
 
 _SMALL = 32          # arrays up to this size get their statistics in plain Python (faster than numpy calls)
@@ -189,10 +202,19 @@ def _encode_numbers(obj):
     return _encode_number(obj)
 
 
-def _encode_array(a: np.ndarray):
-    """Nested lists for JSON; the non-finite walk only when the array has NaN or ±Inf."""
+_SHORT_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _encode_array(a: np.ndarray, short: bool = False):
+    """Nested lists for JSON; the non-finite walk only when the array has NaN or ±Inf.
+
+    ``short``: a float32 (or narrower) array written with the fewest digits that read back to the same float32
+    (``0.001``, not ``0.0010000000474974513``).
+    """
     if a.dtype.kind == "b":
         return a.astype(np.int64).tolist()
+    if short and a.dtype.kind == "f" and a.dtype.itemsize <= 4:
+        a = np.array([float(str(v)) for v in a.astype(np.float32).ravel()], dtype=np.float64).reshape(a.shape)
     if a.dtype.kind in "fc" and not np.isfinite(a).all():
         return _encode_numbers(a.tolist())
     return a.tolist()
@@ -225,7 +247,7 @@ class Location:
         return cls(filename, int(lineno), linecache.getline(filename, lineno).strip())
 
 
-LEAF_KINDS = ("variable", "watched", "constant", "outside")
+LEAF_KINDS = ("variable", "watched", "constant", "outside", "state")
 
 
 @dataclass(eq=False)
@@ -234,8 +256,10 @@ class TraceNode:
 
     ``kind`` is ``"op"`` for a recorded op, else the kind of leaf:
     ``"variable"`` (a trainable variable), ``"watched"`` (``tape.watch``),
-    ``"constant"`` (never watched) or ``"outside"`` (computed while this tape
-    did not record). ``grad`` is the gradient of the target with respect to
+    ``"constant"`` (never watched), ``"outside"`` (computed while this tape
+    did not record) or ``"state"`` (a layer's state that no gradient reaches:
+    BatchNorm's running statistics, a dropout's seed, a step counter — named
+    by its path, ``layer1.0.bn1.running_mean``). ``grad`` is the gradient of the target with respect to
     this node (``None`` off the path). ``on_path`` is False for what lies on no
     path between the target and the sources (views grey it out).
 
@@ -358,6 +382,7 @@ class Trace:
         self._by_tensor = {n.tensor_id: n.id for n in self.nodes}
         self._index = None
         self._mark_index = None
+        self.key_of = None     # a bridge's trace: its framework tensor or variable -> tensor_id (not in the JSON)
 
     # ----- lookup ------------------------------------------------------------
     def node(self, node_id: str) -> TraceNode:
@@ -377,8 +402,21 @@ class Trace:
                            "from trace.edges (or from the drawn picture).") from None
 
     def node_id_of(self, tensor) -> str | None:
-        """The trace node id of a tensor (or of a tensor id), or None if the tape never saw it."""
-        tid = tensor._id if isinstance(tensor, Tensor) else int(tensor)
+        """The trace node id of a tensor (or of a tensor id), or None if the tape never saw it.
+
+        On a bridge's trace, the framework's own tensors and variables too (a ``torch.Tensor``, a
+        ``torch.nn.Parameter``, a ``tf.Variable`` or Keras variable): the bridge sets :attr:`key_of`.
+        """
+        if isinstance(tensor, Tensor):
+            tid = tensor._id
+        elif isinstance(tensor, (int, np.integer)) and not isinstance(tensor, bool):
+            tid = int(tensor)
+        elif self.key_of is not None:
+            tid = self.key_of(tensor)
+        else:
+            raise TypeError(f"node_id_of takes a tensor of this trace or its tensor id, got {type(tensor).__name__}. "
+                            "A trace read back from JSON knows tensor ids only: pass node.tensor_id, or build the "
+                            "trace again with rec.trace(...) to look up framework tensors.")
         return self._by_tensor.get(tid)
 
     def _edge_index(self):
@@ -492,6 +530,7 @@ class Trace:
         out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes,
                     self.kinds)
         out._index = self._index
+        out.key_of = self.key_of
         return out
 
     def _resolve(self, ref, what: str = "with_marks") -> str:
@@ -541,21 +580,30 @@ class Trace:
                 f"target={self.target}>")
 
     # ----- JSON ----------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self, full: bool = True) -> dict:
         return {
             "schema": SCHEMA, "version": SCHEMA_VERSION,
             "target": self.target, "sources": list(self.sources), "steps": list(self.steps),
             "notes": list(self.notes),
             "marks": [{"ref": m.ref, "reason": m.reason} for m in self.marks],
-            "nodes": [_node_dict(n) for n in self.nodes],
-            "edges": [_edge_dict(e) for e in self.edges],
+            "nodes": [_node_dict(n, full) for n in self.nodes],
+            "edges": [_edge_dict(e, full, self._by_id[e.dst].grad) for e in self.edges],
             "kinds": dict(self.kinds),
         }
 
-    def to_json(self, indent=None) -> str:
-        """The trace as JSON text (numbers as numbers; NaN and ±Inf as ``"nan"``, ``"inf"``, ``"-inf"``)."""
+    def to_json(self, indent=None, values: str = "summary") -> str:
+        """The trace as JSON text (numbers as numbers; NaN and ±Inf as ``"nan"``, ``"inf"``, ``"-inf"``).
+
+        ``values="summary"`` (default): an array above :data:`JSON_LIMIT` entries is written as its shape,
+        dtype, statistics (min, mean, max, norm) and a preview of its first :data:`PREVIEW` entries, and a local
+        Jacobian above that size is left out, so a ResNet's trace stays small; ``values="full"``: every value
+        the trace holds (as :meth:`to_dict`).
+        """
+        if values not in ("summary", "full"):
+            raise ValueError(f"to_json: values must be 'summary' or 'full', got {values!r}.")
         with _no_gc():
-            return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=indent)
+            return json.dumps(self.to_dict(full=values == "full"), ensure_ascii=False, allow_nan=False,
+                              indent=indent)
 
     @classmethod
     def from_json(cls, text) -> "Trace":
@@ -598,14 +646,14 @@ def _no_gc():
             gc.enable()
 
 
-def _summary_dict(s):
-    return None if s is None else s.to_dict()
+def _summary_dict(s, full=True):
+    return None if s is None else s.to_dict(full)
 
 
-def _node_dict(n: TraceNode) -> dict:
+def _node_dict(n: TraceNode, full=True) -> dict:
     return {
         "id": n.id, "kind": n.kind, "op": n.op, "name": n.name, "tensor_id": n.tensor_id,
-        "index": n.index, "scope": n.scope, "value": n.value.to_dict(), "grad": _summary_dict(n.grad),
+        "index": n.index, "scope": n.scope, "value": n.value.to_dict(full), "grad": _summary_dict(n.grad, full),
         "location": None if n.location is None else
         {"file": n.location.file, "line": n.location.line, "code": n.location.code},
         "params": dict(n.params), "on_path": n.on_path,
@@ -613,12 +661,19 @@ def _node_dict(n: TraceNode) -> dict:
     }
 
 
-def _edge_dict(e: TraceEdge) -> dict:
+_DST_GRAD = "dst.grad"     # a summarised edge's upstream ḡ_y when it is its op's gradient (written once, there)
+
+
+def _edge_dict(e: TraceEdge, full=True, dst_grad=None) -> dict:
+    jacobian = e.jacobian if e.jacobian is not None and (full or e.jacobian.size <= JSON_LIMIT) else None
+    same = not full and e.upstream is not None and dst_grad is not None and e.upstream.shape == dst_grad.shape \
+        and e.upstream.stats == dst_grad.stats
     return {
         "id": e.id, "src": e.src, "dst": e.dst, "input_index": e.input_index, "input_name": e.input_name,
         "factor": e.factor, "differentiable": e.differentiable, "no_grad_reason": e.no_grad_reason,
-        "upstream": _summary_dict(e.upstream), "contribution": _summary_dict(e.contribution),
-        "jacobian": None if e.jacobian is None else _encode_array(e.jacobian),
+        "upstream": _DST_GRAD if same else _summary_dict(e.upstream, full),
+        "contribution": _summary_dict(e.contribution, full),
+        "jacobian": None if jacobian is None else _encode_array(jacobian),
         "on_path": e.on_path, "formula": e.formula,
     }
 
@@ -755,7 +810,10 @@ def _decode_summary(r: _Reader | None):
         data = _decode_array(data, r.path("data"), shape, dtype)
     st = r.sub("stats")
     stats = {k: float(_decode_number(st.get(k, (int, float, str)), st.path(k))) for k in ("min", "mean", "max", "norm")}
-    return Summary(shape, str(dtype), data, stats)
+    preview = r.get("preview", list, optional=True) if data is None else None
+    if preview is not None:
+        preview = _decode_array(preview, r.path("preview"), (len(preview),), dtype)
+    return Summary(shape, str(dtype), data, stats, preview)
 
 
 def _decode_node(where, obj) -> TraceNode:
@@ -792,7 +850,8 @@ def _decode_edge(where, obj, nodes: dict) -> TraceEdge:
         id=r.get("id", str), src=r.obj["src"], dst=r.obj["dst"], input_index=r.get("input_index", int),
         input_name=r.get("input_name", str), factor=r.get("factor", str, optional=True),
         differentiable=r.get("differentiable", bool), no_grad_reason=r.get("no_grad_reason", str, optional=True),
-        upstream=_decode_summary(r.sub("upstream", optional=True)),
+        upstream=nodes[r.obj["dst"]].grad if r.obj.get("upstream") == _DST_GRAD else
+        _decode_summary(r.sub("upstream", optional=True)),
         contribution=_decode_summary(r.sub("contribution", optional=True)), jacobian=jac,
         on_path=r.get("on_path", bool), formula=r.get("formula", str, optional=True))
 

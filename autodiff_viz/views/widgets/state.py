@@ -33,6 +33,7 @@ from ...diagnosis import walk as diagnosis
 from ...records.traces.build import build_trace
 from ...records.traces.model import Trace
 from .. import dot, heatmap, minidot, render
+from ..folding import open_instances
 from . import panels, svgtools
 
 VIEWS = ("forward", "backward", "both", "tape")
@@ -171,6 +172,24 @@ class ExplorerState:
         key = str(key)
         self.expanded = frozenset(k for k in self.expanded if k != key and not k.startswith(key.rstrip("*") + "/"))
 
+    def step_repeat(self, key: str, delta: int = 1) -> str | None:
+        """Open the next (``delta=1``) or previous instance of the "× N" box that ``key`` (the repeat's key or
+        one instance's) belongs to, folding the instance open now: stepping backward through BERT's layers one
+        at a time. Returns the instance key opened, or None when ``key`` is no repeat's."""
+        h = getattr(self.layout(), "hierarchy", None)
+        if h is None:
+            return None
+        rep = h.repeats.get(key) or (h.repeats.get(h.groups[key].repeat) if key in h.groups else None)
+        if rep is None:
+            return None
+        opened = open_instances(h, rep, self.expanded)
+        now = opened[-1] if opened else -1
+        target = rep.groups[(now + delta) % rep.count]
+        for k in rep.groups:
+            self.fold(k)
+        self.expanded = (self.expanded - {rep.key}) | {target}
+        return target
+
     def collapse_all(self) -> None:
         self.expanded = frozenset()
 
@@ -181,6 +200,8 @@ class ExplorerState:
         for k in sorted(self.expanded, key=lambda k: (k.count("/"), k)):
             if h is not None and k in h.loops:
                 out.append((k, f"{h.loops[k].title} (unrolled, {h.loops[k].count} steps)"))
+            elif h is not None and k in h.repeats:
+                out.append((k, f"{h.repeats[k].title} × {h.repeats[k].count}"))
             elif h is not None and k in h.groups:
                 out.append((k, h.groups[k].title))
             else:

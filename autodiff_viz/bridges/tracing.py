@@ -1,0 +1,99 @@
+"""The trace builder both bridges share: from recorded nodes and the framework's gradients to a :class:`Trace`.
+
+``adv.torch`` and ``adv.tf`` record different machinery, but once a bridge has made the trace's nodes (its
+leaves and one node per recorded op) and asked its framework for the gradient of the target with respect to
+each, the rest is the same: mark the nodes on the path and the backward order, then give every edge
+``x → y = op(x, …)`` its chain-rule step — why no gradient flows along it (a cut, labels, state), the rule
+table's factor and formula (or the bridge's own, for a loss), ``ḡ_y``, the framework's own vector–Jacobian
+product ``ḡ_x`` and, when both sides are small, the local Jacobian ``∂y/∂x``.
+
+A bridge passes an :class:`Adapter` that answers those questions for its framework (as
+:func:`~autodiff_viz.bridges.recordings.hand_items` takes ``is_tensor`` and ``key_of``). This module imports
+no framework.
+"""
+from __future__ import annotations
+
+from ..records.traces.build import bridge_edge
+from ..records.traces.model import Trace, TraceEdge
+
+JACOBIAN_LIMIT = 64     # a local Jacobian is kept when both sides have at most this many entries
+EDGE_LIMIT = 2000       # above this many edges, contributions and Jacobians are not computed (only ḡ of nodes)
+
+
+class Adapter:
+    """What a framework tells :func:`finish` (each method gets the recorded op and input index ``i``)."""
+
+    def summary(self, value, limit):
+        """A :class:`~autodiff_viz.records.traces.model.Summary` of a framework tensor."""
+        raise NotImplementedError
+
+    def size(self, t) -> int:
+        """How many entries tensor ``t`` has."""
+        raise NotImplementedError
+
+    def reason(self, op, i, t, src, out) -> str | None:
+        """Why no gradient flows from ``out`` back to input ``i`` (a cut, the labels, state), or None."""
+        raise NotImplementedError
+
+    def rule(self, op, i):
+        """``(rule, input spec)`` of the rule table for input ``i``, or None when no rule maps."""
+        raise NotImplementedError
+
+    def label(self, op) -> str:
+        """The op as a note names it (``torch.conv2d``, ``tf Conv2D``)."""
+        raise NotImplementedError
+
+    def said(self, k, op, i, src, out) -> str | None:
+        """A whole formula the bridge states itself for edge ``k`` (a loss's edge to its prediction), or None."""
+        return None
+
+    def vjp(self, op, out, g_out) -> dict:
+        """``{input index: ḡ_out · ∂out/∂input}``: the framework's own vector–Jacobian product of ``op``."""
+        raise NotImplementedError
+
+    def jacobian(self, op, i, t, out):
+        """The local Jacobian ``∂out/∂input i`` as a matrix (rows: entries of ``out``), or None."""
+        raise NotImplementedError
+
+
+def finish(adapter: Adapter, nodes, raw_edges, grads, target, source_ids, notes, limit, kinds, key_of) -> Trace:
+    """The :class:`Trace` of built ``nodes`` and ``raw_edges``, with the framework's gradients.
+
+    ``raw_edges``: ``(op, i, t, src node, dst node, out)`` for input ``i`` (tensor ``t``) of each recorded op
+    (``out``: its output); ``grads``: ``{node id: ḡ}`` (the framework's tensors) for the nodes on a path;
+    ``target``: the target's node or None; ``key_of``: a framework tensor → its tensor id (for
+    :meth:`Trace.node_id_of`).
+    """
+    for n in nodes:
+        g = grads.get(n.id)
+        if g is not None:
+            n.grad = adapter.summary(g, limit)
+            n.on_path = True
+    steps = [n.id for n in reversed(nodes) if n.kind == "op" and n.on_path]
+    edges, vjps = [], {}
+    small = len(raw_edges) <= EDGE_LIMIT
+    for k, (op, i, t, src, dst, out) in enumerate(raw_edges):
+        reason = adapter.reason(op, i, t, src, out)
+        mapped = adapter.rule(op, i)
+        said = None if reason or mapped else adapter.said(k, op, i, src, out)
+        if said is not None:
+            e = TraceEdge(f"e{k}", src.id, dst.id, i, "input", said, True, None, formula=said)
+        else:
+            e = bridge_edge(f"e{k}", src.id, dst.id, i, mapped, reason, adapter.label(op), t.shape, out.shape)
+        g_out = grads.get(dst.id)
+        if reason is None and g_out is not None and src.on_path:
+            e.upstream = adapter.summary(g_out, limit)
+            e.on_path = True
+            if small:
+                if op.index not in vjps:
+                    vjps[op.index] = adapter.vjp(op, out, g_out)
+                c = vjps[op.index].get(i)
+                if c is not None:
+                    e.contribution = adapter.summary(c, limit)
+                    if adapter.size(t) <= JACOBIAN_LIMIT and adapter.size(out) <= JACOBIAN_LIMIT:
+                        e.jacobian = adapter.jacobian(op, i, t, out)
+        edges.append(e)
+    trace = Trace(nodes, edges, target=None if target is None else target.id, sources=source_ids, steps=steps,
+                  notes=notes, kinds=kinds)
+    trace.key_of = key_of
+    return trace
