@@ -12,6 +12,7 @@ import numpy as np
 from . import ops as _ops
 from . import rules as R
 from .engine import apply, call
+from .linalg import l2_normalize  # noqa: F401  (tf.nn.l2_normalize)
 from .ops import _axes, _tensor, cast, logsumexp  # noqa: F401  (logsumexp is part of adv.nn)
 from .rules import nn as RN
 from .tensor import Tensor
@@ -387,14 +388,6 @@ def crelu(features, axis=-1, name=None):
 def l2_loss(t, name=None):
     """``tf.nn.l2_loss``: ``Σ t² / 2``."""
     return _ops.sum(_ops.square(t)) / 2
-
-
-def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
-    """``tf.math.l2_normalize``: ``x / √max(Σ x², ε)`` over ``axis`` (all axes when None)."""
-    x = _tensor(x)
-    ax = dim if axis is None else axis
-    squares = _ops.sum(_ops.square(x), axis=ax if ax is None or isinstance(ax, int) else tuple(ax), keepdims=True)
-    return x / _ops.sqrt(_ops.maximum(squares, epsilon))
 
 
 def moments(x, axes, shift=None, keepdims=False, name=None):
