@@ -545,3 +545,13 @@ _TF_MATH.update({
 globals().update(_TF_MATH)
 
 __all__ = sorted(_TF_MATH)
+
+
+def __getattr__(name):
+    """A TensorFlow name of ``tf.math`` that is out of scope here raises the reason and the fix (the table in
+    ``base/tf_surface.py``); any other missing name raises Python's usual AttributeError."""
+    from .base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"tf.math.{name}", "autodiff_viz.math")
+    if message is None:
+        raise AttributeError(f"module 'autodiff_viz.math' has no attribute {name!r}", name=name)
+    raise AttributeError(message)

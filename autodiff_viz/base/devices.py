@@ -103,6 +103,11 @@ class _Threading:
 class DeviceSettings:
     """``tf.config``'s functions for a machine with one CPU and no accelerator."""
 
+    def __getattr__(self, name):
+        from .tf_surface import out_of_scope_message
+        message = out_of_scope_message(f"tf.config.{name}", "autodiff_viz.config")
+        raise AttributeError(message or f"{type(self).__name__!r} object has no attribute {name!r}")
+
     PhysicalDevice, LogicalDevice, LogicalDeviceConfiguration = PhysicalDevice, LogicalDevice, \
         LogicalDeviceConfiguration
 

@@ -724,3 +724,13 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     norm_ = global_norm(t_list) if use_norm is None else ops._tensor(use_norm)
     scale = clip_norm / ops.maximum(norm_, clip_norm)
     return [None if t is None else t * scale for t in t_list], norm_
+
+
+def __getattr__(name):
+    """A TensorFlow name of ``tf.linalg`` that is out of scope here raises the reason and the fix (the table in
+    ``base/tf_surface.py``); any other missing name raises Python's usual AttributeError."""
+    from ..base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"tf.linalg.{name}", "autodiff_viz.linalg")
+    if message is None:
+        raise AttributeError(f"module 'autodiff_viz.linalg' has no attribute {name!r}", name=name)
+    raise AttributeError(message)

@@ -254,7 +254,7 @@ def _per_axis(value, rank: int, what: str, op: str) -> tuple:
 
 def _window_input(x, rank: int, op: str, data_format) -> Tensor:
     x = _tensor(x)
-    if data_format not in (None, "NWC", "NHWC", "channels_last"):
+    if data_format not in (None, "NWC", "NHWC", "NDHWC", "channels_last"):
         raise ValueError(f"{op}: data_format={data_format!r} is not supported; inputs are channels last "
                          f"({'NWC' if rank == 1 else 'NHWC'}). Move the channels with adv.moveaxis(x, 1, -1).")
     if x.ndim != rank + 2:
@@ -339,9 +339,10 @@ def avg_pool1d(input, ksize, strides=None, padding="VALID", data_format="NWC", n
 
 def _rank_of(x, op: str) -> int:
     rank = _tensor(x).ndim - 2
-    if rank not in (1, 2):
-        raise ValueError(f"{op}: input of shape {_tensor(x).shape} must be (batch, width, channels) or "
-                         f"(batch, height, width, channels): 1 or 2 spatial axes, channels last.")
+    if rank not in (1, 2, 3):
+        raise ValueError(f"{op}: input of shape {_tensor(x).shape} must be (batch, width, channels), "
+                         f"(batch, height, width, channels) or (batch, depth, height, width, channels): 1 to 3 "
+                         "spatial axes, channels last.")
     return rank
 
 
@@ -598,3 +599,112 @@ def top_k(input, k=1, sorted=True, index_type="int32", name=None):    # noqa: A0
 def in_top_k(targets, predictions, k, name=None):
     """``tf.nn.in_top_k`` (= ``tf.math.in_top_k``)."""
     return _ops.in_top_k(targets, predictions, k)
+
+
+def conv3d(input, filters, strides, padding, data_format="NDHWC", dilations=None, name=None):    # noqa: A002
+    """``tf.nn.conv3d``: ``conv2d`` with three spatial axes; ``filters`` is ``(depth, height, width, in, out)``."""
+    return _convolve(input, filters, strides, padding, data_format, dilations, 3, "conv3d")
+
+
+def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):    # noqa: A002
+    """``tf.nn.max_pool3d``: the largest entry of each 3-D window."""
+    return _pool(RN.max_pool, input, ksize, strides, padding, data_format, 3, "max_pool3d")
+
+
+def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):    # noqa: A002
+    """``tf.nn.avg_pool3d``: the mean of each 3-D window."""
+    return _pool(RN.avg_pool, input, ksize, strides, padding, data_format, 3, "avg_pool3d")
+
+
+def conv_transpose(input, filters, output_shape, strides, padding="SAME", data_format=None,  # noqa: A002
+                   dilations=None, name=None):
+    """``tf.nn.conv_transpose``: the transposed convolution — exactly the gradient of ``conv`` with respect to
+    its input, for an input of ``output_shape``. ``filters`` is ``(*k, out_channels, in_channels)``, the
+    forward convolution's kernel (Keras' ``Conv2DTranspose`` layout). One ``conv_transpose`` rule on the graph."""
+    op = "conv_transpose"
+    x, w = _tensor(input), _tensor(filters)
+    rank = x.ndim - 2
+    x = _window_input(x, rank, op, data_format)
+    out = tuple(int(v) for v in np.asarray(output_shape._value if isinstance(output_shape, Tensor)
+                                           else output_shape).reshape(-1))
+    if len(out) != rank + 2:
+        raise ValueError(f"{op}: output_shape {out} must be (batch, *spatial, channels) for an input of shape "
+                         f"{x.shape}.")
+    if w.ndim != rank + 2 or w.shape[-1] != x.shape[-1] or w.shape[-2] != out[-1]:
+        raise ValueError(f"{op}: filters of shape {w.shape} must be (*kernel, out_channels={out[-1]}, "
+                         f"in_channels={x.shape[-1]}).")
+    strides = _per_axis(strides, rank, "strides", op)
+    dilation = _per_axis(1 if dilations is None else dilations, rank, "dilations", op)
+    pads = _pads_of(padding, out[1:-1], tuple(w.shape[:rank]), strides, dilation, op)
+    return RN.conv_transpose(x, w, spatial=out[1:-1], strides=strides, pads=pads, dilation=dilation, groups=1)
+
+
+def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",  # noqa: A002
+                     dilations=None, name=None):
+    """``tf.nn.conv1d_transpose``: :func:`conv_transpose` with one spatial axis."""
+    return conv_transpose(input, filters, output_shape, strides, padding, data_format, dilations)
+
+
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NHWC",  # noqa: A002
+                     dilations=None, name=None):
+    """``tf.nn.conv2d_transpose``: :func:`conv_transpose` with two spatial axes."""
+    return conv_transpose(input, filters, output_shape, strides, padding, data_format, dilations)
+
+
+def conv3d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NDHWC",  # noqa: A002
+                     dilations=None, name=None):
+    """``tf.nn.conv3d_transpose``: :func:`conv_transpose` with three spatial axes."""
+    return conv_transpose(input, filters, output_shape, strides, padding, data_format, dilations)
+
+
+def atrous_conv2d_transpose(value, filters, output_shape, rate, padding, name=None):
+    """``tf.nn.atrous_conv2d_transpose``: :func:`conv2d_transpose` with ``dilations=rate``, stride 1."""
+    return conv_transpose(value, filters, output_shape, 1, padding, dilations=rate)
+
+
+def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", output_dtype="int64",  # noqa: A002
+                         include_batch_in_index=False, name=None):
+    """``tf.nn.max_pool_with_argmax``: the 2-D max pool and, for each output, the flat position of the maximum
+    in the input, ``(y·W + x)·C + c`` (plus ``b·H·W·C`` with ``include_batch_in_index``). The positions are
+    integers: no gradient."""
+    x = _window_input(input, 2, "max_pool_with_argmax", data_format)
+    values = max_pool(x, ksize, strides, padding)
+    n, h, w, c = x.shape
+    pool = _per_axis(ksize, 2, "ksize", "max_pool_with_argmax")
+    step = _per_axis(strides, 2, "strides", "max_pool_with_argmax")
+    (top, _), (left, _) = _pads_of(padding, (h, w), pool, step, (1, 1), "max_pool_with_argmax")
+    v = x._value
+    out = np.zeros(values.shape, dtype=output_dtype)
+    for i in range(values.shape[1]):
+        for j in range(values.shape[2]):
+            y0, x0 = i * step[0] - top, j * step[1] - left
+            ys, xs = range(max(y0, 0), min(y0 + pool[0], h)), range(max(x0, 0), min(x0 + pool[1], w))
+            window = v[:, ys.start:ys.stop, xs.start:xs.stop, :].reshape(n, -1, c)
+            k = np.argmax(window, axis=1)
+            yy, xx = ys.start + k // len(xs), xs.start + k % len(xs)
+            flat = (yy * w + xx) * c + np.arange(c)
+            out[:, i, j, :] = flat + (np.arange(n)[:, None] * h * w * c if include_batch_in_index else 0)
+    return values, Tensor._wrap(out)
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True, name=None):
+    """``tf.nn.approx_max_k``: here the exact ``top_k`` (last axis)."""
+    return _ops.top_k(operand, k)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True, name=None):
+    """``tf.nn.approx_min_k``: the exact ``k`` smallest entries (last axis) and their positions."""
+    values, indices = _ops.top_k(-_tensor(operand), k)
+    return -values, indices
+
+
+def __getattr__(name):
+    """A TensorFlow name of ``tf.nn`` that is out of scope here raises the reason and the fix (the table in
+    ``base/tf_surface.py``); any other missing name raises Python's usual AttributeError."""
+    from ..base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"tf.nn.{name}", "autodiff_viz.nn")
+    if message is None:
+        raise AttributeError(f"module 'autodiff_viz.nn' has no attribute {name!r}", name=name)
+    raise AttributeError(message)

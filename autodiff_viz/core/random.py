@@ -540,3 +540,13 @@ def get_global_generator():
 def set_global_generator(generator):
     """``tf.random.set_global_generator``: replace the shared :class:`Generator`."""
     _GLOBAL[:] = [generator]
+
+
+def __getattr__(name):
+    """A TensorFlow name of ``tf.random`` that is out of scope here raises the reason and the fix (the table in
+    ``base/tf_surface.py``); any other missing name raises Python's usual AttributeError."""
+    from ..base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"tf.random.{name}", "autodiff_viz.random")
+    if message is None:
+        raise AttributeError(f"module 'autodiff_viz.random' has no attribute {name!r}", name=name)
+    raise AttributeError(message)
