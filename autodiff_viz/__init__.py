@@ -64,8 +64,8 @@ from .layers import Input, Layer, activations, initializers   # Keras 3's keras.
 # TensorFlow's top-level names (tf.range, tf.gather, tf.cond, tf.device …): each means what TensorFlow means
 # (docs/tf-coverage.md lists every name of tf, tf.math, tf.nn, tf.random, tf.linalg and its status)
 from .base.devices import device
-from .core.linalg import clip_by_global_norm, eig, eigvals
-from .core.nn import sigmoid
+from .core.linalg import clip_by_global_norm, sqrtm as matrix_square_root
+from .core.nn import conv_nd as conv, sigmoid
 from .core.ops import (arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh, arctan as atan,
                        arctan2 as atan2, arctanh as atanh, divide as realdiv, divide as truediv, identity as
                        guarantee_const, power as pow)  # noqa: A004
@@ -81,7 +81,7 @@ from .core.ops.tf_control import (case, cond, control_dependencies, executing_ea
                                   grad_pass_through, group, init_scope, inside_function, is_symbolic_tensor,
                                   is_tensor, map_fn, no_op, recompute_grad, scan, switch_case, timestamp,
                                   vectorized_map, while_loop)
-from .core.ops.tf_control import print_ as print, tuple  # noqa: A004
+from .core.ops.tf_control import print_ as print, tuple_ as tuple  # noqa: A004
 from .tf_math import logical_and, logical_not, logical_or
 from .layers.initializers import (Constant as constant_initializer, Ones as ones_initializer,
                                   RandomNormal as random_normal_initializer,

@@ -496,22 +496,20 @@ def unsorted_segment_prod(data, segment_ids, num_segments, name=None):
     return _segment_reduce(prod, 1.0, data, segment_ids, num_segments)
 
 
-def _sorted(op, empty_zero=True):
+def _sorted(op, empty=0.0):
     def segment(data, segment_ids, name=None):
         out = op(data, segment_ids, None)
-        if not empty_zero:
-            return out
         counts = _counts(segment_ids, None, np.int64, out.ndim - 1)
-        return where(counts > 0, out, 0.0) if (counts == 0).any() else out
+        return where(counts > 0, out, empty) if (counts == 0).any() else out
     segment.__name__ = op.__name__.replace("unsorted_", "")
     segment.__doc__ = (f"``tf.math.{segment.__name__}``: as ``{op.__name__}`` with ``num_segments = max id + 1`` "
-                       "(ids sorted; an empty segment gives 0).")
+                       "(ids sorted; an empty segment gives 0, 1 for a product).")
     return segment
 
 
-segment_sum, segment_mean, segment_max, segment_min, segment_prod = (
-    _sorted(op) for op in (unsorted_segment_sum, unsorted_segment_mean, unsorted_segment_max, unsorted_segment_min,
-                           unsorted_segment_prod))
+segment_sum, segment_mean, segment_max, segment_min = (
+    _sorted(op) for op in (unsorted_segment_sum, unsorted_segment_mean, unsorted_segment_max, unsorted_segment_min))
+segment_prod = _sorted(unsorted_segment_prod, empty=1.0)      # an empty product is 1 (TensorFlow's)
 
 
 def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,

@@ -82,7 +82,7 @@ _kind("graph", "function autograph Graph Operation import_graph_def graph_util g
                "RegisterGradient no_gradient nondifferentiable_batch_function register_tensor_conversion_function "
                "variable_creator_scope CriticalSection TensorArray Module load_library load_op_library "
                "make_tensor_proto make_ndarray check_pinned gradients hessians mlir types")
-_kind("graph", "AggregationMethod VariableAggregation VariableSynchronization")
+_kind("graph", "raw_ops AggregationMethod VariableAggregation VariableSynchronization")
 _kind("gradient kernel", "conv2d_backprop_filter_v2 conv2d_backprop_input_v2")
 _kind("gradient kernel", "nn.depthwise_conv2d_backprop_filter nn.depthwise_conv2d_backprop_input")
 _kind("distribute", "distribute dtensor config.experimental_connect_to_cluster config.experimental_connect_to_host "
@@ -93,7 +93,7 @@ _kind("sparse", "sparse ragged SparseTensor SparseTensorSpec RaggedTensor Ragged
                 "nn.embedding_lookup_sparse nn.safe_embedding_lookup_sparse")
 _kind("strings", "strings string as_string audio fingerprint lookup feature_column")
 _kind("io", "io saved_model train lite")
-_kind("complex", "complex fftnd ifftnd rfftnd irfftnd signal.* linalg.logm")
+_kind("complex", "signal eig eigvals complex fftnd ifftnd rfftnd irfftnd signal.* linalg.logm")
 _kind("quantized", "bfloat16 qint8 qint16 qint32 quint8 quint16 quantization bitcast resource variant")
 _kind("sampling", "nn.all_candidate_sampler nn.fixed_unigram_candidate_sampler nn.learned_unigram_candidate_sampler "
                   "nn.nce_loss nn.sampled_softmax_loss random.all_candidate_sampler "
@@ -151,6 +151,23 @@ DIFFERENT = {
                  "adv.unique_with_counts(x) gives TensorFlow's (y, idx, count) in order of first appearance",
     "tf.unravel_index": "numpy's np.unravel_index(indices, shape) gives the coordinates as a tuple (TensorFlow "
                         "stacks them); write np.stack(np.unravel_index(...))",
+    "tf.argsort": "numpy's int64 indices (TensorFlow's are int32); direction='DESCENDING' works as in TensorFlow",
+    "tf.linspace": "numpy's dtype: Python floats give float64 (TensorFlow float32); pass dtype='float32'",
+    "tf.linalg.eig": "raises: a general matrix's eigenvalues are complex, which is not modelled; for a "
+                     "symmetric matrix use adv.linalg.eigh",
+    "tf.linalg.eigvals": "raises, as eig; adv.linalg.eigvalsh for a symmetric matrix",
+    "tf.linalg.cholesky": "the gradient sits on the lower triangle that is read (numpy's and autograd's "
+                          "convention); TensorFlow's is symmetrized. Both give the same answer for a symmetric "
+                          "perturbation (build A as B @ B.T and differentiate B)",
+    "tf.linalg.eigh": "numpy's eigenvector signs, and the gradient on the triangle read (see cholesky); "
+                      "the eigenvalues and any sign-free use of the vectors agree",
+    "tf.linalg.lstsq": "numpy's np.linalg.lstsq: (solution, residuals, rank, singular values); [0] is "
+                       "TensorFlow's result",
+    "tf.linalg.svd": "numpy's np.linalg.svd: (U, S, Vh), full_matrices=True by default; TensorFlow returns "
+                     "(s, u, v) with full_matrices=False",
+    "tf.math.igamma": "no gradient with respect to a (TensorFlow has one); the gradient in x is exact",
+    "tf.math.igammac": "no gradient with respect to a (TensorFlow has one); the gradient in x is exact",
+    "tf.math.nextafter": "no gradient (a step to the next float is not a differentiable function)",
     "tf.math.cumsum": "exclusive= and reverse= are refused with the rewrite (adv.flip before and after)",
     "tf.math.cumprod": "exclusive= and reverse= are refused with the rewrite (adv.flip before and after)",
     "tf.math.approx_max_k": "exact: the k largest entries (TensorFlow's TPU approximation is not needed)",

@@ -575,8 +575,9 @@ def cholesky_solve(chol, rhs, name=None):
 
 
 def logdet(matrix, name=None):
-    """``tf.linalg.logdet``: ``ln det A = 2 Σ ln Lᵢᵢ`` for symmetric positive definite ``A`` (through Cholesky)."""
-    return 2 * ops.sum(ops.log(diagonal(cholesky(matrix))), axis=-1)
+    """``tf.linalg.logdet``: ``ln det A`` of a symmetric positive definite ``A``, as ``slogdet(A).logabsdet``
+    (its gradient ``A⁻ᵀ`` is TensorFlow's, symmetric for a symmetric ``A``)."""
+    return slogdet(matrix).logabsdet
 
 
 def global_norm(t_list, name=None):

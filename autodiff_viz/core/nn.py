@@ -513,8 +513,9 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
 
 
 def scale_regularization_loss(regularization_loss):
-    """``tf.nn.scale_regularization_loss``: the loss itself (one replica: nothing to divide by)."""
-    return _ops.sum(regularization_loss) if isinstance(regularization_loss, (list, tuple)) else regularization_loss
+    """``tf.nn.scale_regularization_loss``: ``Σ loss`` (divided by the number of replicas, which is 1 here)."""
+    losses = regularization_loss if isinstance(regularization_loss, (list, tuple)) else [regularization_loss]
+    return _ops.sum(_ops.stack([_ops.sum(loss) for loss in losses]))
 
 
 def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):  # noqa: A002
@@ -708,3 +709,29 @@ def __getattr__(name):
     if message is None:
         raise AttributeError(f"module 'autodiff_viz.nn' has no attribute {name!r}", name=name)
     raise AttributeError(message)
+
+
+def conv_nd(input, filter, strides, padding, explicit_paddings=(), data_format="CHANNELS_LAST",  # noqa: A002
+            dilations=(), batch_dims=1, groups=1, name=None):
+    """``tf.conv`` (the raw N-D convolution): ``conv1d``/``conv2d``/``conv3d`` by the filter's rank, with
+    ``groups`` (the input channels split into ``groups`` independent convolutions, filter
+    ``(*k, C/groups, out)``) and ``padding="EXPLICIT"`` taking ``explicit_paddings`` as ``[lo, hi]`` per axis
+    of the input (batch and channels 0)."""
+    op = "conv"
+    if batch_dims != 1 or data_format not in ("CHANNELS_LAST", "NHWC", "NWC", "NDHWC"):
+        raise NotImplementedError(f"{op}: batch_dims={batch_dims}, data_format={data_format!r} are not supported; "
+                                  "one batch axis in front and channels last.")
+    w = _tensor(filter)
+    rank = w.ndim - 2
+    x = _window_input(input, rank, op, None)
+    if x.shape[-1] != w.shape[-2] * groups:
+        raise ValueError(f"{op}: filter of shape {w.shape} with groups={groups} needs {w.shape[-2] * groups} input "
+                         f"channels, the input has {x.shape[-1]}.")
+    stride = _per_axis(strides, rank, "strides", op)
+    dilation = _per_axis(list(dilations) or 1, rank, "dilations", op)
+    if str(padding).upper() == "EXPLICIT":
+        pairs = np.asarray(explicit_paddings).reshape(-1, 2)
+        pads = tuple(tuple(int(v) for v in p) for p in pairs[1:-1])
+    else:
+        pads = _pads_of(padding, x.shape[1:-1], tuple(w.shape[:rank]), stride, dilation, op)
+    return RN.conv(x, w, strides=stride, pads=pads, dilation=dilation, groups=groups)

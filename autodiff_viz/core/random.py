@@ -469,14 +469,19 @@ def create_rng_state(seed, alg):
 def split(seed, num=2, alg="auto_select"):
     """``tf.random.split``: ``num`` new seed pairs derived from a seed pair (for the stateless functions)."""
     rng = _stateless(seed, "random.split")
-    return constant(rng.integers(0, 2 ** 31 - 1, size=(int(num), 2)).astype(np.int64))
+    return constant(rng.integers(0, 2 ** 31 - 1, size=(int(num), 2)).astype(_seed_dtype(seed)))
+
+
+def _seed_dtype(seed):
+    """A seed tensor keeps its integer dtype; a Python list is int32, as TensorFlow converts it."""
+    return seed.dtype if isinstance(seed, Tensor) else np.int32
 
 
 def fold_in(seed, data, alg="auto_select"):
     """``tf.random.fold_in``: a new seed pair from a seed pair and an integer (a step number, say)."""
     pair = np.asarray(seed._value if isinstance(seed, Tensor) else seed).reshape(-1)
     rng = np.random.default_rng([int(v) & 0xFFFFFFFF for v in pair] + [int(data) & 0xFFFFFFFF, 2])
-    return constant(rng.integers(0, 2 ** 31 - 1, size=2).astype(np.int64))
+    return constant(rng.integers(0, 2 ** 31 - 1, size=2).astype(_seed_dtype(seed)))
 
 
 class Generator:

@@ -138,7 +138,7 @@ def clip_by_norm(x, clip_norm, axes=None):
     return divide(multiply(x, clip_norm), maximum(l2norm, clip_norm))
 
 
-def matmul(a, b, *, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
            b_is_sparse=False, output_type=None, grad_a=False, grad_b=False, name=None):
     """Matrix product ``a @ b`` with numpy's rules for 1-D and stacked operands.
 

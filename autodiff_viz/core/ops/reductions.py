@@ -111,6 +111,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def _direction(direction, op):
+    """TensorFlow's ``direction``; ``tf.sort(x, axis, "DESCENDING")`` passes it where numpy has ``kind``."""
     if direction not in ("ASCENDING", "DESCENDING"):
         raise ValueError(f"{op}: direction must be 'ASCENDING' or 'DESCENDING' (TensorFlow's), got {direction!r}.")
     return direction == "DESCENDING"
@@ -123,6 +124,8 @@ def sort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", name=None)
     values: ``adv.sort(x, direction="DESCENDING")[..., :k]`` or ``adv.math.top_k(x, k)``.
     """
     x = _tensor(a)
+    if kind in ("ASCENDING", "DESCENDING"):        # tf.sort(values, axis, direction): the third positional
+        direction = kind
     if order is not None:
         raise TypeError("sort: order= (structured arrays) is not supported.")
     if axis is None:
@@ -137,6 +140,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", stable=
     """Indices that sort ``a`` (an integer tensor: no gradient); ``direction="DESCENDING"`` as ``tf.argsort``
     (equal values keep their order, as TensorFlow's stable sort)."""
     x = _tensor(a)
+    if kind in ("ASCENDING", "DESCENDING"):        # tf.argsort(values, axis, direction)
+        direction = kind
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     ax = _axes(axis, x.ndim, "argsort")[0]

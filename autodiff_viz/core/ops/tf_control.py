@@ -167,7 +167,7 @@ def group(*inputs, name=None):
     return None
 
 
-def tuple(tensors, name=None, control_inputs=None):    # noqa: A001  (TensorFlow's name)
+def tuple_(tensors, name=None, control_inputs=None):
     """``tf.tuple``: the tensors as a list (eager mode has nothing to group)."""
     return list(tensors)
 

@@ -192,7 +192,7 @@ def boolean_mask(tensor, mask, axis=None, name=None):
     if x.shape[ax:ax + m.ndim] != m.shape:
         raise ValueError(f"boolean_mask: mask of shape {m.shape} does not match tensor of shape {x.shape} at axes "
                          f"{ax}…{ax + m.ndim - 1}; the mask must have exactly those sizes.")
-    return getitem(x, (slice(None),) * ax + (m,))
+    return getitem(x, (builtins.slice(None),) * ax + (m,))
 
 
 def unstack(value, num=None, axis=0, name=None):
@@ -201,7 +201,7 @@ def unstack(value, num=None, axis=0, name=None):
     ax = axis % x.ndim
     if num is not None and num != x.shape[ax]:
         raise ValueError(f"unstack: num={num} but axis {axis} of shape {x.shape} has {x.shape[ax]} entries.")
-    return [getitem(x, (slice(None),) * ax + (i,)) for i in builtins.range(x.shape[ax])]
+    return [getitem(x, (builtins.slice(None),) * ax + (i,)) for i in builtins.range(x.shape[ax])]
 
 
 def reverse(tensor, axis, name=None):
@@ -281,13 +281,19 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     idx, flat = _flat_positions(indices, x.shape, "tensor_scatter_nd_update")
     flat = flat.reshape(-1)
     keep = np.sort(len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1])    # the last of each repeat
+    duplicates = None
     if len(keep) != len(flat):
+        duplicates = (idx, cast(upd, x.dtype))
         slice_shape = tuple(upd.shape[idx.ndim - 1:])
         idx = idx.reshape(-1, idx.shape[-1])[keep]
         upd = take(reshape(upd, (len(flat),) + slice_shape), keep, axis=0)
     written = np.zeros(x.shape, dtype=bool)
     written[tuple(np.moveaxis(idx, -1, 0))] = True
-    return where(written, scatter_nd(idx, cast(upd, x.dtype), x.shape), x)
+    placed = scatter_nd(idx, cast(upd, x.dtype), x.shape)
+    if duplicates is not None:      # TensorFlow's gradient gathers ḡ for every update, the overwritten ones too
+        every = scatter_nd(*duplicates, x.shape)
+        placed = stop_gradient(placed) + every - stop_gradient(every)
+    return where(written, placed, x)
 
 
 def tensor_scatter_nd_add(tensor, indices, updates, name=None):
