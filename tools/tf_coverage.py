@@ -24,7 +24,6 @@ a parity check fails.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import types
@@ -76,7 +75,8 @@ PATTERNS = [(X,), (X, Y), (M,), (M, R), (M, M), ([X, Y],), (X, IDX), (X, 1), (IM
 
 #: names whose check needs its own arguments (a pattern would not reach them, or would test the wrong thing)
 PROBES = {
-    "tf.range": [(2, 11, 3)], "tf.fill": [((2, 3), 1.5)], "tf.meshgrid": [(V, V[:3])], "tf.conv": [(IMG, KERNEL, [1, 1, 1, 1], "SAME")],
+    "tf.range": [(2, 11, 3)], "tf.fill": [((2, 3), 1.5)], "tf.meshgrid": [(V, V[:3])],
+    "tf.conv": [(IMG, KERNEL, [1, 1, 1, 1], "SAME")],
     "tf.logical_and": [(X > 0.5, Y > 0.5)], "tf.logical_or": [(X > 0.5, Y > 0.5)],
     "tf.math.logical_and": [(X > 0.5, Y > 0.5)], "tf.math.logical_or": [(X > 0.5, Y > 0.5)],
     "tf.math.logical_xor": [(X > 0.5, Y > 0.5)], "tf.broadcast_dynamic_shape": [((3, 1), (1, 4))],
