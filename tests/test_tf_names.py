@@ -20,9 +20,9 @@ from autodiff_viz.core import ops
 
 # ----- other libraries' names -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, ours", [
-    ("gather", "adv.take(x, indices, axis=...) for tf.gather"),
     ("ForwardAccumulator", "adv.jvp(f, (primals,), (tangents,))"),
-    ("sigmoid", "adv.nn.sigmoid(x)"),
+    ("relu", "adv.nn.relu(x)"),
+    ("top_k", "adv.math.top_k(x, k)"),
     ("clamp", "adv.clip(x, min, max)"),
     ("cat", "adv.concatenate"),
     ("unsqueeze", "adv.expand_dims(x, axis)"),      # the Tensor's PyTorch table
@@ -40,9 +40,9 @@ def test_another_librarys_name_raises_an_attribute_error_that_names_ours(name, o
 
 def test_a_foreign_name_used_in_code_fails_at_the_name_not_later():
     x = adv.constant([[1.0, 2.0], [3.0, 4.0]])
-    with pytest.raises(AttributeError, match=r"'unstack' \(that is TensorFlow's spelling\)\. In autodiff_viz: "
+    with pytest.raises(AttributeError, match=r"'unbind' \(that is PyTorch's spelling\)\. In autodiff_viz: "
                                              r"list\(x\) \(the slices along axis 0\)"):
-        adv.unstack(x)
+        adv.unbind(x)
     with pytest.raises(AttributeError, match=r"'clamp' \(that is PyTorch's spelling\)\. In autodiff_viz: "
                                              r"adv\.clip\(x, min, max\)\.$"):
         adv.clamp(x, 0.0, 1.0)
