@@ -565,8 +565,8 @@ def _refuse_lossy(arr: np.ndarray, dtype: np.dtype, what: str) -> None:
     if not changed.any():
         return
     i = int(np.flatnonzero(changed)[0])
-    raise TypeError(f"{what} holds {dtype}, and the value ({arr.dtype}) has {arr.reshape(-1)[i]!r}, which "
-                    f"would become {cast.reshape(-1)[i]!r} in {dtype}. Fix: round or convert it yourself "
+    raise TypeError(f"{what} holds {dtype}, and the value ({arr.dtype}) has {arr.reshape(-1)[i].item()!r}, which "
+                    f"would become {cast.reshape(-1)[i].item()!r} in {dtype}. Fix: round or convert it yourself "
                     f"(np.round(value).astype('{dtype}')) if that is what you mean, or make the variable "
                     "floating: adv.Variable(value, dtype='float64'). The variable is unchanged.")
 

@@ -20,17 +20,44 @@ from .elementwise import _unary, exp, log, sign, square
 from .table import define
 
 
-def _scipy(name):
-    """``scipy.special.<name>`` run in the input's precision, or an ImportError a learner can act on."""
+def _special(name):
+    try:
+        import scipy.special as sp
+    except ImportError:
+        raise ImportError(f"{name}: this special function is computed by scipy, which is not installed. "
+                          "Fix: pip install scipy") from None
+    return getattr(sp, name)
+
+
+def _scipy(name, domain=None):
+    """``scipy.special.<name>``, computed in float64 and rounded to the inputs' dtype (float32 inputs get a
+    correctly rounded result, not float32 arithmetic's), or an ImportError a learner can act on. ``domain``:
+    the open interval outside which the function has no real value (NaN there, whatever scipy returns)."""
     def forward(*args):
-        try:
-            import scipy.special as sp
-        except ImportError:
-            raise ImportError(f"{name}: this special function is computed by scipy, which is not installed. "
-                              "Fix: pip install scipy") from None
         dtype = np.result_type(*[np.asarray(a).dtype for a in args], np.float32)
-        return getattr(sp, name)(*args).astype(dtype, copy=False)
+        wide = [np.asarray(a, dtype=np.float64) for a in args]
+        out = np.asarray(_special(name)(*wide))
+        if domain is not None:
+            lo, hi = domain
+            x = wide[-1]
+            out = np.where((x < lo) | (x > hi), np.nan, out)
+        return out.astype(dtype, copy=False)
     forward.__name__ = name
+    return forward
+
+
+def _unscaled(order):
+    """``Iₙ(x) = (e^(|x|/2)·Iₙe(x))·e^(|x|/2)``: the scaled function times ``e^|x|`` in two halves, so the
+    result is finite wherever it is representable (``e^|x|`` alone overflows first); ±∞ at ±∞."""
+    def forward(x):
+        dtype = np.result_type(np.asarray(x).dtype, np.float32)
+        w = np.asarray(x, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            half = np.exp(np.abs(w) / 2)
+            out = (half * _special(f"i{order}e")(w)) * half
+        out = np.where(np.isinf(w), np.inf if order == 0 else np.sign(w) * np.inf, out)
+        return out.astype(dtype, copy=False)
+    forward.__name__ = f"i{order}"
     return forward
 
 
@@ -38,7 +65,18 @@ _SQRT_PI_2 = float(np.sqrt(np.pi) / 2)
 _SQRT_2PI = float(np.sqrt(2 * np.pi))
 
 
-lgamma = _unary("lgamma", _scipy("gammaln"), "y = ln |Γ(x)|", "ψ(x)", lambda y, x: digamma(x))
+def _lgamma(x):
+    """scipy's ``gammaln``, and ``−ln|x|`` where |x| < 1e-300 (there ``Γ(x) ≈ 1/x``; scipy overflows at a
+    negative subnormal)."""
+    out = _scipy("gammaln")(x)
+    small = np.abs(np.asarray(x)) < 1e-300
+    if np.any(small & (np.asarray(x) != 0)):
+        with np.errstate(divide="ignore"):
+            out = np.where(small, -np.log(np.abs(np.asarray(x, dtype=np.float64))), out).astype(out.dtype)
+    return out
+
+
+lgamma = _unary("lgamma", _lgamma, "y = ln |Γ(x)|", "ψ(x)", lambda y, x: digamma(x))
 
 
 digamma = _unary("digamma", _scipy("psi"), "y = ψ(x) = d/dx ln Γ(x)", "ψ⁽¹⁾(x)",
@@ -55,19 +93,19 @@ erfinv = _unary("erfinv", _scipy("erfinv"), "y = erf⁻¹(x) (±∞ at ±1)", "(
                 lambda y, x: _SQRT_PI_2 * exp(square(y)))
 
 
-erfcinv = _unary("erfcinv", _scipy("erfcinv"), "y = erfc⁻¹(x)", "−(√π/2)·e^(y²)",
+erfcinv = _unary("erfcinv", _scipy("erfcinv", (0, 2)), "y = erfc⁻¹(x)", "−(√π/2)·e^(y²)",
                  lambda y, x: -_SQRT_PI_2 * exp(square(y)))
 
 
-ndtri = _unary("ndtri", _scipy("ndtri"), "y = Φ⁻¹(p), the standard normal quantile", "√(2π)·e^(y²/2)",
+ndtri = _unary("ndtri", _scipy("ndtri", (0, 1)), "y = Φ⁻¹(p), the standard normal quantile", "√(2π)·e^(y²/2)",
                lambda y, x: _SQRT_2PI * exp(0.5 * square(y)))
 
 
-bessel_i0 = _unary("bessel_i0", _scipy("i0"), "y = I₀(x), modified Bessel function of order 0", "I₁(x)",
+bessel_i0 = _unary("bessel_i0", _unscaled(0), "y = I₀(x), modified Bessel function of order 0", "I₁(x)",
                    lambda y, x: bessel_i1(x))
 
 
-bessel_i1 = _unary("bessel_i1", _scipy("i1"), "y = I₁(x), modified Bessel function of order 1",
+bessel_i1 = _unary("bessel_i1", _unscaled(1), "y = I₁(x), modified Bessel function of order 1",
                    "I₀(x) − I₁(x)/x", lambda y, x: bessel_i0(x) - y / x)
 
 
@@ -76,7 +114,7 @@ bessel_i0e = _unary("bessel_i0e", _scipy("i0e"), "y = e^(−|x|)·I₀(x)", "I�
 
 
 bessel_i1e = _unary("bessel_i1e", _scipy("i1e"), "y = e^(−|x|)·I₁(x)", "I₀e(x) − y·(sign(x) + 1/x)",
-                    lambda y, x: bessel_i0e(x) - y * (sign(x) + 1 / x))
+                    lambda y, x: bessel_i0e(x) - sign(x) * y - y / x)
 
 
 def _igamma_dx(x, a):
