@@ -57,4 +57,7 @@ NUMPY_DIFFERENCES = {
     "full": "float32 by default for a float fill value, as zeros",
     "eye": "float32 by default, as zeros",
     "identity": "TensorFlow's tf.identity(x) (a recorded copy); an integer n raises, naming adv.eye(n)",
+    "size": "TensorFlow's tf.size(x): the number of entries as a 0-d int32 tensor (numpy's np.size: an int)",
+    "searchsorted": "TensorFlow's tf.searchsorted(sorted_sequence, values) along the last axis, int32 positions "
+                    "(the same positions as numpy's for a 1-D sequence, which gives int64)",
 }
