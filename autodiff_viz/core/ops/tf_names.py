@@ -65,7 +65,12 @@ def range(start, limit=None, delta=1, dtype=None, name=None):    # noqa: A001  (
             dtype = np.float32 if builtins.any(np.asarray(b).dtype.kind == "f" for b in bounds) else np.int32
     if np.asarray(bounds[2]) == 0:
         raise ValueError("range: delta is 0, so the range would never reach limit; give a nonzero step.")
-    return _const(np.arange(*[np.asarray(b).item() for b in bounds]).astype(dtype))
+    lo, hi, step = (np.asarray(b).item() for b in bounds)
+    n = builtins.max(0, int(np.ceil((hi - lo) / step)))
+    dt = np.dtype(dtype)
+    if dt.kind == "f":          # start + i·delta in the dtype itself, as TensorFlow's kernel: the same floats
+        return _const(dt.type(lo) + np.arange(n, dtype=dt) * dt.type(step))
+    return _const(np.arange(lo, hi, step).astype(dt))
 
 
 def fill(dims, value, name=None):
