@@ -69,9 +69,19 @@ def pair_grid(dtype):
 
 
 # ----- references ------------------------------------------------------------------------------------------
+_MEMO = {}
+
+
 def _mp(f):
-    """``f`` on an mpf, NaN where it has no real value (a complex result, a domain error)."""
+    """``f`` on an mpf, NaN where it has no real value (a complex result, a domain error); remembered, so
+    the page's TensorFlow column reuses the references of ours."""
     def safe(*xs):
+        key = (f, tuple(float(v) for v in xs))
+        if key not in _MEMO:
+            _MEMO[key] = _exact(*xs)
+        return _MEMO[key]
+
+    def _exact(*xs):
         if any(np.isnan(v) for v in xs):
             return mp.nan
         try:

@@ -179,7 +179,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tensor:
     return Tensor._wrap(_generator(seed).normal(loc=mean, scale=stddev, size=shape).astype(dt))
 
 
-def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None) -> Tensor:
+def uniform(shape, minval=0.0, maxval=None, dtype=None, seed=None) -> Tensor:
     """Samples of the uniform distribution on ``[minval, maxval)``, as ``keras.random.uniform``.
 
     Args:
@@ -195,8 +195,9 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None) -> Tensor:
     fn = "random.uniform"
     if dtype is not None and np.dtype(dtype).kind in "iu":        # tf.random.uniform's integers
         if maxval is None:
-            raise ValueError("random.uniform: an integer dtype needs maxval (TensorFlow's rule); e.g. "
-                             "adv.random.uniform((3,), 0, 10, dtype='int32').")
+            raise ValueError(f"random.uniform requires a floating dtype, or an explicit maxval for the integer "
+                             f"dtype {np.dtype(dtype).name} (TensorFlow's rule): e.g. "
+                             "adv.random.uniform((3,), 0, 10, dtype='int32'), or adv.random.randint.")
         return randint(shape, int(minval), int(maxval), dtype=dtype, seed=seed)
     maxval = 1.0 if maxval is None else maxval
     minval, maxval = _number(minval, "minval", fn), _number(maxval, "maxval", fn)

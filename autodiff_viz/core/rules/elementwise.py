@@ -140,7 +140,7 @@ def _tanh_vjp(g, y, x):
 
 tanh = define(
     "tanh", np.tanh, elementwise=True, doc="y = tanh x",
-    x=("1 − y² = sech²x", _tanh_vjp, lambda dx, y, x: dx * _sech2(x)))
+    x=("1 − y²", _tanh_vjp, lambda dx, y, x: dx * _sech2(x)))
 
 
 sin = define(
@@ -191,7 +191,7 @@ def _sigmoid_d(x):
 
 sigmoid = define(
     "sigmoid", _sigmoid, elementwise=True, doc="y = σ(x) = 1/(1 + e⁻ˣ)",
-    x=("y(1 − y) = σ(x)σ(−x)", lambda g, y, x: g * _sigmoid_d(x), lambda dx, y, x: dx * _sigmoid_d(x)))
+    x=("y(1 − y)", lambda g, y, x: g * _sigmoid_d(x), lambda dx, y, x: dx * _sigmoid_d(x)))
 
 
 relu = define(
@@ -424,7 +424,7 @@ _LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
 log1p = _unary("log1p", np.log1p, "y = ln(1 + x), accurate for small x", "1/(1 + x)", lambda y, x: 1 / (1 + x))
 
 
-expm1 = _unary("expm1", np.expm1, "y = eˣ − 1, accurate for small x", "eˣ", lambda y, x: exp(x))
+expm1 = _unary("expm1", np.expm1, "y = eˣ − 1, accurate for small x", "eˣ = y + 1", lambda y, x: exp(x))
 
 
 log2 = _unary("log2", np.log2, "y = log₂ x", "1/(x·ln 2)", lambda y, x: (1 / _LN2) / x)
@@ -558,7 +558,7 @@ def _silu(x):
     return y
 
 
-silu = _unary("silu", _silu, "y = x·σ(x) (also called swish)", "σ(x)·(1 + x·σ(−x))",
+silu = _unary("silu", _silu, "y = x·σ(x) (also called swish)", "σ(x)·(1 + x(1 − σ(x)))",
               lambda y, x: sigmoid(x) * (1 + x * sigmoid(-x)))
 
 
@@ -568,7 +568,7 @@ def _elu(x, alpha):
 
 elu = define(
     "elu", _elu, elementwise=True, doc="y = x if x > 0 else α(eˣ − 1)",
-    x=("1 if x > 0 else α·eˣ", lambda g, y, x, alpha: where(x > 0, g, g * (alpha * exp(minimum(x, 0)))),
+    x=("1 if x > 0 else y + α", lambda g, y, x, alpha: where(x > 0, g, g * (alpha * exp(minimum(x, 0)))),
        lambda dx, y, x, alpha: where(x > 0, dx, dx * (alpha * exp(minimum(x, 0))))))
 
 
@@ -577,7 +577,7 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804
 
 selu = _unary("selu", lambda x: _SELU_SCALE * _elu(x, _SELU_ALPHA),
               "y = λ·(x if x > 0 else α(eˣ − 1)), λ ≈ 1.0507, α ≈ 1.6733",
-              "λ if x > 0 else λα·eˣ",
+              "λ if x > 0 else y + λα",
               lambda y, x: where(x > 0, _SELU_SCALE, (_SELU_SCALE * _SELU_ALPHA) * exp(minimum(x, 0))))
 
 
@@ -632,15 +632,15 @@ hypot = define(
 
 logaddexp = define(
     "logaddexp", np.logaddexp, elementwise=True, doc="y = ln(eᵃ + eᵇ) without overflow",
-    a=("eᵃ⁻ʸ = σ(a − b)", lambda g, y, a, b: g * sigmoid(a - b), lambda da, y, a, b: da * sigmoid(a - b)),
-    b=("eᵇ⁻ʸ = σ(b − a)", lambda g, y, a, b: g * sigmoid(b - a), lambda db, y, a, b: db * sigmoid(b - a)))
+    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid(a - b), lambda da, y, a, b: da * sigmoid(a - b)),
+    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid(b - a), lambda db, y, a, b: db * sigmoid(b - a)))
 
 
 logaddexp2 = define(
     "logaddexp2", np.logaddexp2, elementwise=True, doc="y = log₂(2ᵃ + 2ᵇ) without overflow",
-    a=("2ᵃ⁻ʸ = σ((a − b)·ln 2)", lambda g, y, a, b: g * sigmoid((a - b) * _LN2),
+    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid((a - b) * _LN2),
        lambda da, y, a, b: da * sigmoid((a - b) * _LN2)),
-    b=("2ᵇ⁻ʸ = σ((b − a)·ln 2)", lambda g, y, a, b: g * sigmoid((b - a) * _LN2),
+    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid((b - a) * _LN2),
        lambda db, y, a, b: db * sigmoid((b - a) * _LN2)))
 
 
