@@ -63,6 +63,34 @@ from . import tf_math as math    # tf.math's names (adv.math.sin, adv.math.reduc
 from .tf_math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_all, reduce_any, reduce_logsumexp,
                       reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)   # tf.<name>: the same ops
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
+# TensorFlow's top-level names (tf.range, tf.gather, tf.cond, tf.device …): each means what TensorFlow means
+# (docs/tf-coverage.md lists every name of tf, tf.math, tf.nn, tf.random, tf.linalg and its status)
+from .base.devices import device
+from .core.linalg import clip_by_global_norm, sqrtm as matrix_square_root
+from .core.nn import conv_nd as conv, sigmoid
+from .core.ops import (arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh, arctan as atan,
+                       arctan2 as atan2, arctanh as atanh, divide as realdiv, divide as truediv, identity as
+                       guarantee_const, power as pow)  # noqa: A004
+from .core.ops import (boolean_mask, broadcast_dynamic_shape, broadcast_static_shape, dynamic_partition,
+                       dynamic_stitch, ensure_shape, fill, gather, gather_nd, histogram_fixed_width,
+                       histogram_fixed_width_bins, identity_n, meshgrid, parallel_stack, rank, reverse,
+                       reverse_sequence, saturate_cast, scalar_mul, scatter_nd, searchsorted, sequence_mask, shape_n,
+                       size, strided_slice, tensor_scatter_nd_add, tensor_scatter_nd_max, tensor_scatter_nd_min,
+                       tensor_scatter_nd_sub, tensor_scatter_nd_update, truncatediv, truncatemod, unique_with_counts,
+                       unstack)
+from .core.ops import range, slice  # noqa: A004
+from .core.ops.tf_control import (case, cond, control_dependencies, executing_eagerly, foldl, foldr, get_static_value,
+                                  grad_pass_through, group, init_scope, inside_function, is_symbolic_tensor,
+                                  is_tensor, map_fn, no_op, recompute_grad, scan, switch_case, timestamp,
+                                  vectorized_map, while_loop)
+from .core.ops.tf_control import print_ as print, tuple_ as tuple  # noqa: A004
+from .tf_math import logical_and, logical_not, logical_or
+from .layers.initializers import (Constant as constant_initializer, Ones as ones_initializer,
+                                  RandomNormal as random_normal_initializer,
+                                  RandomUniform as random_uniform_initializer, Zeros as zeros_initializer)
+from numpy import dtype as DType, dtype as as_dtype, float16 as half, float64 as double  # noqa: N812
+from numpy import uint16, uint32, uint64
+newaxis = None
 # dtypes: numpy's own objects, so `dtype=adv.float32` (tf.float32 renamed) means what np.float32 means
 from numpy import (bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,  # noqa: A004
                    uint8)

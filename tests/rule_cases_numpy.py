@@ -123,3 +123,23 @@ CASES = {
     # no gradient (tf.numpy_function): checked by test_non_differentiable_rules_stop_the_gradient
     "numpy_function": [([real((3,)), real((3,))], {"function": "f", "value": np.arange(3.0)})],
 }
+
+
+# ----- special functions (core/rules/special.py) and erfc: tf.math's names -----------------------------------
+CASES.update({
+    "erfc": [([real((2, 3))], {})],
+    "erfinv": [([between(-0.9, 0.9, (2, 3))], {})],
+    "erfcinv": [([between(0.1, 1.9, (2, 3))], {})],
+    "ndtri": [([between(0.05, 0.95, (2, 3))], {})],
+    "lgamma": [([between(0.3, 5.0, (2, 3))], {}), ([between(-0.9, -0.1, (3,))], {})],
+    "digamma": [([between(0.3, 5.0, (2, 3))], {})],
+    "polygamma": [([const(np.ones((2, 3))), between(0.3, 5.0, (2, 3))], {})],
+    "bessel_i0": [([real((2, 3))], {})],
+    "bessel_i1": [([away0((2, 3))], {})],
+    "bessel_i0e": [([away0((2, 3))], {})],
+    "bessel_i1e": [([away0((2, 3))], {})],
+    "igamma": [([const(np.full((2, 3), 2.5)), between(0.2, 4.0, (2, 3))], {})],
+    "igammac": [([const(np.full((2, 3), 2.5)), between(0.2, 4.0, (2, 3))], {})],
+    "betainc": [([const(np.full((2, 3), 2.0)), const(np.full((2, 3), 3.0)), between(0.1, 0.9, (2, 3))], {})],
+    "zeta": [([const(np.full((2, 3), 3.0)), between(0.5, 3.0, (2, 3))], {})],
+})

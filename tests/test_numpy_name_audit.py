@@ -91,6 +91,11 @@ CASES = {
     "zeros": [(((2, 3),), {})], "ones": [((4,), {})], "full": [(((2, 2), 7.5), {})],
     "eye": [((3,), {}), ((2, 3, 1), {})], "zeros_like": [((A,), {})], "ones_like": [((I,), {})],
     "shape": [((C3,), {})],
+    # TensorFlow's top-level names that numpy 2 also has, with numpy's meaning (issue 43)
+    "acos": [((U,), {})], "asin": [((U,), {})], "atan": [((A,), {})], "acosh": [((P + 1,), {})],
+    "asinh": [((A,), {})], "atanh": [((U,), {})], "atan2": [((A, B), {})], "pow": [((P, A), {})],
+    "logical_and": [((A > 0, B > 0), {})], "logical_or": [((A > 0, B > 0), {})], "logical_not": [((A > 0,), {})],
+    "meshgrid": [((V, W), {}), ((V, W), {"indexing": "ij"})], "unstack": [((A,), {})],
 }
 
 

@@ -398,8 +398,8 @@ def test_the_loss_of_one_step_does_not_keep_its_graph_alive_in_the_next():
 
 
 def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
-    """As PyTorch's saved tensors: a pre-activation (read by neither matmul's, add's nor tanh's VJP) is not
-    held through the backward pass; the input matmul reads and the output tanh reads stay until their step."""
+    """As PyTorch's saved tensors: a pre-activation (read by neither matmul's, add's nor exp's VJP) is not
+    held through the backward pass; the input matmul reads and the output exp reads stay until their step."""
     import weakref
 
     from autodiff_viz.core import engine
@@ -416,7 +416,7 @@ def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
     with adv.GradientTape() as tape:
         z = x @ w
         a = z + b
-        h = adv.tanh(a)
+        h = adv.exp(a)
         pre = [weakref.ref(z._value), weakref.ref(a._value)]
         kept = [weakref.ref(x._value), weakref.ref(h._value)]
         loss = adv.sum(engine.apply(probe, h))
@@ -424,14 +424,14 @@ def test_a_walk_lets_go_of_values_no_vjp_reads_before_its_first_step():
     x_value = x._value
     grads = tape.gradient(loss, [w, b])
     assert seen == {"pre": [True, True], "kept": [False, False]}
-    expected = (1 - np.tanh(x_value @ np.full((40, 50), 0.01)) ** 2)
+    expected = np.exp(x_value @ np.full((40, 50), 0.01))
     np.testing.assert_allclose(grads[1].numpy(), expected.sum(axis=0))
     np.testing.assert_allclose(grads[0].numpy(), x_value.T @ expected)
 
 
 def test_a_rule_says_which_values_its_vjps_read():
     from autodiff_viz.core import engine, rules
-    assert rules.matmul.saves == "inputs" and rules.tanh.saves == "output" and rules.add.saves == "nothing"
+    assert rules.matmul.saves == "inputs" and rules.exp.saves == "output" and rules.add.saves == "nothing"
     assert rules.divide.saves == "all"
     with pytest.raises(ValueError, match="saves must be one of"):
         engine.Rule("bad", np.negative, [], saves="y")

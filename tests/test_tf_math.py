@@ -120,7 +120,8 @@ def test_top_level_tensorflow_names_are_the_ops_of_the_same_meaning():
 
 
 def test_names_still_hinted_are_the_ones_without_a_counterpart_under_that_name():
-    """``gather`` is TensorFlow's ``take`` but PyTorch's ``take_along_axis``; ``clamp`` is PyTorch's."""
-    for name in ("gather", "clamp", "unstack"):
+    """``clamp`` and ``unbind`` are PyTorch's; ``top_k`` lives in ``tf.math``/``tf.nn``, not at TensorFlow's top
+    level (``tf.gather``, ``tf.unstack`` are TensorFlow's top-level names and work: test_tf_names.py)."""
+    for name in ("clamp", "unbind", "top_k"):
         with pytest.raises(AttributeError, match=rf"no attribute '{name}' \("):
             getattr(adv, name)

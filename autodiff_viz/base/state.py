@@ -24,11 +24,13 @@ import threading
 import types
 import weakref
 
+from .devices import DeviceSettings
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep   # the package, above base/
 _getframe = sys._getframe
 
 
-class Config:
+class Config(DeviceSettings):     # tf.config's device functions: adv.config.list_physical_devices
     """Switches that trade information for speed, shared by every thread.
 
     ``capture_locations``: remember the ``file:line`` of the user code that

@@ -500,3 +500,238 @@ def norm(x, ord=None, axis=None, keepdims=False):
         y = ops.sum(s, axis=-1) if ord == "nuc" else ops.max(s, axis=-1) if ord == 2 else ops.min(s, axis=-1)
         return ops.reshape(y, _keepdims_shape(x.shape, axes)) if keepdims else y
     return call(_norm_rule, x, ord=ord, axis=axes, keepdims=bool(keepdims))
+
+
+# ----- tf.linalg's own names: compositions of the functions above, recorded as the ops they are made of --------
+def adjoint(matrix, name=None):
+    """``tf.linalg.adjoint``: the conjugate transpose, for real matrices the transpose of the last two axes."""
+    return matrix_transpose(matrix)
+
+
+def diag_part(input, name=None, k=0, padding_value=0, align="RIGHT_LEFT"):    # noqa: A002
+    """``tf.linalg.diag_part``: the ``k``-th diagonal of each matrix (last two axes)."""
+    return diagonal(input, offset=k)
+
+
+def diag(diagonal, name=None, k=0, num_rows=-1, num_cols=-1, padding_value=0, align="RIGHT_LEFT"):
+    """``tf.linalg.diag``: a batch of diagonal matrices from a batch of diagonals (``(..., n)`` → ``(..., n, n)``);
+    ``k ≠ 0`` places it above (below) the main diagonal. Differentiable: ``diagonal[..., None] · I``."""
+    d = ops._tensor(diagonal)
+    n = d.shape[-1] + abs(k)
+    rows, cols = np.nonzero(np.eye(n, k=k, dtype=bool))
+    placed = np.zeros(d.shape[-1:] + (n, n), dtype=d.dtype)       # placed[i] has a 1 where entry i goes
+    placed[np.arange(d.shape[-1]), rows, cols] = 1
+    return ops.tensordot(d, constant(placed), axes=1)
+
+
+def set_diag(input, diagonal, name=None, k=0, align="RIGHT_LEFT"):    # noqa: A002
+    """``tf.linalg.set_diag``: ``input`` with its ``k``-th diagonal replaced by ``diagonal``."""
+    x = ops._tensor(input)
+    mask = np.eye(x.shape[-2], x.shape[-1], k=k, dtype=bool)
+    return ops.where(mask, diag(diagonal, k=k)[..., :x.shape[-2], :x.shape[-1]], x)
+
+
+def band_part(input, num_lower, num_upper, name=None):    # noqa: A002
+    """``tf.linalg.band_part``: keep the entries with ``−num_lower ≤ j − i ≤ num_upper`` (−1: no limit), zeros
+    elsewhere; ``band_part(A, -1, 0)`` is the lower triangle."""
+    x = ops._tensor(input)
+    i, j = np.ogrid[:x.shape[-2], :x.shape[-1]]
+    keep = ((num_lower < 0) | (i - j <= num_lower)) & ((num_upper < 0) | (j - i <= num_upper))
+    return ops.where(keep, x, 0.0)
+
+
+def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_sparse=False, name=None):
+    """``tf.linalg.matvec``: ``A·b`` for each matrix and vector of the batch."""
+    a = matrix_transpose(a) if transpose_a or adjoint_a else a
+    return ops.matmul(a, ops.expand_dims(b, -1))[..., 0]
+
+
+def tensor_diag(diagonal, name=None):
+    """``tf.linalg.tensor_diag``: ``out[i…, i…] = diagonal[i…]``, zeros elsewhere (shape ``d + d``)."""
+    d = ops._tensor(diagonal)
+    n = int(np.prod(d.shape))
+    return ops.reshape(diag(ops.reshape(d, (n,))), d.shape + d.shape)
+
+
+def tensor_diag_part(input, name=None):    # noqa: A002
+    """``tf.linalg.tensor_diag_part``: the inverse of :func:`tensor_diag` (shape ``d + d`` → ``d``)."""
+    x = ops._tensor(input)
+    half = x.shape[:x.ndim // 2]
+    n = int(np.prod(half))
+    return ops.reshape(diagonal(ops.reshape(x, (n, n))), half)
+
+
+def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
+    """``tf.linalg.triangular_solve``: ``X`` with ``A X = B`` reading only the lower (``lower=True``) or upper
+    triangle of ``A`` (``adjoint=True``: ``Aᵀ X = B``). The other triangle gets no gradient, as TensorFlow."""
+    a = ops.tril(matrix) if lower else ops.triu(matrix)
+    return solve(matrix_transpose(a) if adjoint else a, rhs)
+
+
+def cholesky_solve(chol, rhs, name=None):
+    """``tf.linalg.cholesky_solve``: ``X`` with ``L Lᵀ X = B``, given the Cholesky factor ``L``."""
+    low = ops.tril(chol)
+    return solve(ops.matmul(low, matrix_transpose(low)), rhs)
+
+
+def logdet(matrix, name=None):
+    """``tf.linalg.logdet``: ``ln det A`` of a symmetric positive definite ``A``, as ``slogdet(A).logabsdet``
+    (its gradient ``A⁻ᵀ`` is TensorFlow's, symmetric for a symmetric ``A``)."""
+    return slogdet(matrix).logabsdet
+
+
+def global_norm(t_list, name=None):
+    """``tf.linalg.global_norm``: ``√(Σ_t Σ t²)`` over a list of tensors (None entries are skipped)."""
+    return ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(t)) for t in t_list if t is not None])))
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """``tf.math.l2_normalize`` (also ``tf.linalg.l2_normalize``, ``tf.nn.l2_normalize``): ``x / √max(Σ x², ε)``
+    over ``axis`` (all axes when None)."""
+    x = ops._tensor(x)
+    ax = dim if axis is None else axis
+    squares = ops.sum(ops.square(x), axis=ax if ax is None or isinstance(ax, int) else tuple(ax), keepdims=True)
+    return x / ops.sqrt(ops.maximum(squares, epsilon))
+
+
+def normalize(tensor, ord="euclidean", axis=None, name=None):
+    """``tf.linalg.normalize``: ``(tensor / ‖tensor‖, ‖tensor‖)`` (the norm kept with size-1 axes)."""
+    n = _tf_norm(tensor, ord, axis)
+    return tensor / n, n
+
+
+def _tf_norm(x, ord, axis):
+    order = None if ord in ("euclidean", "fro") else ord
+    return norm(x, ord=order, axis=tuple(axis) if isinstance(axis, list) else axis, keepdims=True)
+
+
+def matrix_rank(a, tol=None, validate_args=False, name=None):
+    """``tf.linalg.matrix_rank``: the number of singular values above ``tol`` (an integer: no gradient)."""
+    return constant(np.linalg.matrix_rank(ops._tensor(a)._value, tol=tol).astype(np.int32))
+
+
+def expm(input, name=None):    # noqa: A002
+    """``tf.linalg.expm``: ``e^A = Σ Aᵏ/k!``, by scaling and squaring: ``(e^(A/2ˢ))^(2ˢ)`` with ‖A/2ˢ‖ ≤ ½ and
+    a Taylor series of 18 terms (converged to float64 precision there). Written with ``matmul``, so it is
+    differentiable through the same products."""
+    a = ops._tensor(input)
+    size = float(np.max(np.abs(a._value).sum(axis=-2))) if a.size else 0.0
+    s = max(0, int(np.ceil(np.log2(size))) + 1) if size > 0 else 0
+    scaled = a / float(2 ** s)
+    eye = constant(np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy())
+    result = eye
+    for k in range(18, 0, -1):
+        result = eye + ops.matmul(scaled, result) / float(k)
+    for _ in range(s):
+        result = ops.matmul(result, result)
+    return result
+
+
+def sqrtm(input, name=None):    # noqa: A002
+    """``tf.linalg.sqrtm``: the principal square root ``X`` with ``X² = A`` (Denman–Beavers iteration, written
+    with ``inv`` and ``matmul``, so it is differentiable); ``A`` must have no eigenvalue ≤ 0."""
+    y = ops._tensor(input)
+    z = constant(np.broadcast_to(np.eye(y.shape[-1], dtype=y.dtype), y.shape).copy())
+    for _ in range(40):
+        y, z = (y + inv(z)) / 2, (z + inv(y)) / 2
+    return y
+
+
+def lu_reconstruct(lower_upper, perm, validate_args=False, name=None):
+    """``tf.linalg.lu_reconstruct``: ``A = P·L·U`` from the packed factors of :func:`lu` (``L`` unit lower)."""
+    lu_ = ops._tensor(lower_upper)
+    n = lu_.shape[-1]
+    low = ops.tril(lu_, -1) + np.eye(n, dtype=lu_.dtype)
+    prod = ops.matmul(low, ops.triu(lu_))
+    inverse = np.argsort(np.asarray(perm._value if hasattr(perm, "_value") else perm), axis=-1)
+    return ops.take_along_axis(prod, np.broadcast_to(inverse[..., None], prod.shape), axis=-2)
+
+
+def lu_solve(lower_upper, perm, rhs, validate_args=False, name=None):
+    """``tf.linalg.lu_solve``: ``X`` with ``A X = B``, ``A`` given by its packed LU factors."""
+    return solve(lu_reconstruct(lower_upper, perm), rhs)
+
+
+def lu_matrix_inverse(lower_upper, perm, validate_args=False, name=None):
+    """``tf.linalg.lu_matrix_inverse``: ``A⁻¹`` from the packed LU factors."""
+    return inv(lu_reconstruct(lower_upper, perm))
+
+
+LUResult = namedtuple("LUResult", "lu p")
+
+
+def lu(input, output_idx_type="int32", name=None):    # noqa: A002
+    """``tf.linalg.lu``: the packed factors ``lu`` (``L`` below the diagonal, unit diagonal implied, ``U`` on and
+    above) and the row permutation ``p`` with ``A[p] = L·U``. Computed by partial pivoting in numpy: a
+    constant (no gradient through the factorization itself; differentiate ``solve``/``inv`` of ``A``)."""
+    a = np.array(ops._tensor(input)._value, dtype=np.result_type(ops._tensor(input).dtype, np.float32))
+    batch = a.shape[:-2]
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n)).copy()
+    perms = np.tile(np.arange(n), (flat.shape[0], 1))
+    for m, p in zip(flat, perms):
+        for k in range(n):
+            piv = k + int(np.argmax(np.abs(m[k:, k])))
+            if piv != k:
+                m[[k, piv]] = m[[piv, k]]
+                p[[k, piv]] = p[[piv, k]]
+            if m[k, k] != 0:
+                m[k + 1:, k] /= m[k, k]
+                m[k + 1:, k + 1:] -= np.outer(m[k + 1:, k], m[k, k + 1:])
+    return LUResult(constant(flat.reshape(a.shape)), constant(perms.reshape(batch + (n,)).astype(output_idx_type)))
+
+
+def tridiagonal_matmul(diagonals, rhs, diagonals_format="compact", name=None):
+    """``tf.linalg.tridiagonal_matmul``: ``T·B`` with ``T`` given by its three diagonals (compact format:
+    ``(..., 3, M)`` = superdiagonal, diagonal, subdiagonal)."""
+    return ops.matmul(_tridiagonal(diagonals, diagonals_format, "tridiagonal_matmul"), rhs)
+
+
+def tridiagonal_solve(diagonals, rhs, diagonals_format="compact", transpose_rhs=False, conjugate_rhs=False,
+                      name=None, partial_pivoting=True, perturb_singular=False):
+    """``tf.linalg.tridiagonal_solve``: ``X`` with ``T X = B`` (``T`` as in :func:`tridiagonal_matmul`)."""
+    b = matrix_transpose(rhs) if transpose_rhs else rhs
+    return solve(_tridiagonal(diagonals, diagonals_format, "tridiagonal_solve"), b)
+
+
+def _tridiagonal(diagonals, diagonals_format, op):
+    if diagonals_format == "matrix":
+        return ops._tensor(diagonals)
+    if diagonals_format != "compact":
+        raise NotImplementedError(f"{op}: diagonals_format={diagonals_format!r} is not supported; give "
+                                  "'compact' ((..., 3, M): super, main, sub) or 'matrix'.")
+    d = ops._tensor(diagonals)
+    return (diag(d[..., 0, :-1], k=1) + diag(d[..., 1, :]) + diag(d[..., 2, 1:], k=-1))
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32", name=None):
+    """``tf.linalg.eye``: as ``adv.eye`` (TensorFlow's arguments)."""
+    return ops.eye(num_rows, num_columns=num_columns, batch_shape=batch_shape, dtype=dtype)
+
+
+def einsum(equation, *inputs, **kwargs):
+    """``tf.linalg.einsum``: as ``adv.einsum``."""
+    return ops.einsum(equation, *inputs)
+
+
+def cross(a, b, name=None):
+    """``tf.linalg.cross``: the cross product of 3-vectors along the last axis, as ``adv.cross``."""
+    return ops.cross(a, b)
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """``tf.clip_by_global_norm``: every tensor scaled by ``clip_norm / max(global_norm, clip_norm)``, so the
+    list's joint norm is at most ``clip_norm``; returns ``(clipped_list, global_norm)`` (None entries stay None)."""
+    norm_ = global_norm(t_list) if use_norm is None else ops._tensor(use_norm)
+    scale = clip_norm / ops.maximum(norm_, clip_norm)
+    return [None if t is None else t * scale for t in t_list], norm_
+
+
+def __getattr__(name):
+    """A TensorFlow name of ``tf.linalg`` that is out of scope here raises the reason and the fix (the table in
+    ``base/tf_surface.py``); any other missing name raises Python's usual AttributeError."""
+    from ..base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"tf.linalg.{name}", "autodiff_viz.linalg")
+    if message is None:
+        raise AttributeError(f"module 'autodiff_viz.linalg' has no attribute {name!r}", name=name)
+    raise AttributeError(message)

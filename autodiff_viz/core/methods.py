@@ -20,7 +20,7 @@ import numpy as np
 from ..base.state import state
 from . import engine, linalg, ops
 from . import rules as R
-from .tensor import Tensor, _tracked, as_tensor, left_the_tape
+from .tensor import Tensor, Variable, _tracked, as_tensor, left_the_tape, note_slice
 
 
 def _binary(rule, reflected=False):
@@ -290,7 +290,12 @@ def __array_function__(self, func, types, args, kwargs):
 
 
 def __getitem__(self, index):
-    return ops.getitem(self, index)
+    """``t[index]``, recorded as ``getitem``; read off a Variable, the slice remembers where it came from, so
+    ``v[0:2].assign(new)`` writes into ``v`` (TensorFlow's slice assignment)."""
+    part = ops.getitem(self, index)
+    if type(self) is Variable:
+        note_slice(part, self, ops._normalize_index(index, self.ndim))
+    return part
 
 
 def reshape(self, *shape, order="C"):

@@ -39,11 +39,16 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..base.session import generator
+from ..base.session import generator, set_random_seed
 from .ops import _axes, _default_float, _new_shape, _tensor, multiply, take
 from .tensor import Tensor, check_nbytes, constant
 
-__all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "shuffle", "dropout"]
+__all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "shuffle", "dropout",
+           # TensorFlow's tf.random names
+           "set_seed", "categorical", "gamma", "poisson", "stateless_normal", "stateless_uniform",
+           "stateless_truncated_normal", "stateless_parameterized_truncated_normal", "stateless_categorical",
+           "stateless_binomial", "stateless_gamma", "stateless_poisson", "create_rng_state", "split", "fold_in",
+           "Generator", "get_global_generator", "set_global_generator"]
 
 _SIZE_FIX = ("Check the shape (a batch size or latent size that is much too large?); draws are made in float64 "
              "before the cast to dtype.")
@@ -174,7 +179,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tensor:
     return Tensor._wrap(_generator(seed).normal(loc=mean, scale=stddev, size=shape).astype(dt))
 
 
-def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None) -> Tensor:
+def uniform(shape, minval=0.0, maxval=None, dtype=None, seed=None) -> Tensor:
     """Samples of the uniform distribution on ``[minval, maxval)``, as ``keras.random.uniform``.
 
     Args:
@@ -188,6 +193,13 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None) -> Tensor:
         A constant tensor (sampling has no gradient).
     """
     fn = "random.uniform"
+    if dtype is not None and np.dtype(dtype).kind in "iu":        # tf.random.uniform's integers
+        if maxval is None:
+            raise ValueError(f"random.uniform requires a floating dtype, or an explicit maxval for the integer "
+                             f"dtype {np.dtype(dtype).name} (TensorFlow's rule): e.g. "
+                             "adv.random.uniform((3,), 0, 10, dtype='int32'), or adv.random.randint.")
+        return randint(shape, int(minval), int(maxval), dtype=dtype, seed=seed)
+    maxval = 1.0 if maxval is None else maxval
     minval, maxval = _number(minval, "minval", fn), _number(maxval, "maxval", fn)
     shape, dt = _draw(fn, shape, dtype, seed)
     return Tensor._wrap(_generator(seed).uniform(low=minval, high=maxval, size=shape).astype(dt))
@@ -335,3 +347,212 @@ def _noise_shape(noise_shape, shape: tuple, fn: str) -> tuple:
                              "each entry must be 1, None or the input's size.")
         out.append(n if s is None else int(s))
     return tuple(out)
+
+
+# ----- tf.random's own names ------------------------------------------------------------------------------
+def set_seed(seed):
+    """``tf.random.set_seed``: seed the global generator behind every unseeded draw (and weight initialization),
+    so a run repeats; the numbers differ from TensorFlow's own (another generator)."""
+    set_random_seed(int(seed))
+
+
+def _stateless(seed, fn):
+    """A numpy generator from TensorFlow's stateless seed, a pair of ints: the same pair, the same draws."""
+    pair = np.asarray(seed._value if isinstance(seed, Tensor) else seed).reshape(-1)
+    if pair.shape != (2,):
+        raise ValueError(f"{fn}: seed must be a pair of ints (seed=[1, 2]), got {seed!r}.")
+    return np.random.default_rng([int(v) & 0xFFFFFFFF for v in pair] + [1])
+
+
+def _in(dtype, default="float32"):
+    return np.dtype(default if dtype is None else dtype)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """``tf.random.categorical``: for each row of ``logits`` (unnormalized log-probabilities), ``num_samples``
+    class indices drawn with probabilities ``softmax(row)``."""
+    z = np.asarray(_tensor(logits)._value, dtype=np.float64)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    rng = _generator(seed)
+    draws = np.stack([rng.choice(len(row), size=int(num_samples), p=row) for row in p])
+    return constant(draws.astype(_in(dtype, "int64")))
+
+
+def gamma(shape, alpha, beta=None, dtype=None, seed=None, name=None):
+    """``tf.random.gamma``: Gamma(α, β) samples of shape ``shape + alpha.shape`` (β the rate, 1 when None)."""
+    a = np.asarray(alpha, dtype=np.float64)
+    b = 1.0 if beta is None else np.asarray(beta, dtype=np.float64)
+    size = _new_shape(shape, "random.gamma") + np.broadcast_shapes(a.shape, np.shape(b))
+    return constant((_generator(seed).gamma(a, size=size) / b).astype(_in(dtype)))
+
+
+def poisson(shape, lam, dtype=None, seed=None, name=None):
+    """``tf.random.poisson``: Poisson(λ) samples of shape ``shape + lam.shape``."""
+    lam = np.asarray(lam, dtype=np.float64)
+    size = _new_shape(shape, "random.poisson") + lam.shape
+    return constant(_generator(seed).poisson(lam, size=size).astype(_in(dtype)))
+
+
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=None, name=None, alg="auto_select"):
+    """``tf.random.stateless_normal``: N(mean, stddev²) samples fixed by the seed pair."""
+    size = _new_shape(shape, "random.stateless_normal")
+    return constant((_stateless(seed, "stateless_normal").normal(size=size) * stddev + mean).astype(_in(dtype)))
+
+
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=None, name=None, alg="auto_select"):
+    """``tf.random.stateless_uniform``: uniform samples on ``[minval, maxval)`` fixed by the seed pair (integers
+    in ``minval … maxval − 1`` for an integer dtype)."""
+    size, dt = _new_shape(shape, "random.stateless_uniform"), _in(dtype)
+    rng = _stateless(seed, "stateless_uniform")
+    if dt.kind in "iu":
+        return constant(rng.integers(int(minval), int(maxval), size=size).astype(dt))
+    return constant(rng.uniform(minval, 1.0 if maxval is None else maxval, size=size).astype(dt))
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=None, name=None, alg="auto_select"):
+    """``tf.random.stateless_truncated_normal``: as :func:`truncated_normal`, fixed by the seed pair."""
+    size = _new_shape(shape, "random.stateless_truncated_normal")
+    rng = _stateless(seed, "stateless_truncated_normal")
+    z = rng.normal(size=size)
+    while (bad := np.abs(z) > 2).any():
+        z[bad] = rng.normal(size=int(bad.sum()))
+    return constant((z * stddev + mean).astype(_in(dtype)))
+
+
+def stateless_parameterized_truncated_normal(shape, seed, means=0.0, stddevs=1.0, minvals=-2.0, maxvals=2.0,
+                                             name=None):
+    """``tf.random.stateless_parameterized_truncated_normal``: N(mean, stddev²) kept within ``[minval, maxval]``."""
+    size = _new_shape(shape, "random.stateless_parameterized_truncated_normal")
+    rng = _stateless(seed, "stateless_parameterized_truncated_normal")
+    lo, hi = (np.broadcast_to(np.asarray(v, dtype=np.float64), size) for v in (minvals, maxvals))
+    m, sd = (np.broadcast_to(np.asarray(v, dtype=np.float64), size) for v in (means, stddevs))
+    z = rng.normal(m, sd)
+    while (bad := (z < lo) | (z > hi)).any():
+        z[bad] = rng.normal(m[bad], sd[bad])
+    return constant(z.astype(np.float32))
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=None, name=None):
+    """``tf.random.stateless_categorical``: as :func:`categorical`, fixed by the seed pair."""
+    z = np.asarray(_tensor(logits)._value, dtype=np.float64)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    rng = _stateless(seed, "stateless_categorical")
+    return constant(np.stack([rng.choice(len(r), size=int(num_samples), p=r) for r in p]).astype(_in(dtype, "int64")))
+
+
+def stateless_binomial(shape, seed, counts, probs, output_dtype=np.int32, name=None):
+    """``tf.random.stateless_binomial``: Binomial(counts, probs) samples fixed by the seed pair."""
+    size = _new_shape(shape, "random.stateless_binomial")
+    return constant(_stateless(seed, "stateless_binomial").binomial(counts, probs, size=size).astype(output_dtype))
+
+
+def stateless_gamma(shape, seed, alpha, beta=None, dtype=None, name=None):
+    """``tf.random.stateless_gamma``: Gamma(α, β) samples of shape ``shape`` fixed by the seed pair."""
+    size = _new_shape(shape, "random.stateless_gamma")
+    b = 1.0 if beta is None else np.asarray(beta, dtype=np.float64)
+    return constant((_stateless(seed, "stateless_gamma").gamma(np.asarray(alpha, dtype=np.float64), size=size) / b)
+                    .astype(_in(dtype)))
+
+
+def stateless_poisson(shape, seed, lam, dtype=np.int32, name=None):
+    """``tf.random.stateless_poisson``: Poisson(λ) samples of shape ``shape`` fixed by the seed pair."""
+    size = _new_shape(shape, "random.stateless_poisson")
+    return constant(_stateless(seed, "stateless_poisson").poisson(lam, size=size).astype(dtype))
+
+
+def create_rng_state(seed, alg):
+    """``tf.random.create_rng_state``: a state array made from ``seed`` (for :class:`Generator`)."""
+    return np.asarray([int(seed) & 0xFFFFFFFF, 0, 0], dtype=np.int64)
+
+
+def split(seed, num=2, alg="auto_select"):
+    """``tf.random.split``: ``num`` new seed pairs derived from a seed pair (for the stateless functions)."""
+    rng = _stateless(seed, "random.split")
+    return constant(rng.integers(0, 2 ** 31 - 1, size=(int(num), 2)).astype(_seed_dtype(seed)))
+
+
+def _seed_dtype(seed):
+    """A seed tensor keeps its integer dtype; a Python list is int32, as TensorFlow converts it."""
+    return seed.dtype if isinstance(seed, Tensor) else np.int32
+
+
+def fold_in(seed, data, alg="auto_select"):
+    """``tf.random.fold_in``: a new seed pair from a seed pair and an integer (a step number, say)."""
+    pair = np.asarray(seed._value if isinstance(seed, Tensor) else seed).reshape(-1)
+    rng = np.random.default_rng([int(v) & 0xFFFFFFFF for v in pair] + [int(data) & 0xFFFFFFFF, 2])
+    return constant(rng.integers(0, 2 ** 31 - 1, size=2).astype(_seed_dtype(seed)))
+
+
+class Generator:
+    """``tf.random.Generator``: a generator object with its own state (``Generator.from_seed(1)``), whose
+    ``normal``, ``uniform``, ``truncated_normal`` … draw in sequence. Numbers differ from TensorFlow's."""
+
+    def __init__(self, copy_from=None, state=None, alg=None, *, seed=None):
+        if seed is None and state is not None:
+            seed = int(np.asarray(state).reshape(-1)[0])
+        self._seed_generator = SeedGenerator(0 if seed is None else int(seed))
+
+    @classmethod
+    def from_seed(cls, seed, alg=None):
+        return cls(seed=seed)
+
+    @classmethod
+    def from_non_deterministic_state(cls, alg=None):
+        return cls(seed=int(np.random.SeedSequence().entropy % (2 ** 31)))
+
+    @classmethod
+    def from_state(cls, state, alg=None):
+        return cls(state=state)
+
+    def reset_from_seed(self, seed):
+        self._seed_generator = SeedGenerator(int(seed))
+
+    def normal(self, shape, mean=0.0, stddev=1.0, dtype=None, name=None):
+        return normal(shape, mean, stddev, dtype, seed=self._seed_generator)
+
+    def uniform(self, shape, minval=0, maxval=None, dtype=None, name=None):
+        return uniform(shape, minval, maxval, dtype, seed=self._seed_generator)
+
+    def uniform_full_int(self, shape, dtype="int64", name=None):
+        info = np.iinfo(np.dtype(dtype))
+        return randint(shape, info.min, info.max, dtype=dtype, seed=self._seed_generator)
+
+    def truncated_normal(self, shape, mean=0.0, stddev=1.0, dtype=None, name=None):
+        return truncated_normal(shape, mean, stddev, dtype, seed=self._seed_generator)
+
+    def binomial(self, shape, counts, probs, dtype="int32", name=None):
+        return constant(_generator(self._seed_generator).binomial(counts, probs, size=_new_shape(shape, "binomial"))
+                        .astype(dtype))
+
+    def make_seeds(self, count=1):
+        return constant(_generator(self._seed_generator).integers(0, 2 ** 31 - 1, size=(2, int(count))))
+
+    def split(self, count=1):
+        return [Generator(seed=int(s)) for s in _generator(self._seed_generator).integers(0, 2 ** 31 - 1, count)]
+
+
+_GLOBAL = []
+
+
+def get_global_generator():
+    """``tf.random.get_global_generator``: the one :class:`Generator` shared by the program."""
+    if not _GLOBAL:
+        _GLOBAL.append(Generator(seed=int(generator().integers(2 ** 31 - 1))))
+    return _GLOBAL[0]
+
+
+def set_global_generator(generator):
+    """``tf.random.set_global_generator``: replace the shared :class:`Generator`."""
+    _GLOBAL[:] = [generator]
+
+
+def __getattr__(name):
+    """A TensorFlow name of ``tf.random`` that is out of scope here raises the reason and the fix (the table in
+    ``base/tf_surface.py``); any other missing name raises Python's usual AttributeError."""
+    from ..base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"tf.random.{name}", "autodiff_viz.random")
+    if message is None:
+        raise AttributeError(f"module 'autodiff_viz.random' has no attribute {name!r}", name=name)
+    raise AttributeError(message)

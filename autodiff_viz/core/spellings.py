@@ -9,6 +9,7 @@ hint from :mod:`~autodiff_viz.core.tensor`.
 """
 from __future__ import annotations
 
+from ..base.tf_surface import out_of_scope_message
 from .methods import _NEAREST
 from .tensor import _TORCH_HINTS
 
@@ -25,57 +26,25 @@ _NUMPY = "numpy has it, with no gradient rule here"
 
 _SPELLINGS = {
     "clamp": (_TORCH, "adv.clip(x, min, max)"),
-    "clip_by_global_norm": (_TF, "global_clipnorm= on the optimizer (adv.optimizers.SGD(0.1, global_clipnorm=1.0)), "
-                                 "or adv.clip_by_norm(g, c) on each gradient"),
     "cat": (_TORCH, "adv.concatenate(tensors, axis=...)"),
-    "gather": (_TF_TORCH, "adv.take(x, indices, axis=...) for tf.gather; "
-                          "adv.take_along_axis(x, indices, axis=...) for torch.gather"),
-    "gather_nd": (_TF, "x[tuple(np.moveaxis(indices, -1, 0))] (numpy's indexing, differentiable)"),
-    "boolean_mask": (_TF, "x[mask] (indexing with a boolean array, differentiable)"),
-    "fill": (_TF, "adv.full(shape, value)"),
-    "rank": (_TF, "x.ndim"),
-    "size": ("that is the spelling of TensorFlow and keras.ops",
-             "x.size (the number of entries; adv.shape(x) for the shape)"),
     "ndim": ("that is the spelling of numpy and keras.ops", "x.ndim"),
     "numel": (_TORCH, "x.size"),
-    "reverse": (_TF, "adv.flip(x, axis)"),
-    "squared_difference": (_TF, "adv.square(a - b)"),
-    "rsqrt": (_TF_TORCH, "1 / adv.sqrt(x)"),
-    "divide_no_nan": (_TF, "adv.where(b == 0, 0.0, a / adv.where(b == 0, 1.0, b))"),
-    "l2_normalize": (_TF, "x / adv.norm(x, axis=..., keepdims=True)"),
+    "squared_difference": ("TensorFlow keeps it in tf.math", "adv.math.squared_difference(a, b)"),
+    "rsqrt": ("TensorFlow keeps it in tf.math; PyTorch's spelling too", "adv.math.rsqrt(x)"),
+    "divide_no_nan": ("TensorFlow keeps it in tf.math", "adv.math.divide_no_nan(a, b)"),
+    "l2_normalize": ("TensorFlow keeps it in tf.math and tf.nn", "adv.math.l2_normalize(x, axis=...)"),
     "normalize": (_KERAS, "x / adv.norm(x, axis=..., keepdims=True)"),
-    "moments": ("that is the spelling of tf.nn and keras.ops", "adv.mean(x, axis=...) and adv.var(x, axis=...)"),
+    "moments": ("that is the spelling of tf.nn and keras.ops", "adv.nn.moments(x, axes=[...])"),
     "relu6": (_KERAS, "adv.clip(x, 0.0, 6.0)"),
-    "slice": ("that is the spelling of TensorFlow and keras.ops", "x[start:stop] (slicing, differentiable)"),
-    "scatter_nd": (_TF, "adv.where with a mask, or a sum of adv.one_hot products (tensors are immutable)"),
-    "tensor_scatter_nd_update": (_TF, "adv.where(mask, new_values, x) (tensors are immutable: build a new one)"),
-    "tensor_scatter_nd_add": (_TF, "x + adv.where(mask, updates, 0.0) (tensors are immutable: build a new one)"),
-    "count_nonzero": (_EVERYONE, "np.count_nonzero(x) (a count: no gradient)"),
-    "cond": ("that is the spelling of TensorFlow and keras.ops", "a Python if (everything runs eagerly)"),
-    "while_loop": ("that is the spelling of TensorFlow and keras.ops", "a Python while or for loop (every step "
-                                                                       "is recorded)"),
+    "count_nonzero": (_EVERYONE, "adv.math.count_nonzero(x) (a count: no gradient)"),
     "fori_loop": (_KERAS, "a Python for loop (every step is recorded)"),
-    "function": (_TF, "nothing to compile: call the Python function (everything runs eagerly, so every step "
-                      "can be recorded and shown)"),
-    "print": (_TF, "print(x)"),
-    "newaxis": ("that is the spelling of numpy and TensorFlow", "None (x[:, None]) or np.newaxis"),
-    "get_static_value": (_TF, "x.numpy()"),
-    "make_ndarray": (_TF, "x.numpy()"),
     "convert_to_numpy": (_KERAS, "x.numpy()"),
-    "gradients": (_TF, "tape.gradient(y, x) with adv.GradientTape, or adv.grad(f)(x)"),
-    "keras": ("Keras lives in its own module there", "adv.layers, adv.Model, adv.Sequential, adv.losses, "
-                                                     "adv.optimizers, adv.callbacks (Keras 3 names: adv. for keras.)"),
-    "autodiff": ("tf.autodiff is a module there", "adv.GradientTape; adv.jvp(f, (primals,), (tangents,)) for "
-                                                  "tf.autodiff.ForwardAccumulator"),
     "ForwardAccumulator": ("that is TensorFlow's forward mode, tf.autodiff.ForwardAccumulator",
                            "out, tangent_out = adv.jvp(f, (primals,), (tangents,)) (one Jacobian-vector product), "
                            "or adv.jacobian(f, mode='forward')(x)"),
-    "debugging": ("tf.debugging is a module there", "with adv.detect_anomaly(): for "
-                                                    "tf.debugging.enable_check_numerics"),
     "empty": (_NP_KERAS_TORCH, "adv.zeros(shape) (a tensor always holds values)"),
     "empty_like": ("that is the spelling of numpy and PyTorch", "adv.zeros_like(x)"),
     "full_like": (_NP_KERAS_TORCH, "adv.full(adv.shape(x), value, dtype=x.dtype)"),
-    "range": (_TF, "adv.constant(np.arange(start, stop, step)) (a range of numbers has no gradient)"),
     "arange": (_NP_KERAS_TORCH, "adv.constant(np.arange(start, stop, step)) (a range of numbers has no gradient)"),
     "array": ("that is numpy's spelling", "adv.constant(value)"),
     "asarray": ("that is numpy's spelling", "adv.constant(value) (or x.numpy() for the numbers)"),
@@ -92,36 +61,29 @@ _SPELLINGS = {
     "mul": (_TORCH, "x * y or adv.multiply(x, y)"),
     "sub": (_TORCH, "x - y or adv.subtract(x, y)"),
     "div": (_TORCH, "x / y or adv.divide(x, y)"),
-    "truediv": (_TF, "x / y or adv.divide(x, y)"),
-    "realdiv": (_TF, "x / y or adv.divide(x, y)"),
     "floordiv": (_TF, "x // y or adv.floor_divide(x, y)"),
     "neg": (_TORCH, "-x or adv.negative(x)"),
     "unbind": (_TORCH, "list(x) (the slices along axis 0), or [x[:, i] for i in range(n)]"),
-    "unstack": (_TF, "list(x) (the slices along axis 0), or [x[:, i] for i in range(n)]"),
-    "top_k": (_TF, "adv.sort(x)[..., -k:] for the k largest values (ascending), adv.argsort(x)[..., -k:] "
-                   "for their positions"),
+    "top_k": ("TensorFlow keeps it in tf.math and tf.nn", "adv.math.top_k(x, k) (values and indices)"),
     "topk": (_TORCH, "adv.sort(x)[..., -k:] for the k largest values (ascending), adv.argsort(x)[..., -k:] "
                      "for their positions"),
     "autograd": (_TORCH, "tape.gradient(y, x) with adv.GradientTape, or adv.grad / adv.vjp / adv.jacobian"),
     "func": (_TORCH, "adv.grad, adv.vjp, adv.jvp, adv.jacobian, adv.hessian (JAX's names, as torch.func)"),
     "optim": (_TORCH, "adv.optimizers (SGD, Adam, RMSprop, with Keras 3 names)"),
-    "device": (_TORCH, "nothing to choose: everything runs on the CPU with numpy"),
     "cuda": (_TORCH, "nothing to set up: everything runs on the CPU with numpy"),
 }
 for _name in ("reduce_std", "reduce_variance", "reduce_euclidean_norm"):
     _SPELLINGS[_name] = ("TensorFlow keeps it in tf.math", f"adv.math.{_name}(x, axis=..., keepdims=...)")
-for _name in ("sigmoid", "relu", "softmax", "log_softmax", "softplus", "softsign", "elu", "selu", "gelu", "silu",
+for _name in ("relu", "softmax", "log_softmax", "softplus", "softsign", "elu", "selu", "gelu", "silu",
               "swish", "leaky_relu", "log_sigmoid", "hard_sigmoid"):
     _SPELLINGS[_name] = ("an activation, kept in adv.nn", f"adv.nn.{_name}(x)")
 for _name in ("binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy"):
     _SPELLINGS[_name] = (_KERAS, f"adv.losses.{_name}(y_true, y_pred, from_logits=...)")
-for _name in ("logical_and", "logical_or", "logical_xor", "logical_not"):
-    _SPELLINGS[_name] = (_EVERYONE, f"np.{_name}(...) (booleans: no gradient)")
+_SPELLINGS["logical_xor"] = ("TensorFlow keeps it in tf.math", "adv.math.logical_xor(a, b) (booleans: no gradient)")
 for _name in ("is_nan", "is_inf", "is_finite"):
-    _SPELLINGS[_name] = (_TF, f"np.{_name.replace('_', '')}(x) (an array of booleans: no gradient)")
+    _SPELLINGS[_name] = ("TensorFlow keeps it in tf.math", f"adv.math.{_name}(x) (booleans: no gradient)")
 for _name in ("isnan", "isinf", "isfinite", "isclose", "allclose"):
     _SPELLINGS[_name] = (_NP_KERAS_TORCH, f"np.{_name}(...) (booleans: no gradient)")
-_SPELLINGS["pow"] = (_TF_TORCH, "x ** p or adv.power(x, p)")
 
 # PyTorch functions whose hint the Tensor already gives for the method of the same name
 _TORCH_FUNCTIONS = {"unsqueeze", "permute", "detach", "clone", "mm", "narrow", "masked_fill", "index_select",
@@ -136,6 +98,9 @@ def foreign_spelling(name: str) -> str | None:
     function names that are also tensor methods (``torch.unsqueeze``, ``torch.permute`` ...) and numpy
     functions without a rule (``np.median`` ...) take their hint from the Tensor's tables.
     """
+    out_of_scope = out_of_scope_message(f"tf.{name}", "autodiff_viz")
+    if out_of_scope is not None:
+        return out_of_scope
     if name in _SPELLINGS:
         whose, hint = _SPELLINGS[name]
     elif name in _TORCH_FUNCTIONS:

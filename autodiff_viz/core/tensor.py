@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+import weakref
 
 import numpy as np
 
@@ -319,12 +320,25 @@ for _name in _TORCH_HINTS:
         setattr(Tensor, _name, _Hint(_name))
 
 
-class _VariableOnly(_Hint):
-    """``t.assign`` (``assign_add``, ``assign_sub``) on a Tensor: an AttributeError that says what to write.
+#: a slice of a variable (``v[0:2]``, by the slice tensor's id) → (the variable, weakly; the normalized index)
+_SLICE_OF: dict = {}
 
-    TensorFlow's ``v[0:2].assign(new)`` changes a slice of a variable. Here
-    ``v[0:2]`` is a new tensor (a getitem op, as every op on a variable), so
-    an assign on it could not reach ``v``; the message gives the two ways.
+
+def note_slice(part: Tensor, variable: Variable, index: tuple) -> None:
+    """Remember that ``part`` is ``variable[index]``, so ``part.assign(new)`` writes into the variable (as
+    TensorFlow's ``v[0:2].assign(new)``). The note goes when ``part`` does."""
+    _SLICE_OF[part._id] = (weakref.ref(variable), index)
+    weakref.finalize(part, _SLICE_OF.pop, part._id, None)
+
+
+class _VariableOnly(_Hint):
+    """``t.assign`` (``assign_add``, ``assign_sub``) on a Tensor: on a slice of a variable, the write into it;
+    on any other tensor, an AttributeError that says what to write.
+
+    ``v[0:2]`` is a new tensor (a getitem op, as every op on a variable); read
+    straight off a variable, it remembers where it came from (:func:`note_slice`),
+    so ``v[0:2].assign(new)`` changes those entries of ``v``, as in TensorFlow.
+    Any other tensor is a value of its own that no assign could reach.
     """
 
     __slots__ = ()
@@ -332,11 +346,16 @@ class _VariableOnly(_Hint):
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
+        found = _SLICE_OF.get(obj._id)
+        variable = found[0]() if found is not None else None
+        if variable is not None:
+            index, how = found[1], self.name
+            return lambda value, use_locking=False, name=None, read_value=True: variable._write_at(index, value,
+                                                                                                   how)
         raise AttributeError(
             f"Tensor has no attribute '{self.name}': only a Variable changes, and this tensor is a value of its "
-            f"own (v[0:2], like any op on a variable, makes a new tensor, so an assign could not reach v). To "
-            f"change part of a variable, give it a whole new value: v.assign(adv.where(mask, new, v)), or "
-            f"a = v.numpy(); a[0:2] = new; v.{self.name}(a) for the whole array.")
+            f"own (an op's result, which an assign could not reach). To change part of a variable, index the "
+            f"variable itself: v[0:2].{self.name}(new) (or v.assign(adv.where(mask, new, v)) for a mask).")
 
 
 for _name in ("assign", "assign_add", "assign_sub"):
@@ -456,6 +475,59 @@ class Variable(Tensor):
             assigned(self, delta, "assign_add")
         return self
 
+    def _write_at(self, index, value, how):
+        """``v[index].assign(value)`` (``assign_add``, ``assign_sub``; ``scatter_nd_*`` with an index tuple):
+        a new array with those entries written, so ops that read ``v`` before keep what they read.
+
+        Like ``assign``, a write is not differentiable (TensorFlow's neither): a tape notes it with its line,
+        and ``tape.explain`` names it when a gradient stops there.
+        """
+        var = f"variable {self.path!r}" if self.path else "the variable"
+        what = f"{how} into {var}[...]"
+        part = self._value[index]
+        arr = value._value if isinstance(value, Tensor) else _to_array(value, None)
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"{what}: the value is {arr.dtype}, not numbers. The variable is unchanged.")
+        if np.shape(part) != arr.shape:
+            try:
+                arr = np.broadcast_to(arr, np.shape(part))
+            except ValueError:
+                raise ValueError(f"{what}: the slice has shape {np.shape(part)}, the value has shape {arr.shape}. "
+                                 f"Give a value of shape {np.shape(part)}. The variable is unchanged.") from None
+        if self.dtype.kind in "biu" and arr.dtype != self.dtype:
+            _refuse_lossy(arr, self.dtype, what)
+        new = self._value.copy()
+        if how in ("assign", "scatter_nd_update"):
+            new[index] = arr
+        elif how in ("assign_add", "scatter_nd_add"):
+            np.add.at(new, index, arr.astype(new.dtype, copy=False))
+        else:
+            np.subtract.at(new, index, arr.astype(new.dtype, copy=False))
+        self._value = new
+        if state.recording:
+            assigned(self, value, how)
+        return self
+
+    def scatter_nd_update(self, indices, updates, use_locking=False, name=None):
+        """``v.scatter_nd_update(indices, updates)``: the entries (or slices) at ``indices[..., :]`` replaced
+        by ``updates`` (the last write wins where an index repeats). Returns the variable."""
+        return self._write_at(self._nd_index(indices, "scatter_nd_update"), updates, "scatter_nd_update")
+
+    def scatter_nd_add(self, indices, updates, use_locking=False, name=None):
+        """``v.scatter_nd_add(indices, updates)``: ``updates`` added at ``indices`` (repeats add up)."""
+        return self._write_at(self._nd_index(indices, "scatter_nd_add"), updates, "scatter_nd_add")
+
+    def scatter_nd_sub(self, indices, updates, use_locking=False, name=None):
+        """``v.scatter_nd_sub(indices, updates)``: ``updates`` subtracted at ``indices``."""
+        return self._write_at(self._nd_index(indices, "scatter_nd_sub"), updates, "scatter_nd_sub")
+
+    def _nd_index(self, indices, how):
+        idx = np.asarray(indices._value if isinstance(indices, Tensor) else indices)
+        if idx.dtype.kind not in "iu" or idx.ndim < 1 or idx.shape[-1] > self.ndim:
+            raise TypeError(f"{how}: indices must be integers of shape (..., k) with k ≤ {self.ndim} (index tuples "
+                            f"into the variable's first k axes), got {idx.dtype} of shape {idx.shape}.")
+        return tuple(np.moveaxis(idx, -1, 0))
+
     def assign_sub(self, delta):
         given, delta = delta, self._checked(delta, "assign_sub", copy=False)
         if sys.getrefcount(self._value) <= _ONLY_ITS_HOLDER and self._value.base is None and \
@@ -493,8 +565,8 @@ def _refuse_lossy(arr: np.ndarray, dtype: np.dtype, what: str) -> None:
     if not changed.any():
         return
     i = int(np.flatnonzero(changed)[0])
-    raise TypeError(f"{what} holds {dtype}, and the value ({arr.dtype}) has {arr.reshape(-1)[i]!r}, which "
-                    f"would become {cast.reshape(-1)[i]!r} in {dtype}. Fix: round or convert it yourself "
+    raise TypeError(f"{what} holds {dtype}, and the value ({arr.dtype}) has {arr.reshape(-1)[i].item()!r}, which "
+                    f"would become {cast.reshape(-1)[i].item()!r} in {dtype}. Fix: round or convert it yourself "
                     f"(np.round(value).astype('{dtype}')) if that is what you mean, or make the variable "
                     "floating: adv.Variable(value, dtype='float64'). The variable is unchanged.")
 

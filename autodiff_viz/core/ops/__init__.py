@@ -38,6 +38,17 @@ from .composites import (append, array_split, atleast_1d, atleast_2d, atleast_3d
                          nan_to_num, partition, rad2deg, radians, rollaxis, rot90, row_stack, select, sinc,
                          vsplit, vstack, _values_of)
 
+from .tf_names import (bessel_i0, bessel_i0e, bessel_i1, bessel_i1e, betainc, boolean_mask, broadcast_dynamic_shape,
+                       broadcast_static_shape, digamma, dynamic_partition, dynamic_stitch, ensure_shape, erfc,
+                       erfcinv, erfinv, fill, gather, gather_nd, histogram_fixed_width, histogram_fixed_width_bins,
+                       identity_n, igamma, igammac, in_top_k, lbeta, lgamma, meshgrid, ndtri, parallel_stack,
+                       polygamma, rank, reverse, reverse_sequence, saturate_cast, scalar_mul, scatter_nd,
+                       searchsorted, sequence_mask, shape_n, size, strided_slice, tensor_scatter_nd_add,
+                       tensor_scatter_nd_max, tensor_scatter_nd_min, tensor_scatter_nd_sub,
+                       tensor_scatter_nd_update, top_k, truncatediv, truncatemod, unique, unique_with_counts,
+                       unravel_index, unstack, zeta)
+from .tf_names import range, slice  # noqa: A004  (TensorFlow's names; Python's own stay Python's in the package)
+
 # The names numpy has that deliberately differ here (tests/test_numpy_name_audit.py compares every other one
 # with numpy on sample inputs; docs/coming-from.md explains each). Anything not listed means what numpy means.
 NUMPY_DIFFERENCES = {
@@ -46,4 +57,7 @@ NUMPY_DIFFERENCES = {
     "full": "float32 by default for a float fill value, as zeros",
     "eye": "float32 by default, as zeros",
     "identity": "TensorFlow's tf.identity(x) (a recorded copy); an integer n raises, naming adv.eye(n)",
+    "size": "TensorFlow's tf.size(x): the number of entries as a 0-d int32 tensor (numpy's np.size: an int)",
+    "searchsorted": "TensorFlow's tf.searchsorted(sorted_sequence, values) along the last axis, int32 positions "
+                    "(the same positions as numpy's for a 1-D sequence, which gives int64)",
 }

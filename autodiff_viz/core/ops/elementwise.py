@@ -138,8 +138,18 @@ def clip_by_norm(x, clip_norm, axes=None):
     return divide(multiply(x, clip_norm), maximum(l2norm, clip_norm))
 
 
-def matmul(a, b):
-    """Matrix product ``a @ b`` with numpy's rules for 1-D and stacked operands."""
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
+           b_is_sparse=False, output_type=None, grad_a=False, grad_b=False, name=None):
+    """Matrix product ``a @ b`` with numpy's rules for 1-D and stacked operands.
+
+    TensorFlow's keywords work too: ``transpose_a=True`` multiplies by ``aᵀ`` (the last two axes swapped;
+    ``adjoint_a`` is the same for real tensors), likewise for ``b``. The transposes are recorded as such,
+    so the graph shows ``transpose`` then ``matmul``, as the math reads.
+    """
+    if transpose_a or adjoint_a or transpose_b or adjoint_b:
+        from .shapes import swapaxes
+        a = swapaxes(_tensor(a), -1, -2) if transpose_a or adjoint_a else a
+        b = swapaxes(_tensor(b), -1, -2) if transpose_b or adjoint_b else b
     return call(R.matmul, _tensor(a), b)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import rules as R
 from ..engine import apply, call
 from .common import _axes, _no_out, _refuse_numpy_keywords, _tensor
-from .shapes import cast, diagonal, reshape
+from .shapes import cast, diagonal, flip, reshape
 
 
 def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
@@ -110,25 +110,45 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _scan(R.cumprod, a, axis, dtype, out)
 
 
-def sort(a, axis=-1, kind=None, order=None):
+def _direction(direction, op):
+    """TensorFlow's ``direction``; ``tf.sort(x, axis, "DESCENDING")`` passes it where numpy has ``kind``."""
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"{op}: direction must be 'ASCENDING' or 'DESCENDING' (TensorFlow's), got {direction!r}.")
+    return direction == "DESCENDING"
+
+
+def sort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", name=None):
     """A sorted copy of ``a`` (values) along ``axis``; the gradient goes back to where each value came from.
 
-    The top ``k`` values: ``adv.sort(x)[..., -k:]``; their positions: ``np.argsort(x)[..., -k:]``.
+    ``direction="DESCENDING"`` (TensorFlow's ``tf.sort`` keyword) gives the largest first. The top ``k``
+    values: ``adv.sort(x, direction="DESCENDING")[..., :k]`` or ``adv.math.top_k(x, k)``.
     """
     x = _tensor(a)
+    if kind in ("ASCENDING", "DESCENDING"):        # tf.sort(values, axis, direction): the third positional
+        direction = kind
     if order is not None:
         raise TypeError("sort: order= (structured arrays) is not supported.")
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    return call(R.sort, x, axis=_axes(axis, x.ndim, "sort")[0])
+    ax = _axes(axis, x.ndim, "sort")[0]
+    if _direction(direction, "sort"):
+        return flip(call(R.sort, flip(x, ax), axis=ax), ax)
+    return call(R.sort, x, axis=ax)
 
 
-def argsort(a, axis=-1, kind=None, order=None):
-    """Indices that sort ``a`` (an integer tensor: no gradient)."""
+def argsort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", stable=False, name=None):
+    """Indices that sort ``a`` (an integer tensor: no gradient); ``direction="DESCENDING"`` as ``tf.argsort``
+    (equal values keep their order, as TensorFlow's stable sort)."""
     x = _tensor(a)
+    if kind in ("ASCENDING", "DESCENDING"):        # tf.argsort(values, axis, direction)
+        direction = kind
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    return call(R.argsort, x, axis=_axes(axis, x.ndim, "argsort")[0])
+    ax = _axes(axis, x.ndim, "argsort")[0]
+    if _direction(direction, "argsort"):
+        n = x.shape[ax]
+        return (n - 1) - flip(call(R.argsort, flip(x, ax), axis=ax), ax)
+    return call(R.argsort, x, axis=ax)
 
 
 def any(a, axis=None, out=None, keepdims=False):

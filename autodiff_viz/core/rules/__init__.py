@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from .table import (define, TABLE, _alias, _batch, _keepdims_shape, _shift)
 from .elementwise import (abs, add, all_, any_, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
-                          argmax, argmin, argsort, cast, cbrt, ceil, clip, cos, cosh, divide, elu, equal, erf,
+                          argmax, argmin, argsort, cast, cbrt, ceil, clip, cos, cosh, divide, elu, equal, erf, erfc,
                           exp, exp2, expm1, floor, floor_divide, gelu, greater, greater_equal, hard_sigmoid,
                           hypot, leaky_relu, less, less_equal, log, log10, log1p, log2, log_sigmoid, logaddexp,
                           logaddexp2, maximum, minimum, mod, multiply, negative, not_equal, numpy_function,
@@ -62,4 +62,4 @@ from .contractions import (dot, einsum, inner, matmul, outer, tensordot, _einsum
                            _matmul_vjp_w, _matmul_vjp_x, _mm_shapes, _mT, _pair_plan, _rows)
 
 # The other sections of the table (they build on the rules above)
-from . import attention, linalg, nn  # noqa: E402,F401,I001
+from . import attention, linalg, nn, special  # noqa: E402,F401,I001

@@ -100,19 +100,47 @@ abs = define(
     x=("sign(x)", lambda g, y, x: g * sign(x), lambda dx, y, x: dx * sign(x)))
 
 
+def _sech2(x):
+    """``1 − tanh²x = sech²x``, from ``x``: ``4e/(1 + e)²`` with ``e = e^(−2|x|)``.
+
+    Why not ``1 − y²`` from the output: where tanh saturates, ``y`` rounds to ±1 and ``1 − y²`` to 0
+    (from |x| ≈ 9 in float32, 19 in float64), while the true slope is ``4e^(−2|x|)``, far from 0 — the
+    vanishing-gradient plot on a log axis would show a cliff that is not in the math. This form is within
+    a few ulps everywhere. On a plain array it is computed in one buffer (a wide tanh network keeps one
+    temporary fewer); on tensors (an outer tape recording the backward pass) with the rules themselves.
+    """
+    if type(x) is np.ndarray and x.ndim and x.dtype.kind == "f":
+        e = np.abs(x)
+        np.multiply(e, -2.0, out=e)
+        np.exp(e, out=e)
+        d = np.add(e, 1.0)
+        np.multiply(d, d, out=d)
+        np.divide(e, d, out=e)
+        return np.multiply(e, 4.0, out=e)
+    e = exp(-2 * abs(x))
+    return 4 * e / square(1 + e)
+
+
 def _tanh_vjp(g, y, x):
-    """``ḡ·(1 − y²)``. On plain arrays of one shape and dtype it is made in one buffer (PyTorch's fused
-    kernel holds one too): a step of a wide tanh network peaks two activations lower, same bits."""
-    if type(g) is np.ndarray and type(y) is np.ndarray and y.ndim and g.shape == y.shape and g.dtype == y.dtype:
-        d = np.multiply(y, y)
-        np.subtract(1, d, out=d)
+    """``ḡ·sech²x`` (:func:`_sech2`). Without ``x`` (a caller holding only the output) it is ``ḡ·(1 − y²)``,
+    made in one buffer: exact where |y| is well below 1, the form TensorFlow and PyTorch use."""
+    if x is None:
+        if type(g) is np.ndarray and type(y) is np.ndarray and y.ndim and g.shape == y.shape and \
+                g.dtype == y.dtype:
+            d = np.multiply(y, y)
+            np.subtract(1, d, out=d)
+            return np.multiply(g, d, out=d)
+        return g * (1 - y * y)
+    d = _sech2(x)
+    if type(g) is np.ndarray and type(d) is np.ndarray and d.shape == np.broadcast_shapes(g.shape, d.shape) and \
+            d.dtype == np.result_type(g, d):
         return np.multiply(g, d, out=d)
-    return g * (1 - y * y)
+    return g * d
 
 
 tanh = define(
-    "tanh", np.tanh, elementwise=True, doc="y = tanh x", saves="output",
-    x=("1 − y²", _tanh_vjp, lambda dx, y, x: dx * (1 - y * y)))
+    "tanh", np.tanh, elementwise=True, doc="y = tanh x",
+    x=("1 − y²", _tanh_vjp, lambda dx, y, x: dx * _sech2(x)))
 
 
 sin = define(
@@ -126,24 +154,44 @@ cos = define(
 
 
 def _sigmoid(x):
-    """½·(1 + tanh(x/2)), which equals 1/(1 + e⁻ˣ) and never overflows.
+    """``1/(1 + e⁻ˣ)`` to within an ulp or two over the whole range, never overflowing.
 
-    The four steps run in one buffer (the same operations in the same order,
-    so the same values): an LSTM runs this at every gate of every time step,
-    and on a large activation three fresh temporaries cost more than the
-    arithmetic (3× on a 64×24×24×6 array).
+    With ``e = e^(−|x|)`` (in (0, 1], so it cannot overflow) it is ``1/(1 + e)``
+    for ``x ≥ 0`` and ``e/(1 + e)`` for ``x < 0``: each a ratio of exactly
+    rounded terms, so the relative error stays at a few ulps also far in the
+    negative tail, where σ(x) ≈ eˣ is tiny but far from 0. The textbook
+    ``½(1 + tanh(x/2))`` loses it there: ``1 + tanh`` cancels, giving 6 %
+    error at x = −16 in float32 and exactly 0 below about −17 (a cliff on a
+    log plot of the vanishing gradient that is not in the math). The steps
+    run in two buffers: an LSTM runs this at every gate of every time step.
     """
-    t = np.multiply(x, 0.5)
-    if type(t) is not np.ndarray:       # a 0-d input gives a numpy scalar: nothing to reuse
-        return 0.5 * (1.0 + np.tanh(t))
-    np.tanh(t, out=t)
-    np.add(t, 1.0, out=t)
-    return np.multiply(t, 0.5, out=t)
+    e = np.exp(-np.abs(x))
+    if type(e) is not np.ndarray:       # a 0-d input gives a numpy scalar: nothing to reuse
+        return e / (1 + e) if x < 0 else 1 / (1 + e)
+    d = np.add(e, 1.0)
+    np.divide(1.0, d, out=d)
+    neg = x < 0
+    np.multiply(e, d, out=e)
+    return _select(neg, e, d)
+
+
+def _sigmoid_d(x):
+    """``σ′(x) = σ(x)·σ(−x) = e/(1 + e)²`` with ``e = e^(−|x|)``, from ``x``: a few ulps everywhere. The
+    output form ``y(1 − y)`` is 0 wherever ``y`` rounds to 1 (x > 17 in float32), where the slope is ``e⁻ˣ``."""
+    if type(x) is np.ndarray and x.ndim and x.dtype.kind == "f":
+        e = np.abs(x)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        d = np.add(e, 1.0)
+        np.multiply(d, d, out=d)
+        return np.divide(e, d, out=e)
+    e = exp(-abs(x))
+    return e / square(1 + e)
 
 
 sigmoid = define(
-    "sigmoid", _sigmoid, elementwise=True, doc="y = σ(x) = 1/(1 + e⁻ˣ)", saves="output",
-    x=("y(1 − y)", lambda g, y, x: g * (y * (1 - y)), lambda dx, y, x: dx * (y * (1 - y))))
+    "sigmoid", _sigmoid, elementwise=True, doc="y = σ(x) = 1/(1 + e⁻ˣ)",
+    x=("y(1 − y)", lambda g, y, x: g * _sigmoid_d(x), lambda dx, y, x: dx * _sigmoid_d(x)))
 
 
 relu = define(
@@ -376,13 +424,13 @@ _LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
 log1p = _unary("log1p", np.log1p, "y = ln(1 + x), accurate for small x", "1/(1 + x)", lambda y, x: 1 / (1 + x))
 
 
-expm1 = _unary("expm1", np.expm1, "y = eˣ − 1, accurate for small x", "eˣ = y + 1", lambda y, x: y + 1)
+expm1 = _unary("expm1", np.expm1, "y = eˣ − 1, accurate for small x", "eˣ = y + 1", lambda y, x: exp(x))
 
 
-log2 = _unary("log2", np.log2, "y = log₂ x", "1/(x·ln 2)", lambda y, x: 1 / (x * _LN2))
+log2 = _unary("log2", np.log2, "y = log₂ x", "1/(x·ln 2)", lambda y, x: (1 / _LN2) / x)
 
 
-log10 = _unary("log10", np.log10, "y = log₁₀ x", "1/(x·ln 10)", lambda y, x: 1 / (x * _LN10))
+log10 = _unary("log10", np.log10, "y = log₁₀ x", "1/(x·ln 10)", lambda y, x: (1 / _LN10) / x)
 
 
 exp2 = _unary("exp2", np.exp2, "y = 2ˣ", "y·ln 2", lambda y, x: y * _LN2)
@@ -398,25 +446,25 @@ tan = _unary("tan", np.tan, "y = tan x", "1 + y²", lambda y, x: 1 + y * y)
 
 
 arcsin = _unary("arcsin", np.arcsin, "y = arcsin x (NaN outside [−1, 1])", "1/√(1 − x²)",
-                lambda y, x: 1 / sqrt(1 - x * x))
+                lambda y, x: 1 / sqrt((1 - x) * (1 + x)))
 
 
 arccos = _unary("arccos", np.arccos, "y = arccos x (NaN outside [−1, 1])", "−1/√(1 − x²)",
-                lambda y, x: -1 / sqrt(1 - x * x))
+                lambda y, x: -1 / sqrt((1 - x) * (1 + x)))
 
 
 arctan = _unary("arctan", np.arctan, "y = arctan x", "1/(1 + x²)", lambda y, x: 1 / (1 + x * x))
 
 
-arcsinh = _unary("arcsinh", np.arcsinh, "y = arsinh x", "1/√(x² + 1)", lambda y, x: 1 / sqrt(x * x + 1))
+arcsinh = _unary("arcsinh", np.arcsinh, "y = arsinh x", "1/√(x² + 1)", lambda y, x: 1 / hypot(x, 1.0))
 
 
 arccosh = _unary("arccosh", np.arccosh, "y = arcosh x (NaN below 1)", "1/√(x² − 1)",
-                 lambda y, x: 1 / sqrt(x * x - 1))
+                 lambda y, x: 1 / (sqrt(x - 1) * sqrt(x + 1)))
 
 
 arctanh = _unary("arctanh", np.arctanh, "y = artanh x (NaN outside [−1, 1], ±∞ at ±1)", "1/(1 − x²)",
-                 lambda y, x: 1 / (1 - x * x))
+                 lambda y, x: 1 / ((1 - x) * (1 + x)))
 
 
 reciprocal = _unary("reciprocal", np.reciprocal, "y = 1/x", "−1/x² = −y²", lambda y, x: -(y * y))
@@ -434,11 +482,38 @@ def _erf(x):
     return scipy_erf(x)
 
 
+def _erfc(x):
+    """``1 − erf x`` without the cancellation of ``1 − erf`` for large x (scipy's, else ``math.erfc`` per entry)."""
+    try:
+        from scipy.special import erfc as scipy_erfc
+    except ImportError:
+        import math
+        return np.vectorize(math.erfc, otypes=[np.result_type(x, np.float32)])(x)
+    return scipy_erfc(x)
+
+
 _TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
 
 
+def _exp_neg_square(x):
+    """``e^(−x²)`` without the rounding of ``x²``: ``x = h + l`` with ``h`` holding half the mantissa bits, so
+    ``h²`` is exact and ``e^(−x²) = e^(−h²)·e^(−(x − h)(x + h))``. Computing ``x²`` first costs ``x²·ε``
+    relative (60 ulps at x = 8 in float32, 200 at x = 16 in float64). ``h`` is a constant of ``x``'s value,
+    and the derivative of the product is still ``−2x·e^(−x²)``, so higher derivatives are unchanged."""
+    raw = _raw(x)
+    bits = 12 if np.asarray(raw).dtype == np.float32 else 26
+    m, e = np.frexp(raw)
+    h = np.ldexp(np.round(m * 2.0 ** bits) / 2.0 ** bits, e).astype(np.asarray(raw).dtype)
+    # past |x| = 40 the result underflows in float64 (e^(−1600)); the second factor alone could overflow there
+    return where(abs(x) < 40, exp(-(h * h)) * exp(-((x - h) * (x + h))), 0.0)
+
+
 erf = _unary("erf", _erf, "y = erf x = (2/√π)∫₀ˣ e^(−t²) dt", "(2/√π)·e^(−x²)",
-             lambda y, x: _TWO_OVER_SQRT_PI * exp(-(x * x)))
+             lambda y, x: _TWO_OVER_SQRT_PI * _exp_neg_square(x))
+
+
+erfc = _unary("erfc", _erfc, "y = erfc x = 1 − erf x, accurate where erf x is near 1", "−(2/√π)·e^(−x²)",
+              lambda y, x: -_TWO_OVER_SQRT_PI * _exp_neg_square(x))
 
 
 _GELU_C = float(np.sqrt(2 / np.pi))
@@ -450,14 +525,19 @@ _SQRT_HALF, _INV_SQRT_2PI = float(np.sqrt(0.5)), float(1 / np.sqrt(2 * np.pi))
 def _gelu(x, approximate):
     if approximate:
         return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1 + _erf(x * _SQRT_HALF))
+    wide = np.asarray(x, dtype=np.float64) if np.asarray(x).dtype == np.float32 else x    # float32: in float64
+    phi = _erfc(-wide * _SQRT_HALF)              # 2Φ(x) = erfc(−x/√2): no cancellation in the left tail
+    y = 0.5 * wide * phi
+    if np.any(phi == 0):                          # x → −∞: the product is −∞·0, whose limit is 0
+        y = np.where(phi == 0, 0.0 * phi, y)
+    return y.astype(np.asarray(x).dtype, copy=False) if wide is not x else y
 
 
 def _gelu_d(x, approximate):
     if approximate:
         t = tanh(_GELU_C * (x + 0.044715 * x * x * x))
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_C * (1 + 3 * 0.044715 * x * x))
-    return 0.5 * (1 + erf(x * _SQRT_HALF)) + x * exp(-0.5 * x * x) * _INV_SQRT_2PI
+    return 0.5 * erfc(-x * _SQRT_HALF) + x * _exp_neg_square(x * _SQRT_HALF) * _INV_SQRT_2PI
 
 
 gelu = define(
@@ -467,8 +547,19 @@ gelu = define(
        lambda dx, y, x, approximate: dx * _gelu_d(x, approximate)))
 
 
-silu = _unary("silu", lambda x: x * _sigmoid(x), "y = x·σ(x) (also called swish)", "σ(x)·(1 + x(1 − σ(x)))",
-              lambda y, x: sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+def _silu(x):
+    """``x·σ(x)``; float32 in float64 (σ of a large negative x is subnormal in float32, and the product would
+    keep its few bits)."""
+    if np.asarray(x).dtype == np.float32:
+        return _silu(np.asarray(x, dtype=np.float64)).astype(np.float32)
+    y = x * _sigmoid(x)
+    if np.any(np.isneginf(x)):      # −∞·σ(−∞) is −∞·0: the limit is 0 (from below)
+        return np.where(np.isneginf(x), np.asarray(-0.0, dtype=np.asarray(y).dtype), y)
+    return y
+
+
+silu = _unary("silu", _silu, "y = x·σ(x) (also called swish)", "σ(x)·(1 + x(1 − σ(x)))",
+              lambda y, x: sigmoid(x) * (1 + x * sigmoid(-x)))
 
 
 def _elu(x, alpha):
@@ -477,8 +568,8 @@ def _elu(x, alpha):
 
 elu = define(
     "elu", _elu, elementwise=True, doc="y = x if x > 0 else α(eˣ − 1)",
-    x=("1 if x > 0 else y + α", lambda g, y, x, alpha: where(x > 0, g, g * (y + alpha)),
-       lambda dx, y, x, alpha: where(x > 0, dx, dx * (y + alpha))))
+    x=("1 if x > 0 else y + α", lambda g, y, x, alpha: where(x > 0, g, g * (alpha * exp(minimum(x, 0)))),
+       lambda dx, y, x, alpha: where(x > 0, dx, dx * (alpha * exp(minimum(x, 0))))))
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -486,10 +577,12 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804
 
 selu = _unary("selu", lambda x: _SELU_SCALE * _elu(x, _SELU_ALPHA),
               "y = λ·(x if x > 0 else α(eˣ − 1)), λ ≈ 1.0507, α ≈ 1.6733",
-              "λ if x > 0 else y + λα", lambda y, x: where(x > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA))
+              "λ if x > 0 else y + λα",
+              lambda y, x: where(x > 0, _SELU_SCALE, (_SELU_SCALE * _SELU_ALPHA) * exp(minimum(x, 0))))
 
 
-softsign = _unary("softsign", lambda x: x / (1 + np.abs(x)), "y = x/(1 + |x|)", "1/(1 + |x|)²",
+softsign = _unary("softsign", lambda x: np.where(np.isinf(x), np.sign(x), x / (1 + np.abs(x))), "y = x/(1 + |x|)",
+                  "1/(1 + |x|)²",
                   lambda y, x: 1 / square(1 + abs(x)))
 
 
@@ -519,11 +612,16 @@ round = define(
         "(TensorFlow's None; see _zero)", x=None)
 
 
+def _over_r2(v, a, b):
+    """``v/(a² + b²)`` as ``(v/r)/r``, ``r = hypot(a, b)``: ``a² + b²`` under- or overflows long before r does."""
+    r = hypot(a, b)
+    return v / r / r
+
+
 arctan2 = define(
     "arctan2", np.arctan2, elementwise=True, doc="y = atan2(a, b), the angle of the point (b, a)",
-    a=("b/(a² + b²)", lambda g, y, a, b: g * (b / (a * a + b * b)), lambda da, y, a, b: da * (b / (a * a + b * b))),
-    b=("−a/(a² + b²)", lambda g, y, a, b: g * (-a / (a * a + b * b)),
-       lambda db, y, a, b: db * (-a / (a * a + b * b))))
+    a=("b/(a² + b²)", lambda g, y, a, b: g * _over_r2(b, a, b), lambda da, y, a, b: da * _over_r2(b, a, b)),
+    b=("−a/(a² + b²)", lambda g, y, a, b: g * _over_r2(-a, a, b), lambda db, y, a, b: db * _over_r2(-a, a, b)))
 
 
 hypot = define(
@@ -534,14 +632,16 @@ hypot = define(
 
 logaddexp = define(
     "logaddexp", np.logaddexp, elementwise=True, doc="y = ln(eᵃ + eᵇ) without overflow",
-    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * exp(a - y), lambda da, y, a, b: da * exp(a - y)),
-    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * exp(b - y), lambda db, y, a, b: db * exp(b - y)))
+    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid(a - b), lambda da, y, a, b: da * sigmoid(a - b)),
+    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid(b - a), lambda db, y, a, b: db * sigmoid(b - a)))
 
 
 logaddexp2 = define(
     "logaddexp2", np.logaddexp2, elementwise=True, doc="y = log₂(2ᵃ + 2ᵇ) without overflow",
-    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * exp2(a - y), lambda da, y, a, b: da * exp2(a - y)),
-    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * exp2(b - y), lambda db, y, a, b: db * exp2(b - y)))
+    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid((a - b) * _LN2),
+       lambda da, y, a, b: da * sigmoid((a - b) * _LN2)),
+    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid((b - a) * _LN2),
+       lambda db, y, a, b: db * sigmoid((b - a) * _LN2)))
 
 
 mod = define(
