@@ -67,3 +67,26 @@ def test_fit_on_a_normal_model_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", adv.PartialGradientWarning)
         model.fit(x, y, epochs=2, batch_size=4, verbose=0)
+
+
+def test_a_no_grad_decorated_library_helper_is_named_by_the_users_call_into_it(monkeypatch):
+    """The grad mode was set by the library's decorator, not by the user: the line is the user's call into the
+    helper, and the fix does not tell the user to remove a ``with torch.no_grad()`` they never wrote.
+
+    ``tests/fake_library.py`` is counted as installed code for this test (as a package in site-packages is)."""
+    torch = pytest.importorskip("torch")
+    from autodiff_viz.torch import provenance
+    from tests import fake_library
+    monkeypatch.setattr(provenance, "_LIBRARY", provenance._LIBRARY + (fake_library.__file__,))
+    lin = torch.nn.Linear(3, 2)
+    with adv.torch.record() as rec:
+        h = fake_library.project(torch.randn(4, 3), lin.weight)        # <- library call
+        loss = (h ** 2).sum()
+    assert not loss.requires_grad
+    e = rec.explain(loss, lin.weight)
+    here = test_a_no_grad_decorated_library_helper_is_named_by_the_users_call_into_it
+    assert e.reason == "no_grad"
+    assert e.location == f"{__file__}:{_line('# <- library', here)}"
+    assert "fake_library.py" not in str(e.location)
+    assert "project" in e.message and "decorated" in e.message
+    assert "outside `with torch.no_grad()`" not in e.message and "remove the with" not in e.message.lower()
