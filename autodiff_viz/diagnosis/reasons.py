@@ -203,6 +203,8 @@ def library_rule(function: str | None, what: str) -> str:
     method), or the general rule for code that library runs without grad."""
     if function in LIBRARY_RULES:
         return LIBRARY_RULES[function]
+    if what.startswith("@torch.no_grad()"):
+        return f"{function} is decorated @torch.no_grad(): " + LIBRARY_RULES["no_grad"].split(": ", 1)[1]
     if what.endswith(".forward"):
         return (f"{what} is an autograd.Function's forward, which always runs without grad: its backward gives "
                 "the gradient; an input that requires grad makes the Function part of the graph.")

@@ -74,10 +74,16 @@ def _setter(frame, what: str) -> Setter | None:
     while f is not None and f.f_code.co_filename.startswith(_HERE):
         f = f.f_back
     mechanics = (grad_mode.__file__, os.path.join(os.path.dirname(torch.__file__), "utils", "_contextlib.py"))
+    decorated = None
     while f is not None and f.f_code.co_filename in mechanics:
+        decorated = f.f_locals.get("func") if f.f_code.co_name == "decorate_context" else decorated
         f = f.f_back
     if f is None:
         return None
+    code = getattr(decorated, "__code__", None)
+    if code is not None and is_library(code.co_filename) and not is_library(f.f_code.co_filename):
+        return Setter("library", (f.f_code.co_filename, f.f_lineno), decorated.__name__,
+                      f"@torch.{what}() on {decorated.__qualname__}", _outermost(f))
     if not is_library(f.f_code.co_filename):
         return Setter("user", (f.f_code.co_filename, f.f_lineno), None, what, _outermost(f))
     called = []
