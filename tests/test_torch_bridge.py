@@ -164,12 +164,13 @@ def test_integer_values_have_no_gradient():
 
 
 def test_integer_labels_are_named_with_their_own_dtype():
-    """The edge from int64 labels into a cross-entropy says int64 (the float32 loss is not what has no gradient)."""
+    """The edge from int64 labels into a cross-entropy says it carries no gradient because it is the labels (a loss's
+    role), never "integer values (float32)" (the float32 loss is not what has no gradient)."""
     logits, labels = torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2, 1, 1])
     with adv.torch.record() as rec:
         loss = torch.nn.functional.cross_entropy(logits, labels)
     edges = rec.trace(loss).to_json()
-    assert "torch.cross_entropy works on integer values (int64): no gradient" in edges
+    assert "the labels of torch.cross_entropy: a loss sends its gradient to the prediction only" in edges
     assert "integer values (float32)" not in edges
 
 
