@@ -7,16 +7,17 @@ classification with Transformer" model and a Keras LSTM classifier (TensorFlow).
 training step, as a learner writes it: forward, loss, backward (``loss.backward()`` /
 ``tape.gradient``) and the optimizer's update (``opt.step()`` / ``apply_gradients``).
 
-Columns (medians of interleaved repeats, one process, so every ratio compares two numbers of one run):
+Columns (the fastest of interleaved repeats — the machine is shared, and the minimum is the figure load
+disturbs least —, one process, so every ratio compares two numbers of one run):
 
 * ``plain`` / ``recorded`` — the step alone and the step inside ``adv.torch.record()`` /
   ``adv.tf.record()`` (a fresh recording per step); ``ratio`` = recorded ÷ plain (target ≤ 1.3).
 * ``ops`` — records in one step's recording; ``µs/op`` = (recorded − plain) ÷ ops (targets ≤ 15 µs
   PyTorch, ≤ 40 µs TensorFlow).
 * ``trace`` — ``rec.trace(loss, model)`` of one recorded step (s); ``JSON`` — its ``to_json()`` size.
-* ``mem`` — peak resident memory the recorded step adds above the memory before it, ÷ the plain
-  step's (sampled every 0.2 ms by a thread; PyTorch and TensorFlow release the GIL while they
-  compute).
+* ``peak MB`` — the step's peak resident memory above the memory before it (freed memory handed back
+  first, the high-water mark reset: see :func:`peak_above`), plain / recorded (the recording kept
+  alive), and their ratio (target ≤ 1.3). A few MB are noise.
 
 A second table times ``rec.trace`` at 1×, 2× and 4× depth (BERT layers, ResNet stages, keras.io
 transformer blocks): linear in depth means the 4× row costs about four times the 1× row.
@@ -34,10 +35,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import gc  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -45,7 +46,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+_LIBC = ctypes.CDLL("libc.so.6")
 
 
 # ---------------------------------------------------------------------------
@@ -203,30 +204,27 @@ def recorder(framework):
 # ---------------------------------------------------------------------------
 # Measuring
 # ---------------------------------------------------------------------------
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * _PAGE
+def _status(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def peak_above(fn) -> tuple:
-    """``(peak resident bytes above the start while fn runs, fn's result)``, sampled by a thread."""
+    """``(peak resident bytes above the start while fn runs, fn's result)``.
+
+    Freed memory is first handed back to the system (``malloc_trim``), then Linux's high-water mark of the
+    process is reset (``/proc/self/clear_refs``), so the peak is the step's own, whatever ran before.
+    """
     gc.collect()
-    start, peak, done = _rss(), [0], threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], _rss())
-            time.sleep(0.0002)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    try:
-        out = fn()
-    finally:
-        peak[0] = max(peak[0], _rss())
-        done.set()
-        t.join()
-    return max(peak[0] - start, 1), out
+    _LIBC.malloc_trim(0)
+    start = _status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    out = fn()
+    return max(_status("VmHWM") - start, 1), out
 
 
 def measure(kind, repeats):
@@ -253,7 +251,7 @@ def measure(kind, repeats):
         rec, _ = recorded()
         rec_t.append(time.perf_counter() - t0)
         del rec
-    p, r = statistics.median(plain), statistics.median(rec_t)
+    p, r = min(plain), min(rec_t)
     rec, loss = recorded()
     n_ops = len(rec)
     traces = []
@@ -269,9 +267,11 @@ def measure(kind, repeats):
         m, kept = peak_above(recorded)
         mem_rec.append(m)
         del kept
+    mem_plain, mem_rec = statistics.median(mem_plain), statistics.median(mem_rec)
     return {"model": kind, "framework": framework, "plain_ms": p * 1e3, "recorded_ms": r * 1e3, "ratio": r / p,
             "ops": n_ops, "us_per_op": (r - p) / max(n_ops, 1) * 1e6, "trace_s": min(traces),
-            "json_mb": size / 1e6, "mem_ratio": statistics.median(mem_rec) / statistics.median(mem_plain)}
+            "json_mb": size / 1e6, "mem_plain_mb": mem_plain / 1e6, "mem_rec_mb": mem_rec / 1e6,
+            "mem_ratio": mem_rec / mem_plain}
 
 
 def depth_row(kind, depths=(1, 2, 4)):
@@ -311,13 +311,14 @@ def main(argv=None) -> int:
         import tensorflow as tf
         tf.config.threading.set_intra_op_parallelism_threads(1)
         tf.config.threading.set_inter_op_parallelism_threads(1)
-    print("| model | plain ms | recorded ms | ratio | ops | µs/op | rec.trace s | JSON MB | peak mem ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | plain ms | recorded ms | ratio | ops | µs/op | rec.trace s | JSON MB | peak MB plain / rec | "
+          "ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
         r = measure(kind, args.repeats)
         print(f"| {r['model']} ({r['framework']}) | {r['plain_ms']:.1f} | {r['recorded_ms']:.1f} | "
               f"{r['ratio']:.2f}× | {r['ops']} | {r['us_per_op']:.1f} | {r['trace_s']:.2f} | {r['json_mb']:.2f} | "
-              f"{r['mem_ratio']:.2f}× |", flush=True)
+              f"{r['mem_plain_mb']:.1f} / {r['mem_rec_mb']:.1f} | {r['mem_ratio']:.2f}× |", flush=True)
     if not args.no_depth:
         print("\n| model | trace s at 1× (ops) | 2× | 4× | 4× ÷ 1× |")
         print("|---|---:|---:|---:|---:|")

@@ -48,6 +48,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import sysconfig
 import threading
 from dataclasses import dataclass, field
 
@@ -86,6 +87,11 @@ def _package_dirs():
 
 _PACKAGE_DIRS = _package_dirs()
 _NUMPY_DIR = _dir(np)
+# Where the learner's line is looked for: outside these (and outside every installed package, as
+# transformers' or keras_hub's code is not the learner's either).
+_LIBRARY_DIRS = tuple(sorted(set(_PACKAGE_DIRS) | {_NUMPY_DIR} | {
+    os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "purelib", "platlib")}))
+_library_file: dict = {}      # file name -> written by a library?
 _ESCAPES = {"numpy": "numpy()", "__float__": "float()", "__int__": "int()", "__index__": "int()",
             "__array__": "np.asarray()", "item": "item()", "tolist": "tolist()"}
 _REWRAPS = ("constant", "convert_to_tensor")
@@ -151,13 +157,24 @@ class TapeInfo:
         return bool(self.tape._recording)
 
 
+def _is_library(filename: str) -> bool:
+    """Library code (TensorFlow, Keras, numpy, the standard library, installed packages, autodiff_viz)?"""
+    inside = _library_file.get(filename)
+    if inside is None:
+        inside = _library_file[filename] = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+    return inside
+
+
 def _user_frame(depth=2):
-    """The first frame outside TensorFlow, Keras, numpy and autodiff_viz: ``(filename, lineno)``."""
+    """The first frame outside library code: ``(filename, lineno)``; one dict look-up per frame."""
     f = sys._getframe(depth)
+    known = _library_file
     while f is not None:
         name = f.f_code.co_filename
-        if not name.startswith(_PACKAGE_DIRS) and not name.startswith(_NUMPY_DIR) \
-                and not name.startswith("<frozen"):
+        inside = known.get(name)
+        if inside is None:
+            inside = _is_library(name)
+        if not inside:
             return name, f.f_lineno
         f = f.f_back
     return None
@@ -357,8 +374,16 @@ def _flat(items):
 
 
 def _is_variable(a) -> bool:
-    return isinstance(a, tf.Variable) or hasattr(a, "handle") and hasattr(a, "trainable") \
-        and not isinstance(a, tf.Tensor)
+    """A ``tf.Variable`` or a Keras variable (asked once per class: every input of every fast-path op)."""
+    cls = type(a)
+    known = _variable_class.get(cls)
+    if known is None:
+        known = _variable_class[cls] = issubclass(cls, tf.Variable) or hasattr(a, "handle") \
+            and hasattr(a, "trainable") and not isinstance(a, tf.Tensor)
+    return known
+
+
+_variable_class: dict = {}
 
 
 def _uninstall():
@@ -438,6 +463,7 @@ class Recording(recordings.Recording):
         self._creator = None
         self._creating = 0
         self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
+        self._line_names: dict = {}         # (file, line) -> the variable the line assigns
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -491,13 +517,18 @@ class Recording(recordings.Recording):
     def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=...):
         if loc is ...:
             loc = _user_frame(3)
-        assigned = assigned_name(*loc) if loc and kind in ("op", "read", "rewrap", "create", "function") else None
+        assigned = None
+        if loc and kind in ("op", "read", "rewrap", "create", "function"):
+            assigned = self._line_names.get(loc, ...)
+            if assigned is ...:
+                assigned = self._line_names[loc] = assigned_name(*loc)
         op = Op(len(self.ops), name, kind, list(inputs), list(outputs), loc, assigned, self._scope(),
                 attrs=attrs, extra=extra or {})
         if assigned is not None:
             for prev in reversed(self.ops):     # only the line's last op makes the value the line assigns
-                if prev.location != loc or prev.kind not in ("op", "read", "rewrap", "function"):
-                    break
+                if prev.assigned is None or prev.location != loc or prev.kind not in ("op", "read", "rewrap",
+                                                                                      "function"):
+                    break                       # (each op cleared the ones before it: stop at a cleared one)
                 prev.assigned = None
         recording = []
         tapes = []

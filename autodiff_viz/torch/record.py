@@ -240,9 +240,11 @@ class _Mode(TorchFunctionMode):
             return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
         name = getattr(func, "__name__", None) or str(func)
-        owner = getattr(func, "__self__", None)
-        if owner is not None and name in ("__get__", "__set__"):
-            name = f"{name[2:5]}:{getattr(owner, '__name__', '?')}"      # get:data, get:grad, set:grad
+        if name == "__get__" or name == "__set__":
+            attr = getattr(getattr(func, "__self__", None), "__name__", "?")
+            if name == "__get__" and attr != "data" and attr != "grad":   # .shape, .dtype, ._version …
+                return func(*args, **kwargs)
+            name = f"{name[2:5]}:{attr}"      # get:data, get:grad, set:grad
         if name == "backward" and args and isinstance(args[0], torch.Tensor):
             kwargs = dict(kwargs)
             kwargs["retain_graph"] = True
@@ -402,16 +404,12 @@ class Recording(recordings.Recording):
         self._end_update()                # a step that raised never reached its post-hook
         if torch.compiler.is_compiling():
             return
-        self._paused += 1                 # the copies below are ours: not recorded
-        try:
-            params = [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor)]
-            for p in params:
-                self._before_write(p)
-            self._note(f"{type(optimizer).__name__}.step", "update", params, [], {"optimizer": optimizer})
-        finally:
-            self._paused -= 1
         self._updating = torch._C.DisableTorchFunction()
         self._updating.__enter__()
+        params = [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor)]
+        for p in params:
+            self._before_write(p)
+        self._note(f"{type(optimizer).__name__}.step", "update", params, [], {"optimizer": optimizer})
 
     def _exit_update(self, optimizer, args, kwargs):
         self._end_update()
