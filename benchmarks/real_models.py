@@ -12,8 +12,10 @@ disturbs least —, one process, so every ratio compares two numbers of one run)
 
 * ``plain`` / ``recorded`` — the step alone and the step inside ``adv.torch.record()`` /
   ``adv.tf.record()`` (a fresh recording per step); ``ratio`` = recorded ÷ plain (target ≤ 1.3).
-* ``ops`` — records in one step's recording; ``µs/op`` = (recorded − plain) ÷ ops (targets ≤ 15 µs
-  PyTorch, ≤ 40 µs TensorFlow).
+* ``ops`` — records in one step's recording; ``µs/op`` = (recorded − plain) ÷ ops: everything the
+  recording adds to the step, spread over its records. The cost of one recorded op alone is the second
+  table: a chain of small elementwise ops, plain vs recorded (targets ≤ 15 µs PyTorch, ≤ 40 µs
+  TensorFlow).
 * ``trace`` — ``rec.trace(loss, model)`` of one recorded step (s); ``JSON`` — its ``to_json()`` size.
 * ``peak MB`` — the step's peak resident memory above the memory before it (freed memory handed back
   first, the high-water mark reset: see :func:`peak_above`), plain / recorded (the recording kept
@@ -30,6 +32,10 @@ from __future__ import annotations
 
 import os
 
+# One BLAS thread, set before numpy loads: on a shared machine, BLAS and intra-op
+# thread pools fighting for the cores make every figure (plain and recorded alike) many times slower and noisy.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):      # numpy's BLAS; torch: set_num_threads(1) below
+    os.environ.setdefault(_var, "1")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
@@ -274,6 +280,49 @@ def measure(kind, repeats):
             "mem_ratio": mem_rec / mem_plain}
 
 
+def per_op(framework, links=100, repeats=30):
+    """µs per recorded op over the plain op: a chain of ``2 × links`` small elementwise ops (16 numbers), then a sum.
+
+    Small tensors, so the figure is what the recording adds to one op, not the arithmetic.
+    """
+    if framework == "torch":
+        import torch
+        x, a = torch.randn(16, requires_grad=True), torch.randn(16)
+
+        def chain():
+            h = x
+            for _ in range(links):
+                h = torch.tanh(h * a)
+            return h.sum()
+    else:
+        import tensorflow as tf
+        x, a = tf.Variable(tf.random.normal((16,))), tf.random.normal((16,))
+
+        def chain():
+            with tf.GradientTape():
+                h = x * 1.0
+                for _ in range(links):
+                    h = tf.tanh(h * a)
+                return tf.reduce_sum(h)
+    record = recorder(framework)
+
+    def recorded():
+        with record() as rec:
+            chain()
+        return len(rec)
+
+    n = recorded()
+    plain, rec_t = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        chain()
+        plain.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        recorded()
+        rec_t.append(time.perf_counter() - t0)
+    return min(plain) / n * 1e6, (min(rec_t) - min(plain)) / n * 1e6, n
+
+
 def depth_row(kind, depths=(1, 2, 4)):
     """``rec.trace`` seconds and recorded op counts at each depth."""
     out = {"model": kind}
@@ -307,10 +356,7 @@ def main(argv=None) -> int:
     if any(k in TORCH for k in kinds):
         import torch
         torch.set_num_threads(1)
-    if any(k in TF for k in kinds) or any(k == "kerasio" for k in args.depth_models.split(",")):
-        import tensorflow as tf
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
+    # TensorFlow keeps its own thread pools: with one inter-op thread its eager ops run slower, not steadier
     print("| model | plain ms | recorded ms | ratio | ops | µs/op | rec.trace s | JSON MB | peak MB plain / rec | "
           "ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -319,6 +365,13 @@ def main(argv=None) -> int:
         print(f"| {r['model']} ({r['framework']}) | {r['plain_ms']:.1f} | {r['recorded_ms']:.1f} | "
               f"{r['ratio']:.2f}× | {r['ops']} | {r['us_per_op']:.1f} | {r['trace_s']:.2f} | {r['json_mb']:.2f} | "
               f"{r['mem_plain_mb']:.1f} / {r['mem_rec_mb']:.1f} | {r['mem_ratio']:.2f}× |", flush=True)
+    frameworks = [f for f, group in (("torch", TORCH), ("tf", TF)) if any(k in group for k in kinds)]
+    if frameworks:
+        print("\n| framework | plain µs/op | recording adds µs/op | ops recorded |")
+        print("|---|---:|---:|---:|")
+        for framework in frameworks:
+            plain_us, extra_us, n = per_op(framework)
+            print(f"| {framework} | {plain_us:.1f} | {extra_us:.1f} | {n} |", flush=True)
     if not args.no_depth:
         print("\n| model | trace s at 1× (ops) | 2× | 4× | 4× ÷ 1× |")
         print("|---|---:|---:|---:|---:|")
