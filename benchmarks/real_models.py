@@ -7,8 +7,8 @@ classification with Transformer" model and a Keras LSTM classifier (TensorFlow).
 training step, as a learner writes it: forward, loss, backward (``loss.backward()`` /
 ``tape.gradient``) and the optimizer's update (``opt.step()`` / ``apply_gradients``).
 
-Columns (the fastest of interleaved repeats — the machine is shared, and the minimum is the figure load
-disturbs least —, one process, so every ratio compares two numbers of one run):
+Columns (CPU seconds of the process, the fastest of interleaved repeats — the machine is shared, and CPU time
+is what other jobs disturb least —, one process, so every ratio compares two numbers of one run):
 
 * ``plain`` / ``recorded`` — the step alone and the step inside ``adv.torch.record()`` /
   ``adv.tf.record()`` (a fresh recording per step); ``ratio`` = recorded ÷ plain (target ≤ 1.3).
@@ -53,6 +53,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _LIBC = ctypes.CDLL("libc.so.6")
+# CPU time of this process (every thread), not wall time: on a machine shared with other jobs, wall time
+# counts the moments the scheduler gives our cores away, which no repeat count averages out.
+_clock = time.process_time
 
 
 # ---------------------------------------------------------------------------
@@ -249,22 +252,22 @@ def measure(kind, repeats):
     plain, rec_t = [], []
     for _ in range(repeats):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = _clock()
         step()
-        plain.append(time.perf_counter() - t0)
+        plain.append(_clock() - t0)
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = _clock()
         rec, _ = recorded()
-        rec_t.append(time.perf_counter() - t0)
+        rec_t.append(_clock() - t0)
         del rec
     p, r = min(plain), min(rec_t)
     rec, loss = recorded()
     n_ops = len(rec)
     traces = []
     for _ in range(2):
-        t0 = time.perf_counter()
+        t0 = _clock()
         trace = rec.trace(loss, model)
-        traces.append(time.perf_counter() - t0)
+        traces.append(_clock() - t0)
     size = len(trace.to_json())
     del rec, loss, trace
     mem_plain, mem_rec = [], []
@@ -314,12 +317,12 @@ def per_op(framework, links=100, repeats=30):
     n = recorded()
     plain, rec_t = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = _clock()
         chain()
-        plain.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+        plain.append(_clock() - t0)
+        t0 = _clock()
         recorded()
-        rec_t.append(time.perf_counter() - t0)
+        rec_t.append(_clock() - t0)
     return min(plain) / n * 1e6, (min(rec_t) - min(plain)) / n * 1e6, n
 
 
@@ -334,9 +337,9 @@ def depth_row(kind, depths=(1, 2, 4)):
             loss = step()
         t = []
         for _ in range(2):
-            t0 = time.perf_counter()
+            t0 = _clock()
             rec.trace(loss, model)
-            t.append(time.perf_counter() - t0)
+            t.append(_clock() - t0)
         out[d] = (min(t), len(rec))
         del rec, loss, model
         gc.collect()
