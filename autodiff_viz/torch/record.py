@@ -35,6 +35,18 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 ``Tensor.backward`` called inside the recording keeps its graph
 (``retain_graph=True``) so the trace can compute per-edge contributions with
 ``torch.autograd.grad`` afterwards.
+
+A whole training step can be recorded: an optimizer's ``step()`` is one
+``update`` record (its own ops run with torch-function dispatch off), and a
+tensor written in place after a recorded op read it is copied once, with its
+version number, before the write (:meth:`Recording._before_write`);
+``rec.trace`` puts those copies back while it works (:meth:`Recording.as_at`),
+so it shows — and autograd accepts — the values of the backward pass.
+
+Cost: ops inside a library's module (torch, transformers, anything installed)
+take the learner's line found once when the outermost library module was
+entered; elsewhere the stack is walked with one dict look-up per frame.
+Figures: docs/performance.md, "Real models".
 """
 from __future__ import annotations
 
