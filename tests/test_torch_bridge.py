@@ -395,3 +395,64 @@ def test_layers_called_on_their_own_have_distinct_parameter_names():
         loss = model(x).sum()
     assert rec.name_of(model[0].weight) == "0.weight"            # called through the model: its own names
     assert loss.requires_grad
+
+
+def _docs_network():
+    """The network of docs/pytorch.md ("Record, trace, show")."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    return net, torch.randn(5, 3), torch.tensor([0, 1, 1, 0, 1])
+
+
+def test_a_recorded_step_with_opt_step_is_traced_as_at_the_backward_pass():
+    """Issue 42: the docs' own network recorded with ``loss.backward(); opt.step()`` inside the ``with`` made
+    ``rec.trace(loss, net)`` raise "modified by an inplace operation". The trace shows the weights and
+    gradients of the backward pass; afterwards the network holds its updated weights, versions unchanged."""
+    net, x, y = _docs_network()
+    w0 = net[2].weight.detach().clone()
+    opt = torch.optim.SGD(net.parameters(), lr=0.5, momentum=0.9)
+    with adv.torch.record() as rec:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+    w1, version = net[2].weight.detach().clone(), net[2].weight._version
+    assert not torch.equal(w0, w1)
+    node = next(n for n in rec.trace(loss, net).nodes if n.name == "2.weight")
+    assert np.array_equal(node.value.data, w0.numpy())
+    assert np.array_equal(node.grad.data, net[2].weight.grad.numpy())
+    assert torch.equal(net[2].weight.detach(), w1) and net[2].weight._version == version
+    assert [op.name for op in rec.ops if op.kind == "update"] == ["SGD.step"]
+
+
+def test_a_hand_written_sgd_step_is_traced_as_at_the_backward_pass():
+    """``p -= lr * p.grad`` under ``torch.no_grad()`` (the micrograd / makemore update) inside the recording."""
+    net, x, y = _docs_network()
+    w0 = net[0].weight.detach().clone()
+    with adv.torch.record() as rec:
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        with torch.no_grad():
+            for p in net.parameters():
+                p -= 0.1 * p.grad
+    node = next(n for n in rec.trace(loss, net).nodes if n.name == "0.weight")
+    assert np.array_equal(node.value.data, w0.numpy())
+    assert torch.equal(net[0].weight.detach(), w0 - 0.1 * net[0].weight.grad)
+
+
+def test_a_tensor_resized_after_the_target_names_the_cause_and_the_order_that_works():
+    w, x = torch.randn(3, requires_grad=True), torch.randn(3)
+    with adv.torch.record() as rec:
+        loss = (w * x).sum()                  # mul saves x for w's gradient
+        loss.backward()
+        x.resize_(4)
+    with pytest.raises(RuntimeError, match=r"changed in place.*to shape \(4,\).*rec\.trace\(\.\.\.\) before"):
+        rec.trace(loss, [w])
+
+
+def test_the_recording_copies_nothing_when_nothing_is_written_in_place():
+    net, x, y = _docs_network()
+    with adv.torch.record() as rec:
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+    assert rec._saved == []

@@ -45,9 +45,11 @@ Functions TensorFlow and Keras call for themselves (``model.fit``'s step,
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import sysconfig
 import threading
 from dataclasses import dataclass, field
 
@@ -66,10 +68,11 @@ from ..bridges import recordings
 from . import provenance
 from .keys import tensor_key, trainable_dtype
 
-try:   # Keras 3's name-scope stack (layers and models push themselves on call)
+try:   # Keras 3's name-scope stack (layers and models push themselves on call), and its optimizers
     from keras.src.backend.common import global_state as _keras_state
+    from keras.src.optimizers import base_optimizer as _keras_optimizer
 except ImportError:  # pragma: no cover - Keras 3 ships with tensorflow 2.21
-    _keras_state = None
+    _keras_state = _keras_optimizer = None
 
 
 def _dir(mod):
@@ -87,6 +90,11 @@ def _package_dirs():
 
 _PACKAGE_DIRS = _package_dirs()
 _NUMPY_DIR = _dir(np)
+# Where the learner's line is looked for: outside these (and outside every installed package, as
+# transformers' or keras_hub's code is not the learner's either).
+_LIBRARY_DIRS = tuple(sorted(set(_PACKAGE_DIRS) | {_NUMPY_DIR} | {
+    os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "purelib", "platlib")}))
+_library_file: dict = {}      # file name -> written by a library?
 _ESCAPES = {"numpy": "numpy()", "__float__": "float()", "__int__": "int()", "__index__": "int()",
             "__array__": "np.asarray()", "item": "item()", "tolist": "tolist()"}
 _REWRAPS = ("constant", "convert_to_tensor")
@@ -110,7 +118,8 @@ class Op:
     or a Python number), ``"rewrap"`` (``tf.constant`` /
     ``tf.convert_to_tensor`` from plain values), ``"function"`` (a
     ``tf.function`` that TensorFlow or Keras ran as one graph), ``"watch"``,
-    ``"gradient"`` / ``"jacobian"`` (the tape calls).
+    ``"gradient"`` / ``"jacobian"`` (the tape calls), ``"update"`` (a Keras optimizer's
+    ``apply_gradients``: one record, inputs the handles of the variables it writes).
 
     ``tapes``: ids of the ``GradientTape`` objects that recorded this op;
     ``recording``: ids of the tapes that were recording when it ran (a tape
@@ -152,13 +161,24 @@ class TapeInfo:
         return bool(self.tape._recording)
 
 
+def _is_library(filename: str) -> bool:
+    """Library code (TensorFlow, Keras, numpy, the standard library, installed packages, autodiff_viz)?"""
+    inside = _library_file.get(filename)
+    if inside is None:
+        inside = _library_file[filename] = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+    return inside
+
+
 def _user_frame(depth=2):
-    """The first frame outside TensorFlow, Keras, numpy and autodiff_viz: ``(filename, lineno)``."""
+    """The first frame outside library code: ``(filename, lineno)``; one dict look-up per frame."""
     f = sys._getframe(depth)
+    known = _library_file
     while f is not None:
         name = f.f_code.co_filename
-        if not name.startswith(_PACKAGE_DIRS) and not name.startswith(_NUMPY_DIR) \
-                and not name.startswith("<frozen"):
+        inside = known.get(name)
+        if inside is None:
+            inside = _is_library(name)
+        if not inside:
             return name, f.f_lineno
         f = f.f_back
     return None
@@ -345,6 +365,38 @@ def _install():
     _PATCHES.append((base, "__array_function__", None))
     _PATCHES.append((base, "__array_ufunc__", None))
     _patch(_polyfn.Function, "__call__", tf_function)
+    if _keras_optimizer is not None:
+        _patch(_keras_optimizer.BaseOptimizer, "apply", keras_update)
+
+
+def keras_update(original):
+    """A Keras optimizer's ``apply`` (``apply_gradients`` calls it): one ``update`` record, its own ops unrecorded.
+
+    Adam's step is a dozen ops per variable (moments, bias correction, the assignment): the optimizer's
+    business, not the learner's graph, and as costly to record as the forward pass. The recording notes
+    which variables the update wrote (so :meth:`Recording.as_at` can show a trace the values the backward
+    pass saw) and is paused while it runs.
+    """
+    @functools.wraps(original)
+    def call(self, grads, trainable_variables=None):
+        recs = _recordings()
+        if not recs:
+            return original(self, grads, trainable_variables)
+        if trainable_variables is not None:
+            trainable_variables = list(trainable_variables)
+        variables = trainable_variables if trainable_variables is not None else \
+            list(getattr(self, "_trainable_variables", None) or ())
+        for rec in recs:
+            rec._note(f"{type(self).__name__}.apply", "update",
+                      [v.handle for v in variables if hasattr(getattr(v, "handle", None), "_id")], [],
+                      {"optimizer": self, "variables": variables})
+            rec._busy = True
+        try:
+            return original(self, grads, trainable_variables)
+        finally:
+            for rec in recs:
+                rec._busy = False
+    return call
 
 
 def _flat(items):
@@ -358,8 +410,16 @@ def _flat(items):
 
 
 def _is_variable(a) -> bool:
-    return isinstance(a, tf.Variable) or hasattr(a, "handle") and hasattr(a, "trainable") \
-        and not isinstance(a, tf.Tensor)
+    """A ``tf.Variable`` or a Keras variable (asked once per class: every input of every fast-path op)."""
+    cls = type(a)
+    known = _variable_class.get(cls)
+    if known is None:
+        known = _variable_class[cls] = issubclass(cls, tf.Variable) or hasattr(a, "handle") \
+            and hasattr(a, "trainable") and not isinstance(a, tf.Tensor)
+    return known
+
+
+_variable_class: dict = {}
 
 
 def _uninstall():
@@ -440,6 +500,7 @@ class Recording(recordings.Recording):
         self._creating = 0
         self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
         self.provenance = None              # escapes of variables, numpy functions, frozen layers (provenance.py)
+        self._line_names: dict = {}         # (file, line) -> the variable the line assigns
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -495,13 +556,18 @@ class Recording(recordings.Recording):
     def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=...):
         if loc is ...:
             loc = _user_frame(3)
-        assigned = assigned_name(*loc) if loc and kind in ("op", "read", "rewrap", "create", "function") else None
+        assigned = None
+        if loc and kind in ("op", "read", "rewrap", "create", "function"):
+            assigned = self._line_names.get(loc, ...)
+            if assigned is ...:
+                assigned = self._line_names[loc] = assigned_name(*loc)
         op = Op(len(self.ops), name, kind, list(inputs), list(outputs), loc, assigned, self._scope(),
                 attrs=attrs, extra=extra or {})
         if assigned is not None:
             for prev in reversed(self.ops):     # only the line's last op makes the value the line assigns
-                if prev.location != loc or prev.kind not in ("op", "read", "rewrap", "function"):
-                    break
+                if prev.assigned is None or prev.location != loc or prev.kind not in ("op", "read", "rewrap",
+                                                                                      "function"):
+                    break                       # (each op cleared the ones before it: stop at a cleared one)
                 prev.assigned = None
         recording = []
         tapes = []
@@ -687,7 +753,51 @@ class Recording(recordings.Recording):
         from .trace import build
         frame = state.user_frame_object()       # the learner's names for the data fed in (model(x_batch))
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
-        return build(self, target, sources, value_limit, output_gradients, namespace)
+        with self.as_at(target):
+            return build(self, target, sources, value_limit, output_gradients, namespace)
+
+    @contextlib.contextmanager
+    def as_at(self, target):
+        """Variables written after ``target`` was computed hold, inside the block, the values it was computed with.
+
+        ``tape.gradient`` then ``optimizer.apply_gradients`` (or ``v.assign_sub(lr * g)``) recorded together:
+        the tape's gradients are unaffected (TensorFlow's tape keeps the values each op read), but a
+        variable now holds its updated value. The value the forward pass used is the tensor of its last
+        recorded read before ``target``'s op — kept by the recording anyway, so nothing is copied while
+        recording; inside this block it is assigned back, and afterwards the current value returns.
+        """
+        made = self.producer(target) if hasattr(target, "_id") else None
+        if made is None:
+            yield
+            return
+        written = {}
+        for op in self.ops[made.index + 1:]:
+            if op.kind == "update" or op.kind == "assign" and op.inputs:
+                for h in (op.inputs if op.kind == "update" else op.inputs[:1]):
+                    written.setdefault(h._id, op)
+        if not written:
+            yield
+            return
+        then = {}
+        for op in self.ops[:made.index]:
+            if op.kind == "read" and op.inputs and op.outputs and op.inputs[0]._id in written:
+                then[op.inputs[0]._id] = op.outputs[0]
+        swapped = []
+        busy, self._busy = self._busy, True         # our assignments are not the learner's
+        try:
+            for key, value in then.items():
+                v = self._variables.get(key)
+                if v is None or tuple(v.shape) != tuple(value.shape):
+                    continue
+                swapped.append((v, tf.identity(v)))
+                v.assign(value)
+            self._busy = busy
+            yield
+        finally:
+            self._busy = True
+            for v, now in reversed(swapped):
+                v.assign(now)
+            self._busy = busy
 
     def explain(self, target, source):
         """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""

@@ -35,33 +35,60 @@ read only when a trace is built. Gradients shown by a trace are PyTorch's:
 ``Tensor.backward`` called inside the recording keeps its graph
 (``retain_graph=True``) so the trace can compute per-edge contributions with
 ``torch.autograd.grad`` afterwards.
+
+A whole training step can be recorded: an optimizer's ``step()`` is one
+``update`` record (its own ops run with torch-function dispatch off), and a
+tensor written in place after a recorded op read it is copied once, with its
+version number, before the write (:meth:`Recording._before_write`);
+``rec.trace`` puts those copies back while it works (:meth:`Recording.as_at`),
+so it shows — and autograd accepts — the values of the backward pass.
+
+Cost: ops inside a library's module (torch, transformers, anything installed)
+take the learner's line found once when the outermost library module was
+entered; elsewhere the stack is walked with one dict look-up per frame.
+Figures: docs/performance.md, "Real models".
 """
 from __future__ import annotations
 
 import bisect
-import copy
+import contextlib
 import functools
+import inspect
 import itertools
 import os
 import sys
+import sysconfig
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
 
 from ..base import naming
 from ..bridges import recordings
 from . import provenance
 
-_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                      for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
+# Code the learner did not write: torch, autodiff_viz, the standard library and every installed package
+# (transformers, timm …). An op run inside it is placed at the learner's line that called into it.
+_LIBRARY_DIRS = tuple(sorted({os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                              for m in (torch, sys.modules["autodiff_viz"])} |
+                             {os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                              for k in ("stdlib", "purelib", "platlib")}))
+_library_file: dict = {}      # file name -> written by a library? (one dict look-up per frame of a walk)
+_library_class: dict = {}     # module class -> is its forward library code?
+_INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+                    "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
+_MAKES = frozenset(("op", "rewrap", "detach"))     # kinds of record that make a tensor value
+_NOT_A_WRITE = {"requires_grad_", "detach_", "retain_grad", "share_memory_", "record_stream"}
 _ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float__": "float()",
             "__int__": "int()", "__array__": "np.asarray()"}
 _REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
 _DETACH = {"detach", "detach_"}
 _UNSEEN = ("from_numpy",)     # torch factories that never reach a TorchFunctionMode: wrapped while recording
 _ACTIVE: list = []            # the recordings whose ``with`` block is running, outermost first
+_SPECIAL = frozenset(set(_ESCAPES) | _REWRAPS | _DETACH | {
+    "requires_grad_", "set:requires_grad", "get:grad", "set:grad", "get:data", "__deepcopy__", "set:data"})
 _SKIP = {"__repr__", "__format__", "__str__", "size", "dim", "numel", "__len__", "is_floating_point",
          "retain_grad", "register_hook", "_record_function_enter_new", "__bool__",
          "__hash__", "__contains__", "__iter__", "stride", "data_ptr", "element_size",
@@ -79,9 +106,12 @@ class Op:
     tensor from plain values), ``"detach"`` (``.detach()``, ``.data``),
     ``"backward"`` (``Tensor.backward``), ``"read_grad"`` (reading
     ``.grad``, with what it held then) or ``"set_grad"`` (assigning
-    ``.grad``: ``zero_grad(set_to_none=True)`` sets it to None).
+    ``.grad``: ``zero_grad(set_to_none=True)`` sets it to None) or
+    ``"update"`` (an optimizer's ``step()``, one record; its inputs are the parameters it updates).
     """
 
+    __slots__ = ("index", "name", "kind", "inputs", "outputs", "location", "assigned", "scope", "grad_enabled",
+                 "inference", "extra")
     index: int
     name: str
     kind: str
@@ -92,18 +122,42 @@ class Op:
     scope: str
     grad_enabled: bool
     inference: bool
-    extra: dict = field(default_factory=dict)
+    extra: dict
+
+
+def _is_library(filename: str) -> bool:
+    inside = _library_file.get(filename)
+    if inside is None:
+        inside = _library_file[filename] = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+    return inside
 
 
 def _user_frame():
-    """The first frame outside torch and autodiff_viz: ``(filename, lineno)``."""
+    """The first frame outside library code (torch, autodiff_viz, installed packages): ``(filename, lineno)``."""
     f = sys._getframe(2)
+    known = _library_file
     while f is not None:
         name = f.f_code.co_filename
-        if not name.startswith(_PACKAGE_DIRS) and not name.startswith("<frozen"):
+        inside = known.get(name)
+        if inside is None:
+            inside = _is_library(name)
+        if not inside:
             return name, f.f_lineno
         f = f.f_back
     return None
+
+
+def _library_module(cls) -> bool:
+    """Is ``cls.forward`` library code (``nn.Linear``, a transformers ``BertLayer``), not the learner's?
+
+    Ops run inside such a module are placed at the learner's line that called into it, found once
+    when the module is entered instead of by a walk up the stack for every op.
+    """
+    lib = _library_class.get(cls)
+    if lib is None:
+        code = getattr(inspect.unwrap(getattr(cls, "forward", None) or (lambda: None)), "__code__", None)
+        lib = _library_class[cls] = code is not None and _is_library(code.co_filename)
+    return lib
 
 
 def assigned_name(filename: str, lineno: int) -> str | None:
@@ -119,11 +173,25 @@ def _tensors(obj, out):
         out.append(obj)
     elif isinstance(obj, (list, tuple)):
         for o in obj:
-            _tensors(o, out)
+            if isinstance(o, torch.Tensor):
+                out.append(o)
+            elif isinstance(o, (list, tuple, dict)):
+                _tensors(o, out)
     elif isinstance(obj, dict):
         for o in obj.values():
             _tensors(o, out)
     return out
+
+
+def _written(name, args, kwargs):
+    """The tensor a call is about to change in place (``p.add_(…)``, ``p -= …``, ``out=``), or None."""
+    out = kwargs.get("out") if kwargs else None
+    if isinstance(out, torch.Tensor):
+        return out
+    if (name[-1] == "_" and name[0] != "_" and name not in _NOT_A_WRITE or name in _INPLACE_DUNDERS
+            or kwargs and kwargs.get("inplace") is True) and args and isinstance(args[0], torch.Tensor):
+        return args[0]
+    return None
 
 
 def _reported(fn):
@@ -136,7 +204,8 @@ def _reported(fn):
     def call(*args, **kwargs):
         out = fn(*args, **kwargs)
         for rec in list(_ACTIVE):
-            rec._observe(fn.__name__, args, kwargs, out)
+            if not rec._paused:
+                rec._observe(fn.__name__, args, kwargs, out)
         return out
     call.__adv_original__ = fn
     return call
@@ -150,7 +219,9 @@ def _reported_grad(fn):
         grads = kwargs.get("grad_outputs", args[1] if len(args) > 1 else None)
         for rec in list(_ACTIVE):
             for t in outs:
-                rec._note("autograd.grad", "backward", [t], [], {"gradient": grads})
+                if not rec._paused:
+                    rec._note("autograd.grad", "backward", [t], [], {"gradient": grads})
+                    rec._backwards += 1
         return fn(outputs, *args, **kwargs)
     call.__adv_original__ = fn
     return call
@@ -177,22 +248,29 @@ class _Mode(TorchFunctionMode):
         return self._rec()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        rec = self._rec()
+        if rec is None or rec._paused or torch.compiler.is_compiling():   # torch.compile traces: never record
+            return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
-        if torch.compiler.is_compiling():      # inside torch.compile's tracing: run, never record
-            return func(*args, **kwargs)
-        name = getattr(func, "__name__", str(func))
-        owner = getattr(func, "__self__", None)
-        if name in ("__get__", "__set__") and owner is not None:
-            name = f"{name[2:5]}:{getattr(owner, '__name__', '?')}"      # get:data, get:grad, set:grad
+        name = getattr(func, "__name__", None) or str(func)
+        if name == "__get__" or name == "__set__":
+            attr = getattr(getattr(func, "__self__", None), "__name__", "?")
+            if name == "__get__" and attr != "data" and attr != "grad":   # .shape, .dtype, ._version …
+                return func(*args, **kwargs)
+            name = f"{name[2:5]}:{attr}"      # get:data, get:grad, set:grad
         if name == "backward" and args and isinstance(args[0], torch.Tensor):
             kwargs = dict(kwargs)
             kwargs["retain_graph"] = True
-            self.rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
+            rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
+            rec._backwards += 1
             return func(*args, **kwargs)
+        written = _written(name, args, kwargs)
+        if written is not None:
+            rec._before_write(written)
         out = func(*args, **kwargs)
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
             return out
-        self.rec._observe(name, args, kwargs, out)
+        rec._observe(name, args, kwargs, out)
         return out
 
 
@@ -220,6 +298,15 @@ class Recording(recordings.Recording):
         self._active = False
         self._called_at = None             # (line, op): a module's output named by the line that called it
         self.provenance = None             # who set a grad mode, what was assigned onto a module (provenance.py)
+        self._callers: list = []           # per entered module: (the learner's line that called it, its name, lib?)
+        self._outer = None                 # the outermost library module's entry of _callers, while inside one
+        self._line_names: dict = {}        # (file, line) -> the variable the line assigns
+        self._paused = 0                   # > 0 while the recorder runs torch ops of its own
+        self._updating = None              # torch function dispatch switched off while an optimizer steps
+        self._backwards = 0                # backward() calls seen so far
+        self._last_use: dict = {}          # our id -> index of the last op that read the tensor
+        self._saved: list = []             # (op index, tensor, version, values) before an in-place write
+        self._saved_at: dict = {}          # our id -> op index of its latest saved copy
 
     # ----- context -----------------------------------------------------------
     def __enter__(self):
@@ -228,7 +315,9 @@ class Recording(recordings.Recording):
         self._active = True
         hooks = torch.nn.modules.module
         self._hooks = [hooks.register_module_forward_pre_hook(self._enter_module),
-                       hooks.register_module_forward_hook(self._exit_module)]
+                       hooks.register_module_forward_hook(self._exit_module),
+                       register_optimizer_step_pre_hook(self._enter_update),
+                       register_optimizer_step_post_hook(self._exit_update)]
         self._mode.__enter__()
         _ACTIVE.append(self)
         _wrap_unseen(True)
@@ -237,6 +326,7 @@ class Recording(recordings.Recording):
 
     def __exit__(self, *exc):
         provenance.stop(self.provenance)
+        self._end_update()
         _ACTIVE.remove(self)
         if not _ACTIVE:
             _wrap_unseen(False)
@@ -245,6 +335,9 @@ class Recording(recordings.Recording):
             h.remove()
         self._hooks = []
         self._scopes = []
+        self._callers = []
+        self._outer = None
+        self._paused = 0
         self._active = False
         return False
 
@@ -283,9 +376,17 @@ class Recording(recordings.Recording):
                     self._param_names.setdefault(id(p), prefix + qual)
         self._scopes.append(self._module_names[key])
         if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
+            self._callers.append((None, None, False, self._outer))
             return
+        outer = self._outer
+        loc = outer[0] if outer is not None else _user_frame()
+        named = outer[1] if outer is not None else (self._assigned_at(loc) if loc else None)
+        entry = (loc, named, _library_module(type(module)), outer)
+        self._callers.append(entry)
+        if outer is None and entry[2]:
+            self._outer = entry
         last = self.ops[-1] if self.ops else None
-        if last is not None and last.assigned and last.location == _user_frame():
+        if last is not None and last.assigned and last.location == loc:
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
 
     def _exit_module(self, module, inputs, output):
@@ -296,14 +397,108 @@ class Recording(recordings.Recording):
         """
         if self._scopes:
             self._scopes.pop()
+        loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
+        if torch.compiler.is_compiling() or loc is None or not self.ops:
+            return
+        made = self.ops[-1]
+        if made.assigned is None and made.kind in ("op", "rewrap", "detach") and made.outputs:
+            outs = _tensors(output, [])
+            if len(outs) == 1 and any(o is outs[0] for o in made.outputs):
+                made.assigned = named
+                self._called_at = (loc, made) if named else None
+
+    def _enter_update(self, optimizer, args, kwargs):
+        """An optimizer's ``step()`` begins: one ``update`` record, copies of what it will change, then a pause.
+
+        The step's own ops (Adam's ``lerp_``, ``addcdiv_`` …, ten or so per parameter) are the optimizer's
+        business, not the learner's graph: they run with torch functions' dispatch switched off
+        (``torch._C.DisableTorchFunction``; under a mode, Adam's step is otherwise twenty times slower),
+        until the step's post-hook. The parameters it changes in place are copied first when the
+        recording used them (see :meth:`_before_write`), so a trace of the loss still shows, and
+        differentiates, the values the backward pass saw.
+        """
+        self._end_update()                # a step that raised never reached its post-hook
         if torch.compiler.is_compiling():
             return
-        outs = _tensors(output, [])
-        made = self.producer(outs[0]) if len(outs) == 1 else None
-        loc = _user_frame()
-        if made is not None and made.assigned is None and loc is not None and made.index == len(self.ops) - 1:
-            made.assigned = assigned_name(*loc)
-            self._called_at = (loc, made) if made.assigned else None
+        self._updating = torch._C.DisableTorchFunction()
+        self._updating.__enter__()
+        params = [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor)]
+        for p in params:
+            self._before_write(p)
+        self._note(f"{type(optimizer).__name__}.step", "update", params, [], {"optimizer": optimizer})
+
+    def _exit_update(self, optimizer, args, kwargs):
+        self._end_update()
+
+    def _end_update(self):
+        if self._updating is not None:
+            updating, self._updating = self._updating, None
+            updating.__exit__(None, None, None)
+
+    def _before_write(self, t):
+        """``t`` is about to change in place: keep a copy of it, when a trace could still need the old values.
+
+        Autograd saves the tensors a backward pass needs and refuses to use one that changed since
+        (its version counter moved). So a tensor read by a recorded op and then written in place after a
+        ``backward()`` (``opt.step()``, ``p -= lr * p.grad``), or a leaf parameter written at all, is
+        copied once — with its version — before the write; :meth:`as_at` puts the copy back while a trace
+        is built. Tensors no recorded op read, and writes inside the forward pass (``x.relu_()``), are
+        not copied: autograd itself checks those.
+        """
+        tid = self._tensor_ids.get(id(t))
+        if tid is None:
+            return
+        used = self._last_use.get(tid, -1)
+        if used <= self._saved_at.get(tid, -1) or not (self._backwards or t.is_leaf and t.requires_grad):
+            return
+        here = len(self.ops)
+        try:
+            values = t.detach().clone()
+        except RuntimeError:            # a tensor without storage (meta, sparse layouts …): nothing to copy
+            return
+        self._saved.append((here, t, t._version, values))
+        self._saved_at[tid] = here
+
+    @contextlib.contextmanager
+    def as_at(self, target):
+        """Tensors written in place after ``target`` was computed hold, inside the block, their values then.
+
+        ``loss.backward(); opt.step()`` recorded together: the step changed the parameters in place, so
+        autograd would refuse to backpropagate ``loss`` again (and the trace would show the updated
+        weights). Inside this block each such tensor holds the copy made before the first write after
+        ``target``'s op, under the version number autograd saved; afterwards its current values and version
+        come back. Nothing is copied when nothing was written.
+        """
+        made = self.producer(target) if isinstance(target, torch.Tensor) else None
+        after = made.index if made is not None else len(self.ops)
+        chosen = {}
+        for k, t, version, values in self._saved:
+            if k > after and id(t) not in chosen:
+                chosen[id(t)] = (k, t, version, values)
+        swapped = []
+        self._paused += 1                # our copies are not the learner's ops
+        try:
+            with torch.no_grad():
+                for k, t, version, values in chosen.values():
+                    if t.shape != values.shape or t.dtype != values.dtype:
+                        op = self.ops[k] if k < len(self.ops) else None
+                        where = f" at {naming.short_place(*op.location)}" if op is not None and op.location else ""
+                        raise RuntimeError(
+                            f"trace: a tensor of shape {tuple(values.shape)} that the target depends on was changed "
+                            f"in place{where} to shape {tuple(t.shape)} after the target was computed, so its values "
+                            "at the backward pass cannot be put back. Call rec.trace(...) before that change (for "
+                            "example right after loss.backward(), inside the recording).")
+                    now = (t, t._version, t.detach().clone())
+                    t.detach().copy_(values)
+                    swapped.append(now)
+                    torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+            yield
+        finally:
+            with torch.no_grad():
+                for t, version, values in reversed(swapped):
+                    t.detach().copy_(values)
+                    torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+            self._paused -= 1
 
     # ----- observing ------------------------------------------------------------
     def tensor_id(self, t: torch.Tensor) -> int:
@@ -315,29 +510,62 @@ class Recording(recordings.Recording):
         return tid
 
     def _note(self, name, kind, inputs, outputs, extra=None):
-        loc = _user_frame()
-        op = Op(len(self.ops), name, kind, inputs, outputs, loc,
-                assigned_name(*loc) if loc and kind in ("op", "rewrap", "detach") else None,
-                self._scopes[-1] if self._scopes else "", torch.is_grad_enabled(),
-                torch.is_inference_mode_enabled(), extra or {})
-        if self.ops and self.ops[-1].location == loc and kind not in ("read_grad", "set_grad"):
-            self.ops[-1].assigned = None        # only the line's last op makes the value the line assigns
-        if self._called_at is not None and kind not in ("read_grad", "set_grad"):
-            if self._called_at[0] == loc:       # the line that named a module's output goes on
-                self._called_at[1].assigned = None
-            self._called_at = None
+        outer = self._outer
+        if outer is not None:                   # inside a library module: the learner's line that called it
+            loc = outer[0]
+            assigned = outer[1] if kind in _MAKES else None
+        else:
+            loc = _user_frame()
+            assigned = self._assigned_at(loc) if loc and kind in _MAKES else None
+        ops = self.ops
+        index = len(ops)
+        op = Op(index, name, kind, inputs, outputs, loc, assigned, self._scopes[-1] if self._scopes else "",
+                torch.is_grad_enabled(), torch.is_inference_mode_enabled(), {} if extra is None else extra)
+        if index and kind not in ("read_grad", "set_grad"):
+            if ops[-1].location == loc:
+                ops[-1].assigned = None             # only the line's last op makes the value the line assigns
+            if self._called_at is not None:
+                if self._called_at[0] == loc:       # the line that named a module's output goes on
+                    self._called_at[1].assigned = None
+                self._called_at = None
+        ids, last_use = self._tensor_ids, self._last_use
         for t in inputs:
-            self.tensor_id(t)
+            tid = ids.get(id(t))
+            if tid is None:
+                tid = ids[id(t)] = next(self._ids)
+            last_use[tid] = index
+        makes = kind in _MAKES
         for t in outputs:
-            tid = self.tensor_id(t)
-            if kind in ("op", "rewrap", "detach"):
-                self._producer.setdefault(tid, []).append(op.index)
-        self.ops.append(op)
+            tid = ids.get(id(t))
+            if tid is None:
+                tid = ids[id(t)] = next(self._ids)
+            if makes:
+                made = self._producer.get(tid)
+                if made is None:
+                    self._producer[tid] = [index]
+                else:
+                    made.append(index)
+        ops.append(op)
         return op
+
+    def _assigned_at(self, loc):
+        """:func:`assigned_name` of a line, asked once per line of a recording."""
+        try:
+            return self._line_names[loc]
+        except KeyError:
+            name = self._line_names[loc] = assigned_name(*loc)
+            return name
 
     def _observe(self, name, args, kwargs, out):
         ins = _tensors(args, [])
-        _tensors(kwargs, ins)
+        if kwargs:
+            _tensors(kwargs, ins)
+        if name not in _SPECIAL and name[:4] != "set:":      # the common case: a computation
+            outs = [out] if isinstance(out, torch.Tensor) else _tensors(out, [])
+            if outs:
+                self._note(name, "op", ins, outs, {"params": {k: v for k, v in kwargs.items()
+                                                             if not isinstance(v, torch.Tensor)} if kwargs else {}})
+            return
         if name in _ESCAPES:
             if ins:
                 self._note(name, "escape", ins[:1], [], {"how": _ESCAPES[name], "value": out})
@@ -348,7 +576,7 @@ class Recording(recordings.Recording):
                 self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag)})
             return
         if name == "get:grad":
-            if ins and not sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIRS):
+            if ins and not _is_library(sys._getframe(2).f_code.co_filename):
                 self._note(name, "read_grad", ins[:1], [], {"was_none": out is None})
             return
         if name == "set:grad":
@@ -364,11 +592,6 @@ class Recording(recordings.Recording):
         elif name in _DETACH or name in ("get:data", "__deepcopy__"):
             label = {"get:data": ".data", "__deepcopy__": "copy.deepcopy()"}.get(name, "detach()")
             self._note(label, "detach", ins, outs)
-        elif name.startswith("set:"):
-            return
-        else:
-            self._note(name, "op", ins, outs, {"params": {k: v for k, v in kwargs.items()
-                                                         if not isinstance(v, torch.Tensor)}})
 
     # ----- questions ---------------------------------------------------------------
     def producers(self, t: torch.Tensor) -> list:
@@ -406,7 +629,8 @@ class Recording(recordings.Recording):
         from .trace import build
         frame = state.user_frame_object()       # the learner's names for tensors made before the recording
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
-        return build(self, target, sources, value_limit, names)
+        with self.as_at(target):
+            return build(self, target, sources, value_limit, names)
 
     def explain(self, target, param):
         """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``.

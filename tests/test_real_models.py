@@ -1,0 +1,138 @@
+"""Real PyTorch architectures through ``adv.torch.record()``: transformers' BERT, GPT-2, ViT and ResNet.
+
+Each is built by its own library from a small configuration with random weights (nothing downloaded, no
+torchvision: see docs/pytorch.md). What a learner relies on when recording a real model:
+
+* recording changes nothing PyTorch computes: the loss and every ``.grad`` are bit for bit those of the
+  same step run without the recording, and so are the gradients the trace shows;
+* a whole training step can be recorded and traced afterwards — ``loss.backward(); opt.step()`` inside the
+  ``with`` (issue 42: "Recording the whole step is what users do") — and the trace shows the state at the
+  backward pass: the weights before the update, the gradients the update used; the model keeps its
+  updated weights, and training goes on exactly as without the recording.
+
+These tests need the ``models`` extra (``pip install 'autodiff_viz[models]'``); without ``transformers``
+they are skipped.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import transformers as hf
+except Exception as exc:   # noqa: BLE001 - a broken torchvision beside it raises RuntimeError, not ImportError
+    pytest.skip(f"transformers is not usable ({type(exc).__name__}: {exc}); pip install 'autodiff_viz[models]'",
+                allow_module_level=True)
+
+import autodiff_viz as adv  # noqa: E402
+import autodiff_viz.torch  # noqa: E402,F401
+
+VALUES = 10 ** 7     # value_limit: keep every entry, so values compare bit for bit
+
+
+def _model(kind):
+    """A transformers model with random weights and one batch for it (inputs with labels)."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    if kind == "bert":
+        model = hf.BertForSequenceClassification(hf.BertConfig(
+            vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=32, num_labels=3))
+        inputs = {"input_ids": torch.randint(0, 128, (4, 12), generator=g),
+                  "labels": torch.randint(0, 3, (4,), generator=g)}
+    elif kind == "gpt2":
+        model = hf.GPT2LMHeadModel(hf.GPT2Config(vocab_size=128, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                                                 bos_token_id=0, eos_token_id=0))
+        ids = torch.randint(0, 128, (4, 12), generator=g)
+        inputs = {"input_ids": ids, "labels": ids}
+    elif kind == "vit":
+        model = hf.ViTForImageClassification(hf.ViTConfig(
+            image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, num_labels=5))
+        inputs = {"pixel_values": torch.randn(4, 3, 16, 16, generator=g),
+                  "labels": torch.randint(0, 5, (4,), generator=g)}
+    else:
+        model = hf.ResNetForImageClassification(hf.ResNetConfig(
+            num_channels=3, embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[1, 1, 1, 1], layer_type="basic",
+            num_labels=5))
+        inputs = {"pixel_values": torch.randn(4, 3, 32, 32, generator=g),
+                  "labels": torch.randint(0, 5, (4,), generator=g)}
+    model.train()
+    return model, inputs
+
+
+def _step(model, opt, inputs):
+    """One training step as a learner writes it; dropout draws the same masks in every run."""
+    opt.zero_grad()
+    torch.manual_seed(1)
+    loss = model(**inputs).loss
+    loss.backward()
+    opt.step()
+    return loss
+
+
+KINDS = ["bert", "gpt2", "vit", "resnet"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_recorded_training_step_is_bit_for_bit_the_plain_one_and_its_trace_shows_the_backward_pass(kind):
+    plain, inputs = _model(kind)
+    recorded = copy.deepcopy(plain)
+    opt_p = torch.optim.AdamW(plain.parameters(), lr=1e-2)
+    opt_r = torch.optim.AdamW(recorded.parameters(), lr=1e-2)
+    before = {n: p.detach().clone() for n, p in recorded.named_parameters()}
+
+    loss_p = _step(plain, opt_p, inputs)
+    with adv.torch.record() as rec:
+        loss = _step(recorded, opt_r, inputs)
+
+    assert torch.equal(loss, loss_p)
+    grads = {n: p.grad for n, p in plain.named_parameters() if p.grad is not None}
+    assert len(grads) > 10
+    for n, p in recorded.named_parameters():
+        assert (p.grad is None) == (n not in grads), n
+        if p.grad is not None:
+            assert torch.equal(p.grad, grads[n]), f"{kind}: .grad of {n} differs from the plain step's"
+            assert torch.equal(p.detach(), dict(plain.named_parameters())[n].detach()), f"{n} after the update"
+    assert [op.kind for op in rec.ops].count("update") == 1     # the optimizer's step: one record, not its ops
+
+    versions = {n: p._version for n, p in recorded.named_parameters()}
+    after = {n: p.detach().clone() for n, p in recorded.named_parameters()}
+    trace = rec.trace(loss, recorded, value_limit=VALUES)
+    shown = {n.name: n for n in trace.nodes if n.kind == "variable"}
+    assert set(grads) <= set(shown), f"parameters missing from the trace: {sorted(set(grads) - set(shown))[:5]}"
+    for name, g in grads.items():
+        node = shown[name]
+        assert np.array_equal(node.value.data, before[name].numpy()), f"{name}: the trace shows updated weights"
+        assert np.array_equal(node.grad.data, g.numpy()), f"{name}: the trace's gradient is not autograd's"
+    assert np.array_equal(trace.node(trace.target).value.data, loss_p.detach().numpy())
+
+    for n, p in recorded.named_parameters():      # the model is left as the step left it
+        assert torch.equal(p.detach(), after[n]) and p._version == versions[n], n
+    loss_p2, loss_r2 = _step(plain, opt_p, inputs), _step(recorded, opt_r, inputs)
+    assert torch.equal(loss_r2, loss_p2)          # and training goes on exactly as without the recording
+    for (n, p), q in zip(recorded.named_parameters(), plain.parameters()):
+        assert torch.equal(p.detach(), q.detach()), n
+
+
+@pytest.mark.timeout(300)
+def test_two_recorded_steps_each_trace_shows_the_weights_its_own_backward_used():
+    """A loop of steps in one recording: the first loss is traced with the first weights, the second with the
+    weights after one update — each as autograd saved them, not as they are at the end."""
+    model, inputs = _model("bert")
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    w = model.classifier.weight
+    seen = []
+    with adv.torch.record() as rec:
+        losses = []
+        for _ in range(2):
+            seen.append(w.detach().clone())
+            losses.append(_step(model, opt, inputs))
+    assert not torch.equal(seen[0], seen[1])
+    for loss, weights in zip(losses, seen):
+        node = next(n for n in rec.trace(loss, model, value_limit=VALUES).nodes if n.name == "classifier.weight")
+        assert np.array_equal(node.value.data, weights.numpy())
