@@ -62,10 +62,10 @@ from .tf_math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_al
                       reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)   # tf.<name>: the same ops
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 # dtypes: numpy's own objects, so `dtype=adv.float32` (tf.float32 renamed) means what np.float32 means
-from numpy import (bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,  # noqa: A004
-                   uint8)
-
-__version__ = "0.1.0"
+# (numpy.bool_, not numpy.bool: the short name exists only from numpy 2.0, and both name one type there)
+from numpy import bool_ as bool  # noqa: A004
+from numpy import complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8
+from .base.version import __version__
 
 
 def tensor(*args, **kwargs):

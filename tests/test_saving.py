@@ -21,6 +21,7 @@ from fit_helpers import fresh_session  # noqa: F401  (autouse: names and weights
 
 import autodiff_viz as adv
 from autodiff_viz import layers as L
+from autodiff_viz.base import structure
 from autodiff_viz.base.errors import ModelFileError, WeightsFileError
 
 RNG = np.random.default_rng(0)
@@ -489,7 +490,7 @@ def test_every_layer_saves_and_loads_with_its_arguments_weights_and_outputs(tmp_
     int_input = any(isinstance(layer, L.Embedding) for layer in model._all_layers())
     x = [data_for(s, int_input) for s in shapes]
     x = x if len(x) > 1 else x[0]
-    for got, want in zip(adv.structure.flatten(loaded.predict(x))[0], adv.structure.flatten(model.predict(x))[0]):
+    for got, want in zip(structure.flatten(loaded.predict(x))[0], structure.flatten(model.predict(x))[0]):
         np.testing.assert_array_equal(got, want)
 
 

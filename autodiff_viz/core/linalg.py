@@ -187,7 +187,7 @@ def cholesky(a, upper=False):
     upper = bool(upper)
     return _run(R.cholesky, "cholesky", [a], lambda exc: (
         f"linalg.cholesky: the matrix of shape {a.shape[-2:]}"
-        f"{_which(a._value, lambda m: np.linalg.cholesky(m, upper=upper))} is not positive definite "
+        f"{_which(a._value, lambda m: R.numpy_cholesky(m, upper))} is not positive definite "
         "(Cholesky needs a symmetric matrix whose eigenvalues are all > 0; numpy reads its "
         f"{'upper' if upper else 'lower'} triangle). Fix: build it as B @ B.T + ε·I (a covariance plus "
         "jitter), or check the smallest eigenvalue with adv.linalg.eigvalsh(A)[..., 0]."), upper=upper)
