@@ -18,7 +18,12 @@ BASE_PYTHON=$(command -v python3.11 || command -v python3)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/adv-dist.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 say() { printf '\033[1m[dist]\033[0m %s\n' "$*" >&2; }
-quiet_pip() { "$@" 2>&1 | grep -v "^WARNING: Location" >&2; return "${PIPESTATUS[0]}"; }
+quiet_pip() {  # quiet_pip COMMAND...: run a pip command, showing its output but this machine's index warnings
+    local rc=0
+    "$@" > "$WORK/pip.log" 2>&1 || rc=$?
+    grep -v "^WARNING: Location" "$WORK/pip.log" >&2 || true
+    return $rc
+}
 
 say "building the sdist and the wheel (python -m build)"
 rm -rf out/dist

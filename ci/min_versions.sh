@@ -33,7 +33,29 @@ TESTS=(
     tests/test_install_smoke.py
 )
 
-python=$(command -v python3.10 || command -v python3)
+# tests whose reference is an API only the newest versions have (numpy 2's linalg.vector_norm, pinv(rtol=),
+# cholesky(upper=), asarray(copy=); scipy; the newest Keras' ops names and optimizer slot names): the package's
+# own behaviour they check is tested at the floors by the other tests of their files
+DESELECT=(
+    tests/test_linalg.py::test_values_match_numpy tests/test_linalg.py::test_pinv_takes_numpys_cutoff_arguments
+    tests/test_linalg.py::test_condition_number_and_array_api_names_match_numpy
+    tests/test_numpy_surface.py::test_vector_norm_is_np_linalg_vector_norm
+    tests/test_numpy_surface.py::test_gelu_hard_sigmoid_selu_follow_keras
+    tests/test_tensor_parity.py::test_np_asarray_is_a_read_only_view_and_np_array_a_writable_copy
+    tests/test_keras_ops.py::test_every_adv_ops_name_is_a_keras_ops_name
+    tests/test_keras_ops.py::test_functional_conv_and_pools_match_tf_nn_values_and_gradients
+    tests/test_variable_names_keras.py::test_optimizer_slots_are_named_as_keras_3
+)
+
+oldest_python() {  # the oldest Python the package declares (3.10) when this machine has one, else python3
+    local candidate
+    for candidate in python3.10 $(pyenv root 2>/dev/null)/versions/3.10*/bin/python3.10 python3; do
+        if "$candidate" -c "import sys; assert sys.version_info >= (3, 10)" 2>/dev/null; then
+            echo "$candidate"; return
+        fi
+    done
+}
+python=$(oldest_python)
 hash=$(cat ci/constraints-min.txt pyproject.toml setup.py | sha1sum | cut -c1-12)
 if [ ! -f "$VENV_MIN/.installed-$hash" ]; then
     rm -rf "$VENV_MIN"
@@ -47,7 +69,7 @@ if [ ! -f "$VENV_MIN/.installed-$hash" ]; then
     say "installing autodiff_viz[tf] beside them (plain Python)"
     AUTODIFF_VIZ_PURE=1 "$PY" -m pip install -q --disable-pip-version-check -e ".[tf]" 2>&1 \
         | grep -v "^WARNING: Location" >&2 || true
-    "$PY" -m pip freeze | grep -v -i "autodiff" > "$VENV_MIN/after.txt"
+    "$PY" -m pip freeze | grep -v -i -E "^-e |autodiff" > "$VENV_MIN/after.txt"
     if ! diff "$VENV_MIN/before.txt" "$VENV_MIN/after.txt" >&2; then
         say "FAILED: installing autodiff_viz[tf] changed the distributions above"; exit 1
     fi
@@ -75,4 +97,4 @@ sys.exit(f"[min] not at the floor: {wrong}" if wrong else 0)
 EOF
 
 say "the core and TensorFlow bridge tests at the minimum versions"
-AUTODIFF_VIZ_PURE=1 exec "$PY" -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@"
+AUTODIFF_VIZ_PURE=1 exec "$PY" -m pytest -q -p no:cacheprovider "${TESTS[@]}" "${DESELECT[@]/#/--deselect=}" "$@"

@@ -27,7 +27,8 @@ def _fake_venv(tmp_path, stamps=()):
     python.write_text(f'#!/bin/sh\necho "${{AUTODIFF_VIZ_PURE:-}}|$*" >> {log}\n'
                       'case "$1" in autodiff_viz/_compiled.py) exit 1;; esac\nexit 0\n')
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
-    digest = subprocess.run("cat pyproject.toml setup.py ci/constraints.txt | sha1sum | cut -c1-12", shell=True, cwd=ROOT,
+    digest = subprocess.run("cat pyproject.toml setup.py ci/constraints.txt | sha1sum | cut -c1-12", shell=True,
+                            cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout.strip()
     for extra in stamps:
         (venv / f".installed-{extra}-{digest}").touch()

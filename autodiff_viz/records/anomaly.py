@@ -23,6 +23,7 @@ and calls the detector only when a block has set it.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from ..base.state import resolve_location, state, user_location
 from ..core import engine, walks
 from ..core.tensor import Tensor
 from ..diagnosis.walk import _code, _where
+
+if TYPE_CHECKING:
+    from typing import Iterator
 
 
 class AnomalyError(FloatingPointError):
@@ -158,7 +162,7 @@ class _Detector:
 
 
 @contextlib.contextmanager
-def detect_anomaly(forward: bool = True, backward: bool = True):
+def detect_anomaly(forward: bool = True, backward: bool = True) -> Iterator[None]:
     """Raise :class:`AnomalyError` at the first op or backward step that makes ``nan``/``inf``.
 
         >>> with adv.detect_anomaly():

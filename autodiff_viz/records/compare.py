@@ -41,6 +41,7 @@ import difflib
 import html
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,6 +53,9 @@ from ..diagnosis.escapes import lost_paths
 from ..diagnosis.walk import explain, require_recorded
 from .tape import GradientTape
 from .traces.build import build_trace
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient", "lost")
 _COLOURS = {"exact": "#c9f2c9", "close": "#dff5c4", "wrong": "#f6b8b8", "shape": "#f6b8b8",
@@ -419,7 +423,8 @@ def _lost(row: Row, escapes: list) -> Row:
                row.factors)
 
 
-def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparison:
+def compare(f: Callable[..., Any], args: Any, hand: dict, argnums: int | Sequence[int] | None = None,
+            rtol: float = 1e-5, atol: float = 1e-8) -> Comparison:
     """Run ``f(*args)`` on a tape and compare ``hand`` gradients of its scalar result.
 
     String keys name variables *inside* ``f`` (its local variables when it

@@ -50,6 +50,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
@@ -64,6 +65,12 @@ from tensorflow.python.ops import resource_variable_ops as _rvo
 from ..base import naming
 from ..bridges import recordings
 from .keys import tensor_key, trainable_dtype
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..diagnosis.walk import Explanation, Explanations
+    from ..records.traces.model import Trace
 
 try:   # Keras 3's name-scope stack (layers and models push themselves on call)
     from keras.src.backend.common import global_state as _keras_state
@@ -440,7 +447,7 @@ class Recording(recordings.Recording):
         self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
 
     # ----- context -----------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> Recording:
         if self._active:
             raise RuntimeError("this recording is already active; use a new adv.tf.record().")
         if not tf.executing_eagerly():
@@ -547,7 +554,7 @@ class Recording(recordings.Recording):
         return None
 
     # ----- tapes ----------------------------------------------------------------
-    def tape_info(self, tape) -> TapeInfo | None:
+    def tape_info(self, tape: Any) -> TapeInfo | None:
         number = self._tape_numbers.get(id(tape))
         return None if number is None else self.tapes[number]
 
@@ -633,15 +640,15 @@ class Recording(recordings.Recording):
                    {"data": value})
 
     # ----- lookups ----------------------------------------------------------------
-    def producer(self, t) -> Op | None:
+    def producer(self, t: Any) -> Op | None:
         """The op that made tensor ``t`` (a variable read counts), or None for a leaf."""
         k = self._producer.get(getattr(t, "_id", None))
         return None if k is None else self.ops[k]
 
-    def variable_of(self, handle_key):
+    def variable_of(self, handle_key: Any) -> Any:
         return self._variables.get(handle_key)
 
-    def name_of(self, t) -> str | None:
+    def name_of(self, t: Any) -> str | None:
         """The learner's name for a tensor or variable: the assigned variable of its line, else its Keras path."""
         key = tensor_key(t) if hasattr(t, "_id") or hasattr(t, "handle") else None
         if key is None:
@@ -670,7 +677,8 @@ class Recording(recordings.Recording):
         return names
 
     # ----- views ------------------------------------------------------------------
-    def trace(self, target, sources=None, value_limit=None, output_gradients=None):
+    def trace(self, target: Any, sources: Any = None, value_limit: int | None = None,
+              output_gradients: Any = None) -> Trace:
         """An ``adv.Trace`` of the recorded computation with TensorFlow's own gradients.
 
         ``target``: the tensor to differentiate (a non-scalar target is
@@ -685,7 +693,7 @@ class Recording(recordings.Recording):
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
         return build(self, target, sources, value_limit, output_gradients, namespace)
 
-    def explain(self, target, source):
+    def explain(self, target: Any, source: Any) -> Explanation | Explanations:
         """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""
         from .explain import explain_recorded
         return explain_recorded(self, target, source)

@@ -36,6 +36,7 @@ Reasons (``Explanation.reason``):
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -43,6 +44,9 @@ import torch
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
 from ..diagnosis.walk import Explanation, Explanations
+
+if TYPE_CHECKING:
+    from typing import Any
 
 REASONS = ("connected", "requires_grad_false", "no_grad", "inference_mode", "detached", "left_the_graph",
            "non_differentiable_op", "integer_dtype", "not_used", "non_leaf", "read_before_backward",
@@ -676,7 +680,7 @@ def _unregistered_row(path, module, used) -> Explanation:
                        f" Fix: wrap it in {box} (self.{holder} = {box}(...)), then rebuild the optimizer.")
 
 
-def explain(loss, params):
+def explain(loss: torch.Tensor, params: Any) -> Explanation | dict | list:
     """Why ``.grad`` is None for each of ``params`` after ``loss.backward()``, from autograd's graph.
 
     ``params``: a tensor, a list of tensors, a dict, or an ``nn.Module`` (its

@@ -46,12 +46,19 @@ import os
 import sys
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from ..base import naming
 from ..bridges import recordings
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..diagnosis.walk import Explanation, Explanations
+    from ..records.traces.model import Trace
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (torch, sys.modules["autodiff_viz"])) + (os.path.abspath(copy.__file__),)
@@ -220,7 +227,7 @@ class Recording(recordings.Recording):
         self._called_at = None             # (line, op): a module's output named by the line that called it
 
     # ----- context -----------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> Recording:
         if self._active:
             raise RuntimeError("this recording is already active; use a new adv.torch.record().")
         self._active = True
@@ -389,7 +396,7 @@ class Recording(recordings.Recording):
             return pname
         return next((op.assigned for op in reversed(self.producers(t)) if op.assigned), None)
 
-    def trace(self, target, sources=None, value_limit=None):
+    def trace(self, target: torch.Tensor, sources: Any = None, value_limit: int | None = None) -> Trace:
         """An :class:`autodiff_viz.Trace` of the recorded computation, with PyTorch's gradients.
 
         ``target``: the tensor to walk back from (a non-scalar target is
@@ -404,7 +411,7 @@ class Recording(recordings.Recording):
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
         return build(self, target, sources, value_limit, names)
 
-    def explain(self, target, param):
+    def explain(self, target: torch.Tensor | float, param: Any) -> Explanation | Explanations:
         """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``.
 
         ``param`` may also be what ``gradient`` takes (a list, a dict, a
