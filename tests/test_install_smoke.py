@@ -46,6 +46,11 @@ def test_the_version_is_the_distributions_and_an_installed_copy_comes_from_site_
         assert f'version = "{adv.__version__}"' in pyproject
 
 
+def test_the_package_ships_its_type_marker():
+    """``py.typed`` (PEP 561) is in the installed package, so editors and type checkers read its annotations."""
+    assert (Path(adv.__file__).parent / "py.typed").is_file()
+
+
 def test_a_tape_gives_the_chain_rule_gradient():
     tape, w, x, loss = small_tape()
     grad = tape.gradient(loss, w)
