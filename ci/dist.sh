@@ -34,6 +34,7 @@ say "built $(basename "$SDIST") and $(basename "$WHEEL")"
 
 mkdir -p "$WORK/smoke"
 cp tests/test_install_smoke.py "$WORK/smoke/"
+printf '[pytest]\n' > "$WORK/smoke/pytest.ini"       # its own rootdir: no configuration read from above
 smoke() {  # smoke VENV LABEL: run the smoke test with VENV's Python, from outside the checkout
     say "smoke test against the $2"
     (cd "$WORK/smoke" && ADV_SMOKE_INSTALLED=1 "$1/bin/python" -m pytest -q -p no:cacheprovider \
