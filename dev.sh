@@ -5,12 +5,15 @@
 #                       then open notebooks/00_tour.ipynb in JupyterLab
 #                       (HEADLESS=1 or CI=true: execute every notebook instead)
 #   bash dev.sh test    set up everything the tests use, compile the hot path, run every test
-#                       (CI=true or BOTH_WAYS=1: the whole suite as plain Python, then compiled)
+#                       (BOTH_WAYS=1: the whole suite as plain Python, then compiled;
+#                        CI=true: those two, then the minimum-versions job (ci/min_versions.sh) and the
+#                        built wheel and sdist (ci/dist.sh); CI_STAGES="plain compiled minimum dist" picks)
 #   bash dev.sh bench   the same set-up as test, then run the benchmarks
 #   bash dev.sh setup   only set up (as test does)
 #
 # Setting up is idempotent: the virtual environment (.venv) is reinstalled only
-# when pyproject.toml or setup.py changes, and system packages only when missing.
+# when pyproject.toml, setup.py or ci/constraints.txt changes, and system packages only when missing.
+# pip installs with ci/constraints.txt: the exact versions CI tests (pyproject.toml declares ranges).
 # The tour installs the [tour] extra and runs as plain Python (AUTODIFF_VIZ_PURE=1):
 # a learner waits for the notebook, not for a compiler. test/bench install [test]
 # and compile (Cython), which the tour then reuses.
@@ -18,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV=${VENV:-.venv}
+declare -A STAGE_NAMES
 PY="$VENV/bin/python"
 
 say() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
@@ -63,9 +67,9 @@ with_progress() {  # with_progress LOG COMMAND...: run COMMAND into LOG, saying 
 
 install_extra() {  # install_extra EXTRA: the package in editable mode with that extra (tour: no compiling)
     if [ "$1" = tour ]; then
-        AUTODIFF_VIZ_PURE=1 "$PY" -m pip install --disable-pip-version-check -e ".[tour]"
+        AUTODIFF_VIZ_PURE=1 "$PY" -m pip install --disable-pip-version-check -c ci/constraints.txt -e ".[tour]"
     else
-        "$PY" -m pip install --upgrade pip && "$PY" -m pip install -e ".[$1]"
+        "$PY" -m pip install --upgrade pip && "$PY" -m pip install -c ci/constraints.txt -e ".[$1]"
     fi
 }
 
@@ -81,7 +85,7 @@ setup_python() {  # setup_python EXTRA: a venv with the package and the extra (t
         fi
     fi
     local hash stamp
-    hash=$(cat pyproject.toml setup.py | sha1sum | cut -c1-12)
+    hash=$(cat pyproject.toml setup.py ci/constraints.txt | sha1sum | cut -c1-12)
     stamp="$VENV/.installed-$extra-$hash"
     if [ "$extra" = tour ] && [ -f "$VENV/.installed-test-$hash" ]; then
         return 0     # the test set-up holds all the tour needs; the tour runs pure Python anyway
@@ -112,6 +116,44 @@ compiled_is_stale() {  # did a module compiled by setup.py change since it was c
     "$PY" autodiff_viz/_compiled.py
 }
 
+STAGE_NAMES=([plain]="the whole suite as plain Python (AUTODIFF_VIZ_PURE=1)"
+             [compiled]="the whole suite with the compiled hot path"
+             [minimum]="the minimum-versions job (ci/min_versions.sh)"
+             [dist]="the built wheel and sdist, installed outside the checkout (ci/dist.sh)")
+
+ci_stages() {  # ci_stages STAGE... -- PYTEST_ARGS: run each stage, time it, and end on one combined count
+    local stages=() stage log status=0 started failed_stages=() summary=()
+    while [ "$1" != -- ]; do stages+=("$1"); shift; done
+    shift
+    mkdir -p out/ci
+    # The package must behave the same compiled or not: the whole suite runs both ways.
+    for stage in "${stages[@]}"; do
+        say "stage $stage: ${STAGE_NAMES[$stage]:-unknown stage}"
+        log="out/ci/$stage.log"
+        started=$SECONDS
+        local rc=0
+        case "$stage" in
+            plain) AUTODIFF_VIZ_PURE=1 "$PY" -m pytest "$@" 2>&1 | tee "$log" || rc=$? ;;
+            compiled) "$PY" -m pytest "$@" 2>&1 | tee "$log" || rc=$? ;;
+            minimum) bash ci/min_versions.sh 2>&1 | tee "$log" || rc=$? ;;
+            dist) PY="$PY" bash ci/dist.sh 2>&1 | tee "$log" || rc=$? ;;
+            *) say "unknown stage '$stage' (plain, compiled, minimum, dist)"; rc=2 ;;
+        esac
+        summary+=("$(printf '%-9s %-6s %5ss' "$stage" "$([ $rc = 0 ] && echo passed || echo FAILED)" \
+                     $((SECONDS - started)))")
+        say "stage $stage: $([ $rc = 0 ] && echo passed || echo "FAILED (exit $rc)") in $((SECONDS - started))s"
+        if [ $rc != 0 ]; then status=1; failed_stages+=("$stage"); fi
+    done
+    say "stages (name, result, time):"
+    for stage in "${summary[@]}"; do say "  $stage"; done
+    [ ${#failed_stages[@]} = 0 ] || say "FAILED stages: ${failed_stages[*]}"
+    # the last line: every pytest count of every stage added up (the stages' own closing lines are above)
+    local logs=()
+    for stage in "${stages[@]}"; do logs+=("out/ci/$stage.log"); done
+    "$PY" ci/tally.py --seconds "$SECONDS" --failed "${failed_stages[*]}" "${logs[@]}"
+    exit $status
+}
+
 setup() {  # setup [EXTRA]
     need_system dot graphviz graphviz graphviz
     setup_python "${1:-test}"
@@ -124,18 +166,10 @@ case "${1:-tour}" in
         setup
         need_system chromium chromium "--cask chromium" "(not packaged; use your system browser package)" || true
         shift || true
-        if [ "${CI:-}" = true ] || [ -n "${BOTH_WAYS:-}" ]; then
-            # The package must behave the same compiled or not: CI runs the whole suite both ways,
-            # plain Python first, then the compiled build (whose closing line ends the log).
-            say "the whole suite as plain Python (AUTODIFF_VIZ_PURE=1)"
-            pure=0
-            AUTODIFF_VIZ_PURE=1 "$PY" -m pytest "$@" || pure=$?
-            say "plain Python: $([ $pure = 0 ] && echo passed || echo "FAILED (pytest exit $pure)");" \
-                "now the whole suite with the compiled hot path"
-            compiled=0
-            "$PY" -m pytest "$@" || compiled=$?
-            [ $pure = 0 ] && exit $compiled
-            exit $pure
+        if [ "${CI:-}" = true ]; then
+            ci_stages ${CI_STAGES:-plain compiled minimum dist} -- "$@"
+        elif [ -n "${BOTH_WAYS:-}" ]; then
+            ci_stages plain compiled -- "$@"
         fi
         exec "$PY" -m pytest "$@" ;;
     tour)

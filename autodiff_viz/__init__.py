@@ -92,13 +92,47 @@ from numpy import dtype as DType, dtype as as_dtype, float16 as half, float64 as
 from numpy import uint16, uint32, uint64
 newaxis = None
 # dtypes: numpy's own objects, so `dtype=adv.float32` (tf.float32 renamed) means what np.float32 means
-from numpy import (bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,  # noqa: A004
-                   uint8)
+# (numpy.bool_, not numpy.bool: the short name exists only from numpy 2.0, and both name one type there)
+from numpy import bool_ as bool  # noqa: A004
+from numpy import complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8
+from .base.version import __version__
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import NoReturn as _NoReturn
 
-__version__ = "0.1.0"
+# What `from autodiff_viz import *` gives, and what type checkers and editors take as the public names: the ops,
+# classes, dtypes and functions above, and the namespaces that mirror Keras' and TensorFlow's modules (the
+# layers' folders base/, core/, records/, diagnosis/, views/ are the house, not its face). adv.torch and adv.tf
+# load on first use and are left out, so that `import *` never imports PyTorch or TensorFlow.
+__all__ = [
+    "abs", "absolute", "add", "add_n", "all", "amax", "amin", "AnomalyError", "any", "append", "arccos", "arccosh",
+    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "around", "array_split",
+    "atleast_1d", "atleast_2d", "atleast_3d", "bool", "broadcast_to", "cast", "cbrt", "ceil", "check_grads", "clip",
+    "clip_by_norm", "clip_by_value", "column_stack", "compare", "Comparison", "complex128", "complex64", "concat",
+    "concatenate", "config", "constant", "convert_to_tensor", "cos", "cosh", "cross", "cumprod", "cumsum",
+    "custom_gradient", "deg2rad", "degrees", "detect_anomaly", "diag", "diagonal", "diff", "divide", "dot",
+    "dsplit", "dstack", "einsum", "equal", "erf", "exp", "exp2", "expand_dims", "Explanation", "expm1", "eye",
+    "fix", "flip", "fliplr", "flipud", "float16", "float32", "float64", "floor", "floor_divide", "fmax", "fmin",
+    "full", "grad", "GradCheckReport", "gradient", "GradientTape", "greater", "greater_equal", "hessian", "hsplit",
+    "hstack", "hypot", "identity", "inner", "Input", "int16", "int32", "int64", "int8", "jacobian", "jvp", "kron",
+    "Layer", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2",
+    "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mod", "Model", "moveaxis", "multiply",
+    "name_scope", "nan_to_num", "negative", "norm", "not_equal", "numpy_function", "one_hot", "ones", "ones_like",
+    "outer", "pad", "partition", "positive", "power", "prod", "py_function", "rad2deg", "radians", "ravel",
+    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_prod", "reduce_sum", "remainder", "repeat", "reshape", "rint", "roll", "rollaxis", "rot90", "round",
+    "row_stack", "select", "Sequential", "shape", "show", "sign", "sin", "sinc", "sinh", "sort", "split", "sqrt",
+    "square", "squeeze", "stack", "std", "stop_gradient", "subtract", "sum", "swapaxes", "take", "take_along_axis",
+    "tan", "tanh", "TapeRecord", "Tensor", "tensor", "tensordot", "tile", "TorchSpellingError", "trace", "Trace",
+    "TraceFormatError", "transpose", "tril", "triu", "true_divide", "trunc", "uint8", "UnconnectedGradientError",
+    "UnconnectedGradients", "value_and_grad", "var", "Variable", "vdot", "vjp", "vsplit", "vstack", "where",
+    "zeros", "zeros_like",
+    "activations", "backend", "callbacks", "data", "datasets", "image", "initializers", "layers", "linalg",
+    "losses", "math", "metrics", "models", "nn", "ops", "optimizers", "plots", "random", "regularizers", "rules",
+    "saving", "utils", "widgets",
+]
 
 
-def tensor(*args, **kwargs):
+def tensor(*args: object, **kwargs: object) -> _NoReturn:
     """PyTorch's ``torch.tensor(data)``: here it raises, saying what to write instead.
 
     A tensor is ``adv.constant(data)``; a trainable one is ``adv.Variable(data)``
@@ -111,6 +145,8 @@ def tensor(*args, **kwargs):
 
 
 _BRIDGES = {"torch": "PyTorch", "tf": "TensorFlow"}
+if _TYPE_CHECKING:      # editors and type checkers see the bridges; at run time they load on first use
+    from . import tf, torch
 
 
 def __getattr__(name):

@@ -52,7 +52,8 @@ def notebook_paths(folder=NOTEBOOKS) -> list[Path]:
 
 
 #: The frameworks a bridge notebook imports, and the extra that installs each (``bash dev.sh tour`` installs neither).
-FRAMEWORKS = {"torch": "torch", "tensorflow": "tf"}
+# what to install for each (docs/install.md: the tf extra installs no TensorFlow, to keep the one a user has)
+FRAMEWORKS = {"torch": "-e '.[torch]'", "tensorflow": "'tensorflow-cpu>=2.16'"}
 
 
 def missing_frameworks(path) -> list[str]:
@@ -201,8 +202,8 @@ def run_all(out_dir, folder=NOTEBOOKS, timeout: float = DEFAULT_TIMEOUT, log=pri
     for path in paths:
         missing = missing_frameworks(path)
         if missing:
-            extras = ",".join(FRAMEWORKS[m] for m in missing)
-            log(f"skip {path.name}: it needs {' and '.join(missing)} (pip install -e '.[{extras}]')")
+            install = " ".join(FRAMEWORKS[m] for m in missing)
+            log(f"skip {path.name}: it needs {' and '.join(missing)} (pip install {install})")
             continue
         start = time.monotonic()
         try:

@@ -34,6 +34,7 @@ from .base import session
 from .base.errors import ModelFileError, WeightsFileError
 from .base.files import check_folder
 from .base.state import is_package_code, user_stacklevel
+from .base.version import __version__
 from .serialization import (
     _at,
     _build,
@@ -172,7 +173,6 @@ def save_model(model, filepath, overwrite=True) -> None:
                          "(model(x[:1])) before saving.")
     if compile_config is not None:
         config["compile_config"] = compile_config
-    from . import __version__
     metadata = {"package": _PACKAGE, "version": __version__,
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
     members = [(_METADATA, json.dumps(metadata, indent=2).encode()),

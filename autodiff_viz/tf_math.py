@@ -19,6 +19,8 @@ under ``adv.math``, and numpy's at the top level: ``adv.math.argmax(x)`` is over
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .core.linalg import norm
@@ -113,6 +115,11 @@ from .core.tensor import Tensor
 from .ops import convert_to_tensor as _keras_convert_to_tensor
 from .ops import rsqrt
 
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from .core.types import Axis, DTypeLike, Tensor, TensorLike
+
 
 def _axis(axis):
     """TensorFlow takes a list of axes where numpy wants a tuple."""
@@ -120,42 +127,50 @@ def _axis(axis):
 
 
 # ----- tf.reduce_* (also at the top level: adv.reduce_sum) ------------------------------------------------
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_sum(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
     """``tf.reduce_sum``: ``Σ x`` over ``axis`` (every axis when None), as :func:`adv.sum <autodiff_viz.sum>`."""
     return sum(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_mean(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+                name: str | None = None) -> Tensor:
     """``tf.reduce_mean``: the mean over ``axis``, as ``adv.mean``."""
     return mean(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_max(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
     """``tf.reduce_max``: as ``adv.max`` (tied maxima share the gradient, as in TensorFlow)."""
     return max(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_min(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
     """``tf.reduce_min``: as ``adv.min`` (tied minima share the gradient, as in TensorFlow)."""
     return min(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_prod(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+                name: str | None = None) -> Tensor:
     """``tf.reduce_prod``: ``Π x`` over ``axis``, as ``adv.prod``."""
     return prod(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_all(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
     """``tf.reduce_all``: as ``adv.all`` (booleans: no gradient)."""
     return all(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_any(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
     """``tf.reduce_any``: as ``adv.any`` (booleans: no gradient)."""
     return any(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+                     name: str | None = None) -> Tensor:
     """``tf.reduce_logsumexp``: ``log Σ exp x``, computed stably, as ``adv.logsumexp``."""
     return logsumexp(input_tensor, axis=_axis(axis), keepdims=keepdims)
 
@@ -176,23 +191,25 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
 
 
 # ----- TensorFlow's names for ops numpy spells otherwise --------------------------------------------------
-def concat(values, axis=0, name=None):
+def concat(values: TensorLike, axis: Axis = 0, name: str | None = None) -> Tensor:
     """``tf.concat(values, axis)``: as ``adv.concatenate(values, axis)`` (numpy 2 spells it ``np.concat`` too)."""
     return concatenate(values, axis=axis)
 
 
-def add_n(inputs, name=None):
+def add_n(inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
     """``tf.add_n``: the entrywise sum of a list of same-shaped tensors, ``Σ_k x_k`` (ḡ to each)."""
     return sum(stack(inputs), axis=0)
 
 
-def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+def clip_by_value(t: TensorLike, clip_value_min: TensorLike, clip_value_max: TensorLike,
+                  name: str | None = None) -> Tensor:
     """``tf.clip_by_value``: ``min(max(t, lo), hi)``, as ``adv.clip(t, lo, hi)`` (the gradient passes where
     ``t`` is inside the bounds, and goes to the bound that was taken elsewhere)."""
     return _clip(t, clip_value_min, clip_value_max)
 
 
-def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+def convert_to_tensor(value: TensorLike, dtype: DTypeLike | None = None, dtype_hint: DTypeLike | None = None,
+                      name: str | None = None) -> Tensor:
     """``tf.convert_to_tensor``: a tensor holding ``value`` (a tensor stays itself), as ``adv.ops``' one."""
     return _keras_convert_to_tensor(value, dtype=dtype)
 

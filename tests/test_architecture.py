@@ -19,19 +19,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_viz"
 
-# Bottom to top. A module is placed by the longest prefix that names it.
-LAYERS = [
-    ("base", ["_compiled", "_build", "base"]),
-    ("core: tensor", ["core", "core.tensor"]),
-    ("core: engine", ["core.engine"]),
-    ("core: rules", ["core.rules"]),
-    ("core: walks", ["core.walks"]),
-    ("core: ops", ["core.ops"]),
-    ("core: linalg", ["core.linalg"]),
-    ("core: methods", ["core.methods", "core.spellings"]),
-    ("core: nn, random", ["core.nn", "core.random"]),
+# The layers, bottom to top. Below the Keras-style modules a layer is a folder (base/, core/, records/,
+# diagnosis/), and so are views/ and the bridges (bridges/, torch/, tf/): a module is placed by the folder it
+# is in, read from the path, so a module added to a folder needs no line here. The Keras-style modules stay at
+# the root, where their paths mirror keras.* (layers/, models/, datasets/ are folders among them), in the order
+# they build on each other. At the top, the package face and its namespace modules.
+FOLDER_LAYERS = [
+    ("base", ["base", "_compiled", "_build"]),     # _compiled, _build: base modules setup.py reads by path
+    ("core", ["core"]),
     ("records and diagnosis", ["records", "diagnosis"]),
-    ("keras: serialization", ["serialization", "regularizers", "initializers"]),
+    ("keras: serialization", ["serialization", "regularizers"]),
     ("keras: layers", ["layers"]),
     ("keras: losses, metrics", ["losses", "metrics"]),
     ("keras: optimizers, callbacks", ["optimizers", "callbacks"]),
@@ -44,6 +41,25 @@ LAYERS = [
     ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math",
                                                     "run_notebooks"]),
 ]
+# Inside core/ the order is finer (docs/architecture.md): tensor → engine → rules → walks → ops → linalg →
+# methods, spellings → nn, random; a core module may import only from its own step or one below.
+CORE_STEPS = [["tensor", ""], ["engine"], ["rules"], ["walks"], ["ops"], ["linalg"], ["methods", "spellings"],
+              ["nn", "random"]]
+
+
+def _expand(folder_layers, core_steps) -> list:
+    """``[(layer name, [module prefixes])]`` bottom to top, core's folder split into its steps."""
+    layers = []
+    for name, prefixes in folder_layers:
+        if prefixes == ["core"]:
+            layers += [(f"core: {', '.join(p for p in step if p) or 'the folder'}",
+                        [f"core.{p}" if p else "core" for p in step]) for step in core_steps]
+        else:
+            layers.append((name, prefixes))
+    return layers
+
+
+LAYERS = _expand(FOLDER_LAYERS, CORE_STEPS)
 
 
 def _modules() -> dict:
@@ -73,7 +89,11 @@ def layer_of(module: str) -> int:
 
 
 def _imported(module: str, node) -> list:
-    """The package modules an import statement in ``module`` reaches (the module, and each name that is one)."""
+    """The package modules an import statement in ``module`` reaches.
+
+    ``from P import a, b`` reaches each of ``P.a``, ``P.b`` that is a module, and ``P`` itself when a name
+    is not a module (it reads ``P``'s attribute): ``from autodiff_viz import __version__`` reaches the face.
+    """
     is_package = MODULES[module].name == "__init__.py"
     package = module.split(".") if is_package else module.split(".")[:-1]
     package = [p for p in package if p]
@@ -85,7 +105,10 @@ def _imported(module: str, node) -> list:
         else:
             return []
         base = ".".join(base)
-        names = [base] + [f"{base}.{a.name}" if base else a.name for a in node.names]
+        submodules = [f"{base}.{a.name}" if base else a.name for a in node.names]
+        names = [n for n in submodules if n in MODULES]
+        if len(names) < len(submodules):
+            names.append(base)
     else:
         names = [a.name.split(".", 1)[1] if "." in a.name else "" for a in node.names
                  if a.name == "autodiff_viz" or a.name.startswith("autodiff_viz.")]
@@ -100,8 +123,9 @@ def import_graph() -> dict:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for target in _imported(module, node):
-                    # a module reading its own package's face (or itself) is not an edge of the house
-                    if target != module and not (module.startswith(target + ".") or target == ""):
+                    # a module reading a face of its own folder (core.rules.linalg: `from . import define`) is
+                    # inside its layer; the package face is not: it is the top, and reading it runs back up
+                    if target != module and not (target and module.startswith(target + ".")):
                         edges.append((target, node.lineno))
         graph[module] = edges
     return graph
@@ -180,6 +204,25 @@ def test_the_checker_sees_a_cycle_and_an_upward_import():
     assert cycles({"a": [("b", 1)], "b": [("c", 1)], "c": [("a", 1)], "d": [("a", 1)]}) == [["a", "b", "c"]]
     assert layer_of("core.engine") < layer_of("views.dot")
     assert layer_of("layers.base") < layer_of("models.model") < layer_of("views.widgets.state")
+
+
+def test_a_module_is_placed_by_its_folder_and_reading_the_face_runs_up():
+    """A module in a layer's folder takes the folder's layer from its path (a made-up ``records.new_thing``
+    is a record, ``base.x.y`` is base); core keeps its inner order; and ``from .. import __version__`` in a
+    Keras-style module is an edge to the face, the top layer: an import that runs back up."""
+    assert layer_of("records.new_thing") == layer_of("records.tape") == layer_of("diagnosis.walk")
+    assert layer_of("base.x.y") == layer_of("base.state") == 0
+    assert layer_of("core.tensor") < layer_of("core.engine") < layer_of("core.rules.linalg") < layer_of("core.nn")
+    node = ast.parse("from . import __version__, layers").body[0]
+    assert set(_imported("saving", node)) == {"", "layers"}
+    assert layer_of("") == len(LAYERS) - 1 > layer_of("saving")
+
+
+def test_every_folder_of_the_package_is_a_layer_or_a_keras_style_package():
+    """The folders are the layers: a new folder under autodiff_viz/ must be given its place above."""
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    placed = {prefix for _, prefixes in FOLDER_LAYERS for prefix in prefixes}
+    assert folders <= placed, f"folders with no layer in FOLDER_LAYERS: {sorted(folders - placed)}"
 
 
 def test_readers_of_a_tape_go_through_its_public_record():

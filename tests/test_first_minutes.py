@@ -27,7 +27,8 @@ def _fake_venv(tmp_path, stamps=()):
     python.write_text(f'#!/bin/sh\necho "${{AUTODIFF_VIZ_PURE:-}}|$*" >> {log}\n'
                       'case "$1" in autodiff_viz/_compiled.py) exit 1;; esac\nexit 0\n')
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
-    digest = subprocess.run("cat pyproject.toml setup.py | sha1sum | cut -c1-12", shell=True, cwd=ROOT,
+    digest = subprocess.run("cat pyproject.toml setup.py ci/constraints.txt | sha1sum | cut -c1-12", shell=True,
+                            cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout.strip()
     for extra in stamps:
         (venv / f".installed-{extra}-{digest}").touch()
@@ -48,7 +49,7 @@ def test_the_tour_installs_only_its_extra_as_plain_python_then_runs_plain_python
     notebooks run with ``AUTODIFF_VIZ_PURE=1``: the learner waits for pip, not for a C compiler."""
     venv, log = _fake_venv(tmp_path)
     calls = _dev("tour", venv, log)
-    assert calls[0] == "1|-m pip install --disable-pip-version-check -e .[tour]"
+    assert calls[0] == "1|-m pip install --disable-pip-version-check -c ci/constraints.txt -e .[tour]"
     assert calls[-1].startswith("1|-m autodiff_viz.run_notebooks")
     assert (venv / f"{next(p.name for p in venv.glob('.installed-tour-*'))}").exists()
     calls_again = _dev("tour", venv, log)[len(calls):]
@@ -60,7 +61,7 @@ def test_the_tests_install_everything_and_compile_and_a_later_tour_reuses_them(t
     compiles the hot path; a tour after it installs nothing more."""
     venv, log = _fake_venv(tmp_path)
     calls = _dev("test", venv, log)
-    assert "|-m pip install -e .[test]" in calls
+    assert "|-m pip install -c ci/constraints.txt -e .[test]" in calls
     assert calls[-1] == "|-m pytest"
     after = _dev("tour", venv, log)[len(calls):]
     assert not any("pip" in c for c in after) and after[-1].startswith("1|-m autodiff_viz.run_notebooks")
@@ -69,22 +70,37 @@ def test_the_tests_install_everything_and_compile_and_a_later_tour_reuses_them(t
 def test_ci_runs_the_whole_suite_as_plain_python_and_compiled_and_fails_if_either_fails(tmp_path):
     """Under ``CI=true`` (what ``.ci/run`` gets) ``bash dev.sh test`` runs every test twice: as plain Python
     (``AUTODIFF_VIZ_PURE=1``) and then compiled, so the package is checked to behave the same both ways; the
-    command fails when either run fails, and the compiled run's closing line comes last."""
+    command fails when either run fails, and its last line adds up every stage's pytest counts
+    (``ci/tally.py``). ``CI_STAGES`` leaves out the minimum-versions and wheel stages, which make real venvs."""
     venv, log = _fake_venv(tmp_path)
-    env = {**os.environ, "VENV": str(venv), "CI": "true"}
+    env = {**os.environ, "VENV": str(venv), "CI": "true", "CI_STAGES": "plain compiled"}
     env.pop("AUTODIFF_VIZ_PURE", None)
     done = subprocess.run(["bash", "dev.sh", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     runs = [c for c in log.read_text().splitlines() if c.endswith("|-m pytest")]
     assert runs == ["1|-m pytest", "|-m pytest"]
+    assert log.read_text().splitlines()[-1].startswith("|ci/tally.py --seconds")
 
     python = venv / "bin" / "python"
     python.write_text(python.read_text().replace(
         "exit 0\n", 'case "${AUTODIFF_VIZ_PURE:-}|$1" in "1|-m") exit 1;; esac\nexit 0\n'))
     done = subprocess.run(["bash", "dev.sh", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "plain Python: FAILED" in done.stderr
+    assert "stage plain: FAILED" in done.stderr and "stage compiled: passed" in done.stderr
     assert [c for c in log.read_text().splitlines() if c.endswith("|-m pytest")][-2:] == runs
+    assert "--failed plain" in log.read_text().splitlines()[-1]
+
+
+def test_the_ci_tally_adds_every_stage_and_counts_a_stage_that_failed_outside_pytest(tmp_path):
+    """The run's last line: pytest's closing lines of every stage summed, and a stage whose script failed
+    without a failing test (a pip install, a version check) counted as a failure, so it never reads clean."""
+    import sys
+    (tmp_path / "plain.log").write_text("....\n== 2 failed, 3790 passed, 12 skipped in 300.12s (0:05:00) ==\n")
+    (tmp_path / "dist.log").write_text("6 passed in 35.75s\n[dist] FAILED: not compiled\n3 passed in 80.00s\n")
+    done = subprocess.run([sys.executable, str(ROOT / "ci" / "tally.py"), "--seconds", "905", "--failed",
+                           "plain dist", str(tmp_path / "plain.log"), str(tmp_path / "dist.log")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["3799 passed, 3 failed, 12 skipped in 905s"]
 
 
 def test_the_tour_and_the_course_page_list_every_notebook():

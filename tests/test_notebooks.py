@@ -40,9 +40,14 @@ def test_the_tour_and_the_first_notebooks_exist():
 
 @pytest.mark.timeout(BUDGET + 120)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom_without_errors_or_warnings(path):
+def test_notebook_runs_top_to_bottom_without_errors_or_warnings(path, capfd):
+    """No error, no stderr output in a cell, and nothing on the kernel's own stderr either: a C++ library's
+    log lines (TensorFlow's absl) are written to file descriptor 2 below Python, which the kernel process
+    inherits from this one, so ``capfd`` sees them."""
+    capfd.readouterr()
     nb = execute_notebook(path, timeout=BUDGET)
     assert problems(nb) == []
+    assert _kernel_stderr(capfd) == "", f"{path.name}: the kernel wrote to stderr"
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     assert code and all(c.execution_count is not None for c in code)
 
@@ -69,6 +74,21 @@ def test_problems_names_the_cell_of_an_error_and_of_a_warning(tmp_path):
     assert found[0].startswith("cell 2 ('import warnings')") and "UserWarning: careful" in found[0]
     assert found[1] == "cell 3 ('1 / 0') raised ZeroDivisionError: division by zero"
     assert nb.cells[4].outputs[0].text == "still runs\n"
+
+
+def _kernel_stderr(capfd) -> str:
+    return capfd.readouterr().err
+
+
+def test_a_log_line_written_below_python_to_stderr_fails_the_notebook_test(tmp_path, capfd):
+    """TensorFlow's C++ (absl) log lines go to file descriptor 2, not through ``sys.stderr``, so the cell
+    shows no stderr output to ``problems``; the kernel's stderr, which the notebook test reads, has them
+    (notebook 16 must have none: ``adv.tf`` sets ``TF_CPP_MIN_LOG_LEVEL`` before TensorFlow loads)."""
+    path = _write(tmp_path, "native.ipynb", "#md prose",
+                  "import os\nos.write(2, b'I0000 cpu_feature_guard.cc:227] optimized\\n')")
+    capfd.readouterr()
+    nb = execute_notebook(path, timeout=30)
+    assert "cpu_feature_guard" in "\n".join(problems(nb)) + _kernel_stderr(capfd)
 
 
 def test_the_kernel_is_this_python(tmp_path):

@@ -76,7 +76,8 @@ _STORED: dict = {}   # id(code) -> (code, (offsets seen, offsets whose value is 
 
 
 def _stored_offsets(code) -> tuple:
-    ins = list(dis.get_instructions(code, show_caches=True))
+    # Python 3.11+ keeps inline CACHE entries between instructions; 3.10 has none to show
+    ins = list(dis.get_instructions(code, **({'show_caches': True} if sys.version_info >= (3, 11) else {})))
     stored = set()
     following = None
     for i in reversed(ins):             # the next real instruction after each one

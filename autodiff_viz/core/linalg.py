@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +51,9 @@ from .rules import _keepdims_shape, _mT
 from .rules import linalg as R
 from .rules import norm as _norm_rule
 from .tensor import _tracked, constant
+
+if TYPE_CHECKING:
+    from .types import Axis, Tensor, TensorLike
 
 __all__ = ["LinAlgError", "norm", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd",
            "svdvals", "qr", "pinv", "lstsq", "cond", "matrix_power", "multi_dot", "trace", "matmul",
@@ -187,7 +191,7 @@ def cholesky(a, upper=False):
     upper = bool(upper)
     return _run(R.cholesky, "cholesky", [a], lambda exc: (
         f"linalg.cholesky: the matrix of shape {a.shape[-2:]}"
-        f"{_which(a._value, lambda m: np.linalg.cholesky(m, upper=upper))} is not positive definite "
+        f"{_which(a._value, lambda m: R.numpy_cholesky(m, upper))} is not positive definite "
         "(Cholesky needs a symmetric matrix whose eigenvalues are all > 0; numpy reads its "
         f"{'upper' if upper else 'lower'} triangle). Fix: build it as B @ B.T + ε·I (a covariance plus "
         "jitter), or check the smallest eigenvalue with adv.linalg.eigvalsh(A)[..., 0]."), upper=upper)
@@ -472,7 +476,7 @@ def _complex_only(name, a):
 
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
+def norm(x: TensorLike, ord: float | str | None = None, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """``np.linalg.norm``: vector norms (ord None/2, 1, ∞, −∞, p) and matrix norms ('fro', 1, 2, ∞, 'nuc').
 
     Without ``axis``: the 2-norm of all entries (ord None), or the vector norm of a 1-D /

@@ -21,10 +21,14 @@ import itertools
 import math
 import sys
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..base.state import config, resolve_location, state, user_frame, user_location
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
 
 _ids = itertools.count(1)
 
@@ -571,7 +575,7 @@ def _refuse_lossy(arr: np.ndarray, dtype: np.dtype, what: str) -> None:
                     "floating: adv.Variable(value, dtype='float64'). The variable is unchanged.")
 
 
-def constant(value, dtype=None, name=None) -> Tensor:
+def constant(value: ArrayLike | Tensor, dtype: DTypeLike | None = None, name: str | None = None) -> Tensor:
     """A tensor holding ``value``. Tapes do not watch it unless you call ``tape.watch``.
 
     Of a :class:`Variable`: a new tensor holding its current value (a snapshot that later ``assign`` calls

@@ -8,6 +8,7 @@ gives :class:`~autodiff_viz.layers.keras_tensor.KerasTensor` its operators.
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,11 @@ from ..core.ops import cast
 from ..core.tensor import Tensor, constant
 from .base import Layer
 from .keras_tensor import KerasTensor, _only, _SymbolicNode
+
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from numpy.typing import DTypeLike
 
 
 class Operation(Layer):
@@ -113,7 +119,8 @@ class InputLayer(Layer):
                         np.asarray(x).dtype.kind not in "f" else None, name=INPUT)   # drawn as the model's input
 
 
-def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None) -> KerasTensor:
+def Input(shape: Sequence[int | None] | None = None, batch_size: int | None = None, dtype: DTypeLike | None = None,
+          name: str | None = None, batch_shape: Sequence[int | None] | None = None) -> KerasTensor:
     """A symbolic input: ``x = Input(shape=(784,))``, then call layers on ``x`` (Keras' functional API).
 
     Args:

@@ -26,6 +26,7 @@ and calls the detector only when a block has set it.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from ..core.tensor import Tensor
 from ..diagnosis.kinds import classify_nan, fix_of
 from ..diagnosis.walk import _code, _where
 from .traces.model import Summary, Trace, TraceEdge, TraceNode
+
+if TYPE_CHECKING:
+    from typing import Iterator
 
 
 class AnomalyError(FloatingPointError):
@@ -192,7 +196,7 @@ class _Detector:
 
 
 @contextlib.contextmanager
-def detect_anomaly(forward: bool = True, backward: bool = True):
+def detect_anomaly(forward: bool = True, backward: bool = True) -> Iterator[None]:
     """Raise :class:`AnomalyError` at the first op or backward step that makes ``nan``/``inf``.
 
         >>> with adv.detect_anomaly():

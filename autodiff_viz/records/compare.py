@@ -42,6 +42,7 @@ import html
 import json
 import sys
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,6 +56,9 @@ from ..diagnosis.walk import explain, require_recorded
 from . import mistakes
 from .tape import GradientTape
 from .traces.build import build_trace
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 STATUSES = ("exact", "close", "wrong", "shape", "invalid", "no_gradient", "lost")
 _COLOURS = {"exact": "#c9f2c9", "close": "#dff5c4", "wrong": "#f6b8b8", "shape": "#f6b8b8",
@@ -444,7 +448,8 @@ def _lost(row: Row, escapes: list) -> Row:
     return replace(row, status="lost", message=msg)
 
 
-def compare(f, args, hand: dict, argnums=None, rtol=1e-5, atol=1e-8) -> Comparison:
+def compare(f: Callable[..., Any], args: Any, hand: dict, argnums: int | Sequence[int] | None = None,
+            rtol: float = 1e-5, atol: float = 1e-8) -> Comparison:
     """Run ``f(*args)`` on a tape and compare ``hand`` gradients of its scalar result.
 
     String keys name variables *inside* ``f`` (its local variables when it

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from ..core.tensor import Tensor
 from ..diagnosis.escapes import lost_paths
 from .tape import GradientTape
 from .transforms import jacobian, jvp, vjp
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 
 class GradientCheckError(AssertionError):
@@ -222,8 +226,10 @@ def _argnums(argnums, n) -> list:
     return sorted({int(k) % n for k in nums})
 
 
-def check_grads(f, args, order=1, modes=("reverse", "forward"), atol=None, rtol=None, eps=None, *,
-                argnums=None, raise_on_error=False, per_edge=False) -> GradCheckReport:
+def check_grads(f: Callable[..., Any], args: Any, order: int = 1, modes: Sequence[str] = ("reverse", "forward"),
+                atol: float | None = None, rtol: float | None = None, eps: float | None = None, *,
+                argnums: int | Sequence[int] | None = None, raise_on_error: bool = False,
+                per_edge: bool = False) -> GradCheckReport:
     """Compare ``f``'s autodiff Jacobians with finite differences, per argument.
 
     The signature is ``jax.test_util.check_grads``'s (``check_grads(f, (x, y), 2, modes=("fwd", "rev"))``

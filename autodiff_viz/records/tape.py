@@ -201,7 +201,7 @@ class GradientTape:
         self._used = False
 
     # ----- context --------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> GradientTape:
         interrupts.arm()
         interrupts.check()    # an interrupt the interpreter dropped during the last step stops the loop here
         if self in state.entered:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 from numbers import Integral
+from typing import Any, Callable, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from ..core import engine, rules
 from ..core.engine import In, Rule
 from ..core.tensor import Tensor, Variable, _label, as_tensor
 from .tape import GradientTape
+
+Argnums = Union[int, Sequence[int]]     # which positional arguments to differentiate, as JAX's argnums
 
 
 def _argnums(argnums, nargs):
@@ -50,7 +53,7 @@ def _trace_call(f, args, argnums, persistent=False):
     return tape, out, watched
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
     """A function returning ``(f(*args), ∂f/∂args[argnums])``; ``f`` must return a scalar.
 
     ``has_aux=True`` (as JAX): ``f`` returns ``(scalar, aux)`` and the result is
@@ -77,7 +80,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return wrapped
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
     """A function computing the gradient of scalar-valued ``f`` with respect to ``args[argnums]``.
 
     ``has_aux=True`` (as JAX): ``f`` returns ``(scalar, aux)`` and the result is ``(gradient, aux)``.
@@ -91,7 +94,7 @@ def grad(f, argnums=0, has_aux=False):
     return wrapped
 
 
-def vjp(f, *primals):
+def vjp(f: Callable[..., Any], *primals: Any) -> Tuple[Any, Callable[..., Any]]:
     """``(f(*primals), vjp_fn)`` where ``vjp_fn(v)`` returns ``vᵀ·∂f/∂primal`` for every primal.
 
     The cotangent ``v`` has the shape of the output; ``vjp_fn`` may be called many times.
@@ -103,7 +106,7 @@ def vjp(f, *primals):
     return out, vjp_fn
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Tuple[Any, Any]:
     """``(f(*primals), ∂f/∂primals · tangents)``: forward mode, one walk of the record.
 
     ``primals`` and ``tangents`` are tuples (or lists) of ``f``'s arguments
@@ -149,7 +152,7 @@ def _tangent_result(tangents, out, batch):
     return Tensor._wrap(t if t.flags.c_contiguous else np.ascontiguousarray(t))
 
 
-def jacobian(f, argnums=0, mode="reverse"):
+def jacobian(f: Callable[..., Any], argnums: Argnums = 0, mode: str = "reverse") -> Callable[..., Any]:
     """A function computing the full Jacobian ``out.shape + arg.shape`` of ``f``.
 
     ``mode="reverse"`` walks the record backwards once per output (seeded with
@@ -186,7 +189,7 @@ def _forward_jacobian(tape, out, x):
     return rules.transpose(t, axes=tuple(range(k, k + out.ndim)) + tuple(range(k))) if k and out.ndim else t
 
 
-def hessian(f, argnums=0):
+def hessian(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
     """The matrix of second derivatives of scalar ``f``: the Jacobian of its gradient.
 
     Reverse over reverse: an outer tape records the inner gradient walk.
@@ -194,7 +197,7 @@ def hessian(f, argnums=0):
     return jacobian(grad(f, argnums), argnums)
 
 
-def custom_gradient(f):
+def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
     """Give ``f`` a gradient of your own (TensorFlow's ``tf.custom_gradient``).
 
     ``f(*xs)`` returns ``(y, grad_fn)``; ``grad_fn(dy)`` returns one gradient

@@ -31,12 +31,17 @@ which support the same operators.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import keras
 import numpy as np
 
 from ..base.structure import flatten
 from ..layers.input_layer import InputLayer
 from ..layers.keras_tensor import KerasTensor
+
+if TYPE_CHECKING:
+    from ..layers.base import Layer
 
 
 class ExportError(TypeError):
@@ -138,7 +143,7 @@ def _check(layer, config: dict, klayer) -> None:
                           "autodiff_viz (its layers follow Keras 3's configs).")
 
 
-def keras_layer(layer):
+def keras_layer(layer: Layer) -> keras.layers.Layer:
     """An unbuilt Keras 3 layer equivalent to ``layer`` (from its config, checked field by field).
 
     Raises:
@@ -292,7 +297,7 @@ def _functional(model, convert):
     return keras.Model(inputs=inputs, outputs=outputs, name=model.name, trainable=model.trainable)
 
 
-def to_keras(model):
+def to_keras(model: Layer) -> keras.Model:
     """A Keras 3 model computing what ``model`` computes, with the same (trained) weights, copied.
 
     Works for ``Sequential`` and functional models, nested ones included, made of layers with a Keras
@@ -335,7 +340,7 @@ def to_keras(model):
     return kmodel
 
 
-def load_from(model, keras_model) -> None:
+def load_from(model: Layer, keras_model: keras.Model) -> None:
     """Copy the weights of ``keras_model`` (made by :func:`to_keras` from this model, then perhaps trained)
     back into ``model``: kernels, biases, BatchNormalization's moving statistics, recurrent weights.
 

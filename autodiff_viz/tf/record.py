@@ -52,6 +52,7 @@ import sys
 import sysconfig
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
@@ -67,6 +68,12 @@ from ..base import naming
 from ..bridges import recordings
 from . import provenance
 from .keys import tensor_key, trainable_dtype
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..diagnosis.walk import Explanation, Explanations
+    from ..records.traces.model import Trace
 
 try:   # Keras 3's name-scope stack (layers and models push themselves on call), and its optimizers
     from keras.src.backend.common import global_state as _keras_state
@@ -503,7 +510,7 @@ class Recording(recordings.Recording):
         self._line_names: dict = {}         # (file, line) -> the variable the line assigns
 
     # ----- context -----------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> Recording:
         if self._active:
             raise RuntimeError("this recording is already active; use a new adv.tf.record().")
         if not tf.executing_eagerly():
@@ -617,7 +624,7 @@ class Recording(recordings.Recording):
         return None
 
     # ----- tapes ----------------------------------------------------------------
-    def tape_info(self, tape) -> TapeInfo | None:
+    def tape_info(self, tape: Any) -> TapeInfo | None:
         number = self._tape_numbers.get(id(tape))
         return None if number is None else self.tapes[number]
 
@@ -703,15 +710,15 @@ class Recording(recordings.Recording):
                    {"data": value})
 
     # ----- lookups ----------------------------------------------------------------
-    def producer(self, t) -> Op | None:
+    def producer(self, t: Any) -> Op | None:
         """The op that made tensor ``t`` (a variable read counts), or None for a leaf."""
         k = self._producer.get(getattr(t, "_id", None))
         return None if k is None else self.ops[k]
 
-    def variable_of(self, handle_key):
+    def variable_of(self, handle_key: Any) -> Any:
         return self._variables.get(handle_key)
 
-    def name_of(self, t) -> str | None:
+    def name_of(self, t: Any) -> str | None:
         """The learner's name for a tensor or variable: the assigned variable of its line, else its Keras path."""
         key = tensor_key(t) if hasattr(t, "_id") or hasattr(t, "handle") else None
         if key is None:
@@ -740,7 +747,8 @@ class Recording(recordings.Recording):
         return names
 
     # ----- views ------------------------------------------------------------------
-    def trace(self, target, sources=None, value_limit=None, output_gradients=None):
+    def trace(self, target: Any, sources: Any = None, value_limit: int | None = None,
+              output_gradients: Any = None) -> Trace:
         """An ``adv.Trace`` of the recorded computation with TensorFlow's own gradients.
 
         ``target``: the tensor to differentiate (a non-scalar target is
@@ -799,7 +807,7 @@ class Recording(recordings.Recording):
                 v.assign(now)
             self._busy = busy
 
-    def explain(self, target, source):
+    def explain(self, target: Any, source: Any) -> Explanation | Explanations:
         """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""
         from .explain import explain_recorded
         return explain_recorded(self, target, source)

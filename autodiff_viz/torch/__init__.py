@@ -1,7 +1,7 @@
 """The PyTorch bridge: see and explain a real PyTorch gradient; take a model on to PyTorch.
 
-Only ``import autodiff_viz.torch`` imports torch (``pip install autodiff_viz[torch]``);
-the rest of the package never does.
+Only ``import autodiff_viz.torch`` imports torch, 2.4 or newer (``pip install 'autodiff_viz[torch]'``
+keeps a torch already installed); the rest of the package never does.
 
     >>> import autodiff_viz as adv
     >>> with adv.torch.record() as rec:
@@ -25,13 +25,22 @@ the rest of the package never does.
 """
 from __future__ import annotations
 
+from ..bridges.requirements import too_old as _too_old
+
+TORCH_FLOOR = (2, 4)    # the oldest torch with every API the bridge calls (pyproject.toml's [torch] extra says which)
+_INSTALL = ("pip install 'autodiff_viz[torch]' (torch>=2.4; a torch already installed at 2.4 or newer, CUDA or "
+            "CPU build, is kept)")
+
 try:
     import torch as _torch  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without torch
-    raise ImportError(
-        "autodiff_viz.torch needs PyTorch. Install the CPU build with: pip install 'autodiff_viz[torch]' "
-        "(or pip install torch==2.13.0)."
-    ) from exc
+    raise ImportError(f"autodiff_viz.torch needs PyTorch, which is not installed. Install it with: {_INSTALL} "
+                      "(see docs/install.md).") from exc
+
+_error = _too_old("autodiff_viz.torch", "PyTorch", _torch.__version__, TORCH_FLOOR,
+                  f"Upgrade it with: {_INSTALL}")
+if _error is not None:
+    raise _error
 
 from .explain import REASONS, explain
 from .export import load_from, to_module

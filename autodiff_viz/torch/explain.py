@@ -35,6 +35,8 @@ Reasons (``Explanation.reason``):
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
@@ -45,6 +47,9 @@ from ..diagnosis.provenance import Cut, depends, first_cut, fresh_starts, walk_b
 from ..diagnosis.provenance import caller_names as provenance_names
 from ..diagnosis.walk import Explanation, Explanations
 from .provenance import Birth
+
+if TYPE_CHECKING:
+    from typing import Any
 
 REASONS = reasons.reasons_of("torch")
 
@@ -809,7 +814,7 @@ def _unregistered_row(path, module, used) -> Explanation:
                        f" Fix: wrap it in {box} (self.{holder} = {box}(...)), then rebuild the optimizer.")
 
 
-def explain(loss, params):
+def explain(loss: torch.Tensor, params: Any) -> Explanation | dict | list:
     """Why ``.grad`` is None for each of ``params`` after ``loss.backward()``, from autograd's graph.
 
     ``params``: a tensor, a list of tensors, a dict, or an ``nn.Module`` (its

@@ -23,6 +23,8 @@ Weight layouts (Keras → PyTorch):
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from torch import nn
@@ -30,6 +32,9 @@ from torch import nn
 from ..base.structure import flatten
 from ..layers.base import Layer
 from ..layers.conv import transpose_pads
+
+if TYPE_CHECKING:
+    from ..layers.base import Layer
 
 
 class ExportError(TypeError):
@@ -630,7 +635,7 @@ def _plan(model):
     return steps, len(model._inputs_flat), [slot_of[id(t)] for t in model._outputs_flat], rebuild
 
 
-def to_module(model) -> nn.Module:
+def to_module(model: Layer) -> nn.Module:
     """A ``torch.nn.Module`` computing what ``model`` computes, with the same weights (copied).
 
     Works for ``Sequential`` and functional models (also nested ones) made of the layers in
@@ -658,7 +663,7 @@ def to_module(model) -> nn.Module:
     return Exported(model, parts, *_plan(model))
 
 
-def load_from(model, module) -> None:
+def load_from(model: Layer, module: nn.Module) -> None:
     """Copy the weights of ``module`` (made by :func:`to_module` from this model) back into ``model``.
 
     The layer names must match; on a mismatch nothing is copied.

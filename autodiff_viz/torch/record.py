@@ -60,6 +60,7 @@ import sys
 import sysconfig
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -68,6 +69,12 @@ from torch.overrides import TorchFunctionMode
 from ..base import naming
 from ..bridges import recordings
 from . import provenance
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..diagnosis.walk import Explanation, Explanations
+    from ..records.traces.model import Trace
 
 # Code the learner did not write: torch, autodiff_viz, the standard library and every installed package
 # (transformers, timm …). An op run inside it is placed at the learner's line that called into it.
@@ -309,7 +316,7 @@ class Recording(recordings.Recording):
         self._saved_at: dict = {}          # our id -> op index of its latest saved copy
 
     # ----- context -----------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> Recording:
         if self._active:
             raise RuntimeError("this recording is already active; use a new adv.torch.record().")
         self._active = True
@@ -616,7 +623,7 @@ class Recording(recordings.Recording):
             return pname
         return next((op.assigned for op in reversed(self.producers(t)) if op.assigned), None)
 
-    def trace(self, target, sources=None, value_limit=None):
+    def trace(self, target: torch.Tensor, sources: Any = None, value_limit: int | None = None) -> Trace:
         """An :class:`autodiff_viz.Trace` of the recorded computation, with PyTorch's gradients.
 
         ``target``: the tensor to walk back from (a non-scalar target is
@@ -632,7 +639,7 @@ class Recording(recordings.Recording):
         with self.as_at(target):
             return build(self, target, sources, value_limit, names)
 
-    def explain(self, target, param):
+    def explain(self, target: torch.Tensor | float, param: Any) -> Explanation | Explanations:
         """Why ``param.grad`` is None (or zero) after backpropagating ``target``: an ``adv.Explanation``.
 
         ``param`` may also be what ``gradient`` takes (a list, a dict, a

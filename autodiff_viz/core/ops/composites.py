@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,14 +28,19 @@ from .shapes import (
     transpose,
 )
 
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from ..types import Axis, DTypeLike, Tensor, TensorLike
+
 
 # ----- the numpy surface: functions written with the ops above (their graph shows those ops) -------
-def atleast_1d(*arys):
+def atleast_1d(*arys: TensorLike) -> Tensor | list[Tensor]:
     out = [reshape(a, (1,)) if _tensor(a).ndim == 0 else _tensor(a) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: TensorLike) -> Tensor | list[Tensor]:
     out = []
     for a in arys:
         x = _tensor(a)
@@ -42,7 +48,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else out
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys: TensorLike) -> Tensor | list[Tensor]:
     out = []
     for a in arys:
         x = _tensor(a)
@@ -51,7 +57,7 @@ def atleast_3d(*arys):
     return out[0] if len(out) == 1 else out
 
 
-def vstack(tup, *, dtype=None, casting="same_kind"):
+def vstack(tup: Sequence[TensorLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind") -> Tensor:
     """Rows stacked: ``concatenate`` along axis 0 after making 1-D inputs rows."""
     return concatenate([atleast_2d(t) for t in tup], axis=0)
 
@@ -59,17 +65,17 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
 row_stack = vstack
 
 
-def hstack(tup, *, dtype=None, casting="same_kind"):
+def hstack(tup: Sequence[TensorLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind") -> Tensor:
     """Columns joined: ``concatenate`` along axis 1 (axis 0 for 1-D inputs)."""
     xs = [atleast_1d(t) for t in tup]
     return concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
-def dstack(tup):
+def dstack(tup: Sequence[TensorLike]) -> Tensor:
     return concatenate([atleast_3d(t) for t in tup], axis=2)
 
 
-def column_stack(tup):
+def column_stack(tup: Sequence[TensorLike]) -> Tensor:
     """1-D inputs become columns; the results are joined along axis 1."""
     xs = []
     for t in tup:
@@ -78,7 +84,7 @@ def column_stack(tup):
     return concatenate(xs, axis=1)
 
 
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary: TensorLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
     """Like ``np.split``, but ``n`` sections need not be equal (the first ones get one more)."""
     x = _tensor(ary)
     if not isinstance(indices_or_sections, Integral):
@@ -90,17 +96,19 @@ def array_split(ary, indices_or_sections, axis=0):
     return _numpy_split(x, bounds, axis)
 
 
-def vsplit(ary, indices_or_sections): return _numpy_split(ary, indices_or_sections, 0)
+def vsplit(ary: TensorLike, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
+    return _numpy_split(ary, indices_or_sections, 0)
 
 
-def dsplit(ary, indices_or_sections): return _numpy_split(ary, indices_or_sections, 2)
+def dsplit(ary: TensorLike, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
+    return _numpy_split(ary, indices_or_sections, 2)
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary: TensorLike, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
     return _numpy_split(ary, indices_or_sections, 1 if _tensor(ary).ndim > 1 else 0)
 
 
-def rollaxis(a, axis, start=0):
+def rollaxis(a: TensorLike, axis: Axis, start: TensorLike = 0) -> Tensor:
     x = _tensor(a)
     axis, start = int(axis) % x.ndim, int(start) if start >= 0 else int(start) + x.ndim
     order = [k for k in range(x.ndim) if k != axis]
@@ -108,7 +116,7 @@ def rollaxis(a, axis, start=0):
     return transpose(x, order)
 
 
-def rot90(m, k=1, axes=(0, 1)):
+def rot90(m: TensorLike, k: int = 1, axes: Axis = (0, 1)) -> Tensor:
     """``m`` rotated by 90° ``k`` times in the plane of ``axes`` (flips and a swap of axes)."""
     x = _tensor(m)
     a, b = axes
@@ -120,14 +128,15 @@ def rot90(m, k=1, axes=(0, 1)):
     return swapaxes(flip(x, b), a, b) if k == 1 else flip(swapaxes(x, a, b), b)
 
 
-def append(arr, values, axis=None):
+def append(arr: TensorLike, values: TensorLike, axis: Axis = None) -> Tensor:
     """``arr`` with ``values`` joined at the end (both flattened when ``axis`` is None)."""
     if axis is None:
         return concatenate([reshape(arr, (-1,)), reshape(values, (-1,))], axis=0)
     return concatenate([arr, values], axis=axis)
 
 
-def diff(a, n=1, axis=-1, prepend=None, append=None):
+def diff(a: TensorLike, n: int = 1, axis: Axis = -1, prepend: TensorLike | None = None,
+         append: TensorLike | None = None) -> Tensor:
     """``a[1:] − a[:-1]`` along ``axis``, ``n`` times."""
     x = _tensor(a)
     ax = _axes(axis, x.ndim, "diff")[0] % x.ndim
@@ -141,7 +150,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     return x
 
 
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(f: TensorLike, *varargs: TensorLike, axis: Axis = None, edge_order: int = 1) -> Tensor | list[Tensor]:
     """``np.gradient``: central differences inside, one-sided at the edges (unit or scalar spacing)."""
     x = _tensor(f)
     axes = list(range(x.ndim)) if axis is None else [a % x.ndim for a in np.atleast_1d(axis)]
@@ -161,7 +170,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     return out[0] if len(out) == 1 else out
 
 
-def kron(a, b):
+def kron(a: TensorLike, b: TensorLike) -> Tensor:
     """The Kronecker product: every entry of ``a`` times the whole of ``b``."""
     a, b = _tensor(a), _tensor(b)
     nd = builtins.max(a.ndim, b.ndim)
@@ -172,7 +181,8 @@ def kron(a, b):
     return reshape(prod_, tuple(p * q for p, q in zip(a.shape, b.shape)))
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+def cross(a: TensorLike, b: TensorLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: Axis = None) -> Tensor:
     """The cross product of 3-vectors (or the z-component for 2-vectors), written with slices."""
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -191,28 +201,28 @@ def _values_of(x):
     return x._value if isinstance(x, Tensor) else np.asarray(x)
 
 
-def fmax(x1, x2):
+def fmax(x1: TensorLike, x2: TensorLike) -> Tensor:
     """``maximum`` that ignores NaN (returns the other side)."""
     a, b = _tensor(x1), _tensor(x2)
     return where(np.isnan(_values_of(b)), a, where(np.isnan(_values_of(a)), b, maximum(a, b)))
 
 
-def fmin(x1, x2):
+def fmin(x1: TensorLike, x2: TensorLike) -> Tensor:
     """``minimum`` that ignores NaN (returns the other side)."""
     a, b = _tensor(x1), _tensor(x2)
     return where(np.isnan(_values_of(b)), a, where(np.isnan(_values_of(a)), b, minimum(a, b)))
 
 
-def deg2rad(x): return multiply(x, np.pi / 180)
+def deg2rad(x: TensorLike) -> Tensor: return multiply(x, np.pi / 180)
 
 
-def rad2deg(x): return multiply(x, 180 / np.pi)
+def rad2deg(x: TensorLike) -> Tensor: return multiply(x, 180 / np.pi)
 
 
 radians, degrees = deg2rad, rad2deg
 
 
-def sinc(x):
+def sinc(x: TensorLike) -> Tensor:
     """``sin(πx)/(πx)``, 1 at 0 (its gradient there is 0)."""
     x = _tensor(x)
     zero = _values_of(x) == 0
@@ -220,7 +230,8 @@ def sinc(x):
     return where(zero, 1.0, sin(safe) / safe)
 
 
-def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(x: TensorLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
     """NaN and ±∞ replaced by numbers (the gradient is 1 at finite entries, 0 at replaced ones)."""
     x = _tensor(x)
     v = _values_of(x)
@@ -230,7 +241,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return where(np.isneginf(v), -big if neginf is None else neginf, out)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start: TensorLike, stop: TensorLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike | None = None, axis: Axis = 0) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop``; differentiable in both ends."""
     if axis != 0 or np.ndim(_values_of(start)) or np.ndim(_values_of(stop)):
         raise TypeError("linspace: only scalar start/stop and axis=0 are supported.")
@@ -247,7 +259,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (y, step / div if div > 0 else np.nan) if retstep else y
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None):
+def partition(a: TensorLike, kth: int | Sequence[int], axis: Axis = -1, kind: str = "introselect",
+              order: str | None = None) -> Tensor:
     """The entries rearranged so that the ``kth`` is in its sorted place (values; gradient to their origin)."""
     x = _tensor(a)
     if axis is None:
@@ -255,7 +268,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     return take_along_axis(x, np.argpartition(x._value, kth, axis=axis), axis)
 
 
-def select(condlist, choicelist, default=0):
+def select(condlist: Sequence[TensorLike], choicelist: Sequence[TensorLike], default: TensorLike = 0) -> Tensor:
     """The first choice whose condition holds, entry by entry (nested ``where``)."""
     if len(condlist) != len(choicelist):
         raise ValueError("select: condlist and choicelist must have the same length.")

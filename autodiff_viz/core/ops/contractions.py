@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +12,11 @@ from ..engine import call
 from .common import _no_out, _tensor
 from .elementwise import multiply
 from .shapes import broadcast_to, cast, reshape, split
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..types import Axis, DTypeLike, Tensor, TensorLike
 
 # ----- the numpy surface: contractions --------------------------------------------
 _LETTERS = R._LETTERS
@@ -52,7 +58,8 @@ def _contract(rule, subscripts, *operands):
     return call(rule, *xs, subscripts=subs)
 
 
-def einsum(subscripts, *operands, optimize=None, out=None, dtype=None):
+def einsum(subscripts: str, *operands: TensorLike, optimize: Any = None, out: None = None,
+           dtype: DTypeLike | None = None) -> Tensor:
     """``np.einsum``: explicit (``'bij,bjk->bik'``) or implicit (``'ii'``) output, ``...`` for leading axes.
 
     The gradient for each operand is an einsum of ḡ with the other operands.
@@ -80,7 +87,7 @@ def _letters(n, start=0):
     return _LETTERS[start:start + n]
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a: TensorLike, b: TensorLike, axes: Axis = 2) -> Tensor:
     """``Σ a·b`` over pairs of axes (``axes`` an int n: the last n of a with the first n of b)."""
     a, b = _tensor(a), _tensor(b)
     if isinstance(axes, Integral):
@@ -97,7 +104,7 @@ def tensordot(a, b, axes=2):
     return call(R.tensordot, a, b, subscripts="".join(sa) + "," + "".join(sb) + "->" + "".join(out))
 
 
-def dot(a, b, out=None):
+def dot(a: TensorLike, b: TensorLike, out: None = None) -> Tensor:
     """``np.dot``: a product of numbers, a matrix product for 1-D/2-D, else the last axis of ``a`` with the
     second-to-last of ``b``."""
     _no_out(out, "dot")
@@ -112,7 +119,7 @@ def dot(a, b, out=None):
     return call(R.dot, a, b, subscripts=f"{sa},{sb}->{out}")
 
 
-def inner(a, b):
+def inner(a: TensorLike, b: TensorLike) -> Tensor:
     """``Σ a·b`` over the last axes (``np.inner``)."""
     a, b = _tensor(a), _tensor(b)
     if a.ndim == 0 or b.ndim == 0:
@@ -122,13 +129,13 @@ def inner(a, b):
     return call(R.inner, a, b, subscripts=f"{sa},{sb}->{sa[:-1]}{sb[:-1]}")
 
 
-def outer(a, b, out=None):
+def outer(a: TensorLike, b: TensorLike, out: None = None) -> Tensor:
     """``yᵢⱼ = aᵢ·bⱼ`` of the flattened inputs (``np.outer``)."""
     _no_out(out, "outer")
     return call(R.outer, reshape(a, (-1,)), reshape(b, (-1,)), subscripts="i,j->ij")
 
 
-def vdot(a, b):
+def vdot(a: TensorLike, b: TensorLike) -> Tensor:
     return inner(reshape(a, (-1,)), reshape(b, (-1,)))
 
 

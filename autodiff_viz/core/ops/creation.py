@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from ..engine import broadcasts_to
 from ..tensor import Tensor, check_nbytes
 from .common import _default_float, _tensor
 from .shapes import _dims, broadcast_to, cast
+
+if TYPE_CHECKING:
+    from ..types import DTypeLike, Shape, Tensor, TensorLike
 
 
 # ----- new tensors: zeros, ones, full; a tensor's shape (keras.ops' spellings) ---
@@ -45,7 +49,7 @@ def _filled(make, shape, dtype, op: str) -> Tensor:
     return out
 
 
-def zeros(shape, dtype=None):
+def zeros(shape: Shape, dtype: DTypeLike | None = None) -> Tensor:
     """A tensor of zeros, as ``keras.ops.zeros``: without ``dtype``, of ``adv.layers.floatx()`` (float32).
 
     The default is Keras' (``np.zeros`` would give float64), so labels made
@@ -54,7 +58,7 @@ def zeros(shape, dtype=None):
     return _filled(np.zeros, shape, dtype, "zeros")
 
 
-def ones(shape, dtype=None):
+def ones(shape: Shape, dtype: DTypeLike | None = None) -> Tensor:
     """A tensor of ones, as ``keras.ops.ones``: without ``dtype``, of ``adv.layers.floatx()`` (float32).
 
     The default is Keras' (``np.ones`` would give float64), so labels made
@@ -63,7 +67,7 @@ def ones(shape, dtype=None):
     return _filled(np.ones, shape, dtype, "ones")
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: Shape, fill_value: TensorLike, dtype: DTypeLike | None = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``, as ``keras.ops.full``.
 
     Without ``dtype`` the result has ``adv.layers.floatx()`` (float32), as in
@@ -94,7 +98,8 @@ def _whole(value, what: str, op: str, example: str) -> int:
                         "(int(n) for a size computed as a float).") from None
 
 
-def eye(N, M=None, k=0, dtype=None, *, num_columns=None, batch_shape=None):
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None, *, num_columns: int | None = None,
+        batch_shape: Shape | None = None) -> Tensor:
     """The ``N × M`` matrix with ones on the ``k``-th diagonal and zeros elsewhere, as ``np.eye`` / ``tf.eye``.
 
     ``M`` defaults to ``N``; ``k > 0`` is a diagonal above the main one, ``k < 0`` one below. Without
@@ -128,7 +133,7 @@ def _filled_like(make, x, dtype, op: str) -> Tensor:
     return Tensor._wrap(make(x.shape, dtype=dt))
 
 
-def zeros_like(x, dtype=None):
+def zeros_like(x: TensorLike, dtype: DTypeLike | None = None) -> Tensor:
     """Zeros of ``x``'s shape and (without ``dtype``) ``x``'s dtype, as ``np.zeros_like`` and ``tf.zeros_like``.
 
     A constant: its value depends only on ``x``'s shape, not on ``x``'s value, so no gradient
@@ -137,7 +142,7 @@ def zeros_like(x, dtype=None):
     return _filled_like(np.zeros, x, dtype, "zeros_like")
 
 
-def ones_like(x, dtype=None):
+def ones_like(x: TensorLike, dtype: DTypeLike | None = None) -> Tensor:
     """Ones of ``x``'s shape and (without ``dtype``) ``x``'s dtype, as ``np.ones_like`` and ``tf.ones_like``.
 
     A constant: its value depends only on ``x``'s shape, not on ``x``'s value, so no gradient
@@ -146,7 +151,7 @@ def ones_like(x, dtype=None):
     return _filled_like(np.ones, x, dtype, "ones_like")
 
 
-def shape(x) -> tuple:
+def shape(x: TensorLike) -> tuple:
     """The shape of ``x`` as a tuple of ints, as ``keras.ops.shape`` (``tf.shape`` in Keras 2 code).
 
     A plain tuple, not a tensor: ``adv.shape(x)[0]`` is the batch size, and

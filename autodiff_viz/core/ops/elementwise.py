@@ -2,6 +2,8 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import rules as R
@@ -9,78 +11,83 @@ from ..engine import apply, call
 from ..tensor import Tensor
 from .common import _axes, _no_out, _tensor
 
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from ..types import Axis, Tensor, TensorLike
+
 
 # ----- elementwise -----------------------------------------------------------
-def add(a, b): return call(R.add, a, b)
+def add(a: TensorLike, b: TensorLike) -> Tensor: return call(R.add, a, b)
 
 
-def subtract(a, b): return call(R.subtract, a, b)
+def subtract(a: TensorLike, b: TensorLike) -> Tensor: return call(R.subtract, a, b)
 
 
-def multiply(a, b): return call(R.multiply, a, b)
+def multiply(a: TensorLike, b: TensorLike) -> Tensor: return call(R.multiply, a, b)
 
 
-def divide(a, b): return call(R.divide, a, b)
+def divide(a: TensorLike, b: TensorLike) -> Tensor: return call(R.divide, a, b)
 
 
-def power(a, b): return call(R.power, a, b)
+def power(a: TensorLike, b: TensorLike) -> Tensor: return call(R.power, a, b)
 
 
-def negative(x): return apply(R.negative, _tensor(x))
+def negative(x: TensorLike) -> Tensor: return apply(R.negative, _tensor(x))
 
 
-def exp(x): return apply(R.exp, _tensor(x))
+def exp(x: TensorLike) -> Tensor: return apply(R.exp, _tensor(x))
 
 
-def log(x): return apply(R.log, _tensor(x))
+def log(x: TensorLike) -> Tensor: return apply(R.log, _tensor(x))
 
 
-def sqrt(x): return apply(R.sqrt, _tensor(x))
+def sqrt(x: TensorLike) -> Tensor: return apply(R.sqrt, _tensor(x))
 
 
-def square(x): return apply(R.square, _tensor(x))
+def square(x: TensorLike) -> Tensor: return apply(R.square, _tensor(x))
 
 
-def abs(x): return apply(R.abs, _tensor(x))
+def abs(x: TensorLike) -> Tensor: return apply(R.abs, _tensor(x))
 
 
-def sign(x): return apply(R.sign, _tensor(x))
+def sign(x: TensorLike) -> Tensor: return apply(R.sign, _tensor(x))
 
 
-def tanh(x): return apply(R.tanh, _tensor(x))
+def tanh(x: TensorLike) -> Tensor: return apply(R.tanh, _tensor(x))
 
 
-def sin(x): return apply(R.sin, _tensor(x))
+def sin(x: TensorLike) -> Tensor: return apply(R.sin, _tensor(x))
 
 
-def cos(x): return apply(R.cos, _tensor(x))
+def cos(x: TensorLike) -> Tensor: return apply(R.cos, _tensor(x))
 
 
-def maximum(a, b): return call(R.maximum, _tensor(a), b)
+def maximum(a: TensorLike, b: TensorLike) -> Tensor: return call(R.maximum, _tensor(a), b)
 
 
-def minimum(a, b): return call(R.minimum, _tensor(a), b)
+def minimum(a: TensorLike, b: TensorLike) -> Tensor: return call(R.minimum, _tensor(a), b)
 
 
-def equal(a, b): return call(R.equal, _tensor(a), b)
+def equal(a: TensorLike, b: TensorLike) -> Tensor: return call(R.equal, _tensor(a), b)
 
 
-def not_equal(a, b): return call(R.not_equal, _tensor(a), b)
+def not_equal(a: TensorLike, b: TensorLike) -> Tensor: return call(R.not_equal, _tensor(a), b)
 
 
-def less(a, b): return call(R.less, _tensor(a), b)
+def less(a: TensorLike, b: TensorLike) -> Tensor: return call(R.less, _tensor(a), b)
 
 
-def less_equal(a, b): return call(R.less_equal, _tensor(a), b)
+def less_equal(a: TensorLike, b: TensorLike) -> Tensor: return call(R.less_equal, _tensor(a), b)
 
 
-def greater(a, b): return call(R.greater, _tensor(a), b)
+def greater(a: TensorLike, b: TensorLike) -> Tensor: return call(R.greater, _tensor(a), b)
 
 
-def greater_equal(a, b): return call(R.greater_equal, _tensor(a), b)
+def greater_equal(a: TensorLike, b: TensorLike) -> Tensor: return call(R.greater_equal, _tensor(a), b)
 
 
-def where(condition, x=None, y=None):
+def where(condition: TensorLike, x: TensorLike | None = None, y: TensorLike | None = None) -> Tensor:
     """``x`` where ``condition`` holds, else ``y`` (gradient flows to the chosen side).
 
     With the condition alone it is ``np.nonzero``: index arrays, no gradient.
@@ -93,7 +100,9 @@ def where(condition, x=None, y=None):
     return call(R.where, cond, x, y)
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, clip_value_min=None, clip_value_max=None):
+def clip(a: TensorLike, a_min: TensorLike | None = None, a_max: TensorLike | None = None, out: None = None, *,
+         min: TensorLike | None = None, max: TensorLike | None = None, clip_value_min: TensorLike | None = None,
+         clip_value_max: TensorLike | None = None) -> Tensor:
     """``a`` limited to ``[a_min, a_max]`` (either may be None): ``y = min(max(a, a_min), a_max)``.
 
     Each output entry is one of ``a``, ``a_min`` or ``a_max``, and that one gets the gradient (slope 1):
@@ -108,7 +117,7 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, clip_value_
     return call(R.clip, _tensor(a), lo, hi)
 
 
-def clip_by_norm(x, clip_norm, axes=None):
+def clip_by_norm(x: TensorLike, clip_norm: TensorLike, axes: Axis = None) -> Tensor:
     """``x`` scaled down so that its L2 norm over ``axes`` is at most ``clip_norm``, as ``tf.clip_by_norm``:
 
         y = x · clip_norm / max(‖x‖, clip_norm),   ‖x‖ = √(Σ x²) over ``axes`` (all axes when None)
@@ -154,16 +163,16 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 
 # ----- the numpy surface: elementwise ------------------------------------------
-def _unary_op(rule):
-    def op(x):
+def _unary_op(rule) -> Callable[[TensorLike], Tensor]:
+    def op(x: TensorLike) -> Tensor:
         return apply(rule, _tensor(x))
     op.__name__ = op.__qualname__ = rule.name
     op.__doc__ = f"{rule.doc}. Derivative: {rule.inputs[0].factor}."
     return op
 
 
-def _binary_op(rule):
-    def op(a, b):
+def _binary_op(rule) -> Callable[[TensorLike, TensorLike], Tensor]:
+    def op(a: TensorLike, b: TensorLike) -> Tensor:
         return call(rule, _tensor(a), b)
     op.__name__ = op.__qualname__ = rule.name
     op.__doc__ = f"{rule.doc}. ∂/∂a: {rule.inputs[0].factor}; ∂/∂b: {rule.inputs[1].factor}."
@@ -193,7 +202,7 @@ arctan2, hypot, logaddexp, logaddexp2, mod, floor_divide = (
 remainder, true_divide, absolute = mod, divide, abs
 
 
-def round(a, decimals=0, out=None):
+def round(a: TensorLike, decimals: int = 0, out: None = None) -> Tensor:
     """``a`` rounded to ``decimals`` places (halves to even, as numpy). The gradient is 0: rounding is
     piecewise constant (use ``adv.stop_gradient(adv.round(x) - x) + x`` for a straight-through estimate)."""
     _no_out(out, "round")
@@ -203,10 +212,10 @@ def round(a, decimals=0, out=None):
 around = round
 
 
-def rint(x):
+def rint(x: TensorLike) -> Tensor:
     """``x`` rounded to the nearest integer (halves to even); gradient 0."""
     return round(x)
 
 
-def positive(x):
+def positive(x: TensorLike) -> Tensor:
     return _tensor(x)

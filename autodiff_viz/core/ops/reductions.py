@@ -2,10 +2,15 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import rules as R
 from ..engine import apply, call
 from .common import _axes, _no_out, _refuse_numpy_keywords, _tensor
 from .shapes import cast, diagonal, flip, reshape
+
+if TYPE_CHECKING:
+    from ..types import Axis, DTypeLike, Tensor, TensorLike
 
 
 def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
@@ -14,25 +19,29 @@ def _reduce(rule, x, axis, keepdims, dtype=None, out=None, **params):
     return apply(rule, x, axis=_axes(axis, x.ndim, rule.name), keepdims=bool(keepdims), **params)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+def sum(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+        keepdims: bool = False, initial: TensorLike | None = None, where: TensorLike = True) -> Tensor:
     """``Σ a`` over ``axis`` (all axes when None), as ``np.sum`` (``initial``/``where`` are refused by name)."""
     _refuse_numpy_keywords("sum", initial=initial, where=where)
     return _reduce(R.sum, a, axis, keepdims, dtype, out)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+def mean(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+         keepdims: bool = False, *, where: TensorLike = True) -> Tensor:
     """The mean over ``axis``, as ``np.mean``."""
     _refuse_numpy_keywords("mean", where=where)
     return _reduce(R.mean, a, axis, keepdims, dtype, out)
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+def max(a: TensorLike, axis: Axis = None, out: None = None, keepdims: bool = False,
+        initial: TensorLike | None = None, where: TensorLike = True) -> Tensor:
     """The largest entry over ``axis``. Tied maxima share the gradient equally (as JAX and TensorFlow)."""
     _refuse_numpy_keywords("max", initial=initial, where=where)
     return _reduce(R.max, a, axis, keepdims, None, out)
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+def min(a: TensorLike, axis: Axis = None, out: None = None, keepdims: bool = False,
+        initial: TensorLike | None = None, where: TensorLike = True) -> Tensor:
     """The smallest entry over ``axis``. Tied minima share the gradient equally (as JAX and TensorFlow)."""
     _refuse_numpy_keywords("min", initial=initial, where=where)
     return _reduce(R.min, a, axis, keepdims, None, out)
@@ -41,7 +50,8 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
 amax, amin = max, min
 
 
-def logsumexp(x, axis=None, keepdims=False): return _reduce(R.logsumexp, x, axis, keepdims)
+def logsumexp(x: TensorLike, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    return _reduce(R.logsumexp, x, axis, keepdims)
 
 
 def _arg(rule, a, axis, out, keepdims):
@@ -53,18 +63,19 @@ def _arg(rule, a, axis, out, keepdims):
     return y
 
 
-def argmax(a, axis=None, out=None, *, keepdims=False):
+def argmax(a: TensorLike, axis: Axis = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """Index of the largest entry (an integer tensor: no gradient flows through it)."""
     return _arg(R.argmax, a, axis, out, keepdims)
 
 
-def argmin(a, axis=None, out=None, *, keepdims=False):
+def argmin(a: TensorLike, axis: Axis = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """Index of the smallest entry (an integer tensor: no gradient flows through it)."""
     return _arg(R.argmin, a, axis, out, keepdims)
 
 
 # ----- the numpy surface: reductions and scans -----------------------------------
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+def prod(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+         keepdims: bool = False, initial: TensorLike | None = None, where: TensorLike = True) -> Tensor:
     """``Π a`` over ``axis``. The gradient of each entry is the product of the others (exact with zeros)."""
     _refuse_numpy_keywords("prod", initial=initial, where=where)
     return _reduce(R.prod, a, axis, keepdims, dtype, out)
@@ -81,13 +92,17 @@ def _ddof(op, ddof, correction, where, mean):
     return int(correction)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+def var(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, *, where: TensorLike = True, mean: TensorLike | None = None,
+        correction: float | None = None) -> Tensor:
     """``Σ(a − ā)²/(n − ddof)`` over ``axis`` (numpy's default ddof=0; ``ddof=1`` (or ``correction=1``) for the
     sample variance)."""
     return _reduce(R.var, a, axis, keepdims, dtype, out, ddof=_ddof("var", ddof, correction, where, mean))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+def std(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, *, where: TensorLike = True, mean: TensorLike | None = None,
+        correction: float | None = None) -> Tensor:
     """``√var(a)``; its gradient is 0 where the standard deviation is 0 (all entries equal: a subgradient)."""
     return _reduce(R.std, a, axis, keepdims, dtype, out, ddof=_ddof("std", ddof, correction, where, mean))
 
@@ -100,12 +115,12 @@ def _scan(rule, a, axis, dtype, out):
     return call(rule, x, axis=_axes(axis, x.ndim, rule.name)[0], reverse=False)
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
+def cumsum(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None) -> Tensor:
     """Running sums along ``axis`` (the flattened array when None); the gradient sums ḡ from the end."""
     return _scan(R.cumsum, a, axis, dtype, out)
 
 
-def cumprod(a, axis=None, dtype=None, out=None):
+def cumprod(a: TensorLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None) -> Tensor:
     """Running products along ``axis``; the gradient is exact also where entries are 0."""
     return _scan(R.cumprod, a, axis, dtype, out)
 
@@ -151,17 +166,18 @@ def argsort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", stable=
     return call(R.argsort, x, axis=ax)
 
 
-def any(a, axis=None, out=None, keepdims=False):
+def any(a: TensorLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Tensor:
     """Is any entry nonzero? A boolean tensor (no gradient)."""
     return _reduce(R.any_, a, axis, keepdims, None, out)
 
 
-def all(a, axis=None, out=None, keepdims=False):
+def all(a: TensorLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Tensor:
     """Are all entries nonzero? A boolean tensor (no gradient)."""
     return _reduce(R.all_, a, axis, keepdims, None, out)
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def trace(a: TensorLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike | None = None,
+          out: None = None) -> Tensor:
     """Sum of the diagonal ``a[i, i + offset]`` (over the first two axes by default, as ``np.trace``)."""
     _no_out(out, "trace")
     d = diagonal(a if dtype is None else cast(a, dtype), offset, axis1, axis2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import operator
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,11 @@ from .. import rules as R
 from ..engine import call
 from ..tensor import Tensor, check_nbytes
 from .common import _axes, _default_float, _no_out, _tensor
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+
+    from ..types import Axis, DTypeLike, Shape, Tensor, TensorLike
 
 
 # ----- shapes ----------------------------------------------------------------
@@ -39,7 +45,8 @@ def _dims(shape, op) -> tuple:
     return tuple(sizes)
 
 
-def reshape(x, shape=None, order="C", *, newshape=None, copy=None):
+def reshape(x: TensorLike, shape: Shape | None = None, order: str = "C", *, newshape: Shape | None = None,
+            copy: bool | None = None) -> Tensor:
     """``x`` with another shape of the same number of entries (``-1`` for one axis to infer).
 
     ``order="F"`` (Fortran order: the first index changes fastest) is the C-order reshape of the
@@ -64,7 +71,7 @@ def reshape(x, shape=None, order="C", *, newshape=None, copy=None):
     return call(R.reshape, x, shape=resolved)
 
 
-def transpose(a, axes=None, perm=None):
+def transpose(a: TensorLike, axes: Axis = None, perm: Sequence[int] | None = None) -> Tensor:
     """Permute axes (default: reverse them). ``axes`` as ``np.transpose`` (``perm`` as ``tf.transpose``)."""
     x = _tensor(a)
     perm = axes if axes is not None else perm
@@ -74,7 +81,7 @@ def transpose(a, axes=None, perm=None):
     return call(R.transpose, x, axes=axes)
 
 
-def expand_dims(x, axis):
+def expand_dims(x: TensorLike, axis: Axis) -> Tensor:
     """``x`` with new axes of size 1 at ``axis`` (an int or a tuple, positions in the result, as numpy)."""
     x = _tensor(x)
     axes = (axis,) if isinstance(axis, Integral) else tuple(axis)
@@ -89,7 +96,7 @@ def expand_dims(x, axis):
     return call(R.expand_dims, x, shape=tuple(1 if k in new else next(dims) for k in range(n)))
 
 
-def squeeze(x, axis=None):
+def squeeze(x: TensorLike, axis: Axis = None) -> Tensor:
     x = _tensor(x)
     if axis is None:
         drop = {i for i, n in enumerate(x.shape) if n == 1}
@@ -101,13 +108,13 @@ def squeeze(x, axis=None):
     return call(R.squeeze, x, shape=tuple(n for i, n in enumerate(x.shape) if i not in drop))
 
 
-def broadcast_to(x, shape):
+def broadcast_to(x: TensorLike, shape: Shape) -> Tensor:
     x = _tensor(x)
     shape = tuple(int(s) for s in shape)
     return call(R.broadcast_to, x, shape=shape)
 
 
-def concatenate(values, axis=0, out=None, *, dtype=None):
+def concatenate(values: TensorLike, axis: Axis = 0, out: None = None, *, dtype: DTypeLike | None = None) -> Tensor:
     """Join tensors along an existing axis; ``axis=None`` flattens each first (as ``np.concatenate``).
 
     The shapes are checked here, so an error names the ``axis`` as passed (not the negative axis the
@@ -138,7 +145,7 @@ def concatenate(values, axis=0, out=None, *, dtype=None):
     return call(R.concatenate, *xs, axis=ax)
 
 
-def stack(values, axis=0):
+def stack(values: TensorLike, axis: Axis = 0) -> Tensor:
     """Join tensors of equal shape along a new axis."""
     xs = [_tensor(v) for v in values]
     if not xs:
@@ -150,7 +157,8 @@ def stack(values, axis=0):
     return call(R.stack, *xs, axis=ax % ndim)
 
 
-def split(ary, indices_or_sections=None, axis=0, *, num_or_size_splits=None):
+def split(ary: TensorLike, indices_or_sections: int | Sequence[int] | None = None, axis: Axis = 0, *,
+          num_or_size_splits: int | Sequence[int] | None = None) -> list[Tensor]:
     """``np.split``: ``n`` equal sections, or the *indices* where the pieces are cut (numpy's meaning).
 
     ``adv.split(x, [1, 5])`` on 6 entries cuts before entries 1 and 5: three pieces of sizes 1, 4, 1.
@@ -184,7 +192,7 @@ def split(ary, indices_or_sections=None, axis=0, *, num_or_size_splits=None):
     return [call(R.getitem, x, index=R._slot(ax, a, builtins.max(a, b)), lead=0) for a, b in zip(bounds, bounds[1:])]
 
 
-def take(x, indices, axis=None):
+def take(x: TensorLike, indices: TensorLike, axis: Axis = None) -> Tensor:
     """Entries of ``x`` at ``indices`` along ``axis`` (flattened when axis is None), as ``tf.gather``."""
     x = _tensor(x)
     if axis is None:
@@ -229,7 +237,7 @@ def _normalize_index(index, ndim):
     return tuple(items)
 
 
-def cast(x, dtype):
+def cast(x: TensorLike, dtype: DTypeLike) -> Tensor:
     """``x`` as ``dtype``. Casting to an integer type cuts the gradient (as TensorFlow)."""
     x = _tensor(x)
     dt = np.dtype(dtype)
@@ -238,7 +246,8 @@ def cast(x, dtype):
     return call(R.cast, x, dtype=dt)
 
 
-def one_hot(indices, depth=None, dtype=None, *, num_classes=None):
+def one_hot(indices: TensorLike, depth: int | None = None, dtype: DTypeLike | None = None, *,
+            num_classes: int | None = None) -> Tensor:
     """``y[..., k] = 1`` where ``indices == k`` (an index of -1 or ≥ depth gives a zero row).
 
     ``depth`` is the number of classes (``tf.one_hot``'s name); ``num_classes``
@@ -267,12 +276,13 @@ def one_hot(indices, depth=None, dtype=None, *, num_classes=None):
     return call(R.one_hot, idx, depth=depth, dtype=dtype)
 
 
-def stop_gradient(x):
+def stop_gradient(x: TensorLike) -> Tensor:
     """``x`` itself, but gradients do not flow back through it."""
     return call(R.stop_gradient, _tensor(x))
 
 
-def numpy_function(func, inp, Tout, stateful=True, name=None):
+def numpy_function(func: Callable[..., Any], inp: TensorLike, Tout: Any, stateful: bool = True,
+                   name: str | None = None) -> Tensor:
     """``tf.numpy_function``: run ``func`` on the numpy values of the tensors in ``inp``; its result(s) become
     tensors of dtype ``Tout`` (one dtype, or a list of them for a tuple of results).
 
@@ -295,7 +305,7 @@ def numpy_function(func, inp, Tout, stateful=True, name=None):
     return outs if several else outs[0]
 
 
-def py_function(func, inp, Tout, name=None):
+def py_function(func: Callable[..., Any], inp: TensorLike, Tout: Any, name: str | None = None) -> Tensor:
     """``tf.py_function``: run ``func`` eagerly on the tensors in ``inp`` and cast its result(s) to ``Tout``.
 
     Unlike :func:`numpy_function`, ``func`` receives tensors, and the adv ops it runs are recorded as any
@@ -313,7 +323,7 @@ def py_function(func, inp, Tout, name=None):
     return outs if several else outs[0]
 
 
-def identity(x):
+def identity(x: TensorLike) -> Tensor:
     """``y = x`` as a new recorded tensor, as ``tf.identity``: the gradient passes unchanged (``ḡ_x = ḡ_y``).
 
     It is recorded as a ``cast`` to ``x``'s own dtype, the rule whose edge factor is 1, so the graph shows
@@ -340,14 +350,14 @@ def _outer_index(maps):
     return tuple(np.asarray(m).reshape((-1,) + (1,) * (n - 1 - k)) for k, m in enumerate(maps))
 
 
-def ravel(a, order="C"):
+def ravel(a: TensorLike, order: str = "C") -> Tensor:
     """``a`` as one axis (a copy: tensors are immutable)."""
     if order not in ("C", "A", "K"):
         raise ValueError(f"ravel: only order='C' is supported, got {order!r}.")
     return reshape(a, (-1,))
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a: TensorLike, axis1: int, axis2: int) -> Tensor:
     x = _tensor(a)
     i, j = (_axes(ax, x.ndim, "swapaxes")[0] % x.ndim for ax in (axis1, axis2))
     perm = list(range(x.ndim))
@@ -355,7 +365,7 @@ def swapaxes(a, axis1, axis2):
     return transpose(x, perm)
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a: TensorLike, source: Axis, destination: Axis) -> Tensor:
     x = _tensor(a)
     src = [_axes(s, x.ndim, "moveaxis")[0] % x.ndim for s in np.atleast_1d(source)]
     dst = [_axes(d, x.ndim, "moveaxis")[0] % x.ndim for d in np.atleast_1d(destination)]
@@ -367,20 +377,20 @@ def moveaxis(a, source, destination):
     return transpose(x, order)
 
 
-def flip(m, axis=None):
+def flip(m: TensorLike, axis: Axis = None) -> Tensor:
     """``m`` reversed along ``axis`` (all axes when None)."""
     x = _tensor(m)
     axes = {a % builtins.max(x.ndim, 1) for a in _axes(axis, x.ndim, "flip")}
     return _gather(R.flip, x, tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim)))
 
 
-def fliplr(m): return flip(m, 1)
+def fliplr(m: TensorLike) -> Tensor: return flip(m, 1)
 
 
-def flipud(m): return flip(m, 0)
+def flipud(m: TensorLike) -> Tensor: return flip(m, 0)
 
 
-def roll(a, shift, axis=None):
+def roll(a: TensorLike, shift: int | Sequence[int], axis: Axis = None) -> Tensor:
     """Entries shifted cyclically by ``shift`` along ``axis`` (the flattened array when None)."""
     x = _tensor(a)
     if axis is None:
@@ -394,7 +404,7 @@ def roll(a, shift, axis=None):
     return _gather(R.roll, x, _outer_index(maps))
 
 
-def tile(A, reps):
+def tile(A: TensorLike, reps: Shape) -> Tensor:
     """``A`` repeated as whole blocks, ``reps`` times along each axis (as ``np.tile``)."""
     x = _tensor(A)
     reps = (int(reps),) if isinstance(reps, Integral) else tuple(int(r) for r in reps)
@@ -405,7 +415,7 @@ def tile(A, reps):
     return _gather(R.tile, x, _outer_index([np.tile(np.arange(n), r) for n, r in zip(x.shape, reps)]))
 
 
-def repeat(a, repeats, axis=None):
+def repeat(a: TensorLike, repeats: TensorLike, axis: Axis = None) -> Tensor:
     """Each entry repeated ``repeats`` times along ``axis`` (the flattened array when None)."""
     x = _tensor(a)
     if axis is None:
@@ -415,7 +425,7 @@ def repeat(a, repeats, axis=None):
     return _gather(R.repeat, x, (slice(None),) * ax + (source,))
 
 
-def take_along_axis(arr, indices, axis):
+def take_along_axis(arr: TensorLike, indices: TensorLike, axis: Axis) -> Tensor:
     """``arr`` picked at ``indices`` along ``axis`` (one index per entry, as ``np.take_along_axis``)."""
     x = _tensor(arr)
     idx = np.asarray(indices._value if isinstance(indices, Tensor) else indices)
@@ -436,7 +446,7 @@ def take_along_axis(arr, indices, axis):
     return _gather(R.take_along_axis, x, index)
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: TensorLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The entries ``a[i, i + offset]`` of the plane (axis1, axis2), as a last axis (``np.diagonal``)."""
     x = _tensor(a)
     if x.ndim < 2:
@@ -453,7 +463,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return _gather(R.diagonal, x, (slice(None),) * (x.ndim - 2) + (rows, rows + k))
 
 
-def diag(v, k=0):
+def diag(v: TensorLike, k: int = 0) -> Tensor:
     """A 1-D ``v``: the square matrix with ``v`` on diagonal ``k``; a 2-D ``v``: its diagonal ``k``."""
     x = _tensor(v)
     if x.ndim == 2:
@@ -466,7 +476,7 @@ def diag(v, k=0):
     return call(R.diag, x, index=(i + builtins.max(0, -k), i + builtins.max(0, k)), shape=(n, n), lead=0)
 
 
-def triu(m, k=0):
+def triu(m: TensorLike, k: int = 0) -> Tensor:
     """``m`` with the entries below diagonal ``k`` set to 0 (on the last two axes)."""
     x = _tensor(m)
     if x.ndim < 2:
@@ -474,7 +484,7 @@ def triu(m, k=0):
     return call(R.triu, x, k=int(k))
 
 
-def tril(m, k=0):
+def tril(m: TensorLike, k: int = 0) -> Tensor:
     """``m`` with the entries above diagonal ``k`` set to 0 (on the last two axes)."""
     x = _tensor(m)
     if x.ndim < 2:
@@ -482,7 +492,8 @@ def tril(m, k=0):
     return call(R.tril, x, k=int(k))
 
 
-def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+def pad(array: TensorLike, pad_width: Any, mode: str = "constant", constant_values: TensorLike = 0,
+        **kwargs: Any) -> Tensor:
     """``array`` with borders: ``mode`` 'constant' (``constant_values``), 'reflect', 'symmetric', 'edge' or 'wrap'."""
     x = _tensor(array)
     if mode not in ("constant", "reflect", "symmetric", "edge", "wrap"):

@@ -208,8 +208,20 @@ def _solve_jvp_b(db, y, a, b):
     return dy.reshape(dy.shape[:-1]) if vec else dy
 
 
+def numpy_solve(a, b):
+    """``np.linalg.solve`` with numpy 2's reading of ``b`` (a vector only when 1-D) on numpy 1.26 too.
+
+    numpy 1.x reads ``b`` as a stack of vectors whenever ``b.ndim == a.ndim - 1``; broadcasting the stacks to
+    one shape first gives ``b`` as many axes as ``a``, which both versions read as matrices.
+    """
+    if b.ndim == 1:
+        return numpy_solve(a, b[:, None])[..., 0]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return np.linalg.solve(np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]))
+
+
 solve = define(
-    "solve", np.linalg.solve, doc="Y = A⁻¹ B, the solution of A Y = B (B a vector when 1-D)",
+    "solve", numpy_solve, doc="Y = A⁻¹ B, the solution of A Y = B (B a vector when 1-D)",
     A=("−A⁻ᵀ ḡ Yᵀ", _solve_vjp_a, _solve_jvp_a),
     B=("A⁻ᵀ ·", _solve_vjp_b, _solve_jvp_b))
 
@@ -277,8 +289,14 @@ def _cholesky_jvp(dx, y, x, upper):
     return _mT(dl) if upper else dl
 
 
+def numpy_cholesky(x, upper=False):
+    """``np.linalg.cholesky(x, upper=upper)`` (numpy 2) on numpy 1.26 too: the upper factor of ``x`` is the
+    transpose of the lower factor of ``xᵀ``, which reads ``x``'s upper triangle."""
+    return _mT(np.linalg.cholesky(_mT(x))) if upper else np.linalg.cholesky(x)
+
+
 cholesky = define(
-    "cholesky", lambda x, upper: np.linalg.cholesky(x, upper=upper),
+    "cholesky", numpy_cholesky,
     doc="L lower triangular with L Lᵀ = A (upper: Lᵀ), A symmetric positive definite; numpy reads one triangle",
     A=("L⁻ᵀ Φ(Lᵀḡ) L⁻¹ on the triangle read", _cholesky_vjp, _cholesky_jvp))
 

@@ -19,12 +19,21 @@ the package) fits, zooms, pans and steps them without asking the kernel.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...records.traces.model import Trace
 from .state import ExplorerState
 from .training import TrainingView
 
+if TYPE_CHECKING:
+    from typing import Any
 
-def show(tape_or_trace, target=None, sources=None, *, output_gradients=None):
+    from ...records.tape import GradientTape
+    from .explorer import Explorer
+
+
+def show(tape_or_trace: GradientTape | Trace, target: Any = None, sources: Any = None, *,
+         output_gradients: Any = None) -> Explorer:
     """An :class:`Explorer` widget for a tape (or a :class:`~autodiff_viz.Trace`).
 
     Args:
