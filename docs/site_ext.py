@@ -123,7 +123,7 @@ def execute_course(app) -> None:
     from jupyter_cache import get_cache
     cache = get_cache(app.config.nb_execution_cache_path)
     todo = []
-    for path in sorted(COURSE.glob("*.ipynb")):
+    for path in sorted((Path(app.srcdir) / "course").glob("*.ipynb")):
         try:
             cache.match_cache_notebook(nbformat.read(path, as_version=4))
         except KeyError:
