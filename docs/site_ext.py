@@ -118,8 +118,9 @@ def execute_course(app) -> None:
     """
     if app.config.nb_execution_mode != "cache":
         return
-    import nbformat
     from concurrent.futures import ThreadPoolExecutor
+
+    import nbformat
     from jupyter_cache import get_cache
     cache = get_cache(app.config.nb_execution_cache_path)
     todo = []
