@@ -9,29 +9,29 @@ it can say *what* is wrong, and asks for a recording to say *where*).
 
 Reasons (``Explanation.reason``):
 
-==========================  ============================================================
-``connected``               the gradient reaches the parameter
-``requires_grad_false``     the parameter does not require grad (frozen, or made without it)
-``no_grad``                 an op on the path ran under ``torch.no_grad()``
-``inference_mode``          an op on the path ran under ``torch.inference_mode()``
-``detached``                ``.detach()`` or ``.data`` on the path
-``left_the_graph``          a value became a Python number / list / numpy array
-                            (``.item()``, ``.tolist()``, ``.numpy()``) and came back
-                            through ``torch.tensor(...)``
-``non_differentiable_op``   an op without a gradient on the path (``argmax``, ``round``,
-                            comparisons, a cast to an integer type)
-``integer_dtype``           the parameter or a value on the path is an integer tensor
-``not_used``                the target does not depend on the parameter at all
+==============================  ============================================================
+``connected``                   the gradient reaches the parameter
+``requires_grad_false``         the parameter does not require grad (frozen, or made without it)
+``no_grad``                     an op on the path ran under ``torch.no_grad()``
+``inference_mode``              an op on the path ran under ``torch.inference_mode()``
+``detached``                    ``.detach()`` or ``.data`` on the path
+``left_the_graph``              a value became a Python number / list / numpy array
+                                (``.item()``, ``.tolist()``, ``.numpy()``) and came back
+                                through ``torch.tensor(...)``
+``non_differentiable_op``       an op without a gradient on the path (``argmax``, ``round``,
+                                comparisons, a cast to an integer type)
+``integer_dtype``               the parameter or a value on the path is an integer tensor
+``not_used``                    the target does not depend on the parameter at all
 ``computed_outside_recording``  the target was not computed inside the recording (a loss
-                            computed after the ``with`` block): its history is unknown
-``non_leaf``                the tensor is not a leaf: autograd does not keep its ``.grad``
-                            unless ``retain_grad()`` was called
-``read_before_backward``    the last ``.grad`` read saw None: no ``backward()`` ran before
-                            it, or ``zero_grad(set_to_none=True)`` came after the last one
-``non_scalar_target``       ``backward()`` on a non-scalar target needs ``gradient=``
-``graph_cut``               (without a recording) the target does not require grad:
-                            the graph was cut somewhere; record to find where
-==========================  ============================================================
+                                computed after the ``with`` block): its history is unknown
+``non_leaf``                    the tensor is not a leaf: autograd does not keep its ``.grad``
+                                unless ``retain_grad()`` was called
+``read_before_backward``        the last ``.grad`` read saw None: no ``backward()`` ran before
+                                it, or ``zero_grad(set_to_none=True)`` came after the last one
+``non_scalar_target``           ``backward()`` on a non-scalar target needs ``gradient=``
+``graph_cut``                   (without a recording) the target does not require grad:
+                                the graph was cut somewhere; record to find where
+==============================  ============================================================
 """
 from __future__ import annotations
 
