@@ -62,10 +62,17 @@ def _expand(folder_layers, core_steps) -> list:
 LAYERS = _expand(FOLDER_LAYERS, CORE_STEPS)
 
 
+# Course material shipped with the package: the grading kit's instructor modules are written as a teacher writes
+# them (``import autodiff_viz as adv``), read by a grader's test cell and by the kit's demo, never by the house.
+MATERIAL = ("grading/assignments",)
+
+
 def _modules() -> dict:
-    """``{dotted name relative to the package ('' for the face): path}``."""
+    """``{dotted name relative to the package ('' for the face): path}``, course material left out."""
     found = {}
     for path in PACKAGE.rglob("*.py"):
+        if any(path.relative_to(PACKAGE).as_posix().startswith(m + "/") for m in MATERIAL):
+            continue
         parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
