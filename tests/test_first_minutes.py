@@ -104,7 +104,7 @@ def test_the_ci_tally_adds_every_stage_and_counts_a_stage_that_failed_outside_py
 
 
 def test_the_tour_and_the_course_page_list_every_notebook():
-    """The tour's "Where next" and ``docs/course.md`` name every notebook 01–16 (the course page 00 too),
+    """The tour's "Where next" and ``docs/course.md`` name every notebook from 01 (the course page 00 too),
     each once and in order, so a learner finishing the tour sees the whole course."""
     tour = json.loads((ROOT / "notebooks" / "00_tour.ipynb").read_text())
     where_next = next("".join(c["source"]) for c in tour["cells"] if "## Where next" in "".join(c["source"]))
@@ -115,15 +115,16 @@ def test_the_tour_and_the_course_page_list_every_notebook():
 
 
 def test_a_headless_tour_without_torch_skips_the_bridge_notebooks_and_says_what_to_install(tmp_path, monkeypatch):
-    """The tour's extra has no PyTorch or TensorFlow: notebooks 14 and 16 are skipped with the pip command,
-    not failed on ``import torch``; every other notebook needs neither."""
+    """The tour's extra has no PyTorch or TensorFlow: notebooks 14, 16 and 18 (its PyTorch and TensorFlow cells)
+    are skipped with the pip command, not failed on ``import torch``; every other notebook needs neither."""
     import importlib.util
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in ("torch", "tensorflow") else real(name, *a))
     needing = {p.stem: run_notebooks.missing_frameworks(p) for p in run_notebooks.notebook_paths()}
     assert {k: v for k, v in needing.items() if v} == {"14_your_pytorch_gradient": ["torch"],
-                                                       "16_your_tensorflow_gradient": ["tensorflow"]}
+                                                       "16_your_tensorflow_gradient": ["tensorflow"],
+                                                       "18_why_zero_or_nan": ["torch", "tensorflow"]}
     folder = tmp_path / "nbs"
     folder.mkdir()
     (folder / "14_your_pytorch_gradient.ipynb").write_bytes(
