@@ -70,7 +70,7 @@ from . import provenance
 from .keys import tensor_key, trainable_dtype
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Iterator
 
     from ..diagnosis.walk import Explanation, Explanations
     from ..records.traces.model import Trace
@@ -765,7 +765,7 @@ class Recording(recordings.Recording):
             return build(self, target, sources, value_limit, output_gradients, namespace)
 
     @contextlib.contextmanager
-    def as_at(self, target):
+    def as_at(self, target: Any) -> Iterator[None]:
         """Variables written after ``target`` was computed hold, inside the block, the values it was computed with.
 
         ``tape.gradient`` then ``optimizer.apply_gradients`` (or ``v.assign_sub(lr * g)``) recorded together:

@@ -71,7 +71,7 @@ from ..bridges import recordings
 from . import provenance
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Iterator
 
     from ..diagnosis.walk import Explanation, Explanations
     from ..records.traces.model import Trace
@@ -467,7 +467,7 @@ class Recording(recordings.Recording):
         self._saved_at[tid] = here
 
     @contextlib.contextmanager
-    def as_at(self, target):
+    def as_at(self, target: Any) -> Iterator[None]:
         """Tensors written in place after ``target`` was computed hold, inside the block, their values then.
 
         ``loss.backward(); opt.step()`` recorded together: the step changed the parameters in place, so

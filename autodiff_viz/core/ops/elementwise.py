@@ -147,8 +147,9 @@ def clip_by_norm(x: TensorLike, clip_norm: TensorLike, axes: Axis = None) -> Ten
     return divide(multiply(x, clip_norm), maximum(l2norm, clip_norm))
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
-           b_is_sparse=False, output_type=None, grad_a=False, grad_b=False, name=None):
+def matmul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b: bool = False,
+           adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False, b_is_sparse: bool = False,
+           output_type: object = None, grad_a: bool = False, grad_b: bool = False, name: str | None = None) -> Tensor:
     """Matrix product ``a @ b`` with numpy's rules for 1-D and stacked operands.
 
     TensorFlow's keywords work too: ``transpose_a=True`` multiplies by ``aᵀ`` (the last two axes swapped;

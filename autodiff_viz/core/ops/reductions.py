@@ -132,7 +132,8 @@ def _direction(direction, op):
     return direction == "DESCENDING"
 
 
-def sort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", name=None):
+def sort(a: TensorLike, axis: Axis = -1, kind: str | None = None, order: str | None = None, *,
+         direction: str = "ASCENDING", name: str | None = None) -> Tensor:
     """A sorted copy of ``a`` (values) along ``axis``; the gradient goes back to where each value came from.
 
     ``direction="DESCENDING"`` (TensorFlow's ``tf.sort`` keyword) gives the largest first. The top ``k``
@@ -151,7 +152,8 @@ def sort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", name=None)
     return call(R.sort, x, axis=ax)
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, direction="ASCENDING", stable=False, name=None):
+def argsort(a: TensorLike, axis: Axis = -1, kind: str | None = None, order: str | None = None, *,
+            direction: str = "ASCENDING", stable: bool = False, name: str | None = None) -> Tensor:
     """Indices that sort ``a`` (an integer tensor: no gradient); ``direction="DESCENDING"`` as ``tf.argsort``
     (equal values keep their order, as TensorFlow's stable sort)."""
     x = _tensor(a)
