@@ -12,6 +12,8 @@
 #   bash ci/dist.sh            (PY=... the Python that builds and runs step 4; default .venv/bin/python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The checks that ask which file Python imported run from $WORK: from the checkout, Python would import the
+# checkout's copy (the current folder comes first on sys.path) and not the installed one.
 ROOT=$PWD
 PY=${PY:-.venv/bin/python}
 BASE_PYTHON=$(command -v python3.11 || command -v python3)
@@ -53,9 +55,9 @@ smoke "$WORK/wheel" "installed wheel" || status=1
 fresh "$WORK/sdist-nocc"
 say "installing the sdist without a C compiler (CC=false)"
 CC=false quiet_pip "$WORK/sdist-nocc/bin/python" -m pip install -q --no-cache-dir -c ci/constraints.txt "$SDIST"
-"$WORK/sdist-nocc/bin/python" -c "
+(cd "$WORK" && "$WORK/sdist-nocc/bin/python" -c "
 import autodiff_viz.core.engine as e, sys
-sys.exit(0 if e.__file__.endswith('.py') else 'compiled without a compiler? ' + e.__file__)" || status=1
+sys.exit(0 if e.__file__.endswith('.py') else 'compiled without a compiler? ' + e.__file__)") || status=1
 smoke "$WORK/sdist-nocc" "sdist installed without a C compiler" || status=1
 
 fresh "$WORK/sdist-pure"
@@ -66,9 +68,9 @@ smoke "$WORK/sdist-pure" "sdist installed as plain Python" || status=1
 fresh "$WORK/sdist-cc"
 say "installing the sdist with a C compiler (compiles the hot path; a few minutes)"
 quiet_pip "$WORK/sdist-cc/bin/python" -m pip install -q --no-cache-dir -c ci/constraints.txt "$SDIST"
-"$WORK/sdist-cc/bin/python" -c "
+(cd "$WORK" && "$WORK/sdist-cc/bin/python" -c "
 import autodiff_viz.core.engine as e, sys
-sys.exit(0 if not e.__file__.endswith('.py') else 'not compiled: ' + e.__file__)" || status=1
+sys.exit(0 if not e.__file__.endswith('.py') else 'not compiled: ' + e.__file__)") || status=1
 (export AUTODIFF_VIZ_PURE=; smoke "$WORK/sdist-cc" "sdist compiled with a C compiler") || status=1
 
 say "the install docs next to installed frameworks (tests/test_install.py)"
