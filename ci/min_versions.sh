@@ -63,7 +63,7 @@ if [ ! -f "$VENV_MIN/.installed-$hash" ]; then
     "$python" -m venv "$VENV_MIN"
     say "installing the floors first, as a user's environment has them (ci/constraints-min.txt)"
     "$PY" -m pip install -q --disable-pip-version-check -c ci/constraints-min.txt \
-        numpy ipywidgets anywidget graphviz tensorflow-cpu keras pytest pytest-timeout hypothesis 2>&1 \
+        numpy ipywidgets anywidget graphviz tensorflow-cpu keras scipy pytest pytest-timeout hypothesis 2>&1 \
         | grep -v "^WARNING: Location" >&2 || true
     "$PY" -m pip freeze > "$VENV_MIN/before.txt"
     say "installing autodiff_viz[tf] beside them (plain Python)"

@@ -190,9 +190,9 @@ def _two_layer_tape():
 
 
 def test_traces_name_weights_by_path_and_drawings_by_name_inside_the_layer_box():
-    """A trace's node carries the path (unique: two Dense layers both have a ``kernel``); the drawing
-    shows ``kernel`` inside the box of ``hidden``, which already names the layer, and the path in the
-    tooltip; ``tape.compare`` finds a weight by its path."""
+    """A trace's node carries the path (unique: two Dense layers both have a ``kernel``); drawn open (no layer
+    box around it) a weight is titled with its layer, ``hidden/kernel``, never a bare ``kernel`` (two of
+    them, layer unknown), with the full path in the tooltip."""
     model, tape, loss = _two_layer_tape()
     trace = tape.trace(loss, model.trainable_variables)
     leaves = [n.name for n in trace.nodes if n.kind == "variable"]
@@ -201,7 +201,7 @@ def test_traces_name_weights_by_path_and_drawings_by_name_inside_the_layer_box()
     dot = trace.to_dot(view="both", collapse=None)
     kernel = trace.nodes[[n.name for n in trace.nodes].index("sequential/hidden/kernel")]
     line = next(s for s in dot.splitlines() if f'"bwd_{kernel.id}" [' in s)
-    assert 'label="kernel\\n' in line and "tooltip=\"" in line and "sequential/hidden/kernel" in line
+    assert 'label="hidden/kernel\\n' in line and "tooltip=\"" in line and "sequential/hidden/kernel" in line
 
 
 def test_compare_finds_a_weight_by_its_path():
