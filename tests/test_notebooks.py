@@ -40,10 +40,12 @@ def test_the_tour_and_the_first_notebooks_exist():
 
 @pytest.mark.timeout(BUDGET + 120)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom_without_errors_or_warnings(path, capfd):
+def test_notebook_runs_top_to_bottom_without_errors_or_warnings(path, capfd, monkeypatch):
     """No error, no stderr output in a cell, and nothing on the kernel's own stderr either: a C++ library's
     log lines (TensorFlow's absl) are written to file descriptor 2 below Python, which the kernel process
-    inherits from this one, so ``capfd`` sees them."""
+    inherits from this one, so ``capfd`` sees them. The kernel gets a learner's environment: without the
+    oneDNN switch that tests/conftest.py sets for TensorFlow's reference values."""
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     capfd.readouterr()
     nb = execute_notebook(path, timeout=BUDGET)
     assert problems(nb) == []
