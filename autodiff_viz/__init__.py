@@ -48,7 +48,6 @@ from .records.gradcheck import GradCheckReport, check_grads
 
 from . import callbacks, layers, losses, metrics, optimizers
 from . import utils
-from .base import errors    # the errors a learner may catch (adv.errors.ModelFileError)
 from .core import linalg, random
 from . import ops    # Keras 3's keras.ops namespace (the numpy-named ops themselves are autodiff_viz.core.ops)
 from .core.linalg import norm

@@ -10,6 +10,7 @@ import pytest
 
 import autodiff_viz as adv
 from autodiff_viz import losses, metrics, optimizers
+from autodiff_viz.base.errors import ModelFileError
 from autodiff_viz.base.state import state
 
 
@@ -549,7 +550,7 @@ def test_model_files_damaged_foreign_or_misnamed_change_nothing(tmp_path):
     before = weights_of(m)
     for name, data in (("zip.keras", b"not a zip archive"), ("empty.keras", b"")):
         (tmp_path / name).write_bytes(data)
-        with pytest.raises(adv.errors.ModelFileError, match=rf"{name}.*not a \.keras archive"):
+        with pytest.raises(ModelFileError, match=rf"{name}.*not a \.keras archive"):
             adv.models.load_model(tmp_path / name)
     with pytest.raises(FileNotFoundError, match="missing.keras does not exist"):
         adv.models.load_model(tmp_path / "missing.keras")
@@ -564,7 +565,7 @@ def test_model_files_damaged_foreign_or_misnamed_change_nothing(tmp_path):
         m.save(tmp_path / "good.keras", overwrite=False)
     with pytest.raises(TypeError, match=r"expected the JSON text of model\.to_json\(\), got list"):
         adv.models.model_from_json([1, 2])
-    with pytest.raises(adv.errors.ModelFileError, match="not valid JSON"):
+    with pytest.raises(ModelFileError, match="not valid JSON"):
         adv.models.model_from_json("{not json")
     assert_same(before, weights_of(m))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.keras", "good.keras", "zip.keras"]
