@@ -207,3 +207,27 @@ def test_a_notebook_writing_to_stderr_fails_the_build(tmp_path):
     nbformat.write(nb, src / "lesson.ipynb")
     run = sphinx_build(src, tmp_path / "out")
     assert run.returncode != 0 and "stderr" in run.stderr.lower() and "lesson" in run.stderr
+
+
+MKDOCS_ONLY = [
+    (re.compile(r"^\s*(?:!!!|\?\?\?\+?) ?\w+"),
+     'an admonition in MkDocs\' spelling; write :::{admonition} Title / :class: note / text / ::: (or :::{note})'),
+    (re.compile(r"^::: [\w.]+\s*$"),
+     "an mkdocstrings block; write ```{eval-rst} / .. automodule:: name / :members: / ``` (see docs/reference/)"),
+]
+
+
+def test_pages_use_no_mkdocs_only_syntax():
+    """Syntax the MkDocs site read renders as plain text here, without a warning: name the line and the fix."""
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        if "_build" in page.parts:
+            continue
+        in_code = False
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith(("```", "~~~")):
+                in_code = not in_code
+            for pattern, fix in MKDOCS_ONLY:
+                if not in_code and pattern.match(line):
+                    found.append(f"{page.relative_to(ROOT)}:{number}: {fix}")
+    assert not found, "\n".join(found)
