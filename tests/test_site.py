@@ -45,6 +45,7 @@ def sphinx_build(source: Path, out: Path, *extra: str) -> subprocess.CompletedPr
     """``sphinx-build -W --keep-going -j 2`` of ``source`` into ``out/html`` with this Python; the package is
     the one of this checkout (also in the notebooks' kernels)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop("TF_ENABLE_ONEDNN_OPTS", None)     # the kernels get a learner's environment (tests/conftest.py sets it)
     return subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-j", "2", "-q",
                            "-d", str(out / "doctrees"), *extra, str(source), str(out / "html")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT)

@@ -76,7 +76,7 @@ def _lgamma(x):
     return out
 
 
-lgamma = _unary("lgamma", _lgamma, "y = ln |Γ(x)|", "ψ(x)", lambda y, x: digamma(x))
+lgamma = _unary("lgamma", _lgamma, "y = ln abs(Γ(x))", "ψ(x)", lambda y, x: digamma(x))
 
 
 digamma = _unary("digamma", _scipy("psi"), "y = ψ(x) = d/dx ln Γ(x)", "ψ⁽¹⁾(x)",
