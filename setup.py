@@ -57,6 +57,14 @@ def _record(compiled: bool) -> None:
     _compiled.write_record(DIGESTS if compiled else {})
 
 
+def _keep_record() -> None:
+    """Not compiling this time: an existing record still describes the extensions an earlier build left beside
+    their sources (a pure sdist build or a second editable install from a compiled checkout must not mark
+    them stale); without one, record that nothing was compiled."""
+    if not os.path.exists(_compiled.RECORD):
+        _record(False)
+
+
 class OptionalBuildExt(build_ext):
     """``build_ext`` that falls back to pure Python when an extension cannot be compiled."""
 
@@ -79,7 +87,7 @@ class OptionalBuildExt(build_ext):
 
 def _extensions() -> list:
     if os.environ.get("AUTODIFF_VIZ_PURE"):
-        _record(False)
+        _keep_record()
         return []
     try:
         from Cython.Build import cythonize

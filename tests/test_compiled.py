@@ -144,3 +144,28 @@ def test_importing_twice_does_not_stack_finders():
     _compiled.use_pure_python_where_stale()
     assert sum(isinstance(f, _compiled._SourceFinder) for f in sys.meta_path) == before
     assert adv.tanh(adv.constant(0.0)).numpy() == 0.0
+
+
+def test_a_pure_build_in_a_compiled_checkout_keeps_the_record_of_its_extensions(tmp_path):
+    """CI's minimum-versions job installs the checkout editable with ``AUTODIFF_VIZ_PURE=1`` and its wheel job
+    builds an sdist from it; neither may rewrite ``_build.py`` to "nothing compiled", or the extensions still
+    beside their sources look never recorded and every later import in that checkout warns and runs plain."""
+    copy = tmp_path / "checkout"
+    shutil.copytree(os.path.join(ROOT, "autodiff_viz"), copy / "autodiff_viz",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_build.py"))
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), copy / name)
+    record = copy / "autodiff_viz" / "_build.py"
+
+    def build_pure():
+        env = {**os.environ, "AUTODIFF_VIZ_PURE": "1"}
+        done = subprocess.run([sys.executable, "setup.py", "--name"], cwd=copy, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    build_pure()
+    assert "SOURCES = {\n}" in record.read_text()          # nothing compiled and no record yet: say so
+    compiled_record = 'SOURCES = {\n    "core/engine.py": "0123",\n}\n'
+    record.write_text(compiled_record)
+    build_pure()
+    assert record.read_text() == compiled_record

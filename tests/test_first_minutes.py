@@ -37,7 +37,8 @@ def _fake_venv(tmp_path, stamps=()):
 
 def _dev(command, venv, log):
     env = {**os.environ, "VENV": str(venv), "HEADLESS": "1"}
-    env.pop("AUTODIFF_VIZ_PURE", None)
+    for name in ("AUTODIFF_VIZ_PURE", "CI", "BOTH_WAYS", "CI_STAGES"):
+        env.pop(name, None)
     done = subprocess.run(["bash", "dev.sh", command], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
