@@ -341,7 +341,7 @@ def test_every_documented_reason_has_a_test_that_checks_its_location():
     tests = pathlib.Path(HERE).parent
     bodies = []
     for name in ("test_why_none_locations.py", "test_torch_why_none_corpus.py", "test_why_none_corpus_keras.py",
-                 "test_tf_bridge_diagnosis.py"):
+                 "test_tf_bridge_diagnosis.py", "test_why_none_unseen.py"):
         bodies += (tests / name).read_text().split("\ndef test_")[1:]
     reasons = _doc_reasons("why-none.md") | _doc_reasons("pytorch.md")
     assert {"not_watched", "unrecorded_op", "rebound_parameter", "left_the_graph"} <= reasons

@@ -251,6 +251,92 @@ def test_pruned_layers_replaced_after_the_optimizer_was_built():
     assert ex.location == _line(test_pruned_layers_replaced_after_the_optimizer_was_built, "small = nn.Linear(4, 3)")
 
 
+class _RecomputingFunction(torch.autograd.Function):
+    """pytorch#45405's Function, reduced: ``backward`` recomputes the output and asks ``torch.autograd.grad``."""
+
+    @staticmethod
+    def forward(ctx, x0, w):
+        ctx.save_for_backward(w, x0)
+        return torch.sum(x0 * w)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        w, x0 = ctx.saved_tensors
+        out = torch.sum(x0 * w)
+        out.requires_grad = True
+        x0.requires_grad = True
+        dfdx = torch.autograd.grad(outputs=out, inputs=x0, grad_outputs=grad_output, allow_unused=True)
+        return dfdx[0], None
+
+
+def test_autograd_grad_inside_a_custom_backward_returns_none():
+    """https://github.com/pytorch/pytorch/issues/45405 — a custom ``autograd.Function`` whose ``backward``
+    recomputes ``torch.sum(x0 * w)`` and calls ``torch.autograd.grad`` on it: inside ``backward`` gradients are
+    off, so the recomputed value has no history, ``autograd.grad`` gives ``None``, backward returns it, and the
+    input's ``.grad`` stays None. The ops inside ``forward`` ran without grad, as every Function's forward does:
+    that is no cut (the Function's own backward carries the gradient), so ``no_grad`` would be wrong."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.rand(2, 3)
+
+        def forward(self, x):
+            return _RecomputingFunction.apply(x, self.w)
+
+    net = Net()
+    data = torch.rand(2, 3, requires_grad=True)
+    with adv.torch.record() as rec:
+        loss = net(data) - 5
+        loss.backward()
+    assert data.grad is None
+    ex = rec.explain(loss, data)
+    assert ex.reason == "custom_backward_none"
+    assert ex.location == _line(_RecomputingFunction.backward, "def backward")
+    assert "_RecomputingFunction.apply" in ex.message and "input 0" in ex.message
+    assert "enable_grad" in ex.message
+
+
+def test_a_custom_function_whose_backward_returns_the_gradient_is_connected():
+    """The same structure with a backward that writes the formula: the gradient arrives, and the diagnosis
+    says so instead of blaming the no-grad ops inside ``forward``."""
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x0, w):
+            ctx.save_for_backward(w)
+            return torch.sum(x0 * w)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (w,) = ctx.saved_tensors
+            return grad_output * w, None
+
+    data, w = torch.rand(2, 3, requires_grad=True), torch.rand(2, 3)
+    with adv.torch.record() as rec:
+        loss = Scale.apply(data, w) - 5
+        loss.backward()
+    torch.testing.assert_close(data.grad, w)
+    assert rec.explain(loss, data).reason == "connected"
+
+
+def test_a_leaf_moved_after_requires_grad_is_not_the_leaf():
+    """https://github.com/pytorch/pytorch/issues/2730 — ``x = Variable(torch.ones(10), requires_grad=True).cuda()``
+    then ``y.backward(...)``: ``x.grad`` is None because ``x`` is the output of the move, not the leaf (the
+    answer: keep the leaf, move it, or make it on the device). Reduced on CPU with the dtype move ``.double()``,
+    the same mechanism."""
+    def case():
+        with adv.torch.record() as rec:
+            x = torch.ones(10, requires_grad=True).double()
+            y = x * torch.linspace(1, 10, 10, dtype=torch.float64)
+            y.backward(torch.ones(10, dtype=torch.float64))
+        return rec, x, y
+    rec, x, y = case()
+    assert not x.is_leaf and x.grad is None
+    ex = rec.explain(y, x)
+    assert ex.reason == "non_leaf"
+    assert ex.location == _line(case, "x = torch.ones(10")
+    assert "requires_grad=True" in ex.message and "retain_grad" in ex.message
+
+
 # ---------------------------------------------------------------------------
 # TensorFlow / Keras
 # ---------------------------------------------------------------------------

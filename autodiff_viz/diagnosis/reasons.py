@@ -51,6 +51,7 @@ TABLE = {
     "made_in_forward": ((T,), "a layer built inside forward: new weights on every call"),
     "rebound_parameter": ((T,), "w = w - lr * w.grad made a new tensor named w"),
     "unseen_leaf": ((T,), "a new leaf re-made from values the recording did not see"),
+    "custom_backward_none": ((T,), "the only path runs through a custom autograd.Function whose backward gave None"),
     "unrecorded_op": ((T,), "autograd's graph reaches the parameter but the recording misses a step"),
     "new_variable": ((F,), "a tf.Variable was made from a value on the path: its initial value is copied"),
     "assigned_variable": ((F,), "v.assign(value) on the path: reading v has no gradient to value"),

@@ -29,6 +29,8 @@ Reasons (``Explanation.reason``):
 ``read_before_backward``        the last ``.grad`` read saw None: no ``backward()`` ran before
                                 it, or ``zero_grad(set_to_none=True)`` came after the last one
 ``non_scalar_target``           ``backward()`` on a non-scalar target needs ``gradient=``
+``custom_backward_none``        the only path runs through a custom ``autograd.Function``
+                                whose ``backward`` returned None for that input
 ``graph_cut``                   (without a recording) the target does not require grad:
                                 the graph was cut somewhere; record to find where
 ==============================  ============================================================
@@ -371,7 +373,7 @@ def explain_recorded(rec, target, param):
         return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
     walk = walk_back(target, id(param), start=len(rec.ops), **_record(rec))
     if walk.reached:
-        return _connected_but(rec, target, param, pname)
+        return _connected_but(rec, target, param, pname, walk)
     leaves = walk.leaves
     cut = first_cut(walk, id(param), rank=_cast_first, **_record(rec))
     if cut is not None:
@@ -582,11 +584,19 @@ def _record(rec) -> dict:
     An integer input is no cut of its own when a recorded op made it: the walk
     goes on to that op (the cast). A parameter put onto a module inside the
     recording (``self.weight = nn.Parameter(W)``) is born there: its birth is a
-    record whose input is the value it copies, cut ``new_parameter``.
+    record whose input is the value it copies, cut ``new_parameter``. The
+    outputs of a custom ``autograd.Function`` come from its tensor inputs
+    (a ``function`` record, no cut): its ``forward`` always runs without grad,
+    and its own ``backward`` carries the gradient.
     """
     births = _births(rec)
+    prov = getattr(rec, "provenance", None)
+    applied = {id(o): a for a in (prov.applied if prov is not None else ()) for o in a.outputs}
 
     def producer(t, k=None):
+        a = applied.get(id(t))
+        if a is not None and (k is None or a.index <= k):
+            return a
         op = rec.producer(t, k)
         if op is None:
             birth = births.get(id(t))
@@ -595,6 +605,10 @@ def _record(rec) -> dict:
         return op
 
     def edges(op, t):
+        if op.kind == "function":      # a custom Function: its own backward carries the gradient
+            for x in op.inputs:
+                yield x, op.index, None
+            return
         if op.kind == "birth":
             for x in op.inputs:
                 yield x, op.index, Cut(op, x, t, op.index, "new_parameter", "nn.Parameter(...) makes a new leaf")
@@ -644,7 +658,7 @@ def _depends_on(rec, t, before, param) -> bool:
     return depends(t, before, id(param), **_record(rec))
 
 
-def _connected_but(rec, target, param, pname) -> Explanation:
+def _connected_but(rec, target, param, pname, walk=None) -> Explanation:
     pid = rec.tensor_id(param)
     if not param.is_leaf and not param.retains_grad:
         made = rec.producer(param)
@@ -668,9 +682,61 @@ def _connected_but(rec, target, param, pname) -> Explanation:
     unset = _grad_unset(rec, param, pname)
     if unset is not None:
         return unset
+    custom = _custom_backward_none(rec, target, param, pname, walk)
+    if custom is not None:
+        return custom
     from ..diagnosis.flow import explain_recording  # zero, vanishing or NaN although connected (issue 44)
     return explain_recording(rec, target, param) or \
         Explanation("connected", f"The gradient of the target reaches {pname}.", nodes=(pid,))
+
+
+def _custom_backward_none(rec, target, param, pname, walk) -> Explanation | None:
+    """``custom_backward_none``: the target's backward ran and the graph reaches ``param`` only through a custom
+    ``autograd.Function``, yet ``.grad`` stayed None.
+
+    Built-in ops always hand back a gradient (zeros at worst) for an input
+    that needs one; ``None`` reaches a leaf only when some ``backward`` on
+    the way returned ``None`` for it. With a custom Function on every path,
+    that is its ``backward`` — often one that calls ``torch.autograd.grad``
+    on values recomputed inside it, where grad mode is off.
+    """
+    if walk is None or param.grad is not None or not any(
+            op.kind == "backward" and op.inputs and op.inputs[0] is target for op in rec.ops):
+        return None
+    keys = _record(rec)
+    found = [op for op in walk.records if op.kind == "function"
+             and any(depends(x, op.index, id(param), **keys) for x in op.inputs)]
+    if not found or _reached_around(target, param, {id(o) for op in found for o in op.outputs}, keys):
+        return None
+    fn = found[-1]
+    cls = fn.extra["cls"]
+    slot = next(k for k, x in enumerate(fn.inputs) if depends(x, fn.index, id(param), **keys))
+    try:
+        import inspect
+        src, first = inspect.getsourcelines(cls.backward)
+        first += next((k for k, text in enumerate(src) if text.lstrip().startswith("def ")), 0)
+        where = (inspect.getsourcefile(cls.backward), first)
+    except (OSError, TypeError):
+        where = None
+    cname = cls.__name__
+    return Explanation(
+        "custom_backward_none",
+        f"The target's backward() ran and its graph reaches {pname} only through {cname}, a custom "
+        f"autograd.Function{_line(fn.location)}\nbut its .grad is None: {cname}.backward returned None for "
+        f"its input {slot}{_line(where) if where else ''}\n(built-in ops always return a gradient, zeros at worst). "
+        f"backward runs with gradients off: a value recomputed inside it has no history, so torch.autograd.grad "
+        f"there gives None.\nFix: return a gradient for input {slot} from {cname}.backward — write its formula "
+        f"(e.g. grad_output * w), or compute it under `with torch.enable_grad():` from detached copies that "
+        f"require grad.", _where(where or fn.location), nodes=(rec.tensor_id(param),), op=fn.name)
+
+
+def _reached_around(target, param, through: set, keys) -> bool:
+    """Does a path from ``target`` reach ``param`` without passing through the values in ``through``?"""
+    def edges(op, t):
+        for x, k, cut in keys["edges"](op, t):
+            if id(x) not in through:
+                yield x, k, cut
+    return walk_back(target, id(param), key=keys["key"], producer=keys["producer"], edges=edges).reached
 
 
 def _grad_unset(rec, param, pname) -> Explanation | None:

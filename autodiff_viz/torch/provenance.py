@@ -149,6 +149,7 @@ class Provenance:
         self._rec = weakref.ref(rec)       # no cycle: a dropped recording frees its tensors at once
         self.grad_events: list = []        # (record index, grad enabled after, Setter)
         self.spans: list = []              # [start, end, Setter] of an autograd.Function.apply
+        self.applied: list = []            # Applied: a custom Function that joined the graph
         self.assignments: list = []        # Assignment
 
     @property
@@ -185,6 +186,22 @@ class Provenance:
             if isinstance(a.value, torch.nn.Module) and any(p is param for p in a.value.parameters()):
                 return a
         return None
+
+
+@dataclass(eq=False)
+class Applied:
+    """A custom ``autograd.Function`` whose outputs joined autograd's graph, as a record of the provenance walk
+    (shaped like a recorded op: ``index`` the record after its forward, ``kind`` ``"function"``): its outputs
+    come from its tensor inputs through the class's own ``backward``, whatever ran inside ``forward``."""
+
+    index: int
+    name: str
+    inputs: list
+    outputs: list
+    location: tuple | None
+    extra: dict
+    kind: str = "function"
+    scope: str = ""
 
 
 def _set_grad_init(original):
@@ -227,10 +244,18 @@ def _apply(original):
         for p, span in spans:
             p.spans.append(span)
         try:
-            return original.__func__(cls, *args, **kwargs)
+            result = original.__func__(cls, *args, **kwargs)
         finally:
             for p, span in spans:
                 span[1] = p._index()
+        outputs = [o for o in (result if isinstance(result, (tuple, list)) else (result,))
+                   if isinstance(o, torch.Tensor) and getattr(o.grad_fn, "_forward_cls", None) is cls]
+        if outputs:
+            inputs = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+            for p, span in spans:
+                p.applied.append(Applied(span[1], f"{cls.__name__}.apply", inputs, outputs, setter.location
+                                         if setter else None, {"cls": cls, "setter": setter}))
+        return result
     return classmethod(apply)
 
 
