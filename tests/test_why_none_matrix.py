@@ -274,10 +274,37 @@ def _tf_cases():
                        id="tf-non_trainable_asked-top")
 
 
+def _made_in_call_cases():
+    """A weight made inside ``call()`` / ``forward()``: every call makes a new one, so the weight held from an
+    earlier call is not the one the loss read. The line is where the new one is made."""
+    engine = ["class Dense(adv.layers.Layer):", "    def call(self, x):",
+              "        self.w = adv.Variable(np.ones((x.shape[-1], 2)), name='w')  # CUT",
+              "        return adv.matmul(x, self.w)",
+              "layer = Dense()", "x = adv.constant(np.ones((3, 4)))", "layer(x)", "w = layer.w",
+              "with adv.GradientTape() as tape:", "    loss = adv.reduce_sum(layer(x))",
+              "REAL = tape.gradient(loss, w)", "EX = tape.explain(loss, w)"]
+    torch_ = ["class Net(nn.Module):", "    def forward(self, x):", "        self.fc = nn.Linear(4, 2)  # CUT",
+              "        return self.fc(x)", "net = Net()", "x = torch.ones(3, 4)", "net(x)", "w = net.fc.weight",
+              "with adv.torch.record() as rec:", "    loss = net(x).sum()",
+              "    loss.backward()", "REAL = w.grad", "EX = rec.explain(loss, w)"]
+    tf_ = ["class Dense(keras.layers.Layer):", "    def call(self, x):",
+           "        self.w = tf.Variable(tf.ones((x.shape[-1], 2)), name='w')  # CUT",
+           "        return tf.matmul(x, self.w)", "layer = Dense()", "x = tf.ones((3, 4))", "layer(x)", "w = layer.w",
+           "with adv.tf.record() as rec:", "    with tf.GradientTape() as tape:",
+           "        loss = tf.reduce_sum(layer(x))", "    REAL = tape.gradient(loss, w)", "EX = rec.explain(loss, w)"]
+    return ([pytest.param(ENGINE_HEAD + "\n".join(engine) + "\n", "made_in_forward", "build()",
+                          id="engine-made_in_call-call")],
+            [pytest.param(TORCH_HEAD + "\n".join(torch_) + "\n", "made_in_forward", "__init__",
+                          id="torch-made_in_forward-forward")],
+            [pytest.param(TF_HEAD + "\n".join(tf_) + "\n", "made_in_forward", "add_weight",
+                          id="tf-made_in_call-call")])
+
+
 # the matrix: every case above, one test each
-CASES = list(_engine_cases())
-TORCH_CASES = list(_torch_cases())
-TF_CASES = list(_tf_cases())
+_MADE = _made_in_call_cases()
+CASES = list(_engine_cases()) + _MADE[0]
+TORCH_CASES = list(_torch_cases()) + _MADE[1]
+TF_CASES = list(_tf_cases()) + _MADE[2]
 
 
 def _run(tmp_path, program, name="case.py"):
@@ -347,3 +374,19 @@ def test_tf_escape_the_recording_cannot_see_is_said_plainly(tmp_path):
     ex = env["EX"]
     assert ex.reason == "unexplained" and ex.location.endswith(f"case.py:{line}")
     assert "does not show why" in ex.message and "tf.constant" in ex.message
+
+
+def test_a_weight_built_twice_at_the_top_level_is_not_made_in_forward():
+    """Two builds of the same layer in the learner's script (the second one used): the twin is not made inside
+    a call, so the diagnosis stays ``not_used`` (a different copy), never "made in call"."""
+    import numpy as np
+
+    import autodiff_viz as adv
+    first = adv.layers.Dense(2)
+    x = adv.constant(np.ones((3, 4)))
+    first(x)
+    second = adv.layers.Dense(2)
+    with adv.GradientTape() as tape:
+        loss = adv.reduce_sum(second(x))
+    assert tape.gradient(loss, first.kernel) is None
+    assert tape.explain(loss, first.kernel).reason == "not_used"

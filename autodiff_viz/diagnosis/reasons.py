@@ -48,7 +48,7 @@ TABLE = {
     "computed_outside_recording": ((T,), "the target was not computed inside the recording"),
     "optimizer_other_instance": ((T,), "the optimizer holds the parameters of another build of the model"),
     "unregistered_parameter": ((T,), "a parameter kept where nn.Module does not register it"),
-    "made_in_forward": ((T,), "a layer built inside forward: new weights on every call"),
+    "made_in_forward": ((E, T, F), "a weight or layer made inside call()/forward(): a new one on every call"),
     "rebound_parameter": ((T,), "w = w - lr * w.grad made a new tensor named w"),
     "unseen_leaf": ((T,), "a new leaf re-made from values the recording did not see"),
     "custom_backward_none": ((T,), "the only path runs through a custom autograd.Function whose backward gave None"),
@@ -165,6 +165,12 @@ FIXES = {
         "Fix: that op inside the Lambda layer has no gradient: replace it with a differentiable one (softmax "
         "weights instead of argmax), or move it out of the path you train (compute it on the outputs, for "
         "metrics).",
+    ("made_in_forward", "call"):
+        "Fix: create the weight once, in build(): self.w = self.add_weight(shape=..., initializer=...) (build runs "
+        "on the first call), and only read self.w in call(); then ask for layer.trainable_variables.",
+    ("made_in_forward", "forward"):
+        "Fix: build the layer or parameter once in __init__ (self.fc = nn.Linear(...), self.w = "
+        "nn.Parameter(...)) and only use it in forward(); then model.parameters() holds it.",
     ("requires_grad_false", "before"):
         "Fix: it was frozen before the recording (the usual fine-tuning order: load, freeze, train): unfreeze "
         "it with {name}.requires_grad_(True) and pass it to the optimizer if it should learn; leave it frozen "

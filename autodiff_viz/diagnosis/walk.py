@@ -33,7 +33,7 @@ from ..base.naming import file_line as _where
 from ..base.state import live_tapes, resolve_location
 from ..core import walks
 from ..core.tensor import Tensor, Variable, full_name
-from . import provenance, reasons
+from . import provenance, reasons, twins
 from .escapes import partial, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
 
@@ -693,6 +693,13 @@ def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
     if test is not None and test.out_id < target._id:
         return _chosen_by_if(target, source, f"The target {_label(target)} does not depend on {_label(source)}: "
                              "no op that made the target reads the source.", test)
+    read = sorted((tape.record.watched.get(t._id, t) for t in tensors.values() if t._node is None and t._lineage),
+                  key=lambda t: t._id)
+    twin = twins.twin_of(source, read, name=lambda t: getattr(t, "name", None), shape=lambda t: t.shape)
+    anew = twin is not None and twins.made_anew(_label(source), _label(twin), _made_line(twin), _made_line(source),
+                                                (source._id, twin._id, target._id))
+    if anew:
+        return anew
     return _at_target(
         target, "not_used",
         f"The target {_label(target)} does not depend on {_label(source)} at all: no op that made "

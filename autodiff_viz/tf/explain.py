@@ -42,7 +42,7 @@ from tensorflow.python.framework import ops as _ops
 from ..base import state
 from ..base.naming import code_line as line
 from ..base.naming import file_line as where
-from ..diagnosis import reasons
+from ..diagnosis import reasons, twins
 from ..diagnosis.provenance import Cut, caller_names, depends, first_cut, fresh_starts, walk_back
 from ..diagnosis.walk import Explanation, Explanations, named_sources
 from .keys import ORIGINAL_GRADIENT, tensor_key, trainable_dtype
@@ -356,12 +356,38 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
             [f"{op.name}(...) made a new constant from plain values{line(op.location)}" for op in starts]
             + [f"{sname} was read by recorded ops, but the recording saw none of its values leave TensorFlow"],
             nodes=(skey, tkey), location=where(starts[0].location))
+    twin = _twin(rec, walk, source, skey)
+    if twin is not None:
+        return twin
     msg = (f"The target does not depend on {sname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it (an unused layer, a branch not taken, or a different object than the one the "
             "model used).") + " tape.gradient returns None for it (unconnected_gradients='zero' gives zeros). "
            "Fix: check that the forward pass uses this very tensor.")
     return Explanation("not_used", msg, nodes=(skey, tkey))
+
+
+def _twin(rec, walk, source, skey) -> Explanation | None:
+    """``made_in_forward``: the target read another variable of the source's name and shape, made later (a layer
+    that makes its weight in ``call``), see :mod:`autodiff_viz.diagnosis.twins`."""
+    variable = rec.variable_of(skey)
+    variable = source if variable is None else variable
+    if not hasattr(variable, "shape"):
+        return None
+    read = [op.extra["variable"] for op in sorted(walk.records, key=lambda op: op.index)
+            if op.kind == "read" and op.extra.get("variable") is not None]
+    twin = twins.twin_of(variable, read, name=lambda v: getattr(v, "path", None) or getattr(v, "name", None),
+                         shape=lambda v: tuple(v.shape))
+    if twin is None:
+        return None
+
+    def made(v):
+        key = tensor_key(v)
+        op = next((op for op in rec.ops if op.kind == "create" and op.outputs and tensor_key(op.outputs[0]) == key),
+                  None)
+        return op.location if op is not None else None
+    return twins.made_anew(label(rec, source), label(rec, twin), made(twin), made(variable),
+                           (skey, tensor_key(twin)))
 
 
 def _left(rec, at, x, out, sname, skey) -> Explanation:

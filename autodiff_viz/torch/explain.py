@@ -44,7 +44,7 @@ import torch
 
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
-from ..diagnosis import reasons
+from ..diagnosis import reasons, twins
 from ..diagnosis.provenance import Cut, depends, first_cut, fresh_starts, walk_back
 from ..diagnosis.provenance import caller_names as provenance_names
 from ..diagnosis.walk import Explanation, Explanations
@@ -389,6 +389,15 @@ def explain_recorded(rec, target, param):
             [f"torch.{op.name}(...) made a new tensor from plain values{_line(op.location)}" for op in starts]
             + [f"{pname} was read by recorded ops, but the recording saw none of its values leave the graph"],
             nodes=(pid, tid), location=_where(starts[0].location))
+    read = [fn.variable for fn in _graph_nodes(target) if isinstance(getattr(fn, "variable", None), torch.Tensor)]
+    twin = twins.twin_of(param, sorted(read, key=rec.tensor_id), name=lambda p: rec.name_of(p) or "",
+                         shape=lambda p: tuple(p.shape), fresh=lambda p: rec.producer(p) is not None)
+    if twin is not None:
+        made_twin, made_param = rec.producer(twin), rec.producer(param)
+        anew = twins.made_anew(pname, _label(rec, twin), made_twin.location if made_twin else None,
+                               made_param.location if made_param else None, (pid, rec.tensor_id(twin)))
+        if anew is not None:
+            return anew
     msg = (f"The target does not depend on {pname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
