@@ -390,3 +390,43 @@ def test_a_weight_built_twice_at_the_top_level_is_not_made_in_forward():
         loss = adv.reduce_sum(second(x))
     assert tape.gradient(loss, first.kernel) is None
     assert tape.explain(loss, first.kernel).reason == "not_used"
+
+
+def test_torch_requires_grad_turned_on_after_the_first_use(tmp_path):
+    """``x.requires_grad = True`` after ``y = x * 2``: autograd recorded nothing for that op, so the path from
+    ``y`` to ``x`` is cut even though ``x`` requires grad now. Named at the op that read ``x`` first, with the
+    line that turned requires_grad on; never ``connected``."""
+    pytest.importorskip("torch")
+    program = TORCH_HEAD + "\n".join([
+        "x = torch.ones(3)", "with adv.torch.record() as rec:", "    y = (x * 2).sum()  # CUT",
+        "    x.requires_grad = True", "    try:", "        y.backward()", "    except RuntimeError:", "        pass",
+        "REAL = x.grad", "EX = rec.explain(y, x)"]) + "\n"
+    env, path, line = _run(tmp_path, program)
+    _check(env, path, line, "requires_grad_false", "requires_grad=True")
+    assert "turned on only afterwards" in env["EX"].message
+
+
+def test_tf_a_numpy_input_asked_for_as_the_source(tmp_path):
+    """A saliency map's mistake: ``x`` is a numpy array, ``tape.watch(tf.convert_to_tensor(x))`` watches one
+    conversion and ``model(x)`` reads another, so ``tape.gradient`` of any conversion is None. ``explain(loss, x)``
+    names the line that read a conversion and the line that watched another, never a TypeError."""
+    pytest.importorskip("tensorflow")
+    program = TF_HEAD + "\n".join([
+        "model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])",
+        "x = np.ones((4, 3), dtype='float32')", "with adv.tf.record() as rec:",
+        "    with tf.GradientTape() as tape:", "        tape.watch(tf.convert_to_tensor(x))",
+        "        loss = tf.reduce_sum(model(x))  # CUT", "    REAL = tape.gradient(loss, tf.convert_to_tensor(x))",
+        "EX = rec.explain(loss, x)"]) + "\n"
+    env, path, line = _run(tmp_path, program)
+    _check(env, path, line, "not_watched", "tf.convert_to_tensor(x)")
+    assert "numpy array" in env["EX"].message and "tape.watch(tf.convert_to_tensor(x))" in env["EX"].message
+
+
+def test_engine_a_numpy_input_asked_for_as_the_source(tmp_path):
+    """The engine's form of the same mistake: ``explain(loss, x)`` with ``x`` the numpy array a layer read."""
+    program = ENGINE_HEAD + "\n".join([
+        "layer = adv.layers.Dense(1)", "x = np.ones((4, 3))", "with adv.GradientTape() as tape:",
+        "    loss = adv.reduce_sum(layer(x))  # CUT", "REAL = tape.gradient(loss, adv.constant(x))",
+        "EX = tape.explain(loss, x)"]) + "\n"
+    env, path, line = _run(tmp_path, program)
+    _check(env, path, line, "not_watched", "adv.constant(x)")

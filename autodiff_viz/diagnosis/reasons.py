@@ -21,6 +21,9 @@ import functools
 import linecache
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..base.naming import code_line, file_line
 from .explanation import Explanation
 
 E, T, F = "engine", "torch", "tf"
@@ -217,6 +220,27 @@ def library_rule(function: str | None, what: str) -> str:
                 "the gradient; an input that requires grad makes the Function part of the graph.")
     return (f"the library's {function or 'function'} turned gradients off ({what}) while it ran your code: call "
             "the part you train directly, or use the library's training mode.")
+
+
+def array_source(array, framework: str, used=None, watched=None, nodes=()) -> Explanation:
+    """``not_watched`` for a source that is a numpy array (an input image for a saliency map): every op converts
+    it to a new tensor, so no tensor the tape recorded is the array, and a ``watch`` of a conversion watched a
+    tensor nobody used. ``used``/``watched``: the lines where a conversion was read / watched, if recorded."""
+    convert, var = {"tf": ("tf.convert_to_tensor(x)", "tf.Variable(x)"),
+                    "engine": ("adv.constant(x)", "adv.Variable(x)")}[framework]
+    lines = ""
+    if used is not None:
+        lines += f"\nA conversion of it was used here (a new tensor each time it is passed in):{code_line(used)}"
+    if watched is not None and watched != used:
+        lines += f"\nand the tape watched another conversion, which nothing used:{code_line(watched)}"
+    return Explanation(
+        "not_watched",
+        f"The source is a numpy array of shape {tuple(np.shape(array))}, not a tensor: each op that reads it "
+        f"converts it to a new constant, so the tape never recorded the array itself and there is no gradient "
+        f"with respect to it.{lines}\nFix: convert it once before the tape, x = {convert}, then inside the "
+        f"`with` block call tape.watch(x), compute the loss from that same x (model(x)), and ask for "
+        f"tape.gradient(loss, x) — or make it {var}, which tapes watch by themselves.",
+        file_line(used) if used is not None else None, nodes=tuple(nodes))
 
 
 def unexplained(seen: list, nodes=(), location=None) -> Explanation:

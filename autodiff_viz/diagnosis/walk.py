@@ -268,6 +268,8 @@ def _explain(tape, target, source) -> Explanation:
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     if not targets:
         raise TypeError("explain: give a target tensor (got an empty list).")
+    if isinstance(source, np.ndarray):
+        return _array_source(tape, targets, source)
     if not isinstance(source, Tensor):
         raise TypeError(f"explain: the source must be a tensor, got {type(source).__name__}.")
     for t in targets:
@@ -279,6 +281,17 @@ def _explain(tape, target, source) -> Explanation:
         if a.connected:
             return a
     return answers[0]
+
+
+def _array_source(tape, targets, array) -> Explanation:
+    """A numpy array asked for as the source: the first recorded op that read a conversion of it, and the line
+    of a watched conversion (a constant with the same values), if any."""
+    def holds(x):
+        return isinstance(x, Tensor) and x.shape == array.shape and np.array_equal(x.numpy(), array)
+    used = next((n.location for t in targets if isinstance(t, Tensor) for n in _history(t)[0]
+                 if any(x._node is None and holds(x) for x in n.inputs)), None)
+    watched = next((w for w in tape.record.watched.values() if not isinstance(w, Variable) and holds(w)), None)
+    return reasons.array_source(array, "engine", used, None if watched is None else _made_line(watched))
 
 
 def _plain_target(tape, target, source) -> Explanation:

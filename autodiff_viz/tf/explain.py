@@ -232,6 +232,8 @@ def explain_recorded(rec, target, source):
                                "so TensorFlow returns None. Fix: build a model that also outputs that layer "
                                "(keras.Model(model.inputs, [layer.output, model.output])), call it inside the "
                                "tape, and differentiate with respect to the tensor that call returns.")
+        if isinstance(source, np.ndarray):
+            return _array_source(rec, source)
         raise TypeError(f"explain: source must be a tf.Tensor or tf.Variable, got {type(source).__name__}.")
     if not isinstance(target, (tf.Tensor, tf.Variable)) and not hasattr(target, "_id"):
         return _not_a_tensor(rec, target, source)
@@ -430,6 +432,18 @@ def _not_watched(rec, info, source, skey, sname, first_use) -> Explanation:
                "`with tf.GradientTape() as tape:` block before using it, or make it a tf.Variable.")
     return Explanation("not_watched", f"The tape never watched {sname}, used here:{line(loc)}\n{why}",
                        where(loc), nodes=(skey,), op=first_use.name if first_use is not None else None)
+
+
+def _array_source(rec, array) -> Explanation:
+    """A numpy array asked for as the source: where a conversion of it was read, and where one was watched."""
+    def holds(x):
+        try:
+            return tuple(x.shape) == array.shape and np.array_equal(np.asarray(x), array)
+        except (TypeError, ValueError, AttributeError):
+            return False
+    used = next((op.location for op in rec.ops if op.kind == "op" and any(holds(x) for x in op.inputs)), None)
+    watched = next((op.location for op in rec.ops if op.kind == "watch" and any(holds(x) for x in op.inputs)), None)
+    return reasons.array_source(array, "tf", used, watched)
 
 
 def _not_a_tensor(rec, target, source) -> Explanation:

@@ -134,6 +134,10 @@ def _cut(op, t_in, out) -> tuple[str, str] | None:
     if not _is_float(t_in):
         return "integer_dtype", f"torch.{op.name} works on integer values ({str(t_in.dtype)[6:]}): no gradient"
     kind = _op_kind(op, t_in, out)
+    if kind is None and op.kind == "op" and t_in.is_leaf and t_in.requires_grad and _is_float(out) \
+            and out.grad_fn is None and not out.is_inference():      # the leaf required grad only later
+        return "requires_grad_false", (f"none of torch.{op.name}'s inputs required grad when it ran, so its "
+                                       "output has no history")
     if kind == "cast":
         return "integer_dtype", f"torch.{op.name} casts to {str(out.dtype)[6:]}: {_OP_FIXES['cast']}"
     if kind is not None:
@@ -377,7 +381,7 @@ def explain_recorded(rec, target, param):
     leaves = walk.leaves
     cut = first_cut(walk, id(param), rank=_cast_first, **_record(rec))
     if cut is not None:
-        return _at_cut(rec, cut, pname, pid)
+        return _at_cut(rec, cut, pname, pid, param)
     used = any(any(x is param for x in op.inputs) for op in rec.ops if op.kind == "op")
     read = used or any(x is param for op in rec.ops if op.kind in ("detach", "escape") for x in op.inputs)
     unseen = _unseen_leaf(rec, target, param, pname, leaves, read)
@@ -432,7 +436,7 @@ _CUT_FIXES = {
 }
 
 
-def _at_cut(rec, cut, pname, pid) -> Explanation:
+def _at_cut(rec, cut, pname, pid, param=None) -> Explanation:
     """The explanation of the first cut the walk found, its fix chosen by the cut's kind and its context."""
     op, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
     loc = op.location
@@ -478,8 +482,32 @@ def _at_cut(rec, cut, pname, pid) -> Explanation:
             msg = f"The gradient from the target cannot reach {pname}: {words}{_CUT_FIXES[reason]}"
             return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name,
                                locations=tuple(_where(v) for v in (loc, setter.location) if v))
+    if reason == "requires_grad_false":
+        return _required_later(rec, cut, pname, nodes, edges, param)
     msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{_CUT_FIXES[reason]}".rstrip()
     return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name)
+
+
+def _required_later(rec, cut, pname, nodes, edges, param) -> Explanation:
+    """``requires_grad_false`` at an op that read the source before it required grad (``x.requires_grad = True``
+    after ``y = x * 2``): autograd records only ops whose inputs require grad at the moment they run. The line
+    is the first op that read the source itself without recording it."""
+    op = next((r for r in rec.ops[:cut.at.index + 1] if r.kind == "op" and any(x is param for x in r.inputs)
+               and all(_is_float(o) and o.grad_fn is None for o in r.outputs)), cut.at)
+    loc = op.location
+    later = next((r for r in rec.ops[op.index:] if r.kind == "requires_grad" and r.extra.get("to")
+                  and r.inputs[0] is param), None)
+    when = f"\nrequires_grad was turned on only afterwards{_line(later.location)}" if later is not None else ""
+    words = (f"{pname} did not require grad yet when torch.{op.name} read it, so autograd did not record it"
+             if any(x is param for x in op.inputs) else cut.words)
+    return Explanation(
+        "requires_grad_false",
+        f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}{when}\n"
+        "autograd records an op only if an input requires grad at the moment it runs; turning requires_grad on "
+        "later does not reach back to ops already run. Fix: make the tensor with requires_grad=True "
+        "(torch.ones(3, requires_grad=True)) or call x.requires_grad_() before the first op that uses it.",
+        _where(loc), nodes=nodes, edges=edges, op=op.name,
+        locations=tuple(_where(v) for v in (loc, later.location if later is not None else None) if v))
 
 
 def _left(rec, cut, pname, nodes, edges) -> Explanation:
