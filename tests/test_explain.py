@@ -254,7 +254,7 @@ def test_explanation_renders_as_text_and_escaped_html(W):
 def test_explain_rejects_non_tensors(W):
     with adv.GradientTape() as tape:
         y = W * 2.0
-    with pytest.raises(TypeError, match="source must be a tensor"):
+    with pytest.raises(TypeError, match="sources must be tensors or variables, got float"):
         tape.explain(y, 3.0)
 
 

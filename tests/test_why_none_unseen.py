@@ -493,3 +493,84 @@ def test_argmax_has_no_registered_gradient(tf):
     ex = rec.explain(z, x)
     assert ex.reason in ("non_differentiable_op", "integer_dtype")
     assert ex.location == _line(test_argmax_has_no_registered_gradient, "z = tf.cast(tf.argmax(x, 0)")
+
+
+def test_gradient_with_respect_to_model_inputs_names_the_placeholder(tf):
+    """https://github.com/tensorflow/tensorflow/issues/31264 — ``tape.watch(model.inputs)`` then
+    ``tape.gradient(loss, model.inputs)`` inside a ``train_step``; the answer: model.inputs is not the batch —
+    watch ``images`` and differentiate with respect to them. Keras 3 raises "'KerasTensor' object has no
+    attribute '_id'"; under the recording the same AttributeError says what the source is and the fix, and
+    ``explain`` answers the same."""
+    import keras
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    images, labels = tf.ones((3, 4)), tf.zeros((3, 2))
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            predictions = model(images)
+            loss = tf.reduce_mean((labels - predictions) ** 2)
+        with pytest.raises(AttributeError, match="_id") as raised:
+            tape.gradient(loss, model.inputs)
+    assert "symbolic input" in str(raised.value) and "tape.watch(x)" in str(raised.value)
+    ex = rec.explain(loss, model.inputs[0])
+    assert ex.reason == "not_used" and "model.inputs" in ex.message and "tape.gradient(loss, x)" in ex.message
+    with tf.GradientTape() as tape:                      # the answer's fix gives the gradient
+        tape.watch(images)
+        loss = tf.reduce_mean((labels - model(images)) ** 2)
+    assert tape.gradient(loss, images).shape == (3, 4)
+
+
+def test_gradient_with_respect_to_a_model_object(tf):
+    """https://github.com/keras-team/keras/issues/14287 — ``grads = tape.gradient(loss, training_model)`` raises
+    "'Sequential' object has no attribute '_id'"; the reporter's fix: ``training_model.trainable_variables``."""
+    import keras
+    training_model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    state = tf.ones((4, 3))
+    with adv.tf.record():
+        with tf.GradientTape() as tape:
+            pred = training_model(state)
+            loss = tf.reduce_mean((state[:, :2] - pred) ** 2)
+        with pytest.raises(AttributeError, match="Sequential") as raised:
+            tape.gradient(loss, training_model)
+    assert "model.trainable_variables" in str(raised.value)
+
+
+def test_grad_cam_on_a_layer_output_of_the_functional_graph(tf):
+    """https://github.com/tensorflow/tensorflow/issues/46194 — Grad-CAM: ``gtape.gradient(loss, conv_output)`` with
+    ``conv_output = model.get_layer(layer_name).output``, a KerasTensor of the functional graph, raises
+    "'KerasTensor' object has no attribute '_id'". The fix is a model that also outputs the layer, called
+    inside the tape (the keras.io Grad-CAM example's ``grad_model``)."""
+    import keras
+    inputs = keras.Input((6, 6, 1))
+    conv = keras.layers.Conv2D(2, 3, name="activation_16")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(3)(keras.layers.Flatten()(conv)))
+    image = tf.ones((1, 6, 6, 1))
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as gtape:
+            loss = model(image)[:, 1]
+        conv_output = model.get_layer("activation_16").output
+        with pytest.raises(AttributeError, match="_id") as raised:
+            gtape.gradient(loss, conv_output)
+    assert "layer's symbolic output" in str(raised.value)
+    assert "model.get_layer('activation_16').output, model.output" in str(raised.value)
+    ex = rec.explain(loss, conv_output)
+    assert ex.reason == "not_used" and "keras.Model(model.inputs" in ex.message
+    grad_model = keras.Model(model.inputs, [conv_output, model.output])   # the fix, as the answer writes it
+    with tf.GradientTape() as gtape:
+        conv_value, predictions = grad_model(image)
+        loss = predictions[:, 1]
+    assert gtape.gradient(loss, conv_value).shape == (1, 4, 4, 2)
+
+
+def test_engine_gradient_with_respect_to_model_inputs():
+    """https://github.com/tensorflow/tensorflow/issues/31264 in the engine: ``tape.gradient(loss, model.inputs)``
+    is refused with what model.inputs is and the fix (watch the batch), and ``explain`` says the same."""
+    inputs = adv.Input((4,))
+    model = adv.Model(inputs, adv.layers.Dense(2)(inputs))
+    images = adv.constant(np.ones((3, 4), "float32"))
+    with adv.GradientTape() as tape:
+        loss = adv.reduce_mean(model(images) ** 2)
+    ex = tape.explain(loss, model.inputs[0])
+    assert ex.reason == "not_used" and "tape.watch(x)" in ex.message
+    with pytest.raises(TypeError, match="symbolic input"):
+        tape.gradient(loss, model.inputs)

@@ -243,6 +243,65 @@ def array_source(array, framework: str, used=None, watched=None, nodes=()) -> Ex
         file_line(used) if used is not None else None, nodes=tuple(nodes))
 
 
+def symbolic(obj) -> bool:
+    """A Keras symbolic tensor (``keras.Input``, ``layer.output`` of a functional model): it describes the
+    model's graph and holds no value, so no tape ever computes it."""
+    return type(obj).__name__ == "KerasTensor" or getattr(obj, "_keras_history", None) is not None
+
+
+_SPELLING = {"tf": ("tf.convert_to_tensor", "tf.Variable"), "engine": ("adv.constant", "adv.Variable")}
+
+
+def wrong_source(obj, framework: str) -> str | None:
+    """What a source that no tape can differentiate with respect to is, and what to pass instead — or None
+    for a tensor or variable. A tape knows the tensors it computed or watched, so: a functional model's
+    symbolic input (``model.inputs``) is replaced by the batch itself, watched; a layer's symbolic output by
+    the output of a call made inside the tape; a layer or model by its ``trainable_variables``; a numpy array
+    by one tensor made from it before the tape."""
+    convert, variable = _SPELLING[framework]
+    kind = type(obj).__name__
+    if symbolic(obj):
+        history = getattr(obj, "_keras_history", None)
+        maker = getattr(history, "operation", None) or getattr(history[0], "layer", None) if history else None
+        name = getattr(obj, "name", None) or "a KerasTensor"
+        if maker is None or type(maker).__name__ == "InputLayer":
+            return (f"the source {name!r} is a model's symbolic input (model.inputs / keras.Input): a placeholder "
+                    "that describes the model and holds no value, not the batch this tape saw, so there is no "
+                    f"gradient with respect to it. Fix: x = {convert}(batch); inside the tape call "
+                    "tape.watch(x) and loss = loss_fn(model(x)); then ask for tape.gradient(loss, x).")
+        layer = f"model.get_layer({getattr(maker, 'name', '...')!r}).output"
+        fix = (f"call the model inside the tape, then ask for the gradient with respect to {layer} read after "
+               "that call (here it is then the real output of the call)" if framework == "engine" else
+               f"build a model that also outputs that layer (keras.Model(model.inputs, [{layer}, "
+               "model.output])), call it inside the tape, and differentiate with respect to the tensor that "
+               "call returns")
+        return (f"the source {name!r} is a layer's symbolic output (layer.output of a functional model): a "
+                "placeholder that describes the model and holds no value, so there is no gradient with respect "
+                f"to it. Fix: {fix}.")
+    if hasattr(obj, "trainable_variables"):
+        what = "model" if any(c.__name__ == "Model" for c in type(obj).__mro__) else "layer"
+        return (f"the source {getattr(obj, 'name', kind)!r} is a {kind} object, not a tensor or variable: a tape "
+                f"differentiates with respect to tensors and variables only. Fix: tape.gradient(loss, "
+                f"{what}.trainable_variables) gives one gradient per weight, in the order an optimizer's "
+                "apply_gradients expects.")
+    if isinstance(obj, np.ndarray):
+        return (f"the source is a numpy array of shape {obj.shape}, not a tensor: each op converts it to a new "
+                f"constant, so the tape never saw the array itself. Fix: x = {convert}(array) before the tape, "
+                "tape.watch(x) inside it, compute the loss from that same x, then tape.gradient(loss, x).")
+    return (f"sources must be tensors or variables, got {kind}: give a {variable}, or a tensor you "
+            f"tape.watch (x = {convert}(value)).")
+
+
+def not_a_tensor_source(source, framework: str) -> Explanation:
+    """``explain`` asked about a source that is not a tensor: a Keras symbolic tensor is explained (it is a
+    real question: "why is the gradient with respect to model.inputs None?"); anything else is a misuse of
+    ``explain`` and raises a TypeError that says what to pass."""
+    said = wrong_source(source, framework)
+    if not symbolic(source):
+        raise TypeError(f"explain: {said}")
+    return Explanation("not_used", said[:1].upper() + said[1:])
+
+
 def unexplained(seen: list, nodes=(), location=None) -> Explanation:
     """The walk found no cause it can stand behind: say so, with what the recording did show."""
     shown = "\n".join(f"  - {s}" for s in seen) or "  - nothing on the way from the target to the source"

@@ -271,7 +271,7 @@ def _explain(tape, target, source) -> Explanation:
     if isinstance(source, np.ndarray):
         return _array_source(tape, targets, source)
     if not isinstance(source, Tensor):
-        raise TypeError(f"explain: the source must be a tensor, got {type(source).__name__}.")
+        return reasons.not_a_tensor_source(source, "engine")
     for t in targets:
         if not isinstance(t, (Tensor, int, float, complex, np.number, np.ndarray)):
             raise TypeError(f"explain: the target must be a tensor, got {type(t).__name__}.")

@@ -30,6 +30,7 @@ from ..base.structure import flatten
 from ..core import engine, rules, walks
 from ..core.tensor import Tensor, Variable, _ids, _label, full_name
 from ..diagnosis.escapes import warn_partial
+from ..diagnosis.reasons import wrong_source
 from ..diagnosis.walk import UnconnectedGradientError, explain, require_recorded
 from .traces.build import build_trace
 
@@ -562,16 +563,8 @@ class GradientTape:
         for s in sources:
             if (type(s) is Variable or type(s) is Tensor) and s._value.dtype.kind in "fc":
                 continue        # the usual source: nothing to explain
-            if type(s).__name__ == "KerasTensor":
-                history = getattr(s, "_keras_history", None)
-                layer = history[0].layer.name if history else s.name
-                raise TypeError(f"{what}: {s.name} is a symbolic tensor of the functional API (it describes "
-                                "the model and holds no value). Call the model inside the tape, then ask for "
-                                f"the gradient with respect to the real output of that call: "
-                                f"model.get_layer({layer!r}).output.")
             if not isinstance(s, Tensor):
-                raise TypeError(f"{what}: sources must be tensors, got {type(s).__name__}. "
-                                "Make it a tensor first (adv.constant or adv.Variable) and watch it.")
+                raise TypeError(f"{what}: {wrong_source(s, 'engine')}")
             if s.dtype.kind not in "fc":
                 warnings.warn(
                     f"{what}: the source {_label(s)} has dtype {s.dtype}, so its gradient is None (gradients "

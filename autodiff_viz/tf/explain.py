@@ -226,15 +226,9 @@ def explain_recorded(rec, target, source):
     if many is not None:
         return Explanations([(n, explain_recorded(rec, target, s)) for n, s in many])
     if not hasattr(source, "_id") and not hasattr(source, "handle"):
-        if getattr(source, "_keras_history", None) is not None or type(source).__name__ == "KerasTensor":
-            return Explanation("not_used", "The source is a symbolic Keras tensor (layer.output of a functional "
-                               "model): it is a placeholder of the model's graph, not a value this tape computed, "
-                               "so TensorFlow returns None. Fix: build a model that also outputs that layer "
-                               "(keras.Model(model.inputs, [layer.output, model.output])), call it inside the "
-                               "tape, and differentiate with respect to the tensor that call returns.")
         if isinstance(source, np.ndarray):
             return _array_source(rec, source)
-        raise TypeError(f"explain: source must be a tf.Tensor or tf.Variable, got {type(source).__name__}.")
+        return reasons.not_a_tensor_source(source, "tf")
     if not isinstance(target, (tf.Tensor, tf.Variable)) and not hasattr(target, "_id"):
         return _not_a_tensor(rec, target, source)
     skey = tensor_key(source)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
 
+from ..diagnosis.reasons import wrong_source
+
 _TRAINABLE = (tf.resource, tf.variant)
 ORIGINAL_GRADIENT = _backprop.GradientTape.gradient     # unwrapped, for the trace's own questions
 
@@ -25,3 +27,10 @@ def tensor_key(t) -> int:
     if handle is not None and not isinstance(t, tf.Tensor):
         return handle._id
     return t._id
+
+
+def unusable_sources(sources) -> list[str]:
+    """One sentence per source TensorFlow's tape cannot differentiate with respect to (it knows tensors and
+    variables only): what it is and what to pass instead (:func:`~autodiff_viz.diagnosis.reasons.wrong_source`)."""
+    return [wrong_source(t, "tf") for t in tf.nest.flatten(sources, expand_composites=False)
+            if not hasattr(t, "_id") and not hasattr(t, "handle")]

@@ -67,7 +67,7 @@ from tensorflow.python.ops import resource_variable_ops as _rvo
 from ..base import naming
 from ..bridges import recordings
 from . import provenance
-from .keys import tensor_key, trainable_dtype
+from .keys import tensor_key, trainable_dtype, unusable_sources
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -277,6 +277,12 @@ def _install():
                     rec._busy = True
                 try:
                     result = original(self, target, sources, *args, **kwargs)
+                except AttributeError as err:
+                    wrong = unusable_sources(sources)
+                    if not wrong or "_id" not in str(err):
+                        raise
+                    more = f"\n(and {len(wrong) - 1} more source(s) that are not tensors)" if len(wrong) > 1 else ""
+                    raise AttributeError(f"tape.{kind} ({err}): {wrong[0]}{more}") from err
                 finally:
                     for rec in recs:
                         rec._busy = False
