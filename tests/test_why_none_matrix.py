@@ -263,6 +263,14 @@ def _tf_cases():
              "        REAL = tape.gradient(loss, layer.mu)", "EX = rec.explain(loss, layer.mu)"]
     yield pytest.param(TF_HEAD + "\n".join(build) + "\n", "computed_outside_tape", "call()",
                        id="tf-computed_in_build-build")
+    built = ["class Bayes(keras.layers.Layer):", "    def build(self, input_shape):",
+             "        self.mu = tf.Variable(tf.ones((input_shape[-1], 2)))",
+             "        self.kernel = self.mu * 2.0  # CUT", "    def call(self, x):", "        return x @ self.kernel",
+             "layer = Bayes()", "x = tf.ones((4, 3))", "layer(x)", "with adv.tf.record() as rec:",
+             "    with tf.GradientTape() as tape:", "        loss = tf.reduce_sum(layer(x))",
+             "    REAL = tape.gradient(loss, layer.mu)", "EX = rec.explain(loss, layer.mu)"]
+    yield pytest.param(TF_HEAD + "\n".join(built) + "\n", "computed_outside_tape", "call()",
+                       id="tf-computed_in_build-before")
     bn = ["model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(),",
           "                          keras.layers.Dense(1)])", "x = tf.ones((4, 3))",
           "with adv.tf.record() as rec:", "    with tf.GradientTape() as tape:",

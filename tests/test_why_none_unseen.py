@@ -574,3 +574,47 @@ def test_engine_gradient_with_respect_to_model_inputs():
     assert ex.reason == "not_used" and "tape.watch(x)" in ex.message
     with pytest.raises(TypeError, match="symbolic input"):
         tape.gradient(loss, model.inputs)
+
+
+def test_noisy_layer_computes_its_kernel_in_build(tf):
+    """https://github.com/tensorflow/tensorflow/issues/32729 — a NoisyDense layer computes ``self.kernel =
+    self.weight_mu + self.weight_sigma * self.weights_eps`` (and the bias) in ``build``; the bias variable has
+    ``None`` for gradient, and the error disappears when those lines move into ``call``. The answer: ``build``
+    runs once, ``call`` on every forward pass. The diagnosis names both attributes computed in ``build``, with
+    their lines, the line of ``call`` that reads them, and the fix for ``build``."""
+    import keras
+
+    class NoisyDense(keras.layers.Layer):
+        def __init__(self, units, std_init=0.5):
+            super().__init__()
+            self.units = units
+            self.std_init = std_init
+
+        def build(self, input_shape):
+            n = input_shape[-1]
+            self.weight_mu = tf.Variable(tf.random.uniform((n, self.units), -0.5, 0.5))
+            self.weight_sigma = tf.Variable(tf.fill((n, self.units), self.std_init))
+            self.bias_mu = tf.Variable(tf.random.uniform((self.units,), -0.5, 0.5))
+            self.bias_sigma = tf.Variable(tf.fill((self.units,), self.std_init))
+            self.weights_eps = tf.random.normal((n, self.units))
+            self.bias_eps = tf.random.normal((self.units,))
+            self.kernel = self.weight_mu + self.weight_sigma * self.weights_eps
+            self.bias = self.bias_mu + self.bias_sigma * self.bias_eps
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.kernel) + self.bias
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), NoisyDense(3)])
+    noisy = model.layers[-1]
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(tf.ones((2, 4))) - tf.zeros((2, 3))) ** 2)
+        grads = tape.gradient(loss, [noisy.bias_mu, noisy.weight_mu])
+    assert grads == [None, None]
+    ex = rec.explain(loss, noisy.bias_mu)
+    assert ex.reason == "computed_outside_tape"
+    assert ex.location == _line(NoisyDense.build, "self.bias = self.bias_mu")
+    assert _line(NoisyDense.build, "self.kernel = ") in ex.locations
+    assert _line(NoisyDense.call, "return tf.matmul") in ex.locations
+    assert "noisy_dense.bias_mu" in ex.message and "compute it in call()" in ex.message
+    assert rec.explain(loss, noisy.weight_mu).location == _line(NoisyDense.build, "self.kernel = ")

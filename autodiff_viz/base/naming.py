@@ -235,3 +235,32 @@ def lost_at(esc, where: bool = True) -> str:
     if how == "np.asarray()" and esc.location and ".dot(" in code_line(esc.location):
         how += " (a numpy array's .dot() converted the tensor to an array)"
     return f"{place} through {how}" if where else f"through {how}"
+
+
+def attribute_assignment(cls, attr: str) -> tuple[str, int, str] | None:
+    """``(file, line, method)`` of the first ``self.<attr> = ...`` in ``cls`` or a class it inherits from (the
+    user's own code first), or None when no source is found. Tells a value a layer computed once (in
+    ``build`` or ``__init__``) from one it computes on every call."""
+    import inspect
+    for klass in getattr(cls, "__mro__", (cls,)):
+        try:
+            lines, start = inspect.getsourcelines(klass)
+            filename = inspect.getsourcefile(klass)
+        except (OSError, TypeError):
+            continue
+        try:
+            tree = ast.parse("".join(lines).replace("\r", "") if lines[0][:1] not in " \t" else
+                             "if 1:\n" + "".join(lines))
+        except SyntaxError:
+            continue
+        shift = start - 1 - (1 if lines[0][:1] in " \t" else 0)
+        for method in ast.walk(tree):
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(method):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else ()
+                if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                       and t.value.id == "self" for t in targets):
+                    return filename, node.lineno + shift, method.name
+    return None

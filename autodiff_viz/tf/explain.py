@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops as _ops
 
-from ..base import state
+from ..base import naming, state
 from ..base.naming import code_line as line
 from ..base.naming import file_line as where
 from ..diagnosis import reasons, twins
@@ -67,8 +67,20 @@ def label(rec, t) -> str:
     path = getattr(t, "path", None) if not isinstance(t, tf.Tensor) else None
     mine = (getattr(rec, "_caller_names", None) or {}).get(id(t)) if rec is not None else None
     name = path if isinstance(path, str) and "/" in path else mine or (rec.name_of(t) if rec is not None else None)
+    if rec is not None and isinstance(name, str) and name.rsplit("/", 1)[-1].startswith("Variable"):
+        name = _attribute_name(rec, t) or name       # an unnamed tf.Variable: the layer attribute that holds it
     shape = tuple(t.shape)
     return f"'{name}' (shape {shape})" if name else f"a tensor of shape {shape}"
+
+
+def _attribute_name(rec, v) -> str | None:
+    """``layer.attr`` for a variable a Keras layer seen by the recording holds as an attribute, else None."""
+    key = tensor_key(v)
+    for layer in _all_layers(rec):
+        for attr, value in vars(layer).items():
+            if hasattr(value, "handle") and not isinstance(value, tf.Tensor) and tensor_key(value) == key:
+                return f"{getattr(layer, 'name', type(layer).__name__)}.{attr}"
+    return None
 
 
 def pick_tape(rec, target):
@@ -352,7 +364,7 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
             [f"{op.name}(...) made a new constant from plain values{line(op.location)}" for op in starts]
             + [f"{sname} was read by recorded ops, but the recording saw none of its values leave TensorFlow"],
             nodes=(skey, tkey), location=where(starts[0].location))
-    twin = _twin(rec, walk, source, skey)
+    twin = _twin(rec, walk, source, skey) or _stale_attribute(rec, walk, skey, sname)
     if twin is not None:
         return twin
     msg = (f"The target does not depend on {sname}: " +
@@ -361,6 +373,54 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
             "model used).") + " tape.gradient returns None for it (unconnected_gradients='zero' gives zeros). "
            "Fix: check that the forward pass uses this very tensor.")
     return Explanation("not_used", msg, nodes=(skey, tkey))
+
+
+def _stale_attribute(rec, walk, skey, sname) -> Explanation | None:
+    """``computed_outside_tape``: the target read tensors that a layer keeps as attributes, computed once
+    before the recording (``self.kernel = self.mu + self.sigma * eps`` in ``build``), on the layer that also
+    holds the source. A tensor is a value, not a formula: computed once, it is a constant to every later tape,
+    so the gradient stops there. Named only when that same layer holds the source; every such attribute is
+    named (the recording cannot tell which one the source went into: the one whose name the source's
+    starts with comes first), with the line that computed it and the fix for the method it is in."""
+    leaves = {tensor_key(t) for t in walk.leaves if isinstance(t, tf.Tensor)}
+    for layer in _all_layers(rec) if leaves else ():
+        attrs = {k: v for k, v in vars(layer).items() if not k.startswith("__")}
+        own = next((k for k, v in attrs.items() if hasattr(v, "handle") and tensor_key(v) == skey), None)
+        if own is None and not any(tensor_key(w) == skey for w in getattr(layer, "weights", ())):
+            continue
+        stale = sorted((k for k, v in attrs.items() if isinstance(v, tf.Tensor) and v._id in leaves),
+                       key=lambda k: not (own or "").startswith(k))
+        if not stale:
+            continue
+        made = [naming.attribute_assignment(type(layer), k) for k in stale]
+        first = next((m for m in made if m), None)
+        read = next((op for op in rec.ops if op.kind == "op" and any(
+            getattr(x, "_id", None) == attrs[stale[0]]._id for x in op.inputs)), None)
+        context = reasons.context_of(first[:2]) if first else reasons.Context("top")
+        fix = reasons.fix("computed_outside_tape", context, _CUT_FIXES["computed_outside_tape"])
+        name = getattr(layer, "name", type(layer).__name__)
+        said = "".join(f"\n{name}.{k}, computed in {m[2]}(){line(m[:2])}" if m else f"\n{name}.{k}"
+                       for k, m in zip(stale, made))
+        used = f"\nThe target reads it here:{line(read.location)}" if read is not None else ""
+        places = [where(m[:2]) for m in made if m] + ([where(read.location)] if read is not None else [])
+        return Explanation(
+            "computed_outside_tape",
+            f"The gradient from the target cannot reach {sname}: the target reads tensors the layer '{name}' "
+            f"computed once, before this tape opened:{said}\nA tensor stores a value, not how it was computed, "
+            f"so to this tape it is a constant and the gradient stops there.{used}\n{fix}",
+            places[0] if places else None, nodes=(skey,), op=stale[0], locations=tuple(dict.fromkeys(places)))
+    return None
+
+
+def _all_layers(rec) -> list:
+    """Every Keras layer the recording saw called, with its sublayers, each once."""
+    out, seen = [], set()
+    for top in list(rec._layers.values()):
+        for layer in (top._flatten_layers() if hasattr(top, "_flatten_layers") else [top]):
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                out.append(layer)
+    return out
 
 
 def _twin(rec, walk, source, skey) -> Explanation | None:
@@ -465,16 +525,7 @@ def _is_array(x) -> bool:
 def _holders(rec, skey) -> list:
     """The Keras layers seen by the recording (and their sublayers) that hold the weight keyed ``skey``,
     outermost first."""
-    out, seen = [], set()
-    for top in list(rec._layers.values()):
-        flat = top._flatten_layers() if hasattr(top, "_flatten_layers") else [top]
-        for layer in flat:
-            if id(layer) in seen:
-                continue
-            seen.add(id(layer))
-            if any(tensor_key(w) == skey for w in getattr(layer, "weights", ())):
-                out.append(layer)
-    return out
+    return [layer for layer in _all_layers(rec) if any(tensor_key(w) == skey for w in getattr(layer, "weights", ()))]
 
 
 def _frozen_layer(rec, source, skey, sname) -> Explanation | None:
