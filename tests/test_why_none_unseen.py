@@ -618,3 +618,53 @@ def test_noisy_layer_computes_its_kernel_in_build(tf):
     assert _line(NoisyDense.call, "return tf.matmul") in ex.locations
     assert "noisy_dense.bias_mu" in ex.message and "compute it in call()" in ex.message
     assert rec.explain(loss, noisy.weight_mu).location == _line(NoisyDense.build, "self.kernel = ")
+
+
+def test_model_predict_inside_the_tape(tf):
+    """https://github.com/tensorflow/tensorflow/issues/20630 — the eager guide's regression with a Keras model:
+    ``error = model.predict(x) - y`` inside the tape gives None gradients. The answer: ``predict`` returns a
+    numpy array, and TensorFlow cannot differentiate through numpy; use ``model(x)``. The numpy conversion
+    happens inside Keras, so the diagnosis names the user's line that called into it."""
+    import keras
+
+    class Model(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense1 = keras.layers.Dense(units=1, activation="relu")
+
+        def call(self, inputs):
+            return self.dense1(inputs)
+
+    n = 10
+    x = tf.random.normal([n, 2])
+    y = x * 3 + 2 + tf.random.normal([n, 2])
+    model = Model()
+    model(x)
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            error = model.predict(x, verbose=0) - y
+            loss_value = tf.reduce_mean(tf.square(error))
+        grads = tape.gradient(loss_value, model.trainable_variables)
+    assert grads == [None, None]
+    ex = rec.explain(loss_value, model.dense1.kernel)
+    assert ex.reason == "left_the_tape"
+    assert ex.location == _line(test_model_predict_inside_the_tape, "error = model.predict(x, verbose=0) - y")
+    assert "model(x)" in ex.message
+    with tf.GradientTape() as tape:                     # the answer's fix
+        loss_value = tf.reduce_mean(tf.square(model(x) - y))
+    assert all(g is not None for g in tape.gradient(loss_value, model.trainable_variables))
+
+
+def test_a_scalar_a_library_logged_is_no_evidence(tf):
+    """The negative side of the library-escape link: Keras converting a scalar loss to a float for its logs
+    is not taken as the cause when the target simply does not use the variable."""
+    import keras
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    unused = tf.Variable(1.0)
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(tf.ones((3, 2))) ** 2)
+        model.compile(loss="mse")
+        model.evaluate(tf.ones((3, 2)), tf.zeros((3, 1)), verbose=0)
+        assert tape.gradient(loss, unused) is None
+    assert rec.explain(loss, unused).reason == "not_used"

@@ -357,6 +357,9 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
                            "(it came back as a new constant, with no history). Fix: keep computing with the "
                            "tensor (tf.* ops instead of np.*, no .numpy() in the middle).",
                            where(e.location), nodes=(skey, tkey), op=e.extra["how"])
+    lost = _left_in_library(rec, walk, skey, sname)
+    if lost is not None:
+        return lost
     used = any(any(tensor_key(x) == skey for x in op.inputs) for op in rec.ops if op.kind in ("op", "read"))
     starts = fresh_starts(walk)
     if used and starts:
@@ -373,6 +376,33 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
             "model used).") + " tape.gradient returns None for it (unconnected_gradients='zero' gives zeros). "
            "Fix: check that the forward pass uses this very tensor.")
     return Explanation("not_used", msg, nodes=(skey, tkey))
+
+
+def _left_in_library(rec, walk, skey, sname) -> Explanation | None:
+    """``left_the_tape`` inside a library call: a value computed from the source left TensorFlow within code
+    the user called (Keras' ``model.predict`` returns numpy), and the target was computed from a constant
+    holding exactly those values. The link is the values themselves (same shape, equal entries), so an
+    unrelated numpy value never stands in for it; the line is the user's call into the library."""
+    leaves = [t for t in walk.leaves if isinstance(t, tf.Tensor) and rec.producer(t) is None]
+    if not leaves:
+        return None
+    for e in reversed(rec.ops):
+        if e.kind != "library_escape" or not e.inputs or not _depends(rec, e.inputs[0], e.index, skey):
+            continue
+        value = np.asarray(e.extra["value"])
+        if value.size < 2:          # a scalar (a logged loss) matches too easily to be evidence
+            continue
+        if not any(tuple(t.shape) == value.shape and np.array_equal(t.numpy(), value) for t in leaves):
+            continue
+        return Explanation(
+            "left_the_tape",
+            f"The gradient from the target cannot reach {sname}: a library call on this line computed a value "
+            f"from {sname} and handed it back as numpy (the library called {e.extra['how']}):{line(e.location)}\n"
+            "The target was computed from those numpy values, which TensorFlow takes back as a new constant with "
+            "no history. Fix: inside the tape, use a call that returns tensors — for a Keras model, model(x) (or "
+            "model(x, training=True)) instead of model.predict(x), which is for inference and returns numpy; "
+            "for other code, TensorFlow ops on the tensors.", where(e.location), nodes=(skey,), op=e.extra["how"])
+    return None
 
 
 def _stale_attribute(rec, walk, skey, sname) -> Explanation | None:

@@ -305,9 +305,9 @@ def _install():
             @functools.wraps(original)
             def call(self, *args, **kwargs):
                 out = original(self, *args, **kwargs)
-                if _called_by_user():
-                    for rec in _recordings():
-                        rec._escaped(self, _ESCAPES[name], out)
+                by_user = _called_by_user()
+                for rec in _recordings():
+                    rec._escaped(self, _ESCAPES[name], out, library=not by_user)
                 return out
             return call
         return make
@@ -708,8 +708,11 @@ class Recording(recordings.Recording):
         return v
 
     # ----- escapes and re-wraps ------------------------------------------------
-    def _escaped(self, tensor, how, value):
-        self._note(how, "escape", [tensor], [], {"how": how, "value": value})
+    def _escaped(self, tensor, how, value, library=False):
+        """A value left TensorFlow (``.numpy()``, ``float()`` ...). Called inside a library (Keras' ``predict``
+        returning numpy), it is kept apart as a ``library_escape`` at the user's line that called the library:
+        the diagnosis links it to the target only through a constant holding the very same values."""
+        self._note(how, "library_escape" if library else "escape", [tensor], [], {"how": how, "value": value})
 
     def _rewrapped(self, fn, value, out):
         self._note(f"tf.{fn}", "rewrap", [value] if isinstance(value, tf.Tensor) else [], [out],
@@ -816,7 +819,11 @@ class Recording(recordings.Recording):
     def explain(self, target: Any, source: Any) -> Explanation | Explanations:
         """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""
         from .explain import explain_recorded
-        return explain_recorded(self, target, source)
+        busy, self._busy = self._busy, True          # asking is not part of what is recorded
+        try:
+            return explain_recorded(self, target, source)
+        finally:
+            self._busy = busy
 
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges) on the tape that recorded ``target``."""
