@@ -337,6 +337,42 @@ def test_a_leaf_moved_after_requires_grad_is_not_the_leaf():
     assert "requires_grad=True" in ex.message and "retain_grad" in ex.message
 
 
+def test_argmax_between_two_modules_cuts_the_first():
+    """https://github.com/pytorch/pytorch/issues/1339 — the indices of ``torch.max(y_p, 1)`` fed from one module to another: the
+    first module's ``param.grad`` is None ("'NoneType' object has no attribute 'data'"). The answer: argmax is
+    not differentiable."""
+    first_model, second_model = nn.Linear(4, 3), nn.Linear(1, 1)
+    with adv.torch.record() as rec:
+        y_p = first_model(torch.randn(5, 4))
+        y_p = torch.max(y_p, 1)[1]
+        loss = second_model(y_p.float().unsqueeze(1)).pow(2).mean()
+        loss.backward()
+    assert first_model.weight.grad is None and second_model.weight.grad is not None
+    ex = rec.explain(loss, first_model.weight)
+    assert ex.reason == "non_differentiable_op"
+    assert ex.location == _line(test_argmax_between_two_modules_cuts_the_first, "y_p = torch.max(y_p, 1)[1]")
+    assert "softmax" in ex.message
+
+
+def test_argmax_coordinates_stacked_into_the_loss():
+    """https://github.com/LZGMatrix/BOP19_CDPN_2019ICCV/issues/4 — coordinates taken with ``torch.argmax`` of the
+    network's bins, stacked and rescaled, then a loss: ``loss.backward()`` raises "element 0 of tensors does not
+    require grad and does not have a grad_fn". The maintainer: argmax is not differentiable, take the loss
+    before it."""
+    net = nn.Conv2d(1, 8, 1)
+    with adv.torch.record() as rec:
+        output_coor_x_ = net(torch.randn(1, 1, 4, 4)).squeeze()
+        output_coor_ = torch.stack([torch.argmax(output_coor_x_, axis=0),
+                                    torch.argmax(output_coor_x_, axis=0)], axis=2)
+        output_coor_ = 2.0 * output_coor_.float() / (63.0 - 1.0) - 1.0
+        loss = (output_coor_ - 0.5).abs().mean()
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            loss.backward()
+    ex = rec.explain(loss, net.weight)
+    assert ex.reason == "non_differentiable_op" and ex.op == "argmax"
+    assert ex.location == _line(test_argmax_coordinates_stacked_into_the_loss, "output_coor_ = torch.stack(")
+
+
 # ---------------------------------------------------------------------------
 # TensorFlow / Keras
 # ---------------------------------------------------------------------------
