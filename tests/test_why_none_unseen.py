@@ -338,9 +338,9 @@ def test_a_leaf_moved_after_requires_grad_is_not_the_leaf():
 
 
 def test_argmax_between_two_modules_cuts_the_first():
-    """https://github.com/pytorch/pytorch/issues/1339 — the indices of ``torch.max(y_p, 1)`` fed from one module to another: the
-    first module's ``param.grad`` is None ("'NoneType' object has no attribute 'data'"). The answer: argmax is
-    not differentiable."""
+    """https://github.com/pytorch/pytorch/issues/1339 — the indices of ``torch.max(y_p, 1)`` fed from one module
+    to another: the first module's ``param.grad`` is None ("'NoneType' object has no attribute 'data'"). The
+    answer: argmax is not differentiable."""
     first_model, second_model = nn.Linear(4, 3), nn.Linear(1, 1)
     with adv.torch.record() as rec:
         y_p = first_model(torch.randn(5, 4))

@@ -152,6 +152,79 @@ def test_mlx_3668_sqrt_guarded_by_maximum():
     assert "maximum" in exp.message
 
 
+def q_pytorch_94700(torch):
+    x = torch.nn.Parameter(torch.randn(1))
+    w = torch.tensor(float("nan"))
+    return (x * w).nan_to_num(0).sum(), x  # <-
+
+
+def test_pytorch_94700_nan_to_num_does_not_clean_the_gradient():
+    """https://github.com/pytorch/pytorch/issues/94700 — ``z = (x * w).nan_to_num(0)`` is finite, yet x.grad is
+    NaN: nan_to_num sends back 0 for the replaced entries, and the product's derivative there is w = nan (the
+    maintainers: expected behaviour, see pytorch#89543)."""
+    exp = _check(run_torch(q_pytorch_94700), q_pytorch_94700, "nan_gradient", "zero_times_inf", "mask the input",
+                 "nan")
+    assert "masked" in exp.message
+
+
+def q_pytorch_6394(torch):
+    x = torch.nn.Parameter(torch.tensor([1.0]))
+    return torch.sqrt(torch.pow(x - 1, 2)).sum(), x  # <-
+
+
+def test_pytorch_6394_sqrt_of_a_square_at_zero():
+    """https://github.com/pytorch/pytorch/issues/6394 — ``sqrt((x − 1)²)`` at x = 1 has a NaN gradient although it
+    equals |x − 1|: sqrt′ is infinite at 0 and the chain rule multiplies it by 2(x − 1) = 0."""
+    _check(run_torch(q_pytorch_6394), q_pytorch_6394, "nan_gradient", "sqrt_at_zero", "epsilon", "nan")
+
+
+def q_pytorch_26799(torch):
+    divide_tensor = torch.tensor([1.0, 0.0, 1.0])
+    weight = torch.nn.Parameter(torch.ones(3))
+    tmp = weight / divide_tensor  # <-
+    return tmp[0], weight
+
+
+def test_pytorch_26799_unrelated_entry_divided_by_zero():
+    """https://github.com/pytorch/pytorch/issues/26799 — ``weight / divide_tensor`` with a 0 in the denominator,
+    and only ``tmp[0]`` in the loss: the second entry's gradient is NaN, not 0 (0 from the indexing times
+    1/0 = inf)."""
+    exp = _check(run_torch(q_pytorch_26799), q_pytorch_26799, "nan_gradient", "zero_times_inf", "epsilon",
+                 lambda g: g[0] == 1 and np.isnan(g[1]) and g[2] == 0)
+    assert "denominator" in exp.message
+
+
+def q_pytorch_17455(torch):
+    x = torch.nn.Parameter(torch.tensor([0.0, 100.0]))
+    f = torch.log(torch.exp(x) + 1)  # <-
+    clean_f = torch.zeros(100)
+    clean_f[0] = f[0]
+    return clean_f.sum(), x
+
+
+def test_pytorch_17455_softplus_spelled_out_overflows():
+    """https://github.com/pytorch/pytorch/issues/17455 — ``log(exp(x) + 1)`` at x = 100 in float32: exp overflows
+    to inf, and although only ``f[0]`` is used, x's second gradient is NaN. The fix names softplus, which never
+    overflows."""
+    exp = _check(run_torch(q_pytorch_17455), q_pytorch_17455, "nan_gradient", "zero_times_inf", "softplus",
+                 lambda g: g[0] == 0.5 and np.isnan(g[1]))
+    assert "overflow" in exp.message
+
+
+def q_pytorch_187297(torch):
+    xt = torch.nn.Parameter(torch.tensor([-1.0, -4.0]))
+    return torch.where(xt > 0, torch.sqrt(xt), xt).sum(), xt  # <-
+
+
+def test_pytorch_187297_where_with_an_inactive_sqrt_branch():
+    """https://github.com/pytorch/pytorch/issues/187297 — every entry is negative, so the where selects ``xt``
+    and the gradient should be 1, yet it is NaN: the unselected sqrt of a negative number is NaN, and 0 · nan is
+    NaN. The fix is the double-where."""
+    exp = _check(run_torch(q_pytorch_187297), q_pytorch_187297, "nan_gradient", "unselected_where_branch",
+                 "double-where", "nan")
+    assert "negative" in exp.message
+
+
 def q_jax_20601():
     beta = adv.Variable(2.3, name="beta")
     x = adv.constant(np.nan)

@@ -383,7 +383,7 @@ def classify_nan(trace, e, forward: bool = False):
     if not forward and bad is not None and ed.u is not None and ed.u.shape == bad.shape and bad.any() \
             and not (ed.u[bad] != 0).any():
         masker = _masker(trace, ed.dst.id)
-        inner = f" There {own[1][0].lower()}{own[1][1:]}" if own is not None else ""
+        inner = f" There {own[1][0].lower()}{own[1][1:]} For that cause: {FIXES[own[0]]}" if own is not None else ""
         n = int(bad.sum())
         if masker is not None and op_kind(masker.op) == "where":
             return ("unselected_where_branch",

@@ -569,6 +569,9 @@ class Recording(recordings.Recording):
             _tensors(kwargs, ins)
         if name not in _SPECIAL and name[:4] != "set:":      # the common case: a computation
             outs = [out] if isinstance(out, torch.Tensor) else _tensors(out, [])
+            if not outs:                # t[i] = v returns None: what it made is the new value of t
+                written = _written(name, args, kwargs)
+                outs = [written] if written is not None else []
             if outs:
                 self._note(name, "op", ins, outs, {"params": {k: v for k, v in kwargs.items()
                                                              if not isinstance(v, torch.Tensor)} if kwargs else {}})
