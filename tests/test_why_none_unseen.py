@@ -704,3 +704,22 @@ def test_a_scalar_a_library_logged_is_no_evidence(tf):
         model.evaluate(tf.ones((3, 2)), tf.zeros((3, 1)), verbose=0)
         assert tape.gradient(loss, unused) is None
     assert rec.explain(loss, unused).reason == "not_used"
+
+
+def test_conv2d_of_constants_made_from_numpy_inside_the_tape(tf):
+    """https://github.com/tensorflow/tensorflow/issues/50661 — a 2-D convolution of ``tf.constant``\\ s made from
+    random numpy integers inside the tape: ``g.gradient(y, x)`` is None. The answer: tensors are not watched,
+    only variables are; watch them or use ``tf.Variable``."""
+    with adv.tf.record() as rec:
+        with tf.GradientTape(persistent=True) as g:
+            x_np = np.random.randint(10, size=(1, 4, 4, 1))
+            w_np = np.random.randint(10, size=(3, 3, 1, 1))
+            x = tf.constant(x_np, dtype=tf.float32)
+            w = tf.constant(w_np, dtype=tf.float32)
+            y = tf.nn.conv2d(x, w, strides=(1, 1, 1, 1), padding="VALID")
+        assert g.gradient(y, x) is None and g.gradient(y, w) is None
+    for source, name in ((x, "x"), (w, "w")):
+        ex = rec.explain(y, source)
+        assert ex.reason == "not_watched"
+        assert ex.location == _line(test_conv2d_of_constants_made_from_numpy_inside_the_tape, "y = tf.nn.conv2d")
+        assert f"tape.watch({name})" in ex.message and "tf.Variable" in ex.message
