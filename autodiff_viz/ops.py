@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core.linalg import norm
+from .core.linalg import cholesky, det, eigh, inv, logdet, matrix_rank, norm, pinv, qr, slogdet, solve, svd
+from .core.linalg import lstsq as _lstsq
+from .core.linalg import triangular_solve as _triangular_solve
 from .core.nn import avg_pool as _avg_pool
 from .core.nn import convolution as _convolution
 from .core.nn import (
@@ -90,6 +92,8 @@ from .core.ops import (
     einsum,
     equal,
     erf,
+    erfc,
+    erfinv,
     exp,
     exp2,
     expand_dims,
@@ -124,6 +128,7 @@ from .core.ops import (
     max,
     maximum,
     mean,
+    meshgrid,
     min,
     minimum,
     mod,
@@ -147,6 +152,8 @@ from .core.ops import (
     roll,
     rot90,
     round,
+    saturate_cast,
+    searchsorted,
     select,
     shape,
     sign,
@@ -176,6 +183,7 @@ from .core.ops import (
     triu,
     true_divide,
     trunc,
+    unstack,
     var,
     vdot,
     vsplit,
@@ -184,10 +192,100 @@ from .core.ops import (
     zeros,
     zeros_like,
 )
+from .core.ops import bessel_i0 as i0
+from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
+    _peek,
+    _t,
+    allclose,
+    arange,
+    argpartition,
+    associative_scan,
+    average,
+    bartlett,
+    bincount,
+    blackman,
+    count_nonzero,
+    diagflat,
+    digitize,
+    divide_no_nan,
+    dtype,
+    empty,
+    empty_like,
+    extract_sequences,
+    fabs,
+    fmod,
+    fori_loop,
+    full_like,
+    gcd,
+    geomspace,
+    get_item,
+    hamming,
+    hanning,
+    heaviside,
+    histogram,
+    in_top_k,
+    is_tensor,
+    isclose,
+    isfinite,
+    isin,
+    isinf,
+    isnan,
+    isneginf,
+    isposinf,
+    isreal,
+    kaiser,
+    lcm,
+    ldexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    logspace,
+    map,
+    median,
+    multi_hot,
+    nanargmax,
+    nanargmin,
+    nancumprod,
+    nancumsum,
+    nanmax,
+    nanmean,
+    nanmedian,
+    nanmin,
+    nanpercentile,
+    nanprod,
+    nanquantile,
+    nanstd,
+    nansum,
+    nanvar,
+    nonzero,
+    percentile,
+    ptp,
+    quantile,
+    scan,
+    scatter,
+    scatter_update,
+    segment_max,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    signbit,
+    slice,
+    slice_update,
+    switch,
+    top_k,
+    trapezoid,
+    tri,
+    unique,
+    unravel_index,
+    vander,
+)
+from .core.ops.tf_control import cond, vectorized_map, while_loop
 from .core.tensor import Tensor, constant
 from .losses import EPSILON as _EPSILON
 from .losses import categorical_crossentropy as _categorical_crossentropy
 from .losses import sparse_categorical_crossentropy as _sparse_categorical_crossentropy
+from .records.transforms import custom_gradient
 
 
 def gelu(x, approximate=True):
@@ -288,22 +386,192 @@ def _channels_last(data_format, op):
     return None
 
 
+
+# ----- linear algebra (keras.ops.linalg), numpy's meanings ----------------------------------------------
+def lstsq(a, b, rcond=None):
+    """``keras.ops.lstsq``: the least-squares solution ``x`` of ``a @ x ≈ b`` (only ``x``: numpy's
+    ``lstsq`` also returns the residuals, the rank and the singular values, ``adv.linalg.lstsq``)."""
+    return _lstsq(a, b, rcond=rcond)[0]
+
+
+def solve_triangular(a, b, lower=False):
+    """``keras.ops.solve_triangular``: ``x`` with ``a @ x = b`` for a triangular ``a`` (upper by default)."""
+    b = _t(b)
+    col = b.ndim == _t(a).ndim - 1
+    x = _triangular_solve(a, expand_dims(b, -1) if col else b, lower=lower)
+    return squeeze(x, -1) if col else x
+
+
+# ----- activations and normalisations (keras.ops.nn) -----------------------------------------------------
+def celu(x, alpha=1.0):
+    """``keras.ops.celu``: ``max(0, x) + min(0, α(exp(x/α) − 1))``."""
+    x = _t(x)
+    return maximum(x, 0.0) + minimum(alpha * (exp(x / alpha) - 1.0), 0.0)
+
+
+def glu(x, axis=-1):
+    """``keras.ops.glu``: split ``x`` in two halves ``a, b`` along ``axis``: ``a · σ(b)``."""
+    a, b = split(_t(x), 2, axis=axis)
+    return a * sigmoid(b)
+
+
+def hard_tanh(x):
+    """``keras.ops.hard_tanh``: ``clip(x, −1, 1)``."""
+    return clip(x, -1.0, 1.0)
+
+
+def hard_shrink(x, threshold=0.5):
+    """``keras.ops.hard_shrink``: ``x`` where ``|x| > threshold``, else 0."""
+    x = _t(x)
+    return where(abs(x) > threshold, x, zeros_like(x))
+
+
+def soft_shrink(x, threshold=0.5):
+    """``keras.ops.soft_shrink``: ``x − threshold`` above it, ``x + threshold`` below ``−threshold``, else 0."""
+    x = _t(x)
+    return where(x > threshold, x - threshold, where(x < -threshold, x + threshold, zeros_like(x)))
+
+
+def tanh_shrink(x):
+    """``keras.ops.tanh_shrink``: ``x − tanh(x)``."""
+    return x - tanh(x)
+
+
+def squareplus(x, b=4):
+    """``keras.ops.squareplus``: ``(x + √(x² + b)) / 2``, a smooth ReLU."""
+    x = _t(x)
+    return (x + sqrt(square(x) + b)) / 2.0
+
+
+def sparse_plus(x):
+    """``keras.ops.sparse_plus``: 0 for ``x ≤ −1``, ``(x + 1)²/4`` for ``|x| < 1``, ``x`` for ``x ≥ 1``."""
+    x = _t(x)
+    return where(x <= -1.0, zeros_like(x), where(x >= 1.0, x, square(x + 1.0) / 4.0))
+
+
+def sparse_sigmoid(x):
+    """``keras.ops.sparse_sigmoid``: 0 for ``x ≤ −1``, ``(x + 1)/2`` between, 1 for ``x ≥ 1``."""
+    return clip((_t(x) + 1.0) / 2.0, 0.0, 1.0)
+
+
+def threshold(x, threshold, default_value):
+    """``keras.ops.threshold``: ``x`` where ``x > threshold``, else ``default_value``."""
+    x = _t(x)
+    return where(x > threshold, x, cast(constant(default_value), x.dtype) * ones_like(x))
+
+
+def sparsemax(x, axis=-1):
+    """``keras.ops.sparsemax``: the Euclidean projection of ``x`` onto the probability simplex along ``axis``:
+    ``max(x − τ, 0)`` with τ chosen so the entries sum to 1 (sparse probabilities). τ is found from the sorted
+    entries and then held fixed, so ḡ is the projection's own Jacobian on the support. (Keras 3.15's
+    TensorFlow backend sums the running sums over the support where it needs the last one, so its outputs
+    do not sum to 1 when the support has more than one entry: this one follows the definition.)"""
+    x = _t(x)
+    z = moveaxis(x, axis, -1)
+    v = _peek(z)
+    s = -np.sort(-v, axis=-1)
+    k = np.arange(1, v.shape[-1] + 1, dtype=v.dtype)
+    cs = np.cumsum(s, axis=-1)
+    support = (1 + k * s) > cs
+    k_z = support.sum(axis=-1, keepdims=True)
+    mask = constant((v >= np.take_along_axis(s, k_z - 1, axis=-1)).astype(v.dtype))
+    tau = (sum(z * mask, axis=-1, keepdims=True) - 1.0) / constant(k_z.astype(v.dtype))
+    return moveaxis(maximum(z - tau, 0.0), -1, axis)
+
+
+def normalize(x, axis=-1, order=2, epsilon=None):
+    """``keras.ops.normalize``: ``x / max(‖x‖, ε)`` along ``axis`` (order 2 or 1)."""
+    x = _t(x)
+    n = norm(x, ord=order, axis=axis, keepdims=True)
+    eps = 1e-12 if epsilon is None else epsilon
+    return x / maximum(n, eps)
+
+
+def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None, **kwargs):
+    """``keras.ops.layer_normalization``: ``(x − mean) / √(var + ε) · γ + β`` over ``axis`` (ε defaults to
+    Keras' ``backend.epsilon()``, 1e-7)."""
+    x = _t(x)
+    eps = 1e-7 if epsilon is None else epsilon
+    m, v = moments(x, axis, keepdims=True)
+    y = (x - m) / sqrt(v + eps)
+    if gamma is not None:
+        y = y * gamma
+    return y + beta if beta is not None else y
+
+
+def rms_normalization(x, scale=None, axis=-1, epsilon=None):
+    """``keras.ops.rms_normalization``: ``x / √(mean(x²) + ε) · scale`` over ``axis``."""
+    x = _t(x)
+    eps = 1e-7 if epsilon is None else epsilon
+    y = x / sqrt(mean(square(x), axis=axis, keepdims=True) + eps)
+    return y * scale if scale is not None else y
+
+
+def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):    # noqa: A002
+    """``keras.ops.batch_normalization``: ``(x − mean) / √(variance + ε) · scale + offset``, the statistics
+    given along ``axis``."""
+    x = _t(x)
+    shape_ = [1] * x.ndim
+    shape_[axis] = -1
+
+    def along(v):
+        return None if v is None else reshape(_t(v), shape_)
+    y = (x - along(mean)) / sqrt(along(variance) + epsilon)
+    if scale is not None:
+        y = y * along(scale)
+    return y + along(offset) if offset is not None else y
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, is_causal=False,
+                          flash_attention=None, attn_logits_soft_cap=None):
+    """``keras.ops.dot_product_attention``: ``softmax(q·kᵀ·scale + bias, masked) · v`` with inputs
+    ``(batch, seq, heads, dim)`` (``scale`` = 1/√dim); ``mask`` (booleans) and ``is_causal`` hide keys."""
+    q, k, v = _t(query), _t(key), _t(value)
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    logits = einsum("btnh,bsnh->bnts", q, k) * scale
+    if attn_logits_soft_cap is not None:
+        logits = tanh(logits / attn_logits_soft_cap) * attn_logits_soft_cap
+    if bias is not None:
+        logits = logits + bias
+    keep = np.ones(logits.shape, dtype=bool)
+    if mask is not None:
+        keep &= np.broadcast_to(_peek(mask).astype(bool), logits.shape)
+    if is_causal:
+        keep &= np.tril(np.ones(logits.shape[-2:], dtype=bool))
+    if not keep.all():
+        logits = where(constant(keep), logits, constant(np.asarray(np.finfo(logits.dtype).min, logits.dtype)))
+    return einsum("bnts,bsnh->btnh", softmax(logits, axis=-1), v)
+
+
 __all__ = [
-    "abs", "absolute", "add", "all", "amax", "amin", "any", "append", "arccos", "arccosh", "arcsin", "arcsinh",
-    "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "array_split", "average_pool",
-    "binary_crossentropy", "broadcast_to", "cast", "categorical_crossentropy", "cbrt", "ceil", "clip",
-    "concatenate", "conv", "convert_to_numpy", "convert_to_tensor", "cos", "cosh", "cross", "cumprod", "cumsum",
-    "deg2rad", "diag", "diagonal", "diff", "divide", "dot", "dsplit", "dstack", "einsum", "elu", "equal", "erf",
-    "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud", "floor", "floor_divide", "fmax",
-    "fmin", "full", "gelu", "greater", "greater_equal", "hard_sigmoid", "hard_silu", "hard_swish", "hsplit",
-    "hstack", "hypot", "identity", "inner", "kron", "leaky_relu", "less", "less_equal", "linspace", "log", "log10",
-    "log1p", "log2", "log_sigmoid", "log_softmax", "logaddexp", "logaddexp2", "logsumexp", "matmul", "max",
-    "max_pool", "maximum", "mean", "min", "minimum", "mod", "moments", "moveaxis", "multiply", "nan_to_num", "ndim",
-    "negative", "norm", "not_equal", "one_hot", "ones", "ones_like", "outer", "pad", "power", "prod", "rad2deg",
-    "ravel", "reciprocal", "relu", "relu6", "repeat", "reshape", "roll", "rot90", "round", "rsqrt", "select",
-    "selu", "shape", "sigmoid", "sign", "silu", "sin", "sinc", "sinh", "size", "softmax", "softplus", "softsign",
-    "sort", "sparse_categorical_crossentropy", "split", "sqrt", "square", "squeeze", "stack", "std",
-    "stop_gradient", "subtract", "sum", "swapaxes", "swish", "take", "take_along_axis", "tan", "tanh", "tensordot",
-    "tile", "trace", "transpose", "tril", "triu", "true_divide", "trunc", "var", "vdot", "vsplit", "vstack",
-    "where", "zeros", "zeros_like"
+    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "append", "arange", "arccos", "arccosh",
+    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort", "array_split",
+    "associative_scan", "average", "average_pool", "bartlett", "batch_normalization", "binary_crossentropy",
+    "bincount", "blackman", "broadcast_to", "cast", "categorical_crossentropy", "cbrt", "ceil", "celu", "cholesky",
+    "clip", "concatenate", "cond", "conv", "convert_to_numpy", "convert_to_tensor", "cos", "cosh", "count_nonzero",
+    "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "det", "diag", "diagflat", "diagonal", "diff",
+    "digitize", "divide", "divide_no_nan", "dot", "dot_product_attention", "dsplit", "dstack", "dtype", "eigh",
+    "einsum", "elu", "empty", "empty_like", "equal", "erf", "erfc", "erfinv", "exp", "exp2", "expand_dims", "expm1",
+    "extract_sequences", "eye", "fabs", "flip", "fliplr", "flipud", "floor", "floor_divide", "fmax", "fmin", "fmod",
+    "fori_loop", "full", "full_like", "gcd", "gelu", "geomspace", "get_item", "glu", "greater", "greater_equal",
+    "hamming", "hanning", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "heaviside",
+    "histogram", "hsplit", "hstack", "hypot", "i0", "identity", "in_top_k", "inner", "inv", "is_tensor", "isclose",
+    "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf", "isreal", "kaiser", "kron", "layer_normalization",
+    "lcm", "ldexp", "leaky_relu", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "log_sigmoid",
+    "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "logspace", "logsumexp", "lstsq", "map", "matmul", "matrix_rank", "max", "max_pool", "maximum", "mean", "median",
+    "meshgrid", "min", "minimum", "mod", "moments", "moveaxis", "multi_hot", "multiply", "nan_to_num", "nanargmax",
+    "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
+    "nanquantile", "nanstd", "nansum", "nanvar", "ndim", "negative", "nonzero", "norm", "normalize", "not_equal",
+    "one_hot", "ones", "ones_like", "outer", "pad", "percentile", "pinv", "power", "prod", "ptp", "qr", "quantile",
+    "rad2deg", "ravel", "reciprocal", "relu", "relu6", "repeat", "reshape", "rms_normalization", "roll", "rot90",
+    "round", "rsqrt", "saturate_cast", "scan", "scatter", "scatter_update", "searchsorted", "segment_max",
+    "segment_min", "segment_prod", "segment_sum", "select", "selu", "shape", "sigmoid", "sign", "signbit", "silu",
+    "sin", "sinc", "sinh", "size", "slice", "slice_update", "slogdet", "soft_shrink", "softmax", "softplus",
+    "softsign", "solve", "solve_triangular", "sort", "sparse_categorical_crossentropy", "sparse_plus",
+    "sparse_sigmoid", "sparsemax", "split", "sqrt", "square", "squareplus", "squeeze", "stack", "std",
+    "stop_gradient", "subtract", "sum", "svd", "swapaxes", "swish", "switch", "take", "take_along_axis", "tan",
+    "tanh", "tanh_shrink", "tensordot", "threshold", "tile", "top_k", "trace", "transpose", "trapezoid", "tri",
+    "tril", "triu", "true_divide", "trunc", "unique", "unravel_index", "unstack", "vander", "var", "vdot",
+    "vectorized_map", "vsplit", "vstack", "where", "while_loop", "zeros", "zeros_like"
 ]

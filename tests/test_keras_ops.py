@@ -132,3 +132,164 @@ def test_functional_conv_errors_name_the_op_shapes_and_fix():
         adv.nn.avg_pool2d(IMG, 2, 2, "VALID", data_format="NCHW")
     with pytest.raises(ValueError, match="padding must be 'SAME', 'VALID'"):
         adv.nn.conv2d(IMG, KER, 1, "FULL")
+
+
+# ----- the keras.ops names added for issue 43: values against Keras, gradients against TensorFlow ---------
+NANS = np.where(RNG.uniform(size=(3, 4)) < 0.3, np.nan, A).astype("float32")
+NANS[0] = A[0]
+SQ = (A[:, :3] @ A[:, :3].T + 3 * np.eye(3)).astype("float32")
+TRI = np.triu(SQ).astype("float32")
+IDS = np.array([0, 0, 2])
+QKV = RNG.normal(size=(2, 5, 2, 4)).astype("float32")
+MORE = {
+    "isnan": [((NANS,), {})], "isinf": [((np.array([1.0, np.inf, -np.inf]),), {})],
+    "isfinite": [((NANS,), {})], "isneginf": [((np.array([1.0, np.inf, -np.inf]),), {})],
+    "isposinf": [((np.array([1.0, np.inf, -np.inf]),), {})], "signbit": [((A,), {})],
+    "logical_and": [((A > 0, B > 0), {})], "logical_or": [((A > 0, B > 0), {})],
+    "logical_xor": [((A > 0, B > 0), {})], "logical_not": [((A > 0,), {})],
+    "isclose": [((A, A + 1e-7), {})], "allclose": [((A, A + 1e-3), {})], "isin": [((LABELS, [1, 3]), {})],
+    "arange": [((5,), {}), ((1, 7, 2), {}), ((0.0, 1.0, 0.25), {})], "full_like": [((A, 2.5), {})],
+    "tri": [((3, 4), {"k": 1})], "logspace": [((0.0, 2.0, 5), {})], "geomspace": [((1.0, 100.0, 3), {})],
+    "bartlett": [((6,), {})], "blackman": [((6,), {})], "hamming": [((6,), {})], "hanning": [((6,), {})],
+    "kaiser": [((6, 2.0), {})],
+    "average": [((A,), {"axis": 1, "weights": P[0]}), ((A,), {})], "ptp": [((A,), {"axis": 0})],
+    "quantile": [((A, 0.3), {}), ((A, [0.25, 0.5]), {"axis": 1}), ((A, 0.7), {"axis": 0, "keepdims": True})],
+    "percentile": [((A, 40), {"axis": 1})], "median": [((A,), {"axis": 1}), ((A[:, :3],), {})],
+    "fabs": [((A,), {})], "fmod": [((A * 5, P), {})], "heaviside": [((np.array([-1.0, 0.0, 2.0]), 0.5), {})],
+    "ldexp": [((A, np.array([1, 2, 3, 0])), {})], "diagflat": [((A[0],), {"k": 1})],
+    "vander": [((A[0],), {}), ((A[0],), {"N": 3, "increasing": True})],
+    "trapezoid": [((A,), {}), ((A,), {"x": P[0]})], "count_nonzero": [((A > 0,), {"axis": 1})],
+    "nansum": [((NANS,), {"axis": 1})], "nanmean": [((NANS,), {"axis": 0})], "nanmax": [((NANS,), {})],
+    "nanmin": [((NANS,), {"axis": 1})], "nanprod": [((NANS,), {})], "nanvar": [((NANS,), {"axis": 1})],
+    "nanstd": [((NANS,), {})], "nancumsum": [((NANS,), {"axis": 1})], "nanargmax": [((NANS,), {"axis": 1})],
+    "gcd": [((np.array([12, 9]), np.array([8, 6])), {})], "lcm": [((np.array([4, 6]), np.array([6, 4])), {})],
+    "digitize": [((A, [-1.0, 0.0, 1.0]), {})], "bincount": [((LABELS,), {"minlength": 5})],
+    "nonzero": [((A > 0,), {})], "unravel_index": [((np.array([3, 7]), (3, 4)), {})],
+    "unique": [((np.array([3, 1, 3, 2]),), {})], "divide_no_nan": [((A, np.where(B > 0, B, 0)), {})],
+    "get_item": [((A, 1), {})], "slice": [((A, [1, 1], [2, 2]), {})],
+    "slice_update": [((A, [1, 2], np.ones((2, 2), "float32")), {})],
+    "scatter": [((np.array([[0], [2]]), np.array([1.0, 2.0], "float32"), (4,)), {})],
+    "scatter_update": [((A, np.array([[0, 1], [2, 3]]), np.array([5.0, 6.0], "float32")), {})],
+    "top_k": [((A, 2), {})], "in_top_k": [((LABELS, A, 2), {})],
+    "segment_sum": [((A, IDS), {"num_segments": 4})], "segment_max": [((A, IDS), {"num_segments": 3})],
+    "extract_sequences": [((A, 2, 1), {})], "multi_hot": [((np.array([[0, 2], [1, 1]]),), {"num_classes": 4})],
+    "solve_triangular": [((TRI, A[:, 0]), {}), ((np.tril(SQ), A[:, :2]), {"lower": True})],
+    "det": [((SQ,), {})], "inv": [((SQ,), {})], "solve": [((SQ, A[:, :2]), {})], "slogdet": [((SQ,), {})],
+    "cholesky": [((SQ,), {})], "logdet": [((SQ,), {})], "pinv": [((A,), {})], "matrix_rank": [((A,), {})],
+    "celu": [((A,), {"alpha": 0.5})], "glu": [((A,), {})], "hard_tanh": [((A * 2,), {})],
+    "hard_shrink": [((A,), {})], "soft_shrink": [((A,), {})], "tanh_shrink": [((A,), {})],
+    "squareplus": [((A,), {})], "sparse_plus": [((A * 2,), {})], "sparse_sigmoid": [((A * 2,), {})],
+    "threshold": [((A, 0.1, -1.0), {})], "normalize": [((A,), {}), ((A,), {"order": 1})],
+    "layer_normalization": [((A,), {}), ((A, P[0], B[0]), {"epsilon": 1e-5})],
+    "rms_normalization": [((A,), {"scale": P[0]})],
+    "batch_normalization": [((A, B[0], P[0], 1), {"offset": A[1], "scale": P[1]})],
+    "dot_product_attention": [((QKV, QKV[::-1], QKV), {}), ((QKV, QKV, QKV[::-1]), {"is_causal": True})],
+    "erfc": [((A,), {})], "i0": [((A,), {})], "meshgrid": [((A[0], B[0, :3]), {})], "unstack": [((A,), {"axis": 1})],
+    "searchsorted": [((np.sort(A[0]), B[0]), {})],
+}
+DIFFERENTIABLE = ["average", "ptp", "quantile", "median", "fmod", "trapezoid", "nansum", "nanmean", "nanvar",
+                  "nanmax", "top_k", "segment_sum", "segment_max", "extract_sequences", "celu",
+                  "glu", "hard_shrink", "soft_shrink", "tanh_shrink", "squareplus", "sparse_plus", "sparse_sigmoid",
+                  "normalize", "layer_normalization", "rms_normalization", "batch_normalization",
+                  "dot_product_attention", "solve_triangular", "det", "inv", "vander", "divide_no_nan"]
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_keras_ops_match_keras_ops(name):
+    """Each added name gives Keras' values, shapes and dtypes on the same arguments."""
+    for args, kwargs in MORE[name]:
+        want = _value(getattr(keras.ops, name)(*args, **kwargs))
+        got = _value(getattr(ops, name)(*args, **kwargs))
+        for g, w in (zip(got, want) if isinstance(want, list) else [(got, want)]):
+            assert g.shape == w.shape, (name, kwargs, g.shape, w.shape)
+            assert g.dtype == w.dtype or g.dtype.kind == w.dtype.kind == "b", (name, g.dtype, w.dtype)
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=f"ops.{name} {kwargs}")
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_more_keras_ops_gradients_match_tensorflow(name):
+    """The gradient of ``Σ ḡ · op(x)`` with respect to every float argument is TensorFlow's (through Keras)."""
+    for args, kwargs in MORE[name]:
+        floats = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+        vs = [adv.Variable(args[i]) for i in floats]
+        tvs = [tf.constant(args[i]) for i in floats]      # keras.ops.det refuses a tf.Variable
+
+        def call(fn, sub):
+            full_args = list(args)
+            for i, v in zip(floats, sub):
+                full_args[i] = v
+            out = fn(*full_args, **kwargs)
+            return out[0] if isinstance(out, (tuple, list)) else out
+        y0 = call(getattr(ops, name), vs).numpy()
+        g = np.random.default_rng(5).normal(size=y0.shape).astype(y0.dtype)
+        g = np.where(np.abs(y0) < 1e30, g, 0).astype(y0.dtype)      # an empty segment's lowest value
+        with adv.GradientTape() as tape:
+            loss = adv.sum(call(getattr(ops, name), vs) * g)
+        with tf.GradientTape() as ttape:
+            ttape.watch(tvs)
+            loss_tf = tf.reduce_sum(call(getattr(keras.ops, name), tvs) * g)
+        for got, want in zip(tape.gradient(loss, vs), ttape.gradient(loss_tf, tvs)):
+            want = np.zeros(got.shape) if want is None else np.asarray(tf.convert_to_tensor(want))
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"ops.{name} {kwargs}")
+
+
+def test_sparsemax_is_the_projection_onto_the_simplex():
+    """``ops.sparsemax`` follows the definition (Martins & Astudillo 2016): ``max(x − τ, 0)`` summing to 1 along
+    the axis, equal to Keras' where Keras' support has one entry (Keras 3.15 sums the running sums over the
+    support, so its rows with a larger support do not sum to 1), with the Jacobian of the projection:
+    ḡ_x = ḡ − mean of ḡ over the support, on the support, 0 elsewhere."""
+    x = adv.Variable(A)
+    with adv.GradientTape() as tape:
+        y = ops.sparsemax(x)
+        loss = adv.sum(y * B)
+    p = y.numpy()
+    np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-6)
+    assert (p >= 0).all() and (p == 0).any()
+    kp = np.asarray(keras.ops.sparsemax(A))
+    one = (p > 0).sum(-1) == 1
+    np.testing.assert_allclose(p[one], kp[one], rtol=1e-6)
+    support = p > 0
+    want = np.where(support, B - (B * support).sum(-1, keepdims=True) / support.sum(-1, keepdims=True), 0.0)
+    np.testing.assert_allclose(tape.gradient(loss, x).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_slice_update_writes_the_block_and_splits_the_gradient():
+    """``ops.slice_update`` gives Keras' values (checked above); its gradient, which TensorFlow does not define
+    (XlaDynamicUpdateSlice), is ḡ for ``updates`` inside the block and ḡ for ``inputs`` outside it."""
+    x, u = adv.Variable(A), adv.Variable(np.ones((2, 2), "float32"))
+    with adv.GradientTape() as tape:
+        loss = adv.sum(ops.slice_update(x, [1, 2], u) * B)
+    gx, gu = tape.gradient(loss, [x, u])
+    inside = np.zeros(A.shape, bool)
+    inside[1:3, 2:4] = True
+    np.testing.assert_allclose(gx.numpy(), np.where(inside, 0.0, B))
+    np.testing.assert_allclose(gu.numpy(), B[1:3, 2:4])
+
+
+def test_control_flow_runs_as_keras_ops_does():
+    """``cond``, ``while_loop``, ``fori_loop``, ``scan`` (JAX's carry form), ``map``, ``switch`` and
+    ``associative_scan`` give Keras' results, and the gradient flows through the Python-run steps."""
+    x = A[0]
+    assert np.allclose(_value(ops.cond(True, lambda: ops.sum(x), lambda: ops.max(x))), keras.ops.sum(x))
+    assert _value(ops.while_loop(lambda i: i < 5, lambda i: (i + 2,), (0,))) == \
+        _value(keras.ops.while_loop(lambda i: i < 5, lambda i: (i + 2,), (0,)))
+    np.testing.assert_allclose(_value(ops.fori_loop(0, 3, lambda i, v: v * 2 + i, x)),
+                               _value(keras.ops.fori_loop(0, 3, lambda i, v: v * 2 + i, x)), rtol=1e-6)
+    for reverse in (False, True):
+        init = np.zeros(4, "float32")
+        got = ops.scan(lambda c, e: (c + e, c * e), init, A, reverse=reverse)
+        want = keras.ops.scan(lambda c, e: (c + e, c * e), init, A, reverse=reverse)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(_value(g), _value(w), rtol=1e-6)
+    np.testing.assert_allclose(_value(ops.map(lambda r: ops.sum(r ** 2), A)),
+                               _value(keras.ops.map(lambda r: keras.ops.sum(r ** 2), A)), rtol=1e-6)
+    branches = [lambda a: a + 1, lambda a: a * 3]
+    np.testing.assert_allclose(_value(ops.switch(1, branches, x)), _value(keras.ops.switch(1, branches, x)))
+    for reverse in (False, True):
+        np.testing.assert_allclose(_value(ops.associative_scan(ops.add, A, reverse=reverse, axis=1)),
+                                   _value(keras.ops.associative_scan(keras.ops.add, A, reverse=reverse, axis=1)),
+                                   rtol=1e-6)
+    v = adv.Variable(x)
+    with adv.GradientTape() as tape:
+        carry, _ = ops.scan(lambda c, e: (c * e, c), 1.0, v)
+    np.testing.assert_allclose(tape.gradient(carry, v).numpy(), np.prod(x) / x, rtol=1e-5)

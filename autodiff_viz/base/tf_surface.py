@@ -185,6 +185,13 @@ DIFFERENT = {
     "tf.config.*": "answers as a CPU-only TensorFlow: no GPU or TPU; memory and thread settings are accepted "
                    "and have no effect",
     "tf.device": "a block that changes nothing: everything runs on the CPU",
+    "keras.ops.sparsemax": "the projection onto the simplex as defined (each row sums to 1); Keras 3.15's "
+                           "TensorFlow backend sums the running sums over the support, so its rows with more "
+                           "than one nonzero entry do not sum to 1",
+    "keras.ops.nanmedian": "a constant (numpy's nanmedian): no gradient, and a tape that needs one says the "
+                           "gradient is partial",
+    "keras.ops.nanquantile": "a constant (numpy's nanquantile): no gradient, said as for nanmedian",
+    "keras.ops.nanpercentile": "a constant (numpy's nanpercentile): no gradient, said as for nanmedian",
 }
 
 
