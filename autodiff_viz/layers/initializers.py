@@ -218,6 +218,118 @@ class Orthogonal(Initializer):
         return orthogonal(shape, dtype, gain=self._config["gain"])
 
 
+class VarianceScaling(Initializer):
+    """Keras' ``VarianceScaling``: values with variance ``scale / n``, ``n`` the fan in, the fan out or their
+    mean (``mode``); drawn from a normal cut at two standard deviations (``"truncated_normal"``, its spread
+    rescaled so the variance stays ``scale / n``), a plain normal (``"untruncated_normal"``) or a uniform on
+    ``±√(3·scale/n)``. Glorot, He and LeCun initializers are this with fixed arguments."""
+
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None, input_axes=None,
+                 output_axes=None):
+        if scale <= 0:
+            raise ValueError(f"VarianceScaling: scale must be positive, got {scale}.")
+        if mode not in ("fan_in", "fan_out", "fan_avg"):
+            raise ValueError(f"VarianceScaling: mode must be 'fan_in', 'fan_out' or 'fan_avg', got {mode!r}.")
+        distribution = distribution.lower()
+        if distribution not in ("truncated_normal", "untruncated_normal", "uniform", "normal"):
+            raise ValueError("VarianceScaling: distribution must be 'truncated_normal', 'untruncated_normal' or "
+                             f"'uniform', got {distribution!r}.")
+        super().__init__(seed, scale=scale, mode=mode,
+                         distribution="truncated_normal" if distribution == "normal" else distribution,
+                         input_axes=input_axes, output_axes=output_axes)
+
+    def _draw(self, shape, dtype):
+        fan_in, fan_out = _fans(shape)
+        ins, outs = self._config["input_axes"], self._config["output_axes"]
+        if ins is not None:                  # Keras 3.15: the fans as products over the axes named
+            fan_in = int(np.prod([shape[a] for a in np.atleast_1d(ins)]))
+        if outs is not None:
+            fan_out = int(np.prod([shape[a] for a in np.atleast_1d(outs)]))
+        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self._config["mode"]]
+        var = self._config["scale"] / max(1.0, n)
+        kind = self._config["distribution"]
+        if kind == "uniform":
+            limit = np.sqrt(3.0 * var)
+            return generator().uniform(-limit, limit, size=shape).astype(dtype)
+        if kind == "untruncated_normal":
+            return generator().normal(0.0, np.sqrt(var), size=shape).astype(dtype)
+        return _truncated_normal(shape, np.sqrt(var), dtype)
+
+
+class LecunNormal(VarianceScaling):
+    """Truncated normal with variance ``1 / fan_in`` (for SELU networks)."""
+
+    def __init__(self, seed=None):
+        super().__init__(1.0, "fan_in", "truncated_normal", seed)
+
+    def get_config(self) -> dict:
+        return {"seed": self.seed}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(seed=config.get("seed"))      # Keras writes the fixed scale, mode and distribution too
+
+
+class LecunUniform(VarianceScaling):
+    """Uniform on ``±√(3 / fan_in)``."""
+
+    def __init__(self, seed=None):
+        super().__init__(1.0, "fan_in", "uniform", seed)
+
+    def get_config(self) -> dict:
+        return {"seed": self.seed}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(seed=config.get("seed"))      # Keras writes the fixed scale, mode and distribution too
+
+
+class Identity(Initializer):
+    """Keras' ``Identity``: ``gain`` times the identity matrix (2-D shapes only; a non-square one is cut)."""
+    _seeded = False
+
+    def __init__(self, gain=1.0):
+        super().__init__(gain=gain)
+
+    def _draw(self, shape, dtype):
+        if len(shape) != 2:
+            raise ValueError(f"Identity initializer: the shape must have 2 axes, got {tuple(shape)}. Use it for "
+                             "square or rectangular kernels (Dense), not for convolution kernels.")
+        return (self._config["gain"] * np.eye(*shape)).astype(dtype)
+
+
+IdentityInitializer = Identity
+OrthogonalInitializer = Orthogonal
+# Keras 3 also exports its initializer classes under snake_case names
+constant, identity, lecun_normal, lecun_uniform = Constant, Identity, LecunNormal, LecunUniform
+truncated_normal, variance_scaling = TruncatedNormal, VarianceScaling
+
+
+def serialize(initializer) -> dict:
+    """Keras' ``serialize``: ``{"module", "class_name", "config", "registered_name"}`` for an initializer
+    object (a name given as a string is made an object first)."""
+    init = deserialize(initializer) if isinstance(initializer, str) else initializer
+    if not isinstance(init, Initializer):
+        raise TypeError(f"serialize: expected an initializer object, got {type(initializer).__name__}.")
+    return {"module": "keras.initializers", "class_name": type(init).__name__, "config": init.get_config(),
+            "registered_name": None}
+
+
+def deserialize(config):
+    """Keras' ``deserialize``: an initializer object from :func:`serialize`'s dict, a ``{"class_name",
+    "config"}`` dict or a name (``"lecun_uniform"``)."""
+    if isinstance(config, str):
+        key = config.lower()
+        if key in _CLASS_NAMES:
+            return _CLASSES[_CLASS_NAMES[key]]()
+        if config in _CLASSES:
+            return _CLASSES[config]()
+        raise ValueError(f"deserialize: unknown initializer {config!r}; known: {sorted(_CLASS_NAMES)}.")
+    if isinstance(config, dict) and config.get("class_name") in _CLASSES:
+        return _CLASSES[config["class_name"]].from_config(config.get("config") or {})
+    raise ValueError(f"deserialize: expected a name or a dict with a known 'class_name', got {config!r}.")
+
+
 def get(identifier):
     """An initializer ``f(shape, dtype) -> ndarray`` from a name or a callable.
 
@@ -253,4 +365,12 @@ def _unwrap(value):
 
 
 _CLASSES = {c.__name__: c for c in (Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
-                                    GlorotUniform, GlorotNormal, HeUniform, HeNormal, Orthogonal)}
+                                    GlorotUniform, GlorotNormal, HeUniform, HeNormal, Orthogonal, VarianceScaling,
+                                    LecunNormal, LecunUniform, Identity)}
+_CLASS_NAMES = {"zeros": "Zeros", "ones": "Ones", "constant": "Constant", "random_normal": "RandomNormal",
+                "random_uniform": "RandomUniform", "truncated_normal": "TruncatedNormal",
+                "glorot_uniform": "GlorotUniform", "glorot_normal": "GlorotNormal", "he_uniform": "HeUniform",
+                "he_normal": "HeNormal", "orthogonal": "Orthogonal", "variance_scaling": "VarianceScaling",
+                "lecun_normal": "LecunNormal", "lecun_uniform": "LecunUniform", "identity": "Identity"}
+ALIASES.update({"lecun_normal": LecunNormal(), "lecun_uniform": LecunUniform(), "identity": Identity(),
+                "truncated_normal": TruncatedNormal(), "variance_scaling": VarianceScaling()})
