@@ -44,7 +44,8 @@ INFINITE_CARDINALITY = -1     # tf.data.INFINITE_CARDINALITY
 UNKNOWN_CARDINALITY = -2      # tf.data.UNKNOWN_CARDINALITY
 AUTOTUNE = -1                 # tf.data.AUTOTUNE: accepted wherever TensorFlow takes it; nothing is tuned here
 
-__all__ = ["Dataset", "TensorSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+__all__ = ["Dataset", "TensorSpec", "Iterator", "NumpyIterator", "Options", "ThreadingOptions", "AUTOTUNE",
+           "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 
 # ---------------------------------------------------------------------------
@@ -260,6 +261,71 @@ def _count(value, what, minimum=-1) -> int:
 # ---------------------------------------------------------------------------
 # Dataset
 # ---------------------------------------------------------------------------
+class Iterator:
+    """``tf.data.Iterator``: what ``iter(dataset)`` returns — ``next(it)`` / ``it.get_next()`` give the next
+    element, ``element_spec`` says its structure. One pass; ``iter(dataset)`` again starts a new one."""
+
+    def __init__(self, dataset, elements):
+        self._elements, self._dataset = elements, dataset
+
+    @property
+    def element_spec(self):
+        """The structure of an element (computed when asked: it may run the pipeline's functions once)."""
+        return self._dataset.element_spec
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._elements)
+
+    def get_next(self, name=None):
+        """The next element; StopIteration (TensorFlow: OutOfRangeError) at the end."""
+        return next(self._elements)
+
+
+class NumpyIterator(Iterator):
+    """``tf.data.NumpyIterator``: what ``dataset.as_numpy_iterator()`` returns (elements as numpy values)."""
+
+
+class ThreadingOptions:
+    """``tf.data.ThreadingOptions``: ``private_threadpool_size`` and ``max_intra_op_parallelism``. Accepted and
+    kept; a pipeline here runs in the caller's thread."""
+
+    def __init__(self):
+        self.private_threadpool_size = None
+        self.max_intra_op_parallelism = None
+
+
+class Options:
+    """``tf.data.Options``: settings of an input pipeline (``deterministic``, ``threading``, ``autotune``,
+    ``experimental_optimization`` …), set by attribute and attached with ``dataset.with_options(options)``.
+    Kept and read back as TensorFlow does; they change nothing here (one thread, always in order)."""
+
+    def __init__(self):
+        self.deterministic = None
+        self.threading = ThreadingOptions()
+        self.experimental_threading = self.threading
+        self.autotune = None
+        self.experimental_optimization = None
+        self.experimental_slack = None
+        self.experimental_distribute = None
+        self.experimental_external_state_policy = None
+
+    def merge(self, options) -> "Options":
+        """These options with every value ``options`` sets (not None) taking precedence."""
+        out = Options()
+        for source in (self, options):
+            for key, value in vars(source).items():
+                if key == "threading" or key == "experimental_threading":
+                    for k, v in vars(value).items():
+                        if v is not None:
+                            setattr(out.threading, k, v)
+                elif value is not None:
+                    setattr(out, key, value)
+        return out
+
+
 class Dataset:
     """A sequence of elements, built by a recipe and read by iterating (``tf.data.Dataset``'s surface).
 
@@ -388,15 +454,27 @@ class Dataset:
     def __bool__(self) -> bool:
         return True     # truth must not call len(), which refuses endless datasets
 
-    def __iter__(self):
+    def __iter__(self) -> "Iterator":
         """The elements, as package tensors in the element's structure; a new pass over the recipe."""
-        for element in self._elements():
-            yield _pack(element, [_as_tensor(leaf) for leaf in _flatten(element)])
+        return Iterator(self, (_pack(e, [_as_tensor(leaf) for leaf in _flatten(e)]) for e in self._elements()))
 
-    def as_numpy_iterator(self):
+    def as_numpy_iterator(self) -> "NumpyIterator":
         """The elements as numpy values (numpy scalars for scalars, as TensorFlow)."""
-        for element in self._elements():
-            yield _pack(element, [_as_numpy_value(leaf) for leaf in _flatten(element)])
+        return NumpyIterator(self, (_pack(e, [_as_numpy_value(leaf) for leaf in _flatten(e)])
+                                    for e in self._elements()))
+
+    def with_options(self, options, name=None) -> "Dataset":
+        """The same elements, carrying ``options`` (merged with any set before). Options tune TensorFlow's
+        pipeline (threads, determinism, optimisations); here they are kept and read back, and change nothing."""
+        if not isinstance(options, Options):
+            raise TypeError(f"Dataset.with_options: expected a tf.data.Options, got {type(options).__name__}.")
+        out = self._derived(self._elements, self._cardinality, self._spec, self._kind)
+        out._options = self.options().merge(options)
+        return out
+
+    def options(self) -> "Options":
+        """The options set with :meth:`with_options` (an ``Options`` with nothing set when none were)."""
+        return getattr(self, "_options", None) or Options()
 
     def __repr__(self) -> str:
         try:
@@ -407,9 +485,13 @@ class Dataset:
 
     # -- transformations -------------------------------------------------------
     def _derived(self, elements, cardinality, spec, kind, samples=None) -> "Dataset":
-        """A dataset made from this one; it gives samples if this one does, unless ``samples`` says."""
-        return Dataset._make(elements, cardinality, spec, kind,
-                             self._one_sample_per_element if samples is None else samples)
+        """A dataset made from this one (its options carried on); it gives samples if this one does, unless
+        ``samples`` says."""
+        out = Dataset._make(elements, cardinality, spec, kind,
+                            self._one_sample_per_element if samples is None else samples)
+        if getattr(self, "_options", None) is not None:
+            out._options = self._options
+        return out
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None) -> "Dataset":
         """The elements in random order, drawn from a buffer of ``buffer_size`` as TensorFlow does.

@@ -408,3 +408,27 @@ def test_fit_warns_when_the_dataset_was_never_batched():
     with warnings.catch_warnings():
         warnings.simplefilter("error")           # batched (even after unbatch().batch()): no warning
         model.fit(unbatched.batch(5).unbatch().batch(4), verbose=0)
+
+
+def test_iterators_and_options_are_tensorflows():
+    """``iter(ds)`` is a ``tf.data.Iterator`` (``next``, ``get_next``, ``element_spec``), ``as_numpy_iterator()``
+    a ``tf.data.NumpyIterator``; ``tf.data.Options`` set by attribute ride along ``with_options`` and later
+    transformations, and are read back as TensorFlow's are (issue 43)."""
+    tf = pytest.importorskip("tensorflow")
+    ours, theirs = adv.data.Dataset.range(5).batch(2), tf.data.Dataset.range(5).batch(2)
+    it, tit = iter(ours), iter(theirs)
+    assert isinstance(it, adv.data.Iterator) and isinstance(tit, tf.data.Iterator)
+    np.testing.assert_array_equal(next(it).numpy(), next(tit).numpy())
+    np.testing.assert_array_equal(it.get_next().numpy(), tit.get_next().numpy())
+    assert it.element_spec.shape == tuple(tit.element_spec.shape)
+    assert isinstance(ours.as_numpy_iterator(), adv.data.NumpyIterator)
+    for options_type, ds in ((adv.data.Options, ours), (tf.data.Options, theirs)):
+        o = options_type()
+        o.deterministic = False
+        o.threading.private_threadpool_size = 2
+        later = ds.with_options(o).map(lambda x: x * 2)
+        assert later.options().deterministic is False and later.options().threading.private_threadpool_size == 2
+    assert [list(b) for b in ours.with_options(adv.data.Options()).as_numpy_iterator()] == \
+        [list(b) for b in theirs.as_numpy_iterator()]
+    with pytest.raises(TypeError, match="with_options: expected a tf.data.Options, got dict"):
+        ours.with_options({"deterministic": False})
