@@ -12,14 +12,39 @@ and automatic differentiation" guide shows exactly that. For a differentiable co
 """
 from __future__ import annotations
 
-from .core.ops import cast, maximum, mean, std, tensordot
+import numpy as np
+
+from .base.session import generator
+from .core.ops import (
+    abs,
+    cast,
+    clip,
+    concatenate,
+    flip,
+    log,
+    maximum,
+    mean,
+    pad,
+    power,
+    stack,
+    std,
+    sum,
+    swapaxes,
+    take,
+    tensordot,
+    tile,
+    where,
+    zeros_like,
+)
 from .core.tensor import Tensor, constant
 from .records.transforms import custom_gradient
 
 
-def _images(images, op: str) -> Tensor:
+def _images(images, op: str, rank: int = 3) -> Tensor:
+    if isinstance(images, (list, tuple)) and any(isinstance(i, Tensor) for i in images):
+        images = stack(list(images))     # as tf.convert_to_tensor packs a list: the gradient reaches each one
     x = images if isinstance(images, Tensor) else constant(images)
-    if x.ndim < 3:
+    if x.ndim < rank:
         raise ValueError(f"image.{op}: images of shape {x.shape} must be (..., height, width, channels); "
                          "add a channel axis with x[..., None].")
     return x if x.dtype.kind == "f" else cast(x, "float32")
@@ -27,7 +52,7 @@ def _images(images, op: str) -> Tensor:
 
 def adjust_brightness(image, delta):
     """``tf.image.adjust_brightness``: ``x + δ`` on every entry (ḡ to ``x``, ``Σ ḡ`` to ``δ``)."""
-    return _images(image, "adjust_brightness") + delta
+    return _images(image, "adjust_brightness", rank=0) + delta      # entry by entry: any shape, as TensorFlow
 
 
 def _contrast(x, factor):
@@ -71,4 +96,348 @@ def per_image_standardization(image):
     return (x - m) / s
 
 
-__all__ = ["adjust_brightness", "adjust_contrast", "rgb_to_grayscale", "per_image_standardization"]
+
+
+# ----- geometry: flips, rotations, crops and pads (each a recorded indexing: ḡ goes back to the pixel) ------
+def flip_left_right(image):
+    """``tf.image.flip_left_right``: the width axis reversed."""
+    return flip(_images(image, "flip_left_right"), axis=-2)
+
+
+def flip_up_down(image):
+    """``tf.image.flip_up_down``: the height axis reversed."""
+    return flip(_images(image, "flip_up_down"), axis=-3)
+
+
+def transpose(image, name=None):
+    """``tf.image.transpose``: height and width swapped."""
+    return swapaxes(_images(image, "transpose"), -3, -2)
+
+
+def rot90(image, k=1, name=None):
+    """``tf.image.rot90``: ``k`` quarter turns counter-clockwise."""
+    x = _images(image, "rot90")
+    for _ in range(int(k) % 4):
+        x = flip(swapaxes(x, -3, -2), axis=-3)
+    return x
+
+
+def _draw(seed):
+    rng = np.random.default_rng(None if seed is None else np.asarray(seed).ravel().tolist()) if seed is not None \
+        else generator()
+    return rng
+
+
+def random_flip_left_right(image, seed=None):
+    """``tf.image.random_flip_left_right``: each image flipped left-right with probability ½ (numpy's draws)."""
+    return _random_flip(image, seed, -2, "random_flip_left_right")
+
+
+def random_flip_up_down(image, seed=None):
+    """``tf.image.random_flip_up_down``: each image flipped upside down with probability ½ (numpy's draws)."""
+    return _random_flip(image, seed, -3, "random_flip_up_down")
+
+
+def stateless_random_flip_left_right(image, seed):
+    """``tf.image.stateless_random_flip_left_right``: as the random one, the same result for the same seed."""
+    return _random_flip(image, seed, -2, "stateless_random_flip_left_right")
+
+
+def stateless_random_flip_up_down(image, seed):
+    """``tf.image.stateless_random_flip_up_down``: as the random one, the same result for the same seed."""
+    return _random_flip(image, seed, -3, "stateless_random_flip_up_down")
+
+
+def _random_flip(image, seed, axis, op):
+    x = _images(image, op)
+    batch = x.shape[:-3]
+    coin = _draw(seed).uniform(size=batch) < 0.5
+    if not batch:
+        return flip(x, axis=axis) if coin else x
+    mask = constant(coin.reshape(batch + (1, 1, 1)))
+    return where(mask, flip(x, axis=axis), x)
+
+
+def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """``tf.image.crop_to_bounding_box``: the ``target_height × target_width`` window whose top-left corner is
+    at ``(offset_height, offset_width)``."""
+    x = _images(image, "crop_to_bounding_box")
+    h, w = x.shape[-3], x.shape[-2]
+    if offset_height + target_height > h or offset_width + target_width > w or min(offset_height, offset_width) < 0:
+        raise ValueError(f"image.crop_to_bounding_box: the box ({offset_height}, {offset_width}) + "
+                         f"({target_height}, {target_width}) does not fit in images of size {h}×{w}.")
+    return x[..., offset_height:offset_height + target_height, offset_width:offset_width + target_width, :]
+
+
+def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """``tf.image.pad_to_bounding_box``: zeros around the image, which lands at ``(offset_height,
+    offset_width)`` of a ``target_height × target_width`` canvas."""
+    x = _images(image, "pad_to_bounding_box")
+    h, w = x.shape[-3], x.shape[-2]
+    after_h, after_w = target_height - offset_height - h, target_width - offset_width - w
+    if min(offset_height, offset_width, after_h, after_w) < 0:
+        raise ValueError(f"image.pad_to_bounding_box: images of size {h}×{w} at ({offset_height}, {offset_width}) "
+                         f"do not fit a {target_height}×{target_width} canvas.")
+    widths = [(0, 0)] * (x.ndim - 3) + [(offset_height, after_h), (offset_width, after_w), (0, 0)]
+    return pad(x, widths)
+
+
+def central_crop(image, central_fraction):
+    """``tf.image.central_crop``: the centred ``central_fraction`` of height and width."""
+    x = _images(image, "central_crop")
+    if not 0 < central_fraction <= 1:
+        raise ValueError(f"image.central_crop: central_fraction must be in (0, 1], got {central_fraction}.")
+    h, w = x.shape[-3], x.shape[-2]
+    top, left = int((h - h * central_fraction) / 2), int((w - w * central_fraction) / 2)
+    return x[..., top:h - top, left:w - left, :]
+
+
+def resize_with_crop_or_pad(image, target_height, target_width):
+    """``tf.image.resize_with_crop_or_pad``: centred crop where the image is larger, centred zero padding
+    where it is smaller."""
+    x = _images(image, "resize_with_crop_or_pad")
+    h, w = x.shape[-3], x.shape[-2]
+    top, left = max((h - target_height) // 2, 0), max((w - target_width) // 2, 0)
+    x = x[..., top:top + min(h, target_height), left:left + min(w, target_width), :]
+    h, w = x.shape[-3], x.shape[-2]
+    return pad_to_bounding_box(x, max((target_height - h) // 2, 0), max((target_width - w) // 2, 0),
+                               target_height, target_width)
+
+
+def random_crop(value, size, seed=None, name=None):
+    """``tf.image.random_crop``: a window of ``size`` at a random position (numpy's draws)."""
+    x = value if isinstance(value, Tensor) else constant(value)
+    size = [int(n) for n in size]
+    if len(size) != x.ndim or any(s > n for s, n in zip(size, x.shape)):
+        raise ValueError(f"image.random_crop: size {size} must have one entry per axis of {x.shape}, each no "
+                         "larger than the axis.")
+    starts = [int(_draw(seed).integers(0, n - s + 1)) for s, n in zip(size, x.shape)]
+    return x[tuple(slice(a, a + s) for a, s in zip(starts, size))]
+
+
+# ----- values: dtypes, colour spaces, adjustments ----------------------------------------------------------
+def convert_image_dtype(image, dtype, saturate=False, name=None):
+    """``tf.image.convert_image_dtype``: integers hold ``[0, MAX]``, floats ``[0, 1]``; converting rescales
+    between the two (int → float divides by MAX; float → int multiplies by MAX + 0.5 and truncates)."""
+    x = image if isinstance(image, Tensor) else constant(image)
+    src, dst = np.dtype(x.dtype), np.dtype(dtype)
+    if src == dst:
+        return x
+    if src.kind == "f" and dst.kind == "f":
+        return cast(x, dst)
+    if src.kind in "iu" and dst.kind == "f":
+        return cast(x, dst) * (1.0 / np.iinfo(src).max)
+    if src.kind == "f" and dst.kind in "iu":
+        scaled = x * (np.iinfo(dst).max + 0.5)
+        if saturate:
+            scaled = clip(scaled, np.iinfo(dst).min, np.iinfo(dst).max)
+        return cast(scaled, dst)
+    shift = int(np.iinfo(src).max).bit_length() - int(np.iinfo(dst).max).bit_length()     # value bits
+    values = x.numpy().astype(np.int64)
+    return constant((values >> shift if shift > 0 else values << -shift).astype(dst))
+
+
+def grayscale_to_rgb(images, name=None):
+    """``tf.image.grayscale_to_rgb``: the one channel repeated three times."""
+    x = _images(images, "grayscale_to_rgb")
+    if x.shape[-1] != 1:
+        raise ValueError(f"image.grayscale_to_rgb: images of shape {x.shape} must have 1 channel.")
+    return tile(x, [1] * (x.ndim - 1) + [3])
+
+
+_YIQ = np.array([[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+                 [0.114, -0.32134392, 0.31119955]])
+_YUV = np.array([[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+                 [0.114, 0.43601035, -0.10001026]])
+_YIQ_INV = np.array([[1, 1, 1], [0.95598634, -0.27201283, -1.10674021], [0.6208248, -0.64720424, 1.70423049]])
+_YUV_INV = np.array([[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]])   # TensorFlow's
+
+
+def _mix(images, kernel, op):
+    x = _images(images, op)
+    if x.shape[-1] != 3:
+        raise ValueError(f"image.{op}: images of shape {x.shape} must have 3 channels.")
+    return tensordot(x, constant(kernel.astype(x.dtype)), axes=1)
+
+
+def rgb_to_yiq(images):
+    """``tf.image.rgb_to_yiq``: the linear map to luma Y and chroma I, Q (TensorFlow's matrix)."""
+    return _mix(images, _YIQ, "rgb_to_yiq")
+
+
+def yiq_to_rgb(images):
+    """``tf.image.yiq_to_rgb``: the inverse of :func:`rgb_to_yiq`."""
+    return _mix(images, _YIQ_INV, "yiq_to_rgb")
+
+
+def rgb_to_yuv(images):
+    """``tf.image.rgb_to_yuv``: the linear map to luma Y and chroma U, V (TensorFlow's matrix)."""
+    return _mix(images, _YUV, "rgb_to_yuv")
+
+
+def yuv_to_rgb(images):
+    """``tf.image.yuv_to_rgb``: the inverse of :func:`rgb_to_yuv`."""
+    return _mix(images, _YUV_INV, "yuv_to_rgb")
+
+
+def adjust_gamma(image, gamma=1, gain=1):
+    """``tf.image.adjust_gamma``: ``gain · x**gamma`` (for images in [0, 1])."""
+    x = _images(image, "adjust_gamma", rank=0)
+    if np.any(np.asarray(gamma) < 0):
+        raise ValueError(f"image.adjust_gamma: gamma must be ≥ 0, got {gamma}.")
+    return gain * power(x, gamma)
+
+
+def random_brightness(image, max_delta, seed=None):
+    """``tf.image.random_brightness``: ``x + δ``, δ uniform in ``[−max_delta, max_delta)`` (numpy's draws)."""
+    if max_delta < 0:
+        raise ValueError(f"image.random_brightness: max_delta must be ≥ 0, got {max_delta}.")
+    return adjust_brightness(image, float(_draw(seed).uniform(-max_delta, max_delta)))
+
+
+def stateless_random_brightness(image, max_delta, seed):
+    """``tf.image.stateless_random_brightness``: as the random one, the same δ for the same seed."""
+    return random_brightness(image, max_delta, seed)
+
+
+def random_contrast(image, lower, upper, seed=None):
+    """``tf.image.random_contrast``: :func:`adjust_contrast` by a factor uniform in ``[lower, upper)``."""
+    if not 0 <= lower < upper:
+        raise ValueError(f"image.random_contrast: need 0 ≤ lower < upper, got {lower}, {upper}.")
+    return adjust_contrast(image, float(_draw(seed).uniform(lower, upper)))
+
+
+def stateless_random_contrast(image, lower, upper, seed):
+    """``tf.image.stateless_random_contrast``: as the random one, the same factor for the same seed."""
+    return random_contrast(image, lower, upper, seed)
+
+
+def stateless_random_crop(value, size, seed, name=None):
+    """``tf.image.stateless_random_crop``: as :func:`random_crop`, the same window for the same seed."""
+    return random_crop(value, size, seed)
+
+
+# ----- measures and filters --------------------------------------------------------------------------------
+def image_gradients(image):
+    """``tf.image.image_gradients``: ``(dy, dx)``, the differences to the next row and the next column (0 on
+    the last row / column), for 4-D images."""
+    x = _images(image, "image_gradients")
+    if x.ndim != 4:
+        raise ValueError(f"image.image_gradients: images of shape {x.shape} must be 4-D (batch, h, w, c).")
+    dy = x[:, 1:, :, :] - x[:, :-1, :, :]
+    dx = x[:, :, 1:, :] - x[:, :, :-1, :]
+    dy = concatenate([dy, zeros_like(x[:, :1, :, :])], axis=1)
+    dx = concatenate([dx, zeros_like(x[:, :, :1, :])], axis=2)
+    return dy, dx
+
+
+def sobel_edges(image):
+    """``tf.image.sobel_edges``: the vertical and horizontal Sobel responses, shape ``(b, h, w, c, 2)``, on
+    the image padded by reflection (as TensorFlow)."""
+    x = _images(image, "sobel_edges")
+    if x.ndim != 4:
+        raise ValueError(f"image.sobel_edges: images of shape {x.shape} must be 4-D (batch, h, w, c).")
+    h, w = x.shape[1], x.shape[2]
+    p = pad(x, [(0, 0), (1, 1), (1, 1), (0, 0)], mode="reflect")
+    kernels = (np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]]), np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]))
+    out = []
+    for k in kernels:
+        acc = None
+        for i in range(3):
+            for j in range(3):
+                if k[i, j]:
+                    term = p[:, i:i + h, j:j + w, :] * float(k[i, j])
+                    acc = term if acc is None else acc + term
+        out.append(acc)
+    return stack(out, axis=-1)
+
+
+def total_variation(images, name=None):
+    """``tf.image.total_variation``: ``Σ |x[i+1, j] − x[i, j]| + Σ |x[i, j+1] − x[i, j]|`` per image (a scalar
+    for one 3-D image)."""
+    x = _images(images, "total_variation")
+    dv = abs(x[..., 1:, :, :] - x[..., :-1, :, :])
+    dh = abs(x[..., :, 1:, :] - x[..., :, :-1, :])
+    return sum(dv, axis=(-3, -2, -1)) + sum(dh, axis=(-3, -2, -1))
+
+
+def psnr(a, b, max_val, name=None):
+    """``tf.image.psnr``: ``10·log10(max_val² / mse)`` per image (the mse over height, width and channels)."""
+    x, y = _images(a, "psnr"), _images(b, "psnr")
+    mse = mean((x - y) * (x - y), axis=(-3, -2, -1))
+    return (10.0 / np.log(10.0)) * (np.log(float(max_val) ** 2) - log(mse))
+
+
+class ResizeMethod:
+    """``tf.image.ResizeMethod``: the names ``resize`` takes (``bilinear`` and ``nearest`` are implemented)."""
+    BILINEAR = "bilinear"
+    NEAREST_NEIGHBOR = "nearest"
+    BICUBIC = "bicubic"
+    AREA = "area"
+    LANCZOS3 = "lanczos3"
+    LANCZOS5 = "lanczos5"
+    GAUSSIAN = "gaussian"
+    MITCHELLCUBIC = "mitchellcubic"
+
+
+def _source_positions(n_out, n_in):
+    """Half-pixel centres (TensorFlow 2's resize): output pixel ``i`` samples input position
+    ``(i + ½)·n_in/n_out − ½``."""
+    return (np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5
+
+
+def resize(images, size, method="bilinear", preserve_aspect_ratio=False, antialias=False, name=None):
+    """``tf.image.resize`` with ``bilinear`` (the default) or ``nearest``, TensorFlow 2's half-pixel centres.
+    Bilinear output is a weighted sum of the four nearest pixels, so ḡ is shared among them with the same
+    weights. The output is float32 (as TensorFlow's)."""
+    x = _images(images, "resize")
+    method = getattr(method, "value", method)
+    if method not in ("bilinear", "nearest"):
+        raise ValueError(f"image.resize: method {method!r} is not implemented here; use 'bilinear' or 'nearest'.")
+    if antialias:
+        raise ValueError("image.resize: antialias=True is not implemented here; resize without it.")
+    h, w = x.shape[-3], x.shape[-2]
+    th, tw = int(size[0]), int(size[1])
+    if preserve_aspect_ratio:
+        scale = min(th / h, tw / w)
+        th, tw = max(int(round(h * scale)), 1), max(int(round(w * scale)), 1)
+    x = cast(x, "float32")
+    if method == "nearest":
+        rows = np.clip(np.floor((np.arange(th) + 0.5) * h / th), 0, h - 1).astype(np.int64)
+        cols = np.clip(np.floor((np.arange(tw) + 0.5) * w / tw), 0, w - 1).astype(np.int64)
+        return take(take(x, constant(rows), axis=-3), constant(cols), axis=-2)
+    out = x
+    for axis, (n_out, n_in) in ((-3, (th, h)), (-2, (tw, w))):
+        pos = np.clip(_source_positions(n_out, n_in), 0, n_in - 1)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (pos - lo).astype(np.float32)
+        shape = [1] * out.ndim
+        shape[axis] = n_out
+        f = constant(frac.reshape(shape))
+        a, b = take(out, constant(lo), axis=axis), take(out, constant(hi), axis=axis)
+        out = a + (b - a) * f
+    return out
+
+
+def resize_with_pad(image, target_height, target_width, method="bilinear", antialias=False):
+    """``tf.image.resize_with_pad``: resized to fit inside ``target_height × target_width`` keeping its aspect
+    ratio, then padded with zeros to exactly that size (centred)."""
+    x = _images(image, "resize_with_pad")
+    h, w = x.shape[-3], x.shape[-2]
+    ratio = max(w / target_width, h / target_height)
+    fh, fw = h / ratio, w / ratio
+    resized = resize(x, (int(np.floor(fh)), int(np.floor(fw))), method=method, antialias=antialias)
+    return pad_to_bounding_box(resized, max(int(np.floor((target_height - fh) / 2)), 0),
+                               max(int(np.floor((target_width - fw) / 2)), 0), target_height, target_width)
+
+__all__ = [
+    "adjust_brightness", "adjust_contrast", "rgb_to_grayscale", "per_image_standardization", "flip_left_right",
+    "flip_up_down", "transpose", "rot90", "random_flip_left_right", "random_flip_up_down",
+    "stateless_random_flip_left_right", "stateless_random_flip_up_down", "crop_to_bounding_box",
+    "pad_to_bounding_box", "central_crop", "resize_with_crop_or_pad", "random_crop", "stateless_random_crop",
+    "convert_image_dtype", "grayscale_to_rgb", "rgb_to_yiq", "yiq_to_rgb", "rgb_to_yuv", "yuv_to_rgb",
+    "adjust_gamma", "random_brightness", "stateless_random_brightness", "random_contrast",
+    "stateless_random_contrast", "image_gradients", "sobel_edges", "total_variation", "psnr", "ResizeMethod",
+    "resize", "resize_with_pad",
+]

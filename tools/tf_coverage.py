@@ -406,7 +406,8 @@ def check(entry):
     theirs = getattr(_tf_module(entry.namespace), entry.name)
     if not exists or isinstance(theirs, (types.ModuleType, type)) or not callable(theirs):
         return entry
-    values = not (entry.namespace == "tf.random" or entry.qualified in ("tf.nn.dropout",))
+    values = not (entry.namespace == "tf.random" or entry.qualified in ("tf.nn.dropout",)
+                  or entry.qualified.startswith(("tf.image.random_", "tf.image.stateless_random_")))
     candidates = PROBES.get(entry.qualified, PATTERNS)
     for args in [variant for a in candidates for variant in (a, _single(a))]:
         with warnings.catch_warnings():

@@ -63,6 +63,10 @@ KINDS = {
               "adv.losses, adv.optimizers, adv.callbacks, adv.initializers (Keras 3 names)"),
     "morphology": ("grayscale morphology, fractional pooling and isotonic regression are not implemented",
                    "adv.nn.max_pool / adv.nn.avg_pool, or TensorFlow itself through adv.tf.record()"),
+    "detection": ("object-detection box utilities (non-max suppression, random box sampling) select or draw boxes "
+                  "and have no gradient: they are inference and augmentation, not backpropagation",
+                  "TensorFlow itself (recorded with adv.tf.record() if you want to see the model's gradients), or "
+                  "numpy on the boxes"),
     "assertion": ("TensorFlow's graph assertions are not mirrored",
                   "a Python assert or if on the values: assert adv.reduce_all(x > 0)"),
     "space to batch": ("the space-to-batch reshapes exist for TensorFlow's dilated-convolution kernels",
@@ -122,6 +126,9 @@ OUT_OF_SCOPE["tf.math.special"] = ("module", "adv.math's special functions (lgam
                                             "or scipy.special on x.numpy() (no gradient)")
 OUT_OF_SCOPE["tf.image.decode_*"] = OUT_OF_SCOPE["tf.image.encode_*"] = "io"
 OUT_OF_SCOPE["tf.image.*jpeg*"] = "io"
+OUT_OF_SCOPE["tf.image.*non_max_suppression*"] = "detection"
+OUT_OF_SCOPE["tf.image.*sample_distorted_bounding_box"] = "detection"
+OUT_OF_SCOPE["tf.image.generate_bounding_box_proposals"] = "detection"
 OUT_OF_SCOPE["tf.data.TFRecordDataset"] = OUT_OF_SCOPE["tf.data.FixedLengthRecordDataset"] = "io"
 OUT_OF_SCOPE["tf.data.TextLineDataset"] = "strings"
 OUT_OF_SCOPE["tf.data.experimental"] = "module"
@@ -185,6 +192,9 @@ DIFFERENT = {
     "tf.config.*": "answers as a CPU-only TensorFlow: no GPU or TPU; memory and thread settings are accepted "
                    "and have no effect",
     "tf.device": "a block that changes nothing: everything runs on the CPU",
+    "tf.image.random_*": "the draws come from numpy's generator (a flip, a crop window, a brightness or contrast "
+                         "factor TensorFlow could also draw, not its numbers)",
+    "tf.image.stateless_random_*": "the same seed gives the same result here, but not TensorFlow's numbers",
     "keras.ops.sparsemax": "the projection onto the simplex as defined (each row sums to 1); Keras 3.15's "
                            "TensorFlow backend sums the running sums over the support, so its rows with more "
                            "than one nonzero entry do not sum to 1",
