@@ -197,13 +197,20 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     _peek,
     _t,
     allclose,
+    angle,
     arange,
     argpartition,
+    array,
     associative_scan,
     average,
     bartlett,
     bincount,
     blackman,
+    conj,
+    conjugate,
+    copy,
+    corrcoef,
+    correlate,
     count_nonzero,
     diagflat,
     digitize,
@@ -223,6 +230,7 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     hanning,
     heaviside,
     histogram,
+    imag,
     in_top_k,
     is_tensor,
     isclose,
@@ -258,10 +266,12 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     nanstd,
     nansum,
     nanvar,
+    nextafter,
     nonzero,
     percentile,
     ptp,
     quantile,
+    real,
     scan,
     scatter,
     scatter_update,
@@ -392,6 +402,53 @@ def lstsq(a, b, rcond=None):
     """``keras.ops.lstsq``: the least-squares solution ``x`` of ``a @ x ≈ b`` (only ``x``: numpy's
     ``lstsq`` also returns the residuals, the rank and the singular values, ``adv.linalg.lstsq``)."""
     return _lstsq(a, b, rcond=rcond)[0]
+
+
+def cholesky_inverse(x, upper=False):
+    """``keras.ops.cholesky_inverse``: ``A⁻¹`` from ``A``'s Cholesky factor ``x`` (``A = x·xᵀ``, or ``xᵀ·x``
+    with ``upper=True``). Only that triangle of ``x`` is read (the other gets no gradient), as Keras'."""
+    x = triu(_t(x)) if upper else tril(_t(x))
+    xt = swapaxes(x, -1, -2)
+    return inv(matmul(xt, x) if upper else matmul(x, xt))
+
+
+def cdist(x, y):
+    """``keras.ops.cdist``: the Euclidean distances between the rows of ``x`` and the rows of ``y``."""
+    d = expand_dims(_t(x), -2) - expand_dims(_t(y), -3)
+    return sqrt(sum(square(d), axis=-1))
+
+
+def psnr(x1, x2, max_val):
+    """``keras.ops.psnr``: ``20·log10(max_val) − 10·log10(mse)``, the mse over every entry (one number)."""
+    a, b = _t(x1), _t(x2)
+    mse = mean(square(a - b))
+    return 20.0 * np.log10(float(max_val)) - (10.0 / np.log(10.0)) * log(mse)
+
+
+def depth_to_space(x, block_size, data_format="channels_last"):
+    """``keras.ops.depth_to_space``: channels moved into ``block_size × block_size`` spatial blocks,
+    ``(b, h, w, c·s²) → (b, h·s, w·s, c)`` in TensorFlow's order (a reshape: ḡ goes back unchanged)."""
+    t = _t(x) if data_format == "channels_last" else moveaxis(_t(x), 1, -1)
+    b, h, w, c = t.shape
+    s = int(block_size)
+    if c % (s * s):
+        raise ValueError(f"depth_to_space: {c} channels are not divisible by block_size² = {s * s}.")
+    out = reshape(transpose(reshape(t, (b, h, w, s, s, c // (s * s))), (0, 1, 3, 2, 4, 5)),
+                  (b, h * s, w * s, c // (s * s)))
+    return out if data_format == "channels_last" else moveaxis(out, -1, 1)
+
+
+def space_to_depth(x, block_size, data_format="channels_last"):
+    """``keras.ops.space_to_depth``: the inverse of :func:`depth_to_space`, ``(b, h·s, w·s, c) → (b, h, w,
+    c·s²)``."""
+    t = _t(x) if data_format == "channels_last" else moveaxis(_t(x), 1, -1)
+    b, h, w, c = t.shape
+    s = int(block_size)
+    if h % s or w % s:
+        raise ValueError(f"space_to_depth: height {h} and width {w} must be divisible by block_size {s}.")
+    blocks = transpose(reshape(t, (b, h // s, s, w // s, s, c)), (0, 1, 3, 2, 4, 5))
+    out = reshape(blocks, (b, h // s, w // s, c * s * s))
+    return out if data_format == "channels_last" else moveaxis(out, -1, 1)
 
 
 def solve_triangular(a, b, lower=False):
@@ -544,34 +601,35 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
 
 
 __all__ = [
-    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "append", "arange", "arccos", "arccosh",
-    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort", "array_split",
-    "associative_scan", "average", "average_pool", "bartlett", "batch_normalization", "binary_crossentropy",
-    "bincount", "blackman", "broadcast_to", "cast", "categorical_crossentropy", "cbrt", "ceil", "celu", "cholesky",
-    "clip", "concatenate", "cond", "conv", "convert_to_numpy", "convert_to_tensor", "cos", "cosh", "count_nonzero",
-    "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "det", "diag", "diagflat", "diagonal", "diff",
-    "digitize", "divide", "divide_no_nan", "dot", "dot_product_attention", "dsplit", "dstack", "dtype", "eigh",
-    "einsum", "elu", "empty", "empty_like", "equal", "erf", "erfc", "erfinv", "exp", "exp2", "expand_dims", "expm1",
-    "extract_sequences", "eye", "fabs", "flip", "fliplr", "flipud", "floor", "floor_divide", "fmax", "fmin", "fmod",
-    "fori_loop", "full", "full_like", "gcd", "gelu", "geomspace", "get_item", "glu", "greater", "greater_equal",
-    "hamming", "hanning", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "heaviside",
-    "histogram", "hsplit", "hstack", "hypot", "i0", "identity", "in_top_k", "inner", "inv", "is_tensor", "isclose",
-    "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf", "isreal", "kaiser", "kron", "layer_normalization",
-    "lcm", "ldexp", "leaky_relu", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "log_sigmoid",
-    "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "logspace", "logsumexp", "lstsq", "map", "matmul", "matrix_rank", "max", "max_pool", "maximum", "mean", "median",
-    "meshgrid", "min", "minimum", "mod", "moments", "moveaxis", "multi_hot", "multiply", "nan_to_num", "nanargmax",
-    "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
-    "nanquantile", "nanstd", "nansum", "nanvar", "ndim", "negative", "nonzero", "norm", "normalize", "not_equal",
-    "one_hot", "ones", "ones_like", "outer", "pad", "percentile", "pinv", "power", "prod", "ptp", "qr", "quantile",
-    "rad2deg", "ravel", "reciprocal", "relu", "relu6", "repeat", "reshape", "rms_normalization", "roll", "rot90",
-    "round", "rsqrt", "saturate_cast", "scan", "scatter", "scatter_update", "searchsorted", "segment_max",
-    "segment_min", "segment_prod", "segment_sum", "select", "selu", "shape", "sigmoid", "sign", "signbit", "silu",
-    "sin", "sinc", "sinh", "size", "slice", "slice_update", "slogdet", "soft_shrink", "softmax", "softplus",
-    "softsign", "solve", "solve_triangular", "sort", "sparse_categorical_crossentropy", "sparse_plus",
-    "sparse_sigmoid", "sparsemax", "split", "sqrt", "square", "squareplus", "squeeze", "stack", "std",
-    "stop_gradient", "subtract", "sum", "svd", "swapaxes", "swish", "switch", "take", "take_along_axis", "tan",
-    "tanh", "tanh_shrink", "tensordot", "threshold", "tile", "top_k", "trace", "transpose", "trapezoid", "tri",
-    "tril", "triu", "true_divide", "trunc", "unique", "unravel_index", "unstack", "vander", "var", "vdot",
-    "vectorized_map", "vsplit", "vstack", "where", "while_loop", "zeros", "zeros_like"
+    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "angle", "any", "append", "arange", "arccos",
+    "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort",
+    "array", "array_split", "associative_scan", "average", "average_pool", "bartlett", "batch_normalization",
+    "binary_crossentropy", "bincount", "blackman", "broadcast_to", "cast", "categorical_crossentropy", "cbrt",
+    "cdist", "ceil", "celu", "cholesky", "cholesky_inverse", "clip", "concatenate", "cond", "conj", "conjugate",
+    "conv", "convert_to_numpy", "convert_to_tensor", "copy", "corrcoef", "correlate", "cos", "cosh", "count_nonzero",
+    "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "depth_to_space", "det", "diag", "diagflat",
+    "diagonal", "diff", "digitize", "divide", "divide_no_nan", "dot", "dot_product_attention", "dsplit", "dstack",
+    "dtype", "eigh", "einsum", "elu", "empty", "empty_like", "equal", "erf", "erfc", "erfinv", "exp", "exp2",
+    "expand_dims", "expm1", "extract_sequences", "eye", "fabs", "flip", "fliplr", "flipud", "floor", "floor_divide",
+    "fmax", "fmin", "fmod", "fori_loop", "full", "full_like", "gcd", "gelu", "geomspace", "get_item", "glu",
+    "greater", "greater_equal", "hamming", "hanning", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish",
+    "hard_tanh", "heaviside", "histogram", "hsplit", "hstack", "hypot", "i0", "identity", "imag", "in_top_k", "inner",
+    "inv", "is_tensor", "isclose", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf", "isreal", "kaiser",
+    "kron", "layer_normalization", "lcm", "ldexp", "leaky_relu", "less", "less_equal", "linspace", "log", "log10",
+    "log1p", "log2", "log_sigmoid", "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logspace", "logsumexp", "lstsq", "map", "matmul", "matrix_rank", "max", "max_pool",
+    "maximum", "mean", "median", "meshgrid", "min", "minimum", "mod", "moments", "moveaxis", "multi_hot", "multiply",
+    "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin",
+    "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndim", "negative", "nextafter",
+    "nonzero", "norm", "normalize", "not_equal", "one_hot", "ones", "ones_like", "outer", "pad", "percentile", "pinv",
+    "power", "prod", "psnr", "ptp", "qr", "quantile", "rad2deg", "ravel", "real", "reciprocal", "relu", "relu6",
+    "repeat", "reshape", "rms_normalization", "roll", "rot90", "round", "rsqrt", "saturate_cast", "scan", "scatter",
+    "scatter_update", "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "select", "selu",
+    "shape", "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "size", "slice", "slice_update", "slogdet",
+    "soft_shrink", "softmax", "softplus", "softsign", "solve", "solve_triangular", "sort", "space_to_depth",
+    "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax", "split", "sqrt", "square",
+    "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract", "sum", "svd", "swapaxes", "swish", "switch",
+    "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot", "threshold", "tile", "top_k", "trace",
+    "transpose", "trapezoid", "tri", "tril", "triu", "true_divide", "trunc", "unique", "unravel_index", "unstack",
+    "vander", "var", "vdot", "vectorized_map", "vsplit", "vstack", "where", "while_loop", "zeros", "zeros_like"
 ]

@@ -186,12 +186,20 @@ MORE = {
     "dot_product_attention": [((QKV, QKV[::-1], QKV), {}), ((QKV, QKV, QKV[::-1]), {"is_causal": True})],
     "erfc": [((A,), {})], "i0": [((A,), {})], "meshgrid": [((A[0], B[0, :3]), {})], "unstack": [((A,), {"axis": 1})],
     "searchsorted": [((np.sort(A[0]), B[0]), {})],
+    "array": [((A,), {"dtype": "float64"})], "copy": [((A,), {})], "real": [((A,), {})], "imag": [((A,), {})],
+    "conj": [((A,), {})], "conjugate": [((A,), {})], "angle": [((A,), {})], "nextafter": [((A, B), {})],
+    "corrcoef": [((A,), {})], "correlate": [((A[0], B[0, :3]), {}), ((A[0], B[0, :3]), {"mode": "full"}),
+                                             ((A[0], B[0, :3]), {"mode": "same"})],
+    "cholesky_inverse": [((np.linalg.cholesky(SQ).astype("float32"),), {})], "cdist": [((A, B[:2]), {})],
+    "psnr": [((P, P[::-1], 2.0), {})], "depth_to_space": [((IMG[:, :2, :2, :].repeat(4, -1), 2), {})],
+    "space_to_depth": [((IMG[:, :6, :6, :], 2), {})],
 }
 DIFFERENTIABLE = ["average", "ptp", "quantile", "median", "fmod", "trapezoid", "nansum", "nanmean", "nanvar",
                   "nanmax", "top_k", "segment_sum", "segment_max", "extract_sequences", "celu",
                   "glu", "hard_shrink", "soft_shrink", "tanh_shrink", "squareplus", "sparse_plus", "sparse_sigmoid",
                   "normalize", "layer_normalization", "rms_normalization", "batch_normalization",
-                  "dot_product_attention", "solve_triangular", "det", "inv", "vander", "divide_no_nan"]
+                  "dot_product_attention", "solve_triangular", "det", "inv", "vander", "divide_no_nan", "copy",
+                  "corrcoef", "correlate", "cdist", "psnr", "depth_to_space", "space_to_depth", "cholesky_inverse"]
 
 
 @pytest.mark.parametrize("name", sorted(MORE))

@@ -24,6 +24,7 @@ from . import (
     divide,
     exp,
     expand_dims,
+    flip,
     full,
     log,
     max,
@@ -703,3 +704,80 @@ def associative_scan(f, elems, reverse=False, axis=0):
     if reverse:
         out = out[::-1]
     return moveaxis(stack(out), 0, axis)
+
+
+# ----- more numpy names: copies, real parts, correlations -------------------------------------------------
+def array(x, dtype=None):
+    """``keras.ops.array``: a tensor holding ``x`` (cast to ``dtype`` when given)."""
+    t = _t(x)
+    return t if dtype is None else cast(t, dtype)
+
+
+def copy(x):
+    """``keras.ops.copy``: a new tensor with ``x``'s values (the gradient passes straight through)."""
+    return _t(x)[...]
+
+
+def real(x):
+    """``keras.ops.real``: the real part — ``x`` itself, as every tensor here is real."""
+    return _t(x)
+
+
+def imag(x):
+    """``keras.ops.imag``: the imaginary part — zeros, as every tensor here is real."""
+    return zeros_like(x)
+
+
+def conj(x):
+    """``keras.ops.conj``: the complex conjugate — ``x`` itself, as every tensor here is real."""
+    return _t(x)
+
+
+conjugate = conj
+
+
+def angle(x):
+    """``keras.ops.angle``: the argument of each entry — π for negative reals, 0 otherwise (float)."""
+    t = _t(x)
+    t = t if t.dtype.kind == "f" else cast(t, "float32")
+    return where(t < 0, zeros_like(t) + np.pi, zeros_like(t))
+
+
+def nextafter(x1, x2):
+    """``keras.ops.nextafter``: the next representable float after ``x1`` towards ``x2`` (a constant)."""
+    a = _peek(x1)
+    return constant(np.nextafter(a, np.asarray(_peek(x2), dtype=np.asarray(a).dtype)))
+
+
+def corrcoef(x):
+    """``keras.ops.corrcoef``: the Pearson correlations between the rows of ``x``,
+    ``cov(i, j) / √(cov(i, i)·cov(j, j))`` (differentiable)."""
+    t = _t(x)
+    t = t if t.dtype.kind == "f" else cast(t, "float32")
+    centred = t - mean(t, axis=-1, keepdims=True)
+    cov = tensordot(centred, moveaxis(centred, -1, 0), axes=1)
+    d = sqrt(diag(cov))
+    return cov / (expand_dims(d, -1) * expand_dims(d, 0))
+
+
+def correlate(x1, x2, mode="valid"):
+    """``keras.ops.correlate``: numpy's 1-D cross-correlation ``c[k] = Σ_n x1[n + k]·x2[n]`` for the shifts
+    of ``mode`` (``valid``, ``same``, ``full``), as a stack of dot products (differentiable in both)."""
+    a, v = _t(x1), _t(x2)
+    n, m = a.shape[0], v.shape[0]
+    if n < m:
+        return flip(correlate(v, a, mode), axis=0)
+    if mode == "valid":
+        lo, hi = 0, n - m
+    elif mode == "full":
+        lo, hi = -(m - 1), n - 1
+    elif mode == "same":
+        lo = -((m - 1) // 2)
+        hi = lo + n - 1
+    else:
+        raise ValueError(f"correlate: mode must be 'valid', 'same' or 'full', got {mode!r}.")
+    out = []
+    for k in range(lo, hi + 1):
+        i0, i1 = builtins.max(k, 0), builtins.min(k + m, n)
+        out.append(sum(a[i0:i1] * v[i0 - k:i1 - k]))
+    return stack(out)
