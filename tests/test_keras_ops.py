@@ -253,9 +253,10 @@ def test_sparsemax_is_the_projection_onto_the_simplex():
     p = y.numpy()
     np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-6)
     assert (p >= 0).all() and (p == 0).any()
-    kp = np.asarray(keras.ops.sparsemax(A))
-    one = (p > 0).sum(-1) == 1
-    np.testing.assert_allclose(p[one], kp[one], rtol=1e-6)
+    if hasattr(keras.ops, "sparsemax"):             # Keras 3.7 (the floor CI tests) has none
+        kp = np.asarray(keras.ops.sparsemax(A))
+        one = (p > 0).sum(-1) == 1
+        np.testing.assert_allclose(p[one], kp[one], rtol=1e-6)
     support = p > 0
     want = np.where(support, B - (B * support).sum(-1, keepdims=True) / support.sum(-1, keepdims=True), 0.0)
     np.testing.assert_allclose(tape.gradient(loss, x).numpy(), want, rtol=1e-5, atol=1e-6)
