@@ -21,6 +21,7 @@ from .core.ops import (
     clip,
     concatenate,
     flip,
+    floor,
     log,
     maximum,
     mean,
@@ -280,6 +281,91 @@ def yuv_to_rgb(images):
     return _mix(images, _YUV_INV, "yuv_to_rgb")
 
 
+def _channels(x, op):
+    if x.shape[-1] != 3:
+        raise ValueError(f"image.{op}: images of shape {x.shape} must have 3 channels.")
+    return x[..., 0], x[..., 1], x[..., 2]
+
+
+def rgb_to_hsv(images, name=None):
+    """``tf.image.rgb_to_hsv``: value ``v = max(r, g, b)``, saturation ``(v − min)/v`` and hue in [0, 1) by
+    which channel is largest (red first on ties), as TensorFlow's kernel; piecewise differentiable."""
+    x = _images(images, "rgb_to_hsv")
+    r, g, b = _channels(x, "rgb_to_hsv")
+    v = maximum(maximum(r, g), b)
+    m = -maximum(maximum(-r, -g), -b)
+    delta = v - m
+    safe_v = where(v > 0, v, zeros_like(v) + 1.0)
+    sat = where(v > 0, delta / safe_v, zeros_like(v))
+    safe_d = where(delta > 0, delta, zeros_like(delta) + 1.0)
+    hue = where(v == r, (g - b) / safe_d, where(v == g, 2.0 + (b - r) / safe_d, 4.0 + (r - g) / safe_d)) / 6.0
+    hue = where(delta > 0, hue, zeros_like(hue))
+    hue = where(hue < 0, hue + 1.0, hue)
+    return stack([hue, sat, v], axis=-1)
+
+
+def hsv_to_rgb(images, name=None):
+    """``tf.image.hsv_to_rgb``: the inverse of :func:`rgb_to_hsv`, with TensorFlow's formulas
+    ``channel = v·(1 − s + s·clip(…(6h)…, 0, 1))``."""
+    x = _images(images, "hsv_to_rgb")
+    h, s_, v = _channels(x, "hsv_to_rgb")
+    dh = h * 6.0
+    dr = clip(abs(dh - 3.0) - 1.0, 0.0, 1.0)
+    dg = clip(2.0 - abs(dh - 2.0), 0.0, 1.0)
+    db = clip(2.0 - abs(dh - 4.0), 0.0, 1.0)
+    keep = 1.0 - s_
+    return stack([v * (keep + s_ * dr), v * (keep + s_ * dg), v * (keep + s_ * db)], axis=-1)
+
+
+def _saturated(x, factor):
+    hsv = rgb_to_hsv(x)
+    return hsv_to_rgb(stack([hsv[..., 0], clip(hsv[..., 1] * factor, 0.0, 1.0), hsv[..., 2]], axis=-1))
+
+
+def _hue_turned(x, delta):
+    hsv = rgb_to_hsv(x)
+    h = hsv[..., 0] + delta
+    return hsv_to_rgb(stack([h - floor(h), hsv[..., 1], hsv[..., 2]], axis=-1))
+
+
+def _no_gradient(kernel, op, how):
+    def no_gradient(dy):
+        raise LookupError(f"gradient registry has no entry for: {kernel} (adv.image.{op} has no gradient, as in "
+                          f"TensorFlow). For one, write it with the conversions: {how}.")
+    return no_gradient
+
+
+@custom_gradient
+def _adjust_saturation(x, factor):
+    return _saturated(x, factor), _no_gradient(
+        "AdjustSaturation", "adjust_saturation",
+        "hsv = adv.image.rgb_to_hsv(x); scale hsv[..., 1] and clip it to [0, 1]; adv.image.hsv_to_rgb(...)")
+
+
+@custom_gradient
+def _adjust_hue(x, delta):
+    return _hue_turned(x, delta), _no_gradient(
+        "AdjustHue", "adjust_hue", "hsv = adv.image.rgb_to_hsv(x); add delta to hsv[..., 0] modulo 1; "
+        "adv.image.hsv_to_rgb(...)")
+
+
+def adjust_saturation(image, saturation_factor, name=None):
+    """``tf.image.adjust_saturation``: the saturation multiplied by the factor (clipped to [0, 1]) in HSV. Its
+    values are TensorFlow's; a gradient through it raises ``LookupError``, as TensorFlow's (``AdjustSaturation``
+    has no gradient registered)."""
+    x = _images(image, "adjust_saturation")
+    return _adjust_saturation(x, constant(np.asarray(saturation_factor, dtype=x.dtype)))
+
+
+def adjust_hue(image, delta, name=None):
+    """``tf.image.adjust_hue``: the hue turned by ``delta`` (in [−1, 1], a fraction of the colour wheel). Its
+    values are TensorFlow's; a gradient through it raises ``LookupError``, as TensorFlow's."""
+    if not -1 <= float(delta) <= 1:
+        raise ValueError(f"image.adjust_hue: delta must be in [-1, 1], got {delta}.")
+    x = _images(image, "adjust_hue")
+    return _adjust_hue(x, constant(np.asarray(delta, dtype=x.dtype)))
+
+
 def adjust_gamma(image, gamma=1, gain=1):
     """``tf.image.adjust_gamma``: ``gain · x**gamma`` (for images in [0, 1])."""
     x = _images(image, "adjust_gamma", rank=0)
@@ -439,5 +525,5 @@ __all__ = [
     "convert_image_dtype", "grayscale_to_rgb", "rgb_to_yiq", "yiq_to_rgb", "rgb_to_yuv", "yuv_to_rgb",
     "adjust_gamma", "random_brightness", "stateless_random_brightness", "random_contrast",
     "stateless_random_contrast", "image_gradients", "sobel_edges", "total_variation", "psnr", "ResizeMethod",
-    "resize", "resize_with_pad",
+    "resize", "resize_with_pad", "rgb_to_hsv", "hsv_to_rgb", "adjust_saturation", "adjust_hue",
 ]

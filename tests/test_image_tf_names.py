@@ -27,10 +27,12 @@ CASES = [
     ("total_variation", (IMG[0],), {}), ("psnr", (IMG, IMG[::-1], 1.0), {}),
     ("resize", (IMG, (9, 4)), {}), ("resize", (IMG, (3, 11)), {}), ("resize", (IMG, (9, 4)), {"method": "nearest"}),
     ("resize", (IMG, (10, 10)), {"preserve_aspect_ratio": True}), ("resize_with_pad", (IMG, 8, 8), {}),
+    ("rgb_to_hsv", (IMG,), {}), ("hsv_to_rgb", (IMG,), {}), ("adjust_saturation", (IMG, 1.7), {}),
+    ("adjust_saturation", (IMG, 0.4), {}), ("adjust_hue", (IMG, 0.3), {}), ("adjust_hue", (IMG, -0.45), {}),
     ("convert_image_dtype", (IMG, "uint8"), {}), ("convert_image_dtype", ((IMG * 255).astype("uint8"), "float32"), {}),
     ("convert_image_dtype", ((IMG * 255).astype("uint8"), "int32"), {}),
 ]
-NO_GRADIENT_IN_TF = {"convert_image_dtype"}
+NO_GRADIENT_IN_TF = {"convert_image_dtype", "adjust_saturation", "adjust_hue", "hsv_to_rgb"}
 
 
 def _value(out):
@@ -84,3 +86,27 @@ def test_errors_name_the_op_the_shapes_and_the_fix():
         adv.image.resize(IMG, (3, 3), method=adv.image.ResizeMethod.BICUBIC)
     with pytest.raises(ValueError, match="grayscale_to_rgb: images of shape .* must have 1 channel"):
         adv.image.grayscale_to_rgb(IMG)
+
+
+def test_hsv_adjustments_have_no_gradient_as_in_tensorflow_and_the_conversions_do():
+    """``adjust_saturation`` / ``adjust_hue`` give TensorFlow's values and, as TensorFlow (no gradient registered
+    for ``AdjustSaturation`` / ``AdjustHue``), raise ``LookupError`` on a gradient, naming the differentiable way:
+    the conversions, whose gradients flow (``rgb_to_hsv``'s is TensorFlow's, checked above; ``hsv_to_rgb``'s,
+    which TensorFlow leaves None, is its piecewise-linear formula's, checked here by finite differences)."""
+    x = adv.Variable(IMG)
+    with adv.GradientTape() as tape:
+        loss = adv.sum(adv.image.adjust_hue(x, 0.2))
+    with pytest.raises(LookupError, match="AdjustHue.*rgb_to_hsv"):
+        tape.gradient(loss, x)
+    hsv = IMG.astype("float64")
+    h = adv.Variable(hsv)
+    with adv.GradientTape() as tape:
+        out = adv.sum(adv.image.hsv_to_rgb(h) * hsv[::-1])
+    g = tape.gradient(out, h).numpy()
+    eps, i = 1e-6, (0, 1, 2, 1)
+    up, down = hsv.copy(), hsv.copy()
+    up[i] += eps
+    down[i] -= eps
+    fd = (np.sum(adv.image.hsv_to_rgb(up).numpy() * hsv[::-1]) -
+          np.sum(adv.image.hsv_to_rgb(down).numpy() * hsv[::-1])) / (2 * eps)
+    np.testing.assert_allclose(g[i], fd, rtol=1e-5)

@@ -194,6 +194,7 @@ DIFFERENT = {
     "tf.device": "a block that changes nothing: everything runs on the CPU",
     "tf.image.random_*": "the draws come from numpy's generator (a flip, a crop window, a brightness or contrast "
                          "factor TensorFlow could also draw, not its numbers)",
+    "tf.image.hsv_to_rgb": "differentiable here (its piecewise-linear formula); TensorFlow gives no gradient",
     "tf.image.stateless_random_*": "the same seed gives the same result here, but not TensorFlow's numbers",
     "keras.ops.sparsemax": "the projection onto the simplex as defined (each row sums to 1); Keras 3.15's "
                            "TensorFlow backend sums the running sums over the support, so its rows with more "
