@@ -14,6 +14,7 @@ tf = pytest.importorskip("tensorflow")
 RNG = np.random.default_rng(7)
 IMG = RNG.uniform(0, 1, size=(2, 5, 6, 3)).astype("float32")
 GRAY = IMG[..., :1]
+BIG = RNG.uniform(0, 1, size=(2, 14, 13, 3)).astype("float32")
 
 CASES = [
     ("flip_left_right", (IMG,), {}), ("flip_up_down", (IMG,), {}), ("transpose", (IMG,), {}),
@@ -27,6 +28,8 @@ CASES = [
     ("total_variation", (IMG[0],), {}), ("psnr", (IMG, IMG[::-1], 1.0), {}),
     ("resize", (IMG, (9, 4)), {}), ("resize", (IMG, (3, 11)), {}), ("resize", (IMG, (9, 4)), {"method": "nearest"}),
     ("resize", (IMG, (10, 10)), {"preserve_aspect_ratio": True}), ("resize_with_pad", (IMG, 8, 8), {}),
+    ("ssim", (BIG, np.clip(BIG + 0.1 * BIG[::-1], 0, 1), 1.0), {}),
+    ("ssim", (BIG, BIG[::-1], 1.0), {"filter_size": 5, "filter_sigma": 1.0}),
     ("rgb_to_hsv", (IMG,), {}), ("hsv_to_rgb", (IMG,), {}), ("adjust_saturation", (IMG, 1.7), {}),
     ("adjust_saturation", (IMG, 0.4), {}), ("adjust_hue", (IMG, 0.3), {}), ("adjust_hue", (IMG, -0.45), {}),
     ("convert_image_dtype", (IMG, "uint8"), {}), ("convert_image_dtype", ((IMG * 255).astype("uint8"), "float32"), {}),
