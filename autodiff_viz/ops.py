@@ -296,6 +296,7 @@ from .losses import EPSILON as _EPSILON
 from .losses import categorical_crossentropy as _categorical_crossentropy
 from .losses import sparse_categorical_crossentropy as _sparse_categorical_crossentropy
 from .records.transforms import custom_gradient
+from .records.transforms import jvp as _jvp
 
 
 def gelu(x, approximate=True):
@@ -449,6 +450,52 @@ def space_to_depth(x, block_size, data_format="channels_last"):
     blocks = transpose(reshape(t, (b, h // s, s, w // s, s, c)), (0, 1, 3, 2, 4, 5))
     out = reshape(blocks, (b, h // s, w // s, c * s * s))
     return out if data_format == "channels_last" else moveaxis(out, -1, 1)
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """``keras.ops.jvp``: ``(fun(*primals), J·tangents)``, the forward-mode product (``adv.jvp``); with
+    ``has_aux`` ``fun`` returns ``(output, aux)`` and the result is ``(output, J·tangents, aux)``."""
+    if not has_aux:
+        return _jvp(fun, primals, tangents)
+    aux = []
+
+    def main(*args):
+        out, extra = fun(*args)
+        aux.append(extra)
+        return out
+    out, tangent = _jvp(main, primals, tangents)
+    return out, tangent, aux[-1]
+
+
+def vectorize(pyfunc, *, excluded=None, signature=None):
+    """``keras.ops.vectorize`` for element-wise functions: ``pyfunc`` applied to each entry (broadcast over
+    the arguments), the results stacked back into the broadcast shape — recorded call by call, so the
+    gradient flows. A ``signature`` (core dimensions) is not supported: map over the axis with ``ops.map``."""
+    if signature is not None:
+        raise ValueError("vectorize: signature= (core dimensions) is not supported here; use adv.ops.map(f, xs) "
+                         "over the leading axis, or write f with array ops.")
+    excluded = set(excluded or ())
+
+    def call(*args):
+        mapped = [i for i in range(len(args)) if i not in excluded]
+        tensors = [_t(args[i]) for i in mapped]
+        shape_ = np.broadcast_shapes(*[t.shape for t in tensors]) if tensors else ()
+        flat = [reshape(broadcast_to(t, shape_), (-1,)) for t in tensors]
+        n = int(np.prod(shape_)) if shape_ else 1
+        outs = []
+        for k in range(n):
+            full_args = list(args)
+            for i, f in zip(mapped, flat):
+                full_args[i] = f[k]
+            outs.append(_t(pyfunc(*full_args)))
+        return reshape(stack(outs), shape_)
+    return call
+
+
+def view(x, dtype=None):
+    """``keras.ops.view``: the same bytes read as ``dtype`` (a bit reinterpretation: a constant, no gradient)."""
+    v = np.ascontiguousarray(_peek(x))
+    return constant(v if dtype is None else v.view(np.dtype(dtype)))
 
 
 def solve_triangular(a, b, lower=False):
@@ -614,22 +661,23 @@ __all__ = [
     "fmax", "fmin", "fmod", "fori_loop", "full", "full_like", "gcd", "gelu", "geomspace", "get_item", "glu",
     "greater", "greater_equal", "hamming", "hanning", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish",
     "hard_tanh", "heaviside", "histogram", "hsplit", "hstack", "hypot", "i0", "identity", "imag", "in_top_k", "inner",
-    "inv", "is_tensor", "isclose", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf", "isreal", "kaiser",
-    "kron", "layer_normalization", "lcm", "ldexp", "leaky_relu", "less", "less_equal", "linspace", "log", "log10",
-    "log1p", "log2", "log_sigmoid", "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logspace", "logsumexp", "lstsq", "map", "matmul", "matrix_rank", "max", "max_pool",
-    "maximum", "mean", "median", "meshgrid", "min", "minimum", "mod", "moments", "moveaxis", "multi_hot", "multiply",
-    "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin",
-    "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndim", "negative", "nextafter",
-    "nonzero", "norm", "normalize", "not_equal", "one_hot", "ones", "ones_like", "outer", "pad", "percentile", "pinv",
-    "power", "prod", "psnr", "ptp", "qr", "quantile", "rad2deg", "ravel", "real", "reciprocal", "relu", "relu6",
-    "repeat", "reshape", "rms_normalization", "roll", "rot90", "round", "rsqrt", "saturate_cast", "scan", "scatter",
-    "scatter_update", "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "select", "selu",
-    "shape", "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "size", "slice", "slice_update", "slogdet",
-    "soft_shrink", "softmax", "softplus", "softsign", "solve", "solve_triangular", "sort", "space_to_depth",
-    "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax", "split", "sqrt", "square",
-    "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract", "sum", "svd", "swapaxes", "swish", "switch",
-    "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot", "threshold", "tile", "top_k", "trace",
-    "transpose", "trapezoid", "tri", "tril", "triu", "true_divide", "trunc", "unique", "unravel_index", "unstack",
-    "vander", "var", "vdot", "vectorized_map", "vsplit", "vstack", "where", "while_loop", "zeros", "zeros_like"
+    "inv", "is_tensor", "isclose", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf", "isreal", "jvp",
+    "kaiser", "kron", "layer_normalization", "lcm", "ldexp", "leaky_relu", "less", "less_equal", "linspace", "log",
+    "log10", "log1p", "log2", "log_sigmoid", "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logspace", "logsumexp", "lstsq", "map", "matmul", "matrix_rank",
+    "max", "max_pool", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mod", "moments", "moveaxis",
+    "multi_hot", "multiply", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
+    "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndim",
+    "negative", "nextafter", "nonzero", "norm", "normalize", "not_equal", "one_hot", "ones", "ones_like", "outer",
+    "pad", "percentile", "pinv", "power", "prod", "psnr", "ptp", "qr", "quantile", "rad2deg", "ravel", "real",
+    "reciprocal", "relu", "relu6", "repeat", "reshape", "rms_normalization", "roll", "rot90", "round", "rsqrt",
+    "saturate_cast", "scan", "scatter", "scatter_update", "searchsorted", "segment_max", "segment_min",
+    "segment_prod", "segment_sum", "select", "selu", "shape", "sigmoid", "sign", "signbit", "silu", "sin", "sinc",
+    "sinh", "size", "slice", "slice_update", "slogdet", "soft_shrink", "softmax", "softplus", "softsign", "solve",
+    "solve_triangular", "sort", "space_to_depth", "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid",
+    "sparsemax", "split", "sqrt", "square", "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract",
+    "sum", "svd", "swapaxes", "swish", "switch", "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot",
+    "threshold", "tile", "top_k", "trace", "transpose", "trapezoid", "tri", "tril", "triu", "true_divide", "trunc",
+    "unique", "unravel_index", "unstack", "vander", "var", "vdot", "vectorize", "vectorized_map", "view", "vsplit",
+    "vstack", "where", "while_loop", "zeros", "zeros_like"
 ]

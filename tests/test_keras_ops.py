@@ -302,3 +302,29 @@ def test_control_flow_runs_as_keras_ops_does():
     with adv.GradientTape() as tape:
         carry, _ = ops.scan(lambda c, e: (c * e, c), 1.0, v)
     np.testing.assert_allclose(tape.gradient(carry, v).numpy(), np.prod(x) / x, rtol=1e-5)
+
+
+def test_jvp_vectorize_and_view_as_keras():
+    """``jvp`` (with and without ``has_aux``) and the bit view ``view`` give Keras' results, element-wise
+    ``vectorize`` numpy's (with a gradient); a ``vectorize`` signature is refused with the alternative."""
+    x, t = A[0], np.ones(4, "float32")
+    out, tangent = ops.jvp(lambda v: ops.sum(ops.sin(v) * v), (x,), (t,))
+    np.testing.assert_allclose([_value(out), _value(tangent)],
+                               [np.sum(np.sin(x) * x), np.sum(np.cos(x) * x + np.sin(x))], rtol=1e-5)
+    if hasattr(keras.ops, "jvp"):                   # Keras 3.7 (the floor CI tests) has none
+        kout, ktangent = keras.ops.jvp(lambda v: keras.ops.sum(keras.ops.sin(v) * v), (tf.constant(x),),
+                                       (tf.constant(t),))
+        np.testing.assert_allclose([_value(out), _value(tangent)], [_value(kout), _value(ktangent)], rtol=1e-5)
+    out, tangent, aux = ops.jvp(lambda v: (ops.sum(v ** 2), "aux"), (x,), (t,), has_aux=True)
+    assert aux == "aux" and np.isclose(_value(tangent), 2 * x.sum(), rtol=1e-5)
+    f = ops.vectorize(lambda a, b: a * 2 + b)
+    np.testing.assert_allclose(_value(f(A, B[0])), np.vectorize(lambda a, b: a * 2 + b)(A, B[0]), rtol=1e-6)
+    v = adv.Variable(A)                          # (Keras' TensorFlow backend has no vectorize; numpy's is the
+    with adv.GradientTape() as tape:             # reference)
+        loss = adv.sum(ops.vectorize(lambda a: a * a)(v))
+    np.testing.assert_allclose(tape.gradient(loss, v).numpy(), 2 * A, rtol=1e-6)
+    np.testing.assert_array_equal(_value(ops.view(A, "int32")), A.view(np.int32))
+    if hasattr(keras.ops, "view"):
+        np.testing.assert_array_equal(_value(ops.view(A, "int32")), _value(keras.ops.view(A, "int32")))
+    with pytest.raises(ValueError, match="signature= .* not supported.*ops.map"):
+        ops.vectorize(lambda a: a, signature="(n)->()")
