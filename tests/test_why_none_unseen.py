@@ -723,3 +723,88 @@ def test_conv2d_of_constants_made_from_numpy_inside_the_tape(tf):
         assert ex.reason == "not_watched"
         assert ex.location == _line(test_conv2d_of_constants_made_from_numpy_inside_the_tape, "y = tf.nn.conv2d")
         assert f"tape.watch({name})" in ex.message and "tf.Variable" in ex.message
+
+
+def test_checkpoint_sequential_over_an_image_that_needs_no_grad():
+    """https://github.com/Lyken17/pytorch-memonger/issues/4 — a ResNet run through memonger's sublinear
+    (checkpointed) sequential: the first segment's input is the image, which does not require grad, so its output
+    does not either and no layer of that segment learns ("None of the inputs have requires_grad=True. Gradients will be
+    None"). Reduced with PyTorch's own ``checkpoint_sequential``, which runs the same reentrant
+    ``CheckpointFunction``: the rule that explains it is the checkpoint's, whatever function the user called."""
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    def case():
+        layers = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        image = torch.randn(3, 4)
+        with adv.torch.record() as rec:
+            out = checkpoint_sequential(layers, 2, image, use_reentrant=True)
+            loss = out.sum()
+            loss.backward()
+        return rec, loss, layers
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad"):
+        rec, loss, layers = case()
+    assert layers[0].weight.grad is None and layers[4].weight.grad is not None
+    ex = rec.explain(loss, layers[0].weight)
+    assert ex.reason == "no_grad"
+    assert ex.location == _line(case, "out = checkpoint_sequential(")
+    assert "checkpoint_sequential" in ex.message and "use_reentrant=False" in ex.message
+    assert "You did not turn gradients off" in ex.message
+
+
+def test_grad_read_after_the_wrapper_that_steps_and_zeroes():
+    """https://github.com/open-mmlab/mmdetection/issues/11234 — printing ``parms.grad`` after
+    ``optim_wrapper.update_params(loss)`` shows None; the answer: the wrapper calls ``zero_grad`` right after
+    ``step``. Reduced with the wrapper's structure (backward, step, zero_grad in one method)."""
+    class OptimWrapper:
+        def __init__(self, optimizer):
+            self.optimizer = optimizer
+
+        def update_params(self, loss):
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+
+    def case():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 2))
+        wrapper = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1))
+        with adv.torch.record() as rec:
+            loss = model(torch.randn(2, 3, 8, 8)).pow(2).mean()
+            wrapper.update_params(loss)
+            seen = [parms.grad for _, parms in model.named_parameters()]
+        return rec, loss, model, seen
+    rec, loss, model, seen = case()
+    assert all(g is None for g in seen)
+    ex = rec.explain(loss, model[0].weight)
+    assert ex.reason == "read_before_backward"
+    assert ex.location == _line(case, "seen = [parms.grad")
+    assert _line(OptimWrapper.update_params, "self.optimizer.zero_grad()").split(":")[-1] in ex.message
+    assert "between loss.backward() and opt.zero_grad()" in ex.message
+
+
+def test_a_loss_made_of_counts_of_rounded_predictions(tf):
+    """https://github.com/tensorflow/tensorflow/issues/58614 — a custom loss built from
+    ``count_nonzero(equal(round(prediction), label))`` and shape counts gives None for every weight; the cause is
+    that counting is not differentiable. Reduced with the user's loss body and a small Keras model."""
+    import keras
+
+    def custom_loss(output, prediction):
+        correct_count = tf.math.count_nonzero(tf.math.equal(tf.round(prediction), tf.cast(output, tf.float32)))
+        incorrect_count = prediction.shape[0] - correct_count
+        correct_label_count = tf.where(output == 1.0).shape[0]
+        return tf.cast(incorrect_count, tf.float32) / (correct_label_count + 1)
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(1, activation="sigmoid")])
+    x = np.random.default_rng(0).random((10, 4)).astype("float32")
+    y = (np.arange(10) % 2).reshape(10, 1).astype("float32")
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            pred = model(x)
+            loss = custom_loss(y, pred)
+        grads = tape.gradient(loss, model.trainable_weights)
+    assert grads == [None] * 4
+    ex = rec.explain(loss, model.trainable_weights[0])
+    assert ex.reason == "non_differentiable_op"
+    assert ex.location == _line(custom_loss, "correct_count = tf.math.count_nonzero(")
+    assert "differentiable relaxation" in ex.message and "round" in ex.message

@@ -213,6 +213,8 @@ def library_rule(function: str | None, what: str) -> str:
     method), or the general rule for code that library runs without grad."""
     if function in LIBRARY_RULES:
         return LIBRARY_RULES[function]
+    if what.startswith("CheckpointFunction."):
+        return LIBRARY_RULES["checkpoint"]
     if what.startswith("@torch.no_grad()"):
         return f"{function} is decorated @torch.no_grad(): " + LIBRARY_RULES["no_grad"].split(": ", 1)[1]
     if what.endswith(".forward"):
