@@ -49,9 +49,34 @@ def test_round_trip_is_exact():
 
 def test_json_is_standard_and_versioned():
     doc = _strict_loads(_trace().to_json())
-    assert doc["schema"] == SCHEMA and doc["version"] == 1
-    big = next(n for n in doc["nodes"] if n["name"] == "big")
-    assert big["value"]["data"] is None and big["value"]["stats"]["max"] == 1.0
+    assert doc["schema"] == SCHEMA and doc["version"] == 2
+    big = next(n for n in doc["nodes"] if n.get("name") == "big")
+    assert "data" not in big["value"] and big["value"]["stats"]["max"] == 1.0
+
+
+def test_a_version_1_file_still_reads():
+    """Version 1 wrote every field of every node and edge; version 2's summary leaves defaults out and shares
+    locations. A file written by the older version reads back to the same trace."""
+    tr = _trace()
+    doc = json.loads(tr.to_json(values="full"))
+    doc["version"] = 1
+    back = adv.Trace.from_json(json.dumps(doc))
+    assert back.to_json(values="full") == tr.to_json(values="full")
+    assert back.to_dot("both") == tr.to_dot("both")
+
+
+def test_summary_json_shares_locations_and_leaves_defaults_out():
+    """A deep model's nodes mostly share the line that ran it and carry no label: the summary writes each line
+    once (``locations``) and a node's index into it, and leaves out fields at their defaults."""
+    tr = _trace()
+    doc = json.loads(tr.to_json())
+    located = [n for n in tr.nodes if n.location is not None]
+    assert located and len(doc["locations"]) == len({(n.location.file, n.location.line) for n in located})
+    for n, d in zip(tr.nodes, doc["nodes"]):
+        if n.location is not None:
+            assert doc["locations"][d["location"]]["line"] == n.location.line
+        assert "label" in d or n.label is None
+        assert "on_path" in d or not n.on_path
 
 
 def test_nan_and_inf_are_encoded_explicitly():
@@ -94,6 +119,7 @@ def _broken(edit):
     (_broken(lambda d: d["nodes"][0]["value"].update(dtype="float99")), "nodes[0].value.dtype"),
     (_broken(lambda d: d["nodes"][2]["value"]["stats"].update(min=None)), "nodes[2].value.stats.min"),
     (_broken(lambda d: d["nodes"][2].update(on_path="yes")), "nodes[2].on_path"),
+    (_broken(lambda d: d["nodes"][2].update(location=99)), "nodes[2].location"),
     (_broken(lambda d: d["nodes"][2].pop("tensor_id")), "nodes[2].tensor_id: missing"),
     (_broken(lambda d: d["edges"][0].update(src="n404")), "edges[0].src"),
     (_broken(lambda d: d["edges"][1].update(jacobian=[[1.0, "?"]])), "edges[1].jacobian"),
@@ -126,8 +152,9 @@ def test_save_formats(tmp_path):
 
 
 def test_json_summarises_large_arrays_and_keeps_every_value_on_request():
-    """Issue 42: a ResNet's trace was megabytes of numbers; arrays above 64 entries are now written as shape,
-    dtype, statistics and a preview; ``values="full"`` writes every value the trace holds."""
+    """Issue 42: a ResNet's trace was megabytes of numbers; arrays above 16 entries are now written as shape,
+    dtype, statistics and a preview (five significant digits, to read); ``values="full"`` writes every value the
+    trace holds."""
     rng = np.random.default_rng(0)
     W = adv.Variable(rng.normal(size=(20, 30)).astype("float32"), name="W")
     x = adv.constant(rng.normal(size=(4, 20)).astype("float32"), name="x")
@@ -137,8 +164,8 @@ def test_json_summarises_large_arrays_and_keeps_every_value_on_request():
     summary, full = tr.to_json(), tr.to_json(values="full")
     assert len(summary) * 4 < len(full)
     node = json.loads(summary)["nodes"][int(tr.node_id_of(W)[1:])]
-    assert node["value"]["data"] is None and len(node["value"]["preview"]) == 8
-    assert node["value"]["preview"][0] == float(str(W.numpy().ravel()[0]))          # float32's shortest digits
+    assert "data" not in node["value"] and len(node["value"]["preview"]) == 8
+    assert node["value"]["preview"][0] == float(f"{W.numpy().ravel()[0]:.5g}")
     back = adv.Trace.from_json(summary)
     w = back.node(tr.node_id_of(W))
     assert w.value.data is None and w.value.stats["norm"] == pytest.approx(np.linalg.norm(W.numpy()), rel=1e-6)

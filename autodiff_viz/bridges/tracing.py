@@ -7,6 +7,12 @@ each, the rest is the same: mark the nodes on the path and the backward order, t
 table's factor and formula (or the bridge's own, for a loss), ``ḡ_y``, the framework's own vector–Jacobian
 product ``ḡ_x`` and, when both sides are small, the local Jacobian ``∂y/∂x``.
 
+Two things keep a deep model's trace cheap. A value read by exactly one op on the path receives its whole
+gradient from that op (``ḡ_x`` is a sum over the ops that read ``x``, here of one term), so that edge's
+contribution *is* the node's gradient the framework already gave, and no second vector–Jacobian product is
+computed. Local Jacobians, one backward pass per entry of the output, are computed for the small edges nearest
+the target, up to :data:`JACOBIAN_ROWS` rows in all; a note says when farther edges were left without one.
+
 A bridge passes an :class:`Adapter` that answers those questions for its framework (as
 :func:`~autodiff_viz.bridges.recordings.hand_items` takes ``is_tensor`` and ``key_of``). This module imports
 no framework.
@@ -18,6 +24,7 @@ from ..records.traces.model import Trace, TraceEdge
 
 JACOBIAN_LIMIT = 64     # a local Jacobian is kept when both sides have at most this many entries
 EDGE_LIMIT = 2000       # above this many edges, contributions and Jacobians are not computed (only ḡ of nodes)
+JACOBIAN_ROWS = 512     # local Jacobian rows computed per trace, nearest the target first
 
 
 class Adapter:
@@ -70,8 +77,9 @@ def finish(adapter: Adapter, nodes, raw_edges, grads, target, source_ids, notes,
             n.grad = adapter.summary(g, limit)
             n.on_path = True
     steps = [n.id for n in reversed(nodes) if n.kind == "op" and n.on_path]
-    edges, vjps = [], {}
+    edges, vjps, flowing = [], {}, []
     small = len(raw_edges) <= EDGE_LIMIT
+    readers: dict = {}
     for k, (op, i, t, src, dst, out) in enumerate(raw_edges):
         reason = adapter.reason(op, i, t, src, out)
         mapped = adapter.rule(op, i)
@@ -82,17 +90,33 @@ def finish(adapter: Adapter, nodes, raw_edges, grads, target, source_ids, notes,
             e = bridge_edge(f"e{k}", src.id, dst.id, i, mapped, reason, adapter.label(op), t.shape, out.shape)
         g_out = grads.get(dst.id)
         if reason is None and g_out is not None and src.on_path:
-            e.upstream = adapter.summary(g_out, limit)
+            e.upstream = dst.grad
             e.on_path = True
-            if small:
-                if op.index not in vjps:
-                    vjps[op.index] = adapter.vjp(op, out, g_out)
-                c = vjps[op.index].get(i)
-                if c is not None:
-                    e.contribution = adapter.summary(c, limit)
-                    if adapter.size(t) <= JACOBIAN_LIMIT and adapter.size(out) <= JACOBIAN_LIMIT:
-                        e.jacobian = adapter.jacobian(op, i, t, out)
+            flowing.append(k)
+            readers[src.id] = readers.get(src.id, 0) + 1
         edges.append(e)
+    if small:
+        rows = JACOBIAN_ROWS
+        for k in reversed(flowing):          # nearest the target first: the Jacobian budget goes there
+            op, i, t, src, dst, out = raw_edges[k]
+            e = edges[k]
+            if readers[src.id] == 1 and src.grad is not None:
+                e.contribution = src.grad
+            else:
+                if op.index not in vjps:
+                    vjps[op.index] = adapter.vjp(op, out, grads[dst.id])
+                c = vjps[op.index].get(i)
+                e.contribution = None if c is None else adapter.summary(c, limit)
+            if e.contribution is not None and adapter.size(t) <= JACOBIAN_LIMIT and \
+                    adapter.size(out) <= JACOBIAN_LIMIT:
+                if rows >= adapter.size(out):
+                    e.jacobian = adapter.jacobian(op, i, t, out)
+                    rows -= adapter.size(out)
+                else:
+                    rows = -1
+        if rows < 0:
+            notes.append(f"local Jacobians ∂y/∂x are shown on the small edges nearest the target ({JACOBIAN_ROWS} "
+                         "rows in all); farther edges show ḡ_y and ḡ_x only")
     trace = Trace(nodes, edges, target=None if target is None else target.id, sources=source_ids, steps=steps,
                   notes=notes, kinds=kinds)
     trace.key_of = key_of

@@ -51,9 +51,9 @@ from ...base import naming
 from ...core.tensor import Tensor
 
 SCHEMA = "autodiff_viz.trace"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2      # 2: summary JSON leaves default fields out and shares locations; 1 still reads
 VALUE_LIMIT = 256      # arrays with more entries keep summary statistics only
-JSON_LIMIT = 64        # to_json(): arrays (values, gradients, Jacobians) above this many entries are summarised
+JSON_LIMIT = 16        # to_json(): arrays (values, gradients, Jacobians) above this many entries are summarised
 PREVIEW = 8            # ... keeping their first entries as a preview
 JACOBIAN_LIMIT = 64    # local Jacobians are kept when both sides have at most this many entries
 
@@ -138,17 +138,26 @@ class Summary:
 
     def to_dict(self, full: bool = True) -> dict:
         """JSON fields. ``full=False``: an array above :data:`JSON_LIMIT` entries keeps its statistics and a
-        :data:`PREVIEW` of its first entries (``"preview"``), not every value."""
+        :data:`PREVIEW` of its first entries (``"preview"``, five significant digits: it is there to be read, the
+        statistics stay exact), not every value."""
         short = not full and self.dtype in _SHORT_DTYPES      # float32 numbers need 9 digits, not 17
         out = {"shape": list(self.shape), "dtype": self.dtype,
                "data": None if self.data is None else _encode_array(self.data, short),
-               "stats": {k: _encode_number(float(f"{v:.9g}") if short else v) for k, v in self.stats.items()}}
+               "stats": {k: _encode_number(float(f"{v:.7g}") if short else v) for k, v in self.stats.items()}}
         if not full and self.data is not None and self.data.size > JSON_LIMIT:
-            out["data"] = None
-            out["preview"] = _encode_array(self.data.ravel()[:PREVIEW], short)
+            out["preview"] = _preview(self.data.ravel()[:PREVIEW])
         elif self.data is None and self.preview is not None:
-            out["preview"] = _encode_array(self.preview, short)
+            out["preview"] = _preview(self.preview) if not full else _encode_array(self.preview, short)
+        if not full and (out["data"] is None or "preview" in out):
+            del out["data"]
         return out
+
+
+def _preview(a: np.ndarray) -> list:
+    """The first entries of a summarised array, to read: floats with five significant digits."""
+    if a.dtype.kind != "f":
+        return _encode_array(a)
+    return [_encode_number(float(f"{v:.5g}")) for v in a.astype(np.float64).tolist()]
 
 
 _SMALL = 32          # arrays up to this size get their statistics in plain Python (faster than numpy calls)
@@ -581,15 +590,19 @@ class Trace:
 
     # ----- JSON ----------------------------------------------------------------
     def to_dict(self, full: bool = True) -> dict:
-        return {
+        places = None if full else {}
+        out = {
             "schema": SCHEMA, "version": SCHEMA_VERSION,
             "target": self.target, "sources": list(self.sources), "steps": list(self.steps),
             "notes": list(self.notes),
             "marks": [{"ref": m.ref, "reason": m.reason} for m in self.marks],
-            "nodes": [_node_dict(n, full) for n in self.nodes],
-            "edges": [_edge_dict(e, full, self._by_id[e.dst].grad) for e in self.edges],
+            "nodes": [_node_dict(n, full, places) for n in self.nodes],
+            "edges": [_edge_dict(e, full, self._by_id[e.dst].grad, self._by_id[e.src].grad) for e in self.edges],
             "kinds": dict(self.kinds),
         }
+        if places is not None:
+            out["locations"] = [dict(zip(("file", "line", "code"), loc)) for loc in places]
+        return out
 
     def to_json(self, indent=None, values: str = "summary") -> str:
         """The trace as JSON text (numbers as numbers; NaN and ±Inf as ``"nan"``, ``"inf"``, ``"-inf"``).
@@ -650,32 +663,61 @@ def _summary_dict(s, full=True):
     return None if s is None else s.to_dict(full)
 
 
-def _node_dict(n: TraceNode, full=True) -> dict:
-    return {
+def _node_dict(n: TraceNode, full=True, places=None) -> dict:
+    """A node's JSON fields. In summary mode (``places`` given) a field left at its default (None, ``{}``,
+    False) is not written and the location is an index into the trace's ``locations`` list: a deep model's
+    1,500 nodes mostly share one line (``loss = loss_fn(y, model(x))``) and carry no label."""
+    loc = None if n.location is None else (n.location.file, n.location.line, n.location.code)
+    out = {
         "id": n.id, "kind": n.kind, "op": n.op, "name": n.name, "tensor_id": n.tensor_id,
         "index": n.index, "scope": n.scope, "value": n.value.to_dict(full), "grad": _summary_dict(n.grad, full),
-        "location": None if n.location is None else
-        {"file": n.location.file, "line": n.location.line, "code": n.location.code},
+        "location": None if loc is None else
+        places.setdefault(loc, len(places)) if places is not None else dict(zip(("file", "line", "code"), loc)),
         "params": dict(n.params), "on_path": n.on_path,
         "label": n.label, "function": n.function, "call": n.call,
     }
+    if places is not None:
+        for key in _NODE_DEFAULTS:
+            if _left_at_default(out[key]):
+                del out[key]
+        grad = out.get("grad")
+        if grad is not None and grad["shape"] == out["value"]["shape"] and grad["dtype"] == out["value"]["dtype"]:
+            del grad["shape"], grad["dtype"]          # a gradient has its value's shape and dtype
+    return out
+
+
+def _left_at_default(v) -> bool:
+    return v is None or v is False or (isinstance(v, (dict, str)) and not v)
+
+
+_NODE_DEFAULTS = ("name", "index", "grad", "location", "params", "on_path", "label", "function", "call")
+_EDGE_DEFAULTS = ("factor", "no_grad_reason", "upstream", "contribution", "jacobian", "on_path", "formula")
 
 
 _DST_GRAD = "dst.grad"     # a summarised edge's upstream ḡ_y when it is its op's gradient (written once, there)
+_SRC_GRAD = "src.grad"     # ... its contribution ḡ_x when it is the whole gradient of its input (its only reader)
 
 
-def _edge_dict(e: TraceEdge, full=True, dst_grad=None) -> dict:
+def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None) -> dict:
     jacobian = e.jacobian if e.jacobian is not None and (full or e.jacobian.size <= JSON_LIMIT) else None
     same = not full and e.upstream is not None and dst_grad is not None and e.upstream.shape == dst_grad.shape \
         and e.upstream.stats == dst_grad.stats
-    return {
+    out = {
         "id": e.id, "src": e.src, "dst": e.dst, "input_index": e.input_index, "input_name": e.input_name,
         "factor": e.factor, "differentiable": e.differentiable, "no_grad_reason": e.no_grad_reason,
         "upstream": _DST_GRAD if same else _summary_dict(e.upstream, full),
-        "contribution": _summary_dict(e.contribution, full),
+        "contribution": _SRC_GRAD if not full and e.contribution is not None and e.contribution is src_grad
+        else _summary_dict(e.contribution, full),
         "jacobian": None if jacobian is None else _encode_array(jacobian),
         "on_path": e.on_path, "formula": e.formula,
     }
+    if not full:
+        for key in _EDGE_DEFAULTS:
+            if _left_at_default(out[key]):
+                del out[key]
+        if out["differentiable"]:
+            del out["differentiable"]
+    return out
 
 
 class TraceFormatError(ValueError):
@@ -799,13 +841,15 @@ def _decode_dtype(r: _Reader):
         raise TraceFormatError(f"{r.path('dtype')}: {text!r} is not a numpy dtype name.") from None
 
 
-def _decode_summary(r: _Reader | None):
+def _decode_summary(r: _Reader | None, like=None):
+    """A summary; ``like``: the node's value, whose shape and dtype a gradient written without them has."""
     if r is None:
         return None
-    shape, dtype = _decode_shape(r), _decode_dtype(r)
-    if "data" not in r.obj:
-        r.get("data", list)
-    data = r.obj["data"]
+    if like is not None and "shape" not in r.obj and "dtype" not in r.obj:
+        shape, dtype = like.shape, np.dtype(like.dtype)
+    else:
+        shape, dtype = _decode_shape(r), _decode_dtype(r)
+    data = r.obj.get("data")      # left out of a summary that keeps statistics and a preview only
     if data is not None:
         data = _decode_array(data, r.path("data"), shape, dtype)
     st = r.sub("stats")
@@ -816,22 +860,34 @@ def _decode_summary(r: _Reader | None):
     return Summary(shape, str(dtype), data, stats, preview)
 
 
-def _decode_node(where, obj) -> TraceNode:
+def _decode_location(where, obj) -> Location:
+    loc = _Reader(obj, where)
+    return Location(loc.get("file", str), loc.get("line", int), loc.get("code", str))
+
+
+def _decode_node(where, obj, places=()) -> TraceNode:
     r = _Reader(obj, where)
     kind = r.get("kind", str)
     if kind != "op" and kind not in LEAF_KINDS:
         raise TraceFormatError(f"{r.path('kind')}: {kind!r} is not one of 'op', {', '.join(map(repr, LEAF_KINDS))}.")
-    loc = r.sub("location", optional=True)
-    location = None if loc is None else Location(loc.get("file", str), loc.get("line", int), loc.get("code", str))
-    params = r.get("params", dict)
+    at = r.get("location", (dict, int), optional=True)
+    if isinstance(at, int):
+        if not 0 <= at < len(places):
+            raise TraceFormatError(f"{r.path('location')}: {at} is not an index of the trace's locations "
+                                   f"({len(places)} of them).")
+        location = places[at]
+    else:
+        location = None if at is None else _decode_location(r.path("location"), at)
+    params = r.get("params", dict, optional=True) or {}
+    value = _decode_summary(r.sub("value"))
     for k, v in params.items():
         if not isinstance(v, str):
             raise TraceFormatError(f"{r.path('params')}.{k}: expected str, got {_jtype(v)}.")
     return TraceNode(
         id=r.get("id", str), kind=kind, op=r.get("op", str), name=r.get("name", str, optional=True),
         tensor_id=r.get("tensor_id", int), index=r.get("index", int, optional=True), scope=r.get("scope", str),
-        value=_decode_summary(r.sub("value")), grad=_decode_summary(r.sub("grad", optional=True)),
-        location=location, params=dict(params), on_path=r.get("on_path", bool),
+        value=value, grad=_decode_summary(r.sub("grad", optional=True), like=value),
+        location=location, params=dict(params), on_path=bool(r.get("on_path", bool, optional=True)),
         label=r.get("label", str, optional=True), function=r.get("function", str, optional=True),
         call=r.get("call", int, optional=True))
 
@@ -849,11 +905,13 @@ def _decode_edge(where, obj, nodes: dict) -> TraceEdge:
     return TraceEdge(
         id=r.get("id", str), src=r.obj["src"], dst=r.obj["dst"], input_index=r.get("input_index", int),
         input_name=r.get("input_name", str), factor=r.get("factor", str, optional=True),
-        differentiable=r.get("differentiable", bool), no_grad_reason=r.get("no_grad_reason", str, optional=True),
+        differentiable=r.get("differentiable", bool, optional=True) is not False,
+        no_grad_reason=r.get("no_grad_reason", str, optional=True),
         upstream=nodes[r.obj["dst"]].grad if r.obj.get("upstream") == _DST_GRAD else
         _decode_summary(r.sub("upstream", optional=True)),
-        contribution=_decode_summary(r.sub("contribution", optional=True)), jacobian=jac,
-        on_path=r.get("on_path", bool), formula=r.get("formula", str, optional=True))
+        contribution=nodes[r.obj["src"]].grad if r.obj.get("contribution") == _SRC_GRAD else
+        _decode_summary(r.sub("contribution", optional=True)), jacobian=jac,
+        on_path=bool(r.get("on_path", bool, optional=True)), formula=r.get("formula", str, optional=True))
 
 
 def _decode(text) -> Trace:
@@ -880,10 +938,11 @@ def _decode(text) -> Trace:
     if schema != SCHEMA:
         raise TraceFormatError(f"schema: expected {SCHEMA!r}, got {schema!r}: this JSON is not an autodiff_viz trace.")
     version = r.get("version", int)
-    if version != SCHEMA_VERSION:
+    if version not in (1, SCHEMA_VERSION):
         raise TraceFormatError(f"version: this autodiff_viz reads trace version {SCHEMA_VERSION}, the file has "
                                f"version {version}. Rebuild the trace with this version (tape.trace(...)).")
-    nodes = [_decode_node(w, o) for w, o in r.items("nodes")]
+    places = [_decode_location(w, o) for w, o in r.items("locations")] if "locations" in obj else []
+    nodes = [_decode_node(w, o, places) for w, o in r.items("nodes")]
     ids = {n.id: n for n in nodes}
     if len(ids) != len(nodes):
         raise TraceFormatError("nodes: two nodes share an id.")
