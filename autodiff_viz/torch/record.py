@@ -357,7 +357,8 @@ class Recording(recordings.Recording):
             else:
                 root = type(module).__name__.lower()
                 roots = [m for m in self._modules if type(m).__name__.lower() == root]
-                quals = {q for q, _ in module.named_modules()}
+                mods = list(module.named_modules())
+                quals = {q for q, _ in mods}
                 for k in itertools.count(len(roots)):
                     # the second model of a class is sequential_1; a class named as one of its own
                     # modules (class Attn holding self.attn) gets attn_1, so the two boxes stay apart
@@ -367,7 +368,7 @@ class Recording(recordings.Recording):
                         break
                 self._modules.append(module)
                 self.module_kinds.setdefault(root, type(module).__name__)
-                for qual, m in module.named_modules():
+                for qual, m in mods:
                     # one segment per level, each the name named_modules() gives it: net/features/features.0,
                     # so a box is titled as print(net) and the error messages name it (features.0), and two
                     # modules called "0" in different blocks stay apart
