@@ -808,3 +808,41 @@ def test_a_loss_made_of_counts_of_rounded_predictions(tf):
     assert ex.reason == "non_differentiable_op"
     assert ex.location == _line(custom_loss, "correct_count = tf.math.count_nonzero(")
     assert "differentiable relaxation" in ex.message and "round" in ex.message
+
+
+def test_output_of_the_last_linear_stored_on_the_module_is_not_a_leaf():
+    """https://discuss.pytorch.org/t/trying-to-understand-why-output-of-nn-linear-for-output-layer-isnt-retaining/40116
+    — an RNN cell keeps each layer's output on ``self`` (``self.L2_Y = self.Why(self.L1_H)``) and reads
+    ``model.L2_Y.grad`` after ``backward()``: None, because a layer's output is not a leaf; ``retain_grad()``
+    keeps it. PyTorch's own warning about it must point at the learner's line, recording or not."""
+    class SingleRNN(nn.Module):
+        def __init__(self, n_inputs, n_outputsize):
+            super().__init__()
+            num_hu = 2
+            self.Wxh = nn.Linear(n_inputs, num_hu, bias=False)
+            self.Whh = nn.Linear(num_hu + self.Wxh.out_features, num_hu, bias=False)
+            self.Why = nn.Linear(num_hu, n_outputsize, bias=False)
+
+        def forward(self, X0, H0):
+            self.L0_X = self.Wxh(X0)
+            self.L1_H = self.Whh(torch.cat((self.L0_X, H0), dim=1))
+            self.L2_Y = self.Why(self.L1_H)
+            return self.L2_Y
+
+    def case():
+        model = SingleRNN(3, 1)
+        with adv.torch.record() as rec:
+            y = model(torch.randn(4, 3), torch.zeros(4, 2))
+            loss = ((y - 1) ** 2).mean()
+            loss.backward()
+            g = model.L2_Y.grad
+        return rec, loss, model, g
+    with pytest.warns(UserWarning, match="not a leaf Tensor") as caught:
+        rec, loss, model, g = case()
+    assert g is None
+    where = next(w for w in caught if "not a leaf Tensor" in str(w.message))
+    assert f"{where.filename}:{where.lineno}" == _line(case, "g = model.L2_Y.grad")
+    ex = rec.explain(loss, model.L2_Y)
+    assert ex.reason == "non_leaf"
+    assert ex.location == _line(SingleRNN.forward, "self.L2_Y = self.Why(")
+    assert "retain_grad()" in ex.message

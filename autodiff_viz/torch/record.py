@@ -58,6 +58,7 @@ import itertools
 import os
 import sys
 import sysconfig
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -274,11 +275,27 @@ class _Mode(TorchFunctionMode):
         written = _written(name, args, kwargs)
         if written is not None:
             rec._before_write(written)
-        out = func(*args, **kwargs)
+        out = func(*args, **kwargs) if name != "get:grad" else _at_the_learners_line(func, args, kwargs)
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
             return out
         rec._observe(name, args, kwargs, out)
         return out
+
+
+def _at_the_learners_line(func, args, kwargs):
+    """``func(*args, **kwargs)`` with the warnings it raises placed at the learner's line.
+
+    PyTorch warns from C++ when a non-leaf tensor's ``.grad`` is read, and Python places a C++ warning at the
+    innermost Python frame — inside this recorder. The learner should see their own line, as without the
+    recording.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = func(*args, **kwargs)
+    where = _user_frame() or (None, None)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, where[0] or w.filename, where[1] or w.lineno)
+    return out
 
 
 class Recording(recordings.Recording):
