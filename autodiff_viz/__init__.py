@@ -57,6 +57,7 @@ from .models import Model, Sequential
 from . import saving
 from . import data, datasets
 from . import backend    # keras.backend's clear_session, floatx
+from . import keras      # keras.* and tf.keras.*: the same modules under Keras' top-level names
 from . import image      # tf.image's adjustments
 from . import tf_math as math    # tf.math's names (adv.math.sin, adv.math.reduce_sum)
 from .tf_math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_all, reduce_any, reduce_logsumexp,
@@ -125,7 +126,7 @@ __all__ = [
     "TraceFormatError", "transpose", "tril", "triu", "true_divide", "trunc", "uint8", "UnconnectedGradientError",
     "UnconnectedGradients", "value_and_grad", "var", "Variable", "vdot", "vjp", "vsplit", "vstack", "where",
     "zeros", "zeros_like",
-    "activations", "backend", "callbacks", "data", "datasets", "image", "initializers", "layers", "linalg",
+    "activations", "backend", "callbacks", "data", "datasets", "image", "initializers", "keras", "layers", "linalg",
     "losses", "math", "metrics", "models", "nn", "ops", "optimizers", "plots", "random", "regularizers", "rules",
     "saving", "utils", "widgets",
 ]

@@ -223,6 +223,21 @@ sys.modules[schedules.__name__] = schedules     # `from autodiff_viz.optimizers.
 _EXPLAINED: dict = {}       # id(variable) -> Explanation: set by fit's train step around one apply_gradients
 
 
+def _computed_before_minimize(e):
+    """``e`` with the fix for ``minimize(loss_fn, …)`` when ``loss_fn`` returned a loss computed before the call.
+
+    ``minimize`` opens its own tape and calls ``loss_fn`` inside it, so the tape sees only what the function
+    computes; a ``lambda: cost`` over a ``cost`` computed earlier returns a value the tape never saw.
+    """
+    if e.reason != "computed_outside_tape" or "\nFix:" not in e.message:
+        return e
+    import dataclasses
+    fix = ("Fix: minimize(loss, var_list) calls loss() inside its own tape, so the function must compute the loss "
+           "itself: loss = lambda: <the computation> (or a def that computes it), not a function that returns a value "
+           "computed before minimize was called.")
+    return dataclasses.replace(e, message=e.message.split("\nFix:")[0] + "\n" + fix)
+
+
 def explaining(explanations: dict):
     """A context in which ``apply_gradients`` words its None-gradient error or warning with ``explanations``.
 
@@ -528,6 +543,8 @@ class Optimizer:
         grads = tape.gradient(value, variables)
         why = {id(v): tape.explain(value, v) for v, g in zip(variables, grads)
                if g is None and isinstance(value, Tensor)}
+        if callable(loss):
+            why = {k: _computed_before_minimize(e) for k, e in why.items()}
         with explaining(why):       # minimize holds the tape: its message says why, per variable
             self.apply_gradients(zip(grads, variables))
         return value

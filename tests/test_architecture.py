@@ -38,7 +38,7 @@ FOLDER_LAYERS = [
     ("views", ["views"]),
     ("bridges", ["bridges", "torch", "tf"]),
     ("grading", ["grading"]),
-    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math",
+    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math", "keras",
                                                     "run_notebooks"]),
 ]
 # Inside core/ the order is finer (docs/architecture.md): tensor → engine → rules → walks → ops → linalg →

@@ -846,3 +846,55 @@ def test_output_of_the_last_linear_stored_on_the_module_is_not_a_leaf():
     assert ex.reason == "non_leaf"
     assert ex.location == _line(SingleRNN.forward, "self.L2_Y = self.Why(")
     assert "retain_grad()" in ex.message
+
+
+def test_logits_computed_in_the_loop_and_passed_into_the_train_step(tf):
+    """https://github.com/tensorflow/tensorflow/issues/28836 — the training loop calls ``logits = model(batch)``
+    and passes the logits into ``train_step``, which opens the tape only around the loss: "No gradients
+    provided for any variable". The model ran before the tape. Reduced with the user's two functions; the
+    ``@tf.function`` on ``train_step`` is left out (the recording needs eager ops; it does not change the
+    cause)."""
+    import keras
+    model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(4, 3, activation="relu"),
+                              keras.layers.Flatten(), keras.layers.Dense(10)])
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    images = np.random.default_rng(0).random((6, 8, 8, 1)).astype("float32")
+    dataset = tf.data.Dataset.from_tensor_slices((images, np.arange(6) % 10)).batch(3)
+
+    def train_step(logits, labels):
+        with tf.GradientTape() as cnn_tape:
+            loss = cross_entropy(labels, logits)
+        return loss, cnn_tape.gradient(loss, model.trainable_variables)
+
+    def train(train_dataset):
+        for image_batch, label_batch in train_dataset:
+            logits = model(image_batch)
+            labels = label_batch
+            return train_step(logits, labels)
+
+    with adv.tf.record() as rec:
+        loss, grads = train(dataset)
+    assert grads == [None] * 4
+    ex = rec.explain(loss, model.trainable_variables[0])
+    assert ex.reason == "computed_outside_tape"
+    assert ex.location == _line(train, "logits = model(image_batch)")
+    assert "inside `with tf.GradientTape() as tape:`" in ex.message
+
+
+def test_minimize_of_a_lambda_returning_a_loss_computed_before():
+    """https://github.com/tensorflow/tensorflow/issues/42167 — ``cost`` computed first, then
+    ``tf.keras.optimizers.Adam(0.5).minimize(lambda: cost, var_list=[y_N])``: "No gradients provided for any
+    variable"; the answer: put the computation inside the lambda, where minimize's tape sees it. Typed as the
+    user typed it, with ``import autodiff_viz as tf``."""
+    import autodiff_viz as tf
+
+    def case():
+        y_N = tf.Variable([1., 2., 3.], name="dd")
+        cost = -tf.reduce_mean(input_tensor=tf.reduce_sum(input_tensor=tf.math.log(y_N), axis=0))
+        loss = lambda: cost  # noqa: E731
+        tf.keras.optimizers.Adam(0.5).minimize(loss, var_list=[y_N])
+    with pytest.raises(ValueError, match="no gradients provided for any variable") as info:
+        case()
+    text = str(info.value)
+    assert "computed_outside_tape" in text and f"{_line(case, 'cost = -tf.reduce_mean(')}".split(":")[-1] in text
+    assert "calls loss() inside its own tape" in text and "lambda: <the computation>" in text

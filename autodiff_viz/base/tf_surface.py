@@ -59,8 +59,6 @@ KINDS = {
              "numpy's np.bitwise_and / np.left_shift … on x.numpy()"),
     "module": ("it is a TensorFlow subsystem this package does not mirror",
                "TensorFlow itself, recorded with adv.tf.record() if you want to see its gradients"),
-    "keras": ("Keras lives at the top level here: adv. is keras.", "adv.layers, adv.Model, adv.Sequential, "
-              "adv.losses, adv.optimizers, adv.callbacks, adv.initializers (Keras 3 names)"),
     "morphology": ("grayscale morphology, fractional pooling and isotonic regression are not implemented",
                    "adv.nn.max_pool / adv.nn.avg_pool, or TensorFlow itself through adv.tf.record()"),
     "detection": ("object-detection box utilities (non-max suppression, random box sampling) select or draw boxes "
@@ -114,7 +112,6 @@ _kind("type spec", "TensorSpec TensorShape TypeSpec NoneTensorSpec OptionalSpec 
 _kind("bits", "bitwise")
 _kind("module", "experimental nest nn.experimental random.experimental linalg.experimental "
                 "random.Algorithm nn.RNNCellDeviceWrapper nn.RNNCellDropoutWrapper nn.RNNCellResidualWrapper")
-_kind("keras", "keras")
 _kind("morphology", "nn.dilation2d nn.erosion2d nn.fractional_avg_pool nn.fractional_max_pool "
                     "nn.isotonic_regression extract_volume_patches")
 _kind("assertion", "Assert assert_equal assert_greater assert_less assert_rank")
