@@ -23,120 +23,20 @@ tells whether the path was cut by a trip through numpy.
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from ..base import naming
 from ..base.naming import code_line as _code
 from ..base.naming import file_line as _where
-from ..base.state import live_tapes, resolve_location
+from ..base.state import live_tapes
 from ..core import walks
 from ..core.tensor import Tensor, Variable, full_name
-from . import provenance, reasons, twins
+from . import provenance, reasons, twins, words
 from .escapes import partial, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
+from .words import _label, _made_line, _naming, _output_of, _scope  # noqa: F401 (re-exported for the bridges' tests)
 
 REASONS = reasons.reasons_of("engine")
-
-
-# ---------------------------------------------------------------------------
-# Words
-# ---------------------------------------------------------------------------
-def _label(t: Tensor) -> str:
-    """The tensor in the learner's words, never an id: ``'loss' (the output of sum on cell [3], line 8;
-    shape (), float64)``, ``'W' (shape (2, 3), float64)``, ``the output of 'tanh' (train.py:8; shape …)``."""
-    name, origin = _naming(t)
-    if name.startswith("an unnamed"):
-        return f"({name} of shape {t.shape}, {t.dtype})"
-    return f"{name} ({origin + '; ' if origin else ''}shape {t.shape}, {t.dtype})"
-
-
-def _naming(t: Tensor) -> tuple[str, str]:
-    """``(name, where it came from)`` of a tensor for prose."""
-    node = t._node
-    name = full_name(t)
-    if name:
-        return f"'{name}'", ""
-    if node is None:
-        mine = _CALLER_NAMES.get(id(t))
-        if mine:            # the learner's variable for a leaf made before the tape: x = adv.constant(...)
-            return f"'{mine}'", ""
-        return ("an unnamed variable" if isinstance(t, Variable) else "an unnamed constant"), ""
-    loc = node.location
-    if loc is None:
-        return f"the output of '{node.rule.name}'{_scope(node)}", ""
-    place = naming.short_place(*loc)
-    assigned = None if _left_on_its_line(t, loc) or not _assigned_on_its_line(node) else \
-        naming.assigned_name_at(loc[0], loc[1])
-    if assigned:
-        return f"'{assigned}'", f"the output of {node.rule.name} on {place}"
-    return f"the output of '{node.rule.name}'{_scope(node)}", place
-
-
-def _made_line(t: Tensor):
-    """``(file, line)`` where the learner made the leaf ``t`` (``adv.constant``, ``adv.Variable``), or None."""
-    return resolve_location(getattr(t, "_made_at", None))
-
-
-def _assigned_on_its_line(node) -> bool:
-    """Is the op's output what its line assigns (the ``+`` of ``h = a @ a + c``, not the ``@``)?
-
-    Ops inside a layer or a loss share the user's line of the call
-    (``fake = generator(z)``), so the line cannot tell them apart: the one
-    whose output no other op of the same call reads is the call's result and
-    takes the line's name if the line stores that result at once (not the
-    inner call of ``y = d(d(x))``); the others (the ``matmul`` inside a
-    ``Dense``) are named by their op and scope.
-    """
-    where = node._where
-    if where is None or isinstance(where[0], str):
-        return True
-    if node.scope and _read_in_the_same_call(node):
-        return False
-    return naming.is_stored_at_once(*where)
-
-
-def _read_in_the_same_call(node) -> bool:
-    """Does a later op of the same layer or loss call (the same shared location object) read ``node``'s output?"""
-    where, oid = node._where, node.out_id
-    for serial in node.tapes or ():
-        tape = live_tapes.get(serial)
-        if tape is None:
-            continue
-        nodes = tape.record.nodes
-        try:
-            start = nodes.index(node) + 1
-        except ValueError:
-            continue
-        for later in itertools.islice(nodes, start, None):
-            if later._where is where and any(t._id == oid for t in later.inputs):
-                return True
-    return False
-
-
-def _left_on_its_line(t: Tensor, loc) -> bool:
-    """Did ``t``'s value leave the tape on the line that made it (see :func:`naming.escape_sites`)?
-
-    The escapes are the ones noted by the tapes that recorded ``t`` (every
-    tape tracking it notes them).
-    """
-    site = (t._id, *loc)
-    for serial in t._node.tapes or ():
-        tape = live_tapes.get(serial)
-        if tape is not None and site in naming.escape_sites(tape.record.escapes):
-            return True
-    return False
-
-
-def _output_of(node) -> str:
-    """An op's output for prose: ``'h' (the output of tanh on train.py:8)`` or ``the output of 'tanh' (train.py:8)``."""
-    name, origin = _naming(node.output())
-    return f"{name} ({origin})" if origin else name
-
-
-def _scope(node) -> str:
-    return f" in '{node.scope}'" if node.scope else ""
 
 
 def _made(tape, tensor_id: int) -> str | None:
@@ -211,9 +111,6 @@ def _before_reset(tape, node) -> bool:
 # ---------------------------------------------------------------------------
 # The diagnosis
 # ---------------------------------------------------------------------------
-_CALLER_NAMES: dict = {}      # id(tensor) -> the caller's variable name, while an explain runs
-
-
 def caller_names(namespace: dict) -> dict:
     """``{id(tensor): name}`` from a caller's variables: ``x`` for ``x = adv.constant(...)``, ``model.dense.kernel``."""
     return provenance.caller_names(namespace, lambda v: isinstance(v, Tensor), _layer_weights)
@@ -253,15 +150,11 @@ def explain(tape, target, source, names: dict | None = None):
     (:class:`Explanations`). ``names``: the caller's names for leaf tensors
     (see :func:`caller_names`), used instead of "an unnamed constant".
     """
-    global _CALLER_NAMES
     many = named_sources(source)
     if many is not None:
         return Explanations([(n, explain(tape, target, s, names)) for n, s in many])
-    saved, _CALLER_NAMES = _CALLER_NAMES, names or _CALLER_NAMES
-    try:
+    with words.callers_named(names):
         return _explain(tape, target, source)
-    finally:
-        _CALLER_NAMES = saved
 
 
 def _explain(tape, target, source) -> Explanation:
@@ -427,21 +320,48 @@ def _on_path_to(path, target_id: int) -> set:
 
 
 def _broken_path(tape, target, source, nodes, dep, reach) -> Explanation:
-    """The source is in the target's history: find the op where the gradient stops."""
+    """The source is in the target's history: find the op where the gradient stops.
+
+    The walk is :func:`~autodiff_viz.diagnosis.provenance.walk_back`, the one the bridges use, over the tape's
+    nodes (:func:`_provenance`); of the cuts it meets, the one named is the first the gradient meets coming from
+    the source — an edge whose input the source reaches differentiably (``reach``), oldest op first.
+    """
     if source._node is not None and source._id not in tape.record.tracked:
         stale = _stale_source(tape, source)
         if stale is not None:
             return stale
-    for node in nodes:
-        ins = [(i, x) for i, x in enumerate(node.inputs) if x._id in dep]
-        if not ins or node.out_id in reach:
-            continue
-        live = [(i, x) for i, x in ins if x._id in reach]
-        if not live:
-            continue
-        return _cut_at(tape, target, source, node, live)
+    producer, edges = _provenance(tape)
+    walk = provenance.walk_back(target, source._id, key=_key, producer=producer, edges=edges)
+    cut = provenance.first_cut(walk, source._id, key=_key, producer=producer, edges=edges,
+                               rank=lambda c: (c.x._id not in reach, c.at.out_id))
+    if cut is not None and cut.x._id in reach:
+        node = cut.at
+        return _cut_at(tape, target, source, node, [(i, x) for i, x in enumerate(node.inputs) if x._id in reach])
     first = next((n for n in nodes if any(x._id == source._id for x in n.inputs)), None)
     return _not_watched(tape, source, (source._id,) + ((first.out_id,) if first else ()), first)
+
+
+def _key(t) -> int:
+    return t._id
+
+
+def _provenance(tape):
+    """The engine's tape as a provenance record (see :mod:`~autodiff_viz.diagnosis.provenance`): a tensor's
+    producer is the node that made it, and an input edge carries no gradient when this tape did not record the
+    node (or forgot it at a ``reset()``), the rule has no gradient for that input, or the output is not a float
+    — the same three conditions :func:`~autodiff_viz.core.walks.reachable` propagates a gradient by."""
+    recorded = {n.out_id for n in tape.record.nodes}
+
+    def producer(t, k):
+        return t._node
+
+    def edges(node, t):
+        specs, variadic = node.rule.inputs, node.rule.variadic
+        flat = node.out_id not in recorded or node.out.dtype.kind not in "fc"
+        return [(x, None, provenance.Cut(node, x, node.out, None, "engine", "")
+                 if flat or specs[0 if variadic else i].vjp is None else None)
+                for i, x in enumerate(node.inputs)]
+    return producer, edges
 
 
 def _cut_at(tape, target, source, node, live) -> Explanation:
