@@ -109,3 +109,19 @@ def test_a_connected_gradient_without_escapes_is_silent():
         with adv.GradientTape() as tape:
             loss = adv.sum((X @ W) ** 2)
         assert tape.gradient(loss, W) is not None
+
+
+def test_a_number_the_code_wrote_is_no_evidence_but_a_scalar_taken_from_the_escape_is():
+    """A boolean mask made from ``t.numpy()`` loses no path; the ``2`` of ``** 2`` equals an entry of the escaped
+    array by coincidence only, and must not read as the value coming back. A numpy scalar taken from the escaped
+    array (``x.numpy()[1]``) is a value that came back: the gradient through it is lost, and that warns."""
+    x = adv.constant([1.0, 2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", adv.PartialGradientWarning)
+        g = adv.grad(lambda t: adv.sum(t[t.numpy() > 1.5] ** 2))(x)
+    np.testing.assert_allclose(g.numpy(), [0.0, 4.0, 6.0])
+    w, v = adv.Variable([1.0, 2.0]), adv.Variable([3.0, 4.0, 5.0])
+    with adv.GradientTape() as tape:
+        y = adv.sum(w * v.numpy()[1]) + adv.sum(v)
+    with pytest.warns(adv.PartialGradientWarning):
+        tape.gradient(y, v)

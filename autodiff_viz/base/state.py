@@ -113,9 +113,16 @@ def _first_user_frame(f):
     return None
 
 
+#: the ``_made_at`` of a constant an op made from a Python number the code wrote (``t ** 2``, ``0.5 * x``):
+#: no line of its own, and no evidence that a value which left a tape as numpy came back
+PYTHON_NUMBER = ("<a Python number>", 0)
+
+
 def resolve_location(where):
     """``(filename, lineno)`` from what :func:`user_frame` recorded (or an already resolved pair)."""
-    if where is None or isinstance(where[0], str):
+    if where is None or where is PYTHON_NUMBER:
+        return None
+    if isinstance(where[0], str):
         return where
     code, lasti = where
     line = code.co_firstlineno

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..base.state import config, resolve_location, state, user_frame, user_location
+from ..base.state import PYTHON_NUMBER, config, resolve_location, state, user_frame, user_location
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -610,7 +610,10 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if like is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         kind = like._value.dtype.kind      # the usual operand (x / 2, 0.1 * g): checked first
         if kind in "fc" or (kind in "iu" and isinstance(value, int)):
-            return Tensor._wrap(np.asarray(value, dtype=like._value.dtype))
+            out = Tensor._wrap(np.asarray(value, dtype=like._value.dtype))
+            if type(value) is int or type(value) is float:     # typed in the code, not a numpy scalar
+                out._made_at = PYTHON_NUMBER
+            return out
     if isinstance(value, (list, tuple)) and _holds_tensor(value):
         return np.stack([as_tensor(v, like) for v in value])    # dispatches to the stack op (core.methods)
     return Tensor(value)

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from ..base import naming
-from ..base.state import user_frame_object, user_stacklevel
+from ..base.state import PYTHON_NUMBER, user_frame_object, user_stacklevel
 from ..core import walks
 from ..core.methods import ACCUMULATED
 from ..core.tensor import Tensor, Variable, full_name
@@ -108,9 +108,15 @@ def partial(tape, target, source_id) -> list:
               and t.dtype.kind in "fc"]
     if not leaves:
         return []
-    same = [e for e in escapes if any(same_values(t._value, e.value)
+    same = [e for e in escapes if any(same_values(t._value, e.value) and not _typed(t)
                                       or e.value.size == 1 and same_values(e.value, t._value) for t in leaves)]
     return same or [e for e in escapes if e.how == "np.asarray()"]
+
+
+def _typed(t) -> bool:
+    """Is ``t`` a number the code wrote (the ``2`` of ``t ** 2``), which equals an entry of an escaped array by
+    coincidence only? (A numpy scalar taken from that array, ``w * x.numpy()[1]``, is not.)"""
+    return getattr(t, "_made_at", None) is PYTHON_NUMBER
 
 
 def _leaves(target) -> list:
