@@ -320,6 +320,40 @@ def test_zero_initialised_last_conv():
     assert "conv" in exp.message
 
 
+def q_norm_squared_at_zero():
+    def loss(x):
+        return np.linalg.norm(x) ** 2  # <-
+    x = adv.Variable(np.zeros(3))
+    with adv.GradientTape(persistent=True) as tape:
+        y = loss(x)
+    return tape, y, x
+
+
+def test_hips_autograd_586_norm_squared_at_zero():
+    """https://github.com/HIPS/autograd/issues/586 — ``grad`` of ``np.linalg.norm(x) ** 2`` at ``x = 0`` is NaN in
+    HIPS autograd (the norm's derivative x/‖x‖ is 0/0 there). Here the norm takes the subgradient 0 at 0, as
+    PyTorch does, and the gradient is the true one, 2x = 0; ``explain`` says why it is 0 — the bottom of a square,
+    a stationary point — and that it is the right answer, not a lost one."""
+    exp = _check(run_engine(q_norm_squared_at_zero), q_norm_squared_at_zero, "zero_gradient", "stationary_point",
+                 "minimum", "zero")
+    assert "right answer" in exp.message
+
+
+def q_cos_at_its_crest():
+    theta = adv.Variable([0.0, 0.0, 0.5])
+    with adv.GradientTape(persistent=True) as tape:
+        y = adv.sum(adv.cos(theta))  # <-
+    return tape, y, theta
+
+
+def test_a_smooth_function_at_its_crest_is_stationary_not_dead():
+    """The same mechanism, not a case: cos at 0 has slope −sin 0 = 0 (at π, float's sin π is 1e-16, not 0); the
+    third entry still gets a gradient, and the zero entries are named as a stationary point of cos."""
+    exp = _check(run_engine(q_cos_at_its_crest), q_cos_at_its_crest, "partly_zero_gradient", "stationary_point",
+                 "initialis", lambda g: g[2] != 0 and not g[:2].any())
+    assert "−sin(a)" in exp.message
+
+
 # ---------------------------------------------------------------------------
 # No false alarm: correct training steps
 # ---------------------------------------------------------------------------

@@ -69,6 +69,9 @@ FIXES = {
                      "of the sum.",
     "zero_derivative": "this op's derivative is 0 at these inputs; change its input range or use a "
                        "differentiable stand-in.",
+    "stationary_point": "nothing, if these values are where training should end (a minimum); if they are a "
+                        "starting point (weights initialised to exactly 0), start elsewhere: a random "
+                        "initialisation (adv.initializers.GlorotUniform) moves them off the flat point.",
     "vanishing_depth": "use ReLU-family activations, a variance-preserving initialisation (He / Glorot), "
                        "residual connections or normalisation layers; for recurrent nets, LSTM/GRU cells and "
                        "shorter sequences (truncated backprop).",
@@ -171,7 +174,8 @@ def classify_zero(trace, e, mask=None, tiny: bool = False):
             return deeper
     if mask is None and ed.same_shape(ed.u) and ed.same_shape(ed.c):
         mask = (ed.u != 0) & ((np.abs(ed.c) < 1e-6 * np.abs(ed.u)) if tiny else (ed.c == 0))
-    for test in (_flat_loss, _relu, _where, _clip, _saturated, _softmax_sum, _picked, _piecewise, _zero_operand):
+    for test in (_flat_loss, _relu, _where, _clip, _saturated, _softmax_sum, _picked, _piecewise, _zero_operand,
+                 _stationary):
         found = test(ed, mask, tiny)
         if found is not None:
             return found
@@ -364,6 +368,42 @@ def _zero_operand(ed, mask, tiny):
                     f"on every entry: ∂(a·b)/∂a = b = 0, so the gradient dies at this product.",
                     f"{DEAD_MARK}multiplied by 0")
     return None
+
+
+#: smooth ops and where their derivative is 0: the input's entries that sit exactly on a flat point
+_FLAT_AT = {
+    "square": (lambda a: a == 0, "∂(a²)/∂a = 2a"),
+    "cosh": (lambda a: a == 0, "∂cosh(a)/∂a = sinh(a)"),
+    "cos": (lambda a: np.isclose(np.sin(a), 0, atol=1e-12), "∂cos(a)/∂a = −sin(a)"),
+    "sin": (lambda a: np.isclose(np.cos(a), 0, atol=1e-12), "∂sin(a)/∂a = cos(a)"),
+}
+
+
+def _stationary(ed, mask, tiny):
+    """A smooth op whose input sits exactly where its slope is 0 — the bottom of ``a²`` at ``a = 0`` (also
+    ``a ** b`` with ``b > 1``, and ``a · a``), a crest of ``cos``: a stationary point, where 0 is the right
+    gradient. Not a fault of the op: the fix depends on whether the values are an end (a minimum) or a start."""
+    if tiny or ed.x is None:
+        return None
+    test, formula = _FLAT_AT.get(ed.kind, (None, None))
+    if ed.kind == "power":
+        b = next((d for i, _, d in ed.other_values() if i.input_index != ed.e.input_index), None)
+        if ed.e.input_index != 0 or b is None or not (b > 1).all():
+            return None
+        test, formula = (lambda a: a == 0), "∂(aᵇ)/∂a = b·aᵇ⁻¹"
+    elif ed.kind == "multiply" and any(n.id == ed.src.id for _, n in ed.others):
+        test, formula = (lambda a: a == 0), "∂(a·a)/∂a = 2a"
+    if test is None:
+        return None
+    flat = np.asarray(test(ed.x), dtype=bool)
+    dead = mask if mask is not None and mask.shape == flat.shape else np.ones_like(flat)
+    if not dead.any() or not flat[dead].all():
+        return None
+    k = int(dead.sum())
+    return ("stationary_point", f"{ed.name}{ed.line} is a smooth function whose input sits exactly on a flat point "
+            f"on {_n(k, 'entry', 'entries')} ({formula} = 0 there): a stationary point, such as the bottom of "
+            f"x² at x = 0. A zero gradient is the right answer there, not a lost one.",
+            f"{DEAD_MARK}{formula} = 0")
 
 
 # ---------------------------------------------------------------------------
