@@ -354,6 +354,38 @@ def test_a_smooth_function_at_its_crest_is_stationary_not_dead():
     assert "−sin(a)" in exp.message
 
 
+def _sqrt_after_relu_model():
+    import keras
+    keras.utils.set_random_seed(0)
+    inp = keras.Input(shape=(10, 10), dtype="float32", name="raw_image_left")
+    test = keras.layers.Dense(units=64, activation="relu", name="middle")(inp)
+    test = keras.layers.Flatten()(test)
+    test = keras.layers.Lambda(lambda x: keras.ops.sqrt(x), name="error_point")(test)  # <-
+    output = keras.layers.Dense(1, name="out")(test)
+    return keras.Model(inp, output)
+
+
+def test_keras_13203_sqrt_in_a_lambda_after_relu():
+    """https://github.com/keras-team/keras/issues/13203 — ``Dense(relu) → Flatten → Lambda(sqrt) → Dense``: the
+    loss turns NaN (the user found it on CPU); removing the sqrt line fixes it. The ReLU's zeros reach the root,
+    whose derivative 1/(2√x) is infinite there, and infinity times ReLU's 0 is NaN. Reduced with the user's
+    layers and names, Keras 3 (``keras.ops.sqrt`` for ``K.sqrt``)."""
+    tf = pytest.importorskip("tensorflow")
+    import keras
+    model = _sqrt_after_relu_model()
+    rng = np.random.default_rng(0)
+    x, y = rng.random((4, 10, 10)).astype("float32"), rng.random((4, 1)).astype("float32")
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(keras.losses.mean_squared_error(y, model(x)))
+        grads = tape.gradient(loss, model.trainable_variables)
+    assert not np.isfinite(grads[0].numpy()).all()
+    exp = rec.explain(loss, model.get_layer("middle").kernel)
+    assert (exp.reason, exp.kind) == ("nan_gradient", "sqrt_at_zero"), str(exp)
+    assert exp.location.endswith(f":{_line(_sqrt_after_relu_model)}")
+    assert "epsilon" in exp.message
+
+
 # ---------------------------------------------------------------------------
 # No false alarm: correct training steps
 # ---------------------------------------------------------------------------
