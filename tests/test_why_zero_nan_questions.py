@@ -458,3 +458,78 @@ def test_embedding_rows_never_looked_up_are_expected():
     exp = tape.explain(loss, emb.embeddings)
     assert exp.reason == "connected" and exp.kind == "unused_rows"
     assert exp.details["zero_rows"][:3] == [0, 5, 6] and "expected" in exp.message
+
+
+def _transformers_model(kind):
+    """A ``transformers`` architecture from a tiny config with random weights (as the real-model tests build it)."""
+    torch = pytest.importorskip("torch")
+    hf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    if kind == "bert":
+        cfg = hf.BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=128, max_position_embeddings=64, num_labels=3)
+        return hf.BertForSequenceClassification(cfg), {"input_ids": torch.randint(0, 512, (8, 32), generator=g),
+                                                       "labels": torch.randint(0, 3, (8,), generator=g)}
+    if kind == "gpt2":
+        cfg = hf.GPT2Config(vocab_size=512, n_positions=64, n_embd=64, n_layer=2, n_head=4)
+        ids = torch.randint(0, 512, (8, 32), generator=g)
+        return hf.GPT2LMHeadModel(cfg), {"input_ids": ids, "labels": ids}
+    cfg = hf.ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, intermediate_size=128, num_labels=10)
+    return hf.ViTForImageClassification(cfg), {"pixel_values": torch.randn(8, 3, 32, 32, generator=g),
+                                               "labels": torch.randint(0, 10, (8,), generator=g)}
+
+
+def _recorded_step(kind):
+    model, inputs = _transformers_model(kind)
+    model.train()
+    with adv.torch.record() as rec:
+        loss = model(**inputs).loss
+        loss.backward()
+    return rec, loss, dict(model.named_parameters())
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "vit"])
+def test_no_false_alarm_on_real_transformers(kind):
+    """A correct training step of a real architecture (built by ``transformers``, random weights): the weights
+    sampled across the model get ``connected`` with nothing dying (an embedding's unused rows are expected)."""
+    rec, loss, params = _recorded_step(kind)
+    names = list(params)
+    for name in names[::max(1, len(names) // 4)]:
+        exp = rec.explain(loss, params[name])
+        assert exp.reason == "connected" and exp.kind in (None, "unused_rows"), (name, str(exp))
+
+
+def test_attentions_key_bias_is_a_cancelled_shift_not_a_vanishing_gradient():
+    """BERT's key bias gets a gradient of about 1e-12: every score of a softmax row moves by the same q·b_k, and
+    softmax ignores such a shift, so the bias cannot change the loss. That is not depth: the answer names the
+    cancelling sum (the same mechanism as a bias right before batch normalisation, below)."""
+    rec, loss, params = _recorded_step("bert")
+    bias = params["bert.encoder.layer.1.attention.self.key.bias"]
+    assert 0 < float(bias.grad.abs().max()) < 1e-9
+    exp = rec.explain(loss, bias)
+    assert (exp.reason, exp.kind) == ("vanishing_gradient", "cancelled_shift"), str(exp)
+    assert "softmax" in exp.message and "bias=False" in exp.message
+
+
+def q_bias_before_batchnorm():
+    adv.utils.set_random_seed(0)
+    model = adv.Sequential([adv.layers.Dense(8), adv.layers.BatchNormalization(), adv.layers.Activation("relu"),
+                            adv.layers.Dense(1)])
+    x = adv.constant(np.random.default_rng(0).normal(size=(16, 4)))
+    y = adv.constant(np.random.default_rng(1).normal(size=(16, 1)))
+    model(x)
+    with adv.GradientTape(persistent=True) as tape:
+        loss = adv.mean((model(x, training=True) - y) ** 2)  # <-
+    return tape, loss, model.layers[0].bias
+
+
+def test_a_bias_right_before_batch_normalisation_cancels():
+    """A Dense bias followed by BatchNormalization in training mode: the normalisation subtracts the batch mean,
+    so the bias's gradient is 0 up to rounding — redundant, not vanishing."""
+    exp, g, traced = run_engine(q_bias_before_batchnorm)
+    assert np.abs(g).max() < 1e-12
+    assert (exp.reason, exp.kind) == ("vanishing_gradient", "cancelled_shift"), str(exp)
+    assert exp.location.endswith(f":{_line(q_bias_before_batchnorm)}")
+    assert "use_bias=False" in exp.message

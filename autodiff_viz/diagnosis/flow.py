@@ -39,6 +39,7 @@ TINY = 1e-6          # an edge dies when its local factor |ḡ_x / ḡ_y| is bel
 VANISH = 1e-4        # a gradient vanishes when its rms is below this fraction of the largest rms on its path
 DROP = 10.0          # per layer: a fall of ‖ḡ‖ by more than this factor is reported
 PARTLY = 0.5         # a partly zero gradient is reported when at least this fraction of its entries is 0
+CANCEL = 1e-6        # a bias's ḡ cancels when |Σ ḡ_y| is below this fraction of Σ |ḡ_y|
 FULL_VALUES = 1 << 22    # entries an array keeps in full in the trace this analysis builds
 
 _MASKED = ("unselected_where_branch", "zero_times_inf")     # 0 · ∞: the non-finite input is masked anyway
@@ -297,6 +298,9 @@ class _Walk:
 
     # ----- vanishing ------------------------------------------------------------------
     def vanishing(self) -> Explanation | None:
+        shifted = self.cancelled_shift()
+        if shifted is not None:
+            return shifted
         for e in self.edges:
             ratio = _factor_rms(e)
             if ratio is not None and 0 < ratio < TINY:
@@ -321,6 +325,40 @@ class _Walk:
                  f"It falls by more than {DROP:g}× at: {falls}.")
         return self._answer("vanishing_gradient", "vanishing_depth", edge, head, extra,
                             details={"layers": layers, "drops": drops})
+
+    def cancelled_shift(self) -> Explanation | None:
+        """The source is added (a bias) and what follows ignores a constant shift, so its gradient cancels.
+
+        A term added across rows gets ``ḡ_b = Σ_rows ḡ_y``. When those rows cancel — ``|Σ ḡ_y|`` tiny against
+        ``Σ |ḡ_y|`` — no factor is small: the addition itself cannot change the loss. A softmax over the axis the
+        term is constant along (the key bias of attention) and a mean subtraction (a bias before batch or layer
+        normalisation) do exactly that.
+        """
+        for e in self.edges:
+            if e.src != self.sid:
+                continue
+            u, c = _data(e.upstream), _data(e.contribution)
+            if u is None or c is None or c.size >= u.size or not np.isfinite(u).all():
+                continue
+            summed, spread = _unbroadcast(u, c.shape), _unbroadcast(np.abs(u), c.shape)
+            if summed is None or not spread.any() or not np.allclose(summed, c, rtol=1e-5,
+                                                                     atol=1e-6 * float(spread.max())):
+                continue
+            if np.linalg.norm(c) >= CANCEL * np.linalg.norm(spread):
+                continue
+            rows = u.size // max(c.size, 1)
+            dst = self.trace.node(e.dst)
+            head = self._head(f"is tiny (rms {_rms(self.source.grad):.3g}), and no factor on its path is: it is "
+                              f"the sum of ḡ_y over the {rows} rows it was added to, and those cancel (|Σ ḡ_y| is "
+                              f"{np.linalg.norm(c) / np.linalg.norm(spread):.1e} of Σ |ḡ_y|).")
+            why = (f"What follows {dst.op} ignores a constant shift along those rows — a softmax over the axis "
+                   "the term is constant along (the key bias of attention: every score of a row moves by the "
+                   "same q·b), or a normalisation that subtracts the mean (a bias right before BatchNormalization "
+                   "or LayerNorm) — so this term cannot change the loss, and 0 is its true gradient, up to "
+                   "rounding.")
+            return self._answer("vanishing_gradient", "cancelled_shift", e, head, why,
+                                f"{DEAD_MARK}Σ ḡ_y cancels", {"edge": e.id})
+        return None
 
     def layer_norms(self) -> tuple:
         """``([(layer, rms of ḡ)], {layer: its first node id})`` along the path from the target back: a layer's
@@ -378,6 +416,16 @@ class _Walk:
                                     f"{n.op} is the first op whose output is not finite while its inputs are: "
                                     f"{describe(n.value)}.\n{why}", mark, {"edge": e.id, "phase": "forward"})
         return None
+
+
+def _unbroadcast(a, shape):
+    """``a`` summed over the axes numpy broadcast ``shape`` along to reach ``a.shape`` (a bias's ḡ), or None."""
+    extra = a.ndim - len(shape)
+    if extra < 0 or any(n not in (1, m) for n, m in zip(shape, a.shape[extra:])):
+        return None
+    out = a.sum(axis=tuple(range(extra))) if extra else a
+    axes = tuple(k for k, n in enumerate(shape) if n == 1 and out.shape[k] != 1)
+    return out.sum(axis=axes, keepdims=True) if axes else out
 
 
 def _factor_rms(e) -> float | None:

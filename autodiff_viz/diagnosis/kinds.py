@@ -69,6 +69,8 @@ FIXES = {
                      "of the sum.",
     "zero_derivative": "this op's derivative is 0 at these inputs; change its input range or use a "
                        "differentiable stand-in.",
+    "cancelled_shift": "nothing is broken: the term is redundant where it is added (bias=False / use_bias=False "
+                       "drops the parameter), or add it after the operation that removes shifts.",
     "stationary_point": "nothing, if these values are where training should end (a minimum); if they are a "
                         "starting point (weights initialised to exactly 0), start elsewhere: a random "
                         "initialisation (adv.initializers.GlorotUniform) moves them off the flat point.",
