@@ -172,7 +172,6 @@ from .core.ops import (
     sum,
     swapaxes,
     take,
-    take_along_axis,
     tan,
     tanh,
     tensordot,
@@ -193,6 +192,7 @@ from .core.ops import (
     zeros_like,
 )
 from .core.ops import bessel_i0 as i0
+from .core.ops import take_along_axis as _take_along_axis
 from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     _peek,
     _t,
@@ -646,6 +646,12 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
         logits = where(constant(keep), logits, constant(np.asarray(np.finfo(logits.dtype).min, logits.dtype)))
     return einsum("bnts,bsnh->btnh", softmax(logits, axis=-1), v)
 
+
+
+def take_along_axis(x, indices, axis=None):
+    """``keras.ops.take_along_axis``: ``x`` picked at ``indices`` along ``axis``. Keras' default ``axis=None``
+    flattens both first (numpy's name, ``adv.take_along_axis``, defaults to the last axis)."""
+    return _take_along_axis(x, indices, axis)
 
 __all__ = [
     "abs", "absolute", "add", "all", "allclose", "amax", "amin", "angle", "any", "append", "arange", "arccos",

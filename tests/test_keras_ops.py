@@ -328,3 +328,16 @@ def test_jvp_vectorize_and_view_as_keras():
         np.testing.assert_array_equal(_value(ops.view(A, "int32")), _value(keras.ops.view(A, "int32")))
     with pytest.raises(ValueError, match="signature= .* not supported.*ops.map"):
         ops.vectorize(lambda a: a, signature="(n)->()")
+
+
+def test_take_along_axis_defaults_as_each_library_does():
+    """``keras.ops.take_along_axis`` flattens by default (``axis=None``); numpy's name ``adv.take_along_axis``
+    takes the last axis by default, as ``np.take_along_axis`` from numpy 2.3. Both pass the gradient to the
+    picked entries."""
+    a = np.array([[3.0, 1.0], [2.0, 5.0]])
+    flat = adv.ops.take_along_axis(adv.constant(a), np.array([1, 3]))
+    np.testing.assert_array_equal(flat.numpy(), np.take_along_axis(a.ravel(), np.array([1, 3]), axis=0))
+    last = adv.take_along_axis(adv.constant(a), np.array([[1], [0]]))
+    np.testing.assert_array_equal(last.numpy(), np.take_along_axis(a, np.array([[1], [0]]), axis=-1))
+    g = adv.grad(lambda t: adv.sum(adv.ops.take_along_axis(t, np.array([1, 3]))))(adv.constant(a))
+    np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0], [0.0, 1.0]])

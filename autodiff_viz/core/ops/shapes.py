@@ -425,8 +425,9 @@ def repeat(a: TensorLike, repeats: TensorLike, axis: Axis = None) -> Tensor:
     return _gather(R.repeat, x, (slice(None),) * ax + (source,))
 
 
-def take_along_axis(arr: TensorLike, indices: TensorLike, axis: Axis) -> Tensor:
-    """``arr`` picked at ``indices`` along ``axis`` (one index per entry, as ``np.take_along_axis``)."""
+def take_along_axis(arr: TensorLike, indices: TensorLike, axis: Axis = -1) -> Tensor:
+    """``arr`` picked at ``indices`` along ``axis`` (one index per entry, as ``np.take_along_axis``, whose axis
+    defaults to the last from numpy 2.3; ``None`` flattens first)."""
     x = _tensor(arr)
     idx = np.asarray(indices._value if isinstance(indices, Tensor) else indices)
     if axis is None:
