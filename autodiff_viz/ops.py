@@ -29,7 +29,9 @@ from .core.linalg import cholesky, det, eigh, inv, logdet, matrix_rank, norm, pi
 from .core.linalg import lstsq as _lstsq
 from .core.linalg import triangular_solve as _triangular_solve
 from .core.nn import avg_pool as _avg_pool
+from .core.nn import conv_transpose as _conv_transpose
 from .core.nn import convolution as _convolution
+from .core.nn import depthwise_conv2d as _depthwise_conv2d
 from .core.nn import (
     elu,
     hard_sigmoid,
@@ -379,6 +381,69 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
     return _convolution(inputs, kernel, strides, padding, _channels_last(data_format, "conv"), dilation_rate)
 
 
+def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+    """``keras.ops.depthwise_conv``: each input channel ``c`` convolved with its own ``kernel[..., c, :]``
+    (``kernel`` is ``(*window, in_channels, multiplier)``; output channel ``c·M + m``), 1-D or 2-D, channels
+    last. The ``conv`` rule with one group per channel, as the DepthwiseConv layers."""
+    _channels_last(data_format, "depthwise_conv")
+    x, w = convert_to_tensor(inputs), convert_to_tensor(kernel)
+    if x.ndim == 3:          # 1-D: a 2-D depthwise convolution over a height of 1
+        return squeeze(_depthwise_conv2d(expand_dims(x, 1), expand_dims(w, 0), (1, _one(strides, "strides")),
+                                         _padding(padding, "depthwise_conv"),
+                                         dilations=(1, _one(dilation_rate, "dilation_rate"))), 1)
+    return _depthwise_conv2d(x, w, strides, _padding(padding, "depthwise_conv"), dilations=dilation_rate)
+
+
+def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, padding="valid", data_format=None,
+                   dilation_rate=1):
+    """``keras.ops.separable_conv``: :func:`depthwise_conv`, then a 1 × 1 convolution with ``pointwise_kernel``
+    (``(*ones, in_channels · multiplier, filters)``) that mixes the channels."""
+    y = depthwise_conv(inputs, depthwise_kernel, strides, padding, data_format, dilation_rate)
+    return conv(y, pointwise_kernel, 1, "valid")
+
+
+def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format=None,
+                   dilation_rate=1):
+    """``keras.ops.conv_transpose``: the transposed convolution, the gradient of ``conv`` with respect to its
+    input, with ``kernel`` in the Conv*Transpose layout ``(*window, filters, in_channels)``. Each spatial
+    length is Keras': ``in·s + max(k − s, 0)`` ("valid") or ``in·s`` ("same"), or with ``output_padding``
+    ``(in − 1)·s + k − 2·pad + output_padding`` (``k`` the dilated window, ``pad`` 0 or ``k // 2``)."""
+    _channels_last(data_format, "conv_transpose")
+    x, w = convert_to_tensor(inputs), convert_to_tensor(kernel)
+    rank = x.ndim - 2
+    if rank not in (1, 2, 3) or w.ndim != rank + 2:
+        raise ValueError(f"conv_transpose: inputs of shape {x.shape} and kernel of shape {w.shape} must be "
+                         "(batch, *spatial, channels) and (*window, filters, channels) with 1 to 3 spatial axes.")
+    mode = _padding(padding, "conv_transpose")
+    per = [_per(v, rank, name) for v, name in ((strides, "strides"), (dilation_rate, "dilation_rate"))]
+    pads = [None] * rank if output_padding is None else _per(output_padding, rank, "output_padding")
+    spatial = []
+    for n, k, s, d, extra in zip(x.shape[1:-1], w.shape[:rank], per[0], per[1], pads):
+        k = k + (k - 1) * (d - 1)
+        if extra is None:
+            spatial.append(n * s + (k - s if k > s else 0) if mode == "VALID" else n * s)
+        else:
+            spatial.append((n - 1) * s + k - 2 * (0 if mode == "VALID" else k // 2) + extra)
+    return _conv_transpose(x, w, (x.shape[0], *spatial, w.shape[-2]), per[0], mode, dilations=per[1])
+
+
+def _padding(padding, op) -> str:
+    if str(padding).lower() not in ("valid", "same"):
+        raise ValueError(f"{op}: padding must be 'valid' or 'same', got {padding!r}.")
+    return str(padding).upper()
+
+
+def _per(value, rank, what) -> tuple:
+    out = (int(value),) * rank if np.ndim(value) == 0 else tuple(int(v) for v in value)
+    if len(out) != rank:
+        raise ValueError(f"{what} must be one int or {rank} of them, got {value!r}.")
+    return out
+
+
+def _one(value, what) -> int:
+    return _per(value, 1, what)[0]
+
+
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """``keras.ops.max_pool``: each window's maximum; ``strides`` defaults to ``pool_size``."""
     return _max_pool(inputs, pool_size, strides, padding, _channels_last(data_format, "max_pool"))
@@ -659,31 +724,32 @@ __all__ = [
     "array", "array_split", "associative_scan", "average", "average_pool", "bartlett", "batch_normalization",
     "binary_crossentropy", "bincount", "blackman", "broadcast_to", "cast", "categorical_crossentropy", "cbrt",
     "cdist", "ceil", "celu", "cholesky", "cholesky_inverse", "clip", "concatenate", "cond", "conj", "conjugate",
-    "conv", "convert_to_numpy", "convert_to_tensor", "copy", "corrcoef", "correlate", "cos", "cosh", "count_nonzero",
-    "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "depth_to_space", "det", "diag", "diagflat",
-    "diagonal", "diff", "digitize", "divide", "divide_no_nan", "dot", "dot_product_attention", "dsplit", "dstack",
-    "dtype", "eigh", "einsum", "elu", "empty", "empty_like", "equal", "erf", "erfc", "erfinv", "exp", "exp2",
-    "expand_dims", "expm1", "extract_sequences", "eye", "fabs", "flip", "fliplr", "flipud", "floor", "floor_divide",
-    "fmax", "fmin", "fmod", "fori_loop", "full", "full_like", "gcd", "gelu", "geomspace", "get_item", "glu",
-    "greater", "greater_equal", "hamming", "hanning", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish",
-    "hard_tanh", "heaviside", "histogram", "hsplit", "hstack", "hypot", "i0", "identity", "imag", "in_top_k", "inner",
-    "inv", "is_tensor", "isclose", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf", "isreal", "jvp",
-    "kaiser", "kron", "layer_normalization", "lcm", "ldexp", "leaky_relu", "less", "less_equal", "linspace", "log",
-    "log10", "log1p", "log2", "log_sigmoid", "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logspace", "logsumexp", "lstsq", "map", "matmul", "matrix_rank",
-    "max", "max_pool", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mod", "moments", "moveaxis",
-    "multi_hot", "multiply", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
-    "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndim",
-    "negative", "nextafter", "nonzero", "norm", "normalize", "not_equal", "one_hot", "ones", "ones_like", "outer",
-    "pad", "percentile", "pinv", "power", "prod", "psnr", "ptp", "qr", "quantile", "rad2deg", "ravel", "real",
-    "reciprocal", "relu", "relu6", "repeat", "reshape", "rms_normalization", "roll", "rot90", "round", "rsqrt",
-    "saturate_cast", "scan", "scatter", "scatter_update", "searchsorted", "segment_max", "segment_min",
-    "segment_prod", "segment_sum", "select", "selu", "shape", "sigmoid", "sign", "signbit", "silu", "sin", "sinc",
-    "sinh", "size", "slice", "slice_update", "slogdet", "soft_shrink", "softmax", "softplus", "softsign", "solve",
-    "solve_triangular", "sort", "space_to_depth", "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid",
-    "sparsemax", "split", "sqrt", "square", "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract",
-    "sum", "svd", "swapaxes", "swish", "switch", "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot",
-    "threshold", "tile", "top_k", "trace", "transpose", "trapezoid", "tri", "tril", "triu", "true_divide", "trunc",
-    "unique", "unravel_index", "unstack", "vander", "var", "vdot", "vectorize", "vectorized_map", "view", "vsplit",
-    "vstack", "where", "while_loop", "zeros", "zeros_like"
+    "conv", "conv_transpose", "convert_to_numpy", "convert_to_tensor", "copy", "corrcoef", "correlate", "cos", "cosh",
+    "count_nonzero", "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "depth_to_space", "depthwise_conv",
+    "det", "diag", "diagflat", "diagonal", "diff", "digitize", "divide", "divide_no_nan", "dot",
+    "dot_product_attention", "dsplit", "dstack", "dtype", "eigh", "einsum", "elu", "empty", "empty_like", "equal",
+    "erf", "erfc", "erfinv", "exp", "exp2", "expand_dims", "expm1", "extract_sequences", "eye", "fabs", "flip",
+    "fliplr", "flipud", "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "full", "full_like", "gcd",
+    "gelu", "geomspace", "get_item", "glu", "greater", "greater_equal", "hamming", "hanning", "hard_shrink",
+    "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "heaviside", "histogram", "hsplit", "hstack", "hypot",
+    "i0", "identity", "imag", "in_top_k", "inner", "inv", "is_tensor", "isclose", "isfinite", "isin", "isinf",
+    "isnan", "isneginf", "isposinf", "isreal", "jvp", "kaiser", "kron", "layer_normalization", "lcm", "ldexp",
+    "leaky_relu", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "log_sigmoid", "log_softmax",
+    "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor", "logspace",
+    "logsumexp", "lstsq", "map", "matmul", "matrix_rank", "max", "max_pool", "maximum", "mean", "median", "meshgrid",
+    "min", "minimum", "mod", "moments", "moveaxis", "multi_hot", "multiply", "nan_to_num", "nanargmax", "nanargmin",
+    "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
+    "nanstd", "nansum", "nanvar", "ndim", "negative", "nextafter", "nonzero", "norm", "normalize", "not_equal",
+    "one_hot", "ones", "ones_like", "outer", "pad", "percentile", "pinv", "power", "prod", "psnr", "ptp", "qr",
+    "quantile", "rad2deg", "ravel", "real", "reciprocal", "relu", "relu6", "repeat", "reshape", "rms_normalization",
+    "roll", "rot90", "round", "rsqrt", "saturate_cast", "scan", "scatter", "scatter_update", "searchsorted",
+    "segment_max", "segment_min", "segment_prod", "segment_sum", "select", "selu", "separable_conv", "shape",
+    "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "size", "slice", "slice_update", "slogdet",
+    "soft_shrink", "softmax", "softplus", "softsign", "solve", "solve_triangular", "sort", "space_to_depth",
+    "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax", "split", "sqrt", "square",
+    "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract", "sum", "svd", "swapaxes", "swish", "switch",
+    "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot", "threshold", "tile", "top_k", "trace",
+    "transpose", "trapezoid", "tri", "tril", "triu", "true_divide", "trunc", "unique", "unravel_index", "unstack",
+    "vander", "var", "vdot", "vectorize", "vectorized_map", "view", "vsplit", "vstack", "where", "while_loop",
+    "zeros", "zeros_like",
 ]

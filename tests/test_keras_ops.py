@@ -341,3 +341,39 @@ def test_take_along_axis_defaults_as_each_library_does():
     np.testing.assert_array_equal(last.numpy(), np.take_along_axis(a, np.array([[1], [0]]), axis=-1))
     g = adv.grad(lambda t: adv.sum(adv.ops.take_along_axis(t, np.array([1, 3]))))(adv.constant(a))
     np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0], [0.0, 1.0]])
+
+
+_CONV_CASES = [
+    ("depthwise_conv", ((2, 7, 6, 3), (3, 2, 3, 2)), dict(strides=2, padding="same")),
+    ("depthwise_conv", ((2, 7, 6, 3), (3, 2, 3, 2)), dict(padding="valid")),
+    ("depthwise_conv", ((2, 9, 3), (3, 3, 2)), dict(padding="same", dilation_rate=2)),
+    ("separable_conv", ((2, 7, 6, 3), (3, 2, 3, 2), (1, 1, 6, 4)), dict(strides=2, padding="same")),
+    ("separable_conv", ((2, 9, 3), (3, 3, 2), (1, 6, 4)), dict(padding="valid")),
+    ("conv_transpose", ((2, 7, 6, 3), (3, 3, 5, 3)), dict(strides=2, padding="valid")),
+    ("conv_transpose", ((2, 7, 6, 3), (3, 3, 5, 3)), dict(strides=2, padding="same")),
+    ("conv_transpose", ((2, 7, 6, 3), (3, 3, 5, 3)), dict(strides=2, padding="same", output_padding=1)),
+    ("conv_transpose", ((2, 9, 3), (4, 5, 3)), dict(strides=3, padding="valid", output_padding=2)),
+]
+
+
+@pytest.mark.parametrize("name, shapes, kwargs", _CONV_CASES)
+def test_depthwise_separable_and_transposed_convs_match_keras_ops(name, shapes, kwargs):
+    """``keras.ops.depthwise_conv``, ``separable_conv`` and ``conv_transpose`` (Keras' output lengths with and
+    without ``output_padding``): values against ``keras.ops`` on TensorFlow, and the gradient with respect to
+    every argument against TensorFlow's tape."""
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    args = [rng.normal(size=s) for s in shapes]
+    tvars = [tf.Variable(a) for a in args]
+    with tf.GradientTape() as tape:
+        ref = getattr(keras.ops, name)(*tvars, **kwargs)
+        tloss = tf.reduce_sum(ref * tf.cos(ref))
+    want = tape.gradient(tloss, tvars)
+    avars = [adv.Variable(a) for a in args]
+    with adv.GradientTape() as atape:
+        got = getattr(adv.ops, name)(*avars, **kwargs)
+        aloss = adv.sum(got * adv.cos(got))
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), atol=1e-10)
+    for g, w in zip(atape.gradient(aloss, avars), want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-8)
