@@ -23,10 +23,15 @@ each one with Keras itself). ``__all__`` lists them; a ``keras.ops`` name that i
 """
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 
+from .core import linalg as _linalg
 from .core.linalg import cholesky, det, eigh, inv, logdet, matrix_rank, norm, pinv, qr, slogdet, solve, svd
 from .core.linalg import lstsq as _lstsq
+from .core.linalg import lu as _lu
 from .core.linalg import triangular_solve as _triangular_solve
 from .core.nn import avg_pool as _avg_pool
 from .core.nn import conv_transpose as _conv_transpose
@@ -195,6 +200,7 @@ from .core.ops import (
 )
 from .core.ops import bessel_i0 as i0
 from .core.ops import take_along_axis as _take_along_axis
+from .core.ops.einops import rearrange
 from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     _peek,
     _t,
@@ -293,6 +299,7 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     vander,
 )
 from .core.ops.tf_control import cond, vectorized_map, while_loop
+from .core.ops.windows import adaptive_average_pool, adaptive_max_pool, fold, unfold
 from .core.tensor import Tensor, constant
 from .losses import EPSILON as _EPSILON
 from .losses import categorical_crossentropy as _categorical_crossentropy
@@ -571,6 +578,49 @@ def solve_triangular(a, b, lower=False):
     return squeeze(x, -1) if col else x
 
 
+def eig(x):
+    """``keras.ops.eig``: the eigenvalues and eigenvectors of a square matrix, as complex tensors (complex64 for
+    float32, complex128 for float64), so ``x @ v[:, k] = w[k] · v[:, k]``.
+
+    A general real matrix has complex eigenpairs, and complex numbers are not differentiated here: the result
+    is a constant (numpy's LAPACK order of the eigenvalues, each eigenvector of unit length up to a complex
+    phase — TensorFlow may order or rotate them otherwise), and while a tape tracks ``x`` it raises a TypeError
+    naming the dtype and the fix (``eigh`` for a symmetric matrix, which has a gradient)."""
+    a = _t(x)
+    w, v = _linalg._complex_only("eig", a, face="ops")
+    dtype = np.complex64 if a.dtype in (np.float16, np.float32, np.complex64) else np.complex128
+    return constant(np.asarray(w, dtype=dtype)), constant(np.asarray(v, dtype=dtype))
+
+
+def lu_factor(x):
+    """``keras.ops.lu_factor``: ``(lu, pivots)`` of ``A = P·L·U`` by partial pivoting — ``lu`` packs ``L``
+    below the diagonal (its unit diagonal implied) and ``U`` on and above it; row ``i`` of ``L·U`` is row
+    ``pivots[i]`` of ``A`` (int32, Keras' TensorFlow convention).
+
+    No gradient, as in TensorFlow (its ``Lu`` kernel has none): a gradient through ``lu`` raises
+    ``LookupError`` naming the op. To differentiate a function of ``A``, write it with ``solve``, ``inv``,
+    ``det`` or ``slogdet``, which have gradients."""
+    a = _t(x)
+    pivots = constant(np.argsort(_lu(a).p.numpy(), axis=-1).astype(np.int32))
+    return _lu_packed(a), pivots
+
+
+def _lu_has_no_gradient(dy):
+    raise LookupError("gradient registry has no entry for: Lu (adv.ops.lu_factor has no gradient, as in "
+                      "TensorFlow, whose Lu kernel registers none). To differentiate a function of the matrix, "
+                      "write it with adv.ops.solve(a, b), adv.ops.inv(a), adv.ops.det(a) or adv.ops.slogdet(a), "
+                      "which have gradients.")
+
+
+def _lu_packed(a):
+    """The packed factors of :func:`lu_factor` as one op of the graph, whose gradient raises."""
+    return _lu(a).lu, _lu_has_no_gradient
+
+
+_lu_packed.__name__ = "lu_factor"
+_lu_packed = custom_gradient(_lu_packed)
+
+
 # ----- activations and normalisations (keras.ops.nn) -----------------------------------------------------
 def celu(x, alpha=1.0):
     """``keras.ops.celu``: ``max(0, x) + min(0, α(exp(x/α) − 1))``."""
@@ -718,38 +768,120 @@ def take_along_axis(x, indices, axis=None):
     flattens both first (numpy's name, ``adv.take_along_axis``, defaults to the last axis)."""
     return _take_along_axis(x, indices, axis)
 
+# ----- keras.ops.image / linalg / nn / numpy: the same functions, gathered as Keras gathers them --------------
+_SUBMODULES = {
+    "image": "affine_transform crop_images elastic_transform extract_patches extract_patches_3d gaussian_blur "
+             "hsv_to_rgb map_coordinates pad_images perspective_transform resize rgb_to_grayscale rgb_to_hsv "
+             "scale_and_translate sobel_edges ssim",
+    "linalg": "cholesky cholesky_inverse det eig eigh inv jvp lstsq lu_factor matrix_rank norm pinv qr solve "
+              "solve_triangular svd",
+    "nn": "adaptive_average_pool adaptive_max_pool average_pool batch_normalization binary_crossentropy "
+          "categorical_crossentropy celu conv conv_transpose ctc_decode ctc_loss depth_to_space depthwise_conv "
+          "dot_product_attention elu fold gelu glu hard_shrink hard_sigmoid hard_silu hard_swish hard_tanh "
+          "layer_normalization leaky_relu log_sigmoid log_softmax max_pool moments multi_hot normalize one_hot "
+          "polar psnr relu relu6 rms_normalization selu separable_conv sigmoid silu soft_shrink softmax softplus "
+          "softsign space_to_depth sparse_categorical_crossentropy sparse_plus sparse_sigmoid sparsemax "
+          "squareplus swish tanh_shrink threshold unfold",
+    "numpy": "abs absolute add all allclose amax amin angle any append arange arccos arccosh arcsin arcsinh arctan "
+             "arctan2 arctanh argmax argmin argpartition argsort array array_split average bartlett bincount "
+             "bitwise_and bitwise_invert bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift "
+             "bitwise_xor blackman broadcast_to cbrt ceil clip concatenate conj conjugate copy corrcoef correlate "
+             "cos cosh count_nonzero cross cumprod cumsum deg2rad diag diagflat diagonal diff digitize divide "
+             "divide_no_nan dot dsplit dstack einsum empty empty_like equal exp exp2 expand_dims expm1 eye fabs "
+             "flip fliplr flipud floor floor_divide fmax fmin fmod full full_like gcd geomspace get_item greater "
+             "greater_equal hamming hanning heaviside histogram hsplit hstack hypot i0 identity imag inner "
+             "isclose isfinite isin isinf isnan isneginf isposinf isreal kaiser kron lcm ldexp left_shift less "
+             "less_equal linspace log log10 log1p log2 logaddexp logaddexp2 logical_and logical_not logical_or "
+             "logical_xor logspace matmul max maximum mean median meshgrid min minimum mod moveaxis multiply "
+             "nan_to_num nanargmax nanargmin nancumprod nancumsum nanmax nanmean nanmedian nanmin nanpercentile "
+             "nanprod nanquantile nanstd nansum nanvar ndim negative nextafter nonzero not_equal ones ones_like "
+             "outer pad percentile power prod ptp quantile rad2deg ravel real reciprocal repeat reshape "
+             "right_shift roll rot90 round searchsorted select sign signbit sin sinc sinh size slogdet sort "
+             "split sqrt square squeeze stack std subtract sum swapaxes take take_along_axis tan tanh tensordot "
+             "tile trace transpose trapezoid tri tril triu true_divide trunc unique unravel_index vander var vdot "
+             "vectorize view vsplit vstack where zeros zeros_like",
+}
+
+
+class _Namespace(types.ModuleType):
+    """``keras.ops.<sub>`` here: a module holding the very functions of ``adv.ops`` that Keras puts in ``sub``
+    (``adv.ops.nn.relu is adv.ops.relu``, as in Keras). A Keras name that is not here raises an
+    AttributeError that says why: out of scope (the reason and what to write instead) or not implemented."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _absent(name, self.__name__)
+
+
+def _absent(name, module):
+    from .base.tf_surface import out_of_scope_message
+    message = out_of_scope_message(f"keras.ops.{name}", module)
+    if message is None and name in _SUBMODULES.get(module.rsplit(".", 1)[-1], "").split():
+        sub = module.rsplit(".", 1)[-1]
+        message = (f"module {module!r} has no attribute {name!r}: keras.ops.{sub}.{name} is not implemented "
+                   f"here. Instead: keras.ops.{sub}.{name} itself on TensorFlow, recorded with adv.tf.record() to "
+                   f"see its gradients; adv.ops.{sub} has {', '.join(_here(sub)) or 'no other names'}.")
+    raise AttributeError(message or f"module {module!r} has no attribute {name!r}", name=name)
+
+
+def _here(sub):
+    return [n for n in _SUBMODULES[sub].split() if n in globals()]
+
+
+def _namespace(sub):
+    here = _here(sub)
+    module = _Namespace(f"{__name__}.{sub}", f"``keras.ops.{sub}``: {', '.join(here[:6])} …, the functions of "
+                                             "adv.ops that Keras gathers here.")
+    module.__dict__.update({n: globals()[n] for n in here})
+    module.__all__ = here
+    sys.modules[module.__name__] = module          # import autodiff_viz.ops.nn works as import keras.ops.nn
+    return module
+
+
+image, linalg, nn, numpy = (_namespace(sub) for sub in ("image", "linalg", "nn", "numpy"))
+
+
+def __getattr__(name):
+    """A ``keras.ops`` name that is out of scope here (``fft``, ``bitwise_and``, ``ctc_loss`` …) raises the reason
+    and what to write instead; any other missing name raises Python's usual AttributeError."""
+    return _absent(name, __name__)
+
+
 __all__ = [
-    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "angle", "any", "append", "arange", "arccos",
-    "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort",
-    "array", "array_split", "associative_scan", "average", "average_pool", "bartlett", "batch_normalization",
-    "binary_crossentropy", "bincount", "blackman", "broadcast_to", "cast", "categorical_crossentropy", "cbrt",
-    "cdist", "ceil", "celu", "cholesky", "cholesky_inverse", "clip", "concatenate", "cond", "conj", "conjugate",
-    "conv", "conv_transpose", "convert_to_numpy", "convert_to_tensor", "copy", "corrcoef", "correlate", "cos", "cosh",
-    "count_nonzero", "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "depth_to_space", "depthwise_conv",
-    "det", "diag", "diagflat", "diagonal", "diff", "digitize", "divide", "divide_no_nan", "dot",
-    "dot_product_attention", "dsplit", "dstack", "dtype", "eigh", "einsum", "elu", "empty", "empty_like", "equal",
-    "erf", "erfc", "erfinv", "exp", "exp2", "expand_dims", "expm1", "extract_sequences", "eye", "fabs", "flip",
-    "fliplr", "flipud", "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "full", "full_like", "gcd",
+    "abs", "absolute", "adaptive_average_pool", "adaptive_max_pool", "add", "all", "allclose", "amax", "amin",
+    "angle", "any", "append", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+    "argmax", "argmin", "argpartition", "argsort", "array", "array_split", "associative_scan", "average",
+    "average_pool", "bartlett", "batch_normalization", "binary_crossentropy", "bincount", "blackman",
+    "broadcast_to", "cast", "categorical_crossentropy", "cbrt", "cdist", "ceil", "celu", "cholesky",
+    "cholesky_inverse", "clip", "concatenate", "cond", "conj", "conjugate", "conv", "conv_transpose",
+    "convert_to_numpy", "convert_to_tensor", "copy", "corrcoef", "correlate", "cos", "cosh", "count_nonzero",
+    "cross", "cumprod", "cumsum", "custom_gradient", "deg2rad", "depth_to_space", "depthwise_conv", "det", "diag",
+    "diagflat", "diagonal", "diff", "digitize", "divide", "divide_no_nan", "dot", "dot_product_attention",
+    "dsplit", "dstack", "dtype", "eig", "eigh", "einsum", "elu", "empty", "empty_like", "equal", "erf", "erfc",
+    "erfinv", "exp", "exp2", "expand_dims", "expm1", "extract_sequences", "eye", "fabs", "flip", "fliplr",
+    "flipud", "floor", "floor_divide", "fmax", "fmin", "fmod", "fold", "fori_loop", "full", "full_like", "gcd",
     "gelu", "geomspace", "get_item", "glu", "greater", "greater_equal", "hamming", "hanning", "hard_shrink",
     "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "heaviside", "histogram", "hsplit", "hstack", "hypot",
-    "i0", "identity", "imag", "in_top_k", "inner", "inv", "is_tensor", "isclose", "isfinite", "isin", "isinf",
-    "isnan", "isneginf", "isposinf", "isreal", "jvp", "kaiser", "kron", "layer_normalization", "lcm", "ldexp",
-    "leaky_relu", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "log_sigmoid", "log_softmax",
-    "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor", "logspace",
-    "logsumexp", "lstsq", "map", "matmul", "matrix_rank", "max", "max_pool", "maximum", "mean", "median", "meshgrid",
-    "min", "minimum", "mod", "moments", "moveaxis", "multi_hot", "multiply", "nan_to_num", "nanargmax", "nanargmin",
-    "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
-    "nanstd", "nansum", "nanvar", "ndim", "negative", "nextafter", "nonzero", "norm", "normalize", "not_equal",
-    "one_hot", "ones", "ones_like", "outer", "pad", "percentile", "pinv", "power", "prod", "psnr", "ptp", "qr",
-    "quantile", "rad2deg", "ravel", "real", "reciprocal", "relu", "relu6", "repeat", "reshape", "rms_normalization",
-    "roll", "rot90", "round", "rsqrt", "saturate_cast", "scan", "scatter", "scatter_update", "searchsorted",
-    "segment_max", "segment_min", "segment_prod", "segment_sum", "select", "selu", "separable_conv", "shape",
-    "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "size", "slice", "slice_update", "slogdet",
-    "soft_shrink", "softmax", "softplus", "softsign", "solve", "solve_triangular", "sort", "space_to_depth",
-    "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax", "split", "sqrt", "square",
-    "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract", "sum", "svd", "swapaxes", "swish", "switch",
-    "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot", "threshold", "tile", "top_k", "trace",
-    "transpose", "trapezoid", "tri", "tril", "triu", "true_divide", "trunc", "unique", "unravel_index", "unstack",
-    "vander", "var", "vdot", "vectorize", "vectorized_map", "view", "vsplit", "vstack", "where", "while_loop",
-    "zeros", "zeros_like",
+    "i0", "identity", "imag", "image", "in_top_k", "inner", "inv", "is_tensor", "isclose", "isfinite", "isin",
+    "isinf", "isnan", "isneginf", "isposinf", "isreal", "jvp", "kaiser", "kron", "layer_normalization", "lcm",
+    "ldexp", "leaky_relu", "less", "less_equal", "linalg", "linspace", "log", "log10", "log1p", "log2",
+    "log_sigmoid", "log_softmax", "logaddexp", "logaddexp2", "logdet", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logspace", "logsumexp", "lstsq", "lu_factor", "map", "matmul", "matrix_rank", "max",
+    "max_pool", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mod", "moments", "moveaxis",
+    "multi_hot", "multiply", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
+    "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar",
+    "ndim", "negative", "nextafter", "nn", "nonzero", "norm", "normalize", "not_equal", "numpy", "one_hot",
+    "ones", "ones_like", "outer", "pad", "percentile", "pinv", "power", "prod", "psnr", "ptp", "qr", "quantile",
+    "rad2deg", "ravel", "real", "rearrange", "reciprocal", "relu", "relu6", "repeat", "reshape",
+    "rms_normalization", "roll", "rot90", "round", "rsqrt", "saturate_cast", "scan", "scatter", "scatter_update",
+    "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "select", "selu",
+    "separable_conv", "shape", "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "size", "slice",
+    "slice_update", "slogdet", "soft_shrink", "softmax", "softplus", "softsign", "solve", "solve_triangular",
+    "sort", "space_to_depth", "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax",
+    "split", "sqrt", "square", "squareplus", "squeeze", "stack", "std", "stop_gradient", "subtract", "sum", "svd",
+    "swapaxes", "swish", "switch", "take", "take_along_axis", "tan", "tanh", "tanh_shrink", "tensordot",
+    "threshold", "tile", "top_k", "trace", "transpose", "trapezoid", "tri", "tril", "triu", "true_divide",
+    "trunc", "unfold", "unique", "unravel_index", "unstack", "vander", "var", "vdot", "vectorize",
+    "vectorized_map", "view", "vsplit", "vstack", "where", "while_loop", "zeros", "zeros_like",
 ]

@@ -463,17 +463,19 @@ def eigvals(a):
     return _complex_only("eigvals", a)
 
 
-def _complex_only(name, a):
+def _complex_only(name, a, face="linalg"):
+    """numpy's ``np.linalg.<name>`` of ``a`` while no tape tracks it; while one does, the TypeError that names
+    the op (as ``face.name``), the complex dtype its results would have, and the symmetric alternative."""
     a = ops._tensor(a)
     if _tracked(a):
-        raise TypeError(f"linalg.{name}: the eigenvalues and eigenvectors of a general (non-symmetric) matrix are "
-                        "complex numbers, which autodiff_viz does not differentiate, and a GradientTape is tracking "
-                        f"the input (shape {a.shape}). Fix: for a symmetric matrix use adv.linalg.eigh (or "
-                        f"eigvalsh); for sizes of a general matrix, adv.linalg.svdvals; or np.linalg.{name}(a.numpy()) "
-                        "if you need no gradient.")
+        out = "complex64" if a.dtype in (np.float32, np.float16, np.complex64) else "complex128"
+        raise TypeError(f"{face}.{name}: the eigenvalues and eigenvectors of a general (non-symmetric) matrix are "
+                        f"complex numbers ({out} for this {a.dtype} input), which autodiff_viz does not "
+                        f"differentiate, and a GradientTape is tracking the input (shape {a.shape}). Fix: for a "
+                        f"symmetric matrix use adv.{face}.eigh (adv.linalg.eigvalsh for the values alone); for the "
+                        f"sizes of a general matrix, adv.linalg.svdvals; or np.linalg.{name}(a.numpy()) if you "
+                        "need no gradient.")
     return getattr(np.linalg, name)(a.numpy())
-
-
 
 
 def norm(x: TensorLike, ord: float | str | None = None, axis: Axis = None, keepdims: bool = False) -> Tensor:
