@@ -179,8 +179,9 @@ DIFFERENT = {
     "tf.nn.approx_max_k": "exact: the k largest entries",
     "tf.nn.approx_min_k": "exact: the k smallest entries",
     "tf.approx_top_k": "exact: adv.math.top_k",
-    "tf.linalg.lu": "no gradient through the factorization itself (TensorFlow has one); differentiate "
-                    "adv.linalg.solve or adv.linalg.inv of the matrix instead",
+    "tf.linalg.lu": "no gradient through the factorization itself, as in TensorFlow (its Lu kernel registers "
+                    "none), but the factors are a constant here, so a tape gives None where TensorFlow raises "
+                    "LookupError; differentiate adv.linalg.solve or adv.linalg.inv of the matrix instead",
     "tf.random.*": "the draws come from numpy's generator: the same seed repeats the same numbers here, but "
                    "they are not TensorFlow's numbers",
     "tf.nn.dropout": "the mask comes from numpy's generator (not TensorFlow's numbers)",
@@ -196,6 +197,9 @@ DIFFERENT = {
     "keras.ops.sparsemax": "the projection onto the simplex as defined (each row sums to 1); Keras 3.15's "
                            "TensorFlow backend sums the running sums over the support, so its rows with more "
                            "than one nonzero entry do not sum to 1",
+    "keras.ops.eig": "complex results as in Keras, but a constant: numpy's (LAPACK's) order of the eigenvalues and "
+                     "unit eigenvectors up to a complex phase, which TensorFlow may order or rotate otherwise; "
+                     "while a tape tracks the input it raises, naming eigh for a symmetric matrix",
     "keras.ops.nanmedian": "a constant (numpy's nanmedian): no gradient, and a tape that needs one says the "
                            "gradient is partial",
     "keras.ops.nanquantile": "a constant (numpy's nanquantile): no gradient, said as for nanmedian",
