@@ -28,6 +28,7 @@ import types
 
 import numpy as np
 
+from . import image as _image
 from .core import linalg as _linalg
 from .core.linalg import cholesky, det, eigh, inv, logdet, matrix_rank, norm, pinv, qr, slogdet, solve, svd
 from .core.linalg import lstsq as _lstsq
@@ -300,6 +301,7 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
 )
 from .core.ops.tf_control import cond, vectorized_map, while_loop
 from .core.ops.windows import adaptive_average_pool, adaptive_max_pool, fold, unfold
+from .core.ops.windows import extract_patches as _extract_patches
 from .core.tensor import Tensor, constant
 from .losses import EPSILON as _EPSILON
 from .losses import categorical_crossentropy as _categorical_crossentropy
@@ -767,6 +769,58 @@ def take_along_axis(x, indices, axis=None):
     """``keras.ops.take_along_axis``: ``x`` picked at ``indices`` along ``axis``. Keras' default ``axis=None``
     flattens both first (numpy's name, ``adv.take_along_axis``, defaults to the last axis)."""
     return _take_along_axis(x, indices, axis)
+
+# ----- keras.ops.image: adv.image's functions (TensorFlow's) in Keras' signatures -------------------------
+def _image_op(fn, images, data_format, *args, extra_axis=False, **kwargs):
+    """``fn`` (channels last) on ``images`` in ``data_format``; ``channels_first`` moves the channels and back
+    (an ``extra_axis`` result, sobel's ``(…, 2)``, keeps its last axis)."""
+    if data_format not in (None, "channels_last", "channels_first"):
+        raise ValueError(f"image.{fn.__name__}: data_format must be 'channels_last' or 'channels_first', got "
+                         f"{data_format!r}.")
+    if data_format != "channels_first":
+        return fn(images, *args, **kwargs)
+    out = fn(moveaxis(_t(images), -3, -1), *args, **kwargs)
+    return moveaxis(out, -2, -4) if extra_axis else moveaxis(out, -1, -3)
+
+
+def rgb_to_grayscale(images, data_format=None):
+    """``keras.ops.image.rgb_to_grayscale``: ``0.2989·R + 0.587·G + 0.114·B``, one channel kept."""
+    return _image_op(_image.rgb_to_grayscale, images, data_format)
+
+
+def rgb_to_hsv(images, data_format=None):
+    """``keras.ops.image.rgb_to_hsv``: hue, saturation and value in [0, 1] (``adv.image.rgb_to_hsv``)."""
+    return _image_op(_image.rgb_to_hsv, images, data_format)
+
+
+def hsv_to_rgb(images, data_format=None):
+    """``keras.ops.image.hsv_to_rgb``: the inverse of :func:`rgb_to_hsv`, piecewise linear in h, s, v."""
+    return _image_op(_image.hsv_to_rgb, images, data_format)
+
+
+def sobel_edges(images, data_format=None):
+    """``keras.ops.image.sobel_edges``: the vertical and horizontal Sobel responses of each channel, stacked
+    on a new last axis ``(…, 2)`` (two 3 × 3 correlations, edges reflected as TensorFlow)."""
+    return _image_op(_image.sobel_edges, images, data_format, extra_axis=True)
+
+
+def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+    """``keras.ops.image.extract_patches`` for 2-D windows: each ``size`` window flattened into the channels,
+    ``(N, H, W, C) → (N, nH, nW, kH·kW·C)`` (a one-hot convolution: the gradient adds back onto the pixels)."""
+    if np.ndim(size) == 1 and len(size) == 3:
+        raise ValueError("image.extract_patches: 3-D patches (extract_patches_3d) are not implemented here.")
+    return _image_op(_extract_patches, images, data_format, size, strides, dilation_rate, padding)
+
+
+def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,
+           pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, data_format=None):
+    """``keras.ops.image.resize``: ``tf.image.resize`` (``adv.image.resize``) with Keras' argument names; the
+    aspect-ratio crop and pad are not implemented here."""
+    if crop_to_aspect_ratio or pad_to_aspect_ratio:
+        raise ValueError("image.resize: crop_to_aspect_ratio and pad_to_aspect_ratio are not implemented here; "
+                         "crop or pad first (adv.image.resize_with_crop_or_pad), then resize.")
+    return _image_op(_image.resize, images, data_format, size, method=interpolation, antialias=antialias)
+
 
 # ----- keras.ops.image / linalg / nn / numpy: the same functions, gathered as Keras gathers them --------------
 _SUBMODULES = {

@@ -200,6 +200,10 @@ DIFFERENT = {
     "keras.ops.eig": "complex results as in Keras, but a constant: numpy's (LAPACK's) order of the eigenvalues and "
                      "unit eigenvectors up to a complex phase, which TensorFlow may order or rotate otherwise; "
                      "while a tape tracks the input it raises, naming eigh for a symmetric matrix",
+    "keras.ops.image": "6 of Keras' 16 image ops: rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb (with a gradient, which "
+                       "TensorFlow's lacks), sobel_edges, extract_patches (2-D) and resize (no aspect-ratio crop or "
+                       "pad); the others (affine_transform, crop_images, gaussian_blur, ssim …) raise an "
+                       "AttributeError that names TensorFlow itself",
     "keras.ops.nanmedian": "a constant (numpy's nanmedian): no gradient, and a tape that needs one says the "
                            "gradient is partial",
     "keras.ops.nanquantile": "a constant (numpy's nanquantile): no gradient, said as for nanmedian",

@@ -139,3 +139,32 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     image = RN.conv_transpose(cols, kernel, spatial=(oh, ow), strides=step, pads=((ph, ph), (pw, pw)),
                               dilation=dil, groups=c)
     return moveaxis(image, -1, 1)
+
+
+def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"):
+    """``keras.ops.image.extract_patches`` (2-D, channels last): ``(N, H, W, C) → (N, nH, nW, kH·kW·C)``, the
+    window at each position flattened in ``(i, j, c)`` order (``tf.image.extract_patches``' order).
+    ``strides`` defaults to ``size``; ``padding`` is ``"valid"`` or ``"same"`` (TensorFlow's split, the odd
+    pixel after). The same one-hot convolution as :func:`unfold`, its rows regrouped."""
+    op = "extract_patches"
+    t = _tensor(images)
+    if t.ndim not in (3, 4):
+        raise ValueError(f"{op}: images of shape {t.shape} must be (height, width, channels) or (batch, height, "
+                         "width, channels).")
+    x = t if t.ndim == 4 else reshape(t, (1, *t.shape))
+    kh, kw = _ints(size, 2, "size", op)
+    step = (kh, kw) if strides is None else _ints(strides, 2, "strides", op)
+    dil = _ints(dilation_rate, 2, "dilation_rate", op)
+    mode = str(padding).lower()
+    if mode not in ("valid", "same"):
+        raise ValueError(f"{op}: padding must be 'valid' or 'same', got {padding!r}.")
+    pads = []
+    for n, k, s, d in zip(x.shape[1:3], (kh, kw), step, dil):
+        total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0) if mode == "same" else 0
+        pads.append((total // 2, total - total // 2))
+    c = x.shape[-1]
+    kernel = constant(_one_hot_kernel(c, kh, kw, x.dtype))
+    cols = RN.conv(x, kernel, strides=step, pads=tuple(pads), dilation=dil, groups=c)   # channel c·kh·kw + i·kw + j
+    n, nh, nw = cols.shape[:3]
+    out = reshape(transpose(reshape(cols, (n, nh, nw, c, kh * kw)), (0, 1, 2, 4, 3)), (n, nh, nw, kh * kw * c))
+    return out if t.ndim == 4 else reshape(out, out.shape[1:])
