@@ -871,29 +871,28 @@ class _Namespace(types.ModuleType):
 def _absent(name, module):
     from .base.tf_surface import out_of_scope_message
     message = out_of_scope_message(f"keras.ops.{name}", module)
-    if message is None and name in _SUBMODULES.get(module.rsplit(".", 1)[-1], "").split():
-        sub = module.rsplit(".", 1)[-1]
+    sub = module.rsplit(".", 1)[-1]
+    if message is None and name in _SUBMODULES.get(sub, "").split():
         message = (f"module {module!r} has no attribute {name!r}: keras.ops.{sub}.{name} is not implemented "
                    f"here. Instead: keras.ops.{sub}.{name} itself on TensorFlow, recorded with adv.tf.record() to "
-                   f"see its gradients; adv.ops.{sub} has {', '.join(_here(sub)) or 'no other names'}.")
+                   f"see its gradients; adv.ops.{sub} has {', '.join(sys.modules[module].__all__)}.")
     raise AttributeError(message or f"module {module!r} has no attribute {name!r}", name=name)
 
 
-def _here(sub):
-    return [n for n in _SUBMODULES[sub].split() if n in globals()]
-
-
-def _namespace(sub):
-    here = _here(sub)
-    module = _Namespace(f"{__name__}.{sub}", f"``keras.ops.{sub}``: {', '.join(here[:6])} …, the functions of "
-                                             "adv.ops that Keras gathers here.")
-    module.__dict__.update({n: globals()[n] for n in here})
+def _namespace(sub, only_there=False):
+    """The module ``adv.ops.<sub>``; ``only_there``: its functions leave ``adv.ops`` itself (Keras has
+    ``keras.ops.image.resize`` but no ``keras.ops.resize``)."""
+    here = [n for n in _SUBMODULES[sub].split() if n in globals()]
+    module = _Namespace(f"{__name__}.{sub}", f"``keras.ops.{sub}`` here: {len(here)} of Keras' names "
+                                             f"({', '.join(here[:6])} …); a missing one says why.")
+    module.__dict__.update({n: globals().pop(n) if only_there else globals()[n] for n in here})
     module.__all__ = here
     sys.modules[module.__name__] = module          # import autodiff_viz.ops.nn works as import keras.ops.nn
     return module
 
 
-image, linalg, nn, numpy = (_namespace(sub) for sub in ("image", "linalg", "nn", "numpy"))
+image = _namespace("image", only_there=True)
+linalg, nn, numpy = (_namespace(sub) for sub in ("linalg", "nn", "numpy"))
 
 
 def __getattr__(name):

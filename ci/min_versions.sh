@@ -46,6 +46,8 @@ DESELECT=(
     tests/test_keras_ops.py::test_functional_conv_and_pools_match_tf_nn_values_and_gradients
     tests/test_keras_ops.py::test_more_keras_ops_match_keras_ops
     tests/test_keras_ops.py::test_more_keras_ops_gradients_match_tensorflow
+    tests/test_keras_ops.py::test_keras_ops_namespaces_hold_the_same_functions
+    tests/test_keras_ops.py::test_keras_ops_image_matches_keras
     tests/test_variable_names_keras.py::test_optimizer_slots_are_named_as_keras_3
 )
 

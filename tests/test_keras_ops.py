@@ -193,20 +193,37 @@ MORE = {
     "cholesky_inverse": [((np.linalg.cholesky(SQ).astype("float32"),), {})], "cdist": [((A, B[:2]), {})],
     "psnr": [((P, P[::-1], 2.0), {})], "depth_to_space": [((IMG[:, :2, :2, :].repeat(4, -1), 2), {})],
     "space_to_depth": [((IMG[:, :6, :6, :], 2), {})],
+    "adaptive_average_pool": [((IMG, 3), {}), ((IMG, (4, 5)), {}), ((SEQ, 4), {}),
+                              ((np.moveaxis(IMG, -1, 1), (3, 2)), {"data_format": "channels_first"})],
+    "adaptive_max_pool": [((IMG, (3, 4)), {}), ((SEQ, 5), {}),
+                          ((IMG[:1, :5, :4].reshape(1, 5, 4, 3, 1), (2, 3, 2)), {}),
+                          ((np.moveaxis(IMG, -1, 1), 4), {"data_format": "channels_first"})],
+    "unfold": [((np.moveaxis(IMG, -1, 1), 2), {}),
+               ((np.moveaxis(IMG, -1, 1), (2, 3)), {"stride": 2, "padding": 1, "dilation": (2, 1)})],
+    "fold": [((RNG.normal(size=(2, 12, 30)).astype("float32"), (7, 6), 2), {}),
+             ((RNG.normal(size=(2, 18, 12)).astype("float32"), (7, 6), (2, 3)),
+              {"stride": 2, "padding": 1, "dilation": (2, 1)})],
+    "rearrange": [((IMG, "b h w c -> b c h w"), {}), ((IMG, "b h w c -> h (b w) c"), {}),
+                  ((IMG[:, :6], "b (h1 h) (w w1) c -> (b h1) h w (c w1)"), {"h1": 2, "w1": 3})],
+    "lu_factor": [((SQ,), {}), ((A[:, :3],), {})],
 }
+_KERAS_NEEDS_TENSORS = {"adaptive_average_pool", "adaptive_max_pool"}
 DIFFERENTIABLE = ["average", "ptp", "quantile", "median", "fmod", "trapezoid", "nansum", "nanmean", "nanvar",
                   "nanmax", "top_k", "segment_sum", "segment_max", "extract_sequences", "celu",
                   "glu", "hard_shrink", "soft_shrink", "tanh_shrink", "squareplus", "sparse_plus", "sparse_sigmoid",
                   "normalize", "layer_normalization", "rms_normalization", "batch_normalization",
                   "dot_product_attention", "solve_triangular", "det", "inv", "vander", "divide_no_nan", "copy",
-                  "corrcoef", "correlate", "cdist", "psnr", "depth_to_space", "space_to_depth", "cholesky_inverse"]
+                  "corrcoef", "correlate", "cdist", "psnr", "depth_to_space", "space_to_depth", "cholesky_inverse",
+                  "adaptive_average_pool", "adaptive_max_pool", "unfold", "fold", "rearrange"]
 
 
 @pytest.mark.parametrize("name", sorted(MORE))
 def test_more_keras_ops_match_keras_ops(name):
-    """Each added name gives Keras' values, shapes and dtypes on the same arguments."""
+    """Each added name gives Keras' values, shapes and dtypes on the same arguments (as TensorFlow tensors
+    for the ops whose Keras backend reads a static TensorShape)."""
     for args, kwargs in MORE[name]:
-        want = _value(getattr(keras.ops, name)(*args, **kwargs))
+        kargs = [tf.constant(a) if name in _KERAS_NEEDS_TENSORS and isinstance(a, np.ndarray) else a for a in args]
+        want = _value(getattr(keras.ops, name)(*kargs, **kwargs))
         got = _value(getattr(ops, name)(*args, **kwargs))
         for g, w in (zip(got, want) if isinstance(want, list) else [(got, want)]):
             assert g.shape == w.shape, (name, kwargs, g.shape, w.shape)
@@ -377,3 +394,143 @@ def test_depthwise_separable_and_transposed_convs_match_keras_ops(name, shapes, 
     np.testing.assert_allclose(got.numpy(), ref.numpy(), atol=1e-10)
     for g, w in zip(atape.gradient(aloss, avars), want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-8)
+
+
+# ----- adaptive pooling, fold / unfold, rearrange, eig, lu_factor and the sub-namespaces ------------------
+def test_adaptive_pools_take_pytorchs_windows():
+    """Output cell ``i`` of ``m`` pools the input window ``[⌊i·n/m⌋, ⌈(i+1)·n/m⌉)`` of each axis, whatever the
+    lengths (more cells than entries too), and ḡ of a mean goes to its window's entries divided by its size."""
+    x = RNG.normal(size=(2, 7, 5, 3))
+    for m in ((3, 2), (4, 5), (9, 8)):
+        want_avg, want_max = np.empty((2, *m, 3)), np.empty((2, *m, 3))
+        for i in range(m[0]):
+            for j in range(m[1]):
+                rows = slice(i * 7 // m[0], -(-(i + 1) * 7 // m[0]))
+                cols = slice(j * 5 // m[1], -(-(j + 1) * 5 // m[1]))
+                want_avg[:, i, j] = x[:, rows, cols].mean(axis=(1, 2))
+                want_max[:, i, j] = x[:, rows, cols].max(axis=(1, 2))
+        np.testing.assert_allclose(ops.adaptive_average_pool(x, m).numpy(), want_avg, rtol=1e-12)
+        np.testing.assert_allclose(ops.adaptive_max_pool(x, m).numpy(), want_max, rtol=1e-12)
+    g = adv.grad(lambda t: adv.sum(ops.adaptive_average_pool(t, (1, 2))))(adv.constant(x))
+    np.testing.assert_allclose(g.numpy(), np.broadcast_to(np.array([1, 1, 2, 1, 1])[:, None] / 21, x.shape),
+                               rtol=1e-12)         # column 2 lies in both windows [0, 3) and [2, 5)
+    with pytest.raises(ValueError, match="adaptive_max_pool: data_format must be"):
+        ops.adaptive_max_pool(x, 2, data_format="NHWC")
+
+
+def test_fold_is_the_transpose_of_unfold():
+    """``unfold`` copies every window into a column and ``fold`` adds the columns back: for any ``x`` and ``y``,
+    ``⟨unfold(x), y⟩ = ⟨x, fold(y)⟩``, so ``fold(unfold(1))`` counts the windows covering each pixel."""
+    x = RNG.normal(size=(2, 3, 7, 6))
+    kw = {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 0), "dilation": (1, 2)}
+    cols = ops.unfold(x, **kw)
+    y = RNG.normal(size=cols.shape)
+    np.testing.assert_allclose(np.sum(cols.numpy() * y), np.sum(x * ops.fold(y, (7, 6), **kw).numpy()), rtol=1e-12)
+    counts = ops.fold(ops.unfold(np.ones((1, 1, 4, 4)), 2, stride=1), (4, 4), 2, stride=1).numpy()[0, 0]
+    np.testing.assert_array_equal(counts, [[1, 2, 2, 1], [2, 4, 4, 2], [2, 4, 4, 2], [1, 2, 2, 1]])
+    first = np.arange(16.0).reshape(1, 1, 4, 4)            # column 0: the top-left 2 × 2 window, row-major
+    np.testing.assert_array_equal(ops.unfold(first, 2).numpy()[0, :, 0], [0, 1, 4, 5])
+    with pytest.raises(ValueError, match=r"fold: x of shape \(2, 12, 5\) does not fit output_size"):
+        ops.fold(np.zeros((2, 12, 5)), (4, 4), 2)
+    with pytest.raises(ValueError, match="unfold: x of shape .* channels first"):
+        ops.unfold(np.zeros((4, 4, 3)), 2)
+
+
+def test_rearrange_reads_einops_patterns_and_refuses_what_it_cannot():
+    x = np.arange(2 * 4 * 6 * 3, dtype=float).reshape(2, 4, 6, 3)
+    np.testing.assert_array_equal(ops.rearrange(x, "b h w c -> b c h w").numpy(), x.transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(ops.rearrange(x, "b (h1 h) w c -> (b h1) h w c", h1=2).numpy(),
+                                  x.reshape(2, 2, 2, 6, 3).reshape(4, 2, 6, 3))
+    np.testing.assert_array_equal(ops.rearrange(x, "b h (w w1) c -> b h w (c w1)", w1=3).numpy(),
+                                  x.reshape(2, 4, 2, 3, 3).transpose(0, 1, 2, 4, 3).reshape(2, 4, 2, 9))
+    for pattern, kwargs, match in [("b h w c -> b c h", {}, "every axis must appear on both sides"),
+                                   ("b h w -> b h w", {}, "names 3 input axes, the tensor has 4"),
+                                   ("b (h1 h) w c -> b h1 h w c", {}, "give the lengths of all but one"),
+                                   ("b (h1 h) w c -> b h1 h w c", {"h1": 3}, "cannot be split"),
+                                   ("b ... c -> b c ...", {}, "'...' .* is not supported"),
+                                   ("b h w c", {}, "must read 'input axes -> output axes'")]:
+        with pytest.raises(ValueError, match=match):
+            ops.rearrange(x, pattern, **kwargs)
+
+
+def test_eig_gives_complex_constants_and_is_refused_while_tracked():
+    """``ops.eig`` returns Keras' complex dtypes with ``x v = v diag(w)``; the complex results have no gradient
+    here, so while a tape tracks ``x`` it raises a TypeError naming the op, the dtype and ``eigh``."""
+    x = np.array([[0.0, -2.0, 1.0], [1.0, 0.5, 0.0], [0.3, 0.0, 1.0]], "float32")
+    w, v = ops.eig(x)
+    assert (w.dtype, v.dtype, w.shape, v.shape) == (np.complex64, np.complex64, (3,), (3, 3))
+    np.testing.assert_allclose(x @ v.numpy(), v.numpy() * w.numpy(), atol=1e-5)
+    assert np.iscomplex(w.numpy()).any()                   # a rotation-like block: a complex pair
+    if hasattr(keras.ops, "eig"):
+        np.testing.assert_allclose(np.sort_complex(w.numpy()), np.sort_complex(keras.ops.eig(x)[0].numpy()),
+                                   rtol=1e-5)
+    with adv.GradientTape():
+        with pytest.raises(TypeError, match=r"ops\.eig: .*complex128 for this float64 input.*adv\.ops\.eigh"):
+            ops.eig(adv.Variable(x.astype("float64")))
+
+
+def test_lu_factor_packs_the_factors_and_its_gradient_raises():
+    """``lu_factor``: ``L·U`` is ``A`` with its rows at ``pivots`` (Keras' convention, checked against Keras
+    above); a gradient through the factors raises LookupError naming the op, as TensorFlow's."""
+    a = adv.Variable(SQ.astype("float64"))
+    with adv.GradientTape() as tape:
+        lu, pivots = ops.lu_factor(a)
+        loss = adv.sum(lu)
+    low = np.tril(lu.numpy(), -1) + np.eye(3)
+    np.testing.assert_allclose(low @ np.triu(lu.numpy()), SQ[pivots.numpy()], rtol=1e-6)
+    assert pivots.dtype == np.int32
+    with pytest.raises(LookupError, match="Lu .*adv.ops.lu_factor has no gradient.*adv.ops.solve"):
+        tape.gradient(loss, a)
+
+
+def test_keras_ops_namespaces_hold_the_same_functions():
+    """``adv.ops.nn`` / ``linalg`` / ``numpy`` / ``image`` are Keras' sub-namespaces: every name is Keras' and is
+    the very function of ``adv.ops`` where Keras has it at the top too; a Keras name that is not here says why."""
+    import autodiff_viz.ops.nn as nn_module
+
+    assert nn_module is ops.nn and ops.nn.relu is ops.relu and ops.numpy.sum is adv.sum
+    for sub in ("image", "linalg", "nn", "numpy"):
+        ours, theirs = getattr(ops, sub), getattr(keras.ops, sub)
+        assert set(ours.__all__) <= set(dir(theirs)), (sub, set(ours.__all__) - set(dir(theirs)))
+        for name in dir(theirs):
+            if name.startswith("_"):
+                continue
+            if name in ours.__all__:
+                assert getattr(ours, name) is getattr(ops, name, getattr(ours, name)), (sub, name)
+                continue
+            with pytest.raises(AttributeError, match="out of scope here|not implemented here"):
+                getattr(ours, name)
+    assert len(ops.image.__all__) == 6 and not hasattr(ops, "resize")     # keras.ops.image.resize only
+
+
+_IMAGE_CASES = [
+    ("rgb_to_grayscale", (), {}), ("rgb_to_grayscale", (), {"data_format": "channels_first"}),
+    ("rgb_to_hsv", (), {}), ("hsv_to_rgb", (), {"data_format": "channels_first"}),
+    ("sobel_edges", (), {}), ("sobel_edges", (), {"data_format": "channels_first"}),
+    ("extract_patches", (2,), {}), ("extract_patches", ((3, 2),), {"strides": (2, 1), "padding": "same"}),
+    ("extract_patches", (3,), {"strides": 1, "dilation_rate": 2}),
+    ("resize", ((4, 9),), {}), ("resize", ((14, 3),), {"interpolation": "nearest"}),
+    ("resize", ((4, 9),), {"data_format": "channels_first"}),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs", _IMAGE_CASES)
+def test_keras_ops_image_matches_keras(name, args, kwargs):
+    """``adv.ops.image``'s functions give ``keras.ops.image``'s values, dtype and shape (channels last or first)
+    and TensorFlow's gradient where TensorFlow has one (``hsv_to_rgb`` has none there, one here)."""
+    x = RNG.uniform(size=(2, 7, 6, 3)).astype("float32")
+    if kwargs.get("data_format") == "channels_first":
+        x = np.ascontiguousarray(np.moveaxis(x, -1, 1))
+    tx = tf.Variable(x)
+    with tf.GradientTape() as ttape:
+        want = getattr(keras.ops.image, name)(tx, *args, **kwargs)
+        tloss = tf.reduce_sum(want * tf.cos(want))
+    v = adv.Variable(x)
+    with adv.GradientTape() as tape:
+        got = getattr(ops.image, name)(v, *args, **kwargs)
+        loss = adv.sum(got * adv.cos(got))
+    assert (got.shape, got.dtype) == (tuple(want.shape), want.dtype.as_numpy_dtype)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)
+    tgrad = ttape.gradient(tloss, tx)
+    if tgrad is not None:
+        np.testing.assert_allclose(tape.gradient(loss, v).numpy(), tf.convert_to_tensor(tgrad).numpy(), atol=1e-4)
