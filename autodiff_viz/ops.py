@@ -17,9 +17,16 @@ approximation; ``adv.nn.gelu`` is TensorFlow's exact one), ``identity`` (numpy's
 ``average_pool`` (the rules of the Conv and Pooling layers) and the three cross-entropies with
 ``keras.ops``' arguments ``(target, output, from_logits=False, axis=-1)``.
 
+Keras' window ops that are not layers — ``adaptive_average_pool`` / ``adaptive_max_pool``, ``unfold`` /
+``fold`` — come from :mod:`autodiff_viz.core.ops.windows` (the pool, conv and conv_transpose rules) and
+``rearrange`` from :mod:`autodiff_viz.core.ops.einops`; ``eig`` gives Keras' complex results as constants
+(refused while a tape tracks the input) and ``lu_factor``'s gradient raises LookupError, as TensorFlow's.
+Keras' sub-namespaces are here too: ``adv.ops.nn``, ``adv.ops.linalg`` and ``adv.ops.numpy`` hold the same
+functions (``adv.ops.nn.relu is adv.ops.relu``), ``adv.ops.image`` six of Keras' image ops.
+
 Every name here is a ``keras.ops`` name with its Keras arguments (``tests/test_keras_ops.py`` compares
-each one with Keras itself). ``__all__`` lists them; a ``keras.ops`` name that is not here (``scan``,
-``fft`` …) raises Python's AttributeError.
+each one with Keras itself). ``__all__`` lists them; a ``keras.ops`` name that is out of scope (``fft``,
+``bitwise_and``, ``ctc_loss`` …) raises an AttributeError with the reason and what to write instead.
 """
 from __future__ import annotations
 
