@@ -898,3 +898,25 @@ def test_minimize_of_a_lambda_returning_a_loss_computed_before():
     text = str(info.value)
     assert "computed_outside_tape" in text and f"{_line(case, 'cost = -tf.reduce_mean(')}".split(":")[-1] in text
     assert "calls loss() inside its own tape" in text and "lambda: <the computation>" in text
+
+
+def test_gradient_with_respect_to_a_concatenation_made_after_the_target():
+    """https://github.com/pytorch/pytorch/issues/20663 — ``c = matmul(a.t(), b)``, then ``z = cat((a, b))`` and
+    ``autograd.grad(c, z)``: "One of the differentiated Tensors appears to not have been used in the graph". The
+    answer: c is not a function of z — z was made afterwards from the same tensors."""
+    def case():
+        with adv.torch.record() as rec:
+            a = torch.tensor([1., 3., 5.], requires_grad=True)
+            b = torch.tensor([2., 4., 6.], requires_grad=True)
+            a = a.unsqueeze(1)
+            b = b.unsqueeze(1)
+            c = torch.matmul(a.t(), b)
+            z = torch.cat((a, b), dim=1)
+        return rec, c, z
+    rec, c, z = case()
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        torch.autograd.grad(c, z, retain_graph=True)
+    ex = rec.explain(c, z)
+    assert ex.reason == "not_used"
+    assert ex.location == _line(case, "z = torch.cat(")
+    assert "computed after the target" in ex.message and "'a'" in ex.message and "'b'" in ex.message

@@ -402,6 +402,16 @@ def explain_recorded(rec, target, param):
                                made_param.location if made_param else None, (pid, rec.tensor_id(twin)))
         if anew is not None:
             return anew
+    made, target_made = rec.producer(param), rec.producer(target)
+    if made is not None and target_made is not None and made.index > target_made.index:
+        inputs = ", ".join(_label(rec, x) for x in made.inputs if isinstance(x, torch.Tensor)) or "its inputs"
+        return Explanation(
+            "not_used",
+            f"{pname} was computed after the target:{_line(made.location)}\nthe target was computed before it,"
+            f"{_line(target_made.location)}\nso the target cannot depend on {pname}, even when both come from the "
+            f"same tensors ({inputs}): a gradient flows only along the ops that made the target. Fix: ask for the "
+            f"gradient with respect to the tensors the target was computed from ({inputs}), or compute the "
+            f"target from {pname}.", _where(made.location), nodes=(pid, tid))
     msg = (f"The target does not depend on {pname}: " +
            ("it is used by recorded ops, but none of them leads to the target." if used else
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
