@@ -309,6 +309,7 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
 from .core.ops.tf_control import cond, vectorized_map, while_loop
 from .core.ops.windows import adaptive_average_pool, adaptive_max_pool, fold, unfold
 from .core.ops.windows import extract_patches as _extract_patches
+from .core.ops.windows import per_axis as _per_axis
 from .core.tensor import Tensor, constant
 from .losses import EPSILON as _EPSILON
 from .losses import categorical_crossentropy as _categorical_crossentropy
@@ -404,9 +405,10 @@ def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,
     _channels_last(data_format, "depthwise_conv")
     x, w = convert_to_tensor(inputs), convert_to_tensor(kernel)
     if x.ndim == 3:          # 1-D: a 2-D depthwise convolution over a height of 1
-        return squeeze(_depthwise_conv2d(expand_dims(x, 1), expand_dims(w, 0), (1, _one(strides, "strides")),
-                                         _padding(padding, "depthwise_conv"),
-                                         dilations=(1, _one(dilation_rate, "dilation_rate"))), 1)
+        s, d = (_per_axis(v, 1, what, "depthwise_conv")[0] for v, what in ((strides, "strides"),
+                                                                             (dilation_rate, "dilation_rate")))
+        return squeeze(_depthwise_conv2d(expand_dims(x, 1), expand_dims(w, 0), (1, s),
+                                         _padding(padding, "depthwise_conv"), dilations=(1, d)), 1)
     return _depthwise_conv2d(x, w, strides, _padding(padding, "depthwise_conv"), dilations=dilation_rate)
 
 
@@ -431,8 +433,10 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
         raise ValueError(f"conv_transpose: inputs of shape {x.shape} and kernel of shape {w.shape} must be "
                          "(batch, *spatial, channels) and (*window, filters, channels) with 1 to 3 spatial axes.")
     mode = _padding(padding, "conv_transpose")
-    per = [_per(v, rank, name) for v, name in ((strides, "strides"), (dilation_rate, "dilation_rate"))]
-    pads = [None] * rank if output_padding is None else _per(output_padding, rank, "output_padding")
+    per = [_per_axis(v, rank, what, "conv_transpose") for v, what in ((strides, "strides"),
+                                                                     (dilation_rate, "dilation_rate"))]
+    pads = [None] * rank if output_padding is None else \
+        _per_axis(output_padding, rank, "output_padding", "conv_transpose", low=0)
     spatial = []
     for n, k, s, d, extra in zip(x.shape[1:-1], w.shape[:rank], per[0], per[1], pads):
         k = k + (k - 1) * (d - 1)
@@ -447,17 +451,6 @@ def _padding(padding, op) -> str:
     if str(padding).lower() not in ("valid", "same"):
         raise ValueError(f"{op}: padding must be 'valid' or 'same', got {padding!r}.")
     return str(padding).upper()
-
-
-def _per(value, rank, what) -> tuple:
-    out = (int(value),) * rank if np.ndim(value) == 0 else tuple(int(v) for v in value)
-    if len(out) != rank:
-        raise ValueError(f"{what} must be one int or {rank} of them, got {value!r}.")
-    return out
-
-
-def _one(value, what) -> int:
-    return _per(value, 1, what)[0]
 
 
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):

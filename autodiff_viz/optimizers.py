@@ -37,6 +37,7 @@ import numpy as np
 from .base import interrupts
 from .base.state import user_stacklevel
 from .core.tensor import Tensor, Variable
+from .diagnosis import reasons
 from .records.tape import GradientTape
 from .serialization import constructor_config
 
@@ -232,9 +233,7 @@ def _computed_before_minimize(e):
     if e.reason != "computed_outside_tape" or "\nFix:" not in e.message:
         return e
     import dataclasses
-    fix = ("Fix: minimize(loss, var_list) calls loss() inside its own tape, so the function must compute the loss "
-           "itself: loss = lambda: <the computation> (or a def that computes it), not a function that returns a value "
-           "computed before minimize was called.")
+    fix = reasons.fix("computed_outside_tape", "minimize", None)
     return dataclasses.replace(e, message=e.message.split("\nFix:")[0] + "\n" + fix)
 
 

@@ -32,6 +32,7 @@ import weakref
 
 import numpy as np
 
+from ..core.engine import broadcasts_to, unbroadcast
 from .explanation import Explanation
 from .kinds import DEAD_MARK, classify_nan, classify_zero, describe, fix_of, layer_keys, op_kind
 
@@ -340,9 +341,10 @@ class _Walk:
             u, c = _data(e.upstream), _data(e.contribution)
             if u is None or c is None or c.size >= u.size or not np.isfinite(u).all():
                 continue
-            summed, spread = _unbroadcast(u, c.shape), _unbroadcast(np.abs(u), c.shape)
-            if summed is None or not spread.any() or not np.allclose(summed, c, rtol=1e-5,
-                                                                     atol=1e-6 * float(spread.max())):
+            if not broadcasts_to(c.shape, u.shape):
+                continue
+            summed, spread = unbroadcast(u, c.shape, u.ndim), unbroadcast(np.abs(u), c.shape, u.ndim)
+            if not spread.any() or not np.allclose(summed, c, rtol=1e-5, atol=1e-6 * float(spread.max())):
                 continue
             if np.linalg.norm(c) >= CANCEL * np.linalg.norm(spread):
                 continue
@@ -416,16 +418,6 @@ class _Walk:
                                     f"{n.op} is the first op whose output is not finite while its inputs are: "
                                     f"{describe(n.value)}.\n{why}", mark, {"edge": e.id, "phase": "forward"})
         return None
-
-
-def _unbroadcast(a, shape):
-    """``a`` summed over the axes numpy broadcast ``shape`` along to reach ``a.shape`` (a bias's ḡ), or None."""
-    extra = a.ndim - len(shape)
-    if extra < 0 or any(n not in (1, m) for n, m in zip(shape, a.shape[extra:])):
-        return None
-    out = a.sum(axis=tuple(range(extra))) if extra else a
-    axes = tuple(k for k, n in enumerate(shape) if n == 1 and out.shape[k] != 1)
-    return out.sum(axis=axes, keepdims=True) if axes else out
 
 
 def _factor_rms(e) -> float | None:

@@ -141,6 +141,10 @@ def _callee(func) -> str | None:
 #: (reason, context) -> the fix; context ``loop``, ``before`` (made before the tape or recording),
 #: ``library`` (a library's function set the state) or a :class:`Context` kind.
 FIXES = {
+    ("computed_outside_tape", "minimize"):
+        "Fix: minimize(loss, var_list) calls loss() inside its own tape, so the function must compute the loss "
+        "itself: loss = lambda: <the computation> (or a def that computes it), not a function that returns a value "
+        "computed before minimize was called.",
     ("computed_outside_tape", "build"):
         "Fix: compute it in call(), not in build(): build runs once, on the first call, so what it computes "
         "is a constant to every tape after it (keep only the weights in build: self.mu = self.add_weight(...), "

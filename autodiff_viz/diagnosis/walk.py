@@ -34,7 +34,7 @@ from ..core.tensor import Tensor, Variable, full_name
 from . import provenance, reasons, twins, words
 from .escapes import partial, same_values
 from .explanation import Explanation, Explanations, UnconnectedGradientError  # noqa: F401 (re-exported)
-from .words import _label, _made_line, _naming, _output_of, _scope  # noqa: F401 (re-exported for the bridges' tests)
+from .words import _label, _made_line, _naming, _output_of, _scope
 
 REASONS = reasons.reasons_of("engine")
 

@@ -288,7 +288,7 @@ def start(rec) -> Provenance:
     (one Python call), whereas putting them in and taking them out again costs about a millisecond per
     recording — a class attribute that changes invalidates the method caches of every subclass, and every
     ``nn.Module`` class of the process is one. A learner recording each step of a training loop pays that
-    once. :func:`uninstall` takes them out.
+    once.
     """
     if not _SAVED:
         for owner, name, make in _PATCHES:
@@ -305,10 +305,3 @@ def stop(p: Provenance) -> None:
     if p in _ACTIVE:
         _ACTIVE.remove(p)
 
-
-def uninstall() -> None:
-    """Put torch's own methods back (the hooks go in again with the next recording)."""
-    if not _ACTIVE:
-        for (owner, name), original in _SAVED.items():
-            setattr(owner, name, original)
-        _SAVED.clear()

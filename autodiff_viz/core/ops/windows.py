@@ -23,7 +23,8 @@ from ..tensor import constant
 from . import _tensor, concatenate, moveaxis, reshape, take, transpose
 
 
-def _ints(value, rank: int, what: str, op: str, low: int = 1) -> tuple:
+def per_axis(value, rank: int, what: str, op: str, low: int = 1) -> tuple:
+    """``value`` as ``rank`` ints (one int repeats), each at least ``low``; else a ValueError naming ``op``."""
     out = (int(value),) * rank if np.ndim(value) == 0 else tuple(int(v) for v in value)
     if len(out) != rank or min(out) < low:
         raise ValueError(f"{op}: {what} must be one int or {rank} of them, each at least {low}, got {value!r}.")
@@ -62,7 +63,7 @@ def _adaptive(rule, inputs, output_size, data_format, op: str):
     fmt = "channels_last" if data_format is None else data_format
     if fmt not in ("channels_last", "channels_first"):
         raise ValueError(f"{op}: data_format must be 'channels_last' or 'channels_first', got {data_format!r}.")
-    sizes = _ints(output_size, rank, "output_size", op)
+    sizes = per_axis(output_size, rank, "output_size", op)
     if fmt == "channels_first":
         x = moveaxis(x, 1, -1)
     for axis, m in enumerate(sizes):
@@ -95,8 +96,8 @@ def _one_hot_kernel(channels: int, kh: int, kw: int, dtype) -> np.ndarray:
 
 
 def _window_args(kernel_size, dilation, padding, stride, op):
-    return (_ints(kernel_size, 2, "kernel_size", op), _ints(dilation, 2, "dilation", op),
-            _ints(padding, 2, "padding", op, low=0), _ints(stride, 2, "stride", op))
+    return (per_axis(kernel_size, 2, "kernel_size", op), per_axis(dilation, 2, "dilation", op),
+            per_axis(padding, 2, "padding", op, low=0), per_axis(stride, 2, "stride", op))
 
 
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
@@ -125,7 +126,7 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if t.ndim != 3:
         raise ValueError(f"{op}: x of shape {t.shape} must be (batch, channels·kH·kW, blocks).")
     (kh, kw), dil, (ph, pw), step = _window_args(kernel_size, dilation, padding, stride, op)
-    oh, ow = _ints(output_size, 2, "output_size", op)
+    oh, ow = per_axis(output_size, 2, "output_size", op)
     n, ckk, blocks = t.shape
     nh = (oh + 2 * ph - dil[0] * (kh - 1) - 1) // step[0] + 1
     nw = (ow + 2 * pw - dil[1] * (kw - 1) - 1) // step[1] + 1
@@ -152,9 +153,9 @@ def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"
         raise ValueError(f"{op}: images of shape {t.shape} must be (height, width, channels) or (batch, height, "
                          "width, channels).")
     x = t if t.ndim == 4 else reshape(t, (1, *t.shape))
-    kh, kw = _ints(size, 2, "size", op)
-    step = (kh, kw) if strides is None else _ints(strides, 2, "strides", op)
-    dil = _ints(dilation_rate, 2, "dilation_rate", op)
+    kh, kw = per_axis(size, 2, "size", op)
+    step = (kh, kw) if strides is None else per_axis(strides, 2, "strides", op)
+    dil = per_axis(dilation_rate, 2, "dilation_rate", op)
     mode = str(padding).lower()
     if mode not in ("valid", "same"):
         raise ValueError(f"{op}: padding must be 'valid' or 'same', got {padding!r}.")
