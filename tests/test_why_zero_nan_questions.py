@@ -533,3 +533,42 @@ def test_a_bias_right_before_batch_normalisation_cancels():
     assert (exp.reason, exp.kind) == ("vanishing_gradient", "cancelled_shift"), str(exp)
     assert exp.location.endswith(f":{_line(q_bias_before_batchnorm)}")
     assert "use_bias=False" in exp.message
+
+
+def test_attentions_query_bias_falls_at_near_uniform_attention_not_with_depth():
+    """BERT's query bias at initialisation gets a gradient about 10⁵ times smaller than the logits'. Most of that
+    fall (about half, on a log scale) happens in one op: the attention, whose scores q·kᵀ/√d barely differ while
+    the q/k projections are small, so its output hardly depends on the query. The answer names that op and the
+    near-uniform scores, not depth (the issue's case: it was ``vanishing_depth`` with "use ReLU")."""
+    rec, loss, params = _recorded_step("bert")
+    bias = params["bert.encoder.layer.1.attention.self.query.bias"]
+    exp = rec.explain(loss, bias)
+    assert (exp.reason, exp.kind) == ("vanishing_gradient", "near_uniform_softmax"), str(exp)
+    assert exp.op == "scaled_dot_product_attention"
+    assert "barely differ" in exp.message and "ReLU" not in exp.message
+    falls = exp.details["falls"]
+    assert falls[0][1] < 0.01 and all(r >= falls[0][1] for _, r in falls)
+
+
+def q_small_attention():
+    rng = np.random.default_rng(0)
+    x, y = adv.constant(rng.normal(size=(32, 16))), adv.constant(rng.normal(size=(32, 16)))
+    Wq = adv.Variable(rng.normal(size=(16, 16)) * 2e-4, name="Wq")
+    Wk = adv.Variable(rng.normal(size=(16, 16)) * 2e-4, name="Wk")
+    Wv = adv.Variable(rng.normal(size=(16, 16)) * 0.25, name="Wv")
+    with adv.GradientTape(persistent=True) as tape:
+        q, k, v = x @ Wq, x @ Wk, x @ Wv
+        p = adv.nn.softmax(q @ adv.transpose(k) / 4.0, axis=-1)  # <-
+        loss = adv.reduce_mean((p @ v - y) ** 2)
+    return tape, loss, Wq
+
+
+def test_a_tiny_gradient_is_traced_to_the_op_where_it_falls_most():
+    """Self-attention written by hand with query and key weights at 2·10⁻⁴: ‖ḡ_Wq‖ is 10⁴ times below the
+    loss's. The largest single fall is the scores' product with the (tiny) keys, then the near-uniform softmax:
+    the answer names the product and its small factor, and lists the softmax among the sharpest falls."""
+    exp, g, _ = run_engine(q_small_attention)
+    assert np.linalg.norm(g) < 1e-4
+    assert (exp.reason, exp.kind) == ("vanishing_gradient", "small_factor"), str(exp)
+    assert exp.location.endswith(f":{_line(q_small_attention)}")
+    assert "softmax" in exp.message.split("sharpest falls")[1]

@@ -34,10 +34,11 @@ import numpy as np
 
 from ..core.engine import broadcasts_to, unbroadcast
 from .explanation import Explanation
-from .kinds import DEAD_MARK, classify_nan, classify_zero, describe, fix_of, layer_keys, op_kind
+from .kinds import DEAD_MARK, classify_nan, classify_shrink, classify_zero, describe, fix_of, layer_keys, op_kind
 
 TINY = 1e-6          # an edge dies when its local factor |ḡ_x / ḡ_y| is below this on every entry
-VANISH = 1e-4        # a gradient vanishes when its rms is below this fraction of the largest rms on its path
+VANISH = 1e-4        # a gradient vanishes when its ‖ḡ‖ is below this fraction of the largest ‖ḡ‖ on its path
+SHARE = 0.4          # ... and one op is named as the cause when it makes this share of the fall (log scale)
 DROP = 10.0          # per layer: a fall of ‖ḡ‖ by more than this factor is reported
 PARTLY = 0.5         # a partly zero gradient is reported when at least this fraction of its entries is 0
 CANCEL = 1e-6        # a bias's ḡ cancels when |Σ ḡ_y| is below this fraction of Σ |ḡ_y|
@@ -311,21 +312,57 @@ class _Walk:
                 return self._answer("vanishing_gradient", kind, e, head, why, mark, {"edge": e.id})
         layers, firsts = self.layer_norms()
         top = max((v for _, v in layers), default=0.0)
-        g = _rms(self.source.grad)
+        g = self.source.grad.stats["norm"]
         if top <= 0 or g >= VANISH * top:
             return None
+        head = self._head(f"vanishes: its ‖ḡ‖ {g:.3g} is {top / g:.3g}× smaller than the largest on the path "
+                          f"({top:.3g}).")
+        falls = self.sharpest_falls()
+        listed = "\n".join(f"    {self.trace.node(e.dst).op:<28} ×{r:<8.3g} {_where(self.trace.node(e.dst))}"
+                           for e, r in falls[:3])
+        sharpest = f"The sharpest falls on the way back (‖ḡ‖ into the op's input ÷ at its output):\n{listed}"
+        if falls and math.log(1 / falls[0][1]) >= SHARE * math.log(top / g):
+            e, r = falls[0]
+            kind, why, mark = classify_shrink(self.trace, e, r)
+            share = math.log(1 / r) / math.log(top / g)
+            return self._answer("vanishing_gradient", kind, e, head,
+                                f"{why}\nThat one op makes {100 * share:.0f}% of the whole fall (on a log scale).\n"
+                                f"{sharpest}", mark, {"edge": e.id, "falls": [(f.id, q) for f, q in falls[:3]]})
         drops = [(a, b, va / vb) for (a, va), (b, vb) in zip(layers, layers[1:]) if vb > 0 and va / vb > DROP]
         at = firsts.get(drops[0][1] if drops else layers[-1][0])
         edge = next((e for e in self.edges if e.dst == at), None)
-        table = "\n".join(f"    {k:<28} ‖ḡ‖ rms {v:.3g}" for k, v in layers)
-        falls = "; ".join(f"{b} ({r:.3g}× smaller than {a})" for a, b, r in drops) or "no single layer: it " \
+        table = "\n".join(f"    {k:<28} ‖ḡ‖ {v:.3g}" for k, v in layers)
+        spread = "; ".join(f"{b} ({r:.3g}× smaller than {a})" for a, b, r in drops) or "no single layer: it " \
             "shrinks a little in each"
-        head = self._head(f"vanishes: its rms {g:.3g} is {top / g:.3g}× smaller than the largest on the "
-                          f"path ({top:.3g}).")
-        extra = (f"Per layer, from the loss back (rms of ḡ at each layer's output):\n{table}\n"
-                 f"It falls by more than {DROP:g}× at: {falls}.")
+        extra = (f"No single op makes most of the fall: it builds up along the path.\n{sharpest}\n"
+                 f"Per layer, from the loss back (‖ḡ‖ at each layer's output):\n{table}\n"
+                 f"It falls by more than {DROP:g}× at: {spread}.")
         return self._answer("vanishing_gradient", "vanishing_depth", edge, head, extra,
                             details={"layers": layers, "drops": drops})
+
+    def route(self) -> list:
+        """The nodes from the source to the target along the way most of the gradient comes back: at each step,
+        the reader on the path whose ‖ḡ‖ is largest (a residual's skip rather than its small branch)."""
+        nid, out = self.sid, [self.sid]
+        while nid != self.trace.target:
+            nxt = [e.dst for e in self.trace.edges_from(nid)
+                   if e.dst in self.on and self.trace.node(e.dst).grad is not None]
+            if not nxt:
+                break
+            nid = max(nxt, key=lambda d: self.trace.node(d).grad.stats["norm"])
+            out.append(nid)
+        return out
+
+    def sharpest_falls(self) -> list:
+        """``[(edge, ‖ḡ_x‖ / ‖ḡ_y‖)]`` along :meth:`route`, the steps where ‖ḡ‖ falls, sharpest first."""
+        route = self.route()
+        out = []
+        for a, b in zip(route, route[1:]):
+            ga, gb = self.trace.node(a).grad.stats["norm"], self.trace.node(b).grad.stats["norm"]
+            e = next((e for e in self.trace.edges_from(a) if e.dst == b), None)
+            if e is not None and gb > 0 and ga < gb:
+                out.append((e, ga / gb))
+        return sorted(out, key=lambda er: er[1])
 
     def cancelled_shift(self) -> Explanation | None:
         """The source is added (a bias) and what follows ignores a constant shift, so its gradient cancels.
@@ -363,7 +400,7 @@ class _Walk:
         return None
 
     def layer_norms(self) -> tuple:
-        """``([(layer, rms of ḡ)], {layer: its first node id})`` along the path from the target back: a layer's
+        """``([(layer, ‖ḡ‖)], {layer: its first node id})`` along the path from the target back: a layer's
         ḡ is the largest of its nodes', and a layer met again (a loop) is a new row."""
         nodes = [self.trace.node(nid) for nid in self.trace.steps if nid in self.on]
         keys = layer_keys(self.trace, nodes)
@@ -372,7 +409,7 @@ class _Walk:
         for n in nodes:
             if n.grad is None or not _finite(n.grad):
                 continue
-            k, v = keys[n.id], _rms(n.grad)
+            k, v = keys[n.id], n.grad.stats["norm"]
             if out and out[-1][0] == k:
                 out[-1] = (k, max(out[-1][1], v))
             else:
@@ -437,6 +474,13 @@ def _line(loc) -> str:
         return ""
     code = f":  {loc.code}" if loc.code else ""
     return f"\n    {loc}{code}"
+
+
+def _where(node) -> str:
+    """Where an op ran, in a few words: its module or layer (the last part of its scope), else its line."""
+    if node.scope:
+        return f"in {node.scope.rsplit('/', 1)[-1]}"
+    return f"at {node.location}" if node.location is not None else ""
 
 
 def _place(loc) -> str | None:

@@ -74,6 +74,15 @@ FIXES = {
     "stationary_point": "nothing, if these values are where training should end (a minimum); if they are a "
                         "starting point (weights initialised to exactly 0), start elsewhere: a random "
                         "initialisation (adv.initializers.GlorotUniform) moves them off the flat point.",
+    "near_uniform_softmax": "usually nothing: attention starts near-uniform while the query and key projections "
+                            "are small (at initialisation), and their gradients grow as the scores spread. If it "
+                            "stays so, check the scores' scale (divide by √d once) and the q/k initialisation, "
+                            "or warm the learning rate up.",
+    "small_factor": "if the weights are meant to be small (an initialisation such as std 0.02), the gradient "
+                    "below them is small too, and an optimizer that normalises its steps (Adam) copes; otherwise "
+                    "use a variance-preserving initialisation (He / Glorot) or a residual connection around it.",
+    "shrinks_at_op": "look at this op's inputs: its local derivative is small at these values; move them into "
+                     "its sensitive range (normalise them) or route the gradient around the op (a residual).",
     "vanishing_depth": "use ReLU-family activations, a variance-preserving initialisation (He / Glorot), "
                        "residual connections or normalisation layers; for recurrent nets, LSTM/GRU cells and "
                        "shorter sequences (truncated backprop).",
@@ -406,6 +415,85 @@ def _stationary(ed, mask, tiny):
             f"on {_n(k, 'entry', 'entries')} ({formula} = 0 there): a stationary point, such as the bottom of "
             f"x² at x = 0. A zero gradient is the right answer there, not a lost one.",
             f"{DEAD_MARK}{formula} = 0")
+
+
+# ---------------------------------------------------------------------------
+# Small: why does ḡ fall sharply at one op
+# ---------------------------------------------------------------------------
+ATTENTION = {"scaled_dot_product_attention", "dot_product_attention", "multi_head_attention"}
+
+
+def classify_shrink(trace, e, factor: float):
+    """``(kind, why, mark)`` of the op where ḡ falls most on its way back: ``‖ḡ_x‖ = factor · ‖ḡ_y‖`` on ``e``.
+
+    The fall is a property of the op's local derivative at the recorded values: a softmax (or a fused attention)
+    whose scores barely differ passes on only the part of ḡ that differs between its entries, a saturated
+    activation multiplies by a derivative near 0, and a product multiplies by its other factor.
+    """
+    ed = _Edge(trace, e)
+    times = f"×{_num(factor)}"
+    for test in (_near_uniform, _saturated_mean, _small_factor):
+        found = test(ed, times)
+        if found is not None:
+            return found
+    return ("shrinks_at_op", f"{ed.dst.op}{ed.line} scales ḡ by {times} on its way back to {ed.src.describe()}: "
+            f"its local derivative ({ed.e.factor or 'not shown'}) is small at these values.",
+            f"ḡ {times} at {ed.dst.op}")
+
+
+def _near_uniform(ed, times):
+    """softmax's VJP is ``p ⊙ (ḡ − Σ p ḡ)``: with near-equal scores (p ≈ 1/n) only the part of ḡ that differs
+    between the n entries passes, scaled by about 1/n. A fused attention's scores are ``q·kᵀ/√d`` (inputs 0, 1)."""
+    if ed.kind == "softmax" and ed.y is not None and ed.y.ndim and ed.y.shape[-1] > 1:
+        n = ed.y.shape[-1]
+        if float(np.mean(ed.y.max(axis=-1))) > 2.0 / n:
+            return None
+        what = f"its {n} probabilities per row are near-uniform (largest {float(ed.y.max()):.3g}, 1/n = {1 / n:.3g})"
+    elif ed.kind in ATTENTION and ed.e.input_index in (0, 1):
+        q, k = (_data(n.value) if n is not None else None for n in (
+            ed.src if ed.e.input_index == 0 else ed.other(0), ed.src if ed.e.input_index == 1 else ed.other(1)))
+        if q is None or k is None or q.ndim < 2 or q.shape[-1] != k.shape[-1]:
+            return None
+        scores = (q @ np.swapaxes(k, -1, -2)) / math.sqrt(q.shape[-1])
+        spread = float(np.mean(scores.std(axis=-1)))
+        if spread > 0.5:
+            return None
+        what = (f"its scores q·kᵀ/√d barely differ (std {spread:.3g} across the {scores.shape[-1]} keys), so every "
+                "query attends near-uniformly")
+    else:
+        return None
+    return ("near_uniform_softmax",
+            f"{ed.dst.op}{ed.line} scales ḡ by {times} on its way back to {ed.src.describe()}: {what}. Softmax's "
+            "backward pass is ḡ_s = p ⊙ (ḡ_p − Σ p ḡ_p): it keeps only the part of ḡ that differs between the "
+            "entries, times p ≈ 1/n, so the loss hardly depends on the scores yet.",
+            f"ḡ {times}: near-uniform softmax")
+
+
+def _saturated_mean(ed, times):
+    if ed.kind not in SATURATING or ed.x is None or not (ed.same_shape(ed.u) and ed.same_shape(ed.c)):
+        return None
+    live = ed.u != 0
+    if not live.any():
+        return None
+    f = float(np.median(np.abs(ed.c[live] / ed.u[live])))
+    if f > 0.1:
+        return None
+    return ("saturated", f"{ed.dst.op}{ed.line} is saturated on most entries: its derivative has median {f:.3g} "
+            f"(|x| median {float(np.median(np.abs(ed.x[live]))):.3g}), so ḡ leaves it {times}.",
+            f"ḡ {times}: {ed.dst.op}′ small")
+
+
+def _small_factor(ed, times):
+    """A product passes ḡ times its other factor (``ḡ_x = ḡ_y · Wᵀ``): small weights give a small ḡ below them."""
+    if ed.kind not in PRODUCTS:
+        return None
+    others = [(n, v) for _, n, v in ed.other_values() if v is not None and v.size > 1]
+    if not others:
+        return None
+    n, w = max(others, key=lambda nv: nv[1].size)
+    return ("small_factor", f"{ed.dst.op}{ed.line} multiplies ḡ by its other factor, {n.describe()}, on the way back; "
+            f"that factor is small (rms {float(np.sqrt(np.mean(w * w))):.3g} over {w.size} entries), so ḡ leaves "
+            f"it {times}.", f"ḡ {times}: small factor")
 
 
 # ---------------------------------------------------------------------------
