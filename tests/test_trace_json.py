@@ -49,9 +49,9 @@ def test_round_trip_is_exact():
 
 def test_json_is_standard_and_versioned():
     doc = _strict_loads(_trace().to_json())
-    assert doc["schema"] == SCHEMA and doc["version"] == 2
+    assert doc["schema"] == SCHEMA and doc["version"] == 3
     big = next(n for n in doc["nodes"] if n.get("name") == "big")
-    assert "data" not in big["value"] and big["value"]["stats"]["max"] == 1.0
+    assert "data" not in big["value"] and big["value"]["stats"] == pytest.approx([0.0, 0.5, 1.0, np.linalg.norm(np.linspace(0, 1, 300))])
 
 
 def test_a_version_1_file_still_reads():
@@ -93,8 +93,44 @@ def test_nan_and_inf_are_encoded_explicitly():
     assert back.to_json() == text
 
 
+def test_a_version_2_file_still_reads():
+    """Version 2's summary wrote statistics as an object and every text inline; it reads as version 3 does."""
+    tr = _trace()
+    doc = json.loads(tr.to_json())
+    texts = doc.pop("texts")
+    for n in doc["nodes"]:
+        n["scope"] = texts[n["scope"]]
+        for key in ("value", "grad"):
+            if isinstance(n.get(key, {}).get("stats"), list):
+                n[key]["stats"] = dict(zip(("min", "mean", "max", "norm"), n[key]["stats"]))
+    for e in doc["edges"]:
+        for key in ("input_name", "factor", "no_grad_reason", "formula"):
+            if key in e:
+                e[key] = texts[e[key]]
+    doc["version"] = 2
+    back = adv.Trace.from_json(json.dumps(doc))
+    assert back.to_json() == tr.to_json()
+
+
+def test_summary_json_shares_texts_and_computes_the_statistics_of_small_arrays():
+    """A deep model repeats a few dozen scopes and chain-rule texts over thousands of nodes and edges: each is
+    written once (``texts``). An array written in full carries no statistics: the reader computes them."""
+    tr = _trace()
+    doc = json.loads(tr.to_json())
+    assert len(doc["texts"]) == len(set(doc["texts"]))
+    assert doc["texts"][doc["nodes"][-1]["scope"]] == tr.nodes[-1].scope
+    x = doc["nodes"][0]
+    assert "data" in x["value"] and "stats" not in x["value"] and "id" not in doc["edges"][0]
+    back = adv.Trace.from_json(json.dumps(doc))
+    assert back.nodes[0].value.stats == tr.nodes[0].value.stats and back.edges[0].id == tr.edges[0].id
+
+
 def _doc():
     return json.loads(_trace().to_json())
+
+
+def _big(doc):
+    return next(n for n in doc["nodes"] if n.get("name") == "big")
 
 
 def _broken(edit):
@@ -117,7 +153,9 @@ def _broken(edit):
     (_broken(lambda d: d["nodes"][0]["value"].update(data=[1.0])), "nodes[0].value.data"),
     (_broken(lambda d: d["nodes"][0]["value"].update(data=[1.0, "x", 2.0])), "nodes[0].value.data[1]"),
     (_broken(lambda d: d["nodes"][0]["value"].update(dtype="float99")), "nodes[0].value.dtype"),
-    (_broken(lambda d: d["nodes"][2]["value"]["stats"].update(min=None)), "nodes[2].value.stats.min"),
+    (_broken(lambda d: _big(d)["value"]["stats"].__setitem__(0, None)), "value.stats[0]"),
+    (_broken(lambda d: _big(d)["value"]["stats"].pop()), "value.stats: expected 4 numbers"),
+    (_broken(lambda d: d["edges"][0].update(factor=999)), "edges[0].factor: 999 is not an index"),
     (_broken(lambda d: d["nodes"][2].update(on_path="yes")), "nodes[2].on_path"),
     (_broken(lambda d: d["nodes"][2].update(location=99)), "nodes[2].location"),
     (_broken(lambda d: d["nodes"][2].pop("tensor_id")), "nodes[2].tensor_id: missing"),

@@ -51,7 +51,7 @@ from ...base import naming
 from ...core.tensor import Tensor
 
 SCHEMA = "autodiff_viz.trace"
-SCHEMA_VERSION = 2      # 2: summary JSON leaves default fields out and shares locations; 1 still reads
+SCHEMA_VERSION = 3      # 3: summary JSON shares texts, writes statistics as a list; 2 and 1 still read
 VALUE_LIMIT = 256      # arrays with more entries keep summary statistics only
 JSON_LIMIT = 16        # to_json(): arrays (values, gradients, Jacobians) above this many entries are summarised
 PREVIEW = 8            # ... keeping their first entries as a preview
@@ -141,16 +141,23 @@ class Summary:
         :data:`PREVIEW` of its first entries (``"preview"``, five significant digits: it is there to be read, the
         statistics stay exact), not every value."""
         short = not full and self.dtype in _SHORT_DTYPES      # float32 numbers need 9 digits, not 17
+        stats = [_encode_number(float(f"{self.stats[k]:.7g}") if short else self.stats[k]) for k in _STATS]
         out = {"shape": list(self.shape), "dtype": self.dtype,
                "data": None if self.data is None else _encode_array(self.data, short),
-               "stats": {k: _encode_number(float(f"{v:.7g}") if short else v) for k, v in self.stats.items()}}
+               "stats": dict(zip(_STATS, stats)) if full else stats}
         if not full and self.data is not None and self.data.size > JSON_LIMIT:
             out["preview"] = _preview(self.data.ravel()[:PREVIEW])
         elif self.data is None and self.preview is not None:
             out["preview"] = _preview(self.preview) if not full else _encode_array(self.preview, short)
-        if not full and (out["data"] is None or "preview" in out):
-            del out["data"]
+        if not full:
+            if out["data"] is None or "preview" in out:
+                del out["data"]
+            else:
+                del out["stats"]             # the data is all there: the reader computes them
         return out
+
+
+_STATS = ("min", "mean", "max", "norm")      # the order of a summary's statistics written as a list
 
 
 def _preview(a: np.ndarray) -> list:
@@ -591,17 +598,20 @@ class Trace:
     # ----- JSON ----------------------------------------------------------------
     def to_dict(self, full: bool = True) -> dict:
         places = None if full else {}
+        texts = None if full else {}
         out = {
             "schema": SCHEMA, "version": SCHEMA_VERSION,
             "target": self.target, "sources": list(self.sources), "steps": list(self.steps),
             "notes": list(self.notes),
             "marks": [{"ref": m.ref, "reason": m.reason} for m in self.marks],
-            "nodes": [_node_dict(n, full, places) for n in self.nodes],
-            "edges": [_edge_dict(e, full, self._by_id[e.dst].grad, self._by_id[e.src].grad) for e in self.edges],
+            "nodes": [_node_dict(n, full, places, texts) for n in self.nodes],
+            "edges": [_edge_dict(e, full, self._by_id[e.dst].grad, self._by_id[e.src].grad, texts, k)
+                      for k, e in enumerate(self.edges)],
             "kinds": dict(self.kinds),
         }
         if places is not None:
             out["locations"] = [dict(zip(("file", "line", "code"), loc)) for loc in places]
+            out["texts"] = list(texts)
         return out
 
     def to_json(self, indent=None, values: str = "summary") -> str:
@@ -663,10 +673,11 @@ def _summary_dict(s, full=True):
     return None if s is None else s.to_dict(full)
 
 
-def _node_dict(n: TraceNode, full=True, places=None) -> dict:
+def _node_dict(n: TraceNode, full=True, places=None, texts=None) -> dict:
     """A node's JSON fields. In summary mode (``places`` given) a field left at its default (None, ``{}``,
-    False) is not written and the location is an index into the trace's ``locations`` list: a deep model's
-    1,500 nodes mostly share one line (``loss = loss_fn(y, model(x))``) and carry no label."""
+    False, kind ``"op"``) is not written, the location is an index into the
+    trace's ``locations`` list and the scope one into its ``texts``: a deep model's 1,500 nodes mostly share
+    one line (``loss = loss_fn(y, model(x))``) and a few dozen scopes, and carry no label."""
     loc = None if n.location is None else (n.location.file, n.location.line, n.location.code)
     out = {
         "id": n.id, "kind": n.kind, "op": n.op, "name": n.name, "tensor_id": n.tensor_id,
@@ -680,6 +691,9 @@ def _node_dict(n: TraceNode, full=True, places=None) -> dict:
         for key in _NODE_DEFAULTS:
             if _left_at_default(out[key]):
                 del out[key]
+        if out["kind"] == "op":
+            del out["kind"]
+        out["scope"] = texts.setdefault(out["scope"], len(texts))
         grad = out.get("grad")
         if grad is not None and grad["shape"] == out["value"]["shape"] and grad["dtype"] == out["value"]["dtype"]:
             del grad["shape"], grad["dtype"]          # a gradient has its value's shape and dtype
@@ -698,7 +712,13 @@ _DST_GRAD = "dst.grad"     # a summarised edge's upstream ḡ_y when it is its o
 _SRC_GRAD = "src.grad"     # ... its contribution ḡ_x when it is the whole gradient of its input (its only reader)
 
 
-def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None) -> dict:
+_SHARED_TEXTS = ("input_name", "factor", "no_grad_reason", "formula")   # an edge's texts, shared in summary mode
+
+
+def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None, texts=None, k=None) -> dict:
+    """An edge's JSON fields. In summary mode a field at its default is not written (nor the id ``e{k}`` of
+    its position), a gradient that is its node's is written as ``"dst.grad"`` / ``"src.grad"``, and the texts
+    (input name, factor, formula, why no gradient) are indexes into the trace's ``texts``."""
     jacobian = e.jacobian if e.jacobian is not None and (full or e.jacobian.size <= JSON_LIMIT) else None
     same = not full and e.upstream is not None and dst_grad is not None and e.upstream.shape == dst_grad.shape \
         and e.upstream.stats == dst_grad.stats
@@ -717,6 +737,11 @@ def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None) -> dict:
                 del out[key]
         if out["differentiable"]:
             del out["differentiable"]
+        if out["id"] == f"e{k}":
+            del out["id"]
+        for key in _SHARED_TEXTS:
+            if key in out:
+                out[key] = texts.setdefault(out[key], len(texts))
     return out
 
 
@@ -852,12 +877,36 @@ def _decode_summary(r: _Reader | None, like=None):
     data = r.obj.get("data")      # left out of a summary that keeps statistics and a preview only
     if data is not None:
         data = _decode_array(data, r.path("data"), shape, dtype)
-    st = r.sub("stats")
-    stats = {k: float(_decode_number(st.get(k, (int, float, str)), st.path(k))) for k in ("min", "mean", "max", "norm")}
+    stats = _decode_stats(r, data)
     preview = r.get("preview", list, optional=True) if data is None else None
     if preview is not None:
         preview = _decode_array(preview, r.path("preview"), (len(preview),), dtype)
     return Summary(shape, str(dtype), data, stats, preview)
+
+
+def _decode_stats(r: _Reader, data) -> dict:
+    """A summary's statistics: an object (versions 1, 2 and full values), a list in :data:`_STATS`' order
+    (version 3's summary), or left out beside data written in full (computed from it, as the writer did)."""
+    if "stats" not in r.obj and data is not None:
+        return Summary.of(data, limit=data.size).stats
+    if isinstance(r.obj.get("stats"), list):
+        values = r.get("stats", list)
+        if len(values) != len(_STATS):
+            raise TraceFormatError(f"{r.path('stats')}: expected {len(_STATS)} numbers ({', '.join(_STATS)}), got "
+                                   f"{len(values)}.")
+        return {k: float(_decode_number(v, f"{r.path('stats')}[{i}]")) for i, (k, v) in enumerate(zip(_STATS, values))}
+    st = r.sub("stats")
+    return {k: float(_decode_number(st.get(k, (int, float, str)), st.path(k))) for k in _STATS}
+
+
+def _text(r: _Reader, key, texts, optional=False):
+    """A string field, written inline or (version 3's summary) as an index into the trace's ``texts``."""
+    v = r.get(key, (str, int), optional)
+    if isinstance(v, int):
+        if not 0 <= v < len(texts):
+            raise TraceFormatError(f"{r.path(key)}: {v} is not an index of the trace's texts ({len(texts)} of them).")
+        return texts[v]
+    return v
 
 
 def _decode_location(where, obj) -> Location:
@@ -865,9 +914,9 @@ def _decode_location(where, obj) -> Location:
     return Location(loc.get("file", str), loc.get("line", int), loc.get("code", str))
 
 
-def _decode_node(where, obj, places=()) -> TraceNode:
+def _decode_node(where, obj, places=(), texts=()) -> TraceNode:
     r = _Reader(obj, where)
-    kind = r.get("kind", str)
+    kind = r.get("kind", str) if "kind" in obj else "op"
     if kind != "op" and kind not in LEAF_KINDS:
         raise TraceFormatError(f"{r.path('kind')}: {kind!r} is not one of 'op', {', '.join(map(repr, LEAF_KINDS))}.")
     at = r.get("location", (dict, int), optional=True)
@@ -884,15 +933,16 @@ def _decode_node(where, obj, places=()) -> TraceNode:
         if not isinstance(v, str):
             raise TraceFormatError(f"{r.path('params')}.{k}: expected str, got {_jtype(v)}.")
     return TraceNode(
-        id=r.get("id", str), kind=kind, op=r.get("op", str), name=r.get("name", str, optional=True),
-        tensor_id=r.get("tensor_id", int), index=r.get("index", int, optional=True), scope=r.get("scope", str),
+        id=r.get("id", str), kind=kind, op=r.get("op", str),
+        name=r.get("name", str, optional=True), tensor_id=r.get("tensor_id", int),
+        index=r.get("index", int, optional=True), scope=_text(r, "scope", texts),
         value=value, grad=_decode_summary(r.sub("grad", optional=True), like=value),
         location=location, params=dict(params), on_path=bool(r.get("on_path", bool, optional=True)),
         label=r.get("label", str, optional=True), function=r.get("function", str, optional=True),
         call=r.get("call", int, optional=True))
 
 
-def _decode_edge(where, obj, nodes: dict) -> TraceEdge:
+def _decode_edge(where, obj, nodes: dict, texts=(), position=0) -> TraceEdge:
     """One edge; its Jacobian has the shape ``(dst size, src size)`` (as :func:`local_jacobian` makes it)."""
     r = _Reader(obj, where)
     for key in ("src", "dst"):
@@ -903,15 +953,16 @@ def _decode_edge(where, obj, nodes: dict) -> TraceEdge:
         shape = (nodes[r.obj["dst"]].value.size, nodes[r.obj["src"]].value.size)
         jac = _decode_array(jac, r.path("jacobian"), shape, np.float64)
     return TraceEdge(
-        id=r.get("id", str), src=r.obj["src"], dst=r.obj["dst"], input_index=r.get("input_index", int),
-        input_name=r.get("input_name", str), factor=r.get("factor", str, optional=True),
+        id=r.get("id", str) if "id" in obj else f"e{position}", src=r.obj["src"], dst=r.obj["dst"],
+        input_index=r.get("input_index", int), input_name=_text(r, "input_name", texts),
+        factor=_text(r, "factor", texts, optional=True),
         differentiable=r.get("differentiable", bool, optional=True) is not False,
-        no_grad_reason=r.get("no_grad_reason", str, optional=True),
+        no_grad_reason=_text(r, "no_grad_reason", texts, optional=True),
         upstream=nodes[r.obj["dst"]].grad if r.obj.get("upstream") == _DST_GRAD else
         _decode_summary(r.sub("upstream", optional=True)),
         contribution=nodes[r.obj["src"]].grad if r.obj.get("contribution") == _SRC_GRAD else
         _decode_summary(r.sub("contribution", optional=True)), jacobian=jac,
-        on_path=bool(r.get("on_path", bool, optional=True)), formula=r.get("formula", str, optional=True))
+        on_path=bool(r.get("on_path", bool, optional=True)), formula=_text(r, "formula", texts, optional=True))
 
 
 def _decode(text) -> Trace:
@@ -938,15 +989,16 @@ def _decode(text) -> Trace:
     if schema != SCHEMA:
         raise TraceFormatError(f"schema: expected {SCHEMA!r}, got {schema!r}: this JSON is not an autodiff_viz trace.")
     version = r.get("version", int)
-    if version not in (1, SCHEMA_VERSION):
-        raise TraceFormatError(f"version: this autodiff_viz reads trace version {SCHEMA_VERSION}, the file has "
-                               f"version {version}. Rebuild the trace with this version (tape.trace(...)).")
+    if version not in range(1, SCHEMA_VERSION + 1):
+        raise TraceFormatError(f"version: this autodiff_viz reads trace versions 1 to {SCHEMA_VERSION}, the file "
+                               f"has version {version}. Rebuild the trace with this version (tape.trace(...)).")
     places = [_decode_location(w, o) for w, o in r.items("locations")] if "locations" in obj else []
-    nodes = [_decode_node(w, o, places) for w, o in r.items("nodes")]
+    texts = r.strings("texts") if "texts" in obj else []
+    nodes = [_decode_node(w, o, places, texts) for w, o in r.items("nodes")]
     ids = {n.id: n for n in nodes}
     if len(ids) != len(nodes):
         raise TraceFormatError("nodes: two nodes share an id.")
-    edges = [_decode_edge(w, o, ids) for w, o in r.items("edges")]
+    edges = [_decode_edge(w, o, ids, texts, k) for k, (w, o) in enumerate(r.items("edges"))]
     target = r.get("target", str, optional=True)
     if target is not None and target not in ids:
         raise TraceFormatError(f"target: {target!r} is not the id of a node of this trace.")
