@@ -152,7 +152,7 @@ def test_iqa_metric_as_loss_whose_feature_helpers_are_decorated_no_grad(installe
     assert ex.reason == "no_grad"
     assert ex.location == _line(case, "score = model(image, ref)")
     assert "get_vit_feature" in ex.message or "get_resnet_feature" in ex.message
-    assert "decorated" in ex.message
+    assert "decorated" in ex.message, ex.message
     assert "outside `with torch.no_grad()`" not in ex.message and "remove the with" not in ex.message.lower()
 
 

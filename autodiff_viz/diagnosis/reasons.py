@@ -219,8 +219,11 @@ def library_rule(function: str | None, what: str) -> str:
         return LIBRARY_RULES[function]
     if what.startswith("CheckpointFunction."):
         return LIBRARY_RULES["checkpoint"]
-    if what.startswith("@torch.no_grad()"):
-        return f"{function} is decorated @torch.no_grad(): " + LIBRARY_RULES["no_grad"].split(": ", 1)[1]
+    if what.startswith("@torch."):
+        decorator, _, decorated = what.partition(" on ")
+        return (f"{decorated or function} is decorated {decorator}: it never builds a graph, so nothing it returns "
+                "carries a gradient back, whatever called it. Call an undecorated path for training (the module "
+                "itself, its forward), or, in the library's code, remove the decorator from that function.")
     if what.endswith(".forward"):
         return (f"{what} is an autograd.Function's forward, which always runs without grad: its backward gives "
                 "the gradient; an input that requires grad makes the Function part of the graph.")

@@ -81,20 +81,30 @@ def _setter(frame, what: str) -> Setter | None:
     if f is None:
         return None
     code = getattr(decorated, "__code__", None)
-    if code is not None and is_library(code.co_filename) and not is_library(f.f_code.co_filename):
-        return Setter("library", (f.f_code.co_filename, f.f_lineno), decorated.__name__,
-                      f"@torch.{what}() on {decorated.__qualname__}", _outermost(f))
+    if code is not None and is_library(code.co_filename):
+        what = f"@torch.{what}() on {decorated.__qualname__}"
+        if not is_library(f.f_code.co_filename):
+            return Setter("library", (f.f_code.co_filename, f.f_lineno), decorated.__name__, what, _outermost(f))
     if not is_library(f.f_code.co_filename):
         return Setter("user", (f.f_code.co_filename, f.f_lineno), None, what, _outermost(f))
     called = []
     while f is not None and is_library(f.f_code.co_filename):
-        called.append(f.f_code.co_name)
+        called.append(f)
         f = f.f_back
     if f is None:
         return None
-    function = next((n for n in reversed(called) if n not in _WRAPPERS and not n.startswith("_")),
-                    called[-1] if called else None)
+    function = next((_called_name(c) for c in reversed(called) if _called_name(c) is not None),
+                    called[-1].f_code.co_name if called else None)
     return Setter("library", (f.f_code.co_filename, f.f_lineno), function, what, _outermost(f))
+
+
+def _called_name(frame) -> str | None:
+    """What the user called, seen from the outermost library frame that is not plumbing: a module's class
+    (``AHIQ``, for ``model(x)`` running ``AHIQ.forward``), else the function's name (``checkpoint``)."""
+    name = frame.f_code.co_name
+    if name == "forward" and isinstance(frame.f_locals.get("self"), torch.nn.Module):
+        return type(frame.f_locals["self"]).__name__
+    return None if name in _WRAPPERS or name.startswith("_") else name
 
 
 def _outermost(f):
