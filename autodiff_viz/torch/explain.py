@@ -347,7 +347,8 @@ def explain_recorded(rec, target, param):
     many = _sources(rec, param)
     if many is not None:
         rows = [(n, explain_recorded(rec, target, p) if not isinstance(p, tuple) else
-                 _unregistered_row(n, p[0], _depends_on(rec, target, len(rec.ops), p[2]))) for n, p in many]
+                 _unregistered_row(n, p[0], _depends_on(rec, target, len(rec.ops), p[2]), p[2], rec))
+                for n, p in many]
         if isinstance(param, torch.optim.Optimizer) and isinstance(target, torch.Tensor):
             rows = [(n, _other_instance(rec, target, p, e) or e) for (n, e), (_, p) in zip(rows, many)]
         if isinstance(param, torch.nn.Module) and isinstance(target, torch.Tensor):
@@ -895,7 +896,8 @@ def unregistered(module) -> list:
             return
         seen.add(id(value))
         if isinstance(value, torch.Tensor):
-            if value.requires_grad and value.is_leaf and id(value) not in known:
+            if value.requires_grad and id(value) not in known and not isinstance(value, torch.nn.Parameter) \
+                    or value.requires_grad and value.is_leaf and id(value) not in known:
                 found.append((path, value))
         elif isinstance(value, torch.nn.Module):
             for qual, p in value.named_parameters():
@@ -915,16 +917,68 @@ def unregistered(module) -> list:
     return found
 
 
-def _unregistered_row(path, module, used) -> Explanation:
+def _unregistered_row(path, module, used, tensor=None, rec=None) -> Explanation:
+    """``unregistered_parameter`` for ``path``, at the line that stored it: the assignment the recording saw,
+    else the ``self.<name> =`` line in the class's source (the model was built before the recording)."""
     holder = path.split("[")[0].split(".")[-1]
     kind = "a plain dict" if "['" in path else "a plain list" if "[" in path else "a plain attribute"
     box = ("nn.ModuleDict" if kind == "a plain dict" else "nn.ModuleList" if kind == "a plain list"
            else "nn.Parameter")
+    owner = _owner_of(module, path)
+    seen = rec.provenance.assignment_of(tensor) if tensor is not None and getattr(rec, "provenance", None) else None
+    loc = seen.location if seen is not None else _assigned_in_source(type(owner), holder)
+    reads = ", although the loss reads it." if used else "."
+    copied = getattr(tensor, "grad_fn", None)
+    if kind == "a plain attribute" and copied is not None:
+        made = type(copied).__name__.replace("Backward0", "").replace("Backward", "")
+        if made == "ToCopy":
+            what = ("a copy of an nn.Parameter (`.cuda()`, `.to(...)`, `.double()` and `.float()` of a Parameter "
+                    "return a plain tensor), which nn.Module does not register")
+            fix = (f"create the parameter on its device and dtype, self.{holder} = nn.Parameter(torch.rand(..., "
+                   "device=device, dtype=dtype)), or move the whole module after building it (model.to(device) / "
+                   "model.double()), which keeps parameters registered.")
+        else:
+            what = (f"a tensor computed ({made}) from a parameter and stored once, which nn.Module does not "
+                    "register and whose graph is not rebuilt at each step")
+            fix = (f"store the parameter itself (self.{holder} = nn.Parameter(...)) and compute from it in forward, "
+                   "so each step builds a fresh graph from the registered parameter.")
+        return Explanation(
+            "unregistered_parameter",
+            f"{path} is not a parameter: it holds {what}{_line(loc)}\n{type(module).__name__}.parameters() "
+            f"leaves it out, and an optimizer built from them never updates it{reads} Fix: {fix}", _where(loc))
     return Explanation("unregistered_parameter",
                        f"{path} is kept in {kind} ({type(module).__name__}.{holder}), so nn.Module does not "
                        f"register it: {type(module).__name__}.parameters() leaves it out, and an optimizer built "
-                       f"from them never updates it" + (", although the loss reads it." if used else ".") +
-                       f" Fix: wrap it in {box} (self.{holder} = {box}(...)), then rebuild the optimizer.")
+                       f"from them never updates it{reads} Fix: wrap it in {box} (self.{holder} = {box}(...)), then "
+                       f"rebuild the optimizer." + (f"\nIt was stored{_line(loc)}" if loc else ""), _where(loc))
+
+
+def _owner_of(module, path):
+    """The sub-module that holds ``path`` (``block.layers[0].weight`` → ``module.block``)."""
+    head = path.split("[")[0].rsplit(".", 1)
+    try:
+        return module.get_submodule(head[0]) if len(head) == 2 else module
+    except AttributeError:
+        return module
+
+
+def _assigned_in_source(cls, name):
+    """``(file, line)`` of the first ``self.<name> =`` in the source of ``cls`` or a user-written base class."""
+    import inspect
+    import re
+    pattern = re.compile(rf"\bself\.{re.escape(name)}\s*(?::[^=]*)?=[^=]")
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("torch"):
+            break
+        try:
+            lines, start = inspect.getsourcelines(klass)
+            file = inspect.getsourcefile(klass)
+        except (OSError, TypeError):
+            continue
+        for k, line in enumerate(lines):
+            if pattern.search(line):
+                return file, start + k
+    return None
 
 
 def explain(loss: torch.Tensor, params: Any) -> Explanation | dict | list:
@@ -943,7 +997,7 @@ def explain(loss: torch.Tensor, params: Any) -> Explanation | dict | list:
     if isinstance(params, torch.nn.Module):
         rows = {n: _one(loss, p, n, leaves) for n, p in params.named_parameters()}
         for path, p in unregistered(params):
-            rows[path] = _unregistered_row(path, params, id(p) in leaves)
+            rows[path] = _unregistered_row(path, params, id(p) in leaves, p)
         return rows
     if isinstance(params, dict):
         return {k: _one(loss, p, str(k), leaves) for k, p in params.items()}

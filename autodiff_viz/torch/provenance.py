@@ -119,7 +119,7 @@ def _outermost(f):
 
 @dataclass(frozen=True)
 class Assignment:
-    """``owner.name = value`` of a parameter or module, at record ``index``; ``in_forward``: a module's forward
+    """``owner.name = value`` of a parameter, a module or a tensor that requires grad, at record ``index``; ``in_forward``: a module's forward
     was running (the recording's scope), ``location`` the user's line, ``outer`` the outermost user line."""
 
     index: int
@@ -272,7 +272,8 @@ def _apply(original):
 def _module_setattr(original):
     def __setattr__(self, name, value):
         original(self, name, value)
-        if _ACTIVE and isinstance(value, (torch.nn.Parameter, torch.nn.Module)):
+        if _ACTIVE and (isinstance(value, (torch.nn.Parameter, torch.nn.Module))
+                        or isinstance(value, torch.Tensor) and value.requires_grad):
             f = sys._getframe(1)
             while f is not None and is_library(f.f_code.co_filename):
                 f = f.f_back
