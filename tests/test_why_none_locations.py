@@ -5,6 +5,8 @@ One minimal case per reason, each marking the line that caused it with a
 (``connected``, PyTorch's ``not_used``, a loss computed outside the
 recording) is checked to have no location, so that a wrong line never appears.
 """
+import inspect
+
 import code_lines
 import numpy as np
 import pytest
@@ -273,7 +275,9 @@ def test_torch_non_leaf_read_before_backward_non_scalar_and_requires_grad_false(
     assert e.reason == "requires_grad_false" and e.location == where("freeze")
 
 
-def test_torch_unregistered_parameter_names_the_attribute_not_a_line():
+def test_torch_unregistered_parameter_names_the_attribute_and_the_line_that_stored_it():
+    """Issue 47: ``unregistered_parameter`` points at the line that stored the plain dict (found in the class's
+    source when the model was built before any recording)."""
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -286,7 +290,9 @@ def test_torch_unregistered_parameter_names_the_attribute_not_a_line():
     rows = adv.torch.explain(net(torch.randn(2, 3)).sum(), net)
     assert rows["blocks['a'].weight"].reason == "unregistered_parameter"
     assert "nn.ModuleDict" in rows["blocks['a'].weight"].message
-    assert rows["blocks['a'].weight"].location is None
+    stored = inspect.getsourcelines(Net)
+    line = stored[1] + next(k for k, text in enumerate(stored[0]) if "self.blocks = {" in text)
+    assert rows["blocks['a'].weight"].location == f"{inspect.getsourcefile(Net)}:{line}"
 
 
 def test_torch_a_plain_parameter_list_in_explain_without_recording():

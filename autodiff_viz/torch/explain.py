@@ -727,7 +727,7 @@ def _connected_but(rec, target, param, pname, walk=None) -> Explanation:
                            f"for scalar outputs'){_line(call.location) if call else ''}\nFix: reduce it first "
                            "(loss.mean().backward()) or pass gradient=torch.ones_like(loss) for the gradient of the "
                            "sum.", _where(call.location) if call else None, nodes=(rec.tensor_id(target),))
-    unset = _grad_unset(rec, param, pname)
+    unset = _grad_unset(rec, param, pname) or _read_by_library_too_early(rec, param, pname)
     if unset is not None:
         return unset
     custom = _custom_backward_none(rec, target, param, pname, walk)
@@ -829,6 +829,26 @@ def _grad_unset(rec, param, pname) -> Explanation | None:
         parts.append("Fix: read .grad after loss.backward().")
     return Explanation("read_before_backward", "".join(parts), _where((read or reset).location),
                        nodes=(rec.tensor_id(param),))
+
+
+def _read_by_library_too_early(rec, param, pname) -> Explanation | None:
+    """``read_before_backward`` when a library function the user called read ``param.grad`` while it was None
+    and a ``backward()`` filled it only later: ``clip_grad_norm_`` before ``loss.backward()`` finds no gradients,
+    clips nothing and returns a norm of 0, without an error."""
+    for read in (op for op in rec.ops if op.kind == "library_read_grad" and op.inputs[0] is param):
+        later = next((op for op in rec.ops if op.kind == "backward" and op.index > read.index), None)
+        if later is None:
+            continue
+        fn = read.extra["function"]
+        return Explanation(
+            "read_before_backward",
+            f"{fn}(...) read the .grad of {pname} before any backward() had filled it{_line(read.location)}\n"
+            f"It was None there, so {fn} saw no gradient (a gradient-norm clip finds a norm of 0 and clips "
+            f"nothing); the gradient came only later, from the backward(){_line(later.location)}\n"
+            f"Fix: call loss.backward() before {fn}(...): backward, then clip, then optimizer.step().",
+            _where(read.location), nodes=(rec.tensor_id(param),), locations=(_where(read.location),
+                                                                              _where(later.location)))
+    return None
 
 
 # ---------------------------------------------------------------------------

@@ -98,6 +98,13 @@ def _setter(frame, what: str) -> Setter | None:
     return Setter("library", (f.f_code.co_filename, f.f_lineno), function, what, _outermost(f))
 
 
+def library_call(frame) -> Setter | None:
+    """The user's call into the library that is running ``frame`` (``nn.utils.clip_grad_norm_(...)``): its line
+    and the function's name, or None when ``frame`` is the user's own code."""
+    setter = _setter(frame, "call")
+    return setter if setter is not None and setter.by == "library" else None
+
+
 def _called_name(frame) -> str | None:
     """What the user called, seen from the outermost library frame that is not plumbing: a module's class
     (``AHIQ``, for ``model(x)`` running ``AHIQ.forward``), else the function's name (``checkpoint``)."""

@@ -112,7 +112,8 @@ class Op:
     Python number / list / numpy array: ``.item()``, ``.tolist()``,
     ``.numpy()``), ``"rewrap"`` (``torch.tensor(...)`` and friends: a new
     tensor from plain values), ``"detach"`` (``.detach()``, ``.data``),
-    ``"backward"`` (``Tensor.backward``), ``"read_grad"`` (reading
+    ``"backward"`` (``Tensor.backward``), ``"library_read_grad"`` (a library function the user called read an
+    empty ``.grad``: ``clip_grad_norm_`` before ``backward()``), ``"read_grad"`` (reading
     ``.grad``, with what it held then) or ``"set_grad"`` (assigning
     ``.grad``: ``zero_grad(set_to_none=True)`` sets it to None) or
     ``"update"`` (an optimizer's ``step()``, one record; its inputs are the parameters it updates).
@@ -546,7 +547,7 @@ class Recording(recordings.Recording):
         index = len(ops)
         op = Op(index, name, kind, inputs, outputs, loc, assigned, self._scopes[-1] if self._scopes else "",
                 torch.is_grad_enabled(), torch.is_inference_mode_enabled(), {} if extra is None else extra)
-        if index and kind not in ("read_grad", "set_grad"):
+        if index and kind not in ("read_grad", "set_grad", "library_read_grad"):
             if ops[-1].location == loc:
                 ops[-1].assigned = None             # only the line's last op makes the value the line assigns
             if self._called_at is not None:
@@ -606,6 +607,10 @@ class Recording(recordings.Recording):
         if name == "get:grad":
             if ins and not _is_library(sys._getframe(2).f_code.co_filename):
                 self._note(name, "read_grad", ins[:1], [], {"was_none": out is None})
+            elif ins and out is None:       # a library the user called read an empty .grad (clip_grad_norm_)
+                called = provenance.library_call(sys._getframe(2))
+                if called is not None and called.function != "zero_grad":
+                    self._note(name, "library_read_grad", ins[:1], [], {"function": called.function})
             return
         if name == "set:grad":
             if ins:
