@@ -126,8 +126,9 @@ def _outermost(f):
 
 @dataclass(frozen=True)
 class Assignment:
-    """``owner.name = value`` of a parameter, a module or a tensor that requires grad, at record ``index``; ``in_forward``: a module's forward
-    was running (the recording's scope), ``location`` the user's line, ``outer`` the outermost user line."""
+    """``owner.name = value`` of a parameter, a module or a tensor that requires grad, at record ``index``;
+    ``in_forward``: a module's forward was running (the recording's scope), ``location`` the user's line,
+    ``outer`` the outermost user line."""
 
     index: int
     owner: object
