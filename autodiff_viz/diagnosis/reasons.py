@@ -158,6 +158,11 @@ FIXES = {
     ("not_watched", "before"):
         "Fix: it was made before the tape: call tape.watch({x}) inside the `with` block before using it, or "
         "make it a Variable (tapes watch trainable variables by themselves).",
+    ("integer_dtype", "lookup"):
+        "Fix: these values are ids, the indices of a lookup{layer}, and an index has no gradient: no cast or dtype "
+        "gives one. Differentiate with respect to the looked-up vectors instead, the embedding's output: compute "
+        "emb = embedding(ids), watch emb, run the rest of the model on it and ask for tape.gradient(out, emb) "
+        "(integrated gradients and saliency on text interpolate between embeddings, not between ids).",
     ("left_the_tape", "loop"):
         "Fix: inside the loop keep the tensor: accumulate total = total + loss_i (or collect the tensors and "
         "stack them), and call float()/.item()/.numpy() only to print, after the gradient.",

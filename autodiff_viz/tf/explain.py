@@ -175,6 +175,25 @@ def _user_words(op, words: str) -> str:
     return f"{called}(...) (TensorFlow's op {op.name} inside it){words[len(op.name):]}"
 
 
+_LOOKUPS = {"GatherV2": 1, "ResourceGather": 1, "Gather": 1, "GatherNd": 1, "ResourceGatherNd": 1,
+            "EmbeddingLookup": 1}       # op name -> the input that holds the indices
+
+
+def _looked_up(rec, ids, after) -> str | None:
+    """When the integer tensor ``ids`` is read as the indices of a lookup (an ``Embedding`` layer's gather):
+    `` in the layer 'embedding' (Embedding)`` (or ``""`` outside a layer); None when nothing looks it up."""
+    keys = {tensor_key(ids)}           # the ids and the integers computed from them (Keras wraps negative ids)
+    for op in rec.ops[after + 1:]:
+        if op.kind != "op" or not any(tensor_key(x) in keys for x in op.inputs):
+            continue
+        at = _LOOKUPS.get(op.name)
+        if at is not None and len(op.inputs) > at and tensor_key(op.inputs[at]) in keys:
+            layer = rec._layers.get(op.scope) if op.scope else None
+            return "" if layer is None else f" in the layer '{layer.name}' ({type(layer).__name__})"
+        keys.update(tensor_key(o) for o in op.outputs if not trainable_dtype(o.dtype))
+    return None
+
+
 def _inside_layer(rec, op, context) -> str:
     """A sentence naming the Keras layer the cut ran in when it is a Lambda (its name and the line of its
     function, where the layer was built), else nothing."""
@@ -344,7 +363,9 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
         if reason == "left_the_tape":
             return _left(rec, at, x, out, sname, skey)
         context = reasons.context_of(loc)
-        fix = reasons.fix(reason, context, _OP_FIXES.get(at.name, _CUT_FIXES[reason]))
+        lookup = _looked_up(rec, out, at.index) if reason == "integer_dtype" else None
+        fix = reasons.fix(reason, "lookup" if lookup is not None else context,
+                          _OP_FIXES.get(at.name, _CUT_FIXES[reason]), layer=lookup or "")
         words = _user_words(at, words)
         inside = _inside_layer(rec, at, context)
         msg = f"The gradient from the target cannot reach {sname}: {words}{line(loc)}\n{inside}{fix}"
