@@ -265,10 +265,15 @@ def explain_recorded(rec, target, source):
     skey = tensor_key(source)
     sname = label(rec, source)
     if not trainable_dtype(source.dtype):
-        return Explanation("integer_dtype", f"{sname} has dtype {source.dtype.name}: TensorFlow differentiates "
-                           "only floating (and complex) tensors, so tape.gradient returns None. Fix: make it "
-                           "float, e.g. tf.constant(values, dtype=tf.float32) or tf.cast(x, tf.float32) before "
-                           "the tape.", nodes=(skey,))
+        made = _made_by_layer(rec, source)
+        fix = ("Fix: create it with a floating dtype (dtype=\"float32\", the default of add_weight / "
+               "add_variable); cast integer inputs to float where they meet it." if made else
+               "Fix: make it float, e.g. tf.constant(values, dtype=tf.float32) or tf.cast(x, tf.float32) before "
+               "the tape.")
+        return Explanation("integer_dtype", f"{sname} has dtype {tf.as_dtype(source.dtype).name}: TensorFlow "
+                           "differentiates only floating (and complex) tensors, so tape.gradient returns None"
+                           + (f". It was made{line(made)}\n" if made else ". ") + fix,
+                           where(made), nodes=(skey,))
     info = pick_tape(rec, target)
     made = rec.producer(target)
     if made is None and tensor_key(target) != skey:
@@ -461,6 +466,27 @@ def _stale_attribute(rec, walk, skey, sname) -> Explanation | None:
             f"so to this tape it is a constant and the gradient stops there.{used}\n{fix}",
             places[0] if places else None, nodes=(skey,), op=stale[0], locations=tuple(dict.fromkeys(places)))
     return None
+
+
+def _made_by_layer(rec, variable):
+    """``(file, line)`` of the ``self.<attr> = ...`` that stored ``variable`` on a layer the recording saw (its
+    ``build`` or ``__init__``: found in the class's source, the layer being built before the recording)."""
+    key = tensor_key(variable)
+    for layer in _all_layers(rec):
+        attr = next((k for k, v in vars(layer).items() if not k.startswith("_") and hasattr(v, "dtype")
+                     and _same_variable(v, key)), None)
+        if attr is not None:
+            stored = naming.attribute_assignment(type(layer), attr)
+            if stored is not None:
+                return stored[:2]
+    return None
+
+
+def _same_variable(v, key) -> bool:
+    try:
+        return tensor_key(v) == key
+    except (TypeError, AttributeError, ValueError):
+        return False
 
 
 def _all_layers(rec) -> list:

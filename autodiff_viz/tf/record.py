@@ -397,19 +397,68 @@ def keras_update(original):
             return original(self, grads, trainable_variables)
         if trainable_variables is not None:
             trainable_variables = list(trainable_variables)
+        grads = list(grads)
         variables = trainable_variables if trainable_variables is not None else \
             list(getattr(self, "_trainable_variables", None) or ())
+        why = why_no_gradients(recs[-1], grads, variables) if any(g is None for g in grads) else ""
         for rec in recs:
             rec._note(f"{type(self).__name__}.apply", "update",
                       [v.handle for v in variables if hasattr(getattr(v, "handle", None), "_id")], [],
                       {"optimizer": self, "variables": variables})
             rec._busy = True
         try:
-            return original(self, grads, trainable_variables)
+            if not why:
+                return original(self, grads, trainable_variables)
+            with _explained_warnings("Gradients do not exist", why):
+                try:
+                    return original(self, grads, trainable_variables)
+                except ValueError as err:
+                    if "No gradients provided" not in str(err):
+                        raise
+                    raise ValueError(f"{err}{why}") from err
         finally:
             for rec in recs:
                 rec._busy = False
     return call
+
+
+def why_no_gradients(rec, grads, variables) -> str:
+    """Why the variables whose gradient is None got none, for the optimizer's own error or warning ("No
+    gradients provided for any variable", "Gradients do not exist for variables …"): ``fit`` users hold no
+    tape to ask. The target is that of the last recorded ``tape.gradient`` over those variables; variables
+    with the same reason and line are named together, each group with its explanation."""
+    missing = [v for g, v in zip(grads, variables) if g is None]
+    keys = {tensor_key(v) for v in missing}
+    call = next((op for op in reversed(rec.ops) if op.kind == "gradient" and op.inputs and
+                 keys & {tensor_key(s) for s in tf.nest.flatten(op.extra.get("sources"))
+                         if hasattr(s, "_id") or hasattr(s, "handle")}), None)
+    if call is None:
+        return ""
+    groups: dict = {}
+    for v in missing:
+        try:
+            ex = rec.explain(call.extra["target"], v)
+        except (TypeError, ValueError):
+            continue
+        groups.setdefault((ex.reason, ex.location), (ex, []))[1].append(getattr(v, "path", None) or v.name)
+    parts = [f"{', '.join(names)} — {ex.reason}: {ex.message}" for ex, names in groups.values()]
+    return "\nWhy (adv.tf.record):\n" + "\n".join(parts) if parts else ""
+
+
+@contextlib.contextmanager
+def _explained_warnings(starts: str, why: str):
+    """Warnings raised inside the block are raised again after it; those that start with ``starts`` end with
+    ``why``."""
+    import warnings
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for w in caught:
+            text = str(w.message)
+            warnings.warn_explicit(f"{text}{why}" if text.startswith(starts) else w.message, w.category,
+                                   w.filename, w.lineno)
 
 
 def _flat(items):

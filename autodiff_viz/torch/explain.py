@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from ..base import naming
 from ..base.naming import code_line as _line
 from ..base.naming import file_line as _where
 from ..diagnosis import reasons, twins
@@ -946,7 +947,8 @@ def _unregistered_row(path, module, used, tensor=None, rec=None) -> Explanation:
            else "nn.Parameter")
     owner = _owner_of(module, path)
     seen = rec.provenance.assignment_of(tensor) if tensor is not None and getattr(rec, "provenance", None) else None
-    loc = seen.location if seen is not None else _assigned_in_source(type(owner), holder)
+    stored = naming.attribute_assignment(type(owner), holder) if seen is None else None
+    loc = seen.location if seen is not None else stored[:2] if stored else None
     reads = ", although the loss reads it." if used else "."
     copied = getattr(tensor, "grad_fn", None)
     if kind == "a plain attribute" and copied is not None:
@@ -981,24 +983,6 @@ def _owner_of(module, path):
     except AttributeError:
         return module
 
-
-def _assigned_in_source(cls, name):
-    """``(file, line)`` of the first ``self.<name> =`` in the source of ``cls`` or a user-written base class."""
-    import inspect
-    import re
-    pattern = re.compile(rf"\bself\.{re.escape(name)}\s*(?::[^=]*)?=[^=]")
-    for klass in cls.__mro__:
-        if klass.__module__.startswith("torch"):
-            break
-        try:
-            lines, start = inspect.getsourcelines(klass)
-            file = inspect.getsourcefile(klass)
-        except (OSError, TypeError):
-            continue
-        for k, line in enumerate(lines):
-            if pattern.search(line):
-                return file, start + k
-    return None
 
 
 def explain(loss: torch.Tensor, params: Any) -> Explanation | dict | list:
