@@ -260,7 +260,7 @@ def explaining(explanations: dict):
 
 def _why_missing(variables) -> str:
     """Per variable, why its gradient is None (when ``fit`` diagnosed it), else how to ask."""
-    rows = [(v, _EXPLAINED.get(id(v))) for v in variables]
+    rows = [(v, _EXPLAINED.get(id(v)) or GradientTape.why_unanswered(v)) for v in variables]
     if not any(e is not None for _, e in rows):
         return "tape.explain(loss, variable) says why."
     lines = [f"\n- {v.path}: {e.reason}: {e.message}" for v, e in rows if e is not None]

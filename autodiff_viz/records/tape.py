@@ -36,6 +36,7 @@ from .traces.build import build_trace
 
 _serials = itertools.count(1)
 _UNCONNECTED = ("none", "zero")
+_UNANSWERED: list = []      # [(tape, targets, ids of the sources that got None)]: the last gradient() with a None
 
 
 class UnconnectedGradients(str, enum.Enum):
@@ -431,6 +432,9 @@ class GradientTape:
         finally:
             state.recording = saved
         del grads, seeds
+        if any(g is None for g in out):
+            _UNANSWERED[:] = [(self, [t for t in targets if isinstance(t, Tensor)],
+                               {id(s) for s, g in zip(flat_sources, out) if g is None})]
         if self._escapes:
             warn_partial(self, targets, flat_sources, out)
         self._release(freed)
@@ -449,6 +453,22 @@ class GradientTape:
         frame = user_frame_object()     # the learner's frame, compiled or not (a compiled explain makes no frame)
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
         return explain(self, target, source, names)
+
+    @staticmethod
+    def why_unanswered(variable):
+        """Why the last ``gradient()`` call that returned None for ``variable`` did so (an Explanation), or None
+        when the last call with a None answer did not ask about it.
+
+        An optimizer's "no gradients provided for any variable" uses it: the learner who wrote
+        ``tape.gradient(-loss, variables)`` holds no tensor to pass to :meth:`explain`. Only that one call is
+        kept (its tape and targets), until the next call with a None answer.
+        """
+        if not _UNANSWERED or id(variable) not in _UNANSWERED[0][2]:
+            return None
+        tape, targets, _ = _UNANSWERED[0]
+        if not targets:
+            return None
+        return explain(tape, targets[0] if len(targets) == 1 else targets, variable, {})
 
     def _raise_unconnected(self, targets, sources, grads) -> None:
         for s, g in zip(sources, grads):
