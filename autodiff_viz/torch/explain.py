@@ -833,20 +833,27 @@ def _grad_unset(rec, param, pname) -> Explanation | None:
 
 
 def _read_by_library_too_early(rec, param, pname) -> Explanation | None:
-    """``read_before_backward`` when a library function the user called read ``param.grad`` while it was None
-    and a ``backward()`` filled it only later: ``clip_grad_norm_`` before ``loss.backward()`` finds no gradients,
-    clips nothing and returns a norm of 0, without an error."""
+    """``read_before_backward`` when a library function the user called read ``param.grad`` while it was None,
+    after a forward pass used ``param`` and before the ``backward()`` that filled it: ``clip_grad_norm_`` before
+    ``loss.backward()`` finds no gradients, clips nothing and returns a norm of 0, without an error."""
+    backwards = [op for op in rec.ops if op.kind == "backward"]
     for read in (op for op in rec.ops if op.kind == "library_read_grad" and op.inputs[0] is param):
-        later = next((op for op in rec.ops if op.kind == "backward" and op.index > read.index), None)
-        if later is None:
-            continue
+        used = next((op.index for op in reversed(rec.ops[:read.index])
+                     if op.kind == "op" and op.grad_enabled and not op.name.endswith("_")     # not an init
+                     and any(t is param for t in op.inputs)
+                     and any(getattr(o, "requires_grad", False) for o in op.outputs)), None)
+        later = next((op for op in backwards if op.index > read.index), None)
+        if used is None or later is None or any(used < op.index < read.index for op in backwards):
+            continue        # not between a forward pass that used it and its backward (model.double(), a reset)
         fn = read.extra["function"]
         return Explanation(
             "read_before_backward",
             f"{fn}(...) read the .grad of {pname} before any backward() had filled it{_line(read.location)}\n"
-            f"It was None there, so {fn} saw no gradient (a gradient-norm clip finds a norm of 0 and clips "
-            f"nothing); the gradient came only later, from the backward(){_line(later.location)}\n"
-            f"Fix: call loss.backward() before {fn}(...): backward, then clip, then optimizer.step().",
+            f"It was None there, so {fn} saw no gradient"
+            + (" (a gradient-norm clip finds a norm of 0 and clips nothing)" if "clip" in fn else "")
+            + f"; the gradient came only later, from the backward(){_line(later.location)}\n"
+            f"Fix: call loss.backward() before {fn}(...)"
+            + (": backward, then clip, then optimizer.step()." if "clip" in fn else "."),
             _where(read.location), nodes=(rec.tensor_id(param),), locations=(_where(read.location),
                                                                               _where(later.location)))
     return None

@@ -320,13 +320,66 @@ def _named(node) -> str:
 
 def _op_vjp(op, out, g_out) -> dict:
     """``{id(input): ḡ_out · ∂out/∂input}`` for every input of ``op`` that requires grad: autograd's own
-    vector–Jacobian product, one backward pass for all of the op's inputs (an input used twice gets the sum)."""
+    vector–Jacobian product, one backward pass for all of the op's inputs (an input used twice gets the sum).
+
+    When the op is one autograd node whose inputs are its inputs' own nodes (a convolution, an add, a relu …),
+    that node's backward function is called directly: ``torch.autograd.grad`` first walks everything the
+    output depends on (down to the model's first layer), which made each call cost the depth of the model and
+    a whole trace grow with the square of it."""
     need = list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+    direct = _node_vjp(out, need, g_out)
+    if direct is not None:
+        return direct
     try:
         got = torch.autograd.grad(out, need, grad_outputs=g_out, retain_graph=True, allow_unused=True)
     except RuntimeError:
         return {}
     return {id(t): g for t, g in zip(need, got) if g is not None}
+
+
+def _node_vjp(out, need, g_out) -> dict | None:
+    """:func:`_op_vjp` by calling ``out.grad_fn`` itself, or None when the op is not one node over ``need``.
+
+    Each of the node's next functions is an input's node: ``(t.grad_fn, t.output_nr)``, or the
+    ``AccumulateGrad`` of a leaf ``t``. What the engine would do to a result on its way (sum a broadcast input's
+    gradient back to its shape, cast it to its dtype) is done here the same way.
+    """
+    fn = out.grad_fn
+    if fn is None or out.output_nr != 0 or len(fn._input_metadata) != 1 or not need:
+        return None
+    where = {}
+    for t in need:
+        if t.grad_fn is not None:
+            where[(id(t.grad_fn), t.output_nr)] = t
+    leaves = {id(t): t for t in need if t.grad_fn is None}
+    slots = []
+    for nxt, nr in fn.next_functions:
+        if nxt is None:
+            slots.append(None)
+            continue
+        t = where.get((id(nxt), nr))
+        if t is None and type(nxt).__name__ == "AccumulateGrad":
+            t = leaves.get(id(nxt.variable))
+        slots.append(t)
+    if {id(t) for t in slots if t is not None} != {id(t) for t in need}:
+        return None
+    try:
+        got = fn(g_out)
+    except RuntimeError:
+        return None
+    got = got if isinstance(got, tuple) else (got,)
+    out_grads: dict = {}
+    for t, g in zip(slots, got):
+        if t is None or g is None:
+            continue
+        if g.shape != t.shape:
+            try:
+                g = g.sum_to_size(t.shape)
+            except RuntimeError:
+                return None
+        g = g.to(t.dtype) if g.dtype != t.dtype else g
+        out_grads[id(t)] = g if id(t) not in out_grads else out_grads[id(t)] + g
+    return out_grads
 
 
 def _local_jacobian(out, x):
