@@ -118,8 +118,13 @@ def _sech2(x):
     return 4 * e / square(1 + e)
 
 
+_SMALL = 64             # arrays up to this many entries take tanh's slope as (ḡ / cosh x) / cosh x
+_EXACT_BELOW = 0.25     # 1 − y² below this (|y| > 0.87) loses more than a few ulps: sech² from x there
+
+
 def _tanh_vjp(g, y, x):
-    """``ḡ·sech²x`` (:func:`_sech2`): ``(ḡ / cosh x) / cosh x`` on arrays, three ufuncs as ``ḡ·(1 − y²)``.
+    """``ḡ·sech²x`` (:func:`_sech2`): on a small array ``(ḡ / cosh x) / cosh x`` (three ufuncs, as
+    ``ḡ·(1 − y²)``); on a large one ``1 − y²`` where |y| ≤ 0.87 and sech² from ``x`` on the saturated rest.
     Without ``x`` (a caller holding only the output) it is ``ḡ·(1 − y²)``, made in one buffer: exact where |y|
     is well below 1, the form TensorFlow and PyTorch use."""
     if x is None:
@@ -129,11 +134,18 @@ def _tanh_vjp(g, y, x):
             np.subtract(1, d, out=d)
             return np.multiply(g, d, out=d)
         return g * (1 - y * y)
-    if type(g) is np.ndarray and type(x) is np.ndarray and x.ndim and g.shape == x.shape and g.dtype == x.dtype \
-            and x.dtype.kind == "f":
-        c = np.cosh(x)
-        out = np.divide(g, c)
-        return np.divide(out, c, out=out)
+    if type(g) is np.ndarray and type(x) is np.ndarray and type(y) is np.ndarray and x.ndim and \
+            g.shape == x.shape == y.shape and g.dtype == x.dtype == y.dtype and x.dtype.kind == "f":
+        if x.size <= _SMALL:               # a few entries: the per-call cost of ufuncs is what counts
+            c = np.cosh(x)
+            out = np.divide(g, c)
+            return np.divide(out, c, out=out)
+        d = np.multiply(y, y)              # many entries: cosh costs ten multiplies; take 1 − y² where it is
+        np.subtract(1, d, out=d)           # exact to a few ulps (|y| ≤ 0.87) and sech² from x on the rest
+        steep = np.flatnonzero(d < _EXACT_BELOW)
+        if steep.size:
+            d.reshape(-1)[steep] = _sech2(x.reshape(-1)[steep])
+        return np.multiply(g, d, out=d)
     d = _sech2(x)
     if type(g) is np.ndarray and type(d) is np.ndarray and d.dtype == g.dtype and (
             d.shape == g.shape or d.shape == np.broadcast_shapes(g.shape, d.shape)):
