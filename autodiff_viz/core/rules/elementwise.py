@@ -142,8 +142,9 @@ def _tanh_vjp(g, y, x):
             return np.divide(out, c, out=out)
         d = np.multiply(y, y)              # many entries: cosh costs ten multiplies; take 1 − y² where it is
         np.subtract(1, d, out=d)           # exact to a few ulps (|y| ≤ 0.87) and sech² from x on the rest
-        steep = np.flatnonzero(d < _EXACT_BELOW)
-        if steep.size:
+        steep = d < _EXACT_BELOW
+        if steep.any():
+            steep = np.flatnonzero(steep)
             d.reshape(-1)[steep] = _sech2(x.reshape(-1)[steep])
         return np.multiply(g, d, out=d)
     d = _sech2(x)
