@@ -716,8 +716,8 @@ _SHARED_TEXTS = ("input_name", "factor", "no_grad_reason", "formula")   # an edg
 
 
 def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None, texts=None, k=None) -> dict:
-    """An edge's JSON fields. In summary mode a field at its default is not written (nor the id ``e{k}`` of
-    its position), a gradient that is its node's is written as ``"dst.grad"`` / ``"src.grad"``, and the texts
+    """An edge's JSON fields. In summary mode a field at its default is not written (nor input 0, nor the id
+    ``e{k}`` of its position), a gradient that is its node's is written as ``"dst.grad"`` / ``"src.grad"``, and the texts
     (input name, factor, formula, why no gradient) are indexes into the trace's ``texts``."""
     jacobian = e.jacobian if e.jacobian is not None and (full or e.jacobian.size <= JSON_LIMIT) else None
     same = not full and e.upstream is not None and dst_grad is not None and e.upstream.shape == dst_grad.shape \
@@ -739,6 +739,8 @@ def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None, texts=None
             del out["differentiable"]
         if out["id"] == f"e{k}":
             del out["id"]
+        if out["input_index"] == 0:
+            del out["input_index"]
         for key in _SHARED_TEXTS:
             if key in out:
                 out[key] = texts.setdefault(out[key], len(texts))
@@ -954,7 +956,8 @@ def _decode_edge(where, obj, nodes: dict, texts=(), position=0) -> TraceEdge:
         jac = _decode_array(jac, r.path("jacobian"), shape, np.float64)
     return TraceEdge(
         id=r.get("id", str) if "id" in obj else f"e{position}", src=r.obj["src"], dst=r.obj["dst"],
-        input_index=r.get("input_index", int), input_name=_text(r, "input_name", texts),
+        input_index=r.get("input_index", int) if "input_index" in obj else 0,
+        input_name=_text(r, "input_name", texts),
         factor=_text(r, "factor", texts, optional=True),
         differentiable=r.get("differentiable", bool, optional=True) is not False,
         no_grad_reason=_text(r, "no_grad_reason", texts, optional=True),
