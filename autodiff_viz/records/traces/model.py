@@ -716,9 +716,9 @@ _SHARED_TEXTS = ("input_name", "factor", "no_grad_reason", "formula")   # an edg
 
 
 def _edge_dict(e: TraceEdge, full=True, dst_grad=None, src_grad=None, texts=None, k=None) -> dict:
-    """An edge's JSON fields. In summary mode a field at its default is not written (nor input 0, nor the id
-    ``e{k}`` of its position), a gradient that is its node's is written as ``"dst.grad"`` / ``"src.grad"``, and the texts
-    (input name, factor, formula, why no gradient) are indexes into the trace's ``texts``."""
+    """An edge's JSON fields. In summary mode a field at its default is not written (nor input 0, nor the
+    id ``e{k}`` of its position), a gradient that is its node's is written as ``"dst.grad"`` / ``"src.grad"``,
+    and the texts (input name, factor, formula, why no gradient) are indexes into the trace's ``texts``."""
     jacobian = e.jacobian if e.jacobian is not None and (full or e.jacobian.size <= JSON_LIMIT) else None
     same = not full and e.upstream is not None and dst_grad is not None and e.upstream.shape == dst_grad.shape \
         and e.upstream.stats == dst_grad.stats
