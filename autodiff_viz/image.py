@@ -37,6 +37,7 @@ from .core.ops import (
     where,
     zeros_like,
 )
+from .core.ops.filters import ssim_per_channel
 from .core.tensor import Tensor, constant
 from .records.transforms import custom_gradient
 
@@ -454,41 +455,14 @@ def psnr(a, b, max_val, name=None):
     return (10.0 / np.log(10.0)) * (np.log(float(max_val) ** 2) - log(mse))
 
 
-def _gauss_filter(x, size, sigma):
-    """TensorFlow's SSIM window: a ``size × size`` Gaussian (σ = ``sigma``, summing to 1) over height and
-    width, 'VALID' — written as two 1-D passes of weighted slices, so ḡ spreads back over each window."""
-    coords = np.arange(size, dtype=np.float64) - (size - 1) / 2.0
-    g = np.exp(-0.5 * coords ** 2 / sigma ** 2)
-    g = (g / g.sum()).astype(x.dtype)
-    h, w = x.shape[-3] - size + 1, x.shape[-2] - size + 1
-    rows = None
-    for i in range(size):
-        term = x[..., i:i + h, :, :] * float(g[i])
-        rows = term if rows is None else rows + term
-    out = None
-    for j in range(size):
-        term = rows[..., :, j:j + w, :] * float(g[j])
-        out = term if out is None else out + term
-    return out
-
-
 def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03):
     """``tf.image.ssim``: the structural similarity of two images, per image — the mean over every
     ``filter_size`` Gaussian window and channel of luminance × contrast-structure,
     ``(2μxμy + c1)/(μx² + μy² + c1) · (2σxy + c2)/(σx² + σy² + c2)``, ``c = (k·max_val)²`` (TensorFlow's
-    formulas, no Bessel correction). Differentiable in both images."""
+    formulas, no Bessel correction). Float32, as TensorFlow; differentiable in both images."""
     x, y = cast(_images(img1, "ssim"), "float32"), cast(_images(img2, "ssim"), "float32")
-    if x.shape[-3] < filter_size or x.shape[-2] < filter_size:
-        raise ValueError(f"image.ssim: images of size {x.shape[-3]}×{x.shape[-2]} are smaller than the "
-                         f"{filter_size}×{filter_size} window; pass a smaller filter_size.")
-    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
-    mx, my = _gauss_filter(x, filter_size, filter_sigma), _gauss_filter(y, filter_size, filter_sigma)
-    num0, den0 = mx * my * 2.0, mx * mx + my * my
-    luminance = (num0 + c1) / (den0 + c1)
-    num1 = _gauss_filter(x * y, filter_size, filter_sigma) * 2.0
-    den1 = _gauss_filter(x * x + y * y, filter_size, filter_sigma)
-    cs = (num1 - num0 + c2) / (den1 - den0 + c2)
-    return mean(luminance * cs, axis=(-3, -2, -1))
+    per_channel, _ = ssim_per_channel(x, y, max_val, filter_size, filter_sigma, k1, k2)
+    return mean(per_channel, axis=-1)
 
 
 class ResizeMethod:
