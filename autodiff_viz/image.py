@@ -37,7 +37,10 @@ from .core.ops import (
     where,
     zeros_like,
 )
+from .core.ops import numpy_function, reshape
 from .core.ops.filters import ssim_per_channel
+from .core.ops.geometry import crop_and_resize
+from .core.ops.windows import extract_patches as _window_patches
 from .core.tensor import Tensor, constant
 from .records.transforms import custom_gradient
 
@@ -465,6 +468,192 @@ def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03
     return mean(per_channel, axis=-1)
 
 
+_MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+
+
+def ssim_multiscale(img1, img2, max_val, power_factors=_MSSSIM_WEIGHTS, filter_size=11, filter_sigma=1.5, k1=0.01,
+                    k2=0.03):
+    """``tf.image.ssim_multiscale``: MS-SSIM (Wang, Simoncelli and Bovik, 2003), per image. At scale 0 the
+    images as they are, at each next scale halved by a 2 × 2 average pool (an odd height or width first
+    padded by repeating its last row or column, TensorFlow's 'SYMMETRIC' pad). With ``cs_j`` the
+    contrast-structure at scale ``j`` and ``ssim_J`` the full SSIM at the last scale (each per channel,
+    clipped below at 0), ``MS-SSIM = Π_{j<J} cs_j^{w_j} · ssim_J^{w_J}`` for ``w = power_factors``, averaged
+    over the channels. Float32, as TensorFlow; differentiable in both images (pooling and padding are rules)."""
+    x, y = cast(_images(img1, "ssim_multiscale"), "float32"), cast(_images(img2, "ssim_multiscale"), "float32")
+    if x.shape[-3:] != y.shape[-3:]:
+        raise ValueError(f"image.ssim_multiscale: images of shapes {x.shape} and {y.shape} must have the same "
+                         "height, width and channels.")
+    lead = x.shape[:-3]
+    scores = []
+    for k in range(len(power_factors)):
+        if k:
+            h, w = x.shape[-3], x.shape[-2]
+            widths = [(0, 0)] * (x.ndim - 3) + [(0, h % 2), (0, w % 2), (0, 0)]
+            x, y = (pad(t, widths, mode="symmetric") if h % 2 or w % 2 else t for t in (x, y))
+            x, y = (_halve(t) for t in (x, y))
+        full, cs = ssim_per_channel(x, y, max_val, filter_size, filter_sigma, k1, k2, op="ssim_multiscale")
+        scores.append(cs)
+    scores[-1] = full
+    weighted = [power(maximum(s, 0.0), float(f)) for s, f in zip(scores, power_factors)]
+    total = weighted[0]
+    for w_ in weighted[1:]:
+        total = total * w_
+    out = mean(total, axis=-1)
+    return reshape(out, lead) if out.shape != lead else out
+
+
+def _halve(x):
+    """A 2 × 2 average pool, stride 2, 'VALID', over height and width of ``(…, H, W, C)``."""
+    h, w = x.shape[-3] // 2 * 2, x.shape[-2] // 2 * 2
+    return (x[..., 0:h:2, 0:w:2, :] + x[..., 1:h:2, 0:w:2, :] + x[..., 0:h:2, 1:w:2, :] + x[..., 1:h:2, 1:w:2, :]) \
+        * 0.25
+
+
+def extract_patches(images, sizes, strides, rates, padding, name=None):
+    """``tf.image.extract_patches``: every ``sizes[1] × sizes[2]`` window (its pixels ``rates`` apart),
+    ``strides`` apart, flattened into the depth in ``(row, column, channel)`` order: ``(N, H, W, C) →
+    (N, nH, nW, kH·kW·C)``. ``sizes``, ``strides`` and ``rates`` are TensorFlow's ``[1, h, w, 1]``; ``padding``
+    ``"VALID"`` or ``"SAME"``. A one-hot convolution: the gradient adds each copy's ḡ back onto its pixel."""
+    x = _images(images, "extract_patches")
+    if x.ndim != 4:
+        raise ValueError(f"image.extract_patches: images of shape {x.shape} must be 4-D (batch, height, width, "
+                         "channels).")
+    per = []
+    for what, v in (("sizes", sizes), ("strides", strides), ("rates", rates)):
+        v = [int(i) for i in np.asarray(v).ravel()]
+        if len(v) != 4 or v[0] != 1 or v[3] != 1:
+            raise ValueError(f"image.extract_patches: {what} must be [1, height, width, 1], got {v}.")
+        per.append(tuple(v[1:3]))
+    return _window_patches(x, per[0], per[1], per[2], padding)
+
+
+def _numbers(v) -> np.ndarray:
+    """Positions, boxes, colours: numbers TensorFlow never differentiates, read without leaving the tape."""
+    return np.asarray(v._value if isinstance(v, Tensor) else v)
+
+
+def _glimpse_kernel(x, offsets, height, width, centered, normalized, noise, rng):
+    """TensorFlow's ``ExtractGlimpseV2`` on numpy values: the window's top-left corner from ``offsets``
+    (``(y, x)``: scaled by the image size when normalized; shifted by half the image and then back by half the
+    window when centered and normalized; by half the image when only centered), truncated to an int; the
+    window copied, and where it leaves the image the glimpse is noise (``"uniform"`` in the image's [min, max],
+    ``"gaussian"`` with its mean and standard deviation, ``"zero"``)."""
+    n, h, w, c = x.shape
+    out = np.empty((n, height, width, c), dtype=np.float32)
+    for i in range(n):
+        oy, ox = (float(v) for v in offsets[i])
+        if normalized:
+            oy, ox = oy * h, ox * w
+            if centered:
+                oy, ox = oy / 2.0 + h / 2.0 - height / 2.0, ox / 2.0 + w / 2.0 - width / 2.0
+        elif centered:
+            oy, ox = oy + h / 2.0, ox + w / 2.0
+        top, left = int(np.float32(oy)), int(np.float32(ox))
+        image = x[i]
+        spans = []
+        for start, size, length in ((top, height, h), (left, width, w)):
+            if start < 0:
+                extent, base, src = max(0, size + start), size - max(0, size + start), 0
+            elif start + size >= length:
+                extent, base, src = max(0, length - start), 0, start
+            else:
+                extent, base, src = size, 0, start
+            spans.append((min(length, extent), base, src, start < 0 or start + size >= length))
+        if spans[0][3] or spans[1][3]:
+            if noise == "zero":
+                out[i] = 0
+            elif noise == "gaussian":
+                out[i] = rng.normal(image.mean(), image.std(), size=(height, width, c))
+            else:
+                out[i] = image.min() + rng.uniform(size=(height, width, c)) * (image.max() - image.min())
+        (eh, bh, sh, _), (ew, bw, sw, _) = spans
+        if eh > 0 and ew > 0:
+            out[i, bh:bh + eh, bw:bw + ew] = image[sh:sh + eh, sw:sw + ew]
+    return out
+
+
+def extract_glimpse(input, size, offsets, centered=True, normalized=True, noise="uniform", name=None):  # noqa: A002
+    """``tf.image.extract_glimpse``: a ``size = (height, width)`` window of each image at ``offsets`` ``(N, 2)``
+    (``(y, x)``; see :func:`_glimpse_kernel` for how ``centered`` and ``normalized`` place it), float32.
+    Where the window leaves the image it is filled by ``noise`` (``"uniform"``, ``"gaussian"``: numpy's
+    draws, not TensorFlow's numbers; ``"zero"``). No gradient, as TensorFlow (``ExtractGlimpse`` is not
+    differentiable there): the tape records one op without a gradient and ``tape.explain`` names it."""
+    x = _images(input, "extract_glimpse")
+    if x.ndim != 4:
+        raise ValueError(f"image.extract_glimpse: input of shape {x.shape} must be 4-D (batch, height, width, "
+                         "channels).")
+    if noise not in ("uniform", "gaussian", "zero"):
+        raise ValueError(f"image.extract_glimpse: noise must be 'uniform', 'gaussian' or 'zero', got {noise!r}.")
+    height, width = (int(v) for v in np.asarray(size).ravel())
+    where_ = _numbers(offsets).astype(np.float32)
+    if where_.shape != (x.shape[0], 2):
+        raise ValueError(f"image.extract_glimpse: offsets of shape {where_.shape} must be ({x.shape[0]}, 2), "
+                         "one (y, x) per image.")
+    rng = generator()
+
+    def extract_glimpse(values):
+        return _glimpse_kernel(values, where_, height, width, centered, normalized, noise, rng)
+    return numpy_function(extract_glimpse, [cast(x, "float32")], np.float32)
+
+
+_BOX_COLORS = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1], [0.5, 0, 0.5, 1], [0.5, 0.5, 0, 1],
+                        [0.5, 0, 0, 1], [0, 0, 0.5, 1], [0, 1, 1, 1], [1, 0, 1, 1]], dtype=np.float32)
+
+
+def _draw_kernel(canvas, boxes, colors):
+    """TensorFlow's ``DrawBoundingBoxesV2`` on numpy values: each box's edges (``y = y_min·(H − 1)`` …,
+    truncated to ints) painted one pixel wide in its colour (colours taken in turn), the parts inside the
+    image only; an inverted box or one wholly outside is skipped."""
+    canvas = canvas.copy()
+    n, h, w, depth = canvas.shape
+    for b in range(n):
+        for k, box in enumerate(boxes[b]):
+            color = colors[k % len(colors)][:depth].astype(canvas.dtype)
+            top, left = int(np.float32(box[0]) * (h - 1)), int(np.float32(box[1]) * (w - 1))
+            bottom, right = int(np.float32(box[2]) * (h - 1)), int(np.float32(box[3]) * (w - 1))
+            if top > bottom or left > right or top >= h or bottom < 0 or left >= w or right < 0:
+                continue
+            r0, r1, c0, c1 = max(top, 0), min(bottom, h - 1), max(left, 0), min(right, w - 1)
+            if top >= 0:
+                canvas[b, top, c0:c1 + 1] = color
+            if bottom < h:
+                canvas[b, bottom, c0:c1 + 1] = color
+            if left >= 0:
+                canvas[b, r0:r1 + 1, left] = color
+            if right < w:
+                canvas[b, r0:r1 + 1, right] = color
+    return canvas
+
+
+def draw_bounding_boxes(images, boxes, colors, name=None):
+    """``tf.image.draw_bounding_boxes``: the outline of each box ``[y_min, x_min, y_max, x_max]`` (normalised to
+    [0, 1]) of ``boxes`` ``(N, num_boxes, 4)`` painted on the images (1, 3 or 4 channels) in ``colors``
+    (``(num_colors, 4)`` RGBA, taken in turn; ``None``: TensorFlow's table, yellow, blue, red …). The images'
+    dtype. No gradient, as TensorFlow (``DrawBoundingBoxes`` is not differentiable there, neither in the
+    images nor in the boxes): the tape records one op without a gradient and ``tape.explain`` names it."""
+    x = _images(images, "draw_bounding_boxes")
+    if x.ndim != 4 or x.shape[-1] not in (1, 3, 4):
+        raise ValueError(f"image.draw_bounding_boxes: images of shape {x.shape} must be 4-D (batch, height, "
+                         "width, channels) with 1, 3 or 4 channels.")
+    b = _numbers(boxes).astype(np.float32)
+    if b.ndim != 3 or b.shape[0] != x.shape[0] or b.shape[2] != 4:
+        raise ValueError(f"image.draw_bounding_boxes: boxes of shape {b.shape} must be ({x.shape[0]}, num_boxes, "
+                         "4): [y_min, x_min, y_max, x_max] per box, per image.")
+    if colors is None:
+        table = _BOX_COLORS.copy()
+        if x.shape[-1] == 1:
+            table[:, 0] = 1
+    else:
+        table = _numbers(colors).astype(np.float32)
+        if table.ndim != 2 or table.shape[1] < x.shape[-1] or not len(table):
+            raise ValueError(f"image.draw_bounding_boxes: colors of shape {table.shape} must be (num_colors, 4), "
+                             f"at least {x.shape[-1]} values per colour.")
+
+    def draw_bounding_boxes(values):
+        return _draw_kernel(values, b, table)
+    return numpy_function(draw_bounding_boxes, [x], x.dtype)
+
+
 class ResizeMethod:
     """``tf.image.ResizeMethod``: the names ``resize`` takes (``bilinear`` and ``nearest`` are implemented)."""
     BILINEAR = "bilinear"
@@ -537,4 +726,5 @@ __all__ = [
     "adjust_gamma", "random_brightness", "stateless_random_brightness", "random_contrast",
     "stateless_random_contrast", "image_gradients", "sobel_edges", "total_variation", "psnr", "ResizeMethod",
     "resize", "resize_with_pad", "ssim", "rgb_to_hsv", "hsv_to_rgb", "adjust_saturation", "adjust_hue",
+    "ssim_multiscale", "crop_and_resize", "extract_patches", "extract_glimpse", "draw_bounding_boxes",
 ]
