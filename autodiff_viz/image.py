@@ -333,23 +333,35 @@ def _hue_turned(x, delta):
 
 
 def _no_gradient(kernel, op, how):
-    def no_gradient(dy):
+    def no_gradient(*_, **__):
         raise LookupError(f"gradient registry has no entry for: {kernel} (adv.image.{op} has no gradient, as in "
-                          f"TensorFlow). For one, write it with the conversions: {how}.")
+                          f"TensorFlow). {how}.")
     return no_gradient
+
+
+def _without_gradient(values, kernel, op, how, *inputs):
+    """``values(*numpy inputs)`` as one recorded op whose gradient raises TensorFlow's ``LookupError`` (its
+    kernel registers none), so a tape that needs one says so at the line, naming the op and the way out."""
+    @custom_gradient
+    def run(*xs):
+        return constant(values(*[np.asarray(t._value) for t in xs])), _no_gradient(kernel, op, how)
+    run.__name__ = op
+    return run(*inputs)
 
 
 @custom_gradient
 def _adjust_saturation(x, factor):
     return _saturated(x, factor), _no_gradient(
         "AdjustSaturation", "adjust_saturation",
-        "hsv = adv.image.rgb_to_hsv(x); scale hsv[..., 1] and clip it to [0, 1]; adv.image.hsv_to_rgb(...)")
+        "For one, write it with the conversions: hsv = adv.image.rgb_to_hsv(x); scale hsv[..., 1] and clip it to "
+        "[0, 1]; adv.image.hsv_to_rgb(...)")
 
 
 @custom_gradient
 def _adjust_hue(x, delta):
     return _hue_turned(x, delta), _no_gradient(
-        "AdjustHue", "adjust_hue", "hsv = adv.image.rgb_to_hsv(x); add delta to hsv[..., 0] modulo 1; "
+        "AdjustHue", "adjust_hue", "For one, write it with the conversions: hsv = adv.image.rgb_to_hsv(x); add "
+        "delta to hsv[..., 0] modulo 1; "
         "adv.image.hsv_to_rgb(...)")
 
 
@@ -576,8 +588,8 @@ def extract_glimpse(input, size, offsets, centered=True, normalized=True, noise=
     """``tf.image.extract_glimpse``: a ``size = (height, width)`` window of each image at ``offsets`` ``(N, 2)``
     (``(y, x)``; see :func:`_glimpse_kernel` for how ``centered`` and ``normalized`` place it), float32.
     Where the window leaves the image it is filled by ``noise`` (``"uniform"``, ``"gaussian"``: numpy's
-    draws, not TensorFlow's numbers; ``"zero"``). No gradient, as TensorFlow (``ExtractGlimpse`` is not
-    differentiable there): the tape records one op without a gradient and ``tape.explain`` names it."""
+    draws, not TensorFlow's numbers; ``"zero"``). No gradient, as TensorFlow: a gradient through it raises
+    TensorFlow's ``LookupError`` (its ``ExtractGlimpseV2`` kernel registers none), naming a way to get one."""
     x = _images(input, "extract_glimpse")
     if x.ndim != 4:
         raise ValueError(f"image.extract_glimpse: input of shape {x.shape} must be 4-D (batch, height, width, "
@@ -590,10 +602,11 @@ def extract_glimpse(input, size, offsets, centered=True, normalized=True, noise=
         raise ValueError(f"image.extract_glimpse: offsets of shape {where_.shape} must be ({x.shape[0]}, 2), "
                          "one (y, x) per image.")
     rng = generator()
-
-    def extract_glimpse(values):
-        return _glimpse_kernel(values, where_, height, width, centered, normalized, noise, rng)
-    return numpy_function(extract_glimpse, [cast(x, "float32")], np.float32)
+    return _without_gradient(
+        lambda values, _: _glimpse_kernel(values, where_, height, width, centered, normalized, noise, rng),
+        "ExtractGlimpseV2", "extract_glimpse", "For a window with a gradient, slice the images "
+        "(x[:, top:top + h, left:left + w, :]) or use adv.image.crop_and_resize", cast(x, "float32"),
+        offsets if isinstance(offsets, Tensor) else constant(where_))
 
 
 _BOX_COLORS = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1], [0.5, 0, 0.5, 1], [0.5, 0.5, 0, 1],
@@ -629,8 +642,9 @@ def draw_bounding_boxes(images, boxes, colors, name=None):
     """``tf.image.draw_bounding_boxes``: the outline of each box ``[y_min, x_min, y_max, x_max]`` (normalised to
     [0, 1]) of ``boxes`` ``(N, num_boxes, 4)`` painted on the images (1, 3 or 4 channels) in ``colors``
     (``(num_colors, 4)`` RGBA, taken in turn; ``None``: TensorFlow's table, yellow, blue, red …). The images'
-    dtype. No gradient, as TensorFlow (``DrawBoundingBoxes`` is not differentiable there, neither in the
-    images nor in the boxes): the tape records one op without a gradient and ``tape.explain`` names it."""
+    dtype. No gradient, as TensorFlow: with ``colors`` a gradient through it, to the images or the boxes,
+    raises TensorFlow's ``LookupError`` (its ``DrawBoundingBoxesV2`` kernel registers none); without, it is
+    None (TensorFlow's first kernel, ``DrawBoundingBoxes``, is declared not differentiable)."""
     x = _images(images, "draw_bounding_boxes")
     if x.ndim != 4 or x.shape[-1] not in (1, 3, 4):
         raise ValueError(f"image.draw_bounding_boxes: images of shape {x.shape} must be 4-D (batch, height, "
@@ -648,10 +662,16 @@ def draw_bounding_boxes(images, boxes, colors, name=None):
         if table.ndim != 2 or table.shape[1] < x.shape[-1] or not len(table):
             raise ValueError(f"image.draw_bounding_boxes: colors of shape {table.shape} must be (num_colors, 4), "
                              f"at least {x.shape[-1]} values per colour.")
+    if colors is None:       # TensorFlow's first DrawBoundingBoxes kernel, declared not differentiable: None
 
-    def draw_bounding_boxes(values):
-        return _draw_kernel(values, b, table)
-    return numpy_function(draw_bounding_boxes, [x], x.dtype)
+        def draw_bounding_boxes(values, _):
+            return _draw_kernel(values, b, table)
+        return numpy_function(draw_bounding_boxes, [x, boxes if isinstance(boxes, Tensor) else constant(b)],
+                              x.dtype)
+    return _without_gradient(lambda values, _: _draw_kernel(values, b, table), "DrawBoundingBoxesV2",
+                             "draw_bounding_boxes", "Drawing is for looking at the boxes: compute the loss from the "
+                             "images before they are drawn on", x,
+                             boxes if isinstance(boxes, Tensor) else constant(b))
 
 
 class ResizeMethod:
