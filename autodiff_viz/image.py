@@ -25,8 +25,10 @@ from .core.ops import (
     log,
     maximum,
     mean,
+    numpy_function,
     pad,
     power,
+    reshape,
     stack,
     std,
     sum,
@@ -37,7 +39,6 @@ from .core.ops import (
     where,
     zeros_like,
 )
-from .core.ops import numpy_function, reshape
 from .core.ops.filters import ssim_per_channel
 from .core.ops.geometry import crop_and_resize
 from .core.ops.windows import extract_patches as _window_patches

@@ -214,6 +214,15 @@ from .core.ops import (
 from .core.ops import bessel_i0 as i0
 from .core.ops import take_along_axis as _take_along_axis
 from .core.ops.einops import rearrange
+from .core.ops.filters import crop_images, gaussian_blur, pad_images, ssim  # noqa: F401  (into adv.ops.image)
+from .core.ops.filters import image_format as _image_format
+from .core.ops.geometry import (  # noqa: F401  (gathered into adv.ops.image by _namespace below)
+    affine_transform,
+    elastic_transform,
+    map_coordinates,
+    perspective_transform,
+    scale_and_translate,
+)
 from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     _peek,
     _t,
@@ -312,10 +321,6 @@ from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     vander,
 )
 from .core.ops.tf_control import cond, vectorized_map, while_loop
-from .core.ops.filters import crop_images, gaussian_blur, pad_images, ssim
-from .core.ops.filters import image_format as _image_format
-from .core.ops.geometry import (affine_transform, elastic_transform, map_coordinates, perspective_transform,
-                                scale_and_translate)
 from .core.ops.windows import adaptive_average_pool, adaptive_max_pool, fold, unfold
 from .core.ops.windows import extract_patches as _extract_patches
 from .core.ops.windows import per_axis as _per_axis

@@ -338,7 +338,8 @@ def test_crop_and_resize_nearest_gives_the_boxes_no_gradient():
 
 
 def test_tf_extract_patches_matches_tensorflow():
-    for args in (([1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 1, 1], "VALID"), ([1, 3, 2, 1], [1, 2, 2, 1], [1, 2, 1, 1], "SAME")):
+    for args in (([1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 1, 1], "VALID"),
+                 ([1, 3, 2, 1], [1, 2, 2, 1], [1, 2, 1, 1], "SAME")):
         _parity(lambda x: adv.image.extract_patches(x, *args), lambda x: tf.image.extract_patches(x, *args), [IMG])
 
 
