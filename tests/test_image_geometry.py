@@ -228,6 +228,15 @@ def test_crop_and_pad_errors_name_the_op_the_shapes_and_the_fix():
         ops.image.crop_images(IMG, 0, 0, target_height=12, target_width=4)
     with pytest.raises(ValueError, match=r"image.pad_images: .* 9×8 .* ask for a larger target"):
         ops.image.pad_images(IMG, 0, 0, target_height=5, target_width=10)
+    with pytest.raises(ValueError, match=r"image.map_coordinates: coordinates of shape \(3, 4, 5\) must be "
+                                         r"\(inputs.ndim, \*output_shape\) = \(2, ...\)"):
+        ops.image.map_coordinates(IMG[0, :, :, 0], np.zeros((3, 4, 5)), 1)
+    with pytest.raises(ValueError, match=r"image.affine_transform: transform of shape \(6,\) must be 8 numbers"):
+        ops.image.affine_transform(IMG, np.zeros(6))
+    with pytest.raises(ValueError, match=r"image.affine_transform: fill_mode must be one of .*'reflect', got 'mirror'"):
+        ops.image.affine_transform(IMG, TRANSFORMS, fill_mode="mirror")
+    with pytest.raises(ValueError, match=r"image.crop_and_resize: box_indices \[0, 1, 1, 2\] must lie in \[0, 2\)"):
+        adv.image.crop_and_resize(IMG, BOXES, [0, 1, 1, 2], (3, 3))
 
 
 # ----- elastic_transform and scale_and_translate ----------------------------------------------------------------
