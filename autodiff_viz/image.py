@@ -9,6 +9,11 @@ Images are ``(..., height, width, channels)``. ``adjust_brightness``, ``rgb_to_g
 gradient registered), taking a gradient through it raises ``LookupError``: the "Introduction to gradients
 and automatic differentiation" guide shows exactly that. For a differentiable contrast write
 ``(x − adv.mean(x, axis=(-3, -2), keepdims=True)) * f + mean`` with ops.
+
+The measures and crops that sample (``ssim``, ``ssim_multiscale``, ``crop_and_resize``, ``extract_patches``)
+are built on the gather, convolution and pooling rules (:mod:`autodiff_viz.core.ops.geometry`, ``filters``,
+``windows``), so their gradients are TensorFlow's; ``extract_glimpse`` and ``draw_bounding_boxes``, whose
+TensorFlow kernels register no gradient, raise its ``LookupError`` on one.
 """
 from __future__ import annotations
 
