@@ -116,12 +116,12 @@ def test_map_coordinates_3d_keeps_the_dtype_and_rounds_integers():
     theirs = _keras("map_coordinates")
     coords = np.stack([RNG.uniform(-1, 9, (3, 4)), RNG.uniform(-1, 8, (3, 4)),
                        RNG.integers(0, 3, (3, 4))]).astype("float64")
-    _parity(lambda x, c: ops.image.map_coordinates(x, c, 1), lambda x, c: theirs(x, c, 1), [IMG[0], coords],
-            diff=(0,))
+    _parity(lambda x, c: ops.image.map_coordinates(x, c, 1, "nearest"), lambda x, c: theirs(x, c, 1, "nearest"),
+            [IMG[0], coords], diff=(0,))
     ints = (IMG[0] * 100).astype("int32")
-    got = ops.image.map_coordinates(ints, coords, 1).numpy()
+    got = ops.image.map_coordinates(ints, coords, 1, "nearest").numpy()
     assert got.dtype == np.int32
-    np.testing.assert_array_equal(got, theirs(ints, coords, 1).numpy())
+    np.testing.assert_array_equal(got, theirs(ints, coords, 1, "nearest").numpy())
 
 
 # ----- affine_transform and perspective_transform ---------------------------------------------------------------
