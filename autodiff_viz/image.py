@@ -9,6 +9,11 @@ Images are ``(..., height, width, channels)``. ``adjust_brightness``, ``rgb_to_g
 gradient registered), taking a gradient through it raises ``LookupError``: the "Introduction to gradients
 and automatic differentiation" guide shows exactly that. For a differentiable contrast write
 ``(x − adv.mean(x, axis=(-3, -2), keepdims=True)) * f + mean`` with ops.
+
+The measures and crops that sample (``ssim``, ``ssim_multiscale``, ``crop_and_resize``, ``extract_patches``)
+are built on the gather, convolution and pooling rules (:mod:`autodiff_viz.core.ops.geometry`, ``filters``,
+``windows``), so their gradients are TensorFlow's; ``extract_glimpse`` and ``draw_bounding_boxes``, whose
+TensorFlow kernels register no gradient, raise its ``LookupError`` on one.
 """
 from __future__ import annotations
 
@@ -25,8 +30,10 @@ from .core.ops import (
     log,
     maximum,
     mean,
+    numpy_function,
     pad,
     power,
+    reshape,
     stack,
     std,
     sum,
@@ -37,6 +44,9 @@ from .core.ops import (
     where,
     zeros_like,
 )
+from .core.ops.filters import ssim_per_channel
+from .core.ops.geometry import crop_and_resize
+from .core.ops.windows import extract_patches as _window_patches
 from .core.tensor import Tensor, constant
 from .records.transforms import custom_gradient
 
@@ -329,23 +339,35 @@ def _hue_turned(x, delta):
 
 
 def _no_gradient(kernel, op, how):
-    def no_gradient(dy):
+    def no_gradient(*_, **__):
         raise LookupError(f"gradient registry has no entry for: {kernel} (adv.image.{op} has no gradient, as in "
-                          f"TensorFlow). For one, write it with the conversions: {how}.")
+                          f"TensorFlow). {how}.")
     return no_gradient
+
+
+def _without_gradient(values, kernel, op, how, *inputs):
+    """``values(*numpy inputs)`` as one recorded op whose gradient raises TensorFlow's ``LookupError`` (its
+    kernel registers none), so a tape that needs one says so at the line, naming the op and the way out."""
+    @custom_gradient
+    def run(*xs):
+        return constant(values(*[np.asarray(t._value) for t in xs])), _no_gradient(kernel, op, how)
+    run.__name__ = op
+    return run(*inputs)
 
 
 @custom_gradient
 def _adjust_saturation(x, factor):
     return _saturated(x, factor), _no_gradient(
         "AdjustSaturation", "adjust_saturation",
-        "hsv = adv.image.rgb_to_hsv(x); scale hsv[..., 1] and clip it to [0, 1]; adv.image.hsv_to_rgb(...)")
+        "For one, write it with the conversions: hsv = adv.image.rgb_to_hsv(x); scale hsv[..., 1] and clip it to "
+        "[0, 1]; adv.image.hsv_to_rgb(...)")
 
 
 @custom_gradient
 def _adjust_hue(x, delta):
     return _hue_turned(x, delta), _no_gradient(
-        "AdjustHue", "adjust_hue", "hsv = adv.image.rgb_to_hsv(x); add delta to hsv[..., 0] modulo 1; "
+        "AdjustHue", "adjust_hue", "For one, write it with the conversions: hsv = adv.image.rgb_to_hsv(x); add "
+        "delta to hsv[..., 0] modulo 1; "
         "adv.image.hsv_to_rgb(...)")
 
 
@@ -454,41 +476,208 @@ def psnr(a, b, max_val, name=None):
     return (10.0 / np.log(10.0)) * (np.log(float(max_val) ** 2) - log(mse))
 
 
-def _gauss_filter(x, size, sigma):
-    """TensorFlow's SSIM window: a ``size × size`` Gaussian (σ = ``sigma``, summing to 1) over height and
-    width, 'VALID' — written as two 1-D passes of weighted slices, so ḡ spreads back over each window."""
-    coords = np.arange(size, dtype=np.float64) - (size - 1) / 2.0
-    g = np.exp(-0.5 * coords ** 2 / sigma ** 2)
-    g = (g / g.sum()).astype(x.dtype)
-    h, w = x.shape[-3] - size + 1, x.shape[-2] - size + 1
-    rows = None
-    for i in range(size):
-        term = x[..., i:i + h, :, :] * float(g[i])
-        rows = term if rows is None else rows + term
-    out = None
-    for j in range(size):
-        term = rows[..., :, j:j + w, :] * float(g[j])
-        out = term if out is None else out + term
-    return out
-
-
 def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03):
     """``tf.image.ssim``: the structural similarity of two images, per image — the mean over every
     ``filter_size`` Gaussian window and channel of luminance × contrast-structure,
     ``(2μxμy + c1)/(μx² + μy² + c1) · (2σxy + c2)/(σx² + σy² + c2)``, ``c = (k·max_val)²`` (TensorFlow's
-    formulas, no Bessel correction). Differentiable in both images."""
+    formulas, no Bessel correction). Float32, as TensorFlow; differentiable in both images."""
     x, y = cast(_images(img1, "ssim"), "float32"), cast(_images(img2, "ssim"), "float32")
-    if x.shape[-3] < filter_size or x.shape[-2] < filter_size:
-        raise ValueError(f"image.ssim: images of size {x.shape[-3]}×{x.shape[-2]} are smaller than the "
-                         f"{filter_size}×{filter_size} window; pass a smaller filter_size.")
-    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
-    mx, my = _gauss_filter(x, filter_size, filter_sigma), _gauss_filter(y, filter_size, filter_sigma)
-    num0, den0 = mx * my * 2.0, mx * mx + my * my
-    luminance = (num0 + c1) / (den0 + c1)
-    num1 = _gauss_filter(x * y, filter_size, filter_sigma) * 2.0
-    den1 = _gauss_filter(x * x + y * y, filter_size, filter_sigma)
-    cs = (num1 - num0 + c2) / (den1 - den0 + c2)
-    return mean(luminance * cs, axis=(-3, -2, -1))
+    per_channel, _ = ssim_per_channel(x, y, max_val, filter_size, filter_sigma, k1, k2)
+    return mean(per_channel, axis=-1)
+
+
+_MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+
+
+def ssim_multiscale(img1, img2, max_val, power_factors=_MSSSIM_WEIGHTS, filter_size=11, filter_sigma=1.5, k1=0.01,
+                    k2=0.03):
+    """``tf.image.ssim_multiscale``: MS-SSIM (Wang, Simoncelli and Bovik, 2003), per image. At scale 0 the
+    images as they are, at each next scale halved by a 2 × 2 average pool (an odd height or width first
+    padded by repeating its last row or column, TensorFlow's 'SYMMETRIC' pad). With ``cs_j`` the
+    contrast-structure at scale ``j`` and ``ssim_J`` the full SSIM at the last scale (each per channel,
+    clipped below at 0), ``MS-SSIM = Π_{j<J} cs_j^{w_j} · ssim_J^{w_J}`` for ``w = power_factors``, averaged
+    over the channels. Float32, as TensorFlow; differentiable in both images (pooling and padding are rules)."""
+    x, y = cast(_images(img1, "ssim_multiscale"), "float32"), cast(_images(img2, "ssim_multiscale"), "float32")
+    if x.shape[-3:] != y.shape[-3:]:
+        raise ValueError(f"image.ssim_multiscale: images of shapes {x.shape} and {y.shape} must have the same "
+                         "height, width and channels.")
+    lead = x.shape[:-3]
+    scores = []
+    for k in range(len(power_factors)):
+        if k:
+            h, w = x.shape[-3], x.shape[-2]
+            widths = [(0, 0)] * (x.ndim - 3) + [(0, h % 2), (0, w % 2), (0, 0)]
+            x, y = (pad(t, widths, mode="symmetric") if h % 2 or w % 2 else t for t in (x, y))
+            x, y = (_halve(t) for t in (x, y))
+        full, cs = ssim_per_channel(x, y, max_val, filter_size, filter_sigma, k1, k2, op="ssim_multiscale")
+        scores.append(cs)
+    scores[-1] = full
+    weighted = [power(maximum(s, 0.0), float(f)) for s, f in zip(scores, power_factors)]
+    total = weighted[0]
+    for w_ in weighted[1:]:
+        total = total * w_
+    out = mean(total, axis=-1)
+    return reshape(out, lead) if out.shape != lead else out
+
+
+def _halve(x):
+    """A 2 × 2 average pool, stride 2, 'VALID', over height and width of ``(…, H, W, C)``."""
+    h, w = x.shape[-3] // 2 * 2, x.shape[-2] // 2 * 2
+    return (x[..., 0:h:2, 0:w:2, :] + x[..., 1:h:2, 0:w:2, :] + x[..., 0:h:2, 1:w:2, :] + x[..., 1:h:2, 1:w:2, :]) \
+        * 0.25
+
+
+def extract_patches(images, sizes, strides, rates, padding, name=None):
+    """``tf.image.extract_patches``: every ``sizes[1] × sizes[2]`` window (its pixels ``rates`` apart),
+    ``strides`` apart, flattened into the depth in ``(row, column, channel)`` order: ``(N, H, W, C) →
+    (N, nH, nW, kH·kW·C)``. ``sizes``, ``strides`` and ``rates`` are TensorFlow's ``[1, h, w, 1]``; ``padding``
+    ``"VALID"`` or ``"SAME"``. A one-hot convolution: the gradient adds each copy's ḡ back onto its pixel."""
+    x = _images(images, "extract_patches")
+    if x.ndim != 4:
+        raise ValueError(f"image.extract_patches: images of shape {x.shape} must be 4-D (batch, height, width, "
+                         "channels).")
+    per = []
+    for what, v in (("sizes", sizes), ("strides", strides), ("rates", rates)):
+        v = [int(i) for i in np.asarray(v).ravel()]
+        if len(v) != 4 or v[0] != 1 or v[3] != 1:
+            raise ValueError(f"image.extract_patches: {what} must be [1, height, width, 1], got {v}.")
+        per.append(tuple(v[1:3]))
+    return _window_patches(x, per[0], per[1], per[2], padding)
+
+
+def _numbers(v) -> np.ndarray:
+    """Positions, boxes, colours: numbers TensorFlow never differentiates, read without leaving the tape."""
+    return np.asarray(v._value if isinstance(v, Tensor) else v)
+
+
+def _glimpse_kernel(x, offsets, height, width, centered, normalized, noise, rng):
+    """TensorFlow's ``ExtractGlimpseV2`` on numpy values: the window's top-left corner from ``offsets``
+    (``(y, x)``: scaled by the image size when normalized; shifted by half the image and then back by half the
+    window when centered and normalized; by half the image when only centered), truncated to an int; the
+    window copied, and where it leaves the image the glimpse is noise (``"uniform"`` in the image's [min, max],
+    ``"gaussian"`` with its mean and standard deviation, ``"zero"``)."""
+    n, h, w, c = x.shape
+    out = np.empty((n, height, width, c), dtype=np.float32)
+    for i in range(n):
+        oy, ox = (float(v) for v in offsets[i])
+        if normalized:
+            oy, ox = oy * h, ox * w
+            if centered:
+                oy, ox = oy / 2.0 + h / 2.0 - height / 2.0, ox / 2.0 + w / 2.0 - width / 2.0
+        elif centered:
+            oy, ox = oy + h / 2.0, ox + w / 2.0
+        top, left = int(np.float32(oy)), int(np.float32(ox))
+        image = x[i]
+        spans = []
+        for start, size, length in ((top, height, h), (left, width, w)):
+            if start < 0:
+                extent, base, src = max(0, size + start), size - max(0, size + start), 0
+            elif start + size >= length:
+                extent, base, src = max(0, length - start), 0, start
+            else:
+                extent, base, src = size, 0, start
+            spans.append((min(length, extent), base, src, start < 0 or start + size >= length))
+        if spans[0][3] or spans[1][3]:
+            if noise == "zero":
+                out[i] = 0
+            elif noise == "gaussian":
+                out[i] = rng.normal(image.mean(), image.std(), size=(height, width, c))
+            else:
+                out[i] = image.min() + rng.uniform(size=(height, width, c)) * (image.max() - image.min())
+        (eh, bh, sh, _), (ew, bw, sw, _) = spans
+        if eh > 0 and ew > 0:
+            out[i, bh:bh + eh, bw:bw + ew] = image[sh:sh + eh, sw:sw + ew]
+    return out
+
+
+def extract_glimpse(input, size, offsets, centered=True, normalized=True, noise="uniform", name=None):  # noqa: A002
+    """``tf.image.extract_glimpse``: a ``size = (height, width)`` window of each image at ``offsets`` ``(N, 2)``
+    (``(y, x)``; see :func:`_glimpse_kernel` for how ``centered`` and ``normalized`` place it), float32.
+    Where the window leaves the image it is filled by ``noise`` (``"uniform"``, ``"gaussian"``: numpy's
+    draws, not TensorFlow's numbers; ``"zero"``). No gradient, as TensorFlow: a gradient through it raises
+    TensorFlow's ``LookupError`` (its ``ExtractGlimpseV2`` kernel registers none), naming a way to get one."""
+    x = _images(input, "extract_glimpse")
+    if x.ndim != 4:
+        raise ValueError(f"image.extract_glimpse: input of shape {x.shape} must be 4-D (batch, height, width, "
+                         "channels).")
+    if noise not in ("uniform", "gaussian", "zero"):
+        raise ValueError(f"image.extract_glimpse: noise must be 'uniform', 'gaussian' or 'zero', got {noise!r}.")
+    height, width = (int(v) for v in np.asarray(size).ravel())
+    where_ = _numbers(offsets).astype(np.float32)
+    if where_.shape != (x.shape[0], 2):
+        raise ValueError(f"image.extract_glimpse: offsets of shape {where_.shape} must be ({x.shape[0]}, 2), "
+                         "one (y, x) per image.")
+    rng = generator()
+    return _without_gradient(
+        lambda values, _: _glimpse_kernel(values, where_, height, width, centered, normalized, noise, rng),
+        "ExtractGlimpseV2", "extract_glimpse", "For a window with a gradient, slice the images "
+        "(x[:, top:top + h, left:left + w, :]) or use adv.image.crop_and_resize", cast(x, "float32"),
+        offsets if isinstance(offsets, Tensor) else constant(where_))
+
+
+_BOX_COLORS = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1], [0.5, 0, 0.5, 1], [0.5, 0.5, 0, 1],
+                        [0.5, 0, 0, 1], [0, 0, 0.5, 1], [0, 1, 1, 1], [1, 0, 1, 1]], dtype=np.float32)
+
+
+def _draw_kernel(canvas, boxes, colors):
+    """TensorFlow's ``DrawBoundingBoxesV2`` on numpy values: each box's edges (``y = y_min·(H − 1)`` …,
+    truncated to ints) painted one pixel wide in its colour (colours taken in turn), the parts inside the
+    image only; an inverted box or one wholly outside is skipped."""
+    canvas = canvas.copy()
+    n, h, w, depth = canvas.shape
+    for b in range(n):
+        for k, box in enumerate(boxes[b]):
+            color = colors[k % len(colors)][:depth].astype(canvas.dtype)
+            top, left = int(np.float32(box[0]) * (h - 1)), int(np.float32(box[1]) * (w - 1))
+            bottom, right = int(np.float32(box[2]) * (h - 1)), int(np.float32(box[3]) * (w - 1))
+            if top > bottom or left > right or top >= h or bottom < 0 or left >= w or right < 0:
+                continue
+            r0, r1, c0, c1 = max(top, 0), min(bottom, h - 1), max(left, 0), min(right, w - 1)
+            if top >= 0:
+                canvas[b, top, c0:c1 + 1] = color
+            if bottom < h:
+                canvas[b, bottom, c0:c1 + 1] = color
+            if left >= 0:
+                canvas[b, r0:r1 + 1, left] = color
+            if right < w:
+                canvas[b, r0:r1 + 1, right] = color
+    return canvas
+
+
+def draw_bounding_boxes(images, boxes, colors, name=None):
+    """``tf.image.draw_bounding_boxes``: the outline of each box ``[y_min, x_min, y_max, x_max]`` (normalised to
+    [0, 1]) of ``boxes`` ``(N, num_boxes, 4)`` painted on the images (1, 3 or 4 channels) in ``colors``
+    (``(num_colors, 4)`` RGBA, taken in turn; ``None``: TensorFlow's table, yellow, blue, red …). The images'
+    dtype. No gradient, as TensorFlow: with ``colors`` a gradient through it, to the images or the boxes,
+    raises TensorFlow's ``LookupError`` (its ``DrawBoundingBoxesV2`` kernel registers none); without, it is
+    None (TensorFlow's first kernel, ``DrawBoundingBoxes``, is declared not differentiable)."""
+    x = _images(images, "draw_bounding_boxes")
+    if x.ndim != 4 or x.shape[-1] not in (1, 3, 4):
+        raise ValueError(f"image.draw_bounding_boxes: images of shape {x.shape} must be 4-D (batch, height, "
+                         "width, channels) with 1, 3 or 4 channels.")
+    b = _numbers(boxes).astype(np.float32)
+    if b.ndim != 3 or b.shape[0] != x.shape[0] or b.shape[2] != 4:
+        raise ValueError(f"image.draw_bounding_boxes: boxes of shape {b.shape} must be ({x.shape[0]}, num_boxes, "
+                         "4): [y_min, x_min, y_max, x_max] per box, per image.")
+    if colors is None:
+        table = _BOX_COLORS.copy()
+        if x.shape[-1] == 1:
+            table[:, 0] = 1
+    else:
+        table = _numbers(colors).astype(np.float32)
+        if table.ndim != 2 or table.shape[1] < x.shape[-1] or not len(table):
+            raise ValueError(f"image.draw_bounding_boxes: colors of shape {table.shape} must be (num_colors, 4), "
+                             f"at least {x.shape[-1]} values per colour.")
+    if colors is None:       # TensorFlow's first DrawBoundingBoxes kernel, declared not differentiable: None
+
+        def draw_bounding_boxes(values, _):
+            return _draw_kernel(values, b, table)
+        return numpy_function(draw_bounding_boxes, [x, boxes if isinstance(boxes, Tensor) else constant(b)],
+                              x.dtype)
+    return _without_gradient(lambda values, _: _draw_kernel(values, b, table), "DrawBoundingBoxesV2",
+                             "draw_bounding_boxes", "Drawing is for looking at the boxes: compute the loss from the "
+                             "images before they are drawn on", x,
+                             boxes if isinstance(boxes, Tensor) else constant(b))
 
 
 class ResizeMethod:
@@ -563,4 +752,5 @@ __all__ = [
     "adjust_gamma", "random_brightness", "stateless_random_brightness", "random_contrast",
     "stateless_random_contrast", "image_gradients", "sobel_edges", "total_variation", "psnr", "ResizeMethod",
     "resize", "resize_with_pad", "ssim", "rgb_to_hsv", "hsv_to_rgb", "adjust_saturation", "adjust_hue",
+    "ssim_multiscale", "crop_and_resize", "extract_patches", "extract_glimpse", "draw_bounding_boxes",
 ]

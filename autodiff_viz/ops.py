@@ -22,7 +22,12 @@ Keras' window ops that are not layers — ``adaptive_average_pool`` / ``adaptive
 ``rearrange`` from :mod:`autodiff_viz.core.ops.einops`; ``eig`` gives Keras' complex results as constants
 (refused while a tape tracks the input) and ``lu_factor``'s gradient raises LookupError, as TensorFlow's.
 Keras' sub-namespaces are here too: ``adv.ops.nn``, ``adv.ops.linalg`` and ``adv.ops.numpy`` hold the same
-functions (``adv.ops.nn.relu is adv.ops.relu``), ``adv.ops.image`` six of Keras' image ops.
+functions (``adv.ops.nn.relu is adv.ops.relu``), ``adv.ops.image`` Keras' sixteen image ops: the
+colour conversions, ``sobel_edges``, ``resize``, ``extract_patches`` (2-D and 3-D) and ``ssim`` here, the
+filters, crops and pads of :mod:`autodiff_viz.core.ops.filters` and the sampling ops (``map_coordinates``,
+``affine_transform``, ``perspective_transform``, ``elastic_transform``, ``scale_and_translate``) of
+:mod:`autodiff_viz.core.ops.geometry`, each built on gathers and convolutions so its gradient is the rule
+table's.
 
 Every name here is a ``keras.ops`` name with its Keras arguments (``tests/test_keras_ops.py`` compares
 each one with Keras itself). ``__all__`` lists them; a ``keras.ops`` name that is out of scope (``fft``,
@@ -209,6 +214,15 @@ from .core.ops import (
 from .core.ops import bessel_i0 as i0
 from .core.ops import take_along_axis as _take_along_axis
 from .core.ops.einops import rearrange
+from .core.ops.filters import crop_images, gaussian_blur, pad_images, ssim  # noqa: F401  (into adv.ops.image)
+from .core.ops.filters import image_format as _image_format
+from .core.ops.geometry import (  # noqa: F401  (gathered into adv.ops.image by _namespace below)
+    affine_transform,
+    elastic_transform,
+    map_coordinates,
+    perspective_transform,
+    scale_and_translate,
+)
 from .core.ops.keras_names import (  # noqa: A004  (Keras' names: slice, map)
     _peek,
     _t,
@@ -805,11 +819,25 @@ def sobel_edges(images, data_format=None):
 
 
 def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
-    """``keras.ops.image.extract_patches`` for 2-D windows: each ``size`` window flattened into the channels,
-    ``(N, H, W, C) → (N, nH, nW, kH·kW·C)`` (a one-hot convolution: the gradient adds back onto the pixels)."""
+    """``keras.ops.image.extract_patches``: each ``size`` window flattened into the channels, 2-D
+    ``(N, H, W, C) → (N, nH, nW, kH·kW·C)`` or, for a ``size`` of 3, 3-D as :func:`extract_patches_3d`
+    (a one-hot convolution: the gradient adds back onto the pixels)."""
     if np.ndim(size) == 1 and len(size) == 3:
-        raise ValueError("image.extract_patches: 3-D patches (extract_patches_3d) are not implemented here.")
+        return _patches_3d(images, size, strides, dilation_rate, padding, data_format)
     return _image_op(_extract_patches, images, data_format, size, strides, dilation_rate, padding)
+
+
+def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+    """``keras.ops.image.extract_patches_3d``: each ``kD × kH × kW`` window of ``(N, D, H, W, C)`` volumes
+    (channels first: ``(N, C, D, H, W)``) flattened into ``kD·kH·kW·C`` channels, last."""
+    return _patches_3d(volumes, size, strides, dilation_rate, padding, data_format)
+
+
+def _patches_3d(volumes, size, strides, dilation_rate, padding, data_format):
+    channels_first = _image_format(data_format, "extract_patches_3d") == "channels_first"
+    v = moveaxis(_t(volumes), -4, -1) if channels_first else volumes
+    out = _extract_patches(v, (size,) * 3 if np.ndim(size) == 0 else size, strides, dilation_rate, padding)
+    return moveaxis(out, -1, -4) if channels_first else out
 
 
 def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,

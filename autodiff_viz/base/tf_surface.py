@@ -200,10 +200,19 @@ DIFFERENT = {
     "keras.ops.eig": "complex results as in Keras, but a constant: numpy's (LAPACK's) order of the eigenvalues and "
                      "unit eigenvectors up to a complex phase, which TensorFlow may order or rotate otherwise; "
                      "while a tape tracks the input it raises, naming eigh for a symmetric matrix",
-    "keras.ops.image": "6 of Keras' 16 image ops: rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb (with a gradient, which "
-                       "TensorFlow's lacks), sobel_edges, extract_patches (2-D) and resize (no aspect-ratio crop or "
-                       "pad); the others (affine_transform, crop_images, gaussian_blur, ssim …) raise an "
-                       "AttributeError that names TensorFlow itself",
+    "keras.ops.image": "all 16 of Keras' image ops, with these differences: hsv_to_rgb has a gradient (TensorFlow's "
+                       "has none); affine_transform and perspective_transform give the images the exact adjoint of "
+                       "the sampling as their gradient, where TensorFlow warps the gradient back with the inverse "
+                       "transform (the same for an integer shift, a flip or a quarter turn, an approximation for a "
+                       "zoom or a rotation); map_coordinates' 'reflect' and 'mirror' are the ones Keras documents "
+                       "(Keras 3.15's TensorFlow backend reflects negative positions differently and fails for "
+                       "'mirror' past the end); elastic_transform's random field is drawn by numpy as Keras' numpy "
+                       "backend draws it (the TensorFlow backend's numbers differ, and its two fields are equal); "
+                       "resize has no aspect-ratio crop or pad",
+    "tf.image.extract_glimpse": "the noise that fills a window reaching outside the image ('uniform', 'gaussian') "
+                                "comes from numpy's generator, not TensorFlow's numbers; noise='zero' is exact",
+    "tf.image.crop_and_resize": "method='nearest' gives the boxes no gradient here (the nearest pixel does not move "
+                                "under a small change of a box); TensorFlow substitutes the bilinear gradient",
     "keras.ops.nanmedian": "a constant (numpy's nanmedian): no gradient, and a tape that needs one says the "
                            "gradient is partial",
     "keras.ops.nanquantile": "a constant (numpy's nanquantile): no gradient, said as for nanmedian",

@@ -85,14 +85,14 @@ def adaptive_max_pool(inputs, output_size, data_format=None):
 
 
 # ----- unfold and fold (im2col, col2im) --------------------------------------------------------------------
-def _one_hot_kernel(channels: int, kh: int, kw: int, dtype) -> np.ndarray:
-    """The grouped conv kernel ``(kh, kw, 1, C·kh·kw)`` whose output channel ``c·kh·kw + i·kw + j`` reads
-    channel ``c`` at window offset ``(i, j)`` and nothing else."""
-    w = np.zeros((kh, kw, 1, channels * kh * kw), dtype=dtype)
-    for i in range(kh):
-        for j in range(kw):
-            w[i, j, 0, np.arange(channels) * kh * kw + i * kw + j] = 1
-    return w
+def _one_hot_kernel(channels: int, *window: int, dtype) -> np.ndarray:
+    """The grouped conv kernel ``(*window, 1, C·K)`` (``K`` the window's number of offsets) whose output
+    channel ``c·K + k`` reads channel ``c`` at the window's ``k``-th offset (row-major) and nothing else."""
+    offsets = int(np.prod(window))
+    w = np.zeros((offsets, 1, channels * offsets), dtype=dtype)
+    for k in range(offsets):
+        w[k, 0, np.arange(channels) * offsets + k] = 1
+    return w.reshape(tuple(window) + (1, channels * offsets))
 
 
 def _window_args(kernel_size, dilation, padding, stride, op):
@@ -111,7 +111,7 @@ def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
         raise ValueError(f"{op}: x of shape {t.shape} must be (batch, channels, height, width), channels first.")
     (kh, kw), dil, (ph, pw), step = _window_args(kernel_size, dilation, padding, stride, op)
     n, c = t.shape[:2]
-    kernel = constant(_one_hot_kernel(c, kh, kw, t.dtype))
+    kernel = constant(_one_hot_kernel(c, kh, kw, dtype=t.dtype))
     cols = RN.conv(moveaxis(t, 1, -1), kernel, strides=step, pads=((ph, ph), (pw, pw)), dilation=dil, groups=c)
     nh, nw = cols.shape[1:3]
     return transpose(reshape(cols, (n, nh * nw, c * kh * kw)), (0, 2, 1))
@@ -135,7 +135,7 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
                          f"{(kh, kw)}: it needs C·{kh * kw} rows and {max(nh, 0)}·{max(nw, 0)} = "
                          f"{max(nh, 0) * max(nw, 0)} blocks.")
     c = ckk // (kh * kw)
-    kernel = constant(_one_hot_kernel(c, kh, kw, t.dtype))
+    kernel = constant(_one_hot_kernel(c, kh, kw, dtype=t.dtype))
     cols = reshape(transpose(t, (0, 2, 1)), (n, nh, nw, ckk))
     image = RN.conv_transpose(cols, kernel, spatial=(oh, ow), strides=step, pads=((ph, ph), (pw, pw)),
                               dilation=dil, groups=c)
@@ -143,29 +143,41 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"):
-    """``keras.ops.image.extract_patches`` (2-D, channels last): ``(N, H, W, C) → (N, nH, nW, kH·kW·C)``, the
-    window at each position flattened in ``(i, j, c)`` order (``tf.image.extract_patches``' order).
-    ``strides`` defaults to ``size``; ``padding`` is ``"valid"`` or ``"same"`` (TensorFlow's split, the odd
-    pixel after). The same one-hot convolution as :func:`unfold`, its rows regrouped."""
+    """``keras.ops.image.extract_patches`` (channels last): for 2-D windows ``(N, H, W, C) → (N, nH, nW,
+    kH·kW·C)``, for 3-D ones (``size`` of 3, :func:`extract_patches_3d`) ``(N, D, H, W, C) → (N, nD, nH, nW,
+    kD·kH·kW·C)``: the window at each position flattened in (offset, channel) order, TensorFlow's
+    ``extract_patches`` order. ``strides`` defaults to ``size``; ``padding`` is ``"valid"`` or ``"same"``
+    (TensorFlow's split, the odd pixel after). The same one-hot convolution as :func:`unfold`, its channels
+    regrouped; one image (no batch axis) works too."""
     op = "extract_patches"
+    rank = 3 if np.ndim(size) == 1 and len(size) == 3 else 2
     t = _tensor(images)
-    if t.ndim not in (3, 4):
-        raise ValueError(f"{op}: images of shape {t.shape} must be (height, width, channels) or (batch, height, "
-                         "width, channels).")
-    x = t if t.ndim == 4 else reshape(t, (1, *t.shape))
-    kh, kw = per_axis(size, 2, "size", op)
-    step = (kh, kw) if strides is None else per_axis(strides, 2, "strides", op)
-    dil = per_axis(dilation_rate, 2, "dilation_rate", op)
+    if t.ndim not in (rank + 1, rank + 2):
+        what = "(height, width, channels)" if rank == 2 else "(depth, height, width, channels)"
+        raise ValueError(f"{op}: images of shape {t.shape} must be {what} or a batch of them for {rank}-D "
+                         f"windows of size {size!r}.")
+    x = t if t.ndim == rank + 2 else reshape(t, (1, *t.shape))
+    window = per_axis(size, rank, "size", op)
+    step = window if strides is None else per_axis(strides, rank, "strides", op)
+    dil = per_axis(dilation_rate, rank, "dilation_rate", op)
     mode = str(padding).lower()
     if mode not in ("valid", "same"):
         raise ValueError(f"{op}: padding must be 'valid' or 'same', got {padding!r}.")
     pads = []
-    for n, k, s, d in zip(x.shape[1:3], (kh, kw), step, dil):
+    for n, k, s, d in zip(x.shape[1:-1], window, step, dil):
         total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0) if mode == "same" else 0
         pads.append((total // 2, total - total // 2))
-    c = x.shape[-1]
-    kernel = constant(_one_hot_kernel(c, kh, kw, x.dtype))
-    cols = RN.conv(x, kernel, strides=step, pads=tuple(pads), dilation=dil, groups=c)   # channel c·kh·kw + i·kw + j
-    n, nh, nw = cols.shape[:3]
-    out = reshape(transpose(reshape(cols, (n, nh, nw, c, kh * kw)), (0, 1, 2, 4, 3)), (n, nh, nw, kh * kw * c))
-    return out if t.ndim == 4 else reshape(out, out.shape[1:])
+    c, offsets = x.shape[-1], int(np.prod(window))
+    kernel = constant(_one_hot_kernel(c, *window, dtype=x.dtype))
+    cols = RN.conv(x, kernel, strides=step, pads=tuple(pads), dilation=dil, groups=c)   # channel c·K + k
+    lead = cols.shape[:-1]
+    out = reshape(transpose(reshape(cols, (*lead, c, offsets)), tuple(range(rank + 1)) + (rank + 2, rank + 1)),
+                  (*lead, offsets * c))
+    return out if t.ndim == rank + 2 else reshape(out, out.shape[1:])
+
+
+def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="valid"):
+    """``keras.ops.image.extract_patches_3d`` (channels last): every ``kD × kH × kW`` window of a volume
+    ``(N, D, H, W, C)`` (or one volume) flattened into the channels, ``kD·kH·kW·C`` of them in (offset, channel)
+    order; ``size`` one int or three. The gradient adds each copy's ḡ back onto its voxel."""
+    return extract_patches(volumes, (size,) * 3 if np.ndim(size) == 0 else size, strides, dilation_rate, padding)
