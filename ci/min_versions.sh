@@ -26,7 +26,7 @@ TESTS=(
     tests/test_trace.py tests/test_trace_json.py tests/test_dot.py tests/test_minidot_legend.py
     tests/test_layers.py tests/test_layers_conv.py tests/test_layers_recurrent.py tests/test_functional.py
     tests/test_models.py tests/test_saving.py tests/test_losses.py tests/test_optimizers.py
-    tests/test_keras_ops.py tests/test_threads.py tests/test_random.py tests/test_plots.py
+    tests/test_keras_ops.py tests/test_image_geometry.py tests/test_threads.py tests/test_random.py tests/test_plots.py
     tests/test_tf_bridge.py tests/test_tf_bridge_diagnosis.py tests/test_tf_export.py tests/test_tf_math.py
     tests/test_picture_bridges_tf.py tests/test_explain_tf_guide.py tests/test_guide_tf_autodiff_intro.py
     tests/test_guide_tf_advanced_autodiff.py tests/test_why_none_corpus_keras.py tests/test_variable_names_keras.py
@@ -34,7 +34,8 @@ TESTS=(
 )
 
 # tests whose reference is an API only the newest versions have (numpy 2's linalg.vector_norm, pinv(rtol=),
-# cholesky(upper=), asarray(copy=); scipy; the newest Keras' ops names and optimizer slot names): the package's
+# cholesky(upper=), asarray(copy=); scipy; the newest Keras' ops names and optimizer slot names; Keras 3.7's
+# map_coordinates in constant mode fails on CPU for coordinates out of range): the package's
 # own behaviour they check is tested at the floors by the other tests of their files
 DESELECT=(
     tests/test_linalg.py::test_values_match_numpy tests/test_linalg.py::test_pinv_takes_numpys_cutoff_arguments
@@ -48,6 +49,8 @@ DESELECT=(
     tests/test_keras_ops.py::test_more_keras_ops_gradients_match_tensorflow
     tests/test_keras_ops.py::test_keras_ops_namespaces_hold_the_same_functions
     tests/test_keras_ops.py::test_keras_ops_image_matches_keras
+    "tests/test_image_geometry.py::test_map_coordinates_matches_keras_values_and_gradients[constant-0]"
+    "tests/test_image_geometry.py::test_map_coordinates_matches_keras_values_and_gradients[constant-1]"
     tests/test_variable_names_keras.py::test_optimizer_slots_are_named_as_keras_3
 )
 
