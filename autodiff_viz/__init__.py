@@ -41,7 +41,8 @@ from .diagnosis.walk import Explanation, UnconnectedGradientError
 from .records.compare import Comparison, compare
 from .records.tape import GradientTape, TapeRecord, UnconnectedGradients
 from .core.tensor import Tensor, TorchSpellingError, Variable, constant
-from .records.traces.model import Trace, TraceFormatError
+from .records.traces.encoding import TraceFormatError
+from .records.traces.model import Trace
 from .views.widgets import show
 from .records.transforms import custom_gradient, grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .records.gradcheck import GradCheckReport, check_grads

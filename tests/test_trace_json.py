@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz.records.traces.model import SCHEMA, TraceFormatError
+from autodiff_viz.records.traces.encoding import TraceFormatError
+from autodiff_viz.records.traces.model import SCHEMA
 
 
 def _trace():

@@ -42,7 +42,8 @@ _error = _too_old("autodiff_viz.torch", "PyTorch", _torch.__version__, TORCH_FLO
 if _error is not None:
     raise _error
 
-from .explain import REASONS, explain
+from .explain import REASONS
+from .graph_only import explain
 from .export import load_from, to_module
 from .record import Recording, record
 
