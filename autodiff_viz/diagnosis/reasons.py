@@ -217,9 +217,10 @@ def fix(reason: str, context: Context | str | None, default: str, **words) -> st
     return default
 
 
-def library_rule(function: str | None, what: str) -> str:
+def library_rule(function: str | None, what: str, callback: bool = False) -> str:
     """How to get a gradient through the library call that turned gradients off (``checkpoint``, a decorated
-    method), or the general rule for code that library runs without grad."""
+    method), or the rule for that mode: ``callback`` when the cut ran in the user's own code that the library
+    called under it (a ``test_step`` in an evaluation loop), else the library computed it itself (a metric)."""
     if function in LIBRARY_RULES:
         return LIBRARY_RULES[function]
     if what.startswith("CheckpointFunction."):
@@ -232,8 +233,19 @@ def library_rule(function: str | None, what: str) -> str:
     if what.endswith(".forward"):
         return (f"{what} is an autograd.Function's forward, which always runs without grad: its backward gives "
                 "the gradient; an input that requires grad makes the Function part of the graph.")
-    return (f"the library's {function or 'function'} turned gradients off ({what}) while it ran your code: call "
-            "the part you train directly, or use the library's training mode.")
+    name = function or "the library"
+    if what == "inference_mode":
+        return (f"{name} ran {'your code' if callback else 'it'} under torch.inference_mode(), which "
+                "torch.enable_grad() does not lift: wrap the lines that need gradients in "
+                "`with torch.inference_mode(False):` (inside your function that the library calls), or turn the "
+                "library's inference mode off (an option such as Trainer(inference_mode=False)).")
+    if callback:
+        return (f"{name} calls your code under torch.{what}() (evaluation and test loops do): wrap the lines "
+                "that need gradients in `with torch.enable_grad():` inside your function. Switching the model "
+                "to train mode does not turn gradients on: train mode is not grad mode.")
+    return (f"{name} computes without gradients (torch.{what}() inside it), so what it returns is not "
+            f"differentiable: it is a measurement, not a loss. Train on a differentiable loss (cross-entropy, "
+            f"BCE, MSE) and use {name} to measure.")
 
 
 def array_source(array, framework: str, used=None, watched=None, nodes=()) -> Explanation:

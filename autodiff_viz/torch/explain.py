@@ -48,6 +48,7 @@ from ..diagnosis import reasons, twins
 from ..diagnosis.provenance import Cut, depends, first_cut, fresh_starts, walk_back
 from ..diagnosis.provenance import caller_names as provenance_names
 from ..diagnosis.walk import Explanation, Explanations
+from . import provenance
 from .graph_only import _graph_nodes, _is_float, _leaves, _unregistered_row, unregistered
 from .provenance import Birth
 
@@ -468,7 +469,8 @@ def _at_cut(rec, cut, pname, pid, param=None) -> Explanation:
     if reason in ("no_grad", "inference_mode"):
         setter = rec.provenance.grad_setter(op.index) if getattr(rec, "provenance", None) is not None else None
         if setter is not None and setter.by == "library":
-            rule = reasons.library_rule(setter.function, setter.what)
+            callback = loc is not None and loc != setter.location and not provenance.is_library(loc[0])
+            rule = reasons.library_rule(setter.function, setter.what, callback)
             return Explanation(
                 reason,
                 f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n"
