@@ -37,6 +37,7 @@ Reasons (``Explanation.reason``):
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -374,6 +375,9 @@ def explain_recorded(rec, target, param):
     outside = outside_recording(rec, target)
     if outside is not None:
         return Explanation("computed_outside_recording", outside, nodes=(pid, tid))
+    parametrized = _parametrized(rec, param, pname)
+    if parametrized is not None:
+        return parametrized
     walk = walk_back(target, id(param), start=len(rec.ops), **_record(rec))
     if walk.reached:
         return _connected_but(rec, target, param, pname, walk)
@@ -416,6 +420,33 @@ def explain_recorded(rec, target, param):
             "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
            " Its .grad stays None. Fix: check that the forward pass uses it; optimizers skip None gradients.")
     return Explanation("not_used", msg, nodes=(pid, tid))
+
+
+def _parametrized(rec, param, pname) -> Explanation | None:
+    """``non_leaf`` for a parametrized tensor (``torch.nn.utils.parametrize``: ``orthogonal``, ``weight_norm``,
+    geotorch): reading ``module.weight`` computes it anew from ``module.parametrizations.weight.original`` each
+    time, so it is never a leaf and keeps no ``.grad``; the parameter that learns is ``original``."""
+    made = rec.producer(param)
+    if param.is_leaf or made is None or not made.scope:
+        return None
+    found = re.search(r"parametrizations\.(\w+)(?:/|\.|$)", made.scope)
+    if found is None:
+        return None
+    name = found.group(1)
+    prov = getattr(rec, "provenance", None)
+    setup = next((a for a in reversed(prov.assignments) if a.name == "parametrizations"), None) if prov else None
+    owner = setup.owner if setup is not None else None
+    original = getattr(getattr(getattr(owner, "parametrizations", None), name, None), "original", None)
+    called = rec.name_of(original) if isinstance(original, torch.Tensor) else None
+    path = called or f"<module>.parametrizations.{name}.original"
+    loc = setup.location if setup is not None else made.location
+    return Explanation(
+        "non_leaf",
+        f"{pname} is a parametrized tensor: each read of the module's .{name} computes it anew from "
+        f"{path}, through the parametrization registered{_line(loc)}\nSo it is not a leaf and autograd keeps no .grad "
+        f"for it. The parameter that learns, and gets the gradient, is {path}: read {path}.grad (an optimizer "
+        f"built from module.parameters() already holds it).", _where(loc), nodes=(rec.tensor_id(param),),
+        op="parametrization")
 
 
 def _frozen(rec, param, pname, made) -> Explanation:
