@@ -649,7 +649,8 @@ def test_bert_pooler_unused_when_only_the_sequence_output_is_taken(tf_installed,
     (LysandreJik) answered the same code in huggingface/transformers#5421: ``[0]`` takes only the first output
     (the hidden states) to compute the loss; the pooler makes the second output, which nothing reads. The warning
     must say so, at the line that takes ``[0]``, and how to silence it (freeze the unused pooler, or use the pooled
-    output)."""
+    output). The model is built inside the recording (the user's order — build, compile, fit — is kept): the line
+    that wired the layer into the model is only seen when the building is recorded."""
     import keras
     transformers_tf = tf_installed("tf_bert_reduced", TF_BERT)
     from keras.layers import LSTM, Bidirectional, Dense, Dropout, Input
@@ -667,14 +668,14 @@ def test_bert_pooler_unused_when_only_the_sequence_output_is_taken(tf_installed,
         out = Dense(units=9, activation="softmax")(out)
         return keras.Model([ip1, ip2, ip3], out)
     keras.utils.set_random_seed(0)
-    model = build()
-    model.compile(loss="sparse_categorical_crossentropy", optimizer="adam", run_eagerly=True)
     rng = np.random.default_rng(0)
     ids = rng.integers(1, 30, (8, max_length + 2)).astype("int32")
     mask, types = np.ones_like(ids), np.zeros_like(ids)
     labels = rng.integers(0, 9, (8,))
     with adv.tf.record(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        model = build()
+        model.compile(loss="sparse_categorical_crossentropy", optimizer="adam", run_eagerly=True)
         model.fit([ids, mask, types], labels, batch_size=8, epochs=1, verbose=0)
     text = "\n".join(str(w.message) for w in caught if "Gradients do not exist" in str(w.message))
     assert "pooler" in text and "encoder" not in text.split("\n")[0], text[:500]

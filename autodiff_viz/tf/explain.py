@@ -396,12 +396,37 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
     twin = _twin(rec, walk, source, skey) or _stale_attribute(rec, walk, skey, sname)
     if twin is not None:
         return twin
-    msg = (f"The target does not depend on {sname}: " +
-           ("it is used by recorded ops, but none of them leads to the target." if used else
-            "no recorded op used it (an unused layer, a branch not taken, or a different object than the one the "
-            "model used).") + " tape.gradient returns None for it (unconnected_gradients='zero' gives zeros). "
-           "Fix: check that the forward pass uses this very tensor.")
+    if used:
+        return _dead_end(rec, skey, sname, tkey)
+    msg = (f"The target does not depend on {sname}: no recorded op used it (an unused layer, a branch not taken, "
+           "or a different object than the one the model used). tape.gradient returns None for it "
+           "(unconnected_gradients='zero' gives zeros). Fix: check that the forward pass uses this very tensor.")
     return Explanation("not_used", msg, nodes=(skey, tkey))
+
+
+def _dead_end(rec, skey, sname, tkey) -> Explanation:
+    """``not_used`` for a source the forward pass did use, in a part whose output the target never reads (a
+    layer's second output, an output head the loss ignores): the line and layer of its last use, and the two
+    ways out — freeze that part for this loss, or make the loss read what it computes."""
+    last = None
+    for op in rec.ops:
+        if op.kind in ("op", "read") and any(tensor_key(x) == skey for x in op.inputs):
+            last = op
+    layer = rec._layers.get(last.scope) if last is not None and last.scope else None
+    named = f" in the layer '{layer.name}'" if layer is not None and getattr(layer, "name", None) else ""
+    prov = getattr(rec, "provenance", None)
+    wired = prov.wired_at(lambda lay: any(_same_variable(w, skey) for w in getattr(lay, "weights", ()))) \
+        if prov is not None else None
+    loc = wired or (last.location if last is not None else None)
+    how = ("where the model was wired, the part of that layer's output it uses is chosen here" if wired else
+           "the forward pass used it")
+    msg = (f"The target does not depend on {sname}: {how}{named}{line(loc)}\nbut nothing "
+           "computed from it reaches the target (an output of that layer or model that the loss does not read). "
+           "tape.gradient returns None for it, and Keras warns that its gradients do not exist. Fix: if that part "
+           "should not learn from this loss, freeze it (layer.trainable = False, or trainable=False where you "
+           "build it) so that the optimizer expects no gradient for it; if it should, make the loss read its "
+           "output (the pooled output, y_pred, the head you left out).")
+    return Explanation("not_used", msg, where(loc), nodes=(skey, tkey))
 
 
 def _left_in_library(rec, walk, skey, sname) -> Explanation | None:

@@ -1,7 +1,7 @@
-"""What a TensorFlow recording keeps besides the ops: escapes of variables, numpy functions, frozen layers.
+"""What a TensorFlow recording keeps besides the ops: escapes of variables, numpy functions, wiring, frozen layers.
 
 TensorFlow's op callbacks (what :mod:`autodiff_viz.tf.record` listens to) see
-every eager op, but three things a why-None needs pass beside them:
+every eager op, but four things a why-None needs pass beside them:
 
 * ``w.numpy()`` (also ``np.asarray(w)``, ``float(w)``) on a *variable*: the read
   is an op, but the escape of its value happens inside TensorFlow, where the
@@ -12,6 +12,9 @@ every eager op, but three things a why-None needs pass beside them:
   path no op callback sees, so its output looked like a leaf. Noted here as an
   op of that name (TensorFlow registers no gradient for ``numpy_function``; a
   ``py_function`` whose body leaves TensorFlow gives None too).
+* a Keras layer called on symbolic tensors (``x = layer(inputs)`` while a functional model is wired), with
+  the user's line: the eager ops of a ``fit`` step all sit on the ``fit`` line, and this is where the user
+  chose what the model uses of the layer (``bert(ids)[0]`` drops the pooled output).
 * ``layer.trainable = ...`` on a Keras layer, with the user's line: Keras 3 leaves
   the variables themselves trainable, so the tape still differentiates them,
   but the layer's weights are out of ``trainable_variables`` and an optimizer
@@ -62,10 +65,15 @@ class Provenance:
     def __init__(self, rec):
         self._rec = weakref.ref(rec)
         self.trainable_set: list = []
+        self.wired: list = []             # (layer, user line): a layer called on symbolic tensors
 
     @property
     def rec(self):
         return self._rec()
+
+    def wired_at(self, holds):
+        """The user's line that last called, on symbolic tensors, a layer for which ``holds(layer)`` is true."""
+        return next((loc for lay, loc in reversed(self.wired) if holds(lay)), None)
 
     def frozen_at(self, layer):
         """The user's line that last set ``layer.trainable`` in the recording, or None."""
@@ -115,6 +123,23 @@ def _trainable_property(prop):
     return property(prop.fget, setter, prop.fdel, prop.__doc__)
 
 
+def _symbolic_call(original):
+    @functools.wraps(original)
+    def __call__(self, *args, **kwargs):
+        if _ACTIVE and args and _is_symbolic(args[0]):
+            loc = _user_frame()
+            for p in _ACTIVE:
+                p.wired.append((self, loc))
+        return original(self, *args, **kwargs)
+    return __call__
+
+
+def _is_symbolic(x) -> bool:
+    first = x[0] if isinstance(x, (list, tuple)) and x else next(iter(x.values()), None) if isinstance(x, dict) \
+        else x
+    return type(first).__name__ == "KerasTensor"
+
+
 def _install():
     import keras
     for name in _VARIABLE_ESCAPES:
@@ -129,6 +154,7 @@ def _install():
     owner = next(c for c in layer.__mro__ if "trainable" in c.__dict__)
     _SAVED.append((owner, "trainable", owner.__dict__["trainable"]))
     owner.trainable = _trainable_property(owner.__dict__["trainable"])
+    _patch(next(c for c in layer.__mro__ if "__call__" in c.__dict__), "__call__", _symbolic_call)
 
 
 def _patch(owner, name, make):
