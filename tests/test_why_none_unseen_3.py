@@ -29,7 +29,9 @@ F = torch.nn.functional
 
 
 def _line(fn, text: str) -> str:
-    """``file:line`` of the first line of ``fn``'s source that contains ``text``."""
+    """``file:line`` of the first line of ``fn``'s source that contains ``text`` (through a decorator's wrapper,
+    as ``inspect.getsourcelines`` reads it; ``getsourcefile`` does not unwrap)."""
+    fn = inspect.unwrap(fn)
     lines, start = inspect.getsourcelines(fn)
     return f"{inspect.getsourcefile(fn)}:{start + next(k for k, ln in enumerate(lines) if text in ln)}"
 

@@ -238,9 +238,11 @@ def lost_at(esc, where: bool = True) -> str:
 
 
 def attribute_assignment(cls, attr: str) -> tuple[str, int, str] | None:
-    """``(file, line, method)`` of the first ``self.<attr> = ...`` in ``cls`` or a class it inherits from (the
-    user's own code first), or None when no source is found. Tells a value a layer computed once (in
-    ``build`` or ``__init__``) from one it computes on every call."""
+    """``(file, line, method)`` of the ``self.<attr> = ...`` in ``cls`` or a class it inherits from (the user's
+    own code first) that sets what the attribute holds: the last one of the first method that assigns it
+    (``self.kernel = self.add_weight(...)`` then ``self.kernel = self.kernel * mask`` in ``build``: the second),
+    or None when no source is found. Tells a value a layer computed once (in ``build`` or ``__init__``) from
+    one it computes on every call."""
     import inspect
     for klass in getattr(cls, "__mro__", (cls,)):
         try:
@@ -257,10 +259,13 @@ def attribute_assignment(cls, attr: str) -> tuple[str, int, str] | None:
         for method in ast.walk(tree):
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
+            found = None
             for node in ast.walk(method):
                 targets = node.targets if isinstance(node, ast.Assign) else \
                     [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else ()
                 if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
                        and t.value.id == "self" for t in targets):
-                    return filename, node.lineno + shift, method.name
+                    found = max(found or 0, node.lineno)
+            if found is not None:
+                return filename, found + shift, method.name
     return None

@@ -626,6 +626,9 @@ def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
     if test is not None and test.out_id < target._id:
         return _chosen_by_if(target, source, f"The target {_label(target)} does not depend on {_label(source)}: "
                              "no op that made the target reads the source.", test)
+    held = _stale_attribute(source, tensors)
+    if held is not None:
+        return held
     read = sorted((tape.record.watched.get(t._id, t) for t in tensors.values() if t._node is None and t._lineage),
                   key=lambda t: t._id)
     twin = twins.twin_of(source, read, name=lambda t: getattr(t, "name", None), shape=lambda t: t.shape)
@@ -640,6 +643,59 @@ def _not_in_history(tape, target, source, nodes, tensors, reach) -> Explanation:
         "Fix: check that the loss uses this tensor (a typo, a different copy of the variable, or a "
         "layer that was built twice); its gradient is genuinely zero, use "
         "unconnected_gradients='zero' if you want zeros instead of None.", (source._id, target._id))
+
+
+#: functions ``variable -> [objects that hold it]`` (the layers register theirs): who owns a weight, for
+#: :func:`_stale_attribute`; the diagnosis itself knows no layer
+HOLDERS: list = []
+
+
+def _stale_attribute(source, tensors) -> Explanation | None:
+    """``computed_outside_tape``: the target read a tensor that an object holding the source keeps as an
+    attribute, computed once from it (``self.kernel = self.kernel * self.mask`` in a layer's ``build``). A tensor
+    is a value, not a formula: computed before the tape, it is a constant to it, and the weight's gradient stops
+    there. Named when the target read that attribute's tensor, or — when this tape recorded nothing that made
+    the target, so it cannot tell — when the attribute has the weight's shape; at the line that assigned it."""
+    if not isinstance(source, Variable):
+        return None
+    unrecorded = len(tensors) <= 1        # nothing the tape recorded made the target: only constants went in
+    for holders in HOLDERS:
+        for owner in holders(source):
+            for attr, value in vars(owner).items():
+                if not isinstance(value, Tensor) or isinstance(value, Variable):
+                    continue
+                stored = naming.attribute_assignment(type(owner), attr)
+                if value._id not in tensors and not (unrecorded and value.shape == source.shape and stored
+                                                     and _from_a_weight(stored)):
+                    continue
+                loc = stored[:2] if stored else None
+                context = reasons.context_of(loc)
+                where = f"in {stored[2]}()" if stored else "once"
+                return Explanation(
+                    "computed_outside_tape",
+                    f"The target reads {type(owner).__name__}.{attr}, a tensor computed {where} from "
+                    f"{_label(source)} before this tape began, so the tape sees a constant and the gradient "
+                    f"stops there.{_code(loc)}\n"
+                    + reasons.fix("computed_outside_tape", context,
+                                  "Fix: compute it inside the `with adv.GradientTape() as tape:` block, from the "
+                                  "variable, every time (in the layer's call())."),
+                    _where(loc), (source._id, value._id), (), None, (loc,) if loc else ())
+    return None
+
+
+def _from_a_weight(stored) -> bool:
+    """Whether the assignment at ``stored`` (``(file, line, method)``) computes from an attribute that the same
+    method made a weight (``self.kernel = self.add_weight(...)``, then ``self.kernel = self.kernel * mask``)."""
+    import linecache
+    import re
+    filename, line, _ = stored
+    text = linecache.getline(filename, line)
+    rhs = text.split("=", 1)[1] if "=" in text else ""
+    read = set(re.findall(r"\bself\.(\w+)", rhs))
+    lines = linecache.getlines(filename)[max(0, line - 40):line - 1]
+    made = {m.group(1) for ln in lines
+            if (m := re.search(r"\bself\.(\w+)\s*=\s*self\.add_(?:weight|variable)\(", ln))}
+    return bool(read & made)
 
 
 def _leaf_target(tape, target, source, reach) -> Explanation:

@@ -48,6 +48,7 @@ from ..base.state import enter_scope, exit_scope, is_package_code, name_scope, p
 from ..base.structure import flatten
 from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, assigned, check_nbytes, constant
+from ..diagnosis import walk as _diagnosis_walk
 from . import initializers
 from .keras_tensor import (
     InputSpec,
@@ -84,6 +85,7 @@ def building() -> bool:
 
 _calls = _Calls()
 _holding_losses: "weakref.WeakSet" = weakref.WeakSet()   # layers with add_loss losses to clear
+_LIVE: "weakref.WeakSet" = weakref.WeakSet()             # every layer alive: who holds a weight (why-None)
 
 
 def _touch() -> None:
@@ -294,6 +296,7 @@ class Layer:
         self._regularizers: list = []
         self._constraints: list = []
         self._inbound_nodes: list = []
+        _LIVE.add(self)
 
     def __setattr__(self, name, value):
         if name not in _INTERNAL:
@@ -977,3 +980,12 @@ def _unique(items):
             seen.add(id(v))
             out.append(v)
     return out
+
+
+def _holding(variable) -> list:
+    """The live layers whose own weights include ``variable`` (for why-None: a tensor computed from it in
+    ``build`` and kept as an attribute)."""
+    return [layer for layer in list(_LIVE) if any(w is variable for w in layer.__dict__.get("_own_weights", ()))]
+
+
+_diagnosis_walk.HOLDERS.append(_holding)
