@@ -618,6 +618,43 @@ def test_pretrained_speaker_model_is_frozen_unless_asked_not_to_be(installed):
     assert "freeze_params=False" in ex.message, ex.message
 
 
+
+def test_gradients_zeroed_before_the_first_backward_of_a_hand_written_loop():
+    """https://github.com/jcjohnson/pytorch-examples/pull/4 — ``two_layer_net_autograd.py`` (also the official
+    "Learning PyTorch with examples" tutorial, pytorch/tutorials#51) "Manually zero[es] the gradients before running
+    the backward pass" with ``w1.grad.data.zero_()``: "AttributeError: 'NoneType' object has no attribute 'data'".
+    The PR: "w1.grad and w2.grad were None at the first loop iteration"; the author fixed it in 0d8adca, "zero
+    gradient after updating weights". Reduced sizes; ``loss.item()`` for the old ``loss.data[0]``."""
+    def case():
+        torch.manual_seed(0)
+        N, D_in, H, D_out = 8, 10, 6, 3
+        with adv.torch.record() as rec:
+            x = torch.randn(N, D_in)
+            y = torch.randn(N, D_out)
+            w1 = torch.randn(D_in, H, requires_grad=True)
+            w2 = torch.randn(H, D_out, requires_grad=True)
+            learning_rate = 1e-6
+            with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'data'"):
+                for t in range(500):
+                    y_pred = x.mm(w1).clamp(min=0).mm(w2)
+                    loss = (y_pred - y).pow(2).sum()
+                    print(t, loss.item())
+
+                    # Manually zero the gradients before running the backward pass
+                    w1.grad.data.zero_()
+                    w2.grad.data.zero_()
+
+                    loss.backward()
+                    w1.data -= learning_rate * w1.grad.data
+                    w2.data -= learning_rate * w2.grad.data
+        return rec, loss, w1, t
+    rec, loss, w1, t = case()
+    assert t == 0 and w1.grad is None
+    ex = rec.explain(loss, w1)
+    assert ex.reason == "read_before_backward", (ex.reason, ex.location, ex.message)
+    assert ex.location == _line(case, "w1.grad.data.zero_()"), ex.location
+    assert "loss.backward()" in ex.message, ex.message
+
 # ---------------------------------------------------------------------------
 # TensorFlow / Keras
 # ---------------------------------------------------------------------------
