@@ -234,6 +234,10 @@ def library_rule(function: str | None, what: str, callback: bool = False) -> str
         return (f"{what} is an autograd.Function's forward, which always runs without grad: its backward gives "
                 "the gradient; an input that requires grad makes the Function part of the graph.")
     name = function or "the library"
+    if what == "set_grad_enabled(False)":
+        return (f"{name} called torch.set_grad_enabled(False), which turns gradients off for the whole thread "
+                "and stays in effect after it returns (a utility that loads a model for inference often does): "
+                "call torch.set_grad_enabled(True) right after it, or load the model another way.")
     if what == "inference_mode":
         return (f"{name} ran {'your code' if callback else 'it'} under torch.inference_mode(), which "
                 "torch.enable_grad() does not lift: wrap the lines that need gradients in "

@@ -165,7 +165,7 @@ class Provenance:
 
     def __init__(self, rec):
         self._rec = weakref.ref(rec)       # no cycle: a dropped recording frees its tensors at once
-        self.grad_events: list = []        # (record index, grad enabled after, Setter)
+        self.grad_events: list = []        # (record index, grad enabled after, Setter, changed the mode)
         self.spans: list = []              # [start, end, Setter] of an autograd.Function.apply
         self.applied: list = []            # Applied: a custom Function that joined the graph
         self.assignments: list = []        # Assignment
@@ -180,16 +180,21 @@ class Provenance:
 
     def grad_setter(self, index: int) -> Setter | None:
         """Who turned gradients off for record ``index``: the innermost ``Function.forward`` span holding it,
-        else the last grad-mode change before it (when it turned grad off); None when nothing recorded says."""
+        else the event that turned them from on to off and is still in effect (a ``with torch.no_grad()`` that
+        opens and closes while they are already off is not the cause); None when nothing recorded says."""
         inside = [s for s in self.spans if s[0] <= index < (s[1] if s[1] is not None else float("inf"))]
         if inside:
             return inside[-1][2]
-        last = None
-        for at, enabled, setter in self.grad_events:
+        enabled, cause = True, None
+        for at, on, setter, changed in self.grad_events:
             if at > index:
                 break
-            last = (enabled, setter)
-        return last[1] if last is not None and not last[0] else None
+            enabled = on
+            if on:
+                cause = None
+            elif changed:           # a `with` that restores "off" on its way out is not who turned it off
+                cause = setter
+        return None if enabled else cause
 
     def assignment_of(self, value) -> Assignment | None:
         """The last recorded assignment that put ``value`` (a parameter or module) onto a module."""
@@ -224,11 +229,15 @@ class Applied:
 
 def _set_grad_init(original):
     def __init__(self, mode):
+        before = torch.is_grad_enabled()
         original(self, mode)
         if _ACTIVE:
-            setter = _setter(sys._getframe(1), "no_grad" if not mode else "enable_grad")
+            caller = sys._getframe(1)
+            what = ("no_grad" if not mode else "enable_grad") if caller.f_code.co_filename == grad_mode.__file__ \
+                else f"set_grad_enabled({bool(mode)})"        # a call, not a `with`: it stays after it returns
+            setter = _setter(caller, what)
             for p in _ACTIVE:
-                p.grad_events.append((p._index(), bool(mode), setter))
+                p.grad_events.append((p._index(), bool(mode), setter, bool(mode) != before))
     return __init__
 
 
@@ -238,7 +247,7 @@ def _inference_enter(original):
         if _ACTIVE and self.mode:
             setter = _setter(sys._getframe(1), "inference_mode")
             for p in _ACTIVE:
-                p.grad_events.append((p._index(), False, setter))
+                p.grad_events.append((p._index(), False, setter, True))
         return out
     return __enter__
 
@@ -248,7 +257,7 @@ def _inference_exit(original):
         out = original(self, *exc)
         if _ACTIVE and self.mode:
             for p in _ACTIVE:
-                p.grad_events.append((p._index(), torch.is_grad_enabled(), None))
+                p.grad_events.append((p._index(), torch.is_grad_enabled(), None, True))
         return out
     return __exit__
 
