@@ -38,6 +38,7 @@ Reasons (``Explanation.reason``):
 from __future__ import annotations
 
 import re
+import types
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -452,10 +453,26 @@ def _parametrized(rec, param, pname) -> Explanation | None:
 def _frozen(rec, param, pname, made) -> Explanation:
     """``requires_grad_false``, with the line that froze it, the line that made it, or "before the recording"."""
     frozen = next((op for op in reversed(rec.ops) if op.kind == "requires_grad" and op.inputs[0] is param), None)
+    prov = getattr(rec, "provenance", None)
+    born = prov.birth(param) if frozen is None and made is None and prov is not None else None
+    if born is not None and born.location is not None:
+        frozen = born             # made frozen inside a library call the recording saw (from_pretrained)
     where = frozen or made
+    why = (getattr(frozen, "why", None) or getattr(frozen, "extra", None) or {}) if frozen else {}
     if where is not None:
         how = f"\nIt was set{_line(frozen.location)}" if frozen else f"\nIt was made{_line(made.location)}"
         fix = "Fix: param.requires_grad_(True) (and pass it to the optimizer) if it should learn."
+        if why.get("flags"):
+            fn, flag, value = why["flags"][0]
+            how += (f"\nby the library, because {fn}(...) ran with {flag}={value} (its default unless you pass "
+                    "it).")
+            fix = f"Fix: pass {flag}={not value} to {fn}(...) if it should learn (or requires_grad_(True) after it)."
+        elif why.get("via"):
+            fn, arg, called = why["via"]
+            how += f"\ninside {fn}(), from its argument {arg}, which was False in the call{_line(called)}"
+            where = types.SimpleNamespace(location=called)
+            fix = (f"Fix: call {fn}(..., {arg}=True) for it (or leave it out of that call) if it should learn — "
+                   "the call above decided False for it.")
     else:
         how = ("\nIt was frozen before the recording began (requires_grad was already False when "
                "`with adv.torch.record()` opened: the usual fine-tuning order, load, freeze, then train).")

@@ -28,11 +28,13 @@ with the last one (:func:`start`, :func:`stop`, called by the recording's
 """
 from __future__ import annotations
 
+import linecache
 import os
+import re
 import sys
 import sysconfig
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.autograd import function as _function
@@ -105,6 +107,47 @@ def library_call(frame) -> Setter | None:
     return setter if setter is not None and setter.by == "library" else None
 
 
+_FLAG = re.compile(r"freez|frozen|trainable|requires_grad|fine_?tune", re.IGNORECASE)
+
+
+def why_set(frame) -> dict:
+    """Where the value of a ``requires_grad`` change (or a frozen parameter's birth) came from, seen from the
+    frame that made it: ``flags`` — boolean arguments of the library functions on the way from the user's call
+    (``from_pretrained(freeze=True)``, ``Pretrained(freeze_params=True)``), outermost first; ``via`` — when user
+    code set it from an argument of its own function (``param.requires_grad = requires_grad`` in a helper), the
+    function, the argument and the line that called it with that value."""
+    out: dict = {}
+    f = frame
+    while f is not None and f.f_code.co_filename.startswith(_HERE):
+        f = f.f_back
+    if f is None:
+        return out
+    if not is_library(f.f_code.co_filename):
+        code = f.f_code
+        args = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        text = linecache.getline(code.co_filename, f.f_lineno)
+        value = text.split("=", 1)[1].strip() if "=" in text else ""
+        caller = f.f_back
+        while caller is not None and is_library(caller.f_code.co_filename):
+            caller = caller.f_back
+        if value in args and caller is not None:
+            out["via"] = (code.co_name, value, (caller.f_code.co_filename, caller.f_lineno))
+        return out
+    flags = []
+    while f is not None and is_library(f.f_code.co_filename):
+        code = f.f_code
+        for name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            v = f.f_locals.get(name)
+            if isinstance(v, bool) and _FLAG.search(name) and not name.startswith("_"):
+                owner = f.f_locals.get("self")
+                flags.append((type(owner).__name__ if code.co_name == "__init__" and owner is not None
+                              else code.co_name, name, v))
+        f = f.f_back
+    if flags:
+        out["flags"] = flags[::-1]
+    return out
+
+
 def _called_name(frame) -> str | None:
     """What the user called, seen from the outermost library frame that is not plumbing: a module's class
     (``AHIQ``, for ``model(x)`` running ``AHIQ.forward``), else the function's name (``checkpoint``)."""
@@ -137,6 +180,7 @@ class Assignment:
     location: tuple | None
     outer: tuple | None
     in_forward: bool
+    why: dict = field(default_factory=dict)     # a frozen parameter's birth: :func:`why_set`
 
 
 @dataclass(eq=False)
@@ -296,9 +340,11 @@ def _module_setattr(original):
                 f = f.f_back
             loc = (f.f_code.co_filename, f.f_lineno) if f is not None else None
             outer = _outermost(f) if f is not None else None
+            why = why_set(sys._getframe(1)) if isinstance(value, torch.nn.Parameter) and not value.requires_grad \
+                else {}
             for p in _ACTIVE:
                 p.assignments.append(Assignment(p._index(), self, name, value, loc, outer,
-                                                bool(getattr(p.rec, "_scopes", None))))
+                                                bool(getattr(p.rec, "_scopes", None)), why))
     return __setattr__
 
 

@@ -602,7 +602,8 @@ class Recording(recordings.Recording):
         if name in ("requires_grad_", "set:requires_grad"):
             if ins:
                 flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else name == "requires_grad_")
-                self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag)})
+                why = provenance.why_set(sys._getframe(2)) if not flag else {}
+                self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag), **why})
             return
         if name == "get:grad":
             if ins and not _is_library(sys._getframe(2).f_code.co_filename):
