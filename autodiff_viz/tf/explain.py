@@ -398,10 +398,16 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
         return twin
     if used:
         return _dead_end(rec, skey, sname, tkey)
-    msg = (f"The target does not depend on {sname}: no recorded op used it (an unused layer, a branch not taken, "
-           "or a different object than the one the model used). tape.gradient returns None for it "
-           "(unconnected_gradients='zero' gives zeros). Fix: check that the forward pass uses this very tensor.")
-    return Explanation("not_used", msg, nodes=(skey, tkey))
+    created = next((op for op in rec.ops if op.kind == "create" and op.outputs
+                    and tensor_key(op.outputs[0]) == skey), None)
+    loc = created.location if created is not None else _made_by_layer(rec, source)
+    made = f" It was made{line(loc)}\nand" if loc else ""
+    msg = (f"The target does not depend on {sname}: no recorded op used it.{made} nothing on the way to the "
+           "target reads it (a branch not taken — a layer whose call skips it in one case —, an unused layer, or "
+           "a different object than the one the model used). tape.gradient returns None for it "
+           "(unconnected_gradients='zero' gives zeros). Fix: check that the forward pass uses this very variable, "
+           "or do not create it where it is never read (or freeze it: trainable=False).")
+    return Explanation("not_used", msg, where(loc), nodes=(skey, tkey))
 
 
 def _dead_end(rec, skey, sname, tkey) -> Explanation:

@@ -416,11 +416,34 @@ def explain_recorded(rec, target, param):
             f"same tensors ({inputs}): a gradient flows only along the ops that made the target. Fix: ask for the "
             f"gradient with respect to the tensors the target was computed from ({inputs}), or compute the "
             f"target from {pname}.", _where(made.location), nodes=(pid, tid))
-    msg = (f"The target does not depend on {pname}: " +
-           ("it is used by recorded ops, but none of them leads to the target." if used else
-            "no recorded op used it in this forward pass (an unused layer or a branch not taken).") +
-           " Its .grad stays None. Fix: check that the forward pass uses it; optimizers skip None gradients.")
-    return Explanation("not_used", msg, nodes=(pid, tid))
+    return _unused(rec, param, pname, (pid, tid))
+
+
+def _unused(rec, param, pname, nodes) -> Explanation:
+    """``not_used``, at a line: the last op of a forward pass that used the parameter, when what it computed
+    never reaches the target (a dead end); else the line that made it (a layer built but never called on the
+    way to the target). Initialisations (in-place, without grad) are not uses."""
+    uses = [op for op in rec.ops if op.kind == "op" and op.grad_enabled and not op.name.endswith("_")
+            and any(x is param for x in op.inputs)]
+    if uses:
+        loc = uses[-1].location
+        return Explanation(
+            "not_used",
+            f"The target does not depend on {pname}: the forward pass used it{_line(loc)}\nbut nothing computed "
+            "from it there reaches the target (an output the loss does not read). Its .grad stays None. Fix: if "
+            "that part should not learn from this loss, freeze it (requires_grad_(False)) and leave it out of the "
+            "optimizer; if it should, make the loss read its output.", _where(loc), nodes=nodes)
+    prov = getattr(rec, "provenance", None)
+    born = prov.birth(param) if prov is not None else None
+    loc = born.location if born is not None else None
+    made = f", made{_line(loc)}\n" if loc else " "
+    return Explanation(
+        "not_used",
+        f"The target does not depend on {pname}: no op of the forward pass used it. The layer that holds it{made}"
+        "was never called on the way to the target (a branch not taken, an argument not passed on — a block "
+        "called without the input that feeds this layer — or a layer built and never used). Its .grad stays "
+        "None. Fix: call it in forward where it belongs, or do not build it, so that the optimizer does not "
+        "carry a parameter that never learns.", _where(loc), nodes=nodes)
 
 
 def _parametrized(rec, param, pname) -> Explanation | None:
