@@ -654,19 +654,20 @@ def _stale_attribute(source, tensors) -> Explanation | None:
     """``computed_outside_tape``: the target read a tensor that an object holding the source keeps as an
     attribute, computed once from it (``self.kernel = self.kernel * self.mask`` in a layer's ``build``). A tensor
     is a value, not a formula: computed before the tape, it is a constant to it, and the weight's gradient stops
-    there. Named when the target read that attribute's tensor, or — when this tape recorded nothing that made
-    the target, so it cannot tell — when the attribute has the weight's shape; at the line that assigned it."""
+    there. Named when the line that assigned the attribute computes from a weight the same method made, and the
+    target read that tensor (or — when this tape recorded nothing that made the target, so it cannot tell — the
+    attribute has the weight's shape); at that line."""
     if not isinstance(source, Variable):
         return None
     unrecorded = len(tensors) <= 1        # nothing the tape recorded made the target: only constants went in
     for holders in HOLDERS:
         for owner in holders(source):
             for attr, value in vars(owner).items():
-                if not isinstance(value, Tensor) or isinstance(value, Variable):
+                if attr.startswith("_") or not isinstance(value, Tensor) or isinstance(value, Variable):
                     continue
                 stored = naming.attribute_assignment(type(owner), attr)
-                if value._id not in tensors and not (unrecorded and value.shape == source.shape and stored
-                                                     and _from_a_weight(stored)):
+                if stored is None or not _from_a_weight(stored) or \
+                        value._id not in tensors and not (unrecorded and value.shape == source.shape):
                     continue
                 loc = stored[:2] if stored else None
                 context = reasons.context_of(loc)
