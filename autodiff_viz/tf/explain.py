@@ -361,6 +361,8 @@ def _why_none(rec, info, target, source, skey, sname) -> Explanation:
     if walk.reached:
         return _not_watched(rec, info, source, skey, sname, walk.first_use)
     cut = first_cut(walk, skey, rank=_cast_first, **_record(rec))
+    if cut is not None and cut.reason == "computed_outside_tape":
+        cut = _earliest_outside(rec, walk, skey) or cut
     if cut is not None:
         at, x, out, reason, words = cut.at, cut.x, cut.out, cut.reason, cut.words
         loc = at.location
@@ -433,6 +435,15 @@ def _dead_end(rec, skey, sname, tkey) -> Explanation:
            "build it) so that the optimizer expects no gradient for it; if it should, make the loss read its "
            "output (the pooled output, y_pred, the head you left out).")
     return Explanation("not_used", msg, where(loc), nodes=(skey, tkey))
+
+
+def _earliest_outside(rec, walk, skey):
+    """Of the ops on the target's history that the tape did not record, the first to run that reads the source
+    or a value made from it: the call that ran outside (``model(state)`` before the tape opened), not the last
+    unrecorded op before the tape (the ``log`` of its output)."""
+    outside = [c for c in walk.cuts if c.reason == "computed_outside_tape"
+               and depends(c.x, c.k, skey, **_record(rec))]
+    return min(outside, key=lambda c: c.at.index) if outside else None
 
 
 def _left_in_library(rec, walk, skey, sname) -> Explanation | None:
