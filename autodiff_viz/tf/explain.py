@@ -416,6 +416,17 @@ def _dead_end(rec, skey, sname, tkey) -> Explanation:
     """``not_used`` for a source the forward pass did use, in a part whose output the target never reads (a
     layer's second output, an output head the loss ignores): the line and layer of its last use, and the two
     ways out — freeze that part for this loss, or make the loss read what it computes."""
+    fed = next((op for op in rec.ops if op.kind == "op" and "Dataset" in op.name
+                and any(_depends(rec, x, op.index, skey) for x in op.inputs)), None)
+    if fed is not None:
+        return Explanation(
+            "left_the_tape",
+            f"The gradient from the target cannot reach {sname}: its values went into a tf.data pipeline "
+            f"({fed.name}){line(fed.location)}\nA Dataset copies the values it is given; the elements it yields "
+            "are new tensors with no history, so nothing the tape records links them back to the variable "
+            "(TensorFlow does not backpropagate through tf.data). Fix: keep the variable out of the dataset: "
+            "put indices (or the plain data) in the Dataset and read the variable inside the tape, e.g. "
+            "tf.gather(sample_weights, batch_indices).", where(fed.location), nodes=(skey, tkey), op=fed.name)
     last = None
     for op in rec.ops:
         if op.kind in ("op", "read") and any(tensor_key(x) == skey for x in op.inputs):
