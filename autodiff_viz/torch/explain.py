@@ -392,6 +392,16 @@ def explain_recorded(rec, target, param):
     if unseen is not None:
         return unseen
     starts = fresh_starts(walk)
+    if read and starts and not _escaped_from(rec, param):
+        lines = "".join(_line(op.location) for op in starts[:3])
+        return Explanation(
+            "not_used",
+            f"The target does not depend on {pname}: it was computed from new tensors made from plain values,"
+            f"{lines}\nand no value computed from {pname} left the graph on the way (no .item(), .numpy() or "
+            "tolist() of it was recorded), so those constants do not carry it. This happens when a branch "
+            "returns a constant (a loss of torch.tensor(0) when a batch has no positive samples). Fix: make that "
+            "branch return a value computed from the model's output (for example pred.sum() * 0), so that the "
+            "loss stays connected to the model, or skip the step.", _where(starts[0].location), nodes=(pid, tid))
     if read and starts:
         return reasons.unexplained(
             [f"torch.{op.name}(...) made a new tensor from plain values{_line(op.location)}" for op in starts]
@@ -417,6 +427,12 @@ def explain_recorded(rec, target, param):
             f"gradient with respect to the tensors the target was computed from ({inputs}), or compute the "
             f"target from {pname}.", _where(made.location), nodes=(pid, tid))
     return _unused(rec, param, pname, (pid, tid))
+
+
+def _escaped_from(rec, param) -> bool:
+    """Whether a value computed from ``param`` left the graph (``.item()``, ``.numpy()``, ``tolist()`` …)."""
+    return any(op.kind == "escape" and op.inputs and _depends_on(rec, op.inputs[0], op.index, param)
+               for op in rec.ops)
 
 
 def _unused(rec, param, pname, nodes) -> Explanation:
