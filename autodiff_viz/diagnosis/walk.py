@@ -853,9 +853,14 @@ def _made_integer(tape, target, source, nodes, reach) -> Explanation | None:
     Integer tensors enter ops such as ``take`` and ``x[i]`` as indices (values,
     not inputs), so they leave no edge in the target's history. The op is the
     one whose integer output an op of the history holds as an index, else —
-    when the target has no history on this tape — the last one.
+    when the target has no history on this tape — the last one; the cut named is the first op on the way to
+    it where the gradient stops (a ``floor`` before the cast to an index, or the cast itself).
     """
-    exits = [n for n in tape.record.nodes if n.out.dtype.kind not in "fc" and any(x._id in reach for x in n.inputs)]
+    dep = {source._id}                  # what depends on the source through any op (floor, round …)
+    for n in tape.record.nodes:
+        if any(x._id in dep for x in n.inputs):
+            dep.add(n.out_id)
+    exits = [n for n in tape.record.nodes if n.out.dtype.kind not in "fc" and any(x._id in dep for x in n.inputs)]
     if not exits:
         return None
     held = {id(p) for node in nodes for v in node.params.values()
@@ -863,8 +868,23 @@ def _made_integer(tape, target, source, nodes, reach) -> Explanation | None:
     used = [n for n in exits if id(n.out) in held]
     if not used and target._node is not None and _recorded_by(tape, target._node):
         return None
-    node = (used or exits)[-1]
-    return _cut_at(tape, target, source, node, [(i, x) for i, x in enumerate(node.inputs) if x._id in reach])
+    exit_ = (used or exits)[-1]
+    # the first op on the way to it where the gradient stops: floor before a cast, or the cast itself
+    ancestors = {exit_.out_id}
+    for n in reversed(tape.record.nodes):
+        if n.out_id in ancestors:
+            ancestors.update(x._id for x in n.inputs)
+    node = next((n for n in tape.record.nodes if n.out_id in ancestors and n.out_id not in reach
+                 and any(x._id in reach for x in n.inputs)), exit_)
+    cut = _cut_at(tape, target, source, node, [(i, x) for i, x in enumerate(node.inputs) if x._id in reach])
+    if node is exit_ or cut is None:
+        return cut
+    import dataclasses
+    return dataclasses.replace(cut, message=(
+        f"{cut.message}\nAfter it, '{exit_.rule.name}' makes integers ({exit_.out.dtype}), which the target uses "
+        f"as indices (or numbers) — integers carry no gradient either.{_code(exit_.location)}\nFor sampling at "
+        "fractional positions, weight the neighbouring values by x − floor(x) (bilinear interpolation): those "
+        "weights are differentiable in x."))
 
 
 def _left_the_tape(tape, target, source, nodes, tensors, reach) -> Explanation | None:
