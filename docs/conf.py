@@ -100,3 +100,18 @@ html_theme_options = {
     "footer_end": [],
 }
 html_sidebars = {"index": []}
+
+
+def _drop_embedded_signature(app, what, name, obj, options, lines):
+    """Compiled functions (Cython's ``embedsignature``) start their docstring with ``name(signature)``; the page
+    shows the signature already, and its ``*`` would read as reStructuredText emphasis."""
+    short = name.rsplit(".", 1)[-1]
+    own = getattr(obj, "__name__", short)
+    if lines and lines[0].startswith((f"{short}(", f"{own}(")) and ")" in lines[0]:
+        del lines[0]
+        while lines and not lines[0].strip():
+            del lines[0]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _drop_embedded_signature)

@@ -196,7 +196,10 @@ def _method(op, name):
             raise TypeError(_torch_kwargs(name, args, kwargs))
         return op(self, *args, **kwargs)
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"``adv.{op.__name__}(t, ...)`` as a method (numpy's signature).\n\n{op.__doc__ or ''}"
+    doc = op.__doc__ or ""
+    if doc.startswith(f"{op.__name__}("):        # a compiled function's embedded signature line
+        doc = doc.split("\n", 1)[1].lstrip("\n") if "\n" in doc else ""
+    method.__doc__ = f"``adv.{op.__name__}(t, ...)`` as a method (numpy's signature).\n\n{doc}"
     return method
 
 
