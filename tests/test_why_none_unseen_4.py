@@ -332,7 +332,7 @@ class CycleGANModel:
         for net in nets:
             if net is not None:
                 for name, param in net.named_parameters():
-                    if not 'freeze' in name:
+                    if not 'freeze' in name:  # noqa: E713  (the project's own spelling)
                         param.requires_grad = requires_grad
 
     def compute_step(self, optimizers, loss_names):
@@ -350,7 +350,7 @@ class CycleGANModel:
                 else:
                     self.set_requires_grad(getattr(self, "net" + network), False)
 
-            if not group.forward_functions is None:
+            if not group.forward_functions is None:  # noqa: E714  (the project's own spelling)
                 for forward in group.forward_functions:
                     getattr(self, forward)()
 
