@@ -11,65 +11,19 @@ temporary directory that the recorders count as installed code, as they count si
 """
 from __future__ import annotations
 
-import importlib
-import inspect
-import os
-import sys
-import textwrap
 import warnings
 
 import numpy as np
 import pytest
+from unseen_questions import installed_fixture, tf_fixture  # noqa: F401  (fixtures)
+from unseen_questions import line_in as _line
+from unseen_questions import lineno_in as _lineno
 
 import autodiff_viz as adv
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
-
-
-def _line(fn, text: str) -> str:
-    """``file:line`` of the first line of ``fn``'s source that contains ``text`` (through a decorator's wrapper,
-    as ``inspect.getsourcelines`` reads it; ``getsourcefile`` does not unwrap)."""
-    fn = inspect.unwrap(fn)
-    lines, start = inspect.getsourcelines(fn)
-    return f"{inspect.getsourcefile(fn)}:{start + next(k for k, ln in enumerate(lines) if text in ln)}"
-
-
-def _lineno(fn, text: str) -> str:
-    return _line(fn, text).rsplit(":", 1)[1]
-
-
-@pytest.fixture(scope="module")
-def tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    return pytest.importorskip("tensorflow")
-
-
-def _writer(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(tmp_path))
-
-    def make(name: str, source: str):
-        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
-        sys.modules.pop(name, None)
-        module = importlib.import_module(name)
-        monkeypatch.setitem(sys.modules, name, module)
-        return module
-    return make
-
-
-@pytest.fixture
-def installed(tmp_path, monkeypatch):
-    """``installed(name, source)``: a module written to a temporary directory that the PyTorch recorder counts as
-    an installed package (as it counts site-packages), imported."""
-    from autodiff_viz.torch import provenance
-    record = sys.modules["autodiff_viz.torch.record"]
-    root = str(tmp_path) + os.sep
-    monkeypatch.setattr(provenance, "_LIBRARY", provenance._LIBRARY + (root,))
-    monkeypatch.setattr(record, "_LIBRARY_DIRS", record._LIBRARY_DIRS + (root,))
-    monkeypatch.setattr(record, "_library_file", {})
-    monkeypatch.setattr(record, "_library_class", {})
-    return _writer(tmp_path, monkeypatch)
 
 
 # ---------------------------------------------------------------------------
@@ -619,7 +573,6 @@ def test_pretrained_speaker_model_is_frozen_unless_asked_not_to_be(installed):
     assert ex.reason == "requires_grad_false", (ex.reason, ex.location, ex.message)
     assert ex.location == _line(case, "verification = sb.SpeakerRecognition.from_hparams("), ex.location
     assert "freeze_params=False" in ex.message, ex.message
-
 
 
 def test_gradients_zeroed_before_the_first_backward_of_a_hand_written_loop():

@@ -15,63 +15,18 @@ says computed_outside_tape; with a tape the cut named is a comparison inside the
 """
 from __future__ import annotations
 
-import importlib
-import inspect
-import os
-import sys
-import textwrap
 import warnings
 
 import numpy as np
 import pytest
+from unseen_questions import installed_fixture, tf_fixture  # noqa: F401  (fixtures)
+from unseen_questions import line_in as _line
 
 import autodiff_viz as adv
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
-
-
-def _line(fn, text: str) -> str:
-    """``file:line`` of the first line of ``fn``'s source that contains ``text`` (through a decorator's wrapper)."""
-    fn = inspect.unwrap(fn)
-    lines, start = inspect.getsourcelines(fn)
-    return f"{inspect.getsourcefile(fn)}:{start + next(k for k, ln in enumerate(lines) if text in ln)}"
-
-
-def _lineno(fn, text: str) -> str:
-    return _line(fn, text).rsplit(":", 1)[1]
-
-
-@pytest.fixture(scope="module")
-def tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    return pytest.importorskip("tensorflow")
-
-
-def _writer(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(tmp_path))
-
-    def make(name: str, source: str):
-        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
-        sys.modules.pop(name, None)
-        module = importlib.import_module(name)
-        monkeypatch.setitem(sys.modules, name, module)
-        return module
-    return make
-
-
-@pytest.fixture
-def installed(tmp_path, monkeypatch):
-    """``installed(name, source)``: a module the PyTorch recorder counts as an installed package, imported."""
-    from autodiff_viz.torch import provenance
-    record = sys.modules["autodiff_viz.torch.record"]
-    root = str(tmp_path) + os.sep
-    monkeypatch.setattr(provenance, "_LIBRARY", provenance._LIBRARY + (root,))
-    monkeypatch.setattr(record, "_LIBRARY_DIRS", record._LIBRARY_DIRS + (root,))
-    monkeypatch.setattr(record, "_library_file", {})
-    monkeypatch.setattr(record, "_library_class", {})
-    return _writer(tmp_path, monkeypatch)
 
 
 # ---------------------------------------------------------------------------
