@@ -38,7 +38,6 @@ Reasons (``Explanation.reason``):
 from __future__ import annotations
 
 import re
-import types
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -435,12 +434,17 @@ def _escaped_from(rec, param) -> bool:
                for op in rec.ops)
 
 
+def _forward_use(op, param) -> bool:
+    """Whether record ``op`` is a forward-pass use of ``param``: an op with grad on that reads it, not an
+    in-place initialisation (``normal_``, ``kaiming_uniform_``: names ending in ``_``)."""
+    return op.kind == "op" and op.grad_enabled and not op.name.endswith("_") and any(x is param for x in op.inputs)
+
+
 def _unused(rec, param, pname, nodes) -> Explanation:
     """``not_used``, at a line: the last op of a forward pass that used the parameter, when what it computed
     never reaches the target (a dead end); else the line that made it (a layer built but never called on the
     way to the target). Initialisations (in-place, without grad) are not uses."""
-    uses = [op for op in rec.ops if op.kind == "op" and op.grad_enabled and not op.name.endswith("_")
-            and any(x is param for x in op.inputs)]
+    uses = [op for op in rec.ops if _forward_use(op, param)]
     if uses:
         loc = uses[-1].location
         return Explanation(
@@ -497,6 +501,7 @@ def _frozen(rec, param, pname, made) -> Explanation:
     if born is not None and born.location is not None:
         frozen = born             # made frozen inside a library call the recording saw (from_pretrained)
     where = frozen or made
+    loc = where.location if where is not None else None
     why = (getattr(frozen, "why", None) or getattr(frozen, "extra", None) or {}) if frozen else {}
     if where is not None:
         how = f"\nIt was set{_line(frozen.location)}" if frozen else f"\nIt was made{_line(made.location)}"
@@ -507,9 +512,8 @@ def _frozen(rec, param, pname, made) -> Explanation:
                     "it).")
             fix = f"Fix: pass {flag}={not value} to {fn}(...) if it should learn (or requires_grad_(True) after it)."
         elif why.get("via"):
-            fn, arg, called = why["via"]
-            how += f"\ninside {fn}(), from its argument {arg}, which was False in the call{_line(called)}"
-            where = types.SimpleNamespace(location=called)
+            fn, arg, loc = why["via"]
+            how += f"\ninside {fn}(), from its argument {arg}, which was False in the call{_line(loc)}"
             fix = (f"Fix: call {fn}(..., {arg}=True) for it (or leave it out of that call) if it should learn — "
                    "the call above decided False for it.")
     else:
@@ -520,7 +524,7 @@ def _frozen(rec, param, pname, made) -> Explanation:
     return Explanation("requires_grad_false",
                        f"{pname} has requires_grad=False, so autograd never computes its gradient (a frozen "
                        f"parameter: requires_grad_(False), or a tensor made without requires_grad=True).{how}\n"
-                       + fix, _where(where.location) if where else None, nodes=(rec.tensor_id(param),))
+                       + fix, _where(loc), nodes=(rec.tensor_id(param),))
 
 
 _CUT_FIXES = {
@@ -923,9 +927,7 @@ def _read_by_library_too_early(rec, param, pname) -> Explanation | None:
     ``loss.backward()`` finds no gradients, clips nothing and returns a norm of 0, without an error."""
     backwards = [op for op in rec.ops if op.kind == "backward"]
     for read in (op for op in rec.ops if op.kind == "library_read_grad" and op.inputs[0] is param):
-        used = next((op.index for op in reversed(rec.ops[:read.index])
-                     if op.kind == "op" and op.grad_enabled and not op.name.endswith("_")     # not an init
-                     and any(t is param for t in op.inputs)
+        used = next((op.index for op in reversed(rec.ops[:read.index]) if _forward_use(op, param)
                      and any(getattr(o, "requires_grad", False) for o in op.outputs)), None)
         later = next((op for op in backwards if op.index > read.index), None)
         if used is None or later is None or any(used < op.index < read.index for op in backwards):

@@ -95,8 +95,7 @@ def _setter(frame, what: str) -> Setter | None:
         f = f.f_back
     if f is None:
         return None
-    function = next((_called_name(c) for c in reversed(called) if _called_name(c) is not None),
-                    called[-1].f_code.co_name if called else None)
+    function = next(filter(None, map(_called_name, reversed(called))), called[-1].f_code.co_name if called else None)
     return Setter("library", (f.f_code.co_filename, f.f_lineno), function, what, _outermost(f))
 
 
