@@ -23,6 +23,10 @@ tells whether the path was cut by a trip through numpy.
 """
 from __future__ import annotations
 
+import dataclasses
+import linecache
+import re
+
 import numpy as np
 
 from ..base import naming
@@ -687,8 +691,6 @@ def _stale_attribute(source, tensors) -> Explanation | None:
 def _from_a_weight(stored) -> bool:
     """Whether the assignment at ``stored`` (``(file, line, method)``) computes from an attribute that the same
     method made a weight (``self.kernel = self.add_weight(...)``, then ``self.kernel = self.kernel * mask``)."""
-    import linecache
-    import re
     filename, line, _ = stored
     text = linecache.getline(filename, line)
     rhs = text.split("=", 1)[1] if "=" in text else ""
@@ -879,7 +881,6 @@ def _made_integer(tape, target, source, nodes, reach) -> Explanation | None:
     cut = _cut_at(tape, target, source, node, [(i, x) for i, x in enumerate(node.inputs) if x._id in reach])
     if node is exit_ or cut is None:
         return cut
-    import dataclasses
     return dataclasses.replace(cut, message=(
         f"{cut.message}\nAfter it, '{exit_.rule.name}' makes integers ({exit_.out.dtype}), which the target uses "
         f"as indices (or numbers) — integers carry no gradient either.{_code(exit_.location)}\nFor sampling at "

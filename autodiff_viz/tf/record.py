@@ -51,6 +51,7 @@ import os
 import sys
 import sysconfig
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -449,7 +450,6 @@ def why_no_gradients(rec, grads, variables) -> str:
 def _explained_warnings(starts: str, why: str):
     """Warnings raised inside the block are raised again after it; those that start with ``starts`` end with
     ``why``."""
-    import warnings
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
