@@ -203,6 +203,30 @@ def test_a_tf_function_run_eagerly_is_recorded_op_by_op():
     assert np.array_equal(next(n for n in rec.trace(out, v).nodes if n.kind == "variable").grad.data, g.numpy())
 
 
+def test_keras_fit_under_the_recording_runs_its_step_eagerly_and_is_graph_again_after():
+    """``model.fit`` compiles its step into a tf.function, whose ops would reach the recording as one opaque op.
+    Under the recording the step runs eagerly (as with ``run_eagerly=True``): the forward pass, the loss and the
+    gradient call are recorded with their layers; after it, ``fit`` builds the model's graph step again and the
+    model's own setting is unchanged."""
+    model = _mlp()
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = _data()
+    with adv.tf.record() as rec:
+        model.fit(x, y, epochs=1, batch_size=6, verbose=0)
+    recorded = model.train_function
+    names = [op.name for op in rec.ops if op.kind == "op"]
+    assert "MatMul" in names and "Tanh" in names, names
+    assert {op.scope for op in rec.ops if op.name == "MatMul"} >= {"mlp/l1", "mlp/l2"}
+    gradient = next(op for op in rec.ops if op.kind == "gradient")
+    assert rec.producer(gradient.extra["target"]) is not None      # the loss itself was recorded
+    assert not model.run_eagerly
+    model.fit(x, y, epochs=1, batch_size=6, verbose=0)
+    assert model.train_function is not recorded
+    with adv.tf.record() as rec2:
+        model.fit(x, y, epochs=1, batch_size=6, verbose=0)
+    assert "MatMul" in [op.name for op in rec2.ops if op.kind == "op"]
+
+
 def _functional():
     keras.utils.set_random_seed(1)
     inp = keras.Input((3,), dtype="float64")

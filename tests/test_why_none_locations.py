@@ -181,17 +181,20 @@ def _w():
 
 
 def test_torch_no_grad_and_inference_mode():
+    """The line of a grad-mode cut is the ``with`` that turned gradients off (what the user must move); the op that
+    ran under it is named as context."""
     w, x = _w()
     with adv.torch.record() as rec:
-        with torch.no_grad():
-            z = x @ w                                                 # <- no grad
+        with torch.no_grad():                                         # <- no grad
+            z = x @ w                                                 # <- matmul
         loss = (z * 2).sum()
         with torch.inference_mode():
             zi = x @ w                                                # <- inference
-    assert rec.explain(loss, w).location == where("no grad") and rec.explain(loss, w).reason == "no_grad"
+    e = rec.explain(loss, w)
+    assert e.reason == "no_grad" and e.location == where("no grad") and where("matmul") in e.locations
     with adv.torch.record() as rec2:
-        with torch.inference_mode():
-            zi = x @ w                                                # <- inference 2
+        with torch.inference_mode():                                  # <- inference 2
+            zi = x @ w
         loss2 = zi.sum()
     e = rec2.explain(loss2, w)
     assert e.reason == "inference_mode" and e.location == where("inference 2")

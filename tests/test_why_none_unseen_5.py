@@ -8,10 +8,10 @@ fix calls for: the reason, the line the user must change and a fix keyword. Wher
 installed library (PyTorch Lightning's evaluation loops), the library's code is written, reduced, to a temporary
 directory that the recorders count as installed code, as they count site-packages.
 
-Three more questions of this set are answered wrongly today and are listed as open in the closing note rather
-than kept here as failing tests: monodepth2#24 (the line is the loss, not the `with torch.no_grad():` that must
-move), and an argmax inside a Keras `Lambda` (Keras-GAN#61, List-of-Differentiable-OPs#4: under `fit` the error
-says computed_outside_tape; with a tape the cut named is a comparison inside the loss).
+Three questions of this set were answered wrongly when the set was measured (5 of 8 right as found) and pass since:
+monodepth2#24 (the line is now the ``with torch.no_grad():`` that must move, not the loss inside it), and an argmax
+inside a Keras ``Lambda`` (Keras-GAN#61, List-of-Differentiable-OPs#4: Keras' step now runs eagerly under the
+recording, and of several cuts the one every path crosses is named, not a comparison inside the loss).
 """
 from __future__ import annotations
 
@@ -206,6 +206,30 @@ class Trainer:
         return losses
 
 
+def test_validation_loss_backpropagated_inside_no_grad():
+    """https://github.com/nianticlabs/monodepth2/issues/24 — "Element 0 of tensors does not require grad and does not
+    have a grad_fn" after the reporter changed the trainer, asking why ``val`` uses ``with torch.no_grad()``. The
+    maintainers: that block is for validation only, "it seems that you are trying to backpropagate on the validation
+    set"; without ``no_grad`` it would work "as long as you are not trying to update network weights". The line to
+    change is the ``with torch.no_grad():`` in ``val`` (the backward must leave it), not the loss line inside
+    ``process_batch``, which is right as it is."""
+    torch.manual_seed(0)
+    trainer = Trainer()
+    inputs = {"color": torch.rand(1, 3, 6, 6), "target": torch.rand(1, 1, 6, 6)}
+    with adv.torch.record() as rec:
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            trainer.val(inputs)
+    loss, weight = trainer.last_losses["loss"], trainer.models["depth"].weight
+    assert weight.grad is None and not loss.requires_grad
+    ex = rec.explain(loss, weight)
+    assert ex.reason == "no_grad", (ex.reason, ex.location, ex.message)
+    assert ex.location == _line(Trainer.val, "with torch.no_grad():"), ex.location
+    assert len(ex.locations) == 2 and ex.locations[1] in (_line(Trainer.process_batch, "torch.sigmoid(self.models"),
+                                                          _line(Trainer.process_batch, 'losses = {"loss"')), \
+        ex.locations          # the op that ran under it, as context
+    assert "no_grad" in ex.message and "outside" in ex.message, ex.message
+
+
 class S3DStream(nn.Module):
     """SLRT's two-stream S3D backbone, reduced to the RGB stream's ``base`` blocks; the first block is frozen in
     ``__init__`` (the maintainer: "we indeed freeze the first block of S3D during training to save memory")."""
@@ -244,6 +268,86 @@ def test_first_block_of_the_backbone_frozen_by_the_authors():
 # ---------------------------------------------------------------------------
 # TensorFlow / Keras
 # ---------------------------------------------------------------------------
+
+
+def test_argmax_lambda_as_the_model_output_under_fit(tf):
+    """https://github.com/Mainak431/List-of-Differentiable--OPs-and-Non-differentiable-OPs--in-Tensorflow/issues/4 —
+    a functional model ending in ``Lambda(lambda q: tf.math.argmax(q, 2))``, compiled with ``loss="mae"``: ``fit``
+    raises "No gradients provided for any variable". The reporter, quoting TensorFlow's ``math_grad.py``: the
+    gradient registered for ``ArgMax`` returns ``[None, None]``, so "``ArgMax`` is indeed not differentiable". The
+    user's code as posted, under the recording; no ``run_eagerly``."""
+    from tensorflow.keras.layers import Dense, Input, Lambda
+    from tensorflow.keras.models import Model
+    from tensorflow.keras.optimizers import SGD
+
+    def ArgMax():
+        return Lambda(lambda q: tf.math.argmax(q, 2))
+
+    with adv.tf.record():
+        inputs1 = Input(shape=(1, 1,))
+        d = Dense(3)(inputs1)
+        out = ArgMax()(d)
+        model = Model(inputs=[inputs1], outputs=[out], name="test")
+        model.compile(SGD(0.1), loss="mae")
+        with pytest.raises(ValueError, match="No gradients provided") as err:
+            model.fit(x=[np.ones((100, 1, 1))], y=[np.zeros((100, 1))], batch_size=100, verbose=0, epochs=1)
+    why = str(err.value).split("Why (adv.tf.record):", 1)[1]
+    assert "non_differentiable_op" in why and "argmax" in why, why
+    assert f"{_line(ArgMax, 'return Lambda(').rsplit('/', 1)[1]}:" in why, why
+    assert "Lambda layer" in why and "softmax" in why, why
+    assert not model.run_eagerly                         # the recording did not change the model's settings
+
+
+def test_argmax_lambda_between_generator_and_discriminator(tf):
+    """https://github.com/eriklindernoren/Keras-GAN/issues/61 — "argmax between generator and discriminator":
+    ``input --> [GEN] --> out1(h,w,2) --> [LambdaLayer] --> out2(h,w,1) --> [DISCRIMINATOR] --> val`` with
+    ``out2 = Lambda(lambda x: K.cast(K.expand_dims(K.argmax(x)), dtype="float32"))(out1)``; "It calls the argmax
+    function that is not differentiable so the backprop is not working correctly." Reduced to Keras-GAN's pattern
+    (a frozen discriminator inside the combined model, ``train_on_batch``), and the same step written with a
+    tape. The cut every path crosses is the argmax in the Lambda, not a comparison inside the loss."""
+    from tensorflow.keras import backend as K
+    from tensorflow.keras.layers import Conv2D, Dense, Flatten, Input, Lambda
+    from tensorflow.keras.models import Model
+    from tensorflow.keras.optimizers import Adam
+
+    def build_generator():
+        img = Input(shape=(8, 8, 3))
+        h = Conv2D(8, 3, padding="same", activation="relu")(img)
+        return Model(img, Conv2D(2, 1, activation="softmax")(h))
+
+    def build_discriminator():
+        mask = Input(shape=(8, 8, 1))
+        h = Conv2D(4, 3, strides=2, padding="same", activation="relu")(mask)
+        return Model(mask, Dense(1, activation="sigmoid")(Flatten()(h)))
+
+    def build_combined(generator, discriminator):
+        img = Input(shape=(8, 8, 3))
+        out1 = generator(img)
+        out2 = Lambda(lambda x: K.cast(K.expand_dims(K.argmax(x)), dtype="float32"))(out1)
+        discriminator.trainable = False
+        combined = Model(img, discriminator(out2))
+        combined.compile(loss="binary_crossentropy", optimizer=Adam(0.0002, 0.5))
+        return combined
+
+    imgs = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+    valid = np.ones((4, 1), "float32")
+    with adv.tf.record() as rec:
+        generator, discriminator = build_generator(), build_discriminator()
+        discriminator.compile(loss="binary_crossentropy", optimizer=Adam(0.0002, 0.5))
+        combined = build_combined(generator, discriminator)
+        with pytest.raises(ValueError, match="No gradients provided") as err:
+            combined.train_on_batch(imgs, valid)
+        with tf.GradientTape() as tape:
+            loss = tf.keras.losses.BinaryCrossentropy()(valid, combined(imgs))
+    kernel = generator.trainable_variables[0]
+    assert tape.gradient(loss, kernel) is None
+    lam = _line(build_combined, "out2 = Lambda(")
+    why = str(err.value).split("Why (adv.tf.record):", 1)[1]
+    assert "argmax" in why and f"{lam.rsplit('/', 1)[1]}:" in why, why
+    ex = rec.explain(loss, kernel)
+    assert ex.reason == "non_differentiable_op", (ex.reason, ex.location, ex.message)
+    assert ex.location == lam, ex.location
+    assert "argmax" in ex.message and "Lambda layer" in ex.message, ex.message
 
 
 # ---------------------------------------------------------------------------

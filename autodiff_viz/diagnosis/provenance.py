@@ -66,11 +66,13 @@ class Walk:
     leaves: list = field(default_factory=list)
     first_use: object = None
     records: list = field(default_factory=list)
+    target: object = None
+    start: int | None = None
 
 
 def walk_back(target, skey, *, key, producer, edges, start=None) -> Walk:
     """Walk the provenance record from ``target`` back towards the source whose key is ``skey`` (see above)."""
-    out = Walk()
+    out = Walk(target=target, start=start)
     frontier = deque([(target, start, None)])
     seen = set()
     while frontier:
@@ -118,13 +120,41 @@ def fresh_starts(walk: Walk, kinds=("rewrap",)) -> list:
 
 
 def first_cut(walk: Walk, skey, *, key, producer, edges, rank=None) -> Cut | None:
-    """The cut that explains the ``None``: the first (in ``rank`` order, then nearest the target) whose input
-    depends on the source keyed ``skey``; None when no cut on the target's history does."""
+    """The cut that explains the ``None``: of the cuts whose input depends on the source keyed ``skey``, the first
+    (in ``rank`` order, then nearest the target) that lies on *every* path from the source to the target; None
+    when no cut on the target's history depends on the source.
+
+    A cut on one path only is not the reason: ``tf.where(x > 0, x, x * x)`` reads ``x`` through a comparison,
+    which has no gradient, but the branches carry it. What stops the gradient is a cut that every path crosses
+    (a sum computed after the tape closed, an ``argmax`` between a generator and the discriminator). When no
+    single cut does (each path has its own), the first cut in order is named.
+    """
     cuts = sorted(walk.cuts, key=rank) if rank is not None else walk.cuts
-    for cut in cuts:
-        if depends(cut.x, cut.k, skey, key=key, producer=producer, edges=edges):
-            return cut
-    return None
+    graph = {"key": key, "producer": producer, "edges": edges}
+    candidates = [c for c in cuts if depends(c.x, c.k, skey, **graph)]
+    if len(candidates) > 1 and walk.target is not None:
+        for cut in candidates[:_DOMINANCE_CHECKS]:
+            if _on_every_path(walk, cut, skey, **graph):
+                return cut
+    return candidates[0] if candidates else None
+
+
+_DOMINANCE_CHECKS = 32      # a walk that meets hundreds of cuts (a forward under no_grad) finds one in the first
+
+
+def _on_every_path(walk: Walk, cut: Cut, skey, *, key, producer, edges) -> bool:
+    """Whether every path from the target back to the source crosses ``cut``'s edge (none reaches it without)."""
+    stack, seen = [(walk.target, walk.start)], set()
+    while stack:
+        t, k = stack.pop()
+        if key(t) == skey:
+            return False
+        op = producer(t, k)
+        if op is None or (id(op), key(t)) in seen:
+            continue
+        seen.add((id(op), key(t)))
+        stack.extend((x, kx) for x, kx, _ in edges(op, t) if not (op is cut.at and x is cut.x and t is cut.out))
+    return True
 
 
 def caller_names(namespace: dict, is_tensor, weights=None) -> dict:

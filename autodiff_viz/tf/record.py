@@ -40,8 +40,11 @@ recording is active and taken out when the last one ends:
 graph, whose ops never reach the eager callback. Rather than record a
 half-picture, the call is refused before it runs, with the way out
 (``tf.config.run_functions_eagerly(True)``, or call the Python function).
-Functions TensorFlow and Keras call for themselves (``model.fit``'s step,
-``tf.data``) run and appear as one opaque op (kind ``"function"``).
+Keras' own steps (``fit``, ``evaluate``, ``predict``, ``train_on_batch``) run
+eagerly under the recording, as with ``run_eagerly=True``, so that their
+forward pass, loss and gradient call are recorded; the model's graph step
+comes back after the recording. Functions TensorFlow calls for itself
+(``tf.data``'s) run and appear as one opaque op (kind ``"function"``).
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ import sys
 import sysconfig
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -78,9 +82,10 @@ if TYPE_CHECKING:
 
 try:   # Keras 3's name-scope stack (layers and models push themselves on call), and its optimizers
     from keras.src.backend.common import global_state as _keras_state
+    from keras.src.backend.tensorflow import trainer as _keras_trainer
     from keras.src.optimizers import base_optimizer as _keras_optimizer
 except ImportError:  # pragma: no cover - Keras 3 ships with tensorflow 2.21
-    _keras_state = _keras_optimizer = None
+    _keras_state = _keras_optimizer = _keras_trainer = None
 
 
 def _dir(mod):
@@ -381,6 +386,48 @@ def _install():
     _patch(_polyfn.Function, "__call__", tf_function)
     if _keras_optimizer is not None:
         _patch(_keras_optimizer.BaseOptimizer, "apply", keras_update)
+    if _keras_trainer is not None:
+        for kind in ("train", "test", "predict"):
+            _patch(_keras_trainer.TensorFlowTrainer, f"make_{kind}_function", keras_step(f"{kind}_function"))
+
+
+_EAGER_STEPS: dict = {}     # id(model) -> (weak model, {attribute: the step function built for a recording})
+
+
+def keras_step(attribute):
+    """``model.fit``/``evaluate``/``predict`` under a recording run their step eagerly, as with
+    ``run_eagerly=True``, so that the recording sees the forward pass, the loss and the gradient call op by op
+    (a ``tf.function`` step would reach it as one opaque op, and a ``None`` gradient inside it could not be
+    explained). When the last recording ends, the steps built for it are dropped (:func:`_drop_eager_steps`):
+    the next call builds the step the model's own settings ask for. A model compiled with
+    ``run_eagerly=True`` is left alone."""
+    def patch(original):
+        @functools.wraps(original)
+        def call(self, force=False):
+            entry = _EAGER_STEPS.get(id(self))
+            if not _recordings() or self._run_eagerly or (
+                    entry is not None and entry[1].get(attribute) is getattr(self, attribute, None)):
+                return original(self, force)
+            self._run_eagerly = True
+            try:
+                original(self, force=True)
+            finally:
+                self._run_eagerly = False
+            if entry is None:
+                entry = _EAGER_STEPS[id(self)] = (weakref.ref(self), {})
+            entry[1][attribute] = getattr(self, attribute)
+            return entry[1][attribute]
+        return call
+    return patch
+
+
+def _drop_eager_steps():
+    for model_ref, steps in _EAGER_STEPS.values():
+        model = model_ref()
+        for attribute, fn in steps.items():
+            if model is not None and getattr(model, attribute, None) is fn:
+                setattr(model, attribute, None)
+    _EAGER_STEPS.clear()
 
 
 def keras_update(original):
@@ -485,6 +532,7 @@ _variable_class: dict = {}
 
 
 def _uninstall():
+    _drop_eager_steps()
     while _PATCHES:
         owner, name, original = _PATCHES.pop()
         if original is None:

@@ -581,8 +581,8 @@ def _at_cut(rec, cut, pname, pid, param=None) -> Explanation:
         if setter is not None and setter.location is not None and setter.location != loc:
             words = f"{words}{_line(loc)}\nGradients were turned off{_line(setter.location)}\n"
             msg = f"The gradient from the target cannot reach {pname}: {words}{_CUT_FIXES[reason]}"
-            return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name,
-                               locations=tuple(_where(v) for v in (loc, setter.location) if v))
+            return Explanation(reason, msg, _where(setter.location), nodes=nodes, edges=edges, op=op.name,
+                               locations=tuple(_where(v) for v in (setter.location, loc) if v))
     if reason == "requires_grad_false":
         return _required_later(rec, cut, pname, nodes, edges, param)
     msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{_CUT_FIXES[reason]}".rstrip()
