@@ -410,7 +410,7 @@ def test_integer_variable_of_a_custom_layer_stops_fit(tf):
     self.add_variable((1,), initializer="zeros", dtype=tf.int32)``: ``fit`` always raises "No gradients provided
     for any variable"; with ``tf.float32`` it trains. The answers: integers are not differentiable, there is no
     gradient for an integer variable (fchollet: the error is correct). A ``fit`` user has no tape: the error
-    itself must say why, with the line and the fix. ``run_eagerly=True`` lets the recording see the step."""
+    itself must say why, with the line and the fix."""
     import keras
     variable_dtype = tf.int32
 
@@ -426,7 +426,7 @@ def test_integer_variable_of_a_custom_layer_stops_fit(tf):
     model = keras.Model(inputs=[input_layer], outputs=[output])
     values = np.array([[i] for i in range(8)])
     model.compile(loss=[keras.losses.MeanSquaredError()], optimizer=keras.optimizers.RMSprop(),
-                  metrics=[keras.metrics.MeanSquaredError()], run_eagerly=True)
+                  metrics=[keras.metrics.MeanSquaredError()])
     with adv.tf.record():
         with pytest.raises(ValueError, match="No gradients provided for any variable") as info:
             model.fit(values, values, batch_size=1, epochs=2, verbose=0)
@@ -441,15 +441,14 @@ def test_round_of_clip_in_a_lambda_layer_leaves_the_first_layer_untrained(tf):
     on an intermediate layer's output; fit fails with "None type not supported". The answer (bstriner): rounding
     is a step function, training does nothing past it, gradients don't propagate through the rounding (nor
     through clipped values). Keras 3 trains the layer after the Lambda and warns "Gradients do not exist" for the
-    one before: the warning must say why, naming the Lambda and its line. ``run_eagerly=True`` lets the recording
-    see the step."""
+    one before: the warning must say why, naming the Lambda and its line."""
     import keras
     from keras import ops as K
     inp = keras.Input((3,))
     hidden = keras.layers.Dense(4, name="hidden")(inp)
     output = keras.layers.Lambda(lambda x: K.round(K.clip(x, 0.0, 1.0)))(hidden)
     model = keras.Model(inp, keras.layers.Dense(1, name="out")(output))
-    model.compile(optimizer="sgd", loss="mse", run_eagerly=True)
+    model.compile(optimizer="sgd", loss="mse")
     x = np.random.default_rng(0).random((8, 3)).astype("float32")
     y = np.random.default_rng(1).random((8, 1)).astype("float32")
     with adv.tf.record(), warnings.catch_warnings(record=True) as caught:

@@ -618,7 +618,7 @@ def test_bert_pooler_unused_when_only_the_sequence_output_is_taken(tf_installed,
     with adv.tf.record(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = build()
-        model.compile(loss="sparse_categorical_crossentropy", optimizer="adam", run_eagerly=True)
+        model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
         model.fit([ids, mask, types], labels, batch_size=8, epochs=1, verbose=0)
     text = "\n".join(str(w.message) for w in caught if "Gradients do not exist" in str(w.message))
     assert "pooler" in text and "encoder" not in text.split("\n")[0], text[:500]
@@ -652,7 +652,7 @@ def test_loss_that_reads_a_hidden_layer_and_not_the_output(tf):
         return K.sum(y_pred)                    # y_pred is hidden_a: the loss reads the hidden layer only
 
     m3 = build()
-    m3.compile(optimizer='adam', loss=[None, myLoss], run_eagerly=True)
+    m3.compile(optimizer='adam', loss=[None, myLoss])
     x = np.random.random(size=(10, 5)).astype("float32")
     y = np.random.random(size=(10, 1)).astype("float32")
     with adv.tf.record(), warnings.catch_warnings(record=True) as caught:
