@@ -124,7 +124,8 @@ _EXACT_BELOW = 0.25     # 1 − y² below this (|y| > 0.87) loses more than a fe
 
 def _tanh_vjp(g, y, x):
     """``ḡ·sech²x`` (:func:`_sech2`): on a small array ``(ḡ / cosh x) / cosh x`` (three ufuncs, as
-    ``ḡ·(1 − y²)``); on a large one ``1 − y²`` where |y| ≤ 0.87 and sech² from ``x`` on the saturated rest.
+    ``ḡ·(1 − y²)``); on a large one ``1 − y²`` where |y| ≤ 0.87 (on all of it when no entry is saturated), and
+    sech² from ``x`` where 1 − y² would lose more than a few ulps.
     Without ``x`` (a caller holding only the output) it is ``ḡ·(1 − y²)``, made in one buffer: exact where |y|
     is well below 1, the form TensorFlow and PyTorch use."""
     if x is None:
@@ -140,12 +141,16 @@ def _tanh_vjp(g, y, x):
             c = np.cosh(x)
             out = np.divide(g, c)
             return np.divide(out, c, out=out)
-        d = np.multiply(y, y)              # many entries: cosh costs ten multiplies; take 1 − y² where it is
-        np.subtract(1, d, out=d)           # exact to a few ulps (|y| ≤ 0.87) and sech² from x on the rest
-        steep = d < _EXACT_BELOW
-        if steep.any():
-            steep = np.flatnonzero(steep)
-            d.reshape(-1)[steep] = _sech2(x.reshape(-1)[steep])
+        d = np.multiply(y, y)              # many entries: cosh costs ten multiplies; take 1 − y², exact to a
+        np.subtract(1, d, out=d)           # few ulps while |y| ≤ 0.87 everywhere (one min to know)
+        if d.min() >= _EXACT_BELOW:
+            return np.multiply(g, d, out=d)
+        if x.dtype == np.float64:          # some saturated: (ḡ / cosh x) / cosh x throughout costs less than
+            c = np.cosh(x)                 # gathering them (and stays within 4 ulps in float64)
+            out = np.divide(g, c, out=d)
+            return np.divide(out, c, out=out)
+        steep = np.flatnonzero(d < _EXACT_BELOW)      # float32: sech² from x on the saturated entries only
+        d.reshape(-1)[steep] = _sech2(x.reshape(-1)[steep])
         return np.multiply(g, d, out=d)
     d = _sech2(x)
     if type(g) is np.ndarray and type(d) is np.ndarray and d.dtype == g.dtype and (
