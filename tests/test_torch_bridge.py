@@ -78,19 +78,20 @@ def _lin():
 def test_no_grad_on_the_path():
     lin, x = _lin(), torch.randn(4, 3)
     with adv.torch.record() as rec:
-        with torch.no_grad():
-            z = lin(x)                                      # <- no_grad
+        with torch.no_grad():                               # <- no_grad
+            z = lin(x)                                      # <- linear
         loss = (z * 2).sum()
     ex = rec.explain(loss, lin.weight)
     assert ex.reason == "no_grad" and ex.location == f"{HERE}:{line_of('no_grad')}"
+    assert ex.locations[1] == f"{HERE}:{line_of('linear')}"          # the op that ran under it
     assert "torch.no_grad()" in ex.message
 
 
 def test_inference_mode_on_the_path():
     lin, x = _lin(), torch.randn(4, 3)
     with adv.torch.record() as rec:
-        with torch.inference_mode():
-            z = lin(x)                                      # <- inference
+        with torch.inference_mode():                        # <- inference
+            z = lin(x)
         loss = z.clone().sum()
     ex = rec.explain(loss, lin.weight)
     assert ex.reason == "inference_mode" and ex.location.endswith(f":{line_of('inference')}")

@@ -889,7 +889,7 @@ def _grad_unset(rec, param, pname) -> Explanation | None:
     """
     events = [op for op in rec.ops if op.kind == "backward" and op.name == "backward"    # autograd.grad fills no .grad
               or op.kind in ("read_grad", "set_grad")
-              and op.inputs[0] is param]
+              and any(x is param for x in op.inputs)]
     reads = [op for op in events if op.kind == "read_grad"]
     read = reads[-1] if reads else None
     if (read.extra["was_none"] if read else param.grad is None) is False:

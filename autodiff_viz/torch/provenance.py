@@ -157,11 +157,16 @@ def _called_name(frame) -> str | None:
 
 
 def _outermost(f):
-    """The outermost user frame on the stack from ``f`` (a notebook cell's line, ``model = Net()``)."""
+    """The outermost user frame on the stack from ``f`` (a notebook cell's line, ``model = Net()``), no farther
+    out than the frame that opened the recording: a recording opened inside ``main()`` names ``main``'s lines,
+    not the ``main()`` call that holds them all."""
+    home = _ACTIVE[-1].home if _ACTIVE else None
     last = None
     while f is not None:
         if not is_library(f.f_code.co_filename):
             last = (f.f_code.co_filename, f.f_lineno)
+        if id(f) == home:
+            break
         f = f.f_back
     return last
 
@@ -212,6 +217,7 @@ class Provenance:
         self.spans: list = []              # [start, end, Setter] of an autograd.Function.apply
         self.applied: list = []            # Applied: a custom Function that joined the graph
         self.assignments: list = []        # Assignment
+        self.home: int | None = None       # id of the frame that opened the recording (see _outermost)
 
     @property
     def rec(self):
@@ -369,6 +375,7 @@ def start(rec) -> Provenance:
             _SAVED[(owner, name)] = original
             setattr(owner, name, make(original))
     p = Provenance(rec)
+    p.home = id(sys._getframe(2))      # the frame whose `with` opened the recording (alive while it records)
     _ACTIVE.append(p)
     return p
 

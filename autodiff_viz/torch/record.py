@@ -115,7 +115,7 @@ class Op:
     ``"backward"`` (``Tensor.backward``), ``"library_read_grad"`` (a library function the user called read an
     empty ``.grad``: ``clip_grad_norm_`` before ``backward()``), ``"read_grad"`` (reading
     ``.grad``, with what it held then) or ``"set_grad"`` (assigning
-    ``.grad``: ``zero_grad(set_to_none=True)`` sets it to None) or
+    ``.grad``; ``opt.zero_grad()`` is one such record over all the parameters it reset) or
     ``"update"`` (an optimizer's ``step()``, one record; its inputs are the parameters it updates).
     """
 
@@ -236,9 +236,32 @@ def _reported_grad(fn):
     return call
 
 
+def _zero_grad(original):
+    """``Optimizer.zero_grad`` under a recording: one ``set_grad`` record (``zero_grad``) for every parameter whose
+    ``.grad`` it reset, at the learner's line, with torch functions' dispatch switched off while it runs. Seen one
+    ``.grad`` read and write at a time, the forty parameters of a small ViT cost more than its forward pass."""
+    @functools.wraps(original)
+    def zero_grad(self, set_to_none: bool = True):
+        recs = [r for r in _ACTIVE if not r._paused and r._updating is None]
+        if not recs or torch.compiler.is_compiling():
+            return original(self, set_to_none)
+        with torch._C.DisableTorchFunction():
+            params = [p for group in self.param_groups for p in group["params"]
+                      if isinstance(p, torch.Tensor) and p.grad is not None]
+            out = original(self, set_to_none)
+        if params:
+            for rec in recs:
+                rec._note("zero_grad", "set_grad", params, [], {"to_none": bool(set_to_none)})
+        return out
+    zero_grad.__adv_original__ = original
+    return zero_grad
+
+
 def _wrap_unseen(on: bool):
     """Put the :func:`_reported` wrappers into ``torch`` (a first recording opens), or take them out (none is left)."""
-    for owner, name, wrap in [(torch, n, _reported) for n in _UNSEEN] + [(torch.autograd, "grad", _reported_grad)]:
+    for owner, name, wrap in [(torch, n, _reported) for n in _UNSEEN] + [(torch.autograd, "grad", _reported_grad),
+                                                                        (torch.optim.Optimizer, "zero_grad",
+                                                                         _zero_grad)]:
         fn = getattr(owner, name)
         original = getattr(fn, "__adv_original__", None)
         if on and original is None:
@@ -276,7 +299,8 @@ class _Mode(TorchFunctionMode):
         written = _written(name, args, kwargs)
         if written is not None:
             rec._before_write(written)
-        out = func(*args, **kwargs) if name != "get:grad" else _at_the_learners_line(func, args, kwargs)
+        out = func(*args, **kwargs) if name != "get:grad" or args[0].is_leaf else \
+            _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
             return out
         rec._observe(name, args, kwargs, out)
