@@ -111,7 +111,14 @@ _library_file: dict = {}      # file name -> written by a library?
 _ESCAPES = {"numpy": "numpy()", "__float__": "float()", "__int__": "int()", "__index__": "int()",
             "__array__": "np.asarray()", "item": "item()", "tolist": "tolist()"}
 _REWRAPS = ("constant", "convert_to_tensor")
-_ASSIGN_OPS = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
+#: ops that write into a variable -> the input that holds the value written (a sliced ``v[i, j].assign(x)`` is
+#: ``ResourceStridedSliceAssign``, ``scatter_nd_update`` a ``ResourceScatterNdUpdate``); recorded as ``assign``
+#: with inputs ``[handle, value, *the rest]``
+_ASSIGN_OPS = {"AssignVariableOp": 1, "AssignAddVariableOp": 1, "AssignSubVariableOp": 1,
+               "ResourceStridedSliceAssign": 4, "ResourceScatterUpdate": 2, "ResourceScatterAdd": 2,
+               "ResourceScatterSub": 2, "ResourceScatterMul": 2, "ResourceScatterDiv": 2, "ResourceScatterMin": 2,
+               "ResourceScatterMax": 2, "ResourceScatterNdUpdate": 2, "ResourceScatterNdAdd": 2,
+               "ResourceScatterNdSub": 2, "ResourceScatterNdMin": 2, "ResourceScatterNdMax": 2}
 _ACTIVE: list = []           # recordings whose ``with`` block is running (any thread)
 _PATCHES: list = []          # (owner, attribute, original) while at least one recording is active
 _LOCK = threading.RLock()
@@ -716,6 +723,9 @@ class Recording(recordings.Recording):
         elif op_type in _ASSIGN_OPS and self._creating:
             return None
         elif op_type in _ASSIGN_OPS:
+            at = _ASSIGN_OPS[op_type]
+            if len(ins) > at:
+                ins = [ins[0], ins[at]] + [x for k, x in enumerate(ins) if k not in (0, at)]
             self._note(op_type, "assign", ins, [], {"variable": self._variables.get(ins[0]._id) if ins else None},
                        attrs)
         elif op_type in ("VarHandleOp", "DestroyResourceOp", "VarIsInitializedOp"):
