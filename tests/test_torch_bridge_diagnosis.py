@@ -157,3 +157,25 @@ def test_trace_sources_must_be_tensors():
         rec.trace(loss, "w")
     with pytest.raises(TypeError, match="sources must be tensors, got str"):
         rec.trace(loss, [w, "b"])
+
+
+def test_construction_lines_are_named_inside_the_function_that_opened_the_recording():
+    """A script whose ``main()`` opens the recording and builds the model twice: the two construction lines are
+    ``main``'s own lines (where the optimizer's model and the trained one were built), not the ``main()`` call
+    that holds them both."""
+    def main():
+        torch.manual_seed(0)
+        with adv.torch.record() as rec:
+            net = torch.nn.Linear(3, 1)                                   # <- first model
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            net = torch.nn.Linear(3, 1)                                   # <- second model
+            loss = net(torch.randn(2, 3)).sum()
+            loss.backward()
+            opt.step()
+        return rec, loss, opt
+
+    rec, loss, opt = main()
+    table = rec.explain(loss, opt)
+    assert {e.reason for e in table} == {"optimizer_other_instance"}
+    text = table[0].message
+    assert f":{line_of('first model')}" in text and f":{line_of('second model')}" in text, text
