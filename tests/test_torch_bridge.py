@@ -457,3 +457,25 @@ def test_the_recording_copies_nothing_when_nothing_is_written_in_place():
         loss = torch.nn.functional.cross_entropy(net(x), y)
         loss.backward()
     assert rec._saved == []
+
+
+def test_an_in_place_op_passes_back_its_own_derivative_to_the_value_it_overwrote():
+    """``h.relu_()`` and ``k += r`` overwrite ``h`` and ``k``: the edge from ``h``'s old value carries ``ḡ ⊙ 1[h > 0]``
+    and those into ``k`` carry ``ḡ``, as autograd's own node computes them (``torch.autograd.grad`` asked for the
+    tensor ``h``, which now *is* the output, answers ``ḡ`` itself)."""
+    torch.manual_seed(0)
+    x = torch.randn(8, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(8, dtype=torch.float64)
+    with adv.torch.record() as rec:
+        h = x * 2
+        before = h.detach().clone()
+        h.relu_()
+        k = x * 3
+        r = x * 4
+        k += r
+        loss = (h * w).sum() + (k * w).sum()
+    tr = rec.trace(loss, x)
+    relu = next(e for e in tr.edges if tr.node(e.dst).op == "relu_")
+    assert np.array_equal(relu.contribution.data, (w * (before > 0)).numpy())
+    add = [e for e in tr.edges if tr.node(e.dst).op == "add_"]
+    assert len(add) == 2 and all(np.array_equal(e.contribution.data, w.numpy()) for e in add)

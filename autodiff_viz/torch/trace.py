@@ -240,11 +240,40 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
         by_tensor = _autograd(target, list(tensors.values()), torch.ones_like(target))
         grads = {n.id: by_tensor[id(node_tensor[n.id])] for n in nodes if id(node_tensor[n.id]) in by_tensor}
+        overwritten = [n for n in nodes if owner.get(id(node_tensor[n.id])) is not n]
+        if overwritten:
+            _grads_before_the_write(overwritten, raw_edges, grads, node_tensor)
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
     return tracing.finish(_Torch(raw_edges), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
                           {k: v for k, v in rec.module_kinds.items() if k in segments},
                           lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
+
+
+def _grads_before_the_write(overwritten, raw_edges, grads, node_tensor):
+    """The gradient of each value an in-place op overwrote (``h`` before ``h.relu_()``), in ``grads`` by node id.
+
+    Autograd knows one tensor for both versions and answers for the latest: asked for ``h`` it gives ḡ of the
+    ReLU's output, not of its input. The value before the write gets the sum, over the ops that read it (the
+    in-place op among them), of what each passes back (:func:`_op_vjp`), nearest the target first, so that a
+    value overwritten twice gets its reader's corrected gradient. A value one of whose readers cannot be asked
+    keeps autograd's answer."""
+    readers: dict = {}
+    for op, _i, _t, src, dst, out in raw_edges:
+        readers.setdefault(src.id, {})[op.index] = (op, dst, out)
+    for n in reversed(overwritten):
+        t, total = node_tensor[n.id], None
+        for op, dst, out in readers.get(n.id, {}).values():
+            g_out = grads.get(dst.id)
+            if g_out is None:
+                continue
+            got = _op_vjp(op, out, g_out).get(id(t))
+            if got is None:
+                total = None
+                break
+            total = got if total is None else total + got
+        if total is not None:
+            grads[n.id] = total.detach()
 
 
 class _Torch(tracing.Adapter):
@@ -341,7 +370,8 @@ def _node_vjp(out, need, g_out) -> dict | None:
     """:func:`_op_vjp` by calling ``out.grad_fn`` itself, or None when the op is not one node over ``need``.
 
     Each of the node's next functions is an input's node: ``(t.grad_fn, t.output_nr)``, or the
-    ``AccumulateGrad`` of a leaf ``t``. What the engine would do to a result on its way (sum a broadcast input's
+    ``AccumulateGrad`` of a leaf ``t``; an input overwritten in place since (or the input of the in-place op
+    itself) takes the one node left. What the engine would do to a result on its way (sum a broadcast input's
     gradient back to its shape, cast it to its dtype) is done here the same way.
     """
     fn = out.grad_fn
@@ -361,6 +391,11 @@ def _node_vjp(out, need, g_out) -> dict | None:
         if t is None and type(nxt).__name__ == "AccumulateGrad":
             t = leaves.get(id(nxt.variable))
         slots.append(t)
+    free = [k for k, (nxt, _) in enumerate(fn.next_functions) if nxt is not None and slots[k] is None]
+    unmatched = [t for t in need if not any(t is u for u in slots)]
+    if len(free) == 1 and len(unmatched) == 1:
+        slots[free[0]] = unmatched[0]    # a value overwritten in place since (h.relu_(), h += x): its tensor's
+        #                                  node is now the write's, this op's input is the node before it
     if {id(t) for t in slots if t is not None} != {id(t) for t in need}:
         return None
     try:
@@ -389,6 +424,11 @@ def _local_jacobian(out, x):
     if n == 0:
         return None
     seeds = torch.eye(n, dtype=out.dtype, device=out.device).reshape((n,) + tuple(out.shape))
+    if x is out:        # an in-place op: the derivative to the value it overwrote is its node's, row by row
+        rows = [_node_vjp(out, [x], seed) for seed in seeds]
+        if all(r is not None for r in rows):
+            return np.stack([_array(r[id(x)]).astype(np.float64).reshape(-1) if id(x) in r
+                             else np.zeros(x.numel()) for r in rows])
     try:
         (g,) = torch.autograd.grad(out, [x], grad_outputs=seeds, retain_graph=True, allow_unused=True,
                                    is_grads_batched=True)
