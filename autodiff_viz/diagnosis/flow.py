@@ -186,7 +186,7 @@ class _Walk:
             verb = {"nan_gradient": "becomes non-finite", "vanishing_gradient": "shrinks"}.get(reason, "dies")
             where = f"\nIt {verb} at {dst.op}" \
                     f"{named}{_line(loc)}"
-        fix = fix_of(kind)
+        fix = None if " Fix: " in extra else fix_of(kind)      # a cause that carries its own fix keeps it alone
         message = f"{text}{where}\n{extra}".rstrip() + (f"\nFix: {fix}" if fix else "")
         info = dict(details or {})
         if mark:
@@ -439,22 +439,33 @@ class _Walk:
                             "non-finite (its contributions were not kept).")
 
     def _forward_origin(self) -> Explanation | None:
-        """The first op, in forward order, whose output is not finite while every input of it is."""
+        """The first op, in forward order, whose output is not finite while every input of it is; else the first
+        whose output holds nan while no input does (an input may hold −inf on purpose: an attention mask)."""
         ops = [n for n in self.trace.nodes if n.kind == "op" and n.id in self.on]
+        return self._origin(ops, _finite) or self._origin(ops, _no_nan)
+
+    def _origin(self, ops, ok) -> Explanation | None:
         for n in ops:
-            if _finite(n.value):
+            if ok(n.value):
                 continue
             ins = self.trace.edges_into(n.id)
-            if all(_finite(self.trace.node(e.src).value) for e in ins):
+            if all(ok(self.trace.node(e.src).value) for e in ins):
                 e = next((e for e in ins if e.differentiable), ins[0] if ins else None)
                 if e is None:
                     return None
                 kind, why, mark = classify_nan(self.trace, e, forward=True)
                 head = self._head("holds nan or inf, because the forward pass already does.")
+                first = "is not finite while its inputs are" if ok is _finite else \
+                    "holds nan while none of its inputs does (one holds ±inf)"
                 return self._answer("nan_gradient", kind, e, head,
-                                    f"{n.op} is the first op whose output is not finite while its inputs are: "
+                                    f"{n.op} is the first op whose output {first}: "
                                     f"{describe(n.value)}.\n{why}", mark, {"edge": e.id, "phase": "forward"})
         return None
+
+
+def _no_nan(s) -> bool:
+    """No nan in the summarised value (±inf allowed)."""
+    return s is None or s.size == 0 or not any(math.isnan(s.stats[k]) for k in ("min", "max", "norm"))
 
 
 def _factor_rms(e) -> float | None:

@@ -53,8 +53,9 @@ FIXES = {
                  "output use a loss with from_logits=True instead of sigmoid/softmax then log.",
     "branch_never_selected": "check the condition of the where (is the mask the one you meant?); if the branch "
                              "is meant to be unused for this batch, the zero is correct.",
-    "clipped": "widen the bounds or rescale the input so it falls inside them; for a gradient through the bound, "
-               "use a smooth stand-in (tanh-scaled) or a straight-through estimator x + stop_gradient(clip(x) − x).",
+    "clipped": "widen the bounds or rescale the input so it falls inside them; for a gradient at the bound itself, "
+               "clamp / clip_by_value (derivative 1 there); for one through the bound, a smooth stand-in "
+               "(tanh-scaled) or a straight-through estimator x + stop_gradient(clip(x) − x).",
     "never_picked": "if you need a gradient for every input, use a smooth maximum (logsumexp, or softmax "
                     "weights) instead of max; otherwise the zero is correct: max sends ḡ to the winner only.",
     "zero_almost_everywhere": "use a differentiable stand-in: softmax probabilities instead of argmax/one-hot, "
@@ -307,13 +308,18 @@ def _clip(ed, mask, tiny):
         return None
     at = ed.x != ed.y
     dead = mask if mask is not None and mask.shape == at.shape else np.ones(at.shape, bool)
-    if not at[dead].any():
+    on = np.zeros(at.shape, bool)
+    if ed.kind == "clip" and ed.y.size:     # exactly on a bound: hardtanh counts x ≤ min as clipped, clamp not
+        on = dead & ~at & ((ed.x <= ed.y.min()) | (ed.x >= ed.y.max()))
+    if not (at | on)[dead].any():
         return None
-    bounds = sorted({float(v) for v in np.unique(ed.y[dead & at])[:3]})
-    k, n = int((dead & at).sum()), ed.x.size
+    bounds = sorted({float(v) for v in np.unique(ed.y[dead & (at | on)])[:3]})
+    k, n = int((dead & (at | on)).sum()), ed.x.size
+    exact = (f" {_n(int(on.sum()), 'entry sits', 'entries sit')} exactly on a bound, where {ed.dst.op} takes "
+             "the derivative to be 0 (torch.clamp / tf.clip_by_value take it to be 1 there)") if on.any() else ""
     return ("clipped", f"The clip{ed.line} is at its bound on {_pct(k, n)} {n} entries: x lies outside the "
-            f"interval (x from {_num(float(ed.x.min()))} to {_num(float(ed.x.max()))}, clipped to "
-            f"{', '.join(_num(b) for b in bounds)}), and a clipped entry's derivative is 0.",
+            f"interval or on its edge (x from {_num(float(ed.x.min()))} to {_num(float(ed.x.max()))}, clipped to "
+            f"{', '.join(_num(b) for b in bounds)}), and a clipped entry's derivative is 0.{exact}",
             f"{DEAD_MARK}clip′ = 0: at its bound on {'all' if k == n else k} entries")
 
 
@@ -509,6 +515,10 @@ def classify_nan(trace, e, forward: bool = False):
     elif ed.c is not None:
         bad = ~np.isfinite(ed.c)
     on_x = bad if bad is not None and ed.x is not None and bad.shape == ed.x.shape else None
+    if forward and ed.kind in SOFTMAXES:
+        row = _all_masked_row(ed)
+        if row is not None:
+            return row
     own = _own_nan(ed, on_x)
     if not forward and bad is not None and ed.u is not None and ed.u.shape == bad.shape and bad.any() \
             and not (ed.u[bad] != 0).any():
@@ -521,13 +531,42 @@ def classify_nan(trace, e, forward: bool = False):
                     f"{' at ' + str(masker.location) if masker.location else ''} does not select. The where "
                     f"sends ḡ = 0 to them, but the chain rule still multiplies: 0 · ∞ (or 0 · nan) = nan.{inner}",
                     "nan: 0 · ∞ in the unselected branch")
+        masked = masker is not None
+        if own is not None and own[0] != "zero_times_inf" and not masked:
+            # no mask after it: the op's own singularity is the cause (cos′ = 0 where acos′ = ∞)
+            return (own[0], f"{own[1]} The gradient arriving at {ed.dst.op}{ed.line} is 0 on "
+                    f"{_n(n, 'that entry', 'those entries')}, but 0 · ∞ = nan: the zero does not cancel the "
+                    "infinity.", own[2])
+        by = f" (they are masked by {masker.op} later)" if masked else ""
         return ("zero_times_inf", f"{ed.dst.op}{ed.line} has an infinite derivative on {n} entries whose "
-                f"upstream ḡ is 0 (they are masked{' by ' + masker.op if masker is not None else ''} later): "
-                f"0 · ∞ = nan.{inner}", "nan: 0 · ∞")
+                f"upstream ḡ is 0{by}: 0 · ∞ = nan.{inner}", "nan: 0 · ∞")
     if own is not None:
         return own[0], own[1], own[2]
     return ("nonfinite_derivative", f"The local derivative of {ed.dst.op}{ed.line} ({ed.e.factor or 'not shown'}) "
             f"is not finite at these inputs: {describe(ed.src.value)}.", "nan: ∂y/∂x not finite")
+
+
+SOFTMAXES = {"softmax", "log_softmax", "multi_head_attention_forward", "scaled_dot_product_attention",
+             "multiheadattention", "attention", "dot_product_attention"}
+
+
+def _all_masked_row(ed):
+    """A softmax (or an attention, whose softmax is inside) given a score or mask input holding −inf: if a whole
+    row is −inf, the softmax of that row is 0/0 = nan."""
+    neg = [(n, d) for _, n, d in [(None, ed.src, ed.x)] + ed.other_values()
+           if d is not None and d.dtype.kind == "f" and np.isneginf(d).any()]
+    if not neg:
+        return None
+    node, d = neg[0]
+    full = np.isneginf(d).all(axis=-1) if d.ndim else np.isneginf(d)
+    rows = f"{_n(int(np.sum(full)), 'row', 'rows')} of it entirely −inf" if np.any(full) else "−inf entries"
+    return ("nonfinite_forward",
+            f"{ed.dst.op}{ed.line} takes a softmax over scores masked with −inf ({node.describe()}: {rows}): when every "
+            "key of a row is masked (an example that is all padding in key_padding_mask, an attention mask that "
+            "hides everything), that softmax is e^−∞ / Σ e^−∞ = 0/0 = nan, and the nan reaches every weight. Fix: "
+            "make sure no row is masked entirely (keep one key unmasked, or drop the fully padded examples), or "
+            "mask with a large finite negative number instead of −inf, and zero those rows' outputs afterwards.",
+            "nan: softmax of a row of −inf")
 
 
 def _own_nan(ed, on_x):
@@ -536,6 +575,16 @@ def _own_nan(ed, on_x):
     xs = x[on_x] if x is not None and on_x is not None and on_x.any() else x
     if xs is None:
         return None
+    if k == "power" and ed.e.input_index == 0 and (xs == 0).any():
+        b = _exponent(ed)
+        if b is not None and b == 0:
+            return ("zero_times_inf", f"{ed.dst.op}′ = b·x^(b−1) is 0 · 0^(−1) = 0 · ∞ = nan at x = 0 with b = 0 "
+                    f"({_n(int((xs == 0).sum()), 'entry is', 'entries are')} exactly 0), although x⁰ = 1 there.",
+                    "nan: 0 · 0^(−1)")
+        if b is not None and b != 0.5 and 0 < b < 1:
+            return ("sqrt_at_zero", f"{ed.dst.op}′ = b·x^(b−1) is infinite at 0 for b = {_num(b)} < 1; "
+                    f"{_n(int((xs == 0).sum()), 'entry', 'entries')} of its input "
+                    f"{'is' if (xs == 0).sum() == 1 else 'are'} exactly 0.", f"nan: {ed.dst.op}′ = ∞ at 0")
     if k in ROOTS and ed.e.input_index == 0:
         if (xs == 0).any() or (k == "norm" and not (x != 0).any()):
             what = "the norm of an all-zero vector: x/‖x‖ = 0/0" if k in ("norm", "std") else \
@@ -579,21 +628,40 @@ def _own_nan(ed, on_x):
     return None
 
 
-_MASKS = PRODUCTS | {"maximum", "minimum", "clip", "relu", "max", "min", "max_pool"}
+_MASKS = PRODUCTS | {"maximum", "minimum", "clip", "relu", "max", "min", "max_pool", "nan_to_num", "getitem", "take",
+                     "gather", "gathernd", "index_select", "stridedslice", "slice", "masked_fill"}
+
+
+def _exponent(ed):
+    """The exponent of a power op as one number (its second input's value, or the op's ``exponent`` parameter), or
+    None when it varies or is not known."""
+    other = ed.other(1)
+    b = _data(other.value) if other is not None else None
+    if b is None:
+        raw = (ed.dst.params or {}).get("exponent")
+        try:
+            return float(raw) if raw is not None else None
+        except ValueError:
+            return None
+    return float(b.reshape(-1)[0]) if b.size and np.all(b == b.reshape(-1)[0]) else None
 
 
 def _masker(trace, nid, hops: int = 8):
     """The op after ``nid`` (within a few ops) that zeroed its gradient: a ``where``, else the first op that can
-    send back 0 (a product, maximum, clip …), else None."""
+    send back 0 (maximum, clip, an index that takes some entries, a product by a factor holding zeros …), else
+    None. A product by a factor with no zero (``2 · θ``) masks nothing."""
     frontier, seen, product = [nid], {nid}, None
     for _ in range(hops):
         nxt = []
         for f in frontier:
             for e in trace.edges_from(f):
                 n = trace.node(e.dst)
-                if op_kind(n.op) == "where":
+                kind = op_kind(n.op)
+                if kind == "where":
                     return n
-                if product is None and op_kind(n.op) in _MASKS:
+                if product is None and kind in _MASKS and (kind not in PRODUCTS or any(
+                        d is not None and (d == 0).any() for d in (_data(trace.node(i.src).value)
+                                                                    for i in trace.edges_into(n.id) if i.id != e.id))):
                     product = n
                 if e.dst not in seen:
                     seen.add(e.dst)
