@@ -563,9 +563,10 @@ def _all_masked_row(ed):
     return ("nonfinite_forward",
             f"{ed.dst.op}{ed.line} takes a softmax over scores masked with −inf ({node.describe()}: {rows}): "
             "when every key of a row is masked (an example that is all padding in key_padding_mask, an attention "
-            "mask that hides everything), that softmax is e^−∞ / Σ e^−∞ = 0/0 = nan, and the nan reaches every weight. Fix: "
-            "make sure no row is masked entirely (keep one key unmasked, or drop the fully padded examples), or "
-            "mask with a large finite negative number instead of −inf, and zero those rows' outputs afterwards.",
+            "mask that hides everything), that softmax is e^−∞ / Σ e^−∞ = 0/0 = nan, and the nan reaches every "
+            "weight. Fix: make sure no row is masked entirely (keep one key unmasked, or drop the fully padded "
+            "examples), or mask with a large finite negative number instead of −inf, and zero those rows' outputs"
+            " afterwards.",
             "nan: softmax of a row of −inf")
 
 
