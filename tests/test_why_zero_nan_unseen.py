@@ -6,6 +6,11 @@ translated), asserts the framework's own gradient (zero, partly zero, or NaN), t
 the user's line where the cause is (marked ``# <-``) and a fix that fits what the accepted answer or the
 maintainers said. The two engine questions are the user's TensorFlow code typed with
 ``import autodiff_viz as tf``.
+
+Measured as found, before the package changed for them: 6 of 10 right. The four misses pass since: acos at 1
+under cos(2θ) (named as zero_times_inf "masked by mul"), a fully padded example in MultiheadAttention (the
+forward origin not found: the mask's −inf made every input "not finite"), hardtanh exactly on its bounds
+(zero_derivative), and ``pow(x, 0.)`` at 0 (named as a square root at 0).
 """
 import os
 
