@@ -206,7 +206,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
             label = op.assigned or (None if alone else view_title(op.name, base and (base.label or base.name
                                                                                       or _module_name(base))))
-            n = TraceNode(f"n{len(nodes)}", "op", op.name, None, rec.tensor_id(out),
+            inplace = base is not None and op.inputs[0] is out        # h.relu_(), w.uniform_(): still h, w
+            n = TraceNode(f"n{len(nodes)}", "op", op.name, base.name if inplace else None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),
                           params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()},
                           label=label)
