@@ -414,3 +414,30 @@ def test_precision_and_recall_stream_over_batches_as_keras_3():
     assert isinstance(adv.metrics.get("precision"), adv.metrics.Precision)
     with pytest.raises(ValueError, match=r"Threshold values must be in \[0, 1\]"):
         adv.metrics.Precision(thresholds=1.5)
+
+
+def my_softplus(z):
+    return adv.log(1.0 + adv.exp(z))
+
+
+def test_activations_serialize_by_name_and_deserialize_as_keras_3():
+    """``keras.activations.serialize(relu) == "relu"`` (Keras 3; ``swish`` is ``silu`` there too); a function of
+    one's own is an entry that ``deserialize`` finds again through ``custom_objects``."""
+    acts = adv.keras.activations
+    assert [acts.serialize(acts.get(n)) for n in ("relu", "swish", "hard_swish", "linear", "leaky_relu")] == [
+        "relu", "silu", "hard_silu", "linear", "leaky_relu"]
+    assert acts.deserialize("relu") is acts.relu and acts.deserialize("elu") is acts.elu
+    assert acts.deserialize(acts.serialize(acts.gelu)) is acts.gelu
+
+    entry = acts.serialize(my_softplus)
+    assert entry == {"module": __name__, "class_name": "function", "config": "my_softplus", "registered_name": None}
+    assert acts.deserialize(entry, custom_objects={"my_softplus": my_softplus}) is my_softplus
+
+    def nested(z):          # defined inside a function: found again by its name in custom_objects, as Keras 3
+        return z
+    assert acts.deserialize(acts.serialize(nested), custom_objects={"nested": nested}) is nested
+    assert acts.deserialize("my_softplus", custom_objects={"my_softplus": my_softplus}) is my_softplus
+    assert acts.deserialize({"module": "keras.activations", "class_name": "function", "config": "relu",
+                             "registered_name": "relu"}) is acts.relu
+    with pytest.raises(ValueError, match="Unknown activation"):
+        acts.deserialize("nope")
