@@ -58,6 +58,7 @@ from .models import Model, Sequential
 from . import saving
 from . import data, datasets
 from . import backend    # keras.backend's clear_session, floatx
+from . import errors     # tf.errors: TensorFlow's exception classes
 from . import keras      # keras.* and tf.keras.*: the same modules under Keras' top-level names
 from . import image      # tf.image's adjustments
 from . import tf_math as math    # tf.math's names (adv.math.sin, adv.math.reduce_sum)
@@ -127,9 +128,9 @@ __all__ = [
     "TraceFormatError", "transpose", "tril", "triu", "true_divide", "trunc", "uint8", "UnconnectedGradientError",
     "UnconnectedGradients", "value_and_grad", "var", "Variable", "vdot", "vjp", "vsplit", "vstack", "where",
     "zeros", "zeros_like",
-    "activations", "backend", "callbacks", "data", "datasets", "image", "initializers", "keras", "layers", "linalg",
-    "losses", "math", "metrics", "models", "nn", "ops", "optimizers", "plots", "random", "regularizers", "rules",
-    "saving", "utils", "widgets",
+    "activations", "backend", "callbacks", "data", "datasets", "errors", "image", "initializers", "keras", "layers",
+    "linalg", "losses", "math", "metrics", "models", "nn", "ops", "optimizers", "plots", "random", "regularizers",
+    "rules", "saving", "utils", "widgets",
 ]
 
 

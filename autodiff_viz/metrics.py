@@ -445,10 +445,101 @@ class MeanAbsolutePercentageError(MeanMetricWrapper):
         super().__init__(mean_absolute_percentage_error, name, dtype=dtype)
 
 
+_NEG_INF = -1e10   # Keras' NEG_INF: the score that keeps an entry out of the top k
+
+
+class _ConfusionMetric(Metric):
+    """Streaming counts of a confusion matrix at one or more thresholds (Keras 3's ``Precision`` / ``Recall``).
+
+    ``update_state(y_true, y_pred, sample_weight=None)`` counts, per threshold ``t``, the entries with
+    ``y_pred > t`` (predicted positive) against the labels (any non-zero is positive), each counting its
+    ``sample_weight`` (broadcast to ``y_pred``'s shape); ``class_id`` keeps one column, ``top_k`` keeps the
+    ``k`` largest scores of each row as the only candidate positives. The counts are float32 variables of
+    shape ``(len(thresholds),)``, in :attr:`variables`; ``result()`` is one number for a single threshold
+    (a float, 0 when nothing was counted), a float32 tensor with one value per threshold for a list.
+    """
+
+    _COUNTS = ()          # (variable name, label is positive, prediction is positive)
+
+    def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
+        super().__init__(dtype=dtype, name=name or unique_name(to_snake_case(type(self).__name__)))
+        self.init_thresholds = thresholds
+        listed = isinstance(thresholds, (list, tuple, np.ndarray))
+        values = [0.5 if top_k is None else _NEG_INF] if thresholds is None else \
+            [float(t) for t in (thresholds if listed else [thresholds])]
+        if thresholds is not None and any(not 0.0 <= t <= 1.0 for t in values):
+            raise ValueError(f"Threshold values must be in [0, 1]. Received: {values}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1):
+            raise ValueError(f"{type(self).__name__}: top_k must be a positive int or None, got {top_k!r}.")
+        self.thresholds, self._listed = values, listed
+        self.top_k, self.class_id = top_k, class_id
+        for var_name, _, _ in self._COUNTS:
+            setattr(self, var_name, self.add_variable(shape=(len(values),), initializer="zeros", name=var_name))
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred, y_true = _squeeze_or_expand(_np(y_pred).astype(np.float64), _np(y_true))
+        if self.class_id is not None:
+            y_true, y_pred = y_true[..., self.class_id], y_pred[..., self.class_id]
+        elif self.top_k is not None:
+            kth = -np.sort(-y_pred, axis=-1)[..., self.top_k - 1:self.top_k] if y_pred.shape[-1] > self.top_k \
+                else np.full(y_pred.shape[:-1] + (1,), -np.inf)
+            y_pred = np.where(y_pred >= kth, y_pred, _NEG_INF)
+        positive = y_true.astype(bool)
+        weight = np.ones(y_pred.shape) if sample_weight is None else np.broadcast_to(
+            _squeeze_or_expand(_np(sample_weight).astype(np.float64), y_pred)[0], y_pred.shape)
+        predicted = y_pred[None] > np.asarray(self.thresholds).reshape((-1,) + (1,) * y_pred.ndim)
+        for var_name, label, prediction in self._COUNTS:
+            hits = (positive == label) & (predicted == prediction)
+            counts = (hits * weight).reshape(len(self.thresholds), -1).sum(axis=1)
+            getattr(self, var_name).assign_add(counts.astype(self.dtype))
+
+    def _ratio(self, hits, misses):
+        hits, misses = hits.numpy().astype(np.float64), misses.numpy().astype(np.float64)
+        total = hits + misses
+        value = np.where(total > 0, hits / np.where(total > 0, total, 1.0), 0.0)
+        return Tensor(value.astype(self.dtype)) if self._listed else Result(np.float32(value[0]))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "thresholds": self.init_thresholds, "top_k": self.top_k,
+                "class_id": self.class_id}
+
+
+class Precision(_ConfusionMetric):
+    """The fraction of predicted positives that are positive, ``tp / (tp + fp)``, streamed over batches
+    (``keras.metrics.Precision``): ``Precision()([0, 1, 1, 1], [1, 1, 0, 1])`` is 2/3.
+
+    Args:
+        thresholds: a score above it is a predicted positive (default 0.5); a list gives one precision per
+            threshold (a tensor).
+        top_k: only the ``k`` largest scores of each row can be positive.
+        class_id: measure one class (one column) of a multi-label output.
+
+    Its state, in :attr:`variables`: ``true_positives`` and ``false_positives``.
+    """
+
+    _COUNTS = (("true_positives", True, True), ("false_positives", False, True))
+
+    def result(self):
+        return self._ratio(self.true_positives, self.false_positives)
+
+
+class Recall(_ConfusionMetric):
+    """The fraction of positives predicted positive, ``tp / (tp + fn)``, streamed over batches
+    (``keras.metrics.Recall``), with :class:`Precision`'s arguments.
+
+    Its state, in :attr:`variables`: ``true_positives`` and ``false_negatives``.
+    """
+
+    _COUNTS = (("true_positives", True, True), ("false_negatives", True, False))
+
+    def result(self):
+        return self._ratio(self.true_positives, self.false_negatives)
+
+
 _BY_NAME = {f.__name__: f for f in (binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
                                     mean_absolute_error, mean_squared_error, mean_absolute_percentage_error)}
 _BY_NAME.update({"mae": mean_absolute_error, "mse": mean_squared_error, "mape": mean_absolute_percentage_error,
-                 "root_mean_squared_error": RootMeanSquaredError})
+                 "root_mean_squared_error": RootMeanSquaredError, "precision": Precision, "recall": Recall})
 
 _METHODS = ("update_state", "result", "reset_state")
 

@@ -782,6 +782,24 @@ def _decode_code(config, where):
     if not isinstance(config, dict):
         raise ModelFileError(f"{_at(where)}: a damaged __lambda__ entry (its config must be a dict).")
     shown = config.get("source") or f"a function named {config.get('name', '?')!r}"
+    name = config.get("name")
+    if isinstance(name, str) and name != "<lambda>":
+        # a function written with def inside another one: Keras 3 writes only its name and finds it again
+        # in custom_objects (or among the registered objects); so does this, before any code is read
+        found = _given(None, name, _context())
+        if found is None:
+            hits = [obj for key, obj in _REGISTERED.items() if key.rsplit(">", 1)[-1] == name]
+            found = hits[0] if len(hits) == 1 else None
+        if found is not None:
+            return found
+        if _context()["safe_mode"]:
+            raise TypeError(f"{_at(where)}: unknown function {name!r} (defined inside another function, so it "
+                            f"cannot be imported by name). Pass it when loading, as Keras 3 finds a function "
+                            f"by its name: load_model(path, custom_objects={{{name!r}: {name}}}) (also "
+                            "model_from_json and from_config take custom_objects), or decorate its definition "
+                            "with @adv.saving.register_keras_serializable() and run that definition before "
+                            "loading. The file also holds its code; if you trust the file, safe_mode=False "
+                            "rebuilds it from that code.")
     if _context()["safe_mode"]:
         raise ValueError(f"{_at(where)} holds Python code ({shown}), and rebuilding it would run code from the "
                          "file, so it is refused by default, as Keras 3 refuses a Lambda layer's lambda. If you "

@@ -383,3 +383,61 @@ def test_a_metric_result_is_a_float_that_tensorflow_code_can_read_with_numpy():
     rmse = adv.metrics.RootMeanSquaredError()
     rmse.update_state(np.array([[0.0], [0.0]]), np.array([[3.0], [4.0]]))
     assert rmse.result().numpy() == pytest.approx(np.sqrt(12.5))
+
+
+def test_precision_and_recall_stream_over_batches_as_keras_3():
+    """Values and variables as ``keras.metrics.Precision`` / ``Recall`` give (Keras 3.x, checked with TF 2.21)."""
+    precision = adv.metrics.Precision()
+    assert precision.name == "precision" and precision.thresholds == [0.5]
+    assert float(precision([0, 1, 1, 1, 0, 1, 0, 1], [1, 1, 0, 1, 0, 1, 0, 1])) == pytest.approx(0.8)
+    assert float(precision([0, 1, 0, 0, 1, 0, 1, 1], [1, 0, 1, 1, 0, 0, 0, 0])) == 0.5   # over both batches
+    assert [(v.name, v.path, v.dtype) for v in precision.variables] == [
+        ("true_positives", "precision/true_positives", np.float32),
+        ("false_positives", "precision/false_positives", np.float32)]
+    assert [v.numpy().tolist() for v in precision.variables] == [[4.0], [4.0]]
+    precision.reset_state()
+    assert precision.result() == 0.0 and precision.result().numpy() == 0.0
+    assert precision.get_config() == {"name": "precision", "dtype": "float32", "thresholds": None, "top_k": None,
+                                      "class_id": None}
+
+    several = adv.metrics.Precision(thresholds=[0.3, 0.7])
+    several.update_state([0, 1, 1], [0.5, 0.8, 0.2], sample_weight=[1, 2, 3])
+    np.testing.assert_allclose(several.result().numpy(), [2 / 3, 1.0], rtol=1e-6)
+    assert [v.numpy().tolist() for v in several.variables] == [[2.0, 2.0], [1.0, 0.0]]
+
+    recall = adv.metrics.Recall()
+    assert [v.name for v in recall.variables] == ["true_positives", "false_negatives"]
+    assert float(recall([0, 1, 1], [0.5, 0.8, 0.2])) == 0.5
+    assert float(adv.metrics.Recall(class_id=1)([[0, 1], [1, 0]], [[0.2, 0.8], [0.6, 0.7]])) == 1.0
+    top = adv.metrics.Precision(top_k=1)
+    assert float(top([[0, 1], [1, 0]], [[0.2, 0.8], [0.6, 0.7]])) == 0.5 and top.thresholds == [-1e10]
+    assert isinstance(adv.metrics.get("precision"), adv.metrics.Precision)
+    with pytest.raises(ValueError, match=r"Threshold values must be in \[0, 1\]"):
+        adv.metrics.Precision(thresholds=1.5)
+
+
+def my_softplus(z):
+    return adv.log(1.0 + adv.exp(z))
+
+
+def test_activations_serialize_by_name_and_deserialize_as_keras_3():
+    """``keras.activations.serialize(relu) == "relu"`` (Keras 3; ``swish`` is ``silu`` there too); a function of
+    one's own is an entry that ``deserialize`` finds again through ``custom_objects``."""
+    acts = adv.keras.activations
+    assert [acts.serialize(acts.get(n)) for n in ("relu", "swish", "hard_swish", "linear", "leaky_relu")] == [
+        "relu", "silu", "hard_silu", "linear", "leaky_relu"]
+    assert acts.deserialize("relu") is acts.relu and acts.deserialize("elu") is acts.elu
+    assert acts.deserialize(acts.serialize(acts.gelu)) is acts.gelu
+
+    entry = acts.serialize(my_softplus)
+    assert entry == {"module": __name__, "class_name": "function", "config": "my_softplus", "registered_name": None}
+    assert acts.deserialize(entry, custom_objects={"my_softplus": my_softplus}) is my_softplus
+
+    def nested(z):          # defined inside a function: found again by its name in custom_objects, as Keras 3
+        return z
+    assert acts.deserialize(acts.serialize(nested), custom_objects={"nested": nested}) is nested
+    assert acts.deserialize("my_softplus", custom_objects={"my_softplus": my_softplus}) is my_softplus
+    assert acts.deserialize({"module": "keras.activations", "class_name": "function", "config": "relu",
+                             "registered_name": "relu"}) is acts.relu
+    with pytest.raises(ValueError, match="Unknown activation"):
+        acts.deserialize("nope")

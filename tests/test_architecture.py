@@ -38,8 +38,8 @@ FOLDER_LAYERS = [
     ("views", ["views"]),
     ("bridges", ["bridges", "torch", "tf"]),
     ("grading", ["grading"]),
-    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "image", "tf_math", "keras",
-                                                    "run_notebooks"]),
+    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "errors", "image", "tf_math",
+                                                    "keras", "run_notebooks"]),
 ]
 # Inside core/ the order is finer (docs/architecture.md): tensor → engine → rules → walks → ops → linalg →
 # methods, spellings → nn, random; a core module may import only from its own step or one below.

@@ -330,6 +330,32 @@ def test_constraints_are_applied_after_each_step():
     assert np.all(np.abs(w) <= 0.05) and np.any(np.abs(w) == 0.05)
 
 
+def test_a_weight_made_with_a_constraint_carries_it_as_keras():
+    """Keras 3: ``layer.kernel.constraint`` is the layer's ``kernel_constraint``, ``None`` without one; Géron's
+    custom training loop (ch. 12) applies ``variable.constraint`` itself after each step."""
+    nonneg = lambda w: adv.maximum(w, 0.0)  # noqa: E731
+    dense = layers.Dense(2, kernel_constraint=nonneg)
+    dense.build((None, 3))
+    assert dense.kernel.constraint is nonneg and dense.bias.constraint is None
+    for variable in dense.variables:
+        if variable.constraint is not None:
+            variable.assign(variable.constraint(variable))
+    assert np.all(dense.kernel.numpy() >= 0)
+
+
+def test_compile_accepts_keras_3_run_eagerly_and_jit_compile_and_stores_them():
+    model = linear_model()
+    assert (model.run_eagerly, model.jit_compile) == (False, False)       # Keras 3's defaults
+    model.compile(optimizer="sgd", loss="mse", run_eagerly=True, steps_per_execution=1)
+    assert (model.run_eagerly, model.jit_compile) == (True, False)        # jit_compile="auto": False (TF backend)
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    assert (model.run_eagerly, model.jit_compile) == (False, True)
+    x, y = regression_data(8)
+    model.fit(x, y, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="steps_per_execution"):
+        model.compile(optimizer="sgd", loss="mse", steps_per_execution=0)
+
+
 # ---------------------------------------------------------------------------
 # memory: a step's graph does not outlive the next step
 # ---------------------------------------------------------------------------

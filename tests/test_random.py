@@ -85,6 +85,27 @@ def test_normal_has_its_mean_and_stddev():
     assert abs(z.mean() - 2.0) < 0.05 and abs(z.std() - 3.0) < 0.03     # 5 standard errors
 
 
+def test_a_0d_tensor_or_array_is_taken_for_a_parameter_and_differentiated_through_as_tensorflow():
+    """``tf.random.normal(shape, stddev=tf.sqrt(...))`` (Géron ch. 12's initializer): the draw is TensorFlow's
+    ``rnd * stddev + mean``, the same numbers as with plain floats, and a tape differentiates through it."""
+    by_number = R.normal((4,), mean=1.0, stddev=2.0, seed=3).numpy()
+    s, m = adv.Variable(2.0), adv.Variable(1.0)
+    with adv.GradientTape() as tape:
+        draw = R.normal((4,), mean=m, stddev=s, seed=3)
+    assert draw.dtype == np.float32
+    np.testing.assert_allclose(draw.numpy(), by_number, rtol=1e-6)
+    d_s, d_m = tape.gradient(draw, [s, m])
+    np.testing.assert_allclose(float(d_s), ((by_number - 1.0) / 2.0).sum(), rtol=1e-5)
+    assert float(d_m) == 4.0
+    assert R.normal((8, 1), stddev=adv.sqrt(2.0 / 9), dtype="float32").dtype == np.float32  # a float64 tensor, cast
+    np.testing.assert_array_equal(R.normal((3,), stddev=np.array(2.0), seed=1).numpy(),
+                                  R.normal((3,), stddev=2.0, seed=1).numpy())
+    np.testing.assert_allclose(R.uniform((3,), minval=adv.constant(1.0), maxval=adv.constant(3.0), seed=2).numpy(),
+                               R.uniform((3,), minval=1.0, maxval=3.0, seed=2).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(R.truncated_normal((5,), stddev=adv.constant(3.0), seed=4).numpy(),
+                               R.truncated_normal((5,), stddev=3.0, seed=4).numpy(), rtol=1e-6)
+
+
 def test_uniform_covers_its_half_open_interval():
     u = R.uniform((N,), minval=-1.0, maxval=3.0, dtype="float64", seed=1).numpy()
     assert u.min() >= -1.0 and u.max() < 3.0
@@ -201,7 +222,8 @@ ERRORS = [
     (lambda s: R.normal((2,), dtype="flot32", seed=s), TypeError, r"random\.normal: 'flot32' is not a dtype"),
     (lambda s: R.normal((2,), stddev=-1.0, seed=s), ValueError, r"random\.normal: stddev must be 0 or more"),
     (lambda s: R.truncated_normal((2,), stddev=-1.0, seed=s), ValueError, r"truncated_normal: stddev must be 0"),
-    (lambda s: R.normal((2,), mean=adv.Variable(1.0), seed=s), TypeError, r"mean \+ stddev \* random\.normal"),
+    (lambda s: R.normal((2,), mean=adv.Variable([1.0, 2.0]), seed=s), TypeError,
+     r"random\.normal: mean must be a number or a 0-d numeric tensor, got a tensor of shape \(2,\)"),
     (lambda s: R.uniform((2,), maxval="1", seed=s), TypeError, r"random\.uniform: maxval must be a number"),
     (lambda s: R.randint((2,), 5, 5, seed=s), ValueError,
      r"random\.randint: minval \(5\) must be less than maxval \(5\)"),

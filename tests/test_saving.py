@@ -620,6 +620,33 @@ def test_your_own_loss_metric_and_activation_come_back_through_custom_objects(tm
     assert "my_metric" in loaded.fit(x, y, epochs=1, verbose=0).history
 
 
+def test_a_loss_written_with_def_inside_a_function_comes_back_by_its_name_from_custom_objects(tmp_path):
+    """Géron ch. 12: ``create_huber(2.0)`` returns a nested ``huber_fn``; Keras 3 saves it by name and
+    ``load_model(path, custom_objects={"huber_fn": create_huber(2.0)})`` finds it again there."""
+    def create_huber(threshold=1.0):
+        def huber_fn(y_true, y_pred):
+            error = y_true - y_pred
+            return adv.where(adv.abs(error) < threshold, adv.square(error) / 2,
+                             threshold * adv.abs(error) - threshold ** 2 / 2)
+        return huber_fn
+
+    x, y = regression()
+    model = adv.Sequential([L.Input((4,)), L.Dense(2)])
+    model.compile(optimizer="sgd", loss=create_huber(2.0))
+    model.save(tmp_path / "m.keras")
+    given = create_huber(2.0)
+    loaded = adv.saving.load_model(tmp_path / "m.keras", custom_objects={"huber_fn": given})
+    assert loaded.loss.fn is given
+    assert loaded.evaluate(x, y, verbose=0) == model.evaluate(x, y, verbose=0)
+    with pytest.raises(TypeError) as info:                    # Keras 3: TypeError, the function is not found
+        adv.saving.load_model(tmp_path / "m.keras")
+    text = str(info.value)
+    assert "unknown function 'huber_fn'" in text and "custom_objects={'huber_fn': huber_fn}" in text
+    assert "lambda" not in text
+    rebuilt = adv.saving.load_model(tmp_path / "m.keras", safe_mode=False)   # a file one trusts: from its code
+    assert rebuilt.evaluate(x, y, verbose=0) == model.evaluate(x, y, verbose=0)
+
+
 @adv.saving.register_keras_serializable(package="test_saving")
 class TwoLayerModel(adv.Model):
     def __init__(self, units=3, **kwargs):

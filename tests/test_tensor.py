@@ -72,6 +72,18 @@ def test_variable_assign_family():
     assert v.numpy()[0] == 3.5                    # numpy() hands out a copy
 
 
+def test_a_variable_carries_its_constraint_none_by_default_as_tensorflow():
+    assert adv.Variable(1.0).constraint is None                     # tf.Variable(1.0).constraint is None
+    v = adv.Variable([-1.0, 2.0], constraint=adv.abs)
+    assert v.constraint is adv.abs
+    v.assign(v.constraint(v))                                        # the book's custom loop (ch. 12)
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+    import copy
+    assert copy.deepcopy(v).constraint is adv.abs
+    with pytest.raises(ValueError, match="constraint must be callable"):
+        adv.Variable(1.0, constraint=3)
+
+
 def test_repr_is_clear():
     r = repr(adv.Variable([1.0, 2.0], name="w"))
     assert r.startswith("Variable([1., 2.]") and "shape=(2,)" in r and "float64" in r and "name='w'" in r

@@ -104,7 +104,7 @@ _kind("sampling", "nn.all_candidate_sampler nn.fixed_unigram_candidate_sampler n
                   "random_index_shuffle")
 _kind("ctc", "nn.ctc_loss nn.ctc_beam_search_decoder nn.ctc_greedy_decoder nn.ctc_unique_labels "
              "nn.collapse_repeated")
-_kind("tf1", "compat queue sysconfig version test tools security errors")
+_kind("tf1", "compat queue sysconfig version test tools security")
 _kind("logging", "summary profiler get_logger debugging")
 _kind("linear operator", "linalg.LinearOperator* linalg.banded_triangular_solve linalg.eigh_tridiagonal")
 _kind("type spec", "TensorSpec TensorShape TypeSpec NoneTensorSpec OptionalSpec TensorArraySpec DeviceSpec "

@@ -40,7 +40,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from ..base.session import generator, set_random_seed
-from .ops import _axes, _default_float, _new_shape, _tensor, multiply, take
+from .ops import _axes, _default_float, _new_shape, _tensor, add, cast, multiply, subtract, take
 from .tensor import Tensor, check_nbytes, constant
 
 __all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "shuffle", "dropout",
@@ -126,14 +126,31 @@ def _generator(seed) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, 0])
 
 
-def _number(value, what: str, fn: str) -> float:
+def _number(value, what: str, fn: str):
+    """``value`` as a float; a 0-d tensor stays a tensor (TensorFlow takes one, and differentiates through it),
+    a 0-d numpy array or numpy number becomes a float."""
     if isinstance(value, Tensor):
-        raise TypeError(f"{fn}: {what} must be a number, got a tensor. Samples have no gradient, so a tensor "
-                        f"{what} would be cut off; for a differentiable mean and spread write "
-                        f"mean + stddev * {fn}(shape) (the reparameterization trick).")
+        if value.ndim != 0 or value.dtype.kind not in "biuf":
+            raise TypeError(f"{fn}: {what} must be a number or a 0-d numeric tensor, got a tensor of shape "
+                            f"{value.shape} and dtype {value.dtype.name}. For one {what} per entry write "
+                            f"{what} * {fn}(shape) (or + for a mean) yourself.")
+        return value
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise TypeError(f"{fn}: {what} must be a number, got {value!r} ({type(value).__name__}).")
     return float(value)
+
+
+def _affine(standard, scale, loc, dt) -> Tensor:
+    """``standard · scale + loc`` (TensorFlow's ``rnd * stddev + mean``) in ``dt``: numbers are applied on the
+    numpy draw; a tensor ``scale`` or ``loc`` through recorded ops, so a tape differentiates through it as
+    TensorFlow's does (a float64 tensor, as ``adv.sqrt(2.0)`` makes, is cast to ``dt``)."""
+    if not isinstance(scale, Tensor) and not isinstance(loc, Tensor):
+        return Tensor._wrap((standard * scale + loc).astype(dt))
+    out = Tensor._wrap(standard.astype(dt))
+    scale, loc = (cast(v, dt) if isinstance(v, Tensor) else v for v in (scale, loc))
+    return add(multiply(out, scale), loc)
 
 
 def _float_dtype(dtype, fn: str) -> np.dtype:
@@ -155,7 +172,7 @@ def _draw(fn, shape, dtype, seed):
 def _mean_stddev(mean, stddev, fn: str) -> tuple:
     """``mean`` and ``stddev`` as numbers, ``stddev ≥ 0``, or an error naming ``fn``."""
     mean, stddev = _number(mean, "mean", fn), _number(stddev, "stddev", fn)
-    if stddev < 0:
+    if np.any(np.asarray(stddev._value if isinstance(stddev, Tensor) else stddev) < 0):
         raise ValueError(f"{fn}: stddev must be 0 or more, got {stddev}.")
     return mean, stddev
 
@@ -165,8 +182,9 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tensor:
 
     Args:
         shape: an int or a tuple of ints (``adv.shape(x)`` works).
-        mean: a number, the mean of the samples.
-        stddev: a number ``≥ 0``, their standard deviation.
+        mean: a number (or a 0-d tensor, as TensorFlow: the samples are then ``rnd * stddev + mean`` through
+            recorded ops, so a tape differentiates with respect to it), the mean of the samples.
+        stddev: a number ``≥ 0`` (or a 0-d tensor, likewise), their standard deviation.
         dtype: a floating dtype; None is ``adv.layers.floatx()`` (float32), as Keras.
         seed: an int, a :class:`SeedGenerator` or None (see the module).
 
@@ -176,7 +194,9 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tensor:
     fn = "random.normal"
     mean, stddev = _mean_stddev(mean, stddev, fn)
     shape, dt = _draw(fn, shape, dtype, seed)
-    return Tensor._wrap(_generator(seed).normal(loc=mean, scale=stddev, size=shape).astype(dt))
+    if not isinstance(mean, Tensor) and not isinstance(stddev, Tensor):
+        return Tensor._wrap(_generator(seed).normal(loc=mean, scale=stddev, size=shape).astype(dt))
+    return _affine(_generator(seed).standard_normal(size=shape), stddev, mean, dt)
 
 
 def uniform(shape, minval=0.0, maxval=None, dtype=None, seed=None) -> Tensor:
@@ -184,8 +204,8 @@ def uniform(shape, minval=0.0, maxval=None, dtype=None, seed=None) -> Tensor:
 
     Args:
         shape: an int or a tuple of ints.
-        minval: a number, the lower bound (included).
-        maxval: a number, the upper bound (excluded).
+        minval: a number (or a 0-d tensor, as TensorFlow, differentiable), the lower bound (included).
+        maxval: a number (or a 0-d tensor), the upper bound (excluded).
         dtype: a floating dtype; None is ``adv.layers.floatx()`` (float32).
         seed: an int, a :class:`SeedGenerator` or None.
 
@@ -202,7 +222,11 @@ def uniform(shape, minval=0.0, maxval=None, dtype=None, seed=None) -> Tensor:
     maxval = 1.0 if maxval is None else maxval
     minval, maxval = _number(minval, "minval", fn), _number(maxval, "maxval", fn)
     shape, dt = _draw(fn, shape, dtype, seed)
-    return Tensor._wrap(_generator(seed).uniform(low=minval, high=maxval, size=shape).astype(dt))
+    if not isinstance(minval, Tensor) and not isinstance(maxval, Tensor):
+        return Tensor._wrap(_generator(seed).uniform(low=minval, high=maxval, size=shape).astype(dt))
+    width = subtract(cast(maxval, dt) if isinstance(maxval, Tensor) else maxval,
+                     cast(minval, dt) if isinstance(minval, Tensor) else minval)
+    return _affine(_generator(seed).uniform(size=shape), width, minval, dt)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tensor:
@@ -216,8 +240,8 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tens
 
     Args:
         shape: an int or a tuple of ints.
-        mean: a number, the centre of the cut normal.
-        stddev: a number ``≥ 0``, the standard deviation of the normal before the cut.
+        mean: a number (or a 0-d tensor, as :func:`normal`), the centre of the cut normal.
+        stddev: a number ``≥ 0`` (or a 0-d tensor), the standard deviation of the normal before the cut.
         dtype: a floating dtype; None is ``adv.layers.floatx()`` (float32).
         seed: an int, a :class:`SeedGenerator` or None.
 
@@ -228,11 +252,14 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None) -> Tens
     mean, stddev = _mean_stddev(mean, stddev, fn)
     shape, dt = _draw(fn, shape, dtype, seed)
     rng, size = _generator(seed), int(np.prod(shape))
+    given = isinstance(mean, Tensor) or isinstance(stddev, Tensor)     # then TensorFlow's rnd * stddev + mean
+    loc, scale = (0.0, 1.0) if given else (mean, stddev)
     kept = np.empty(0)
     while kept.size < size:         # Keras' numpy backend: draw a batch, keep those inside, until enough
-        batch = rng.normal(loc=mean, scale=stddev, size=size)
-        kept = np.append(kept, batch[(batch >= mean - 2 * stddev) & (batch <= mean + 2 * stddev)])
-    return Tensor._wrap(kept[:size].astype(dt).reshape(shape))
+        batch = rng.normal(loc=loc, scale=scale, size=size)
+        kept = np.append(kept, batch[(batch >= loc - 2 * scale) & (batch <= loc + 2 * scale)])
+    kept = kept[:size].reshape(shape)
+    return _affine(kept, stddev, mean, dt) if given else Tensor._wrap(kept.astype(dt))
 
 
 def randint(shape, minval, maxval, dtype="int32", seed=None) -> Tensor:

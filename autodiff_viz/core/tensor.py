@@ -390,13 +390,21 @@ class Variable(Tensor):
     ``copy.copy(v)`` and ``copy.deepcopy(v)`` are new variables (a new
     identity for tapes, a value of their own) with the same name,
     ``trainable`` and dtype, as TensorFlow's.
+
+    ``constraint`` is TensorFlow's and Keras': ``None`` unless given (``Variable(v, constraint=f)``, or a
+    layer's ``add_weight(constraint=f)``); a custom training loop applies it after each step
+    (``v.assign(v.constraint(v))``), as ``fit`` does.
     """
 
-    __slots__ = ("trainable", "_path")
+    __slots__ = ("trainable", "_path", "constraint")
 
-    def __init__(self, value, trainable=True, name=None, dtype=None):
+    def __init__(self, value, trainable=True, name=None, dtype=None, constraint=None):
+        if constraint is not None and not callable(constraint):
+            raise ValueError(f"Variable: the constraint must be callable (a function f(variable) -> new value), "
+                             f"got {type(constraint).__name__} {constraint!r}.")
         super().__init__(value, dtype=dtype, name=name)
         self.trainable = bool(trainable)
+        self.constraint = constraint
         self._path = None           # set by whatever owns it (add_weight, an optimizer): "dense/kernel"
         self._lineage = True
         # the learner's line that made it (adv.Variable(...), add_weight), so why-None can quote it
@@ -404,7 +412,7 @@ class Variable(Tensor):
 
     def __copy__(self):
         """A new, independent variable holding the current value (a tape tells it apart from ``self``)."""
-        new = Variable(self._value, trainable=self.trainable, name=self.name)
+        new = Variable(self._value, trainable=self.trainable, name=self.name, constraint=self.constraint)
         new._path = self._path
         return new
 

@@ -10,6 +10,7 @@ compositions of recorded ops.
 from __future__ import annotations
 
 from ..core import nn, ops
+from ..serialization import deserialize_keras_object, serialize_keras_object
 
 
 def linear(x):
@@ -75,3 +76,36 @@ def get(identifier):
         return identifier
     raise TypeError(f"An activation must be a name (e.g. 'relu'), a callable or None, "
                     f"got {type(identifier).__name__}.")
+
+
+def name_of(activation) -> str | None:
+    """The Keras name of ``activation`` when :func:`get` gives this very function back for it (``relu`` ->
+    ``"relu"``), else None (a function of one's own, or ``functools.partial(relu, ...)``)."""
+    name = getattr(activation, "__name__", None)
+    return name if isinstance(name, str) and ALIASES.get(name.lower()) is activation else None
+
+
+def serialize(activation):
+    """Keras 3's ``keras.activations.serialize``: a built-in activation by its name (``serialize(relu)`` ->
+    ``"relu"``); a function of one's own as Keras' ``{"module", "class_name", "config", "registered_name"}``
+    entry, which :func:`deserialize` finds again through ``custom_objects`` or registration."""
+    if not callable(activation):
+        raise TypeError(f"activations.serialize: expected an activation function, got {type(activation).__name__} "
+                        f"{activation!r}.")
+    return name_of(activation) or serialize_keras_object(activation)
+
+
+def deserialize(config, custom_objects=None):
+    """Keras 3's ``keras.activations.deserialize``: the function :func:`serialize` wrote (a name, looked up in
+    ``custom_objects`` first, or an entry dict)."""
+    if isinstance(config, str):
+        if custom_objects and config in custom_objects:
+            return custom_objects[config]
+        return get(config)
+    if isinstance(config, dict) and config.get("module") == "keras.activations" and isinstance(config.get("config"),
+                                                                                               str):
+        return get(config["config"])               # Keras' entry for a built-in activation
+    if isinstance(config, dict):
+        return deserialize_keras_object(config, custom_objects=custom_objects)
+    raise TypeError(f"activations.deserialize: expected a name (e.g. 'relu') or a dict from serialize(), got "
+                    f"{type(config).__name__}.")

@@ -390,7 +390,7 @@ class Layer:
         n = self._weight_uids[base]
         self._weight_uids[base] += 1
         short = base if n == 0 else f"{base}_{n}"
-        var = Variable(value, trainable=trainable and self._trainable, name=short)
+        var = Variable(value, trainable=trainable and self._trainable, name=short, constraint=constraint)
         var._path = _weight_path(self.name, short)
         if trainable and not self._trainable:          # made while the layer is frozen
             self._frozen = getattr(self, "_frozen", []) + [var]

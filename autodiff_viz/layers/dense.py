@@ -38,11 +38,7 @@ def kernel_and_bias_options(layer, activation, use_bias, kernel_initializer, bia
 def activation_config(activation):
     """An activation as a config value: its name when ``activations.get(name)`` gives this very function back
     (``"relu"``), else the callable itself (``adv.saving`` writes a function by its name and module)."""
-    name = getattr(activation, "__name__", None)
-    try:
-        return name if name is not None and activations.get(name) is activation else activation
-    except ValueError:
-        return activation
+    return activations.name_of(activation) or activation
 
 
 def weight_config(layer, *names) -> dict:

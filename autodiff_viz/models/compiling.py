@@ -23,7 +23,8 @@ class Compiling:
 
     # ----- training -------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
-                weighted_metrics=None) -> None:
+                weighted_metrics=None, run_eagerly=False, steps_per_execution=1, jit_compile="auto",
+                auto_scale_loss=True) -> None:
         """Choose the optimizer, the loss and the metrics for ``fit`` and ``evaluate``.
 
         Args:
@@ -62,7 +63,14 @@ class Compiling:
                 after the ``metrics``, as Keras 3's ``CompileMetrics``; one
                 whose name is taken by a metric of ``metrics=`` is logged as
                 ``weighted_<name>`` (``<output>_weighted_<name>``).
+            run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: Keras 3's, accepted and
+                stored (``model.run_eagerly``, ``model.jit_compile``: ``"auto"`` is ``False``, as Keras 3 on
+                the TensorFlow backend). They change nothing here: every step already runs eagerly, op by
+                op, one batch at a time, in the model's own dtype.
         """
+        if not isinstance(steps_per_execution, int) or isinstance(steps_per_execution, bool) \
+                or steps_per_execution < 1:
+            raise ValueError(f"compile: steps_per_execution must be a positive int, got {steps_per_execution!r}.")
         optimizer = optimizers.get(optimizer)
         if loss is None:
             pass
@@ -84,6 +92,8 @@ class Compiling:
             keys = self._known_output_keys(labels)
             _loss_weight_list(loss_weights, *self._output_aliases(keys), "compile", " Nothing was compiled.")
         self.optimizer, self.loss, self.loss_weights = optimizer, loss, loss_weights
+        self.run_eagerly, self.jit_compile = bool(run_eagerly), jit_compile is True
+        self.steps_per_execution = steps_per_execution
         self._metric_specs, self._weighted_specs = specs, weighted
         self._loss_tracker = metrics_module.Mean("loss")
         self._compile_metrics = None if metrics is None and weighted_metrics is None else _CompileMetrics(self)

@@ -103,6 +103,8 @@ class Model(Trainer, Summary, Layer):
         self._loss_tracker = None
         self._compile_metrics = None
         self._loss_metrics = []
+        self.run_eagerly = False          # Keras 3's; every step here is eager whatever it says
+        self.jit_compile = False
         self.stop_training = False
         self.stop_evaluating = False
         self.stop_predicting = False
