@@ -269,7 +269,7 @@ BOUNDS = {  # measured on this grid, rounded up to a power of two (at least 4 ul
     "exp": {"float32": (4, 4), "float64": (4, 4)},
     "exp2": {"float32": (4, 4), "float64": (4, 4)},
     "expm1": {"float32": (4, 4), "float64": (4, 4)},
-    "gelu": {"float32": (4, 512), "float64": (512, 256)},
+    "gelu": {"float32": (4, 4), "float64": (8, 4)},
     "hard_sigmoid": {"float32": (4, 4), "float64": (4, 4)},
     "hypot": {"float32": (4, 4), "float64": (4, 4)},
     "igamma": {"float32": (4, 64), "float64": (64, 128)},

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from . import accurate
 from .table import define
 
 # ---------------------------------------------------------------------------
@@ -536,31 +537,35 @@ _GELU_C = float(np.sqrt(2 / np.pi))
 
 
 _SQRT_HALF, _INV_SQRT_2PI = float(np.sqrt(0.5)), float(1 / np.sqrt(2 * np.pi))
+_F32_F64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _gelu(x, approximate):
     if approximate:
         return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
-    wide = np.asarray(x, dtype=np.float64) if np.asarray(x).dtype == np.float32 else x    # float32: in float64
-    phi = _erfc(-wide * _SQRT_HALF)              # 2Φ(x) = erfc(−x/√2): no cancellation in the left tail
-    y = 0.5 * wide * phi
+    if type(x) is np.ndarray and x.dtype in _F32_F64 and accurate.have_scipy():
+        return accurate.gelu(x)      # 2Φ(x) = erfc(−x/√2), float32 in float64; the float64 left tail from erfcx
+    phi = _erfc(-x * _SQRT_HALF)
+    y = 0.5 * x * phi
     if np.any(phi == 0):                          # x → −∞: the product is −∞·0, whose limit is 0
         y = np.where(phi == 0, 0.0 * phi, y)
-    return y.astype(np.asarray(x).dtype, copy=False) if wide is not x else y
+    return y
 
 
-def _gelu_d(x, approximate):
+def _gelu_d(x, approximate, y=None):
     if approximate:
         t = tanh(_GELU_C * (x + 0.044715 * x * x * x))
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_C * (1 + 3 * 0.044715 * x * x))
+    if type(x) is np.ndarray and x.dtype in _F32_F64 and accurate.have_scipy():
+        return accurate.gelu_slope(x, y)     # plain arrays: one pass per step, the tail and the zero patched
     return 0.5 * erfc(-x * _SQRT_HALF) + x * _exp_neg_square(x * _SQRT_HALF) * _INV_SQRT_2PI
 
 
 gelu = define(
     "gelu", _gelu, elementwise=True,
     doc="y = x·Φ(x) (approximate=True: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), as Keras)",
-    x=("Φ(x) + x·φ(x)", lambda g, y, x, approximate: g * _gelu_d(x, approximate),
-       lambda dx, y, x, approximate: dx * _gelu_d(x, approximate)))
+    x=("Φ(x) + x·φ(x)", lambda g, y, x, approximate: g * _gelu_d(x, approximate, y),
+       lambda dx, y, x, approximate: dx * _gelu_d(x, approximate, y)))
 
 
 def _silu(x):

@@ -1,0 +1,165 @@
+"""Numpy kernels for the rules whose textbook formula loses precision somewhere (docs/accuracy.md).
+
+Each kernel takes and returns plain arrays. The rules call them on a plain backward pass (numpy arrays in,
+no outer tape) and keep their formula written with rules for tensors, so a second derivative still works.
+The cost stays with the entries that need it: a rule computes its usual formula everywhere, then
+:func:`patch` recomputes only the entries a cheap mask selects (a tail, the neighbourhood of a zero).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_SPLIT = 134217729.0                      # 2²⁷ + 1: Veltkamp's constant for float64
+_SQRT_HALF, _INV_SQRT_2PI = float(np.sqrt(0.5)), float(1 / np.sqrt(2 * np.pi))
+
+
+_SCIPY = []      # [scipy.special or None], looked up on first use (importing scipy costs a tenth of a second)
+
+
+def have_scipy():
+    """Is scipy installed (the kernels here that use erfcx need it; the rules fall back without it)?"""
+    if not _SCIPY:
+        try:
+            import scipy.special as sp
+        except ImportError:
+            sp = None
+        _SCIPY.append(sp)
+    return _SCIPY[0] is not None
+
+
+def special(name):
+    """``scipy.special.<name>``, or an ImportError a learner can act on (scipy is optional)."""
+    if not have_scipy():
+        raise ImportError(f"{name}: this special function is computed by scipy, which is not installed. "
+                          "Fix: pip install scipy")
+    return getattr(_SCIPY[0], name)
+
+
+def patch(out, x, sel, fn):
+    """``out`` with ``fn(x[sel])`` where the boolean ``sel`` holds (``out`` and ``x`` of one shape); ``out`` is
+    written in place when it is an array (a 0-d input gives a numpy scalar, which becomes a 0-d array)."""
+    if not sel.any():
+        return out
+    if type(out) is not np.ndarray:
+        out = np.array(out)
+    out[sel] = fn(np.asarray(x)[sel])
+    return out
+
+
+def _exp_neg_half_square_parts(t):
+    """``(q, r)`` with ``e^(−t²/2) = q·q·r`` for float64 ``t`` (|t| ≤ 40), each to half an ulp: ``h`` is ``t``
+    rounded to float32 (24 bits), so ``h²/4`` is exact and ``t²/2 = h²/2 + (t − h)(t + h)/2`` with the second
+    part tiny. ``e^(−t·t/2)`` costs ``t²·ε`` relative instead (450 ulps at t = 30)."""
+    h = t.astype(np.float32)
+    q = np.multiply(h, h, dtype=np.float64)
+    q *= -0.25
+    np.exp(q, out=q)
+    r = t - h
+    r *= t + h
+    r *= -0.5
+    return q, np.exp(r, out=r)
+
+
+def erfc_tail(x):
+    """``erfc x`` for float64 ``x`` > 2 as ``erfcx(x)·e^(−x²)``: scipy's erfc rounds ``x²`` inside ``e^(−x²)``
+    (190 ulps at x = 17); erfcx is smooth there, and ``e^(−x²)`` is computed without that rounding."""
+    x = np.minimum(x, 27.5)                     # erfc underflows to 0 there (and ∞ stays out of the split)
+    q, r = _exp_neg_half_square_parts(x * np.sqrt(2.0))
+    out = special("erfcx")(x)
+    out *= r
+    out *= q
+    out *= q
+    return out
+
+
+# ----- GELU: x·Φ(x), and its slope Φ(x) + x·φ(x) --------------------------------------------------------------
+#: float64 below this: Φ(x) = ½·erfcx(−x/√2)·e^(−x²/2), both factors without cancellation. Above it ndtr's
+#: roundings cost up to 10 ulps (x = −3.4); a higher threshold would patch an entry of most 1000-entry
+#: N(0, 1) arrays, and the patch's dozen numpy calls would make GELU slower than it was.
+GELU_TAIL = -3.4
+
+#: the zero of GELU's slope (x₀ = hi + lo) and the slope's Taylor coefficients there (c₁ … c₁₅; c₀ = 0):
+#: within |x − x₀| < 0.2 the sum Φ(x) + x·φ(x) cancels (239 ulps at x = −0.75 in float32)
+GELU_ZERO = (-0.7517915246935645, 1.4956759177009883e-17)
+GELU_ZERO_RADIUS = 0.2
+_GELU_TAYLOR = (0.4314939923140469, 0.388284982990552, -0.018199676398671087, -0.1140082332972217,
+                -0.014771522148244337, 0.019421679838189067, 0.004539228379125415, -0.002239538068073497,
+                -0.0007448268386746817, 0.00018633974623233514, 8.615947861116571e-05, -1.121438018842664e-05,
+                -7.74846130700372e-06, 4.3284506257392273e-07, 5.702764979242107e-07)
+
+
+def _gelu_tail(t):
+    """``x·Φ(x) = ½x·erfcx(−x/√2)·e^(−x²/2)`` for float64 ``x`` < −2 (−0 below −38.6, where it underflows)."""
+    t = np.maximum(t, -40.0)                    # −∞ too: the limit 0
+    q, r = _exp_neg_half_square_parts(t)
+    y = special("erfcx")(t * -_SQRT_HALF)
+    y *= t
+    y *= r
+    y *= q
+    y *= q
+    y *= 0.5
+    return y
+
+
+def gelu(x):
+    """``x·Φ(x)``, Φ from scipy's ``ndtr`` (no cancellation in the left tail); float32 is computed in float64 and
+    rounded once (Φ(x) is subnormal in float32 below −13). Float64 below −2 takes :func:`_gelu_tail`: ``ndtr``
+    there rounds ``x/√2`` and ``x²``, amplified by x² (350 ulps at x = −30)."""
+    if not x.ndim:
+        return gelu(x.reshape(1))[0]
+    wide = x.astype(np.float64) if x.dtype == np.float32 else x
+    y = special("ndtr")(wide)
+    y *= wide
+    if wide is x:
+        return patch(y, x, x < GELU_TAIL, _gelu_tail)
+    y = patch(y, wide, wide == -np.inf, lambda t: 0.0)             # −∞·0: the limit is 0
+    return y.astype(x.dtype)
+
+
+def _gelu_slope_tail(t):
+    """``Φ(x) + x·φ(x) = e^(−x²/2)·(½·erfcx(−x/√2) + x/√(2π))`` for float64 ``x`` < −2; the limit 0 at −∞. The
+    bracket multiplies ``e^(−x²/2)`` before its two halves do: a subnormal result is rounded once."""
+    t = np.maximum(t, -40.0)
+    q, r = _exp_neg_half_square_parts(t)
+    d = special("erfcx")(t * -_SQRT_HALF)
+    d *= 0.5
+    d += t * _INV_SQRT_2PI
+    d *= r
+    d *= q
+    d *= q
+    return d
+
+
+def _gelu_slope_near_zero(t):
+    """The slope's Taylor polynomial about its zero x₀, in ``d = t − x₀`` (exact: Sterbenz, then the low part)."""
+    d = (t - GELU_ZERO[0]) - GELU_ZERO[1]
+    acc = d * _GELU_TAYLOR[-1]
+    for c in _GELU_TAYLOR[-2::-1]:
+        acc += c
+        acc *= d
+    return acc
+
+
+def gelu_slope(x, y=None):
+    """``Φ(x) + x·φ(x)`` (GELU's derivative) for a float array: float32 in float64, rounded once (no mask
+    needed: the cancellation near the zero costs float64 a few of its bits, far below float32's); float64
+    patches its left tail and the neighbourhood of its zero (the helpers above). ``y``: GELU's float64 output
+    ``x·Φ(x)``, when the caller has it: then ``Φ = y/x`` (½ near 0) costs a division instead of ``ndtr``."""
+    if not x.ndim:                                  # numpy hands back scalars for 0-d arrays
+        return gelu_slope(x.reshape(1), None if y is None else np.reshape(y, 1))[0]
+    wide = x.astype(np.float64) if x.dtype == np.float32 else x
+    p = np.multiply(wide, -0.5)
+    p *= wide
+    if wide is x and type(y) is np.ndarray and y.dtype == x.dtype and y.shape == x.shape:
+        d = np.full_like(x, 0.5)                    # Φ = ½ where x² underflows (y = x/2 is rounded there)
+        np.divide(y, x, out=d, where=p < 0)
+    else:
+        d = special("ndtr")(wide)
+    np.exp(p, out=p)
+    p *= wide
+    p *= _INV_SQRT_2PI
+    d += p
+    if wide is not x:
+        return d.astype(x.dtype)
+    d = patch(d, x, x < GELU_TAIL, _gelu_slope_tail)
+    return patch(d, x, np.abs(x - GELU_ZERO[0]) < GELU_ZERO_RADIUS, _gelu_slope_near_zero)
