@@ -263,7 +263,7 @@ BOUNDS = {  # measured on this grid, rounded up to a power of two (at least 4 ul
     "divide": {"float32": (4, 4), "float64": (4, 4)},
     "elu": {"float32": (4, 4), "float64": (4, 4)},
     "erf": {"float32": (4, 4), "float64": (4, 4)},
-    "erfc": {"float32": (4, 4), "float64": (256, 4)},
+    "erfc": {"float32": (4, 4), "float64": (4, 4)},
     "erfcinv": {"float32": (4, 128), "float64": (math.inf, 2048)},
     "erfinv": {"float32": (4, 4), "float64": (4, 4)},
     "exp": {"float32": (4, 4), "float64": (4, 4)},

@@ -46,17 +46,17 @@ def patch(out, x, sel, fn):
     return out
 
 
-def _exp_neg_half_square_parts(t):
-    """``(q, r)`` with ``e^(−t²/2) = q·q·r`` for float64 ``t`` (|t| ≤ 40), each to half an ulp: ``h`` is ``t``
-    rounded to float32 (24 bits), so ``h²/4`` is exact and ``t²/2 = h²/2 + (t − h)(t + h)/2`` with the second
-    part tiny. ``e^(−t·t/2)`` costs ``t²·ε`` relative instead (450 ulps at t = 30)."""
+def _exp_neg_square_parts(t, c=0.5):
+    """``(q, r)`` with ``e^(−c·t²) = q·q·r`` for float64 ``t`` (``c`` ½ or 1, |t| ≤ 40), each to half an ulp:
+    ``h`` is ``t`` rounded to float32 (24 bits), so ``c·h²/2`` is exact and ``t² = h² + (t − h)(t + h)`` with
+    the second part tiny. ``e^(−c·t·t)`` costs ``c·t²·ε`` relative instead (450 ulps at t = 30, c = ½)."""
     h = t.astype(np.float32)
     q = np.multiply(h, h, dtype=np.float64)
-    q *= -0.25
+    q *= -0.5 * c
     np.exp(q, out=q)
     r = t - h
     r *= t + h
-    r *= -0.5
+    r *= -c
     return q, np.exp(r, out=r)
 
 
@@ -64,7 +64,7 @@ def erfc_tail(x):
     """``erfc x`` for float64 ``x`` > 2 as ``erfcx(x)·e^(−x²)``: scipy's erfc rounds ``x²`` inside ``e^(−x²)``
     (190 ulps at x = 17); erfcx is smooth there, and ``e^(−x²)`` is computed without that rounding."""
     x = np.minimum(x, 27.5)                     # erfc underflows to 0 there (and ∞ stays out of the split)
-    q, r = _exp_neg_half_square_parts(x * np.sqrt(2.0))
+    q, r = _exp_neg_square_parts(x, 1.0)
     out = special("erfcx")(x)
     out *= r
     out *= q
@@ -91,13 +91,13 @@ _GELU_TAYLOR = (0.4314939923140469, 0.388284982990552, -0.018199676398671087, -0
 def _gelu_tail(t):
     """``x·Φ(x) = ½x·erfcx(−x/√2)·e^(−x²/2)`` for float64 ``x`` < −2 (−0 below −38.6, where it underflows)."""
     t = np.maximum(t, -40.0)                    # −∞ too: the limit 0
-    q, r = _exp_neg_half_square_parts(t)
+    q, r = _exp_neg_square_parts(t)
     y = special("erfcx")(t * -_SQRT_HALF)
+    y *= 0.5
     y *= t
     y *= r
     y *= q
     y *= q
-    y *= 0.5
     return y
 
 
@@ -120,7 +120,7 @@ def _gelu_slope_tail(t):
     """``Φ(x) + x·φ(x) = e^(−x²/2)·(½·erfcx(−x/√2) + x/√(2π))`` for float64 ``x`` < −2; the limit 0 at −∞. The
     bracket multiplies ``e^(−x²/2)`` before its two halves do: a subnormal result is rounded once."""
     t = np.maximum(t, -40.0)
-    q, r = _exp_neg_half_square_parts(t)
+    q, r = _exp_neg_square_parts(t)
     d = special("erfcx")(t * -_SQRT_HALF)
     d *= 0.5
     d += t * _INV_SQRT_2PI

@@ -500,13 +500,15 @@ def _erf(x):
 
 
 def _erfc(x):
-    """``1 − erf x`` without the cancellation of ``1 − erf`` for large x (scipy's, else ``math.erfc`` per entry)."""
-    try:
-        from scipy.special import erfc as scipy_erfc
-    except ImportError:
+    """``1 − erf x`` without the cancellation of ``1 − erf`` for large x (scipy's, else ``math.erfc`` per entry).
+    Float64 beyond x = 2 is ``erfcx(x)·e^(−x²)`` (:func:`accurate.erfc_tail`): scipy's erfc rounds x² there."""
+    if not accurate.have_scipy():
         import math
         return np.vectorize(math.erfc, otypes=[np.result_type(x, np.float32)])(x)
-    return scipy_erfc(x)
+    out = accurate.special("erfc")(x)
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        out = accurate.patch(out, x, x > 2, accurate.erfc_tail)
+    return out
 
 
 _TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
