@@ -293,7 +293,7 @@ BOUNDS = {  # measured on this grid, rounded up to a power of two (at least 4 ul
     "selu": {"float32": (4, 4), "float64": (4, 4)},
     "sigmoid": {"float32": (4, 4), "float64": (4, 4)},
     "sign": {"float32": (4, 4), "float64": (4, 4)},
-    "silu": {"float32": (4, 64), "float64": (8, 8)},
+    "silu": {"float32": (4, 4), "float64": (8, 8)},
     "sin": {"float32": (4, 4), "float64": (4, 4)},
     "sinh": {"float32": (4, 4), "float64": (4, 4)},
     "softplus": {"float32": (4, 4), "float64": (4, 4)},
