@@ -281,8 +281,8 @@ BOUNDS = {  # measured on this grid, rounded up to a power of two (at least 4 ul
     "log1p": {"float32": (4, 4), "float64": (4, 4)},
     "log2": {"float32": (4, 4), "float64": (4, 4)},
     "log_sigmoid": {"float32": (4, 4), "float64": (4, 4)},
-    "logaddexp": {"float32": (8, 64), "float64": (16, 512)},
-    "logaddexp2": {"float32": (8, 64), "float64": (8, 512)},
+    "logaddexp": {"float32": (8, 4), "float64": (8, 4)},
+    "logaddexp2": {"float32": (8, 4), "float64": (4, 4)},
     "multiply": {"float32": (4, 4), "float64": (4, 4)},
     "ndtri": {"float32": (4, 32), "float64": (4, 1024)},
     "negative": {"float32": (4, 4), "float64": (4, 4)},
@@ -314,17 +314,23 @@ NOTES = {
                "float32 and 0 below −17; the output form y(1 − y) of the gradient is 0 above x ≈ 17)",
     "tanh": "the gradient is sech²x = 4e/(1 + e)², e = e^(−2|x|), from x: 1 − y² from the output is 0 where y "
             "rounds to ±1 (|x| > 9 in float32), while the true slope is 4e^(−2|x|)",
-    "logaddexp": "value: numpy's; gradient σ(a − b): the rounding of a − b is amplified by |a − b| (30 ulps "
-                 "at a − b = −80 in float32, TensorFlow's e^(a − y) loses the same way)",
-    "logaddexp2": "as logaddexp, with 2ᵃ⁻ʸ = σ((a − b)·ln 2)",
+    "logaddexp": "value: numpy's max + log1p(e^(−|a − b|)), which cancels where the result is near 0 (7 ulps "
+                 "at (−1.5, −0.3)); gradient σ(a − b) with the rounding of a − b undone (a − b = s + t exactly, "
+                 "σ(s + t) = σ(s)(1 + t·σ(−s))): the rounding alone was amplified by |a − b| (328 ulps at "
+                 "a − b = −700 in float64; TensorFlow's e^(a − y) loses the same way)",
+    "logaddexp2": "as logaddexp, the slope 1/(1 + 2^(b − a)) from exp2 (σ((a − b)·ln 2) also rounded the product)",
     "power": "the gradient b·a^(b−1): the rounding of b − 1 is amplified by ln a (401 ulps at a = 1e-300, "
              "b = −1e-5 in float64); values at a = 0 are conventions (rules.power) and not scored",
-    "gelu": "exact GELU x·Φ(x) with Φ from erfc (no cancellation in the left tail); its gradient Φ(x) + x·φ(x) "
-            "cancels for x < 0 (239 ulps at x = −0.75 in float32); in float64 the value inherits scipy's "
-            "erfc tail error (below)",
-    "erfc": "scipy's erfc is off by up to 214 ulps near x = 16 in float64 (its far tail)",
-    "silu": "float32 is computed in float64: σ(−100) is subnormal in float32; the gradient keeps 45 "
-            "subnormal ulps there",
+    "gelu": "x·Φ(x) with Φ from scipy's ndtr, float32 in float64; float64 below −3.4 as ½x·erfcx(−x/√2)·"
+            "e^(−x²/2) with x² split (ndtr rounds x/√2 and x², 350 ulps at x = −30; between −3.4 and −2 off "
+            "the grid it still loses up to 19 ulps: patching there would touch most 1000-entry arrays). The "
+            "gradient Φ(x) + x·φ(x) has a zero at x₀ ≈ −0.7518 where the sum cancels (239 ulps at −0.75 in "
+            "float32): float32 in float64, float64 from its Taylor polynomial within 0.2 of x₀",
+    "erfc": "float64 beyond x = 2 as erfcx(x)·e^(−x²) with x² split: scipy's erfc rounds x² (286 ulps at "
+            "x = 16)",
+    "silu": "float32 in float64, value and gradient: σ(−100) is subnormal in float32 (the gradient kept 45 "
+            "ulps of its rounding), and the gradient σ(x)(1 + x·σ(−x)) cancels near its zero at x ≈ −1.278 "
+            "(float64 loses bits there too, off the grid)",
     "bessel_i0e": "the gradient I₁e(x) − sign(x)·I₀e(x) cancels for large |x| (both ≈ 1/√(2π|x|)): relative "
                   "error grows like |x|·ε; the value is scipy's",
     "bessel_i1e": "as bessel_i0e; and y/x at a subnormal x",

@@ -163,3 +163,33 @@ def gelu_slope(x, y=None):
         return d.astype(x.dtype)
     d = patch(d, x, x < GELU_TAIL, _gelu_slope_tail)
     return patch(d, x, np.abs(x - GELU_ZERO[0]) < GELU_ZERO_RADIUS, _gelu_slope_near_zero)
+
+
+# ----- logaddexp, logaddexp2: the slopes σ(a − b) and 1/(1 + 2^(b − a)) -------------------------------------
+def logaddexp_slope(a, b, base2=False):
+    """``∂ log(eᵃ + eᵇ)/∂a = σ(a − b)`` (``base2``: ``1/(1 + 2^(b − a))``) with the rounding of ``a − b``
+    undone: ``a − b = s + t`` exactly (Knuth's two-sum), then ``σ(s + t) = σ(s)·(1 + t·σ(−s))``. The rounding
+    of ``s`` alone is amplified by |a − b| (328 ulps at a − b = −700 in float64); ``σ`` from ``e^min(s, 0)``
+    and ``e^(−max(s, 0))``, which cannot overflow."""
+    s = np.subtract(a, b)
+    bv = s - a
+    t = a - (s - bv)
+    t -= b + bv
+    np.nan_to_num(t, copy=False)               # ±∞ inputs: no rounding to undo (σ(±∞) is exact)
+    ex = np.exp2 if base2 else np.exp
+    lo = ex(np.minimum(s, 0.0))
+    hi = np.maximum(s, 0.0)
+    np.negative(hi, out=hi)
+    hi = ex(hi, out=hi)
+    total = lo + hi
+    lo /= total                                 # σ(s)
+    hi /= total                                 # σ(−s)
+    if base2:
+        t *= _LN2
+    hi *= t
+    hi += 1.0
+    lo *= hi
+    return lo
+
+
+_LN2 = float(np.log(2.0))

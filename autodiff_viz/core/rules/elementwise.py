@@ -676,18 +676,25 @@ hypot = define(
     b=("b/y", lambda g, y, a, b: g * (b / y), lambda db, y, a, b: db * (b / y)))
 
 
+def _lae_slope(a, b, base2=False):
+    """``σ(a − b)`` (``base2``: ``1/(1 + 2^(b − a))``); on plain float arrays without the rounding of ``a − b``
+    (:func:`accurate.logaddexp_slope`), with the rules otherwise (an outer tape recording the pass)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype in _F32_F64 and b.dtype in _F32_F64 and \
+            (a.ndim or b.ndim):
+        return accurate.logaddexp_slope(a, b, base2)
+    return sigmoid((a - b) * _LN2) if base2 else sigmoid(a - b)
+
+
 logaddexp = define(
     "logaddexp", np.logaddexp, elementwise=True, doc="y = ln(eᵃ + eᵇ) without overflow",
-    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid(a - b), lambda da, y, a, b: da * sigmoid(a - b)),
-    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid(b - a), lambda db, y, a, b: db * sigmoid(b - a)))
+    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * _lae_slope(a, b), lambda da, y, a, b: da * _lae_slope(a, b)),
+    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * _lae_slope(b, a), lambda db, y, a, b: db * _lae_slope(b, a)))
 
 
 logaddexp2 = define(
     "logaddexp2", np.logaddexp2, elementwise=True, doc="y = log₂(2ᵃ + 2ᵇ) without overflow",
-    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid((a - b) * _LN2),
-       lambda da, y, a, b: da * sigmoid((a - b) * _LN2)),
-    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid((b - a) * _LN2),
-       lambda db, y, a, b: db * sigmoid((b - a) * _LN2)))
+    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * _lae_slope(a, b, True), lambda da, y, a, b: da * _lae_slope(a, b, True)),
+    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * _lae_slope(b, a, True), lambda db, y, a, b: db * _lae_slope(b, a, True)))
 
 
 mod = define(
