@@ -55,12 +55,46 @@ def _power_b(y, a, b):
                  where(a == 0, where(b < 0, -np.inf, 0), where(y != y, np.nan, 0)))
 
 
+def _power_base(y, a, b):
+    """``a^(b−1)``, the factor of ``∂aᵇ/∂a = b·aᵇ⁻¹`` (``a¹`` where b = 0). On plain float arrays where ``b − 1``
+    was rounded (a b that is neither an integer nor in [½, 2]; a scalar b is checked in Python floats) it is
+    :func:`accurate.power_base_slope`: the rounding of ``b − 1`` would be amplified by ln a."""
+    fast = type(y) is np.ndarray and y.ndim and y.dtype in _F32_F64 and type(a) is np.ndarray and \
+        type(b) is np.ndarray and b.dtype in _F32_F64
+    if fast and not b.ndim:                         # a ** 2.5: the common case, no numpy call on the scalar
+        bf = float(b)
+        if bf == 0:
+            return a ** 1
+        e = b - 1
+        ef = float(e)
+        if b.dtype == np.float32:                   # b − 1 of a float32 is exact in Python's float64
+            exact = bf - 1.0 == ef
+        else:                                       # two-sum: the rounding error of bf − 1
+            bv = ef - bf
+            exact = (bf - (ef - bv)) + (-1.0 - bv) == 0
+        return a ** e if exact else accurate.power_base_slope(y, a, b, e)
+    e = _power_a_exponent(b)
+    if fast and np.any(accurate.rounding_of_b_minus_1(b, e)):
+        return accurate.power_base_slope(y, a, b, e)
+    return a ** e
+
+
+def _power_exponent(y, a, b):
+    """:func:`_power_b`; on plain float arrays with the entries where ``aᵇ`` is subnormal recomputed
+    (:func:`accurate.power_exponent_slope`)."""
+    out = _power_b(y, a, b)
+    if type(y) is np.ndarray and y.ndim and y.dtype in _F32_F64 and type(a) is np.ndarray and \
+            type(b) is np.ndarray:
+        out = accurate.power_exponent_slope(out, y, a, b)
+    return out
+
+
 power = define(
     "power", np.power, elementwise=True, doc="y = aᵇ",
-    a=("b·aᵇ⁻¹ (0 where b = 0)", lambda g, y, a, b: g * b * a ** _power_a_exponent(b),
-       lambda da, y, a, b: da * b * a ** _power_a_exponent(b)),
+    a=("b·aᵇ⁻¹ (0 where b = 0)", lambda g, y, a, b: g * b * _power_base(y, a, b),
+       lambda da, y, a, b: da * b * _power_base(y, a, b)),
     b=("y·ln a (a > 0); at a = 0: 0 if b ≥ 0, −∞ if b < 0; a < 0: NaN where y is",
-       lambda g, y, a, b: g * _power_b(y, a, b), lambda db, y, a, b: db * _power_b(y, a, b)))
+       lambda g, y, a, b: g * _power_exponent(y, a, b), lambda db, y, a, b: db * _power_exponent(y, a, b)))
 
 
 negative = define(
