@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import accurate
 from .elementwise import _unary, exp, log, sign, square
 from .table import define
 
@@ -93,12 +94,30 @@ erfinv = _unary("erfinv", _scipy("erfinv"), "y = erf⁻¹(x) (±∞ at ±1)", "(
                 lambda y, x: _SQRT_PI_2 * exp(square(y)))
 
 
-erfcinv = _unary("erfcinv", _scipy("erfcinv", (0, 2)), "y = erfc⁻¹(x)", "−(√π/2)·e^(y²)",
-                 lambda y, x: -_SQRT_PI_2 * exp(square(y)))
+def _erfcinv(x):
+    """scipy's ``erfcinv``, and Newton's method below 1e-300 (:func:`accurate.erfcinv_tiny`: scipy returns ∞
+    at the smallest subnormal)."""
+    out = _scipy("erfcinv", (0, 2))(x)
+    w = np.asarray(x)
+    if w.dtype == np.float64:
+        out = accurate.patch(out, w, (w > 0) & (w < 1e-300), accurate.erfcinv_tiny)
+    return out
+
+
+def _plain(x, y):
+    """Are ``x`` and ``y`` plain float arrays (a backward pass without an outer tape)?"""
+    return type(x) is np.ndarray and type(y) is np.ndarray and x.ndim and x.dtype.kind == "f" and \
+        x.shape == y.shape
+
+
+erfcinv = _unary("erfcinv", _erfcinv, "y = erfc⁻¹(x)", "−(√π/2)·e^(y²)",
+                 lambda y, x: -_SQRT_PI_2 * (accurate.inverse_slope(x, y, False) if _plain(x, y)
+                                             else exp(square(y))))
 
 
 ndtri = _unary("ndtri", _scipy("ndtri", (0, 1)), "y = Φ⁻¹(p), the standard normal quantile", "√(2π)·e^(y²/2)",
-               lambda y, x: _SQRT_2PI * exp(0.5 * square(y)))
+               lambda y, x: _SQRT_2PI * (accurate.inverse_slope(x, y, True) if _plain(x, y)
+                                         else exp(0.5 * square(y))))
 
 
 bessel_i0 = _unary("bessel_i0", _unscaled(0), "y = I₀(x), modified Bessel function of order 0", "I₁(x)",
