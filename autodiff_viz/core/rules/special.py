@@ -124,16 +124,24 @@ bessel_i0 = _unary("bessel_i0", _unscaled(0), "y = I₀(x), modified Bessel func
                    lambda y, x: bessel_i1(x))
 
 
+def _bessel_slope(name, formula):
+    """The rule's derivative: on plain float arrays :func:`accurate.bessel_slope` (I₀e − I₁e without its
+    cancellation for large |x|, I₁(x)/x without its loss at a subnormal x), else the textbook formula."""
+    def d(y, x):
+        return accurate.bessel_slope(name, x) if _plain(x, y) and accurate.have_scipy() else formula(y, x)
+    return d
+
+
 bessel_i1 = _unary("bessel_i1", _unscaled(1), "y = I₁(x), modified Bessel function of order 1",
-                   "I₀(x) − I₁(x)/x", lambda y, x: bessel_i0(x) - y / x)
+                   "I₀(x) − I₁(x)/x", _bessel_slope("bessel_i1", lambda y, x: bessel_i0(x) - y / x))
 
 
 bessel_i0e = _unary("bessel_i0e", _scipy("i0e"), "y = e^(−|x|)·I₀(x)", "I₁e(x) − sign(x)·y",
-                    lambda y, x: bessel_i1e(x) - sign(x) * y)
+                    _bessel_slope("bessel_i0e", lambda y, x: bessel_i1e(x) - sign(x) * y))
 
 
 bessel_i1e = _unary("bessel_i1e", _scipy("i1e"), "y = e^(−|x|)·I₁(x)", "I₀e(x) − y·(sign(x) + 1/x)",
-                    lambda y, x: bessel_i0e(x) - sign(x) * y - y / x)
+                    _bessel_slope("bessel_i1e", lambda y, x: bessel_i0e(x) - sign(x) * y - y / x))
 
 
 def _igamma_dx(x, a):
