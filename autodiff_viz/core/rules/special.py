@@ -68,19 +68,33 @@ _SQRT_2PI = float(np.sqrt(2 * np.pi))
 
 def _lgamma(x):
     """scipy's ``gammaln``, and ``−ln|x|`` where |x| < 1e-300 (there ``Γ(x) ≈ 1/x``; scipy overflows at a
-    negative subnormal)."""
+    negative subnormal); float64 in [½, 2.5], around the zeros 1 and 2, from a series
+    (:func:`accurate.lgamma_near_zeros`)."""
     out = _scipy("gammaln")(x)
     small = np.abs(np.asarray(x)) < 1e-300
     if np.any(small & (np.asarray(x) != 0)):
         with np.errstate(divide="ignore"):
             out = np.where(small, -np.log(np.abs(np.asarray(x, dtype=np.float64))), out).astype(out.dtype)
+    w = np.asarray(x)
+    if w.dtype == np.float64:
+        out = accurate.patch(out, w, (w >= 0.5) & (w <= 2.5), accurate.lgamma_near_zeros)
     return out
+
+
+def _digamma(x):
+    """scipy's ``psi``; for x < 0 (not an integer, computed in float64) by reflection with an exact reduction
+    (:func:`accurate.digamma_negative`)."""
+    dtype = np.result_type(np.asarray(x).dtype, np.float32)
+    w = np.asarray(x, dtype=np.float64)
+    out = np.asarray(_scipy("psi")(w))
+    out = accurate.patch(out, w, (w < 0) & (w > -2.0 ** 52) & (w != np.round(w)), accurate.digamma_negative)
+    return np.asarray(out).astype(dtype, copy=False)
 
 
 lgamma = _unary("lgamma", _lgamma, "y = ln abs(Γ(x))", "ψ(x)", lambda y, x: digamma(x))
 
 
-digamma = _unary("digamma", _scipy("psi"), "y = ψ(x) = d/dx ln Γ(x)", "ψ⁽¹⁾(x)",
+digamma = _unary("digamma", _digamma, "y = ψ(x) = d/dx ln Γ(x)", "ψ⁽¹⁾(x)",
                  lambda y, x: polygamma(1, x))
 
 
