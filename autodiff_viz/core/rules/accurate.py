@@ -412,3 +412,32 @@ def digamma_negative(x):
     with np.errstate(divide="ignore"):
         cot = np.where(a > 0.25, np.tan(np.pi * (0.5 - a)), 1 / np.tan(np.pi * a))    # 0.5 − a: exact
     return special("psi")(1 - x) - np.pi * np.copysign(cot, r)
+
+
+# ----- the densities under igamma, igammac and betainc ---------------------------------------------------------
+def _normal_or(d, old, keep=True):
+    """``d`` where it is a normal float (and ``keep``), else ``old``."""
+    m = np.abs(d)
+    return np.where((m >= np.finfo(m.dtype).tiny) & (m < np.inf) & keep, d, old)
+
+
+def gamma_density(a, x):
+    """``e^(−x)·x^(a−1)/Γ(a)`` as that product of powers (each rounded once): the one exponential of
+    ``−x + (a − 1)·ln x − ln Γ(a)`` carries that sum's rounding times its size (52 ulps at x = 80). Where the
+    product under- or overflows though the density need not, the one exponential."""
+    gl = special("gammaln")
+    with np.errstate(all="ignore"):
+        d = np.exp(-x) * np.power(x, a - 1) * np.exp(-gl(a))
+        old = np.exp(-x + (a - 1) * np.log(x) - gl(a))
+    return _normal_or(d, old)
+
+
+def beta_density(a, b, x):
+    """``x^(a−1)·(1 − x)^(b−1)/B(a, b)`` as that product of powers (the one exponential of the sum of logs
+    carried its rounding times ln x: 189 ulps at x = 2e-308); NaN outside [0, 1], as before."""
+    gl = special("gammaln")
+    with np.errstate(all="ignore"):
+        lnb = gl(a) + gl(b) - gl(a + b)
+        d = np.power(x, a - 1) * np.power(1 - x, b - 1) * np.exp(-lnb)
+        old = np.exp((a - 1) * np.log(x) + (b - 1) * np.log(1 - x) - lnb)
+    return _normal_or(d, old, (x >= 0) & (x <= 1))

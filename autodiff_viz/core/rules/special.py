@@ -158,7 +158,14 @@ bessel_i1e = _unary("bessel_i1e", _scipy("i1e"), "y = e^(−|x|)·I₁(x)", "I�
                     _bessel_slope("bessel_i1e", lambda y, x: bessel_i0e(x) - sign(x) * y - y / x))
 
 
+def _floats(*vs):
+    """Are these plain float arrays (a backward pass without an outer tape)?"""
+    return all(type(v) is np.ndarray and v.dtype.kind == "f" for v in vs) and accurate.have_scipy()
+
+
 def _igamma_dx(x, a):
+    if _floats(x, a):
+        return accurate.gamma_density(a, x)
     return exp(-x + (a - 1) * log(x) - lgamma(a))
 
 
@@ -176,6 +183,8 @@ igammac = define(
 
 
 def _betainc_dx(a, b, x):
+    if _floats(a, b, x):
+        return accurate.beta_density(a, b, x)
     return exp((a - 1) * log(x) + (b - 1) * log(1 - x) - (lgamma(a) + lgamma(b) - lgamma(a + b)))
 
 
