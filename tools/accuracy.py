@@ -279,8 +279,8 @@ BOUNDS = {  # measured on this grid, rounded up to a power of two (at least 4 ul
     "gelu": {"float32": (4, 4), "float64": (8, 4)},
     "hard_sigmoid": {"float32": (4, 4), "float64": (4, 4)},
     "hypot": {"float32": (4, 4), "float64": (4, 4)},
-    "igamma": {"float32": (4, 4), "float64": (64, 4)},
-    "igammac": {"float32": (4, 4), "float64": (512, 4)},
+    "igamma": {"float32": (4, 4), "float64": (8, 4)},
+    "igammac": {"float32": (4, 4), "float64": (16, 4)},
     "leaky_relu": {"float32": (4, 4), "float64": (4, 4)},
     "lgamma": {"float32": (4, 4), "float64": (4, 4)},
     "log": {"float32": (4, 4), "float64": (4, 4)},
@@ -350,11 +350,13 @@ NOTES = {
                  "bits of the quotient)",
     "betainc": "the gradient x^(a−1)(1−x)^(b−1)/B(a, b) as that product of powers (as one exponential of the "
                "sum of logs it carried the sum's rounding times ln x: 189 ulps at x = 2e-308)",
-    "igamma": "values are scipy's, whose prefactor e^(a·ln x − x − ln Γ(a)) carries the rounding of its "
-              "argument times its size (44 ulps at x = 1e-12 in float64; a fix needs scipy's series or continued "
-              "fraction re-implemented); the gradient e^(−x)·x^(a−1)/Γ(a) as that product (52 ulps as one "
-              "exponential at x = 80)",
-    "igammac": "as igamma (339 ulps at x = 700 in float64, the value)",
+    "igamma": "scipy's, but float64 below x = ¼ by its series with the prefactor x^a·e^(−x)/Γ(a + 1) a product "
+              "of powers (scipy's e^(a·ln x − x − ln Γ(a)) carries its argument's rounding times its size: 44 "
+              "ulps at x = 1e-12); the gradient e^(−x)·x^(a−1)/Γ(a) as that product (52 ulps as one exponential "
+              "at x = 80)",
+    "igammac": "scipy's, but float64 for a + 1 < x < 745 by Legendre's continued fraction with the prefactor a "
+               "product of powers (339 ulps at x = 700); below a + 1 scipy's 1 − P loses up to 45 ulps beside "
+               "a + 1 (8 on the grid); the gradient as igamma",
     "lgamma": "float64 in [½, 2.5] from the series of ln Γ(2 + t) (scipy's gammaln lost 182 ulps at 1.99, "
               "next to its zeros at 1 and 2); the gradient is digamma",
     "digamma": "float64 x < 0 by reflection, ψ(1 − x) − π·cot(πr) with r = x − round(x) exact (scipy's psi: 35 "

@@ -169,14 +169,39 @@ def _igamma_dx(x, a):
     return exp(-x + (a - 1) * log(x) - lgamma(a))
 
 
+def _incomplete_gamma(upper):
+    """scipy's ``gammainc`` (``upper``: ``gammaincc``), in float64 where the tail is small: P for x < ¼ by its
+    series, Q for a + 1 < x < 745 by its continued fraction, each with its prefactor a product of powers
+    (:func:`accurate.igamma_small`, :func:`accurate.igammac_large`)."""
+    plain = _scipy("gammaincc" if upper else "gammainc")
+
+    def forward(a, x):
+        out = plain(a, x)
+        w, av = np.asarray(x), np.asarray(a)
+        if w.dtype == np.float64 and av.dtype.kind == "f" and np.shape(out):
+            w, av = np.broadcast_to(w, out.shape), np.broadcast_to(av, out.shape)
+            if upper:
+                sel = (w > av + 1) & (w < 745) & (av > 0)                # Q underflows beyond 745
+                fix = accurate.igammac_large
+            else:
+                sel = (w > 0) & (w < 0.25) & (av > 0)
+                fix = accurate.igamma_small
+            if sel.any():
+                out = np.array(out)
+                out[sel] = fix(av[sel].astype(np.float64), w[sel])
+        return out
+    forward.__name__ = "gammaincc" if upper else "gammainc"
+    return forward
+
+
 igamma = define(
-    "igamma", _scipy("gammainc"), elementwise=True, doc="y = P(a, x), the regularized lower incomplete gamma",
+    "igamma", _incomplete_gamma(False), elementwise=True, doc="y = P(a, x), the regularized lower incomplete gamma",
     a=None,
     x=("e^(−x)·x^(a−1)/Γ(a)", lambda g, y, a, x: g * _igamma_dx(x, a), lambda dx, y, a, x: dx * _igamma_dx(x, a)))
 
 
 igammac = define(
-    "igammac", _scipy("gammaincc"), elementwise=True, doc="y = Q(a, x) = 1 − P(a, x)",
+    "igammac", _incomplete_gamma(True), elementwise=True, doc="y = Q(a, x) = 1 − P(a, x)",
     a=None,
     x=("−e^(−x)·x^(a−1)/Γ(a)", lambda g, y, a, x: -g * _igamma_dx(x, a),
        lambda dx, y, a, x: -dx * _igamma_dx(x, a)))
