@@ -7,6 +7,8 @@ The cost stays with the entries that need it: a rule computes its usual formula 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _SPLIT = 134217729.0                      # 2²⁷ + 1: Veltkamp's constant for float64
@@ -88,6 +90,43 @@ _GELU_TAYLOR = (0.4314939923140469, 0.388284982990552, -0.018199676398671087, -0
                 -7.74846130700372e-06, 4.3284506257392273e-07, 5.702764979242107e-07)
 
 
+def _split24(v):
+    """``v`` (a Python float) rounded to 24 bits: its square is exact."""
+    m, e = math.frexp(v)
+    return math.ldexp(round(m * 16777216.0) / 16777216.0, e)
+
+
+def _tail_entries(out, x, sel, vectorized, entry):
+    """:func:`patch` for GELU's tails: up to 8 entries one by one in Python floats (``entry(t, erfcx(−t/√2))``;
+    a dozen numpy calls cost more than the loop there), more with ``vectorized``."""
+    n = np.count_nonzero(sel)
+    if not n:
+        return out
+    if n > 8:
+        return patch(out, x, sel, vectorized)
+    t = x[sel]
+    r = special("erfcx")(t * -_SQRT_HALF)
+    out[sel] = [entry(ti, ri) for ti, ri in zip(t.tolist(), r.tolist())]
+    return out
+
+
+def _gelu_tail_entry(t, r):
+    """:func:`_gelu_tail` of one entry (``r = erfcx(−t/√2)``)."""
+    if not t > -40.0:
+        return -0.0                             # as the vectorized form (−∞ included: the limit, from below)
+    h = _split24(t)
+    return 0.5 * t * r * math.exp(-0.5 * ((t - h) * (t + h))) * math.exp(-0.5 * (h * h))
+
+
+def _gelu_slope_tail_entry(t, r):
+    """:func:`_gelu_slope_tail` of one entry (``r = erfcx(−t/√2)``)."""
+    if not t > -40.0:
+        return -0.0                             # as the vectorized form (−∞ included: the limit, from below)
+    h = _split24(t)
+    q = math.exp(-0.25 * (h * h))
+    return (((0.5 * r + t * _INV_SQRT_2PI) * math.exp(-0.5 * ((t - h) * (t + h)))) * q) * q
+
+
 def _gelu_tail(t):
     """``x·Φ(x) = ½x·erfcx(−x/√2)·e^(−x²/2)`` for float64 ``x`` < −2 (−0 below −38.6, where it underflows)."""
     t = np.maximum(t, -40.0)                    # −∞ too: the limit 0
@@ -111,7 +150,7 @@ def gelu(x):
     y = special("ndtr")(wide)
     y *= wide
     if wide is x:
-        return patch(y, x, x < GELU_TAIL, _gelu_tail)
+        return _tail_entries(y, x, x < GELU_TAIL, _gelu_tail, _gelu_tail_entry)
     y = patch(y, wide, wide == -np.inf, lambda t: 0.0)             # −∞·0: the limit is 0
     return y.astype(x.dtype)
 
@@ -161,7 +200,7 @@ def gelu_slope(x, y=None):
     d += p
     if wide is not x:
         return d.astype(x.dtype)
-    d = patch(d, x, x < GELU_TAIL, _gelu_slope_tail)
+    d = _tail_entries(d, x, x < GELU_TAIL, _gelu_slope_tail, _gelu_slope_tail_entry)
     return patch(d, x, np.abs(x - GELU_ZERO[0]) < GELU_ZERO_RADIUS, _gelu_slope_near_zero)
 
 
