@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 
-_SPLIT = 134217729.0                      # 2²⁷ + 1: Veltkamp's constant for float64
 _SQRT_HALF, _INV_SQRT_2PI = float(np.sqrt(0.5)), float(1 / np.sqrt(2 * np.pi))
 
 

@@ -63,6 +63,7 @@ def _unscaled(order):
 
 
 _SQRT_PI_2 = float(np.sqrt(np.pi) / 2)
+_F32_F64 = (np.dtype(np.float32), np.dtype(np.float64))
 _SQRT_2PI = float(np.sqrt(2 * np.pi))
 
 
@@ -120,7 +121,7 @@ def _erfcinv(x):
 
 def _plain(x, y):
     """Are ``x`` and ``y`` plain float arrays (a backward pass without an outer tape)?"""
-    return type(x) is np.ndarray and type(y) is np.ndarray and x.ndim and x.dtype.kind == "f" and \
+    return type(x) is np.ndarray and type(y) is np.ndarray and x.ndim and x.dtype in _F32_F64 and \
         x.shape == y.shape
 
 
@@ -160,7 +161,7 @@ bessel_i1e = _unary("bessel_i1e", _scipy("i1e"), "y = e^(−|x|)·I₁(x)", "I�
 
 def _floats(*vs):
     """Are these plain float arrays (a backward pass without an outer tape)?"""
-    return all(type(v) is np.ndarray and v.dtype.kind == "f" for v in vs) and accurate.have_scipy()
+    return all(type(v) is np.ndarray and v.dtype in _F32_F64 for v in vs) and accurate.have_scipy()
 
 
 def _igamma_dx(x, a):
