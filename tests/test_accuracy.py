@@ -84,3 +84,22 @@ def test_second_derivatives_of_the_stable_forms_are_the_math():
                 y = f(x)
             g = inner.gradient(y, x)
         np.testing.assert_allclose(outer.gradient(g, x).numpy(), d2(x.numpy()), rtol=1e-12, atol=1e-15)
+
+
+def test_gelu_left_tail_is_the_same_entry_by_entry_and_vectorized():
+    """A float64 GELU patches its left tail (x < −3.4) in Python floats when it has at most 8 such entries and
+    vectorized beyond: both give the exact value and slope to a few ulps, and the same numbers."""
+    tail = np.array([-3.5, -7.6, -30.0, -37.99, -39.5, -45.0])
+    few, many = adv.Variable(tail), adv.Variable(np.concatenate([tail, np.linspace(-20.0, -3.5, 40)]))
+    out = []
+    for x in (few, many):
+        with adv.GradientTape() as tape:
+            y = adv.nn.gelu(x)
+        out.append((y.numpy()[:len(tail)], tape.gradient(y, x).numpy()[:len(tail)]))
+    f, df = accuracy.UNARY["gelu"]
+    for (y, g) in out:
+        for xi, yi, gi in zip(tail, y, g):
+            assert accuracy._error(yi, accuracy._mp(f)(xi), "float64") <= 4, xi
+            assert accuracy._error(gi, accuracy._mp(df)(xi), "float64") <= 4, xi
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=4e-16, atol=1e-320)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=4e-16, atol=1e-320)

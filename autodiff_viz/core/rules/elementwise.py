@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from . import accurate
 from .table import define
 
 # ---------------------------------------------------------------------------
@@ -54,12 +55,46 @@ def _power_b(y, a, b):
                  where(a == 0, where(b < 0, -np.inf, 0), where(y != y, np.nan, 0)))
 
 
+def _power_base(y, a, b):
+    """``a^(b−1)``, the factor of ``∂aᵇ/∂a = b·aᵇ⁻¹`` (``a¹`` where b = 0). On plain float arrays where ``b − 1``
+    was rounded (a b that is neither an integer nor in [½, 2]; a scalar b is checked in Python floats) it is
+    :func:`accurate.power_base_slope`: the rounding of ``b − 1`` would be amplified by ln a."""
+    fast = type(y) is np.ndarray and y.ndim and y.dtype in _F32_F64 and type(a) is np.ndarray and \
+        type(b) is np.ndarray and b.dtype in _F32_F64
+    if fast and not b.ndim:                         # a ** 2.5: the common case, no numpy call on the scalar
+        bf = float(b)
+        if bf == 0:
+            return a ** 1
+        e = b - 1
+        ef = float(e)
+        if b.dtype == np.float32:                   # b − 1 of a float32 is exact in Python's float64
+            exact = bf - 1.0 == ef
+        else:                                       # two-sum: the rounding error of bf − 1
+            bv = ef - bf
+            exact = (bf - (ef - bv)) + (-1.0 - bv) == 0
+        return a ** e if exact else accurate.power_base_slope(y, a, b, e)
+    e = _power_a_exponent(b)
+    if fast and np.any(accurate.rounding_of_b_minus_1(b, e)):
+        return accurate.power_base_slope(y, a, b, e)
+    return a ** e
+
+
+def _power_exponent(y, a, b):
+    """:func:`_power_b`; on plain float arrays with the entries where ``aᵇ`` is subnormal recomputed
+    (:func:`accurate.power_exponent_slope`)."""
+    out = _power_b(y, a, b)
+    if type(y) is np.ndarray and y.ndim and y.dtype in _F32_F64 and type(a) is np.ndarray and \
+            type(b) is np.ndarray:
+        out = accurate.power_exponent_slope(out, y, a, b)
+    return out
+
+
 power = define(
     "power", np.power, elementwise=True, doc="y = aᵇ",
-    a=("b·aᵇ⁻¹ (0 where b = 0)", lambda g, y, a, b: g * b * a ** _power_a_exponent(b),
-       lambda da, y, a, b: da * b * a ** _power_a_exponent(b)),
+    a=("b·aᵇ⁻¹ (0 where b = 0)", lambda g, y, a, b: g * b * _power_base(y, a, b),
+       lambda da, y, a, b: da * b * _power_base(y, a, b)),
     b=("y·ln a (a > 0); at a = 0: 0 if b ≥ 0, −∞ if b < 0; a < 0: NaN where y is",
-       lambda g, y, a, b: g * _power_b(y, a, b), lambda db, y, a, b: db * _power_b(y, a, b)))
+       lambda g, y, a, b: g * _power_exponent(y, a, b), lambda db, y, a, b: db * _power_exponent(y, a, b)))
 
 
 negative = define(
@@ -504,13 +539,15 @@ def _erf(x):
 
 
 def _erfc(x):
-    """``1 − erf x`` without the cancellation of ``1 − erf`` for large x (scipy's, else ``math.erfc`` per entry)."""
-    try:
-        from scipy.special import erfc as scipy_erfc
-    except ImportError:
+    """``1 − erf x`` without the cancellation of ``1 − erf`` for large x (scipy's, else ``math.erfc`` per entry).
+    Float64 beyond x = 2 is ``erfcx(x)·e^(−x²)`` (:func:`accurate.erfc_tail`): scipy's erfc rounds x² there."""
+    if not accurate.have_scipy():
         import math
         return np.vectorize(math.erfc, otypes=[np.result_type(x, np.float32)])(x)
-    return scipy_erfc(x)
+    out = accurate.special("erfc")(x)
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        out = accurate.patch(out, x, x > 2, accurate.erfc_tail)
+    return out
 
 
 _TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
@@ -541,31 +578,35 @@ _GELU_C = float(np.sqrt(2 / np.pi))
 
 
 _SQRT_HALF, _INV_SQRT_2PI = float(np.sqrt(0.5)), float(1 / np.sqrt(2 * np.pi))
+_F32_F64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _gelu(x, approximate):
     if approximate:
         return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
-    wide = np.asarray(x, dtype=np.float64) if np.asarray(x).dtype == np.float32 else x    # float32: in float64
-    phi = _erfc(-wide * _SQRT_HALF)              # 2Φ(x) = erfc(−x/√2): no cancellation in the left tail
-    y = 0.5 * wide * phi
+    if type(x) is np.ndarray and x.dtype in _F32_F64 and accurate.have_scipy():
+        return accurate.gelu(x)      # 2Φ(x) = erfc(−x/√2), float32 in float64; the float64 left tail from erfcx
+    phi = _erfc(-x * _SQRT_HALF)
+    y = 0.5 * x * phi
     if np.any(phi == 0):                          # x → −∞: the product is −∞·0, whose limit is 0
         y = np.where(phi == 0, 0.0 * phi, y)
-    return y.astype(np.asarray(x).dtype, copy=False) if wide is not x else y
+    return y
 
 
-def _gelu_d(x, approximate):
+def _gelu_d(x, approximate, y=None):
     if approximate:
         t = tanh(_GELU_C * (x + 0.044715 * x * x * x))
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_C * (1 + 3 * 0.044715 * x * x))
+    if type(x) is np.ndarray and x.dtype in _F32_F64 and accurate.have_scipy():
+        return accurate.gelu_slope(x, y)     # plain arrays: one pass per step, the tail and the zero patched
     return 0.5 * erfc(-x * _SQRT_HALF) + x * _exp_neg_square(x * _SQRT_HALF) * _INV_SQRT_2PI
 
 
 gelu = define(
     "gelu", _gelu, elementwise=True,
     doc="y = x·Φ(x) (approximate=True: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), as Keras)",
-    x=("Φ(x) + x·φ(x)", lambda g, y, x, approximate: g * _gelu_d(x, approximate),
-       lambda dx, y, x, approximate: dx * _gelu_d(x, approximate)))
+    x=("Φ(x) + x·φ(x)", lambda g, y, x, approximate: g * _gelu_d(x, approximate, y),
+       lambda dx, y, x, approximate: dx * _gelu_d(x, approximate, y)))
 
 
 def _silu(x):
@@ -579,8 +620,31 @@ def _silu(x):
     return y
 
 
+def _silu_d(x):
+    """``σ(x)·(1 + x·σ(−x))`` from ``a = e^min(x, 0)`` and ``b = e^(−max(x, 0))`` (neither overflows):
+    ``σ(x) = a/(a + b)``, ``σ(−x) = b/(a + b)``, in two buffers on a plain float array; float32 in float64,
+    rounded once (the sum cancels near the slope's zero at x ≈ −1.278, and σ is subnormal in float32 below
+    −87: x times it kept 45 ulps of its rounding)."""
+    if type(x) is np.ndarray and x.ndim and x.dtype in _F32_F64:
+        w = x.astype(np.float64) if x.dtype == np.float32 else x
+        a = np.minimum(w, 0.0)
+        np.exp(a, out=a)
+        b = np.maximum(w, 0.0)
+        np.negative(b, out=b)
+        np.exp(b, out=b)
+        s = np.add(a, b)
+        np.reciprocal(s, out=s)
+        np.multiply(a, s, out=a)                # σ(x)
+        np.multiply(b, s, out=b)                # σ(−x)
+        np.multiply(b, w, out=b)
+        np.add(b, 1.0, out=b)
+        np.multiply(a, b, out=a)
+        return a.astype(np.float32) if w is not x else a
+    return sigmoid(x) * (1 + x * sigmoid(-x))
+
+
 silu = _unary("silu", _silu, "y = x·σ(x) (also called swish)", "σ(x)·(1 + x(1 − σ(x)))",
-              lambda y, x: sigmoid(x) * (1 + x * sigmoid(-x)))
+              lambda y, x: _silu_d(x))
 
 
 def _elu(x, alpha):
@@ -651,18 +715,25 @@ hypot = define(
     b=("b/y", lambda g, y, a, b: g * (b / y), lambda db, y, a, b: db * (b / y)))
 
 
+def _lae_slope(a, b, base2=False):
+    """``σ(a − b)`` (``base2``: ``1/(1 + 2^(b − a))``); on plain float arrays without the rounding of ``a − b``
+    (:func:`accurate.logaddexp_slope`), with the rules otherwise (an outer tape recording the pass)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype in _F32_F64 and b.dtype in _F32_F64 and \
+            (a.ndim or b.ndim):
+        return accurate.logaddexp_slope(a, b, base2)
+    return sigmoid((a - b) * _LN2) if base2 else sigmoid(a - b)
+
+
 logaddexp = define(
     "logaddexp", np.logaddexp, elementwise=True, doc="y = ln(eᵃ + eᵇ) without overflow",
-    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid(a - b), lambda da, y, a, b: da * sigmoid(a - b)),
-    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid(b - a), lambda db, y, a, b: db * sigmoid(b - a)))
+    a=("eᵃ⁻ʸ", lambda g, y, a, b: g * _lae_slope(a, b), lambda da, y, a, b: da * _lae_slope(a, b)),
+    b=("eᵇ⁻ʸ", lambda g, y, a, b: g * _lae_slope(b, a), lambda db, y, a, b: db * _lae_slope(b, a)))
 
 
 logaddexp2 = define(
     "logaddexp2", np.logaddexp2, elementwise=True, doc="y = log₂(2ᵃ + 2ᵇ) without overflow",
-    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * sigmoid((a - b) * _LN2),
-       lambda da, y, a, b: da * sigmoid((a - b) * _LN2)),
-    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * sigmoid((b - a) * _LN2),
-       lambda db, y, a, b: db * sigmoid((b - a) * _LN2)))
+    a=("2ᵃ⁻ʸ", lambda g, y, a, b: g * _lae_slope(a, b, True), lambda da, y, a, b: da * _lae_slope(a, b, True)),
+    b=("2ᵇ⁻ʸ", lambda g, y, a, b: g * _lae_slope(b, a, True), lambda db, y, a, b: db * _lae_slope(b, a, True)))
 
 
 mod = define(
