@@ -479,3 +479,22 @@ def test_an_in_place_op_passes_back_its_own_derivative_to_the_value_it_overwrote
     assert np.array_equal(relu.contribution.data, (w * (before > 0)).numpy())
     add = [e for e in tr.edges if tr.node(e.dst).op == "add_"]
     assert len(add) == 2 and all(np.array_equal(e.contribution.data, w.numpy()) for e in add)
+
+
+def test_a_trace_leaves_every_grad_the_learner_holds_as_it_was():
+    """``rec.trace`` backpropagates again; the parameters' ``.grad`` (the same tensors, the same values) and a
+    retained intermediate's ``.grad`` are as ``loss.backward()`` left them."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    with adv.torch.record() as rec:
+        h = net[0](torch.randn(5, 3))
+        h.retain_grad()
+        loss = net[2](torch.tanh(h)).pow(2).mean()
+        loss.backward()
+    held = {name: (p.grad, p.grad.clone()) for name, p in net.named_parameters()}
+    h_grad = h.grad.clone()
+    rec.trace(loss, net)
+    rec.trace(loss, net)
+    for name, p in net.named_parameters():
+        assert p.grad is held[name][0] and torch.equal(p.grad, held[name][1]), name
+    assert torch.equal(h.grad, h_grad)

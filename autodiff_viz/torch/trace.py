@@ -139,6 +139,8 @@ def learners_grads_kept(rec, *more):
     a comparison would multiply the learner's ``logprobs.grad``. The values
     are saved before and written back after, into the same tensor objects
     (a learner holding ``g = logprobs.grad`` keeps seeing the right values).
+    Leaves (parameters) need no copy: ``torch.autograd.grad`` accumulates
+    into no leaf's ``.grad``, and a ResNet's parameters are most of its memory.
     """
     seen, saved = set(), []
     tensors = [t for op in rec.ops for t in op.inputs + op.outputs] + [t for t in more if t is not None]
@@ -146,7 +148,7 @@ def learners_grads_kept(rec, *more):
         if not isinstance(t, torch.Tensor) or id(t) in seen or not t.requires_grad:
             continue
         seen.add(id(t))
-        if t.is_leaf or t.retains_grad:        # .grad of any other tensor is always None (and reading it warns)
+        if t.retains_grad:     # a leaf's .grad is never touched: autograd.grad runs no AccumulateGrad node
             g = t.grad
             saved.append((t, g, None if g is None else g.detach().clone()))
     try:
