@@ -168,14 +168,20 @@ def _gelu_slope_tail(t):
     return d
 
 
-def _gelu_slope_near_zero(t):
-    """The slope's Taylor polynomial about its zero x₀, in ``d = t − x₀`` (exact: Sterbenz, then the low part)."""
-    d = (t - GELU_ZERO[0]) - GELU_ZERO[1]
-    acc = d * _GELU_TAYLOR[-1]
-    for c in _GELU_TAYLOR[-2::-1]:
+def _about_zero(t, zero, taylor):
+    """A slope near its zero ``x₀ = zero[0] + zero[1]`` (a double-double) from its Taylor polynomial ``taylor``
+    (coefficients of d¹, d², …) in ``d = t − x₀``, exact: Sterbenz, then the low part. Next to its zero a
+    slope computed the usual way is a difference of near-equal terms; the polynomial has no cancellation."""
+    d = (t - zero[0]) - zero[1]
+    acc = d * taylor[-1]
+    for c in taylor[-2::-1]:
         acc += c
         acc *= d
     return acc
+
+
+def _gelu_slope_near_zero(t):
+    return _about_zero(t, GELU_ZERO, _GELU_TAYLOR)
 
 
 def gelu_slope(x, y=None):
@@ -380,12 +386,7 @@ def _i1e_slope_quadrature(ax):
 
 
 def _i1e_slope_near_zero(ax):
-    d = (ax - _I1E_ZERO[0]) - _I1E_ZERO[1]
-    acc = d * _I1E_TAYLOR[-1]
-    for c in _I1E_TAYLOR[-2::-1]:
-        acc += c
-        acc *= d
-    return acc
+    return _about_zero(ax, _I1E_ZERO, _I1E_TAYLOR)
 
 
 def bessel_slope(name, x):
