@@ -21,23 +21,9 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from test_why_zero_nan_matrix import _line, run_engine, run_tf, run_torch  # noqa: E402
+from test_why_zero_nan_questions import _check  # noqa: E402
 
 import autodiff_viz as adv  # noqa: E402
-
-
-def _check(result, case, reason, kind, fix, gradient):
-    exp, g, traced = result
-    if gradient == "nan":
-        assert not np.isfinite(g).all(), g
-    elif gradient == "zero":
-        assert not g.any(), g
-    else:
-        assert gradient(g), g
-    assert np.array_equal(traced, g, equal_nan=True)
-    assert (exp.reason, exp.kind) == (reason, kind), str(exp)
-    assert exp.location is not None and exp.location.endswith(f":{_line(case)}"), (exp.location, str(exp))
-    assert fix.lower() in exp.message.lower(), exp.message
-    return exp
 
 
 # ---------------------------------------------------------------------------
