@@ -186,7 +186,7 @@ class _Walk:
             verb = {"nan_gradient": "becomes non-finite", "vanishing_gradient": "shrinks"}.get(reason, "dies")
             where = f"\nIt {verb} at {dst.op}" \
                     f"{named}{_line(loc)}"
-        fix = None if " Fix: " in extra else fix_of(kind)      # a cause that carries its own fix keeps it alone
+        fix = fix_of(kind)
         message = f"{text}{where}\n{extra}".rstrip() + (f"\nFix: {fix}" if fix else "")
         info = dict(details or {})
         if mark:

@@ -104,6 +104,9 @@ FIXES = {
     "domain_error": "keep the input inside the op's domain (clamp it), or check the values that reach it.",
     "nonfinite_derivative": "look at the op's inputs printed above: its derivative is infinite there; move "
                             "them away from that point (epsilon, clamp).",
+    "fully_masked_row": "make sure no row is masked entirely (keep one key unmasked, or drop the fully padded "
+                        "examples), or mask with a large finite negative number instead of −inf, and zero those "
+                        "rows' outputs afterwards.",
     "nonfinite_forward": "find where the forward pass first holds nan/inf (adv.detect_anomaly() names the op).",
 }
 
@@ -560,13 +563,11 @@ def _all_masked_row(ed):
     node, d = neg[0]
     full = np.isneginf(d).all(axis=-1) if d.ndim else np.isneginf(d)
     rows = f"{_n(int(np.sum(full)), 'row', 'rows')} of it entirely −inf" if np.any(full) else "−inf entries"
-    return ("nonfinite_forward",
+    return ("fully_masked_row",
             f"{ed.dst.op}{ed.line} takes a softmax over scores masked with −inf ({node.describe()}: {rows}): "
             "when every key of a row is masked (an example that is all padding in key_padding_mask, an attention "
             "mask that hides everything), that softmax is e^−∞ / Σ e^−∞ = 0/0 = nan, and the nan reaches every "
-            "weight. Fix: make sure no row is masked entirely (keep one key unmasked, or drop the fully padded "
-            "examples), or mask with a large finite negative number instead of −inf, and zero those rows' outputs"
-            " afterwards.",
+            "weight.",
             "nan: softmax of a row of −inf")
 
 
