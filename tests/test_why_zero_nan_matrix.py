@@ -577,3 +577,13 @@ def test_the_sum_of_a_softmax_has_zero_gradient_and_says_why():
         p = adv.nn.softmax(logits)
     exp = tape.explain(p, logits)
     assert (exp.reason, exp.kind) == ("zero_gradient", "constant_sum") and "always 1" in exp.message
+
+
+def test_every_kind_explain_can_name_is_on_the_docs_page_with_its_fix():
+    """A learner who reads ``kind='…'`` in an answer finds that kind's row in docs/why-zero-nan.md."""
+    from pathlib import Path
+
+    from autodiff_viz.diagnosis.kinds import FIXES
+    page = (Path(__file__).resolve().parents[1] / "docs" / "why-zero-nan.md").read_text()
+    rows = {line.split("`")[1] for line in page.splitlines() if line.startswith("| `")}
+    assert set(FIXES) <= rows, sorted(set(FIXES) - rows)
