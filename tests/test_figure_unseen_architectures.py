@@ -201,16 +201,9 @@ TORCH_PARTS = {
     "convnext": ("convnext.embeddings", "convnext.encoder", "convnext.layernorm", "classifier"),
     "swin": ("swin.embeddings", "swin.encoder", "swin.layernorm", "swin.pooler", "classifier"),
 }
-_BACKBONE_OPENED_TOO_FAR = (
-    "figure.model_keys opens, as a backbone, every model child holding more than half its parent's ops, "
-    "recursively: ALBERT's encoder (embedding_hidden_mapping_in + the shared layer) and T5's decoder (larger "
-    "than its sibling encoder) open, so the default shows their insides instead of the part")
 
 
-@pytest.mark.parametrize("torch_case", [
-    pytest.param("albert", marks=pytest.mark.xfail(strict=True, reason=_BACKBONE_OPENED_TOO_FAR)),
-    pytest.param("t5", marks=pytest.mark.xfail(strict=True, reason=_BACKBONE_OPENED_TOO_FAR)),
-    "convnext", "swin"], indirect=True)
+@pytest.mark.parametrize("torch_case", ["albert", "t5", "convnext", "swin"], indirect=True)
 def test_torch_the_default_figure_is_the_models_named_parts(torch_case):
     c = torch_case
     lay = folding.layout(c.tr)
@@ -222,12 +215,7 @@ def test_torch_the_default_figure_is_the_models_named_parts(torch_case):
     assert len(lay.boxes) <= folding.NODE_BUDGET and not lay.notes
 
 
-@pytest.mark.parametrize("torch_case", [
-    pytest.param("albert", marks=pytest.mark.xfail(strict=True, reason=(
-        "render.readable wraps labels at spaces only and keeps a box's first line whole: HF's dotted paths "
-        "(ḡ_albert.encoder.embedding_hidden_mapping_in, albert.encoder.embedding_hidden_mapping_in.weight) are "
-        "unbreakable, so the default figure is 1147 pt wide: 6.7 px at 850 px"))),
-    "t5", "convnext", "swin"], indirect=True)
+@pytest.mark.parametrize("torch_case", ["albert", "t5", "convnext", "swin"], indirect=True)
 def test_torch_the_default_figure_fits_the_notebook(torch_case):
     c = torch_case
     assert _readable(c.tr) >= render.MIN_LABEL_PX

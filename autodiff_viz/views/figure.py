@@ -94,9 +94,12 @@ def model_keys(trace, h, backbones=True) -> frozenset:
     """Keys of the outermost groups that are models, and of their backbones: drawn open by default.
 
     A model's layers are its boxes. A **backbone** is a model's child that is itself a model (it holds two or
-    more layers) and holds more than half of the model's ops: Hugging Face's ``BertForSequenceClassification``
-    wraps ``bert`` (``BertModel``) beside ``dropout`` and ``classifier``, so the figure a paper draws shows
-    ``bert``'s parts (embeddings, encoder, pooler) beside the classifier, not one box ``bert``.
+    more layers), holds more than half of the model's ops, and runs before every other model among its siblings:
+    the rest are heads reading its output. Hugging Face's ``BertForSequenceClassification`` wraps ``bert``
+    (``BertModel``) beside ``dropout`` and ``classifier``, so the figure a paper draws shows ``bert``'s parts
+    (embeddings, encoder, pooler) beside the classifier, not one box ``bert``. A model that another model
+    runs before (BERT's or ALBERT's encoder after the embeddings, T5's decoder after its encoder) is one of
+    the architecture's parts, drawn as its box, however large.
     """
     keys = {k for k, g in h.groups.items() if g.parent is None and g.what == "layer" and _is_model(trace, h, g)}
     if not backbones:
@@ -109,11 +112,12 @@ def model_keys(trace, h, backbones=True) -> frozenset:
     todo = list(keys)
     while todo:
         parent = todo.pop()
-        for k, g in h.groups.items():
-            if g.parent == parent and g.what == "layer" and 2 * size.get(k, 0) > size.get(parent, 0) \
-                    and _is_model(trace, h, g) and k not in keys:
-                keys.add(k)
-                todo.append(k)
+        models = [g for g in h.groups.values() if g.parent == parent and g.what == "layer" and _is_model(trace, h, g)]
+        for g in models:
+            if 2 * size.get(g.key, 0) > size.get(parent, 0) and g.key not in keys \
+                    and not any(m.order < g.order for m in models):
+                keys.add(g.key)
+                todo.append(g.key)
     return frozenset(keys)
 
 
