@@ -233,15 +233,7 @@ def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case
     assert not closed, closed[:5]
 
 
-_OP_NAMED = (
-    "records/traces/build.view_title names only views and slices by what they act on; other ops a library "
-    "computes in a model's own forward keep the op's name: T5's label shift (new_zeros, clone, __setitem__, "
-    "__eq__, masked_fill_) and its scaling mul, ConvNeXt's pooling mean")
-
-
-@pytest.mark.parametrize("torch_case", [
-    "albert", pytest.param("t5", marks=pytest.mark.xfail(strict=True, reason=_OP_NAMED)),
-    pytest.param("convnext", marks=pytest.mark.xfail(strict=True, reason=_OP_NAMED)), "swin"], indirect=True)
+@pytest.mark.parametrize("torch_case", ["albert", "t5", "convnext", "swin"], indirect=True)
 def test_torch_no_box_is_named_by_a_library_op(torch_case):
     c = torch_case
     assert not _op_named_nodes(c.tr, folding.layout(c.tr))

@@ -19,7 +19,7 @@ import torch
 from ..base.naming import INPUT
 from ..bridges import tracing
 from ..bridges.recordings import compared_rows, hand_items
-from ..records.traces.build import factor_rule, view_title
+from ..records.traces.build import OpNames, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
 from .explain import _cut, caller_names, explain_recorded, outside_recording
@@ -197,6 +197,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         tensors[id(t)] = node_tensor[n.id] = t
         return n
 
+    named_by = OpNames(_module_name)
     per_scope = Counter(op.scope for op in ops)
     outer = {op.scope.rsplit("/", 1)[0] for op in ops if "/" in op.scope}      # scopes with modules inside
     for op in ops:
@@ -206,8 +207,9 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         for j, out in enumerate(op.outputs[:1]):
             base = owner[id(op.inputs[0])] if op.inputs else None
             alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
-            label = op.assigned or (None if alone else view_title(op.name, base and (base.label or base.name
-                                                                                      or _module_name(base))))
+            own = op.scope in outer and out is not target       # the loss keeps its op's name
+            label = op.assigned or (None if alone else view_title(op.name, named_by(base, op.scope if own else None),
+                                                                  own=own))
             inplace = base is not None and op.inputs[0] is out        # h.relu_(), w.uniform_(): still h, w
             n = TraceNode(f"n{len(nodes)}", "op", op.name, base.name if inplace else None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),
@@ -218,6 +220,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             nodes.append(n)
             owner[id(out)] = n
             tensors[id(out)] = node_tensor[n.id] = out
+            if label is not None and not op.assigned and own:
+                named_by.made(n, base, op.scope)
 
     notes = []
     target_node = owner.get(id(target))
@@ -323,8 +327,12 @@ def _not_a_tensor(t):
 
 
 def _module_name(node) -> str | None:
-    """The short name of the module whose op made ``node`` (``query`` for ``…attention.self.query``), or None."""
-    return node.scope.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or None if node.kind == "op" and node.scope else None
+    """The short name of the module whose op made ``node`` (``query`` for ``…attention.self.query``, ``layers.0``
+    for ``…stages.0.layers.0``), or None."""
+    if node.kind != "op" or not node.scope:
+        return None
+    parts = node.scope.rsplit("/", 1)[-1].split(".")
+    return ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1] or None
 
 
 def _loss_text(op, pred, raw_edges, k, out):

@@ -142,14 +142,81 @@ _VIEWS = {"view": ".view", "reshape": ".reshape", "flatten": ".flatten", "permut
           "StridedSlice": "[…]", "Slice": "[…]"}
 
 
-def view_title(op_name: str, base: str | None) -> str | None:
+def view_title(op_name: str, base: str | None, own: bool = False) -> str | None:
     """The name of a view, reshape or slice the learner did not name, by what it acts on: ``logits.view``,
     ``logits[…]`` (never ``__getitem__``, never the library's ``view`` standing for the user's ``logits``).
-    None for any other op, or when the tensor it acts on has no name either."""
-    suffix = _VIEWS.get(op_name)
-    if suffix is None or not base:
+
+    ``own``: the op is one a model's own ``forward`` computes between its layers (ConvNeXt's pooling ``mean``
+    of the encoder's output, T5's shift of the labels), drawn beside those layers' boxes when the model is open:
+    any such op is named by what it acts on too — ``encoder.mean``, ``labels == …``, ``labels[…] = …`` — not by
+    the library's op. None for any other op, or when the tensor it acts on has no name either."""
+    if not base:
         return None
-    return base + suffix
+    suffix = _VIEWS.get(op_name)
+    if suffix is not None:
+        return base + suffix
+    if not own:
+        return None
+    if op_name in _SAME:
+        return base
+    if op_name in ("__setitem__", "setitem"):
+        return f"{base}[…] = …"
+    sym = _OPERATORS.get(op_name)
+    return f"{base} {sym} …" if sym else f"{base}.{op_name.strip('_')}"
+
+
+class OpNames:
+    """What a bridge names an unnamed op's output after: the tensor it acts on.
+
+    A view names its output after its input's label or name, or the module that made it (``lm_head.view``).
+    An op a model's own ``forward`` computes (``own``, its ``scope`` given) names its input by the child module
+    that made it, as that module's box is titled beside it (``encoder.mean`` in ConvNeXt's model), and never
+    builds on a name made up this way: the next op is named from the same root with ``…`` for the steps
+    between (``labels….masked_fill``, not ``labels.new_zeros[…] = …[…] = ….masked_fill``)."""
+
+    def __init__(self, module_name):
+        self.module_name, self.roots = module_name, {}
+
+    def __call__(self, base, scope: str | None = None) -> str | None:
+        if base is None:
+            return None
+        if scope is not None:
+            child = _child_of(scope, base)
+            if child:
+                return child
+            root = self.roots.get(base.id)
+            if root is not None:
+                return root + "…"
+        name = base.label or base.name or self.module_name(base)
+        own = scope.rsplit("/", 1)[-1] + "." if scope else None
+        return name[len(own):] if own and name and name.startswith(own) else name
+
+    def made(self, node, base, scope: str) -> None:
+        """``node``'s label was made from ``base`` by an op of ``scope``: later ops name it from its root."""
+        named = self(base, scope) if base is not None else None
+        root = self.roots.get(base.id) if base is not None else None
+        if root is not None or node.label != named:        # a cast keeps its input's name and is no new root
+            self.roots[node.id] = root or named or node.label
+
+
+def _child_of(scope: str, node) -> str | None:
+    """The child module of ``scope`` whose op made ``node`` (``encoder`` for ``…/convnext/convnext.encoder/…``,
+    said relative to ``scope``'s own name), or None when ``node`` was not made inside ``scope``."""
+    if node.kind != "op" or not node.scope.startswith(scope + "/"):
+        return None
+    seg, own = node.scope[len(scope) + 1:].split("/", 1)[0], scope.rsplit("/", 1)[-1]
+    return seg[len(own) + 1:] if seg.startswith(own + ".") else seg
+
+
+# casts and moves: the value is the same numbers, so it keeps the name of what it acts on
+_SAME = frozenset({"to", "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "cpu", "Cast",
+                   "Identity"})
+
+_OPERATORS = {f"__{k}__": v for k, v in {
+    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "add": "+", "radd": "+", "iadd": "+=",
+    "sub": "−", "rsub": "−", "isub": "−=", "mul": "·", "rmul": "·", "imul": "·=", "truediv": "/", "rtruediv": "/",
+    "itruediv": "/=", "matmul": "@", "rmatmul": "@", "pow": "**", "rpow": "**", "and": "&", "or": "|",
+    "neg": "−", "invert": "~", "mod": "%", "floordiv": "//"}.items()}
 
 
 def bridge_edge(eid: str, src: str, dst: str, i: int, mapped, reason, op_label: str, in_shape, out_shape) -> TraceEdge:
