@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import html
 import re
-import textwrap
 
 import graphviz
 
@@ -69,9 +68,37 @@ def svg(dot_source: str) -> str:
 def _wrap_label(match, keep_first=False) -> str:
     lines = []
     for k, line in enumerate(match.group(2).split("\\n")):
-        wrapped = textwrap.wrap(line, WRAP, break_long_words=False, break_on_hyphens=False, subsequent_indent=CONTINUED)
-        lines.extend([line] if (keep_first and k == 0) or not wrapped else wrapped)
+        first = keep_first and k == 0
+        wrapped = _wrap(line, 2 * WRAP if first else WRAP) if not first or len(line) > 2 * WRAP else [line]
+        lines.extend(wrapped or [line])
     return match.group(1) + "\\n".join(lines) + match.group(3)
+
+
+def _wrap(line: str, width: int) -> list:
+    """``line`` in lines of at most ``width`` characters, broken at spaces — and a word longer than that (a
+    library's dotted path, ``albert.encoder.embedding_hidden_mapping_in.weight``) after a ``.``, ``/`` or
+    ``_`` inside it. Continuation lines start with :data:`CONTINUED`."""
+    if len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    out, cur = [], line[:len(line) - len(body)]
+    for word in body.split(" "):
+        parts = [word] if len(word) <= width else [p for p in _BREAKS.findall(word) if p]
+        for j, part in enumerate(parts):
+            glue = "" if j else " "
+            if not cur.strip():
+                cur += part
+            elif len(cur) + len(glue) + len(part) <= width:
+                cur += glue + part
+            else:
+                out.append(cur)
+                cur = CONTINUED + part
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+_BREAKS = re.compile(r"[^._/]*[._/]?")
 
 
 def readable(source: str) -> str:
