@@ -402,7 +402,8 @@ def to_dict(self, full: bool = True) -> dict:
 
 
 def to_json(self, indent=None, values: str = "summary") -> str:
-    """The trace as JSON text (numbers as numbers; NaN and ±Inf as ``"nan"``, ``"inf"``, ``"-inf"``).
+    """The trace as JSON text (numbers as numbers; NaN and ±Inf as ``"nan"``, ``"inf"``, ``"-inf"``), without
+    spaces unless ``indent`` asks for a layout.
 
     ``values="summary"`` (default): an array above :data:`JSON_LIMIT` entries is written as its shape,
     dtype, statistics (min, mean, max, norm) and a preview of its first entries, and a local Jacobian above
@@ -412,7 +413,8 @@ def to_json(self, indent=None, values: str = "summary") -> str:
     if values not in ("summary", "full"):
         raise ValueError(f"to_json: values must be 'summary' or 'full', got {values!r}.")
     with _no_gc():
-        return json.dumps(self.to_dict(full=values == "full"), ensure_ascii=False, allow_nan=False, indent=indent)
+        return json.dumps(self.to_dict(full=values == "full"), ensure_ascii=False, allow_nan=False, indent=indent,
+                          separators=(",", ":") if indent is None else None)
 
 
 def from_json(cls, text) -> "Trace":
