@@ -210,7 +210,7 @@ class _Walk:
                                 "dies (their contributions were not kept); build the trace with the values in full.")
         for e in dying:
             kind, why, mark = classify_zero(self.trace, e)
-            if kind != "zero_operand" or e is dying[-1] or not self._zero_from_source(e):
+            if kind != "zero_operand" or e is dying[-1] or not (self._zero_from_source(e) or self._selector(e)):
                 break
         more = "" if len(dying) == 1 else \
             f"\n(It dies on {len(dying)} edges in all; this is the first the backward pass reaches.)"
@@ -223,6 +223,23 @@ class _Walk:
         all 0 after a dead branch): then it only passes on a death further down, which a later edge names."""
         return any(i.src in self.on and i.id != e.id and self.trace.node(i.src).kind == "op"
                    for i in self.trace.edges_into(e.dst))
+
+    def _selector(self, e) -> bool:
+        """Whether the zero factor of the product at ``e`` is made from data alone (labels, masks, constants; no
+        trainable or watched value above it): ``(1 − y) · log(1 − p)`` with y = 1 switches a term off by design,
+        as an unselected ``where`` branch does, so a death elsewhere (the clip in the term y selects) is the
+        cause to name first."""
+        others = [i.src for i in self.trace.edges_into(e.dst) if i.id != e.id]
+        seen, todo = set(others), list(others)
+        while todo:
+            n = self.trace.node(todo.pop())
+            if n.kind in ("variable", "watched"):
+                return False
+            for i in self.trace.edges_into(n.id):
+                if i.src not in seen:
+                    seen.add(i.src)
+                    todo.append(i.src)
+        return bool(others)
 
     def _zero_op(self, e) -> bool:
         """An op the recorder marks gradient-free on every input (TensorFlow's ``Sign``) whose output still gets
@@ -288,9 +305,16 @@ class _Walk:
             return None
         for e in self.edges:
             u, c = _data(e.upstream), _data(e.contribution)
-            if u is None or c is None or u.shape != c.shape:
+            if u is None or c is None:
                 continue
-            mask = (u != 0) & (c == 0)
+            if u.shape == c.shape:
+                mask = (u != 0) & (c == 0)
+            elif u.all() and c.size == g.size and np.array_equal(c.reshape(g.shape) == 0, g == 0):
+                # a pooling or reduction of the source (or of a reshape of it): every output carries ḡ, and
+                # exactly the source's zero entries got none
+                mask = c == 0
+            else:
+                continue
             if mask.any():
                 kind, why, mark = classify_zero(self.trace, e, mask)
                 head = self._head(f"is zero on {z} of {n} entries ({100 * z / n:.0f}%).")

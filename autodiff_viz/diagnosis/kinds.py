@@ -53,6 +53,9 @@ FIXES = {
                  "output use a loss with from_logits=True instead of sigmoid/softmax then log.",
     "branch_never_selected": "check the condition of the where (is the mask the one you meant?); if the branch "
                              "is meant to be unused for this batch, the zero is correct.",
+    "clipped_probability": "give the loss the logits, not probabilities: from_logits=True (Keras), "
+                           "BCEWithLogitsLoss / cross_entropy on logits (PyTorch), or log_sigmoid / log_softmax; "
+                           "a logit never saturates to exactly 0 or 1 as its sigmoid or softmax does.",
     "clipped": "widen the bounds or rescale the input so it falls inside them; for a gradient at the bound itself, "
                "clamp / clip_by_value (derivative 1 there); for one through the bound, a smooth stand-in "
                "(tanh-scaled) or a straight-through estimator x + stop_gradient(clip(x) − x).",
@@ -320,10 +323,30 @@ def _clip(ed, mask, tiny):
     k, n = int((dead & (at | on)).sum()), ed.x.size
     exact = (f" {_n(int(on.sum()), 'entry sits', 'entries sit')} exactly on a bound, where {ed.dst.op} takes "
              "the derivative to be 0 (torch.clamp / tf.clip_by_value take it to be 1 there)") if on.any() else ""
-    return ("clipped", f"The clip{ed.line} is at its bound on {_pct(k, n)} {n} entries: x lies outside the "
-            f"interval or on its edge (x from {_num(float(ed.x.min()))} to {_num(float(ed.x.max()))}, clipped to "
-            f"{', '.join(_num(b) for b in bounds)}), and a clipped entry's derivative is 0.{exact}",
-            f"{DEAD_MARK}clip′ = 0: at its bound on {'all' if k == n else k} entries")
+    why = (f"The clip{ed.line} is at its bound on {_pct(k, n)} {n} entries: x lies outside the "
+           f"interval or on its edge (x from {_num(float(ed.x.min()))} to {_num(float(ed.x.max()))}, clipped to "
+           f"{', '.join(_num(b) for b in bounds)}), and a clipped entry's derivative is 0.{exact}")
+    mark = f"{DEAD_MARK}clip′ = 0: at its bound on {'all' if k == n else k} entries"
+    if 0 <= ed.y.min() and ed.y.max() <= 1 and _feeds_log(ed.trace, ed.dst.id):
+        return ("clipped_probability", why + " The clip keeps a probability away from 0 and 1 before a log (a "
+                "cross-entropy computed from probabilities): the probability it gets is saturated — exactly 0 or "
+                "1 in floating point — so the loss is flat there.", mark)
+    return "clipped", why, mark
+
+
+def _feeds_log(trace, nid, hops: int = 3) -> bool:
+    """Whether the value of ``nid`` reaches a log within ``hops`` ops (``log(clip(p))``, ``log(1 − clip(p))``,
+    through the other half of a clip written as minimum then maximum)."""
+    todo = [(nid, 0)]
+    while todo:
+        at, k = todo.pop()
+        for e in trace.edges_from(at):
+            kind = op_kind(trace.node(e.dst).op)
+            if kind in ("log", "log1p", "log2", "log10", "xlogy"):
+                return True
+            if k + 1 < hops:
+                todo.append((e.dst, k + 1))
+    return False
 
 
 def _saturated(ed, mask, tiny):
