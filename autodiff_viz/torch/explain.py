@@ -94,8 +94,8 @@ _OP_FIXES = {
     "comparison": "a comparison returns booleans: a step, so no gradient. Fix: keep comparisons for metrics; "
                   "in a loss use a smooth surrogate (e.g. torch.sigmoid((a - b) / t)).",
     "step": "a step function: its derivative is 0 almost everywhere, so PyTorch returns a zero gradient (and "
-            "TensorFlow None). Fix: keep the unrounded value in the loss, or a straight-through estimator "
-            "x + (x.round() - x).detach().",
+            "TensorFlow None). Fix: keep the value before the step in the loss, a smooth stand-in (sigmoid(k·x), "
+            "tanh(k·x)), or a straight-through estimator x + (x.{op}() - x).detach().",
     "cast": "a cast to an integer type drops the fractional part and the gradient. Fix: keep the values floating "
             "(no .long()/.int() casts on the way to the loss).",
 }
@@ -140,7 +140,8 @@ def _cut(op, t_in, out) -> tuple[str, str] | None:
     if kind == "cast":
         return "integer_dtype", f"torch.{op.name} casts to {str(out.dtype)[6:]}: {_OP_FIXES['cast']}"
     if kind is not None:
-        return "non_differentiable_op", f"torch.{op.name} has no gradient here: {_OP_FIXES[kind]}"
+        return "non_differentiable_op", (f"torch.{op.name} has no gradient here: "
+                                         f"{_OP_FIXES[kind].format(op=op.name.rstrip('_'))}")
     return None
 
 
@@ -585,7 +586,8 @@ def _at_cut(rec, cut, pname, pid, param=None) -> Explanation:
                                locations=tuple(_where(v) for v in (setter.location, loc) if v))
     if reason == "requires_grad_false":
         return _required_later(rec, cut, pname, nodes, edges, param)
-    msg = f"The gradient from the target cannot reach {pname}: {words}{_line(loc)}\n{_CUT_FIXES[reason]}".rstrip()
+    reach = "reaches {} only as zeros" if op.name.rstrip("_") in _STEPS else "cannot reach {}"   # PyTorch: 0, not None
+    msg = f"The gradient from the target {reach.format(pname)}: {words}{_line(loc)}\n{_CUT_FIXES[reason]}".rstrip()
     return Explanation(reason, msg, _where(loc), nodes=nodes, edges=edges, op=op.name)
 
 
