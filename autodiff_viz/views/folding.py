@@ -344,9 +344,9 @@ def _one_layer(trace, steps) -> bool:
     over time): they read the same weights, or none, and each step takes in data of its own (``x_t``).
 
     Runs that read separate weights are separate layers under one name (Keras ConvNeXt's blocks between the
-    residual additions written as ``x + y``); runs that read the same weights but nothing new from outside,
-    each only what the run before made and what the first run read too (a mask), are one block applied N times
-    in a stack (ALBERT): both are blocks "× N" (:func:`.blocks.find_repeats`), not a loop.
+    residual additions written as ``x + y``); runs that read the same weights but no data of their own (no
+    tensor but what the run before made, scalars, and what the first run read too: a mask) are one block
+    applied N times in a stack (ALBERT): both are blocks "× N" (:func:`.blocks.find_repeats`), not a loop.
     """
     reads, fresh = [], []
     where = {nid: t for t, ids in enumerate(steps) for nid in ids}
@@ -359,7 +359,8 @@ def _one_layer(trace, steps) -> bool:
                 src = trace.node(e.src)
                 if src.kind == "variable":
                     weights.add(e.src)
-                elif where.get(e.src) not in (t, t - 1) and src.kind != "state":
+                elif src.kind != "state" and tuple(src.shape) and where.get(e.src) != t - 1 and \
+                        not (where.get(e.src) == t and src.kind == "op"):
                     outside.add(e.src)
         reads.append(frozenset(weights))
         fresh.append(outside)
