@@ -3,18 +3,22 @@
 :mod:`.folding` finds the groups of a trace from its scopes (a layer's call, a module, a name scope). Real
 architectures need three more readings of the same record before they look like their paper's figure:
 
-* **name blocks** (:func:`name_blocks`): a Keras functional model is flat — MobileNetV2 calls 150 layers
-  ``block_3_expand``, ``block_3_expand_BN`` … directly inside the model. Consecutive layers that share a block
-  prefix (``block_3``, ``conv2_block1``: the name up to a number, as Keras applications name them) form one
-  block, but only inside a group with more than :data:`BLOCKS_ABOVE` children, so a small model keeps its layers.
+* **name blocks** (:func:`name_blocks`, :func:`segments`): a Keras functional model is flat — MobileNetV2 calls
+  150 layers ``block_3_expand``, ``block_3_expand_BN`` … directly inside the model. Consecutive layers whose
+  names share a prefix of tokens (``_``, ``/``, ``.``) form a block named by it (``block_3``, ``conv2_block1``,
+  ``block2a``), nested where a block is still crowded (``block2a_se``); a numbered list of instances
+  (``conv2_block1`` … ``conv2_block6``) is no block of its own, its instances are; an op written between layers
+  (a residual ``x + y``) joins the block that feeds it. Only inside a group with more than :data:`BLOCKS_ABOVE`
+  children, so a small model keeps its layers.
 * **repeats** (:func:`find_repeats`): consecutive siblings of the same class and the same structure (ResNet's
   ``BasicBlock`` s in a stage, BERT's ``BertLayer`` s, MobileNetV2's ``block_7`` … ``block_9``) are one box
   "BertLayer × 12" carrying ``‖ḡ‖`` of each instance's output (where does the gradient shrink?). A
-  :class:`Repeat` is not a :class:`~.folding.Loop` (one layer called again and again): each instance has its
-  own weights.
-* **pass-through containers** (:func:`pass_through`): a group holding exactly one sub-group and no op of its own
-  (BERT's ``encoder`` holds only the ``ModuleList`` ``encoder.layer``) opens with that sub-group: one click on
-  ``encoder`` shows "BertLayer × 12", not a box ``encoder.layer`` to open again.
+  :class:`Repeat` is not a :class:`~.folding.Loop` (one layer called step after step): each instance has its
+  own weights, or the instances are one block applied again in a stack and share theirs (``Repeat.shared``).
+* **containers** (:func:`pass_through`, :func:`opens_with_parent`): a group holding exactly one sub-group and no
+  op of its own (BERT's ``encoder`` holds only the ``ModuleList`` ``encoder.layer``) opens with that sub-group,
+  and a list of like modules that never ran itself opens with its parent: one click on ``encoder`` or on a stage
+  shows "BertLayer × 12", not a box ``encoder.layer`` to open again.
 
 Everything here is data read from a :class:`~autodiff_viz.Trace` and the groups of :mod:`.folding`.
 """
@@ -64,13 +68,6 @@ def _prefix(name: str, k: int) -> str:
     """``name`` up to the end of its ``k``-th token, separators kept (``conv2_block1_0_bn``, 2 → ``conv2_block1``)."""
     ends = [m.start() for m in _SEP.finditer(name)] + [len(name)]
     return name[:ends[k - 1]]
-
-
-def block_name(title: str) -> str | None:
-    """The block a layer's name alone puts it in: its name without the last token (``block_3_expand`` →
-    ``block_3``), or None for a one-token name. :func:`name_blocks` reads a layer's name beside its neighbours'."""
-    tokens = _tokens(title)
-    return _prefix(title, len(tokens) - 1) if len(tokens) > 1 else None
 
 
 def _nest(names, depth) -> dict:
