@@ -3,28 +3,34 @@
 :mod:`.folding` finds the groups of a trace from its scopes (a layer's call, a module, a name scope). Real
 architectures need three more readings of the same record before they look like their paper's figure:
 
-* **name blocks** (:func:`name_blocks`): a Keras functional model is flat — MobileNetV2 calls 150 layers
-  ``block_3_expand``, ``block_3_expand_BN`` … directly inside the model. Consecutive layers that share a block
-  prefix (``block_3``, ``conv2_block1``: the name up to a number, as Keras applications name them) form one
-  block, but only inside a group with more than :data:`BLOCKS_ABOVE` children, so a small model keeps its layers.
+* **name blocks** (:func:`name_blocks`, :func:`segments`): a Keras functional model is flat — MobileNetV2 calls
+  150 layers ``block_3_expand``, ``block_3_expand_BN`` … directly inside the model. Consecutive layers whose
+  names share a prefix of tokens (``_``, ``/``, ``.``) form a block named by it (``block_3``, ``conv2_block1``,
+  ``block2a``), nested where a block is still crowded (``block2a_se``); a numbered list of instances
+  (``conv2_block1`` … ``conv2_block6``) is no block of its own, its instances are; an op written between layers
+  (a residual ``x + y``) joins the block that feeds it. Only inside a group with more than :data:`BLOCKS_ABOVE`
+  children, so a small model keeps its layers.
 * **repeats** (:func:`find_repeats`): consecutive siblings of the same class and the same structure (ResNet's
   ``BasicBlock`` s in a stage, BERT's ``BertLayer`` s, MobileNetV2's ``block_7`` … ``block_9``) are one box
   "BertLayer × 12" carrying ``‖ḡ‖`` of each instance's output (where does the gradient shrink?). A
-  :class:`Repeat` is not a :class:`~.folding.Loop` (one layer called again and again): each instance has its
-  own weights.
-* **pass-through containers** (:func:`pass_through`): a group holding exactly one sub-group and no op of its own
-  (BERT's ``encoder`` holds only the ``ModuleList`` ``encoder.layer``) opens with that sub-group: one click on
-  ``encoder`` shows "BertLayer × 12", not a box ``encoder.layer`` to open again.
+  :class:`Repeat` is not a :class:`~.folding.Loop` (one layer called step after step): each instance has its
+  own weights, or the instances are one block applied again in a stack and share theirs (``Repeat.shared``).
+* **containers** (:func:`pass_through`, :func:`opens_with_parent`): a group holding exactly one sub-group and no
+  op of its own (BERT's ``encoder`` holds only the ``ModuleList`` ``encoder.layer``) opens with that sub-group,
+  and a list of like modules that never ran itself opens with its parent: one click on ``encoder`` or on a stage
+  shows "BertLayer × 12", not a box ``encoder.layer`` to open again.
 
 Everything here is data read from a :class:`~autodiff_viz.Trace` and the groups of :mod:`.folding`.
 """
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 
 BLOCKS_ABOVE = 12      # a group with more direct children than this has its children grouped by name prefix
-_BLOCK_NAME = re.compile(r"^(.+?_\d+)(?:_|$)")     # block_3_expand -> block_3; conv2_block1_1_conv -> conv2_block1
+_SEP = re.compile(r"[_/.]")             # where a layer's name breaks into tokens
+_COUNTER = re.compile(r"_\d+$")         # an op made per call (__forward__conv_xla_138612) is one op for a structure
 SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -35,6 +41,8 @@ class Repeat:
     ``key`` is the fold-state key (the first instance's key and ``×N``: put it in ``expanded`` to open the
     first instance; put an instance's own key there to open that one); ``groups`` the instances' keys in order;
     ``grad_norms[i]`` is ``‖ḡ‖`` of instance ``i``'s output (None off the path); ``outputs[i]`` that node's id.
+    ``shared``: the instances are one block applied again and again with the same weights (ALBERT's layer);
+    ``held`` the ids of those weights (read by the instances only), drawn in the box while it is folded.
     """
 
     key: str
@@ -44,27 +52,67 @@ class Repeat:
     groups: list
     outputs: list = field(default_factory=list)
     grad_norms: list = field(default_factory=list)
+    shared: bool = False
+    held: list = field(default_factory=list)
 
     @property
     def count(self) -> int:
         return len(self.groups)
 
 
-def block_name(title: str) -> str | None:
-    """The block a layer's name puts it in (``block_3_expand`` → ``block_3``), or None."""
-    m = _BLOCK_NAME.match(title)
-    if m:
-        return m.group(1)
-    tokens = title.split("_")
-    return "_".join(tokens[:2]) if len(tokens) >= 3 else None     # expanded_conv_project -> expanded_conv
+def _tokens(name: str) -> list:
+    return _SEP.split(name)
+
+
+def _prefix(name: str, k: int) -> str:
+    """``name`` up to the end of its ``k``-th token, separators kept (``conv2_block1_0_bn``, 2 → ``conv2_block1``)."""
+    ends = [m.start() for m in _SEP.finditer(name)] + [len(name)]
+    return name[:ends[k - 1]]
+
+
+def _nest(names, depth) -> dict:
+    """``{name: its blocks, outermost first}`` for ``names`` (consecutive children, in order) that share their
+    first ``depth`` tokens.
+
+    A run of consecutive names with the same next token is one block, named by the run's longest common token
+    prefix (``conv1_conv, conv1_bn, conv1_relu`` → ``conv1``). No block is made where it would only be a list
+    of numbered instances (``conv2_block1_…`` … ``conv2_block6_…``; MobileNetV2's ``block_1_…`` …): its
+    instances are the blocks, side by side, so that blocks of one structure in a row fold as "× N". Nor where
+    the run is all of ``names`` (``convnext_tiny_…``: the parent itself). A block still crowded (more than
+    :data:`BLOCKS_ABOVE` layers) is split again the same way (EfficientNet's ``block2a`` → ``block2a_expand``,
+    ``block2a_se``, ``block2a_project``).
+    """
+    toks = {n: _tokens(n) for n in names}
+    out = {n: () for n in names}
+    runs: list = []
+    for n in names:
+        head = toks[n][depth] if len(toks[n]) > depth else None
+        if runs and head is not None and runs[-1][0] == head:
+            runs[-1][1].append(n)
+        else:
+            runs.append((head, [n]))
+    for head, run in runs:
+        if head is None or len(run) < 2:
+            continue
+        k = depth + 1
+        while all(len(toks[n]) > k for n in run) and len({toks[n][k] for n in run}) == 1:
+            k += 1
+        nexts = [toks[n][k] if len(toks[n]) > k else "" for n in run]
+        if len(run) == len(names) or all(any(c.isdigit() for c in t) for t in nexts):
+            out.update(_nest(run, k))
+            continue
+        inner = _nest(run, k) if len(run) > BLOCKS_ABOVE else {}
+        block = _prefix(run[0], k)
+        out.update({n: (block,) + inner.get(n, ()) for n in run})
+    return out
 
 
 def name_blocks(scopes) -> dict:
-    """``{(parent parts, child): block}`` for the children of a crowded scope that share a block name.
+    """``{(parent parts, child): its blocks, outermost first}`` for the children of a crowded scope.
 
-    ``scopes``: each op's scope split into parts, in tape order. Only runs of at least two consecutive children
-    with the same :func:`block_name` form a block, and only under a parent with more than :data:`BLOCKS_ABOVE`
-    distinct children (a flat functional model), so a small model's layers stay its boxes.
+    ``scopes``: each op's scope split into parts, in tape order. Only under a parent with more than
+    :data:`BLOCKS_ABOVE` distinct children (a flat functional model) are the children grouped, by the common
+    prefixes of their names (:func:`_nest`), so a small model's layers stay its boxes.
     """
     children: dict = {}
     for parts in scopes:
@@ -75,16 +123,46 @@ def name_blocks(scopes) -> dict:
     for parent, kids in children.items():
         if len(kids) <= BLOCKS_ABOVE:
             continue
-        ordered = sorted(kids, key=kids.get)
-        run: list = []
-        for child in ordered + [None]:
-            name = block_name(child) if child is not None else None
-            if run and (name is None or name != block_name(run[0])):
-                if len(run) >= 2:
-                    out.update({(parent, c): block_name(run[0]) for c in run})
-                run = []
-            if name is not None:
-                run.append(child)
+        nested = _nest(sorted(kids, key=kids.get), 0)
+        out.update({(parent, c): b for c, b in nested.items() if b})
+    return out
+
+
+def segments(trace, ops) -> dict:
+    """``{op id: [("block", name) | ("layer", scope part), …]}``: each op's scope with the name blocks around
+    its layers (:func:`name_blocks`).
+
+    An op written between layers, directly in the crowded scope (a functional ``x + y`` residual: TensorFlow's
+    ``AddV2`` outside any layer), belongs to the block that the op just before it is in, when that block feeds
+    it: a block's residual addition is part of the block, and the block is not cut in two runs by it.
+    """
+    scopes = {n.id: n.scope.split("/") if n.scope else [] for n in ops}
+    named = name_blocks(scopes[n.id] for n in ops)
+    out: dict = {}
+    prev = None
+    for n in ops:
+        parts = scopes[n.id]
+        seg: list = []
+        for j, p in enumerate(parts):
+            seg.extend(("block", b) for b in named.get((tuple(parts[:j]), p), ()))
+            seg.append(("layer", p))
+        if named and prev is not None and prev[:len(seg)] == seg:
+            around = []
+            for s in prev[len(seg):]:
+                if s[0] != "block":
+                    break
+                around.append(s)
+            fed = 0
+            for e in trace.edges_into(n.id):
+                src = out.get(e.src)
+                if src is not None and src[:len(seg)] == seg:
+                    k = 0
+                    while k < len(around) and len(src) > len(seg) + k and src[len(seg) + k] == around[k]:
+                        k += 1
+                    fed = max(fed, k)
+            seg = seg + around[:fed]
+        out[n.id] = seg
+        prev = seg
     return out
 
 
@@ -110,7 +188,7 @@ def _signature(trace, groups, items, key, memo) -> tuple:
         return memo[key]
     g = groups[key]
     cls = getattr(trace, "kinds", {}).get(g.title) or g.what
-    parts = tuple(("op", name) if kind == "op" else _signature(trace, groups, items, name, memo)
+    parts = tuple(("op", _COUNTER.sub("", name)) if kind == "op" else _signature(trace, groups, items, name, memo)
                   for kind, name in items.get(key, ()))
     memo[key] = (cls, parts)
     return memo[key]
@@ -156,8 +234,23 @@ def find_repeats(trace, groups, paths) -> dict:
                 node = trace.node(out) if out is not None else None
                 rep.grad_norms.append(None if node is None or node.grad is None else node.grad.stats["norm"])
                 groups[k].repeat = key
+            _share(trace, rep, members, paths)
             repeats[key] = rep
     return repeats
+
+
+def _share(trace, rep, members, paths) -> None:
+    """Set ``rep.shared`` and ``rep.held`` when every instance reads the same weights, and only they read them."""
+    reads = []
+    for k in rep.groups:
+        reads.append({e.src for nid in members.get(k, ()) for e in trace.edges_into(nid)
+                      if trace.node(e.src).kind == "variable"})
+    if not reads[0] or any(r != reads[0] for r in reads):
+        return
+    inside = {nid for k in rep.groups for nid in members.get(k, ())}
+    rep.shared = True
+    rep.held = sorted((w for w in reads[0] if all(e.dst in inside for e in trace.edges_from(w))
+                       and (paths.get(w) or (None,))[-1] == rep.parent), key=lambda w: trace.nodes.index(trace.node(w)))
 
 
 def _output_of(trace, ids):
@@ -184,6 +277,31 @@ def pass_through(groups, paths, trace) -> frozenset:
             kids.setdefault(g.parent, set()).add(g.key)
     return frozenset(k for k, g in groups.items()
                      if g.parent is not None and not direct_ops.get(k) and len(kids.get(k, ())) == 1)
+
+
+def opens_with_parent(trace, groups) -> frozenset:
+    """Keys of groups that open together with their parent: a list of like modules that never ran as a step
+    of its own (a PyTorch ``ModuleList`` of ``T5Block`` s, of ``ConvNextLayer`` s, whose class has no forward).
+
+    Such a list is a container of the code, not a part of the model: opening a stage shows "ConvNextLayer × 3"
+    at once. A list of different modules (ConvNeXt's ``downsampling_layer``: a norm and a conv) is one part, so
+    it stays a box.
+    """
+    kinds = getattr(trace, "kinds", {})
+    classes: dict = {}
+    for g in groups.values():
+        if g.parent is not None:
+            classes.setdefault(g.parent, set()).add(kinds.get(g.title) or g.title)
+    return frozenset(k for k, g in groups.items() if g.parent is not None and g.what == "layer"
+                     and len(classes.get(k, ())) == 1 and _never_runs(kinds.get(g.title)))
+
+
+def _never_runs(name) -> bool:
+    """Whether the module class ``name`` has no forward of its own (``torch.nn.ModuleList``, ``ModuleDict``):
+    a module of it is never called, its path is only a name the recorder knows from ``named_modules()``."""
+    torch = sys.modules.get("torch")
+    cls = getattr(getattr(torch, "nn", None), name, None) if torch is not None and name else None
+    return isinstance(cls, type) and issubclass(cls, torch.nn.Module) and cls.forward is torch.nn.Module.forward
 
 
 def spark(values) -> str:

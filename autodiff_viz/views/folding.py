@@ -109,13 +109,20 @@ class Loop:
 
 @dataclass
 class Hierarchy:
-    """Every foldable group of a trace: ``paths[node_id]`` lists the group keys around a node, outermost first."""
+    """Every foldable group of a trace: ``paths[node_id]`` lists the group keys around a node, outermost first.
+
+    ``transparent``: containers whose one sub-group opens with them; ``with_parent``: groups that open when their
+    parent opens (:func:`.blocks.opens_with_parent`); ``held[node_id]``: the repeat whose instances share that
+    weight (:attr:`.blocks.Repeat.held`).
+    """
 
     paths: dict
     groups: dict
     loops: dict
     repeats: dict = field(default_factory=dict)
     transparent: frozenset = frozenset()
+    with_parent: frozenset = frozenset()
+    held: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -154,15 +161,9 @@ def hierarchy(trace) -> Hierarchy:
         return cached[1]
     ops = [n for n in trace.nodes if n.kind == "op"]
     chains, common = _function_calls(ops)
-    segs = {}
-    named = blocks.name_blocks(n.scope.split("/") if n.scope else [] for n in ops)
+    segs = blocks.segments(trace, ops)
     for n in ops:
-        parts = n.scope.split("/") if n.scope else []
-        seg = []
-        for j, p in enumerate(parts):
-            block = named.get((tuple(parts[:j]), p)) if named else None
-            seg.extend([("block", block)] if block else [])
-            seg.append(("layer", p))
+        seg = segs[n.id]
         if n.function is not None:
             chain = chains[(n.function, n.call)]
             c = common[chain[0]]
@@ -195,7 +196,9 @@ def hierarchy(trace) -> Hierarchy:
         paths[n.id] = prefix or ()
     loops = _find_loops(trace, groups, paths)
     repeats = blocks.find_repeats(trace, groups, paths)
-    out = Hierarchy(paths, groups, loops, repeats, blocks.pass_through(groups, paths, trace))
+    out = Hierarchy(paths, groups, loops, repeats, blocks.pass_through(groups, paths, trace),
+                    blocks.opens_with_parent(trace, groups),
+                    {nid: rkey for rkey, rep in repeats.items() for nid in rep.held})
     trace._hierarchy = (len(trace.nodes), out)
     return out
 
@@ -301,6 +304,8 @@ def _repeated_calls(trace, ops, groups, paths) -> dict:
 
 
 def _find_loops(trace, groups, paths) -> dict:
+    """The :class:`Loop` s: separate runs of one scope under one parent (the same layer called again and again)
+    that are one layer's calls, not N layers of one name or N applications of one block (:func:`_one_layer`)."""
     siblings: dict = {}
     for g in groups.values():
         siblings.setdefault((g.parent, g.base), []).append(g.key)
@@ -314,6 +319,8 @@ def _find_loops(trace, groups, paths) -> dict:
             continue
         lkey = base + "*"
         steps = [members.get(k, []) for k in keys]
+        if not _one_layer(trace, steps):
+            continue
         where = {nid: t for t, ids in enumerate(steps) for nid in ids}
         outputs = []
         for t, ids in enumerate(steps):
@@ -330,6 +337,37 @@ def _find_loops(trace, groups, paths) -> dict:
         for k in keys:
             groups[k].loop = lkey
     return loops
+
+
+def _one_layer(trace, steps) -> bool:
+    """Whether runs ``steps`` (node ids each) of one scope are one layer called step after step (an RNN cell
+    over time): they read the same weights, or none, and each step takes in data of its own (``x_t``).
+
+    Runs that read separate weights are separate layers under one name (Keras ConvNeXt's blocks between the
+    residual additions written as ``x + y``); runs that read the same weights but no data of their own (no
+    tensor but what the run before made, scalars, and what the first run read too: a mask) are one block
+    applied N times in a stack (ALBERT): both are blocks "× N" (:func:`.blocks.find_repeats`), not a loop.
+    """
+    reads, fresh = [], []
+    where = {nid: t for t, ids in enumerate(steps) for nid in ids}
+    for t, ids in enumerate(steps):
+        weights, outside = set(), set()
+        for nid in ids:
+            if trace.node(nid).kind != "op":
+                continue
+            for e in trace.edges_into(nid):
+                src = trace.node(e.src)
+                if src.kind == "variable":
+                    weights.add(e.src)
+                elif src.kind != "state" and tuple(src.shape) and where.get(e.src) != t - 1 and \
+                        not (where.get(e.src) == t and src.kind == "op"):
+                    outside.add(e.src)
+        reads.append(frozenset(weights))
+        fresh.append(outside)
+    if all(reads) and sum(len(r) for r in reads) == len(frozenset().union(*reads)):
+        return False
+    shared = reads[0] and all(r == reads[0] for r in reads)
+    return not (shared and all(f <= fresh[0] for f in fresh[1:]))
 
 
 def breadcrumb(trace, key: str) -> list:
@@ -372,10 +410,12 @@ def _visible(h: Hierarchy, nid: str, collapse, expanded, rolled) -> str | None:
         run = _run(h, key, expanded)
         if run is not None:
             return run
-        if key not in expanded and not opened_with_parent and h.groups[key].repeat is None:
+        if key not in expanded and not opened_with_parent and key not in h.with_parent \
+                and h.groups[key].repeat is None:
             return key
         opened_with_parent = key in h.transparent
-    return None
+    rkey = h.held.get(nid)            # a weight shared by the instances of a folded repeat is counted in it
+    return rkey if rkey is not None and not open_instances(h, h.repeats[rkey], expanded) else None
 
 
 def open_instances(h: Hierarchy, rep, expanded) -> list:

@@ -1,0 +1,139 @@
+"""Blocks of a paper figure found by general rules, on small models written here (no architecture names).
+
+* name blocks: consecutive layers of a flat model grouped by the common token prefixes of their names, nested
+  where a block is still crowded; a numbered list of instances is no block of its own (its instances are, so
+  they fold as "× N"); an op written between layers (a residual ``x + y``) joins the block that feeds it;
+* a PyTorch ``ModuleList`` of like modules (never called itself) opens with its parent; one of different modules
+  stays one box;
+* loops and repeats: runs of one name with separate weights are blocks "× N", one block applied N times with
+  shared weights is one repeat holding those weights, one cell called over time steps stays a loop.
+"""
+from __future__ import annotations
+
+import pytest
+
+from autodiff_viz.views import blocks, folding
+
+
+def _kids(names):
+    """Each layer's scope split into parts, as folding reads a flat functional model."""
+    return [["model", n] for n in names]
+
+
+def test_numbered_instances_are_the_blocks_and_a_crowded_block_splits_again():
+    names = ["stem_conv", "stem_bn"]
+    for b in range(1, 4):
+        names += [f"conv2_block{b}_{k}" for k in ("0_bn", "0_relu", "1_conv", "1_bn", "2_conv", "concat")]
+    names += ["pool2_bn", "pool2_conv", "head"]
+    names += [f"big1a_{k}" for k in ("expand_conv", "expand_bn", "dw", "bn", "act", "se_squeeze", "se_reduce",
+                                     "se_expand", "se_excite", "project_conv", "project_bn", "drop", "add")]
+    named = blocks.name_blocks(_kids(names))
+    block = {c: b for (_, c), b in named.items()}
+    assert block["stem_bn"] == ("stem",) and block["pool2_conv"] == ("pool2",) and "head" not in block
+    assert block["conv2_block2_1_conv"] == ("conv2_block2",)            # no "conv2" box around the instances
+    assert block["big1a_se_reduce"] == ("big1a", "big1a_se") and block["big1a_bn"] == ("big1a",)
+
+
+def test_a_prefix_shared_by_every_layer_is_no_block():
+    names = [f"net_stage_{s}_block_{b}_{k}" for s in (0, 1) for b in range(3) for k in ("dw", "norm", "pw")]
+    block = {c: b for (_, c), b in blocks.name_blocks(_kids(names)).items()}
+    assert block["net_stage_1_block_2_pw"] == ("net_stage_1_block_2",)
+
+
+def test_a_small_model_keeps_its_layers():
+    assert blocks.name_blocks(_kids(["conv_1", "conv_1_bn", "dense"])) == {}
+
+
+torch = pytest.importorskip("torch")
+import autodiff_viz as adv  # noqa: E402
+import autodiff_viz.torch  # noqa: E402,F401
+
+
+class Block(torch.nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.fc = torch.nn.Linear(n, n)
+        self.norm = torch.nn.LayerNorm(n)
+
+    def forward(self, x):
+        return x + self.norm(torch.tanh(self.fc(x)))
+
+
+class Stage(torch.nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.down = torch.nn.ModuleList([torch.nn.LayerNorm(n), torch.nn.Linear(n, n)])
+        self.items = torch.nn.ModuleList([Block(n) for _ in range(3)])
+
+    def forward(self, x):
+        for m in self.down:
+            x = m(x)
+        for m in self.items:
+            x = m(x)
+        return x
+
+
+class Net(torch.nn.Module):
+    def __init__(self, shared=False):
+        super().__init__()
+        self.stage = Stage()
+        self.one = Block()
+        self.shared = shared
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        x = self.stage(x)
+        if self.shared:
+            for _ in range(3):
+                x = self.one(x)
+        return self.head(x)
+
+
+def _trace(model, x):
+    with adv.torch.record() as rec:
+        loss = model(x).pow(2).mean()
+        loss.backward()
+    return rec.trace(loss, model)
+
+
+def _key(tr, title):
+    return next(k for k, g in folding.hierarchy(tr).groups.items() if g.title == title)
+
+
+def _titles(lay):
+    return {b.title if b.kind != "repeat" else f"{b.title} × {b.count}": b for b in lay.boxes.values()}
+
+
+def test_a_list_of_like_modules_opens_with_its_parent_a_list_of_different_modules_stays_one_box():
+    torch.manual_seed(0)
+    tr = _trace(Net(), torch.randn(2, 4))
+    boxes = _titles(folding.layout(tr, expanded={_key(tr, "stage")}))
+    assert "Block × 3" in boxes and "stage.down" in boxes, sorted(boxes)
+    assert "stage.items" not in boxes
+
+
+def test_one_block_applied_again_with_its_weights_is_one_box_holding_them():
+    torch.manual_seed(0)
+    tr = _trace(Net(shared=True), torch.randn(2, 4))
+    h = folding.hierarchy(tr)
+    assert not h.loops
+    rep = next(r for r in h.repeats.values() if r.count == 3 and r.shared)
+    assert {tr.node(w).name for w in rep.held} == {"one.fc.weight", "one.fc.bias", "one.norm.weight", "one.norm.bias"}
+    lay = folding.layout(tr)
+    drawn = {tr.node(b.id).name for b in lay.boxes.values() if b.kind == "node"}
+    assert not drawn & {"one.fc.weight", "one.norm.weight"}
+    assert all(v is not None for v in rep.grad_norms)
+
+
+def test_a_cell_called_over_time_steps_stays_a_loop():
+    torch.manual_seed(0)
+    cell = torch.nn.RNNCell(3, 4)
+    xs = torch.randn(5, 2, 3)
+    with adv.torch.record() as rec:
+        h = torch.zeros(2, 4)
+        for t in range(5):
+            h = cell(xs[t], h)
+        loss = h.sum()
+        loss.backward()
+    tr = rec.trace(loss, cell)
+    assert [lp.count for lp in folding.hierarchy(tr).loops.values()] == [5]
