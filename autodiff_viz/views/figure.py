@@ -165,7 +165,8 @@ def box_lines(trace, lay, box, view) -> list:
     """A folded box: its name and class, the output's shape, its value (forward) or ḡ (backward), then what it holds.
 
     A repeat says ``BertLayer × 12``, the instances it spans and ``‖ḡ‖`` of each instance's output (a bar and the
-    numbers: where the gradient shrinks); a box that keeps weights inside says how many, their parameters and
+    numbers: where the gradient shrinks); one block applied again with its weights (ALBERT) says ``(shared
+    weights)`` and how many times; a box that keeps weights inside says how many, their parameters and
     ``‖ḡ‖`` of the largest; state inside (running statistics) is named as carrying no gradient; a composite box
     (a block of layers) says what it is made of (:func:`made_of`).
     """
@@ -176,13 +177,16 @@ def box_lines(trace, lay, box, view) -> list:
     elif box.kind == "fold":
         head = f"⋯ folded middle of the tape ({len(box.members)} nodes)"
     elif rep is not None:
-        head = f"{rep.title} × {box.count}"
+        head = f"{rep.title} × {box.count}" + (" (shared weights)" if rep.shared else "")
     out = _output(trace, lay, box)
     lines = [head]
     if rep is not None:
         first = rep.groups.index(box.key) if box.key in rep.groups else 0
         names = [lay.hierarchy.groups[k].title for k in rep.groups[first:first + box.count]]
-        lines.append(names[0] + (f" … {names[-1]}" if len(names) > 1 else ""))
+        if rep.shared:           # one block applied again and again (ALBERT's layer): the same name each time
+            lines.append(f"{names[0]}, applied {box.count} times")
+        else:
+            lines.append(names[0] + (f" … {names[-1]}" if len(names) > 1 else ""))
     if out is None:
         return lines
     lines.append("→ " + shape_text(out.shape, out.dtype))

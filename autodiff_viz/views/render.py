@@ -42,6 +42,7 @@ INLINE_NODE_LIMIT = 40
 READABLE_WIDTH = 850     # px of output area the display is made for
 MIN_LABEL_PX = 9.0       # the smallest label, scaled to that width, is at least this tall
 WRAP = 24                # characters per line of a wrapped label
+FIRST_WRAP = 32          # ... of a box's first line (its name): longer before it breaks, and only inside a word
 CONTINUED = "  "         # a wrapped label's continuation lines start with this (svgtools classes them by it)
 WEIGHTS_PER_ROW = 2      # a layer's weights beside its box, per rank (kernel and bias side by side)
 NODESEP = "0.15"         # inches between boxes of a rank (dot.STYLES: 0.3)
@@ -69,7 +70,7 @@ def _wrap_label(match, keep_first=False) -> str:
     lines = []
     for k, line in enumerate(match.group(2).split("\\n")):
         first = keep_first and k == 0
-        wrapped = _wrap(line, 2 * WRAP if first else WRAP) if not first or len(line) > 2 * WRAP else [line]
+        wrapped = _wrap(line, FIRST_WRAP if first else WRAP)
         lines.extend(wrapped or [line])
     return match.group(1) + "\\n".join(lines) + match.group(3)
 
