@@ -70,7 +70,7 @@ def _wrap_label(match, keep_first=False) -> str:
     lines = []
     for k, line in enumerate(match.group(2).split("\\n")):
         first = keep_first and k == 0
-        wrapped = _wrap(line, FIRST_WRAP if first else WRAP)
+        wrapped = _break_words(line, FIRST_WRAP) if first else _wrap(line, WRAP)
         lines.extend(wrapped or [line])
     return match.group(1) + "\\n".join(lines) + match.group(3)
 
@@ -96,6 +96,17 @@ def _wrap(line: str, width: int) -> list:
                 cur = CONTINUED + part
     if cur.strip():
         out.append(cur)
+    return out
+
+
+def _break_words(line: str, width: int) -> list:
+    """A box's first line (its name, what a learner looks for) kept whole, spaces and all, but for a word longer
+    than ``width`` (a library's dotted path), which breaks after a ``.``, ``/`` or ``_`` inside it."""
+    out = [""]
+    for i, word in enumerate(line.split(" ")):
+        chunks = _wrap(word, width) if len(word) > width else [word]
+        out[-1] += (" " if i else "") + chunks[0]
+        out.extend(chunks[1:])
     return out
 
 
