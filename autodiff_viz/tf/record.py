@@ -68,6 +68,7 @@ from tensorflow.python.eager.polymorphic_function import polymorphic_function as
 from tensorflow.python.framework import op_callbacks as _op_callbacks
 from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
+from tensorflow.python.ops.gen_resource_variable_ops import read_variable_op as _read_variable
 
 from ..base import naming
 from ..bridges import recordings
@@ -119,6 +120,8 @@ _ASSIGN_OPS = {"AssignVariableOp": 1, "AssignAddVariableOp": 1, "AssignSubVariab
                "ResourceScatterSub": 2, "ResourceScatterMul": 2, "ResourceScatterDiv": 2, "ResourceScatterMin": 2,
                "ResourceScatterMax": 2, "ResourceScatterNdUpdate": 2, "ResourceScatterNdAdd": 2,
                "ResourceScatterNdSub": 2, "ResourceScatterNdMin": 2, "ResourceScatterNdMax": 2}
+_CALL_OPS = ("StatefulPartitionedCall", "PartitionedCall")   # with "__inference_…", "__forward_…": a tf.function
+_DT_RESOURCE = tf.resource.as_datatype_enum
 _ACTIVE: list = []           # recordings whose ``with`` block is running (any thread)
 _PATCHES: list = []          # (owner, attribute, original) while at least one recording is active
 _LOCK = threading.RLock()
@@ -730,10 +733,45 @@ class Recording(recordings.Recording):
                        attrs)
         elif op_type in ("VarHandleOp", "DestroyResourceOp", "VarIsInitializedOp"):
             return None
-        elif op_type.startswith("__inference_") or op_type in ("StatefulPartitionedCall", "PartitionedCall"):
-            self._note(op_type, "function", ins, outs, {}, attrs)
         else:
-            self._note(op_type, "op", ins, outs, {}, attrs)
+            handles = [t for t in ins if t._datatype_enum() == _DT_RESOURCE]
+            if handles:
+                self._captured_reads(handles)
+            kind = "function" if op_type.startswith("__") or op_type in _CALL_OPS else "op"
+            self._note(op_type, kind, ins, outs, {}, attrs)
+        return None
+
+    def _captured_reads(self, handles):
+        """A ``read`` of each variable whose handle an op takes: a function call's captured variables (Keras runs
+        a grouped convolution on CPU as its own jit-compiled ``tf.function``), ``ResourceGather``'s table.
+
+        The op reads the variable inside TensorFlow, where no hook sees it; without a read on record,
+        :meth:`as_at` would show a trace the value an optimizer wrote afterwards. The value read here shares the
+        variable's buffer until the next assignment, which copies it (TensorFlow's copy-on-write), so the
+        value the op used is kept at the cost of one read per handle.
+        """
+        loc = _user_frame(3)
+        for h in handles:
+            v = self._variables.get(h._id)
+            v = self._layer_variable(h._id) if v is None else v
+            if v is None:
+                continue                        # a resource that is not a variable (an iterator, a lookup table)
+            self._variable_read(v)
+            busy, self._busy = self._busy, True
+            try:
+                value = _read_variable(h, v.dtype)
+            finally:
+                self._busy = busy
+            self._note("ReadVariableOp", "read", [h], [value], {"variable": v, "captured": True}, loc=loc)
+
+    def _layer_variable(self, key):
+        """The variable of a Keras layer seen so far whose handle has key ``key`` (remembered), or None."""
+        for layer in list(self._layers.values()):
+            for w in getattr(layer, "weights", ()):
+                v = getattr(w, "value", w) if not isinstance(w, tf.Variable) else w
+                if getattr(getattr(v, "handle", None), "_id", None) == key:
+                    self._remember_variable(v)
+                    return v
         return None
 
     # ----- tapes ----------------------------------------------------------------
