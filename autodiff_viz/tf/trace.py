@@ -25,8 +25,8 @@ from tensorflow.python.eager import backprop as _backprop
 
 from ..base import naming
 from ..bridges import tracing
-from ..diagnosis.provenance import caller_names
 from ..bridges.recordings import compared_rows, hand_items
+from ..diagnosis.provenance import caller_names
 from ..records.compare import seed_array
 from ..records.traces.build import factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
