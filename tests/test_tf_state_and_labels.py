@@ -177,3 +177,19 @@ def test_labels_made_before_the_recording_are_named_and_drawn_by_role():
     assert "no gradient: labels" in labels
     formula = next(lab for lab in labels if "softmax(" in lab)
     assert "onehot(targets)" in formula, formula
+
+
+def test_a_prediction_cut_from_the_tape_is_not_taken_for_labels():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, name="logits")])
+    batch = tf.constant(np.random.default_rng(4).normal(size=(4, 5)).astype("float32"))
+    targets = tf.constant([0, 2, 1, 2])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with adv.tf.record() as rec:
+        scores = model(batch)                          # before the tape: the loss gets no gradient to the weights
+        with tf.GradientTape() as tape:
+            loss = loss_fn(targets, scores)
+        tape.gradient(loss, model.trainable_variables)
+    tr = rec.trace(loss, model)
+    by_role = {tr.node(e.src).name for e in tr.edges if (e.no_grad_reason or "").startswith("the labels")}
+    assert by_role == {"targets"}, by_role

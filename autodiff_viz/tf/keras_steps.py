@@ -5,7 +5,7 @@ opaque op; under a recording they are built eager (:func:`keras_step`), so the f
 gradient call are recorded op by op, and dropped when the last recording ends (:func:`drop_eager_steps`). An
 optimizer's ``apply`` is one ``update`` record (:func:`keras_update`), and its "No gradients provided" error or
 warning says why (:func:`why_no_gradients`). :mod:`autodiff_viz.tf.record` installs these wrappers with its
-others.
+others, passing ``recordings()``: the recordings active in this thread.
 """
 from __future__ import annotations
 
@@ -16,24 +16,23 @@ import weakref
 
 import tensorflow as tf
 
-from . import record as _record
 from .keys import tensor_key
 
 _EAGER_STEPS: dict = {}     # id(model) -> (weak model, {attribute: the step function built for a recording})
 
 
-def keras_step(attribute):
+def keras_step(attribute, recordings):
     """``model.fit``/``evaluate``/``predict`` under a recording run their step eagerly, as with
     ``run_eagerly=True``, so that the recording sees the forward pass, the loss and the gradient call op by op
     (a ``tf.function`` step would reach it as one opaque op, and a ``None`` gradient inside it could not be
     explained). When the last recording ends, the steps built for it are dropped (:func:`drop_eager_steps`):
     the next call builds the step the model's own settings ask for. A model compiled with
-    ``run_eagerly=True`` is left alone."""
+    ``run_eagerly=True`` is left alone. ``recordings()``: the recordings active in this thread."""
     def patch(original):
         @functools.wraps(original)
         def call(self, force=False):
             entry = _EAGER_STEPS.get(id(self))
-            if not _record._recordings() or self._run_eagerly or (
+            if not recordings() or self._run_eagerly or (
                     entry is not None and entry[1].get(attribute) is getattr(self, attribute, None)):
                 return original(self, force)
             self._run_eagerly = True
@@ -58,17 +57,17 @@ def drop_eager_steps():
     _EAGER_STEPS.clear()
 
 
-def keras_update(original):
+def keras_update(original, recordings):
     """A Keras optimizer's ``apply`` (``apply_gradients`` calls it): one ``update`` record, its own ops unrecorded.
 
     Adam's step is a dozen ops per variable (moments, bias correction, the assignment): the optimizer's
     business, not the learner's graph, and as costly to record as the forward pass. The recording notes
     which variables the update wrote (so :meth:`Recording.as_at` can show a trace the values the backward
-    pass saw) and is paused while it runs.
+    pass saw) and is paused while it runs. ``recordings()``: the recordings active in this thread.
     """
     @functools.wraps(original)
     def call(self, grads, trainable_variables=None):
-        recs = _record._recordings()
+        recs = recordings()
         if not recs:
             return original(self, grads, trainable_variables)
         if trainable_variables is not None:

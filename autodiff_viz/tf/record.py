@@ -396,11 +396,11 @@ def _install():
     _PATCHES.append((base, "__array_ufunc__", None))
     _patch(_polyfn.Function, "__call__", tf_function)
     if _keras_optimizer is not None:
-        _patch(_keras_optimizer.BaseOptimizer, "apply", keras_steps.keras_update)
+        _patch(_keras_optimizer.BaseOptimizer, "apply", lambda apply: keras_steps.keras_update(apply, _recordings))
     if _keras_trainer is not None:
         for kind in ("train", "test", "predict"):
             _patch(_keras_trainer.TensorFlowTrainer, f"make_{kind}_function",
-                   keras_steps.keras_step(f"{kind}_function"))
+                   keras_steps.keras_step(f"{kind}_function", _recordings))
 
 
 def _flat(items):

@@ -139,6 +139,7 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     nodes, owner, raw_edges, node_obj = [], {}, [], {}
     keras_names = rec.keras_names()
     names = caller_names(namespace, _is_tensor) if namespace else {}    # tensors made before: x_batch, labels
+    owned: dict = {}                                                     # layer path -> its own state variables
 
     def leaf(t, key, scope=""):
         variable = rec.variable_of(key) if t.dtype == tf.resource else None
@@ -149,7 +150,7 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
             obj = variable
         else:
             watched = info is not None and key in info.watched
-            held = None if watched or rec.producer(t) is not None else layer_state(rec, t, scope)
+            held = None if watched or rec.producer(t) is not None else layer_state(rec, t, scope, owned)
             kind = "watched" if watched else "state" if held is not None else "constant"
             name, value, obj = rec.name_of(t), _summary(t, limit), t
             if held is not None:
@@ -219,15 +220,19 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
         grads = {n.id: g for n, g in zip(wanted, got) if g is not None}
     elif info is None:
         notes.append("no tf.GradientTape was opened inside the recording: no gradients to show")
-    return tracing.finish(_TensorFlow(rec, info), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
-                          _kinds(rec), _key_of)
+    weighted = {n.id for n in nodes if n.kind in ("variable", "watched")}
+    for _, _, _, a, b, _ in raw_edges:          # in recorded order: what is computed from a weight or input
+        if a.id in weighted:
+            weighted.add(b.id)
+    return tracing.finish(_TensorFlow(rec, info, weighted), nodes, raw_edges, grads, target_node, source_ids, notes,
+                          limit, _kinds(rec), _key_of)
 
 
 class _TensorFlow(tracing.Adapter):
     """TensorFlow for the shared trace builder: the tape's gradients, the registered gradient functions, cuts."""
 
-    def __init__(self, rec, info):
-        self.rec, self.info = rec, info
+    def __init__(self, rec, info, weighted=frozenset()):
+        self.rec, self.info, self.weighted = rec, info, weighted
 
     def summary(self, value, limit):
         return _summary(value, limit)
@@ -240,9 +245,12 @@ class _TensorFlow(tracing.Adapter):
             return f"{src.name or 'this variable'} is non-trainable state (read or updated by the layer): " \
                    "no gradient reaches it"
         loss = _loss_scope(op.scope)
-        if loss and src.grad is None and (src.kind == "op" and not src.scope.startswith(op.scope) or
-                                          src.kind != "op" and (src.name or src.index is not None)):
-            return f"the labels of {loss}: a loss sends its gradient to the prediction only"    # by role
+        if loss and src.id not in self.weighted and (
+                src.kind == "op" and src.scope != op.scope and not src.scope.startswith(op.scope + "/") or
+                src.kind != "op" and (src.name or src.index is not None)):
+            # by role: what enters a loss from outside and is computed from no weight or watched input is its
+            # labels (a prediction cut from the tape keeps the cut's own reason)
+            return f"the labels of {loss}: a loss sends its gradient to the prediction only"
         c = cut(self.rec, self.info, op, i)
         return c[1] if c else None
 
@@ -270,7 +278,7 @@ def _loss_scope(scope: str) -> str | None:
     return None
 
 
-def layer_state(rec, t, scope: str):
+def layer_state(rec, t, scope: str, owned: dict):
     """The non-trainable variable of the Keras layer running at ``scope`` (or around it) that tensor ``t`` holds,
     else None.
 
@@ -279,20 +287,25 @@ def layer_state(rec, t, scope: str):
     variable ``normalization/mean``. ``t`` is taken for a variable when the layer holds ``t`` as an attribute
     and a non-trainable variable has its dtype and values (the attribute's name picks among several), or when
     a non-trainable variable has its shape and values (more than one entry: a scalar 0 matches too much).
+    Each layer along ``scope`` is asked for its own variables (not its sublayers'), cached in ``owned``.
     """
     path = scope
     while path:
         layer = rec._layers.get(path)
-        found = _held_by(layer, t) if layer is not None else None
-        if found is not None:
-            return found
+        if layer is not None:
+            if path not in owned:
+                own = getattr(layer, "_non_trainable_variables", None)
+                owned[path] = [(w, tf.as_dtype(w.dtype), int(np.prod(w.shape))) for w in
+                               (own if own is not None else getattr(layer, "non_trainable_weights", ()))]
+            found = _held_by(layer, t, owned[path])
+            if found is not None:
+                return found
         path = path.rpartition("/")[0]
     return None
 
 
-def _held_by(layer, t):
-    state = [w for w in getattr(layer, "non_trainable_weights", ())
-             if tf.as_dtype(w.dtype) == t.dtype and int(np.prod(w.shape)) == t.shape.num_elements()]
+def _held_by(layer, t, own):
+    state = [w for w, dtype, size in own if dtype == t.dtype and size == t.shape.num_elements()]
     if not state:
         return None
     attrs = {k for k, v in vars(layer).items() if v is t}
