@@ -388,13 +388,7 @@ def _dense(g) -> np.ndarray:
 
 
 @pytest.mark.parametrize("keras_case", [
-    "densenet121", "efficientnetb0",
-    pytest.param("convnexttiny", marks=pytest.mark.xfail(strict=True, reason=(
-        "the 18 depthwise (grouped, groups=channels) Conv2D kernels are shown AFTER apply_gradients: Keras' TF "
-        "backend runs a grouped conv on CPU as its own jit-compiled tf.function, which the tf bridge records as "
-        "one opaque op; the kernel it captures is never recorded as a read, so tf/record.py keeps no copy "
-        "before the optimizer's assign and rec.trace reads the live, updated variable")))],
-    indirect=True)
+    "densenet121", "efficientnetb0", "convnexttiny"], indirect=True)
 def test_keras_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_backward_pass(keras_case):
     c = keras_case
     assert np.array_equal(c.loss.numpy(), c.loss_p.numpy())
@@ -474,12 +468,7 @@ def test_keras_every_layer_that_ran_is_a_group_and_opens_by_expanded(keras_case)
 
 
 @pytest.mark.parametrize("keras_case", [
-    "densenet121",
-    pytest.param("efficientnetb0", marks=pytest.mark.xfail(strict=True, reason=(
-        "Keras' Normalization layer turns its mean/variance variables into tensors at build time, so the "
-        "recording sees anonymous constants: tf/trace.py draws them as 'constant', not as the layer's state "
-        "normalization/mean, normalization/variance"))),
-    "convnexttiny"], indirect=True)
+    "densenet121", "efficientnetb0", "convnexttiny"], indirect=True)
 def test_keras_non_trainable_variables_are_state_without_gradient(keras_case):
     c = keras_case
     state = {n.name: n for n in c.tr.nodes if n.kind == "state"}
@@ -499,11 +488,6 @@ def test_keras_the_default_figure_fits_the_notebook(keras_case):
     assert _readable(c.tr) >= render.MIN_LABEL_PX
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "labels made before the recording (tf.constant, as tests/test_real_models_keras.py does) are an unnamed "
-    "constant: folding.hierarchy puts an unnamed constant read by one group inside it, so the loss box swallows "
-    "them — no 'no gradient: labels' edge — and the formula says onehot(y), not the code's name; the torch "
-    "bridge names tensors made before the recording by the user's variables, the tf bridge does not"))
 @pytest.mark.parametrize("keras_case", ["efficientnetb0"], indirect=True)
 def test_keras_the_labels_edge_goes_by_role_and_by_the_codes_name(keras_case):
     c = keras_case

@@ -43,8 +43,11 @@ half-picture, the call is refused before it runs, with the way out
 Keras' own steps (``fit``, ``evaluate``, ``predict``, ``train_on_batch``) run
 eagerly under the recording, as with ``run_eagerly=True``, so that their
 forward pass, loss and gradient call are recorded; the model's graph step
-comes back after the recording. Functions TensorFlow calls for itself
-(``tf.data``'s) run and appear as one opaque op (kind ``"function"``).
+comes back after the recording (:mod:`autodiff_viz.tf.keras_steps`). Functions
+TensorFlow or Keras call for themselves (``tf.data``'s; Keras' jit-compiled
+grouped convolution on CPU) run and appear as one opaque op (kind
+``"function"``); the variables such an op takes by handle are recorded as
+reads, so a trace shows the values it used even after an optimizer step.
 """
 from __future__ import annotations
 
@@ -54,8 +57,6 @@ import os
 import sys
 import sysconfig
 import threading
-import warnings
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,10 +69,11 @@ from tensorflow.python.eager.polymorphic_function import polymorphic_function as
 from tensorflow.python.framework import op_callbacks as _op_callbacks
 from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
+from tensorflow.python.ops.gen_resource_variable_ops import read_variable_op as _read_variable
 
 from ..base import naming
 from ..bridges import recordings
-from . import provenance
+from . import keras_steps, provenance
 from .keys import tensor_key, trainable_dtype, unusable_sources
 
 if TYPE_CHECKING:
@@ -119,6 +121,8 @@ _ASSIGN_OPS = {"AssignVariableOp": 1, "AssignAddVariableOp": 1, "AssignSubVariab
                "ResourceScatterSub": 2, "ResourceScatterMul": 2, "ResourceScatterDiv": 2, "ResourceScatterMin": 2,
                "ResourceScatterMax": 2, "ResourceScatterNdUpdate": 2, "ResourceScatterNdAdd": 2,
                "ResourceScatterNdSub": 2, "ResourceScatterNdMin": 2, "ResourceScatterNdMax": 2}
+_CALL_OPS = ("StatefulPartitionedCall", "PartitionedCall")   # with "__inference_…", "__forward_…": a tf.function
+_DT_RESOURCE = tf.resource.as_datatype_enum
 _ACTIVE: list = []           # recordings whose ``with`` block is running (any thread)
 _PATCHES: list = []          # (owner, attribute, original) while at least one recording is active
 _LOCK = threading.RLock()
@@ -392,127 +396,11 @@ def _install():
     _PATCHES.append((base, "__array_ufunc__", None))
     _patch(_polyfn.Function, "__call__", tf_function)
     if _keras_optimizer is not None:
-        _patch(_keras_optimizer.BaseOptimizer, "apply", keras_update)
+        _patch(_keras_optimizer.BaseOptimizer, "apply", lambda apply: keras_steps.keras_update(apply, _recordings))
     if _keras_trainer is not None:
         for kind in ("train", "test", "predict"):
-            _patch(_keras_trainer.TensorFlowTrainer, f"make_{kind}_function", keras_step(f"{kind}_function"))
-
-
-_EAGER_STEPS: dict = {}     # id(model) -> (weak model, {attribute: the step function built for a recording})
-
-
-def keras_step(attribute):
-    """``model.fit``/``evaluate``/``predict`` under a recording run their step eagerly, as with
-    ``run_eagerly=True``, so that the recording sees the forward pass, the loss and the gradient call op by op
-    (a ``tf.function`` step would reach it as one opaque op, and a ``None`` gradient inside it could not be
-    explained). When the last recording ends, the steps built for it are dropped (:func:`_drop_eager_steps`):
-    the next call builds the step the model's own settings ask for. A model compiled with
-    ``run_eagerly=True`` is left alone."""
-    def patch(original):
-        @functools.wraps(original)
-        def call(self, force=False):
-            entry = _EAGER_STEPS.get(id(self))
-            if not _recordings() or self._run_eagerly or (
-                    entry is not None and entry[1].get(attribute) is getattr(self, attribute, None)):
-                return original(self, force)
-            self._run_eagerly = True
-            try:
-                original(self, force=True)
-            finally:
-                self._run_eagerly = False
-            if entry is None:
-                entry = _EAGER_STEPS[id(self)] = (weakref.ref(self), {})
-            entry[1][attribute] = getattr(self, attribute)
-            return entry[1][attribute]
-        return call
-    return patch
-
-
-def _drop_eager_steps():
-    for model_ref, steps in _EAGER_STEPS.values():
-        model = model_ref()
-        for attribute, fn in steps.items():
-            if model is not None and getattr(model, attribute, None) is fn:
-                setattr(model, attribute, None)
-    _EAGER_STEPS.clear()
-
-
-def keras_update(original):
-    """A Keras optimizer's ``apply`` (``apply_gradients`` calls it): one ``update`` record, its own ops unrecorded.
-
-    Adam's step is a dozen ops per variable (moments, bias correction, the assignment): the optimizer's
-    business, not the learner's graph, and as costly to record as the forward pass. The recording notes
-    which variables the update wrote (so :meth:`Recording.as_at` can show a trace the values the backward
-    pass saw) and is paused while it runs.
-    """
-    @functools.wraps(original)
-    def call(self, grads, trainable_variables=None):
-        recs = _recordings()
-        if not recs:
-            return original(self, grads, trainable_variables)
-        if trainable_variables is not None:
-            trainable_variables = list(trainable_variables)
-        grads = list(grads)
-        variables = trainable_variables if trainable_variables is not None else \
-            list(getattr(self, "_trainable_variables", None) or ())
-        why = why_no_gradients(recs[-1], grads, variables) if any(g is None for g in grads) else ""
-        for rec in recs:
-            rec._note(f"{type(self).__name__}.apply", "update",
-                      [v.handle for v in variables if hasattr(getattr(v, "handle", None), "_id")], [],
-                      {"optimizer": self, "variables": variables})
-            rec._busy = True
-        try:
-            if not why:
-                return original(self, grads, trainable_variables)
-            with _explained_warnings("Gradients do not exist", why):
-                try:
-                    return original(self, grads, trainable_variables)
-                except ValueError as err:
-                    if "No gradients provided" not in str(err):
-                        raise
-                    raise ValueError(f"{err}{why}") from err
-        finally:
-            for rec in recs:
-                rec._busy = False
-    return call
-
-
-def why_no_gradients(rec, grads, variables) -> str:
-    """Why the variables whose gradient is None got none, for the optimizer's own error or warning ("No
-    gradients provided for any variable", "Gradients do not exist for variables …"): ``fit`` users hold no
-    tape to ask. The target is that of the last recorded ``tape.gradient`` over those variables; variables
-    with the same reason and line are named together, each group with its explanation."""
-    missing = [v for g, v in zip(grads, variables) if g is None]
-    keys = {tensor_key(v) for v in missing}
-    call = next((op for op in reversed(rec.ops) if op.kind == "gradient" and op.inputs and
-                 keys & {tensor_key(s) for s in tf.nest.flatten(op.extra.get("sources"))
-                         if hasattr(s, "_id") or hasattr(s, "handle")}), None)
-    if call is None:
-        return ""
-    groups: dict = {}
-    for v in missing:
-        try:
-            ex = rec.explain(call.extra["target"], v)
-        except (TypeError, ValueError):
-            continue
-        groups.setdefault((ex.reason, ex.location), (ex, []))[1].append(getattr(v, "path", None) or v.name)
-    parts = [f"{', '.join(names)} — {ex.reason}: {ex.message}" for ex, names in groups.values()]
-    return "\nWhy (adv.tf.record):\n" + "\n".join(parts) if parts else ""
-
-
-@contextlib.contextmanager
-def _explained_warnings(starts: str, why: str):
-    """Warnings raised inside the block are raised again after it; those that start with ``starts`` end with
-    ``why``."""
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
-    finally:
-        for w in caught:
-            text = str(w.message)
-            warnings.warn_explicit(f"{text}{why}" if text.startswith(starts) else w.message, w.category,
-                                   w.filename, w.lineno)
+            _patch(_keras_trainer.TensorFlowTrainer, f"make_{kind}_function",
+                   keras_steps.keras_step(f"{kind}_function", _recordings))
 
 
 def _flat(items):
@@ -539,7 +427,7 @@ _variable_class: dict = {}
 
 
 def _uninstall():
-    _drop_eager_steps()
+    keras_steps.drop_eager_steps()
     while _PATCHES:
         owner, name, original = _PATCHES.pop()
         if original is None:
@@ -730,10 +618,45 @@ class Recording(recordings.Recording):
                        attrs)
         elif op_type in ("VarHandleOp", "DestroyResourceOp", "VarIsInitializedOp"):
             return None
-        elif op_type.startswith("__inference_") or op_type in ("StatefulPartitionedCall", "PartitionedCall"):
-            self._note(op_type, "function", ins, outs, {}, attrs)
         else:
-            self._note(op_type, "op", ins, outs, {}, attrs)
+            handles = [t for t in ins if t._datatype_enum() == _DT_RESOURCE]
+            if handles:
+                self._captured_reads(handles)
+            kind = "function" if op_type.startswith("__") or op_type in _CALL_OPS else "op"
+            self._note(op_type, kind, ins, outs, {}, attrs)
+        return None
+
+    def _captured_reads(self, handles):
+        """A ``read`` of each variable whose handle an op takes: a function call's captured variables (Keras runs
+        a grouped convolution on CPU as its own jit-compiled ``tf.function``), ``ResourceGather``'s table.
+
+        The op reads the variable inside TensorFlow, where no hook sees it; without a read on record,
+        :meth:`as_at` would show a trace the value an optimizer wrote afterwards. The value read here shares the
+        variable's buffer until the next assignment, which copies it (TensorFlow's copy-on-write), so the
+        value the op used is kept at the cost of one read per handle.
+        """
+        loc = _user_frame(3)
+        for h in handles:
+            v = self._variables.get(h._id)
+            v = self._layer_variable(h._id) if v is None else v
+            if v is None:
+                continue                        # a resource that is not a variable (an iterator, a lookup table)
+            self._variable_read(v)
+            busy, self._busy = self._busy, True
+            try:
+                value = _read_variable(h, v.dtype)
+            finally:
+                self._busy = busy
+            self._note("ReadVariableOp", "read", [h], [value], {"variable": v, "captured": True}, loc=loc)
+
+    def _layer_variable(self, key):
+        """The variable of a Keras layer seen so far whose handle has key ``key`` (remembered), or None."""
+        for layer in list(self._layers.values()):
+            for w in getattr(layer, "weights", ()):
+                v = getattr(w, "value", w) if not isinstance(w, tf.Variable) else w
+                if getattr(getattr(v, "handle", None), "_id", None) == key:
+                    self._remember_variable(v)
+                    return v
         return None
 
     # ----- tapes ----------------------------------------------------------------

@@ -26,9 +26,11 @@ from tensorflow.python.eager import backprop as _backprop
 from ..base import naming
 from ..bridges import tracing
 from ..bridges.recordings import compared_rows, hand_items
+from ..diagnosis.provenance import caller_names
 from ..records.compare import seed_array
 from ..records.traces.build import factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
+from ..views import figure
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
 
@@ -136,8 +138,10 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     info = pick_tape(rec, target)
     nodes, owner, raw_edges, node_obj = [], {}, [], {}
     keras_names = rec.keras_names()
+    names = caller_names(namespace, _is_tensor) if namespace else {}    # tensors made before: x_batch, labels
+    owned: dict = {}                                                     # layer path -> its own state variables
 
-    def leaf(t, key):
+    def leaf(t, key, scope=""):
         variable = rec.variable_of(key) if t.dtype == tf.resource else None
         if variable is not None:
             kind = "variable" if variable.trainable else "state"      # moving_mean, seed_generator_state
@@ -146,11 +150,13 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
             obj = variable
         else:
             watched = info is not None and key in info.watched
-            kind = "watched" if watched else "constant"
+            held = None if watched or rec.producer(t) is not None else layer_state(rec, t, scope, owned)
+            kind = "watched" if watched else "state" if held is not None else "constant"
             name, value, obj = rec.name_of(t), _summary(t, limit), t
-            if name is None and not watched and namespace:
-                name = next((k for k, v in namespace.items() if v is t and not k.startswith("_")), None) or \
-                    naming.array_name(_array(t), namespace)
+            if held is not None:
+                name = getattr(held, "path", None) or held.name
+            elif name is None and not watched and namespace:
+                name = names.get(id(t)) or naming.array_name(_array(t), namespace)
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, key, None, "", value, location=None)
         nodes.append(n)
         owner[key] = n
@@ -175,10 +181,10 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
             continue
         params = {}
         for i, t in enumerate(op.inputs):
-            if t._id not in owner and _is_param(t):
+            if t._id not in owner and _is_param(t) and id(t) not in names:
                 params[f"input {i}"] = repr(t.numpy().tolist())[:60]
             elif t._id not in owner:
-                leaf(t, t._id)
+                leaf(t, t._id, op.scope)
         out = op.outputs[0]
         base = owner.get(op.inputs[0]._id) if op.inputs else None
         label = op.assigned or view_title(op.name, base and (base.label or base.name))
@@ -214,15 +220,19 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
         grads = {n.id: g for n, g in zip(wanted, got) if g is not None}
     elif info is None:
         notes.append("no tf.GradientTape was opened inside the recording: no gradients to show")
-    return tracing.finish(_TensorFlow(rec, info), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
-                          _kinds(rec), _key_of)
+    weighted = {n.id for n in nodes if n.kind in ("variable", "watched")}
+    for _, _, _, a, b, _ in raw_edges:          # in recorded order: what is computed from a weight or input
+        if a.id in weighted:
+            weighted.add(b.id)
+    return tracing.finish(_TensorFlow(rec, info, weighted), nodes, raw_edges, grads, target_node, source_ids, notes,
+                          limit, _kinds(rec), _key_of)
 
 
 class _TensorFlow(tracing.Adapter):
     """TensorFlow for the shared trace builder: the tape's gradients, the registered gradient functions, cuts."""
 
-    def __init__(self, rec, info):
-        self.rec, self.info = rec, info
+    def __init__(self, rec, info, weighted=frozenset()):
+        self.rec, self.info, self.weighted = rec, info, weighted
 
     def summary(self, value, limit):
         return _summary(value, limit)
@@ -234,6 +244,13 @@ class _TensorFlow(tracing.Adapter):
         if src.kind == "state":
             return f"{src.name or 'this variable'} is non-trainable state (read or updated by the layer): " \
                    "no gradient reaches it"
+        loss = _loss_scope(op.scope)
+        if loss and src.id not in self.weighted and (
+                src.kind == "op" and src.scope != op.scope and not src.scope.startswith(op.scope + "/") or
+                src.kind != "op" and (src.name or src.index is not None)):
+            # by role: what enters a loss from outside and is computed from no weight or watched input is its
+            # labels (a prediction cut from the tape keeps the cut's own reason)
+            return f"the labels of {loss}: a loss sends its gradient to the prediction only"
         c = cut(self.rec, self.info, op, i)
         return c[1] if c else None
 
@@ -249,6 +266,57 @@ class _TensorFlow(tracing.Adapter):
 
     def jacobian(self, op, i, t, out):
         return _local_jacobian(op, i)
+
+
+def _loss_scope(scope: str) -> str | None:
+    """The Keras loss whose name scope ``scope`` ends in (``sparse_categorical_crossentropy``, a second instance
+    ``…_1``), else None."""
+    last = scope.rsplit("/", 1)[-1] if scope else ""
+    for name in (last, last.rstrip("0123456789").rstrip("_")):
+        if name and figure.is_loss(name):
+            return name
+    return None
+
+
+def layer_state(rec, t, scope: str, owned: dict):
+    """The non-trainable variable of the Keras layer running at ``scope`` (or around it) that tensor ``t`` holds,
+    else None.
+
+    A layer may turn its state into tensors once, when built: Keras' ``Normalization`` keeps ``self.mean =
+    ops.convert_to_tensor(self.adapt_mean)`` reshaped, so the recording sees a constant without history, not the
+    variable ``normalization/mean``. ``t`` is taken for a variable when the layer holds ``t`` as an attribute
+    and a non-trainable variable has its dtype and values (the attribute's name picks among several), or when
+    a non-trainable variable has its shape and values (more than one entry: a scalar 0 matches too much).
+    Each layer along ``scope`` is asked for its own variables (not its sublayers'), cached in ``owned``.
+    """
+    path = scope
+    while path:
+        layer = rec._layers.get(path)
+        if layer is not None:
+            if path not in owned:
+                own = getattr(layer, "_non_trainable_variables", None)
+                owned[path] = [(w, tf.as_dtype(w.dtype), int(np.prod(w.shape))) for w in
+                               (own if own is not None else getattr(layer, "non_trainable_weights", ()))]
+            found = _held_by(layer, t, owned[path])
+            if found is not None:
+                return found
+        path = path.rpartition("/")[0]
+    return None
+
+
+def _held_by(layer, t, own):
+    state = [w for w, dtype, size in own if dtype == t.dtype and size == t.shape.num_elements()]
+    if not state:
+        return None
+    attrs = {k for k, v in vars(layer).items() if v is t}
+    by_name = sorted(state, key=lambda w: (getattr(w, "name", "").rsplit("/", 1)[-1] not in attrs))
+    value = _array(t)
+    for w in by_name:
+        held = np.asarray(w.numpy())
+        if (attrs or held.shape == value.shape and value.size > 1) and \
+                np.array_equal(held.reshape(-1), value.reshape(-1)):
+            return w
+    return None
 
 
 def _key_of(t):
