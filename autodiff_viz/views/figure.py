@@ -253,6 +253,10 @@ def made_of(trace, h, key) -> str | None:
     while key in h.transparent:                   # encoder → encoder.layer (a ModuleList) → its layers
         key = next(g.key for g in h.groups.values() if g.parent == key)
     kids = [g for g in h.groups.values() if g.parent == key]
+    with_parent = getattr(h, "with_parent", frozenset())
+    while any(g.key in with_parent for g in kids):      # a list of like modules that never ran: through it
+        kids = [c for g in kids for c in ([x for x in h.groups.values() if x.parent == g.key]
+                                          if g.key in with_parent else [g])]
     if not kids:
         return None
     seen, names = set(), []
