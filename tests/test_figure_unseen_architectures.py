@@ -42,6 +42,8 @@ except Exception as exc:   # noqa: BLE001 - a broken torchvision beside it raise
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+from test_figure_real_models import _boxes, _labels, _readable  # noqa: E402
+
 import autodiff_viz as adv  # noqa: E402
 import autodiff_viz.tf  # noqa: E402,F401
 import autodiff_viz.torch  # noqa: E402,F401
@@ -53,21 +55,6 @@ VALUES = 10 ** 8        # value_limit: keep every entry, so values compare bit f
 # ---------------------------------------------------------------------------
 # helpers (as tests/test_figure_real_models.py reads a figure)
 # ---------------------------------------------------------------------------
-def _boxes(tr, **kw):
-    """``(layout, {title: box})`` with a repeat titled ``Class × N``."""
-    lay = folding.layout(tr, **kw)
-    return lay, {b.title if b.kind != "repeat" else f"{b.title} × {b.count}": b for b in lay.boxes.values()}
-
-
-def _labels(text: str) -> list:
-    return [m.replace("\\n", "\n") for m in re.findall(r'label="((?:[^"\\]|\\.)*)"', text)]
-
-
-def _readable(tr, **kw) -> float:
-    """The smallest label (px) of the notebook's drawing of the backward view, fitted to 850 px."""
-    return render.smallest_label_px(render.svg(render.readable(tr.to_dot("backward", **kw))))
-
-
 def _key(tr, title):
     """The fold key of the (first) group titled ``title``."""
     return next(k for k, g in folding.hierarchy(tr).groups.items() if g.title == title)

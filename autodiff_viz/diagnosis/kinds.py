@@ -337,16 +337,7 @@ def _clip(ed, mask, tiny):
 def _feeds_log(trace, nid, hops: int = 3) -> bool:
     """Whether the value of ``nid`` reaches a log within ``hops`` ops (``log(clip(p))``, ``log(1 − clip(p))``,
     through the other half of a clip written as minimum then maximum)."""
-    todo = [(nid, 0)]
-    while todo:
-        at, k = todo.pop()
-        for e in trace.edges_from(at):
-            kind = op_kind(trace.node(e.dst).op)
-            if kind in ("log", "log1p", "log2", "log10", "xlogy"):
-                return True
-            if k + 1 < hops:
-                todo.append((e.dst, k + 1))
-    return False
+    return any(op_kind(n.op) in ("log", "log1p", "log2", "log10", "xlogy") for _, n in _after(trace, nid, hops))
 
 
 def _saturated(ed, mask, tiny):
@@ -675,24 +666,30 @@ def _masker(trace, nid, hops: int = 8):
     """The op after ``nid`` (within a few ops) that zeroed its gradient: a ``where``, else the first op that can
     send back 0 (maximum, clip, an index that takes some entries, a product by a factor holding zeros …), else
     None. A product by a factor with no zero (``2 · θ``) masks nothing."""
-    frontier, seen, product = [nid], {nid}, None
+    product = None
+    for e, n in _after(trace, nid, hops):
+        kind = op_kind(n.op)
+        if kind == "where":
+            return n
+        if product is None and kind in _MASKS and (kind not in PRODUCTS or any(
+                d is not None and (d == 0).any() for d in (_data(trace.node(i.src).value)
+                                                            for i in trace.edges_into(n.id) if i.id != e.id))):
+            product = n
+    return product
+
+
+def _after(trace, nid, hops: int):
+    """``(edge, node it reads into)`` for the ops within ``hops`` ops after ``nid``, nearest first."""
+    frontier, seen = [nid], {nid}
     for _ in range(hops):
         nxt = []
         for f in frontier:
             for e in trace.edges_from(f):
-                n = trace.node(e.dst)
-                kind = op_kind(n.op)
-                if kind == "where":
-                    return n
-                if product is None and kind in _MASKS and (kind not in PRODUCTS or any(
-                        d is not None and (d == 0).any() for d in (_data(trace.node(i.src).value)
-                                                                    for i in trace.edges_into(n.id) if i.id != e.id))):
-                    product = n
+                yield e, trace.node(e.dst)
                 if e.dst not in seen:
                     seen.add(e.dst)
                     nxt.append(e.dst)
         frontier = nxt
-    return product
 
 
 

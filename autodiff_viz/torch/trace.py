@@ -331,8 +331,7 @@ def _module_name(node) -> str | None:
     for ``…stages.0.layers.0``), or None."""
     if node.kind != "op" or not node.scope:
         return None
-    parts = node.scope.rsplit("/", 1)[-1].split(".")
-    return ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1] or None
+    return figure.short_name(node.scope.rsplit("/", 1)[-1]) or None
 
 
 def _loss_text(op, pred, raw_edges, k, out):

@@ -267,10 +267,16 @@ def made_of(trace, h, key) -> str | None:
             seen.add(g.repeat)
             names.append(f"{h.repeats[g.repeat].title} × {h.repeats[g.repeat].count}")
         else:
-            parts = g.title.split(".")          # layer1.0.conv1 -> conv1; encoder.stages.0 -> stages.0
-            names.append(".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1])
+            names.append(short_name(g.title))
     text = ", ".join(names[:6]) + (" …" if len(names) > 6 else "")
     return text + (" (+ skip)" if residual(trace, h, key) else "")
+
+
+def short_name(path: str) -> str:
+    """A module's name without its parents: ``layer1.0.conv1`` → ``conv1``; a numbered list entry keeps its list,
+    ``encoder.stages.0`` → ``stages.0``."""
+    parts = path.split(".")
+    return ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
 
 
 _ADDS = {"add", "addv2", "iadd", "radd", "add_"}

@@ -104,7 +104,7 @@ def _break_words(line: str, width: int) -> list:
     than ``width`` (a library's dotted path), which breaks after a ``.``, ``/`` or ``_`` inside it."""
     out = [""]
     for i, word in enumerate(line.split(" ")):
-        chunks = _wrap(word, width) if len(word) > width else [word]
+        chunks = _wrap(word, width)
         out[-1] += (" " if i else "") + chunks[0]
         out.extend(chunks[1:])
     return out

@@ -188,8 +188,7 @@ class OpNames:
             if root is not None:
                 return root + "…"
         name = base.label or base.name or self.module_name(base)
-        own = scope.rsplit("/", 1)[-1] + "." if scope else None
-        return name[len(own):] if own and name and name.startswith(own) else name
+        return _relative(name, scope) if scope and name else name
 
     def made(self, node, base, scope: str) -> None:
         """``node``'s label was made from ``base`` by an op of ``scope``: later ops name it from its root."""
@@ -204,8 +203,14 @@ def _child_of(scope: str, node) -> str | None:
     said relative to ``scope``'s own name), or None when ``node`` was not made inside ``scope``."""
     if node.kind != "op" or not node.scope.startswith(scope + "/"):
         return None
-    seg, own = node.scope[len(scope) + 1:].split("/", 1)[0], scope.rsplit("/", 1)[-1]
-    return seg[len(own) + 1:] if seg.startswith(own + ".") else seg
+    return _relative(node.scope[len(scope) + 1:].split("/", 1)[0], scope)
+
+
+def _relative(name: str, scope: str) -> str:
+    """``name`` said inside ``scope``: without the scope's own dotted path in front (``convnext.encoder`` in
+    ``…/convnext`` → ``encoder``)."""
+    own = scope.rsplit("/", 1)[-1] + "."
+    return name[len(own):] if name.startswith(own) else name
 
 
 # casts and moves: the value is the same numbers, so it keeps the name of what it acts on
