@@ -112,6 +112,39 @@ def test_a_list_of_like_modules_opens_with_its_parent_a_list_of_different_module
     assert "stage.items" not in boxes
 
 
+class Layers(torch.nn.ModuleList):
+    """A library's own list class (not torch.nn's): it holds blocks, and nobody calls it."""
+
+
+class Tower(torch.nn.Module):
+    """A stage whose blocks sit in a ModuleDict and a ModuleList subclass, indexed by the stage's forward."""
+
+    def __init__(self, n=4):
+        super().__init__()
+        self.named = torch.nn.ModuleDict({f"b{k}": Block(n) for k in range(2)})
+        self.layers = Layers([Block(n) for _ in range(3)])
+        self.head = torch.nn.Linear(n, 2)
+
+    def forward(self, x):
+        for k in range(2):
+            x = self.named[f"b{k}"](x)
+        for m in self.layers:
+            x = m(x)
+        return self.head(x)
+
+
+def test_any_container_the_recording_saw_no_call_of_opens_with_its_parent_also_after_json():
+    """Whether a module ran is what the recording saw (its forward hook), not a guess from its class: a
+    ModuleDict and a library's own ModuleList subclass open with their parent, and the trace keeps it in JSON."""
+    torch.manual_seed(0)
+    tr = _trace(Tower(), torch.randn(2, 4))
+    assert tr.idle == {"named", "layers"}
+    for t in (tr, adv.Trace.from_json(tr.to_json())):
+        boxes = _titles(folding.layout(t, expanded={_key(t, "tower")}))
+        assert "Block × 2" in boxes and "Block × 3" in boxes and "head" in boxes, sorted(boxes)
+        assert not {"named", "layers"} & set(boxes)
+
+
 def test_one_block_applied_again_with_its_weights_is_one_box_holding_them():
     torch.manual_seed(0)
     tr = _trace(Net(shared=True), torch.randn(2, 4))

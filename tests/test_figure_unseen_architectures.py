@@ -248,11 +248,6 @@ def test_torch_buffers_are_state_without_gradient(torch_case):
     assert "state (running statistics, seeds, counters): no gradient, no formula" in c.tr.to_dot("backward")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "one box 'AlbertLayer × 3 (shared weights)' with ‖ḡ‖ of each application and the 16 shared weights inside, "
-    "but 7.9 px at 850 px (973 pt wide): long dotted paths now wrap after '.' and '_', yet the opened encoder's "
-    "boxes still name every part by its whole path (albert.encoder.albert_layer_groups.0.albert_layers.0, "
-    "ḡ_albert.encoder.embedding_hidden_mapping_in) instead of relative to the opened box"))
 @pytest.mark.parametrize("torch_case", ["albert"], indirect=True)
 def test_albert_the_shared_layer_is_one_box_times_three_with_the_gradient_of_each_application(torch_case):
     c = torch_case

@@ -340,6 +340,7 @@ class Recording(recordings.Recording):
         self.module_kinds: dict = {}       # scope segment ("fc1", "features.0") -> module class ("Linear")
         self._param_names: dict = {}       # id(parameter) -> "fc1.weight"
         self._modules: list = []
+        self._called: set = set()          # id(module) of every module whose forward ran while recording
         self._hooks = []
         self._ids = itertools.count()
         self._tensor_ids: dict = {}        # id(tensor) -> our id (the tensor is kept alive by the ops)
@@ -425,6 +426,7 @@ class Recording(recordings.Recording):
                 for qual, p in module.named_parameters():
                     self._param_names.setdefault(id(p), prefix + qual)
         self._scopes.append(self._module_names[key])
+        self._called.add(key)
         if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
             self._callers.append((None, None, False, self._outer))
             return
@@ -549,6 +551,13 @@ class Recording(recordings.Recording):
                     t.detach().copy_(values)
                     torch._C._autograd._unsafe_set_version_counter((t,), (version,))
             self._paused -= 1
+
+    def idle_modules(self) -> set:
+        """Scope segments (``encoder.block``) of modules the recording knows by name but whose forward never
+        ran: a ``ModuleList`` / ``ModuleDict`` or any container the code only indexes. They are names, not
+        steps, so a figure opens them together with their parent."""
+        return {qual for module in self._modules for qual, m in module.named_modules()
+                if qual and id(m) not in self._called}
 
     # ----- observing ------------------------------------------------------------
     def tensor_id(self, t: torch.Tensor) -> int:

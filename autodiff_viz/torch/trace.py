@@ -252,9 +252,11 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             _grads_before_the_write(overwritten, raw_edges, grads, node_tensor)
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
-    return tracing.finish(_Torch(raw_edges), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
-                          {k: v for k, v in rec.module_kinds.items() if k in segments},
-                          lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
+    trace = tracing.finish(_Torch(raw_edges), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
+                           {k: v for k, v in rec.module_kinds.items() if k in segments},
+                           lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
+    trace.idle = frozenset(rec.idle_modules() & segments)
+    return trace
 
 
 def _grads_before_the_write(overwritten, raw_edges, grads, node_tensor):

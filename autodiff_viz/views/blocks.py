@@ -25,7 +25,6 @@ Everything here is data read from a :class:`~autodiff_viz.Trace` and the groups 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 
 BLOCKS_ABOVE = 12      # a group with more direct children than this has its children grouped by name prefix
@@ -281,7 +280,8 @@ def pass_through(groups, paths, trace) -> frozenset:
 
 def opens_with_parent(trace, groups) -> frozenset:
     """Keys of groups that open together with their parent: a list of like modules that never ran as a step
-    of its own (a PyTorch ``ModuleList`` of ``T5Block`` s, of ``ConvNextLayer`` s, whose class has no forward).
+    of its own (the recording saw no call of it, :attr:`Trace.idle`: a PyTorch ``ModuleList`` of ``T5Block`` s,
+    of ``ConvNextLayer`` s, a ``ModuleDict``, any container the code only indexes).
 
     Such a list is a container of the code, not a part of the model: opening a stage shows "ConvNextLayer × 3"
     at once. A list of different modules (ConvNeXt's ``downsampling_layer``: a norm and a conv) is one part, so
@@ -292,16 +292,9 @@ def opens_with_parent(trace, groups) -> frozenset:
     for g in groups.values():
         if g.parent is not None:
             classes.setdefault(g.parent, set()).add(kinds.get(g.title) or g.title)
+    idle = getattr(trace, "idle", frozenset())
     return frozenset(k for k, g in groups.items() if g.parent is not None and g.what == "layer"
-                     and len(classes.get(k, ())) == 1 and _never_runs(kinds.get(g.title)))
-
-
-def _never_runs(name) -> bool:
-    """Whether the module class ``name`` has no forward of its own (``torch.nn.ModuleList``, ``ModuleDict``):
-    a module of it is never called, its path is only a name the recorder knows from ``named_modules()``."""
-    torch = sys.modules.get("torch")
-    cls = getattr(getattr(torch, "nn", None), name, None) if torch is not None and name else None
-    return isinstance(cls, type) and issubclass(cls, torch.nn.Module) and cls.forward is torch.nn.Module.forward
+                     and len(classes.get(k, ())) == 1 and g.title in idle)
 
 
 def spark(values) -> str:

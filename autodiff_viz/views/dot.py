@@ -81,7 +81,14 @@ from .folding import (  # noqa: F401 (the fold hierarchy's names, read as dot.<n
 HUB_FANOUT = 6
 VIEWS = ("forward", "backward", "both")
 PREFIX = {"forward": "fwd_", "backward": "bwd_"}
+# the invisible edges that keep the legend below the picture: from the main path's bottom boxes (they pull it
+# under the path) and from weights as deep (they only keep it below them); widgets.state.strip_legend drops them
 LEGEND_BELOW = "} -> legend [style=invis weight=0]"
+LEGEND_UNDER = "} -> legend [style=invis weight=1]"
+# An edge between two boxes of the main path (neither a weight nor state beside its layer) pulls this many times
+# harder than one to a weight: the path runs straight down and weights sit beside it, where a paper draws them;
+# without it Graphviz lets the path drift sideways layer by layer and the picture grows wide.
+PATH_WEIGHT = "4"
 
 STYLES = {
     "graph": {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "10", "nodesep": "0.3",
@@ -226,9 +233,7 @@ def _to_dot(trace, view, collapse, highlight, budget, expanded, rolled) -> str:
             lines.append("  }")
         else:
             lines.extend(body)
-    lines.extend(_legend(view))           # below every box, not at the right: an invisible edge from each box at
-    if len(lay.boxes) <= 40:              # the bottom (those from higher boxes would route around the picture
-        lines.append("  {" + " ".join(_bottom(lines)) + LEGEND_BELOW)     # and widen it)
+    lines.extend(_legend(view) + _legend_below(trace, lay, lines))
     notes = list(trace.notes) + lay.notes
     if notes:
         lines.append("  label=" + _label(["note: " + n for n in notes]))
@@ -252,6 +257,48 @@ def _bottom(lines) -> list:
         if m and m.group(1) not in ("graph", "node", "edge"):
             boxes.append(m.group(1))
     return ['"' + b + '"' for b in boxes if b not in tails and b != "legend"]
+
+
+def _beside(trace, lay: Layout) -> set:
+    """Ids of the boxes drawn beside the main path: weights and state, each a node of its own."""
+    return {bid for bid, b in lay.boxes.items() if b.kind == "node" and trace.node(bid).kind in ("variable", "state")}
+
+
+def _depths(lines) -> dict:
+    """``{quoted box id: rank}``: the longest run of drawn edges from the top of the picture down to it."""
+    heads, indegree = {}, Counter()
+    for line in lines:
+        m = _ARROW.match(line)
+        if m and m.group(1) != m.group(2) and "style=invis" not in line:
+            heads.setdefault(f'"{m.group(1)}"', []).append(f'"{m.group(2)}"')
+            indegree[f'"{m.group(2)}"'] += 1
+    depth = {b: 0 for b in heads if not indegree[b]}
+    ready = list(depth)
+    while ready:
+        b = ready.pop()
+        for h in heads.get(b, ()):
+            depth[h] = max(depth.get(h, 0), depth[b] + 1)
+            indegree[h] -= 1
+            if not indegree[h]:
+                ready.append(h)
+    return depth
+
+
+def _legend_below(trace, lay: Layout, lines) -> list:
+    """Invisible edges that put the legend below every box, not at the right, from the boxes at the bottom
+    (those from higher boxes would route around the picture and widen it). Those from the main path's bottom
+    (boxes that are not weights or state: the data going in) pull it under the path; those from weights only
+    keep it below them, and only from weights about as deep as the deepest box (from higher ones they would
+    pull the legend sideways for nothing)."""
+    if len(lay.boxes) > 40:
+        return []
+    side = {f'"{p}{bid}"' for bid in _beside(trace, lay) for p in PREFIX.values()}
+    bottom, depth = _bottom(lines), _depths(lines)
+    deepest = max((depth.get(b, 0) for b in bottom), default=0)
+    main = [b for b in bottom if b not in side and depth.get(b, 0) >= deepest - 1]
+    rest = [b for b in bottom if b not in main and (not main or depth.get(b, 0) >= deepest - 1)]
+    return (["  {" + " ".join(rest) + LEGEND_BELOW] if rest else []) + \
+        (["  {" + " ".join(main) + LEGEND_UNDER] if main else [])
 
 
 def _legend(view) -> list:
@@ -365,6 +412,7 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
         elif lay.boxes[s].kind == "loop" and _step_of(lay, s, e.src) != _step_of(lay, s, e.dst):
             loops_back.setdefault(s, []).append(e)
     hubs = _hubs(trace, lay, groups)
+    side = _beside(trace, lay)
     multi_input = Counter(e.dst for e in trace.edges)
     out = []
     fan_in = {}
@@ -421,6 +469,8 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
             if all(r.startswith(DEAD_MARK) for r in reasons):      # the gradient dies here: dashed, grey-red
                 attrs.update(STYLES["mark_dead"])
             label = ["⚠ " + r for r in reasons] + label
+        if s not in side and d not in side and any(e.differentiable for e in es):
+            attrs["weight"] = PATH_WEIGHT
         eid = p + (e0.id if len(es) == 1 else f"{e0.id}_x{len(es)}")
         steps = _step_classes(e.dst for e in es if e.contribution is not None)
         attrs.update({"label": _label(label) if label else None, "id": eid, "class": steps})

@@ -375,7 +375,8 @@ def _decode(text) -> Trace:
         if not isinstance(v, str):
             raise TraceFormatError(f"kinds.{k}: expected str, got {_jtype(v)}.")
     return Trace(nodes, edges, target=target, sources=r.strings("sources"), steps=r.strings("steps"),
-                 marks=marks, notes=r.strings("notes"), kinds=kinds)
+                 marks=marks, notes=r.strings("notes"), kinds=kinds,
+                 idle=r.strings("idle") if "idle" in obj else ())
 
 
 # ---------------------------------------------------------------------------
@@ -395,6 +396,8 @@ def to_dict(self, full: bool = True) -> dict:
                   for k, e in enumerate(self.edges)],
         "kinds": dict(self.kinds),
     }
+    if self.idle:
+        out["idle"] = sorted(self.idle)
     if places is not None:
         out["locations"] = [dict(zip(("file", "line", "code"), loc)) for loc in places]
         out["texts"] = list(texts)

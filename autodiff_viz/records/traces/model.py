@@ -397,9 +397,12 @@ class Trace:
     :meth:`save`. In a notebook a trace displays itself as its graph.
     """
 
-    def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=(), kinds=None):
+    def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=(), kinds=None, idle=()):
         self.nodes: list[TraceNode] = list(nodes)
         self.kinds: dict = dict(kinds or {})    # scope segment -> the class that made it ("dense_1": "Dense")
+        # scope segments of modules the recording knows by name but that never ran as a call of their own (a
+        # PyTorch ModuleList, ModuleDict or any container whose forward nobody calls): names, not steps
+        self.idle: frozenset = frozenset(idle)
         self.edges: list[TraceEdge] = list(edges)
         self.target: str | None = target
         self.sources: list[str] = list(sources)
@@ -557,7 +560,7 @@ class Trace:
 
     def _shallow(self) -> "Trace":
         out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes,
-                    self.kinds)
+                    self.kinds, self.idle)
         out._index = self._index
         out.key_of = self.key_of
         return out

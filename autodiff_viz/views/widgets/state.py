@@ -548,7 +548,7 @@ def strip_legend(source: str) -> str:
             if line.strip() == "}":
                 skipping = False
             continue
-        if not line.endswith(dot.LEGEND_BELOW):
+        if not line.endswith((dot.LEGEND_BELOW, dot.LEGEND_UNDER)):
             out.append(line)
     return "\n".join(out) + "\n"
 
