@@ -837,8 +837,8 @@ def test_siamese_both_inputs_are_named_and_flow_into_the_shared_layer(siamese):
 
 @pytest.mark.xfail(strict=True, reason=(
     "with the optimizer made inside the recording (keras.optimizers.SGD(0.1) in the same cell), the default "
-    "figure's first box is a group titled 'sgd_N' (the optimizer's name) holding one 'Cast' op that has no edge at all and no gradient: "
-    "the optimizer's construction, which the loss does not depend on"))
+    "figure's first box is a group titled 'sgd_N' (the optimizer's name) holding one 'Cast' op that has no "
+    "edge at all and no gradient: the optimizer's construction, which the loss does not depend on"))
 def test_siamese_an_optimizer_made_inside_the_recording_is_not_drawn_in_the_losss_figure():
     rng = np.random.default_rng(0)
     x_left, x_right = (tf.constant(rng.random((4, 6)).astype("float32")) for _ in range(2))
