@@ -179,7 +179,7 @@ class _Forward:
             for t in tensors.values():
                 tape.watch(t)
             out, names = _run_captured(reference, tensors)
-            target = _target(out, self.dout, lambda o, d: (o * as_tensor(d)).sum())
+            target = _target(out, self.dout, None)
         self.tape, self.target, self.names = tape, target, {**tensors, **names}
         self.values = {k: np.array(v.numpy()) for k, v in self.names.items() if isinstance(v, Tensor)}
 
@@ -216,7 +216,8 @@ class _Forward:
     def compare(self, hand: dict, rtol, atol) -> Comparison:
         if self.framework == "engine":
             from ..records.compare import compare_tape
-            cmp = compare_tape(self.tape, self.target, hand, rtol, atol, namespace=self.names)
+            cmp = compare_tape(self.tape, self.target, hand, rtol, atol, namespace=self.names,
+                               output_gradients=self.dout)
         else:
             cmp = self.rec._compare(self.target, hand, rtol, atol, self.names, None)
         self._name_nodes(cmp.trace)
@@ -256,7 +257,7 @@ def _target(out, dout, weighted):
         return out
     if tuple(out.shape) != dout.shape:
         raise ValueError(f"check: dout has shape {dout.shape}, the reference's output {tuple(out.shape)}.")
-    return weighted(out, dout)
+    return out if weighted is None else weighted(out, dout)
 
 
 def _hand(result, names) -> dict:
