@@ -32,7 +32,12 @@ SLIPS = {
     "exception": ("error(ValueError)", (("dz = dh * (1 - h ** 2)", "dz = dh @ h"),)),
     "three_values": ("returned(3 of 4)", (("return dh, dz, dW, db", "return dh, dz, dW"),)),
     "squared_error_as_gradient": ("wrong", (("dh = 2 * (h - Y) / h.size", "dh = (h - Y) ** 2"),)),
+    "prints_a_lot": (None, (("    dh = ", "    for i in range(100000):\n        print('debugging', i)\n    dh = "),)),
+    "endless_loop": ("error(timeout)", (("    dh = ", "    while True:\n        pass\n    dh = "),)),
 }
+
+#: slips that cost their time limit (10 s) each: never drawn by :func:`simulate` unless weighted
+SLOW = ("endless_loop",)
 
 
 def code(slip: str) -> str:
@@ -61,12 +66,14 @@ def function(slip: str):
 def simulate(folder, n: int = 300, seed: int = 0, weights: dict | None = None) -> dict:
     """Grade ``n`` simulated students into ``folder`` (one record each); ``{student: slip}`` (the truth).
 
-    ``weights``: ``{slip: weight}`` (default: half right, the rest spread over the slips).
+    ``weights``: ``{slip: weight}`` (default: the right answer ten times as likely as each slip;
+    the slips of :data:`SLOW` never).
     Student ids are ``student_000``…; one may pass hostile ones through :func:`grade_one`.
     """
     rng = np.random.default_rng(seed)
     names = list(SLIPS)
-    w = np.array([(weights or {}).get(s, 10.0 if s == "correct" else 1.0) for s in names], dtype=float)
+    default = {"correct": 10.0, **{s: 0.0 for s in SLOW}}
+    w = np.array([(weights or {}).get(s, default.get(s, 1.0)) for s in names], dtype=float)
     picks = rng.choice(len(names), size=n, p=w / w.sum())
     truth = {}
     for i, k in enumerate(picks):
