@@ -116,6 +116,9 @@ def nbgrader_wall(n: int, processes: int = 1) -> dict:
                 if p.returncode:
                     raise RuntimeError(err[-2000:])
         t3 = time.perf_counter()
+        graded = len(list((root / "autograded").glob("*/mlp/mlp.ipynb")))
+        if graded != n:
+            raise RuntimeError(f"autograde graded {graded} of {n} submissions")
         run("generate_feedback", "mlp", "--force")
         t4 = time.perf_counter()
     return {"submissions": n, "processes": processes, "generate_assignment_s": t1 - t0, "autograde_s": t3 - t2,
