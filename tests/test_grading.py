@@ -2,6 +2,16 @@
 
 The submissions are generated (``autodiff_viz.grading.demo``): each is the
 solution with one slip made, so the kind the grader must report is known.
+
+The ready assignments follow their sources: CS231n's assignment 2 ``layers.py``
+(``affine_backward(dout, cache)`` → ``dx, dw, db``, ``relu_backward``,
+``batchnorm_backward`` → ``dx, dgamma, dbeta``, ``softmax_loss(x, y)`` →
+``loss, dx``; e.g. https://github.com/kaiweihuang/CS231n/blob/master/assignment2/cs231n/layers.py),
+and Karpathy's "Building makemore Part 4: Becoming a Backprop Ninja"
+(https://youtu.be/q8SA3rM6ckI: ``counts``, ``counts_sum``, ``counts_sum_inv``,
+``probs``, ``logprobs`` of a tanh MLP's cross-entropy, every one by hand in
+PyTorch). Gradescope's ``results.json``:
+https://gradescope-autograders.readthedocs.io/en/latest/specs/.
 """
 import json
 import subprocess
