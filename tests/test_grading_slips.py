@@ -205,3 +205,36 @@ def test_gradescope_run_autograder_end_to_end(tmp_path, slip, code, score, kind,
     for line in mlp.SOLUTION.splitlines():             # no feedback carries the reference solution
         if line.strip() and "return" not in line and line.strip() not in (code or demo.code(slip)):
             assert line.strip() not in json.dumps(data)
+
+
+@pytest.mark.parametrize("slip, kind, node", [
+    ("tanh_one_minus_h", "wrong_local_factor(tanh)", "hpre"),
+    ("W1_b1_swapped", "swapped(b1, W1)", "b1"),
+    ("no_W2", "missing", "W2"),
+    ("b2_not_summed", "missing_batch_sum", "b2"),
+    ("nan_b1", "nan", "b1"),
+    ("W2_transposed", "transpose", "W2"),
+    ("probs_sign", "sign", "probs"),
+])
+def test_backprop_ninja_slips_in_pytorch(slip, kind, node):
+    """The PyTorch assignment (forward recorded by the torch bridge): each slip of a learner's dict gets its kind."""
+    torch = pytest.importorskip("torch")
+    solution = _solution("ninja")
+    edits = {
+        "tanh_one_minus_h": lambda g, a: g.__setitem__("hpre", g["h"] * (1 - a[4])),
+        "W1_b1_swapped": lambda g, a: g.update(W1=g["b1"], b1=g["W1"]),
+        "no_W2": lambda g, a: g.pop("W2"),
+        "b2_not_summed": lambda g, a: g.__setitem__("b2", g["logits"]),
+        "nan_b1": lambda g, a: g.__setitem__("b1", g["b1"] * float("nan")),
+        "W2_transposed": lambda g, a: g.__setitem__("W2", g["W2"].T.contiguous()),
+        "probs_sign": lambda g, a: g.__setitem__("probs", -g["probs"]),
+    }
+
+    def student(*args):
+        grads = solution(*args)
+        assert all(isinstance(v, torch.Tensor) for v in grads.values())
+        edits[slip](grads, args)
+        return grads
+
+    result = assignments.result("ninja", student)
+    assert result.first_kind == kind and result.comparison.first_wrong.name == node
