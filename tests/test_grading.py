@@ -209,3 +209,12 @@ def test_grading_imports_no_framework_until_asked():
     code = "import autodiff_viz.grading, sys; print('torch' in sys.modules, 'tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_wrong_result_reads_as_zero_points_under_nbgrader(monkeypatch):
+    wrong = assignments.result("mlp", demo.function("sign_dW"))
+    right = assignments.result("mlp", demo.function("correct"))
+    assert repr(wrong) == "Result('backward', first_kind='sign')"
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert repr(wrong) == "0" and float(repr(wrong)) == 0
+    assert repr(right) == "Result('backward', ok)"

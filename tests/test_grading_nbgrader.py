@@ -216,3 +216,34 @@ def test_feedback_page_in_a_browser_fits_the_column_and_its_table_reads(course, 
                 page.screenshot(path=str(tmp_path / f"{slip}-{width}.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_a_test_cell_ending_in_a_result_gives_no_points_for_a_wrong_answer(course):
+    """nbgrader reads a test cell's last value as partial credit and a non-number as full marks; a cell ending in
+    ``assignments.result(...)`` (a Result, not None) must still give a wrong answer 0 — and your own instructor
+    module, outside ``source/``, is found through ``PYTHONPATH`` as docs/teaching.md says."""
+    (course / "my_grader.py").write_text(
+        "from autodiff_viz.grading import assignments\n\n\ndef result_of(backward):\n"
+        "    return assignments.result('mlp', backward)\n")
+    source = nbformat.read(str(course / "source" / "mlp" / "mlp.ipynb"), as_version=4)
+    test = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    test.source = "from my_grader import result_of\nresult_of(backward)"
+    (course / "source" / "trap").mkdir()
+    nbformat.write(source, str(course / "source" / "trap" / "trap.ipynb"))
+    _run(["db", "assignment", "add", "trap"], course)
+    _run(["generate_assignment", "trap", "--force"], course)
+    release = nbformat.read(str(course / "release" / "trap" / "trap.ipynb"), as_version=4)
+    assert not (course / "release" / "trap" / "my_grader.py").exists()
+    for slip in ("correct", "sign_dW", "exception"):
+        nb = nbformat.from_dict(json.loads(json.dumps(release)))
+        next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")).source = demo.code(slip)
+        (course / "submitted" / slip / "trap").mkdir(parents=True)
+        nbformat.write(nb, str(course / "submitted" / slip / "trap" / "trap.ipynb"))
+    env = {**os.environ, "PYTHONPATH": f"{course}{os.pathsep}{ROOT}"}
+    proc = subprocess.run(NBGRADER + ["autograde", "trap", "--force"], cwd=course, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {s: gb.find_submission("trap", s).score for s in ("correct", "sign_dW", "exception")}
+    assert scores == {"correct": mlp.POINTS, "sign_dW": 0, "exception": 0}

@@ -82,6 +82,20 @@ class Result:
     def ok(self) -> bool:
         return self.error is None and self.comparison is not None and self.comparison.ok
 
+    def __repr__(self):
+        """``Result(…)``; but ``0`` for a wrong answer while nbgrader runs the notebook.
+
+        nbgrader reads a test cell's last value as its partial credit, and a
+        value that is not a number as full marks: a test cell ending in
+        ``grade(...)`` would pass a wrong answer. Under ``NBGRADER_EXECUTION``
+        a wrong result therefore shows as the number 0 (no points).
+        """
+        import os
+        if os.environ.get("NBGRADER_EXECUTION") and not self.ok:
+            return "0"
+        verdict = "ok" if self.ok else f"first_kind={self.first_kind!r}"
+        return f"Result({self.label!r}, {verdict})"
+
     @property
     def kinds(self) -> list:
         return [] if self.comparison is None else kinds_of(self.comparison)
