@@ -102,10 +102,21 @@ def test_what_the_tool_cannot_explain_it_calls_wrong(old, new):
     assert assignments.result("mlp", _mlp(old, new)).first_kind == "wrong"
 
 
+def test_softmax_a_wrong_loss_with_a_right_gradient_gets_no_points():
+    """CS231n's softmax_loss returns the loss too; a right dx must not carry a wrong loss to full marks."""
+    right = _solution("softmax_loss")
+    result = assignments.result("softmax_loss", lambda x, y: (3 * right(x, y)[0], right(x, y)[1]))
+    assert not result.ok and result.first_kind == "returned(wrong loss)"
+    assert assignments.result("softmax_loss", lambda x, y: ("1.2", right(x, y)[1])).first_kind == \
+        "returned(wrong loss)"
+    assert assignments.result("softmax_loss", right).ok
+
+
 def test_softmax_without_the_minus_one_is_honestly_wrong():
     def forgot_minus_one(x, y):
         e = np.exp(x - x.max(axis=1, keepdims=True))
-        return 0.0, e / e.sum(axis=1, keepdims=True) / len(x)
+        p = e / e.sum(axis=1, keepdims=True)
+        return -np.log(p[np.arange(len(x)), y]).mean(), p / len(x)
 
     assert assignments.result("softmax_loss", forgot_minus_one).first_kind == "wrong"
 
