@@ -168,6 +168,7 @@ def every_assignment(tmp_path_factory, _alembic_on_path):
             nbformat.write(nb, str(folder / f"{name}.ipynb"))
     for name in assignments.NAMES:
         _run(["autograde", name, "--force"], root)
+        _run(["generate_feedback", name, "--force"], root)
     return root
 
 
@@ -182,6 +183,13 @@ def test_every_ready_assignment_is_generated_and_autograded(every_assignment):
             assert gb.find_submission(name, "idle").score == 0, name
             release = (every_assignment / "release" / name / f"{name}.ipynb").read_text()
             assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
+            # the idle student's feedback shows the hidden test's code (nbgrader#917), never a line of the solution
+            page = (every_assignment / "feedback" / "idle" / name / f"{name}.html").read_text(encoding="utf-8")
+            assert "seed=1" in page.replace("<span class=\"o\">=</span>", "=").replace(" ", "") or "seed" in page
+            for line in assignments.load(name).SOLUTION.splitlines():
+                line = line.strip()
+                if len(line) > 12 and not line.startswith(("return", "n = ")):
+                    assert line not in page, (name, line)
 
 
 CHROMIUM = "/usr/bin/chromium"
