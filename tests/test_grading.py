@@ -2,6 +2,16 @@
 
 The submissions are generated (``autodiff_viz.grading.demo``): each is the
 solution with one slip made, so the kind the grader must report is known.
+
+The ready assignments follow their sources: CS231n's assignment 2 ``layers.py``
+(``affine_backward(dout, cache)`` → ``dx, dw, db``, ``relu_backward``,
+``batchnorm_backward`` → ``dx, dgamma, dbeta``, ``softmax_loss(x, y)`` →
+``loss, dx``; e.g. https://github.com/kaiweihuang/CS231n/blob/master/assignment2/cs231n/layers.py),
+and Karpathy's "Building makemore Part 4: Becoming a Backprop Ninja"
+(https://youtu.be/q8SA3rM6ckI: ``counts``, ``counts_sum``, ``counts_sum_inv``,
+``probs``, ``logprobs`` of a tanh MLP's cross-entropy, every one by hand in
+PyTorch). Gradescope's ``results.json``:
+https://gradescope-autograders.readthedocs.io/en/latest/specs/.
 """
 import json
 import subprocess
@@ -199,3 +209,12 @@ def test_grading_imports_no_framework_until_asked():
     code = "import autodiff_viz.grading, sys; print('torch' in sys.modules, 'tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_wrong_result_reads_as_zero_points_under_nbgrader(monkeypatch):
+    wrong = assignments.result("mlp", demo.function("sign_dW"))
+    right = assignments.result("mlp", demo.function("correct"))
+    assert repr(wrong) == "Result('backward', first_kind='sign')"
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert repr(wrong) == "0" and float(repr(wrong)) == 0
+    assert repr(right) == "Result('backward', ok)"

@@ -36,6 +36,9 @@ def test_counts_per_kind_match_the_truth(graded):
     assert s["all_right"] == right
     expected = Counter(demo.expected(slip) for slip in truth.values() if demo.expected(slip) is not None)
     assert dict(s["first_kinds"]) == dict(expected)
+    broken = sum(1 for slip in truth.values() if (demo.expected(slip) or "").startswith(("error", "returned")))
+    assert s["no_gradients"] == broken > 0
+    assert all(graded == 300 - broken for _, graded in s["per_gradient"].values())
     # each gradient: right for every student whose slip leaves it right
     per = {}
     for student, slip in truth.items():
@@ -60,6 +63,7 @@ def test_the_page_says_it_in_words_with_one_picture_per_mistake(graded):
                                         if not k.startswith(("error", "returned")))
     assert "student_0" not in page.split("Who to help first")[0]     # the examples are anonymised
     assert "<script" not in page
+    assert f"{dashboard.summary(read_records(folder))['no_gradients']} returned no gradients to compare" in page
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM) or not shutil.which("dot"), reason="needs Chromium and dot")

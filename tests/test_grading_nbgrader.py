@@ -1,8 +1,10 @@
 """A real nbgrader 0.9.6 course in a temporary folder, graded with the package's check (issue 45).
 
 The course has the ready ``mlp`` assignment (issue 45's ``backward(X, Y, W, h)``)
-and 14 generated submissions: right, right but emitting a warning, one per
-mistake kind, and broken ones (an exception, three values for four, NaN).
+and 16 generated submissions (``demo.submit``, as docs/teaching.md tells a
+teacher to practise): right, right but emitting a warning, right but printing
+100,000 lines, one per mistake kind, and broken ones (an exception, three
+values for four, NaN, an endless loop).
 ``generate_assignment``, ``autograde`` and ``generate_feedback`` run as a
 teacher runs them; the scores come from nbgrader's SQLite gradebook.
 
@@ -11,7 +13,8 @@ test cell that ended in a non-number would pass it), and a correct answer
 that emits a warning keeps its points (nbgrader zeroes a cell that writes to
 stderr). And the feedback: each page names and marks the wrong node, reads
 without the notebook's CSS, and holds no line of the reference solution
-(nbgrader shows hidden test code: nbgrader#917).
+(nbgrader shows hidden test code by design: https://github.com/jupyter/nbgrader/issues/917);
+and, in headless Chromium, the graph fits the feedback column.
 """
 import json
 import os
@@ -61,15 +64,8 @@ def course(tmp_path_factory, _alembic_on_path):
     write_source("mlp", root)
     _run(["db", "assignment", "add", "mlp"], root)
     _run(["generate_assignment", "mlp", "--force"], root)
-    release = nbformat.read(str(root / "release" / "mlp" / "mlp.ipynb"), as_version=4)
-    for slip in demo.SLIPS:
-        nb = nbformat.from_dict(json.loads(json.dumps(release)))
-        answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer")
-        answer.source = demo.code(slip)
-        folder = root / "submitted" / slip / "mlp"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, str(folder / "mlp.ipynb"))
-        _run(["db", "student", "add", slip], root)
+    students = demo.submit(root)                     # the practice submissions of docs/teaching.md
+    _run(["db", "student", "import", str(students)], root)
     _run(["autograde", "mlp", "--force"], root)
     _run(["generate_feedback", "mlp", "--force"], root)
     return root
@@ -91,7 +87,7 @@ def test_generate_assignment_strips_the_solution(course):
 
 def test_scores_no_wrong_answer_gets_points_no_right_one_loses_them(course):
     scores = _scores(course)
-    assert len(scores) >= 12
+    assert len(scores) >= 12 and set(scores) == set(demo.SLIPS)
     for slip, score in scores.items():
         expected = mlp.POINTS if demo.expected(slip) is None else 0
         assert score == expected, (slip, score)
@@ -172,6 +168,7 @@ def every_assignment(tmp_path_factory, _alembic_on_path):
             nbformat.write(nb, str(folder / f"{name}.ipynb"))
     for name in assignments.NAMES:
         _run(["autograde", name, "--force"], root)
+        _run(["generate_feedback", name, "--force"], root)
     return root
 
 
@@ -186,3 +183,75 @@ def test_every_ready_assignment_is_generated_and_autograded(every_assignment):
             assert gb.find_submission(name, "idle").score == 0, name
             release = (every_assignment / "release" / name / f"{name}.ipynb").read_text()
             assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
+            # the idle student's feedback shows the hidden test's code (nbgrader#917), never a line of the solution
+            page = (every_assignment / "feedback" / "idle" / name / f"{name}.html").read_text(encoding="utf-8")
+            assert "seed=1" in page.replace("<span class=\"o\">=</span>", "=").replace(" ", "") or "seed" in page
+            for line in assignments.load(name).SOLUTION.splitlines():
+                line = line.strip()
+                if len(line) > 12 and not line.startswith(("return", "n = ")):
+                    assert line not in page, (name, line)
+
+
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage"]
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Chromium")
+@pytest.mark.parametrize("width", [1200, 560])
+def test_feedback_page_in_a_browser_fits_the_column_and_its_table_reads(course, tmp_path, width):
+    """The feedback page as a student opens it (file://, offline): the marked graph is within the output column
+    at a desktop and at a phone-ish width, and the table's header cells have padding and borders of their own."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            for slip in ("tanh_one_minus_h", "forgot_penalty", "db_summed_over_all"):
+                page.goto((course / "feedback" / slip / "mlp" / "mlp.html").as_uri())
+                page.wait_for_selector(".adv-grading svg")
+                fits = page.evaluate("""() => [...document.querySelectorAll('.adv-grading svg')].map(svg => {
+                    const box = svg.closest('.adv-grading').parentElement.getBoundingClientRect();
+                    const r = svg.getBoundingClientRect();
+                    return [r.left >= box.left - 1, r.right <= box.right + 1, r.width > 100, r.height > 50];
+                })""")
+                assert fits and all(all(f) for f in fits), (slip, width, fits)
+                th = page.evaluate("""() => { const th = document.querySelector('.adv-grading th');
+                    const s = getComputedStyle(th);
+                    return [parseFloat(s.paddingLeft), parseFloat(s.borderLeftWidth), th.textContent]; }""")
+                assert th[0] >= 3 and th[1] >= 1, (slip, th)
+                page.screenshot(path=str(tmp_path / f"{slip}-{width}.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_a_test_cell_ending_in_a_result_gives_no_points_for_a_wrong_answer(course):
+    """nbgrader reads a test cell's last value as partial credit and a non-number as full marks; a cell ending in
+    ``assignments.result(...)`` (a Result, not None) must still give a wrong answer 0 — and your own instructor
+    module, outside ``source/``, is found through ``PYTHONPATH`` as docs/teaching.md says."""
+    (course / "my_grader.py").write_text(
+        "from autodiff_viz.grading import assignments\n\n\ndef result_of(backward):\n"
+        "    return assignments.result('mlp', backward)\n")
+    source = nbformat.read(str(course / "source" / "mlp" / "mlp.ipynb"), as_version=4)
+    test = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    test.source = "from my_grader import result_of\nresult_of(backward)"
+    (course / "source" / "trap").mkdir()
+    nbformat.write(source, str(course / "source" / "trap" / "trap.ipynb"))
+    _run(["db", "assignment", "add", "trap"], course)
+    _run(["generate_assignment", "trap", "--force"], course)
+    release = nbformat.read(str(course / "release" / "trap" / "trap.ipynb"), as_version=4)
+    assert not (course / "release" / "trap" / "my_grader.py").exists()
+    for slip in ("correct", "sign_dW", "exception"):
+        nb = nbformat.from_dict(json.loads(json.dumps(release)))
+        next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")).source = demo.code(slip)
+        (course / "submitted" / slip / "trap").mkdir(parents=True)
+        nbformat.write(nb, str(course / "submitted" / slip / "trap" / "trap.ipynb"))
+    env = {**os.environ, "PYTHONPATH": f"{course}{os.pathsep}{ROOT}"}
+    proc = subprocess.run(NBGRADER + ["autograde", "trap", "--force"], cwd=course, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {s: gb.find_submission("trap", s).score for s in ("correct", "sign_dW", "exception")}
+    assert scores == {"correct": mlp.POINTS, "sign_dW": 0, "exception": 0}

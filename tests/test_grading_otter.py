@@ -6,6 +6,15 @@ naming :class:`~autodiff_viz.grading.otter.RecordsPlugin`; ``otter run``
 grades each submission as Gradescope or ``otter grade`` would. The plugin's
 ``after_grading`` collects each record into the class folder and its report
 prints the class summary.
+
+Otter's plugin API is that of ``otter/plugins/abstract_plugin.py`` in
+ucbds-infra/otter-grader 7.0 (``AbstractOtterPlugin(submission_path,
+submission_metadata, plugin_config)``; ``before_grading(config)``,
+``after_grading(results)`` with a ``GradingResults`` that has
+``set_plugin_data``/``get_plugin_data``; ``generate_report()`` returning the
+text Otter prints under "PLUGIN REPORT"). ``otter grade --containers N``
+needs a Docker daemon, which this machine lacks: ``otter run`` is the same
+autograder without the container.
 """
 import json
 import os
@@ -77,3 +86,20 @@ def test_otter_run_with_the_helper_and_the_plugin(tmp_path):
     report = reports["tanh_one_minus_h"]
     assert "autodiff_viz class summary (backward): 2 graded, 1 all right." in report
     assert "50% wrong_local_factor(tanh) at z" in report
+
+
+def test_the_plugin_puts_the_records_in_otters_results(tmp_path, monkeypatch):
+    """What leaves a grading container is Otter's results (results.pkl), so the plugin stores the records there."""
+    from otter.test_files import GradingResults
+
+    from autodiff_viz.grading import otter as adv_otter
+    plugin = adv_otter.RecordsPlugin(str(tmp_path / "ada.ipynb"), {}, {"records": str(tmp_path / "class")})
+    plugin.before_grading(None)
+    with pytest.raises(AssertionError, match=r"\[sign\]"):
+        adv_otter.test({"backward": demo.function("sign_dW")}, "mlp")
+    results = GradingResults([])
+    plugin.after_grading(results)
+    data = results.get_plugin_data(adv_otter.PLUGIN)
+    assert data["mlp"]["student"] == "ada" and data["mlp"]["checks"]["backward"]["first_kind"] == "sign"
+    assert (tmp_path / "class" / "mlp" / "ada.json").exists()
+    assert "ADV_GRADING_RECORDS" not in os.environ

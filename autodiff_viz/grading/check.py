@@ -64,6 +64,7 @@ class Result:
         error_kind: ``error(TypeError)``, ``returned(None)`` … when ``error``.
         warnings: texts of the warnings the student's code (or the forward) raised.
         stderr: what the student's code wrote to ``stderr``.
+        stdout: what the student's code printed (kept for the feedback, at most :data:`LIMIT` characters).
         seconds: the time the package's part took (forward, compare, record).
     """
 
@@ -73,12 +74,27 @@ class Result:
     error_kind: str | None = None
     warnings: list = field(default_factory=list)
     stderr: str = ""
+    stdout: str = ""
     seconds: float = 0.0
     _record: dict | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.comparison is not None and self.comparison.ok
+
+    def __repr__(self):
+        """``Result(…)``; but ``0`` for a wrong answer while nbgrader runs the notebook.
+
+        nbgrader reads a test cell's last value as its partial credit, and a
+        value that is not a number as full marks: a test cell ending in
+        ``grade(...)`` would pass a wrong answer. Under ``NBGRADER_EXECUTION``
+        a wrong result therefore shows as the number 0 (no points).
+        """
+        import os
+        if os.environ.get("NBGRADER_EXECUTION") and not self.ok:
+            return "0"
+        verdict = "ok" if self.ok else f"first_kind={self.first_kind!r}"
+        return f"Result({self.label!r}, {verdict})"
 
     @property
     def kinds(self) -> list:
@@ -179,7 +195,7 @@ class _Forward:
             for t in tensors.values():
                 tape.watch(t)
             out, names = _run_captured(reference, tensors)
-            target = _target(out, self.dout, lambda o, d: (o * as_tensor(d)).sum())
+            target = _target(out, self.dout, None)
         self.tape, self.target, self.names = tape, target, {**tensors, **names}
         self.values = {k: np.array(v.numpy()) for k, v in self.names.items() if isinstance(v, Tensor)}
 
@@ -216,7 +232,8 @@ class _Forward:
     def compare(self, hand: dict, rtol, atol) -> Comparison:
         if self.framework == "engine":
             from ..records.compare import compare_tape
-            cmp = compare_tape(self.tape, self.target, hand, rtol, atol, namespace=self.names)
+            cmp = compare_tape(self.tape, self.target, hand, rtol, atol, namespace=self.names,
+                               output_gradients=self.dout)
         else:
             cmp = self.rec._compare(self.target, hand, rtol, atol, self.names, None)
         self._name_nodes(cmp.trace)
@@ -256,7 +273,7 @@ def _target(out, dout, weighted):
         return out
     if tuple(out.shape) != dout.shape:
         raise ValueError(f"check: dout has shape {dout.shape}, the reference's output {tuple(out.shape)}.")
-    return weighted(out, dout)
+    return out if weighted is None else weighted(out, dout)
 
 
 def _hand(result, names) -> dict:
@@ -285,17 +302,84 @@ class _Returned(Exception):
         self.kind = kind
 
 
+#: seconds a student's function may run: below nbgrader's cell timeout (30 s by default), so an endless loop
+#: ends in this feedback, not in nbgrader's interrupt
+TIMEOUT = 10.0
+#: at most this many characters of what a student's code prints or raises are kept (a loop of prints is feedback
+#: of a few lines, not a page of megabytes)
+LIMIT = 4000
+
+
+class _TimedOut(BaseException):
+    """Raised in the student's code when its time is up (a BaseException: a bare ``except Exception`` in the
+    student's code cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Stop the block after ``seconds`` (SIGALRM; only in the main thread of a Unix process, else no limit)."""
+    import signal
+    import threading
+    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimedOut()
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+class _Capped(io.TextIOBase):
+    """A text stream that keeps the first :data:`LIMIT` characters and counts the rest."""
+
+    def __init__(self):
+        self._parts, self._kept, self._cut = [], 0, 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        text = str(text)
+        room = LIMIT - self._kept
+        if room > 0:
+            self._parts.append(text[:room])
+            self._kept += min(room, len(text))
+        self._cut += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def getvalue(self) -> str:
+        tail = f"\n… ({self._cut} more characters not kept)" if self._cut else ""
+        return "".join(self._parts) + tail
+
+
+def _cut(text: str, limit: int = LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f" … ({len(text) - limit} more characters)"
+
+
+def _distinct(texts: list, most: int = 10) -> list:
+    """The first ``most`` distinct texts (a warning raised in a loop is said once), and how many more."""
+    seen = list(dict.fromkeys(texts))
+    return seen[:most] + ([f"… and {len(seen) - most} more distinct warnings"] if len(seen) > most else [])
+
+
 def _student_trace(exc: BaseException) -> str:
     """The student's error, with the frames of their own code only (the grader's frames say nothing to them)."""
     tb = traceback.extract_tb(exc.__traceback__)
     mine = __file__
     frames = [f for f in tb if f.filename != mine]
     where = f" (line {frames[-1].lineno}: {frames[-1].line})" if frames and frames[-1].line else ""
-    return f"your code raised {type(exc).__name__}: {exc}{where}"
+    return f"your code raised {type(exc).__name__}: {_cut(str(exc), 1000)}{_cut(where, 300)}"
 
 
 def grade(reference, student_fn, inputs: dict, *, names=None, dout=None, call=None, framework: str = "engine",
-          rtol: float = 1e-5, atol: float = 1e-8, label: str | None = None) -> Result:
+          rtol: float = 1e-5, atol: float = 1e-8, label: str | None = None, timeout: float | None = TIMEOUT) -> Result:
     """Grade ``student_fn`` against the tape of ``reference`` and return a :class:`Result` (never raises for
     the student's mistakes; :func:`check` is the test-cell form).
 
@@ -317,6 +401,9 @@ def grade(reference, student_fn, inputs: dict, *, names=None, dout=None, call=No
             ``student_fn(**{name: values[name] for name in inputs})``.
         framework: ``"engine"`` (this package's tape) or ``"torch"`` (real
             PyTorch, recorded by ``adv.torch.record``).
+        timeout: seconds the student's function may run; an endless loop is
+            stopped and becomes the feedback ``error(timeout)`` (None: no
+            limit; the limit needs the main thread, as a notebook's cells run).
     """
     start = time.perf_counter()
     label = label or getattr(student_fn, "__name__", "backward")
@@ -325,10 +412,10 @@ def grade(reference, student_fn, inputs: dict, *, names=None, dout=None, call=No
         warnings.simplefilter("always")
         forward = _Forward(reference, inputs, dout, framework)
         values = forward.student_values()
-        err = io.StringIO()
+        err, out_text = _Capped(), _Capped()
         spent = time.perf_counter() - start
         try:
-            with contextlib.redirect_stderr(err):
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out_text), _time_limit(timeout):
                 if call is None:
                     out = student_fn(**{k: values[k] for k in inputs})
                 else:
@@ -336,7 +423,11 @@ def grade(reference, student_fn, inputs: dict, *, names=None, dout=None, call=No
             hand = _hand(out, names)
         except _Returned as exc:
             result.error, result.error_kind = f"your function {exc}", exc.kind
-        except Exception as exc:   # the student's code: every error is feedback
+        except _TimedOut:
+            result.error = (f"your function did not return within {timeout:g} s (an endless loop?); "
+                            "it was stopped.")
+            result.error_kind = "error(timeout)"
+        except (Exception, SystemExit) as exc:   # the student's code: every error is feedback
             result.error, result.error_kind = _student_trace(exc), f"error({type(exc).__name__})"
         restart = time.perf_counter()
         if result.error is None:
@@ -350,8 +441,8 @@ def grade(reference, student_fn, inputs: dict, *, names=None, dout=None, call=No
                 given = {k: hand[k] for k in wanted if k in hand and hand[k] is not None}
                 missing = [k for k in wanted if k not in given]
                 result.comparison = _with_missing(forward, given, missing, rtol, atol)
-        result.stderr = err.getvalue()
-    result.warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+        result.stderr, result.stdout = err.getvalue(), out_text.getvalue()
+    result.warnings = _distinct([f"{w.category.__name__}: {_cut(str(w.message), 300)}" for w in caught])
     result.seconds = spent + time.perf_counter() - restart
     return result
 
@@ -378,7 +469,8 @@ def _with_missing(forward: _Forward, given: dict, missing: list, rtol, atol) -> 
 
 def check(reference, student_fn, inputs: dict, *, points: float | None = None, partial: bool = False,
           names=None, dout=None, call=None, framework: str = "engine", rtol: float = 1e-5, atol: float = 1e-8,
-          label: str | None = None, records=None, student: str | None = None, show: bool = True):
+          label: str | None = None, records=None, student: str | None = None, show: bool = True,
+          timeout: float | None = TIMEOUT, assignment: str | None = None):
     """The test-cell check: grade, show what is wrong, raise on a mistake (see the module docstring).
 
     Arguments as :func:`grade`, and:
@@ -391,6 +483,8 @@ def check(reference, student_fn, inputs: dict, *, points: float | None = None, p
             :func:`autodiff_viz.grading.records.records_folder`, only when a
             grader runs the notebook).
         student: the student's id for the record (default: from the folder).
+        assignment: the assignment's name for the record (default: nbgrader's
+            folder, else ``ADV_GRADING_ASSIGNMENT``).
         show: display the table and the marked graph when something is wrong.
 
     Returns:
@@ -402,8 +496,8 @@ def check(reference, student_fn, inputs: dict, *, points: float | None = None, p
     from . import feedback
     from .records import write_record
     result = grade(reference, student_fn, inputs, names=names, dout=dout, call=call, framework=framework,
-                   rtol=rtol, atol=atol, label=label)
-    write_record(result, records, student)
+                   rtol=rtol, atol=atol, label=label, timeout=timeout)
+    write_record(result, records, student, assignment)
     if show:
         feedback.display(result)
     if partial:

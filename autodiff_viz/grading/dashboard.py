@@ -36,24 +36,32 @@ def _kind(text: str) -> Kind:
     return Kind(name, tuple(a.strip() for a in rest.rstrip(")").split(",")) if rest else ())
 
 
+def _phrase(kind: str) -> str:
+    """The kind in words (an endless loop stopped by the check's time limit is not an exception of the code's)."""
+    if kind == "error(timeout)":
+        return "the code did not return in time (an endless loop?)"
+    return _kind(kind).phrase
+
+
 def summary(records: list, label: str | None = None) -> dict:
     """The counts behind the page.
 
     Returns ``{"label", "students", "all_right", "per_gradient": {name: [right, graded]},
-    "first_kinds": Counter(kind), "mistakes": [(count, kind, node)], "examples": {(kind, node): check}}``;
+    "first_kinds": Counter(kind), "mistakes": [(count, kind, node)], "examples": {(kind, node): check},
+    "no_gradients": int}`` (``no_gradients``: submissions with no row, whose code raised or returned none);
     ``mistakes`` counts students per root mistake (kind at node), most common first.
     """
     labels = Counter(k for r in records for k in r["checks"])
     if label is None:
         if not labels:
             return {"label": None, "students": 0, "all_right": 0, "per_gradient": {}, "first_kinds": Counter(),
-                    "mistakes": [], "examples": {}}
+                    "mistakes": [], "examples": {}, "no_gradients": 0}
         label = labels.most_common(1)[0][0]
     per_gradient: dict = {}
     first_kinds: Counter = Counter()
     mistakes: Counter = Counter()
     examples: dict = {}
-    students = all_right = 0
+    students = all_right = no_gradients = 0
     for rec in records:
         check = rec["checks"].get(label)
         if check is None:
@@ -73,11 +81,22 @@ def summary(records: list, label: str | None = None) -> dict:
                 seen.add((row["kind"], name))
                 mistakes[(row["kind"], name)] += 1
                 examples.setdefault((row["kind"], name), check)
-        if not rows and check.get("error_kind"):
-            mistakes[(str(check["error_kind"]), "—")] += 1
+        if not rows:
+            no_gradients += 1
+            if check.get("error_kind"):
+                mistakes[(str(check["error_kind"]), "—")] += 1
     ranked = sorted(((c, k, n) for (k, n), c in mistakes.items()), key=lambda t: (-t[0], t[1], t[2]))
     return {"label": label, "students": students, "all_right": all_right, "per_gradient": per_gradient,
-            "first_kinds": first_kinds, "mistakes": ranked, "examples": examples}
+            "first_kinds": first_kinds, "mistakes": ranked, "examples": examples, "no_gradients": no_gradients}
+
+
+def _no_rows(s: dict) -> str:
+    """A sentence on the submissions that count in no gradient's row (their code raised, or returned no gradients)."""
+    none = s.get("no_gradients", 0)
+    if not none:
+        return ""
+    return (f" {none} returned no gradients to compare (an error, an endless loop, or the wrong number of "
+            "values): they count in no gradient's row below.")
 
 
 def _example_picture(check: dict) -> str:
@@ -107,7 +126,7 @@ def page(records: list, label: str | None = None, title: str = "Backprop assignm
            "<body style='font-family:sans-serif;max-width:1000px;margin:16px auto;padding:0 12px'>",
            f"<h1 style='font-size:22px'>{esc(title)}</h1>",
            f"<p id='overview'>Graded: <b>{s['students']}</b> submissions of <code>{esc(str(s['label']))}</code>; "
-           f"all gradients right: <b>{s['all_right']}</b> ({100 * s['all_right'] / n:.0f}%).</p>",
+           f"all gradients right: <b>{s['all_right']}</b> ({100 * s['all_right'] / n:.0f}%).{_no_rows(s)}</p>",
            "<h2 style='font-size:18px'>Each gradient</h2>",
            "<table id='per-gradient' style='border-collapse:collapse'><thead><tr>"
            + "".join(f"<th style='{_HEAD}'>{h}</th>" for h in ("gradient", "right", "of", "share"))
@@ -120,7 +139,7 @@ def page(records: list, label: str | None = None, title: str = "Backprop assignm
     for count, kind, node in s["mistakes"]:
         where = "" if node == "—" else f" at <code>{esc(node)}</code>"
         out.append(f"<li><b>{100 * count / n:.0f}%</b> ({count}) — <code>{esc(kind)}</code>{where}: "
-                   f"{esc(_kind(kind).phrase)}</li>")
+                   f"{esc(_phrase(kind))}</li>")
     out.append("</ol><h2 style='font-size:18px'>One example of each (anonymised)</h2>")
     drawn = 0
     for count, kind, node in s["mistakes"]:
@@ -128,7 +147,8 @@ def page(records: list, label: str | None = None, title: str = "Backprop assignm
         if picture:
             drawn += 1
             out.append(f"<figure style='margin:12px 0;border:1px solid #ddd;padding:6px'><figcaption>"
-                       f"<code>{esc(kind)}</code> at <code>{esc(node)}</code> ({count} students)</figcaption>"
+                       f"<code>{esc(kind)}</code> at <code>{esc(node)}</code> "
+                       f"({count} student{'' if count == 1 else 's'})</figcaption>"
                        f"<div style='max-width:100%;overflow:hidden'>{picture}</div></figure>")
     if needs_help:
         out.append("<h2 style='font-size:18px'>Who to help first</h2><table id='students' "

@@ -113,9 +113,13 @@ def result_html(result, with_picture: bool = True, renderer: str = "builtin") ->
         noise = [*result.warnings] + ([result.stderr.strip()] if result.stderr.strip() else [])
         parts.append("<p style='color:#8a4500;margin:4px 0'>Kept off stderr (so they cost no points): "
                      + "; ".join(html.escape(n) for n in noise) + "</p>")
-    if result.comparison is not None and len(result.comparison):
+    if getattr(result, "stdout", ""):
+        parts.append("<p style='margin:4px 0'>Your code printed:</p><pre style='white-space:pre-wrap;"
+                     "max-height:12em;overflow:auto;background:#f6f6f6;padding:4px;margin:4px 0'>"
+                     + html.escape(result.stdout) + "</pre>")
+    if result.comparison is not None and len(result.comparison) and not result.ok:   # the table only when wrong
         parts.append(table_html(result.comparison.rows, result.kinds))
-        if with_picture and not result.ok:
+        if with_picture:
             parts.append("<p style='margin:4px 0'>The backward graph: red is wrong, green is right, "
                          "grey was not asked.</p>")
             parts.append(f"<div style='max-width:100%;overflow:hidden'>{picture(result.comparison, renderer)}</div>")
@@ -128,7 +132,9 @@ def result_text(result) -> str:
     lines = [result.message()]
     if result.warnings:
         lines.append("Warnings kept off stderr: " + "; ".join(result.warnings))
-    if result.comparison is not None and len(result.comparison):
+    if getattr(result, "stdout", ""):
+        lines.append("Your code printed:\n" + result.stdout.rstrip())
+    if result.comparison is not None and len(result.comparison) and not result.ok:
         for r, k in zip(result.comparison.rows, result.kinds):
             lines.append(f"  {'→' if r is result.comparison.first_wrong else ' '} {r.name:<12} {r.status:<8} {k}")
     return "\n".join(lines)
@@ -147,7 +153,7 @@ class _Shown:
 
 def display(result) -> None:
     """Show the feedback where the cell runs: HTML in a notebook, text elsewhere; nothing when all is right."""
-    if result.ok and not result.warnings and not result.stderr:
+    if result.ok and not result.warnings and not result.stderr and not getattr(result, "stdout", ""):
         return
     try:
         from IPython import get_ipython

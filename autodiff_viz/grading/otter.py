@@ -29,12 +29,15 @@ collected so far — the most common mistakes by kind and node.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from .records import ENV, read_records, safe_name
+
+PLUGIN = "autodiff_viz.grading.otter.RecordsPlugin"
 
 
 def test(env: dict, assignment: str, seed: int = 0, function: str | None = None) -> None:
@@ -48,7 +51,8 @@ def test(env: dict, assignment: str, seed: int = 0, function: str | None = None)
     fn = env.get(name)
     if not callable(fn):
         raise AssertionError(f"define a function {name}(...) in the notebook: the test calls it.")
-    assignments.grade_with(assignment, fn, seed, show=False)
+    assignments.grade_with(assignment, fn, seed, show=False,
+                           assignment=os.environ.get("ADV_GRADING_ASSIGNMENT") or assignment)
 
 
 try:
@@ -85,11 +89,18 @@ class RecordsPlugin(AbstractOtterPlugin):
     def after_grading(self, results):
         if self._folder is None:
             return
+        data = {}
         for rec in Path(self._folder).rglob("*.json"):
             target = self.records / rec.parent.name / f"{safe_name(self._student())}.json"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(rec, target)
             self.collected.append(target)
+            try:
+                data[rec.parent.name] = json.loads(rec.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                pass
+        if hasattr(results, "set_plugin_data"):       # also in Otter's results (results.pkl travels out of a
+            results.set_plugin_data(PLUGIN, data)     # container; GradingResults.get_plugin_data(PLUGIN))
         shutil.rmtree(self._folder, ignore_errors=True)
         os.environ.pop(ENV, None)
         os.environ.pop("ADV_GRADING_STUDENT", None)

@@ -85,14 +85,36 @@ def _valid_check(rec) -> bool:
     return True
 
 
+def _from_gradescope(data, path: Path):
+    """A Gradescope ``results.json`` written by :mod:`.gradescope` as a record (each test's ``extra_data``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
+        return data
+    meta = (data.get("extra_data") or {}).get("autodiff_viz") if isinstance(data.get("extra_data"), dict) else None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return data
+    checks = {}
+    for test in data["tests"]:
+        rec = test.get("extra_data") if isinstance(test, dict) else None
+        if isinstance(rec, dict) and isinstance(rec.get("label"), str):
+            checks[rec["label"]] = rec
+    return {"format": FORMAT, "student": str(meta.get("student") or path.parent.name),
+            "assignment": str(meta.get("assignment") or ""), "checks": checks}
+
+
 def read_records(folder) -> list[dict]:
-    """Every record under ``folder`` (``*.json``, recursively) that has the record's shape, sorted by path."""
+    """Every record under ``folder`` (``*.json``, recursively) that has the record's shape, sorted by path.
+
+    Gradescope ``results.json`` files written by :mod:`.gradescope` count too
+    (the record is each test's ``extra_data``; the student is the one named in
+    them, else the file's folder).
+    """
     out = []
     for path in sorted(Path(folder).rglob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        data = _from_gradescope(data, path)
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("checks"), dict):
             continue
         checks = {str(k): v for k, v in data["checks"].items() if _valid_check(v)}

@@ -196,7 +196,8 @@ def classify(row, ctx: _Context) -> Kind:
             return Kind("missing_batch_sum")
         if h.ndim == 2 and h.shape == t.shape[::-1] and _close(h.T, t, rtol, atol):
             return Kind("transpose")
-        return Kind("shape")
+        other = _swapped_with(row, h, ctx)
+        return Kind("shape") if other is None else Kind("swapped", (row.name, other))
     if _close(h, -t, rtol, atol):
         return Kind("sign")
     k = _scale(h, t, rtol, atol)
@@ -204,11 +205,9 @@ def classify(row, ctx: _Context) -> Kind:
         return Kind("scale", (number(k),))
     if h.ndim == 2 and h.shape[0] == h.shape[1] and _close(h.T, t, rtol, atol):
         return Kind("transpose")
-    for other in ctx.rows:
-        if other is not row and other.tape_value is not None:
-            ot = np.asarray(other.tape_value, dtype=np.float64)
-            if ot.shape == h.shape and _close(h, ot, rtol, atol) and not _close(ot, t, rtol, atol):
-                return Kind("swapped", (row.name, other.name))
+    other = _swapped_with(row, h, ctx)
+    if other is not None:
+        return Kind("swapped", (row.name, other))
     reached, ops = ctx.above(row.node)
     wrong_above = [r for r in reached if r != "target" and not r.ok]
     if wrong_above:
@@ -219,6 +218,22 @@ def classify(row, ctx: _Context) -> Kind:
     if reached and len(ops) == 1:
         return Kind("wrong_local_factor", (next(iter(ops)),))
     return Kind("wrong")
+
+
+def _swapped_with(row, h, ctx: _Context):
+    """The name of another row whose tape gradient ``h`` is (``dW`` returned as ``db``), else None.
+
+    Shapes may differ from the row's own (two gradients of different shapes
+    swapped in a returned tuple); the other's must match ``h`` exactly.
+    """
+    t = np.asarray(row.tape_value, dtype=np.float64)
+    for other in ctx.rows:
+        if other is row or other.tape_value is None:
+            continue
+        ot = np.asarray(other.tape_value, dtype=np.float64)
+        if ot.shape == h.shape and _close(h, ot, ctx.rtol, ctx.atol) and not _close(ot, t, ctx.rtol, ctx.atol):
+            return other.name
+    return None
 
 
 def _lost_path(h, t, node_id, ctx: _Context):

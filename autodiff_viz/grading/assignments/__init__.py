@@ -6,14 +6,16 @@ names of the gradients it returns (``NAMES``), and the notebook's text: the
 starter code and the solution between nbgrader's ``### BEGIN SOLUTION``
 markers. ``grade(student_fn)`` is the test cell's one line.
 
-Why they ship inside the package: an instructor module holds no answer. The
-gradients a student is judged against come from the tape run over the
-forward, which the assignment gives the student anyway; so a student who
-reads ``autodiff_viz/grading/assignments/affine.py`` learns nothing they were
-not told, and nbgrader's feedback page — which shows hidden test code —
-shows only ``assignment.grade(affine_backward, seed=1)``. The solution exists
-only in the instructor's source notebook (:func:`source_notebook`), which
-``nbgrader generate_assignment`` strips.
+What grading needs of an assignment is its forward, its data and its call:
+the gradients a student is judged against come from the tape run over the
+forward, so nbgrader's feedback page — which shows hidden test code — shows
+only ``assignment.grade(affine_backward, seed=1)``, no line of a solution,
+and the released notebook has none (``nbgrader generate_assignment`` strips
+the source notebook's, :func:`source_notebook`). These ready assignments are
+public teaching material, like CS231n's: ``SOLUTION`` ships with them (to
+write the source notebook), and a student with the package can read it. A
+course whose solutions must stay secret writes its own instructor module
+with the forward only (docs/teaching.md, "Your own assignment").
 
 =================  =========================================================  ============
 module             the student writes                                         CS231n A2 /

@@ -47,12 +47,28 @@ def inputs(seed: int = 0):
     return {"x": x, "onehot": np.eye(c)[y]}, y
 
 
+def _check_loss(loss, right: float) -> None:
+    """The loss value counts too (CS231n checks it): a wrong one is feedback, ``returned(wrong loss)``."""
+    from ..check import _Returned
+    try:
+        value = float(np.asarray(loss, dtype=np.float64).reshape(()))
+    except (TypeError, ValueError):
+        raise _Returned(f"returned a loss that is not one number ({type(loss).__name__}); return loss, dx.",
+                        "returned(wrong loss)") from None
+    if not np.isclose(value, right, rtol=1e-6, atol=1e-10):
+        raise _Returned(f"returned the loss {value:.6g}; the mean cross-entropy of these scores is {right:.6g}.",
+                        "returned(wrong loss)")
+
+
 def spec(seed: int = 0) -> dict:
     data, y = inputs(seed)
 
     def call(fn, v):
         out = fn(v["x"], y.copy())
-        return {"x": out[1]} if isinstance(out, (tuple, list)) and len(out) == 2 else out
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            return out                       # the check says what is wrong with what was returned
+        _check_loss(out[0], float(v["loss"]))
+        return {"x": out[1]}
 
     return {"reference": reference, "inputs": data, "names": NAMES, "call": call}
 
