@@ -339,17 +339,7 @@ def _plumbing(tr, lay) -> list:
     return out
 
 
-@pytest.mark.parametrize("torch_case", [
-    "distilbert",
-    pytest.param("bart", marks=pytest.mark.xfail(strict=True, reason=(
-        "the buffer final_logits_bias is drawn twice at the top level: as state, and again as its .to() op "
-        "titled 'final_logits_bias' feeding lm_head.add"))),
-    pytest.param("gptneo", marks=pytest.mark.xfail(strict=True, reason=(
-        "the attention mask GPTNeoModel.forward builds is drawn as 13 loose top-level boxes without gradient "
-        "before the blocks: arange ×3, transformer.add ×3, transformer….unsqueeze, transformer…[…] ×2, "
-        "transformer….le, transformer….expand, zeros, transformer….where"))),
-    "mobilevit", "learner",
-], indirect=True)
+@pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
 def test_torch_the_default_figure_draws_the_architecture_not_the_mask_plumbing(torch_case):
     c = torch_case
     assert not _plumbing(c.tr, folding.layout(c.tr))
@@ -361,16 +351,7 @@ def test_torch_the_default_figure_fits_the_notebook(torch_case):
     assert _readable(c.tr) >= render.MIN_LABEL_PX
 
 
-@pytest.mark.parametrize("torch_case", [
-    "distilbert", "bart",
-    pytest.param("gptneo", marks=pytest.mark.xfail(strict=True, reason=(
-        "the causal / local-window mask built in GPTNeoModel.forward is drawn as loose top-level boxes titled by "
-        "the library op: 'arange' (3 times) and 'zeros', beside 'transformer.add', 'transformer….where' …"))),
-    pytest.param("mobilevit", marks=pytest.mark.xfail(strict=True, reason=(
-        "the global pooling torch.mean(..., dim=[-2, -1]) in MobileViTModel.forward is a top-level box titled "
-        "'mean' between mobilevit.conv_1x1_exp and dropout"))),
-    "learner",
-], indirect=True)
+@pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
 def test_torch_no_box_is_named_by_a_library_op(torch_case):
     c = torch_case
     assert not _op_named_nodes(c.tr, folding.layout(c.tr))
@@ -501,10 +482,6 @@ def test_learner_the_residual_blocks_say_where_the_gradient_splits(torch_case):
     assert "made of Residual × 3" in _repeat_label(tr, "blocks (Sequential)")      # the stage, folded
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the 'Residual × 3' box's label is 'blocks.0 … blocks.2', the shape, ḡ, '‖ḡ‖ each', '18 weights, 3,552 "
-    "parameters' and 'state (no gradient)': no 'made of' line, so what the learner's own Residual class is made "
-    "of (conv1, bn1, conv2, bn2) shows only once an instance is opened"))
 @pytest.mark.parametrize("torch_case", ["learner"], indirect=True)
 def test_learner_the_residual_times_three_box_says_what_it_is_made_of(torch_case):
     c = torch_case
@@ -638,18 +615,7 @@ KERAS_PARTS = {
 }
 
 
-@pytest.mark.parametrize("keras_case", [
-    "vgg16",
-    pytest.param("resnet50v2", marks=pytest.mark.xfail(strict=True, reason=(
-        "conv2_block3, conv3_block4 and conv4_block6 are each drawn as two boxes titled alike, with the shortcut "
-        "MaxPooling2D Keras leaves unnamed (max_pooling2d_N) as a top-level box "
-        "between them: the block's preactivation is cut off from the rest of the block"))),
-    pytest.param("mobilenetv3small", marks=pytest.mark.xfail(strict=True, reason=(
-        "the blocks are not grouped: expanded_conv_3_expand, expanded_conv_3_depthwise, "
-        "expanded_conv_3_squeeze_excite and the unnamed activations (activation_N, re_lu_N) are top-level boxes "
-        "beside expanded_conv_3, and 'expanded_conv_1' is no box at all; 1395 nodes give 60 boxes only with a "
-        "'fold' box of 558 nodes and two notes"))),
-], indirect=True)
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget(keras_case):
     c = keras_case
     lay = folding.layout(c.tr)
@@ -664,12 +630,7 @@ def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget
     assert _fits(lay), (len(lay.boxes), lay.notes)
 
 
-@pytest.mark.parametrize("keras_case", [
-    "vgg16", "resnet50v2",
-    pytest.param("mobilenetv3small", marks=pytest.mark.xfail(strict=True, reason=(
-        "the hard-swish / hard-sigmoid arithmetic between the blocks' layers is drawn as four loose top-level op "
-        "nodes titled 'Mul'"))),
-], indirect=True)
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_no_box_is_named_by_a_library_op(keras_case):
     c = keras_case
     assert not _op_named_nodes(c.tr, folding.layout(c.tr))
@@ -835,10 +796,6 @@ def test_siamese_both_inputs_are_named_and_flow_into_the_shared_layer(siamese):
         assert any(lay.owner[e.dst] == embed.id for e in tr.edges_from(n.id))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "with the optimizer made inside the recording (keras.optimizers.SGD(0.1) in the same cell), the default "
-    "figure's first box is a group titled 'sgd_N' (the optimizer's name) holding one 'Cast' op that has no "
-    "edge at all and no gradient: the optimizer's construction, which the loss does not depend on"))
 def test_siamese_an_optimizer_made_inside_the_recording_is_not_drawn_in_the_losss_figure():
     rng = np.random.default_rng(0)
     x_left, x_right = (tf.constant(rng.random((4, 6)).astype("float32")) for _ in range(2))

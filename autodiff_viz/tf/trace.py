@@ -200,7 +200,9 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
 
     notes = []
     target_node = owner.get(target._id)
-    if src is None:
+    linked = {x.id for _, _, _, a, b, _ in raw_edges for x in (a, b)}     # an op that reads nothing recorded and
+    nodes = [n for n in nodes if n.kind != "op" or n.id in linked or n is target_node]   # feeds nothing (an
+    if src is None:                                       # optimizer's Cast of its learning rate) is no step here
         source_ids = [n.id for n in nodes if n.kind in ("variable", "watched")]
     else:
         source_ids = []

@@ -199,7 +199,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
 
     named_by = OpNames(_module_name)
     per_scope = Counter(op.scope for op in ops)
-    outer = {op.scope.rsplit("/", 1)[0] for op in ops if "/" in op.scope}      # scopes with modules inside
+    outer = {op.scope[:k] for op in ops for k, ch in enumerate(op.scope) if ch == "/"}    # scopes with modules inside
     for op in ops:
         for t in op.inputs:
             if id(t) not in owner:

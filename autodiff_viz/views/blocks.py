@@ -75,7 +75,8 @@ def _nest(names, depth) -> dict:
 
     A run of consecutive names with the same next token is one block, named by the run's longest common token
     prefix (``conv1_conv, conv1_bn, conv1_relu`` → ``conv1``). No block is made where it would only be a list
-    of numbered instances (``conv2_block1_…`` … ``conv2_block6_…``; MobileNetV2's ``block_1_…`` …): its
+    of numbered instances (``conv2_block1_…`` … ``conv2_block6_…``; MobileNetV2's ``block_1_…`` …, also when the
+    first instance has no number, MobileNetV3's ``expanded_conv_…``, ``expanded_conv_1_…``): its
     instances are the blocks, side by side, so that blocks of one structure in a row fold as "× N". Nor where
     the run is all of ``names`` (``convnext_tiny_…``: the parent itself). A block still crowded (more than
     :data:`BLOCKS_ABOVE` layers) is split again the same way (EfficientNet's ``block2a`` → ``block2a_expand``,
@@ -97,8 +98,16 @@ def _nest(names, depth) -> dict:
         while all(len(toks[n]) > k for n in run) and len({toks[n][k] for n in run}) == 1:
             k += 1
         nexts = [toks[n][k] if len(toks[n]) > k else "" for n in run]
-        if len(run) == len(names) or all(any(c.isdigit() for c in t) for t in nexts):
+        numbered = [any(c.isdigit() for c in t) for t in nexts]
+        if len(run) == len(names) or all(numbered):
             out.update(_nest(run, k))
+            continue
+        first = numbered.index(True) if any(numbered) else 0
+        if first >= 2 and all(numbered[first:]) and len(set(nexts[first:])) > 1:
+            # a numbered list whose first instance has no number (MobileNetV3: expanded_conv_depthwise …,
+            # expanded_conv_1_expand …, expanded_conv_2_…): that one is a block, the numbered ones are theirs
+            out.update({n: (_prefix(run[0], k),) for n in run[:first]})
+            out.update(_nest(run[first:], k))
             continue
         inner = _nest(run, k) if len(run) > BLOCKS_ABOVE else {}
         block = _prefix(run[0], k)
@@ -106,12 +115,31 @@ def _nest(names, depth) -> dict:
     return out
 
 
-def name_blocks(scopes) -> dict:
+def _snake(name: str) -> str:
+    """A class name as Keras names its layers by default: ``ReLU`` → ``re_lu``, ``MaxPooling2D`` → ``max_pooling2d``."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _auto_named(kinds: dict):
+    """Whether a scope segment is a layer named only after its class (``activation_3`` of an ``Activation``):
+    a name that says nothing of the block it belongs to."""
+    def auto(segment: str) -> bool:
+        cls = kinds.get(segment)
+        return bool(cls) and re.fullmatch(re.escape(_snake(cls)) + r"(_\d+)?", segment) is not None
+    return auto
+
+
+def name_blocks(scopes, auto=lambda segment: False) -> dict:
     """``{(parent parts, child): its blocks, outermost first}`` for the children of a crowded scope.
 
     ``scopes``: each op's scope split into parts, in tape order. Only under a parent with more than
     :data:`BLOCKS_ABOVE` distinct children (a flat functional model) are the children grouped, by the common
-    prefixes of their names (:func:`_nest`), so a small model's layers stay its boxes.
+    prefixes of their names (:func:`_nest`), so a small model's layers stay its boxes. A child named only after
+    its class (``auto``: Keras' ``activation_3``, ``re_lu_5``, ResNet50V2's shortcut ``max_pooling2d``) takes no
+    part in the names — it neither makes a block nor cuts one in two — and lies in the block of the children
+    before and after it when they share one (a block's activation), else outside any (``flatten`` after VGG's
+    ``block5``).
     """
     children: dict = {}
     for parts in scopes:
@@ -122,7 +150,16 @@ def name_blocks(scopes) -> dict:
     for parent, kids in children.items():
         if len(kids) <= BLOCKS_ABOVE:
             continue
-        nested = _nest(sorted(kids, key=kids.get), 0)
+        order = sorted(kids, key=kids.get)
+        nested = _nest([c for c in order if not auto(c)], 0)
+        for i, c in enumerate(order):
+            if auto(c):
+                before = next((nested[x] for x in reversed(order[:i]) if x in nested), ())
+                after = next((nested[x] for x in order[i + 1:] if x in nested), ())
+                k = 0
+                while k < min(len(before), len(after)) and before[k] == after[k]:
+                    k += 1
+                nested[c] = before[:k]
         out.update({(parent, c): b for c, b in nested.items() if b})
     return out
 
@@ -136,7 +173,7 @@ def segments(trace, ops) -> dict:
     it: a block's residual addition is part of the block, and the block is not cut in two runs by it.
     """
     scopes = {n.id: n.scope.split("/") if n.scope else [] for n in ops}
-    named = name_blocks(scopes[n.id] for n in ops)
+    named = name_blocks((scopes[n.id] for n in ops), _auto_named(getattr(trace, "kinds", {})))
     out: dict = {}
     prev = None
     for n in ops:
@@ -162,6 +199,45 @@ def segments(trace, ops) -> dict:
             seg = seg + around[:fed]
         out[n.id] = seg
         prev = seg
+    for nid, title in made_without_gradient(trace, ops).items():
+        out[nid] = out[nid] + [("constant", title)]
+    return out
+
+
+def made_without_gradient(trace, ops) -> dict:
+    """``{op id: title}`` for ops computed from no data and no weight — only from constants, state and each
+    other — that carry no gradient: the plumbing a model builds beside its layers (GPT-Neo's causal mask from
+    ``arange``, ``le`` and ``where``; position ids; a buffer cast with ``.to()``). Each run of them in one scope
+    is one box, titled by its ops, ``arange, add, le … (no gradient)``, instead of a row of loose op boxes.
+
+    Only with a target (where ḡ says what carries a gradient); named inputs (``labels``, ``x``) are data, so
+    what is made from them stays drawn.
+    """
+    if trace.target is None:
+        return {}
+    free: set = set()
+    for n in ops:
+        if n.grad is not None or n.id == trace.target:
+            continue
+        if all(src.id in free if src.kind == "op" else
+               src.kind == "state" or src.kind == "constant" and (not src.title or src.title == src.op)
+               for src in (trace.node(e.src) for e in trace.edges_into(n.id))):
+            free.add(n.id)
+    runs: list = []
+    prev = None
+    for n in ops:
+        if n.id not in free:
+            prev = None
+            continue
+        if prev is None or prev.scope != n.scope:
+            runs.append([])
+        runs[-1].append(n)
+        prev = n
+    out = {}
+    for run in runs:
+        names = list(dict.fromkeys(n.op for n in run))
+        title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + " (no gradient)"
+        out.update((n.id, title) for n in run)
     return out
 
 

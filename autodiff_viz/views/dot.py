@@ -457,7 +457,7 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
         if not any(e.differentiable for e in es):
             attrs.update(STYLES["no_grad"])
             attrs["tooltip"] = "; ".join(sorted({e.no_grad_reason for e in es}))
-            if single and view == "backward":
+            if view == "backward" and (single or lay.boxes[s].kind == "node"):   # from one node: its role
                 label = [_no_gradient(trace, es[0])]
         elif trace.target is not None and not any(e.on_path for e in es):
             attrs.update({k: v for k, v in STYLES["off_path"].items() if k != "fillcolor"})

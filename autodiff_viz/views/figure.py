@@ -200,8 +200,8 @@ def box_lines(trace, lay, box, view) -> list:
         shown = ", ".join("–" if v is None else f"{v:.3g}" for v in norms[:6]) + (" …" if len(norms) > 6 else "")
         lines.append(f"‖ḡ‖ each: {_spark(norms)} {shown}")
     lines.extend(_inside(trace, lay, box))
-    if view != "forward" and box.kind == "group":
-        parts = made_of(trace, lay.hierarchy, box.key)
+    if view != "forward" and box.kind in ("group", "repeat"):
+        parts = made_of(trace, lay.hierarchy, rep.groups[0] if rep is not None else box.key)  # a repeat: of one
         if parts:
             lines.append("made of " + parts)
     return lines

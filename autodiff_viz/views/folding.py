@@ -193,6 +193,8 @@ def hierarchy(trace) -> Hierarchy:
                 while k < len(prefix) and k < len(p) and prefix[k] == p[k]:
                     k += 1
                 prefix = prefix[:k]
+        while prefix and groups[prefix[-1]].what == "constant":    # state read by plumbing (a dropout's seed)
+            prefix = prefix[:-1]                                   # stays drawn, its edge saying so
         paths[n.id] = prefix or ()
     loops = _find_loops(trace, groups, paths)
     repeats = blocks.find_repeats(trace, groups, paths)
