@@ -140,41 +140,52 @@ class Comparison:
         return iter(self.rows)
 
     # ----- text and HTML --------------------------------------------------
-    def _verdict(self) -> str:
+    def _verdict(self, kinds=None) -> str:
         bad = self.first_wrong
         if bad is None:
             return f"All {len(self.rows)} hand gradients match the tape."
         if bad.status == "lost":
             return f"Not judged: {bad.name}. {bad.message}"
-        text = f"First wrong along the backward pass: {bad.name}. {bad.message}"
+        kind = (kinds or self.kinds())[self.rows.index(bad)]
+        text = f"First wrong along the backward pass: {bad.name} ({kind}). {bad.message}"
         if bad.factors:
             text += " The tape's factors out of it: " + "; ".join(bad.factors) + "."
         return text
 
+    def _kind_texts(self, kinds) -> list:
+        """The kind column: each row's own mistake, ``follows`` where a wrong row above explains it."""
+        own = mistakes.roots(self, kinds)
+        return [str(k) if mine or r.ok else "follows" for r, k, mine in zip(self.rows, kinds, own)]
+
     def __str__(self):
-        head = ("", "intermediate", "status", "shape (hand / tape)", "max |diff|", "max rel diff")
-        body = [(("→" if r is self.first_wrong else ""), r.name, r.status,
-                 f"{r.hand_shape} / {r.tape_shape}", _fmt(r.max_abs), _fmt(r.max_rel)) for r in self.rows]
+        kinds = self.kinds()
+        shown = self._kind_texts(kinds)
+        head = ("", "intermediate", "status", "kind", "shape (hand / tape)", "max |diff|", "max rel diff")
+        body = [(("→" if r is self.first_wrong else ""), r.name, r.status, k,
+                 f"{r.hand_shape} / {r.tape_shape}", _fmt(r.max_abs), _fmt(r.max_rel))
+                for r, k in zip(self.rows, shown)]
         widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
         lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *body]]
-        return "\n".join(lines + ["", self._verdict()])
+        return "\n".join(lines + ["", self._verdict(kinds)])
 
     def __repr__(self):
         return f"<Comparison {len(self.rows)} rows, ok={self.ok}>"
 
     def _repr_html_(self) -> str:
         esc = html.escape
+        kinds = self.kinds()
         rows = []
-        for r in self.rows:
+        for r, k in zip(self.rows, self._kind_texts(kinds)):
             first = r is self.first_wrong
             style = f"background:{_COLOURS[r.status]}" + (";font-weight:bold" if first else "")
             rows.append(
                 f"<tr style='{style}'><td>{'→' if first else ''}</td><td><code>{esc(r.name)}</code></td>"
-                f"<td>{esc(r.status)}</td><td>{esc(str(r.hand_shape))} / {esc(str(r.tape_shape))}</td>"
+                f"<td>{esc(r.status)}</td><td>{esc(k)}</td>"
+                f"<td>{esc(str(r.hand_shape))} / {esc(str(r.tape_shape))}</td>"
                 f"<td>{esc(_fmt(r.max_abs))}</td><td>{esc(_fmt(r.max_rel))}</td><td>{esc(r.message)}</td></tr>")
         return ("<div class='adv-comparison'><table><thead><tr><th></th><th>intermediate</th><th>status</th>"
-                "<th>shape (hand / tape)</th><th>max |diff|</th><th>max rel diff</th><th></th></tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table><p>{esc(self._verdict())}</p></div>")
+                "<th>kind</th><th>shape (hand / tape)</th><th>max |diff|</th><th>max rel diff</th><th></th></tr>"
+                f"</thead><tbody>{''.join(rows)}</tbody></table><p>{esc(self._verdict(kinds))}</p></div>")
 
     # ----- the graph --------------------------------------------------------
     def marked_trace(self):

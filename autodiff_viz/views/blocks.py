@@ -235,6 +235,8 @@ def made_without_gradient(trace, ops) -> dict:
         prev = n
     out = {}
     for run in runs:
+        if len(run) == 1 and not trace.edges_into(run[0].id):    # one op made from nothing (net(torch.randn(…))):
+            continue                                              # the data going in, drawn as itself
         names = list(dict.fromkeys(n.op for n in run))
         title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + " (no gradient)"
         out.update((n.id, title) for n in run)
