@@ -205,13 +205,14 @@ def segments(trace, ops) -> dict:
 
 
 def made_without_gradient(trace, ops) -> dict:
-    """``{op id: title}`` for ops computed from no data and no weight — only from constants, state and each
-    other — that carry no gradient: the plumbing a model builds beside its layers (GPT-Neo's causal mask from
-    ``arange``, ``le`` and ``where``; position ids; a buffer cast with ``.to()``). Each run of them in one scope
-    is one box, titled by its ops, ``arange, add, le … (no gradient)``, instead of a row of loose op boxes.
+    """``{op id: title}`` for the plumbing a model builds beside its layers: ops that carry no gradient, computed
+    from no data and no weight — only from constants, state and each other (GPT-Neo's causal mask from
+    ``arange``, ``le`` and ``where``; position ids; a buffer cast with ``.to()``).
 
-    Only with a target (where ḡ says what carries a gradient); named inputs (``labels``, ``x``) are data, so
-    what is made from them stays drawn.
+    Each run of them in one scope is one box, titled by what it makes when that has a name
+    (``final_logits_bias (no gradient)``), else by its ops (``arange, add, le … (no gradient)``), instead of a row
+    of loose op boxes. Only with a target (where ḡ says what carries a gradient). What is made from named inputs
+    (``labels``, ``x``) is data and stays drawn.
     """
     if trace.target is None:
         return {}
@@ -219,9 +220,9 @@ def made_without_gradient(trace, ops) -> dict:
     for n in ops:
         if n.grad is not None or n.id == trace.target:
             continue
-        if all(src.id in free if src.kind == "op" else
-               src.kind == "state" or src.kind == "constant" and (not src.title or src.title == src.op)
-               for src in (trace.node(e.src) for e in trace.edges_into(n.id))):
+        if all(s.id in free if s.kind == "op" else
+               s.kind == "state" or s.kind == "constant" and (not s.title or s.title == s.op)
+               for s in (trace.node(e.src) for e in trace.edges_into(n.id))):
             free.add(n.id)
     runs: list = []
     prev = None
@@ -237,8 +238,12 @@ def made_without_gradient(trace, ops) -> dict:
     for run in runs:
         if len(run) == 1 and not trace.edges_into(run[0].id):    # one op made from nothing (net(torch.randn(…))):
             continue                                              # the data going in, drawn as itself
-        names = list(dict.fromkeys(n.op for n in run))
-        title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + " (no gradient)"
+        last = run[-1].title
+        if last and last != run[-1].op and "…" not in last:      # what it makes has a name: final_logits_bias
+            title = f"{last} (no gradient)"
+        else:                                                    # else what it does: arange, add, le …
+            names = list(dict.fromkeys(n.op.strip("_") for n in run))
+            title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + " (no gradient)"
         out.update((n.id, title) for n in run)
     return out
 
