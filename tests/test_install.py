@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.install
+pytestmark = [pytest.mark.install, pytest.mark.timeout(2400)]     # a framework install and a test file each
 
 ROOT = Path(__file__).resolve().parent.parent
 TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-macos", "tf-nightly")
@@ -56,17 +56,25 @@ def wheel(tmp_path_factory):
     return next(out.glob("*.whl"))
 
 
+def _clean_env(**extra) -> dict:
+    """This process's environment without what would show the venv another copy of the package: a
+    ``PYTHONPATH`` naming the checkout (where ``python -m build`` leaves ``autodiff_viz.egg-info``) makes pip
+    call the package installed already and skip the wheel."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {**env, **extra}
+
+
 def _pip(venv, *args, env=None):
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
                            "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, **(env or {})})
+                          env=_clean_env(**(env or {})))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
 
 def _installed(venv) -> dict:
     done = subprocess.run([str(venv / "bin" / "python"), "-c", DISTRIBUTIONS], capture_output=True, text=True,
-                          check=True, timeout=120)
+                          check=True, timeout=120, cwd=venv, env=_clean_env())
     return json.loads(done.stdout)
 
 
@@ -79,7 +87,7 @@ def _venv_with(tmp_path, *framework):
 
 def _run(venv, code):
     done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=600,
-                          cwd=venv, env={**os.environ, "PYTHONPATH": "", "AUTODIFF_VIZ_PURE": "1"})
+                          cwd=venv, env=_clean_env(AUTODIFF_VIZ_PURE="1"))
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -102,7 +110,7 @@ def _bridge_tests(venv, tmp_path, *files):
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *(str(ROOT / "tests" / f) for f in files)], capture_output=True, text=True,
                           timeout=1800, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": "", "AUTODIFF_VIZ_PURE": "1", "CUDA_VISIBLE_DEVICES": ""})
+                          env=_clean_env(AUTODIFF_VIZ_PURE="1", CUDA_VISIBLE_DEVICES=""))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.strip().splitlines()[-1], done.stdout[-500:]
     return done.stdout
