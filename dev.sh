@@ -112,8 +112,8 @@ setup_python() {  # setup_python EXTRA: a venv with the package and the extra (t
     fi
 }
 
-compiled_is_stale() {  # did a module compiled by setup.py change since it was compiled? (see autodiff_viz/_compiled.py)
-    "$PY" autodiff_viz/_compiled.py
+compiled_is_stale() {  # did a module compiled by setup.py change since it was compiled? (see autodiff_viz/base/compiled.py)
+    "$PY" autodiff_viz/base/compiled.py
 }
 
 # End-to-end files that build whole courses, sites or environments in processes of their own and read the
@@ -187,7 +187,7 @@ case "${1:-tour}" in
             exec "$PY" examples/quickstart.py
         fi
         if [ -n "${HEADLESS:-}" ] || [ "${CI:-}" = true ]; then
-            exec "$PY" -m autodiff_viz.run_notebooks "${OUT:-out/notebooks}"
+            exec "$PY" -m autodiff_viz.tools.run_notebooks "${OUT:-out/notebooks}"
         fi
         lab_args=()
         if [ "$(id -u)" = 0 ]; then lab_args+=(--allow-root); fi   # JupyterLab refuses root without it

@@ -9,8 +9,8 @@ one source: nothing is written twice.
 
 Compiling is optional. Without a C compiler, or with
 ``AUTODIFF_VIZ_PURE=1`` at install time, the package installs as pure
-Python and behaves the same, only slower. ``autodiff_viz/_build.py``
-(written and read by ``autodiff_viz/_compiled.py``) records a hash of each
+Python and behaves the same, only slower. ``autodiff_viz/base/_build.py``
+(written and read by ``autodiff_viz/base/compiled.py``) records a hash of each
 compiled source; at import, a source that changed since (an edit in a
 development checkout) makes the package load every
 module from its ``.py`` instead, with a warning, so a stale extension never
@@ -27,22 +27,23 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 COMPILED = [
-    "autodiff_viz/base/state.py", "autodiff_viz/core/engine.py", "autodiff_viz/core/tensor.py", "autodiff_viz/core/walks.py",
-    "autodiff_viz/core/methods.py", "autodiff_viz/records/tape.py", "autodiff_viz/core/ops/common.py", "autodiff_viz/core/ops/elementwise.py",
-    "autodiff_viz/core/ops/shapes.py", "autodiff_viz/core/ops/reductions.py", "autodiff_viz/core/ops/contractions.py",
-    "autodiff_viz/base/structure.py", "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/table.py",
-    "autodiff_viz/core/rules/elementwise.py", "autodiff_viz/core/rules/shapes.py", "autodiff_viz/core/rules/reductions.py",
-    "autodiff_viz/core/rules/contractions.py", "autodiff_viz/core/rules/nn.py", "autodiff_viz/layers/base.py", "autodiff_viz/layers/dense.py",
-    "autodiff_viz/layers/activations.py", "autodiff_viz/optimizers.py", "autodiff_viz/losses.py",
-    "autodiff_viz/models/model.py", "autodiff_viz/models/trainer.py", "autodiff_viz/models/compiling.py",
-    "autodiff_viz/models/data_adapters.py",
+    "autodiff_viz/base/state.py", "autodiff_viz/core/engine.py", "autodiff_viz/core/tensor.py",
+    "autodiff_viz/core/walks.py", "autodiff_viz/core/methods.py", "autodiff_viz/records/tape.py",
+    "autodiff_viz/core/ops/common.py", "autodiff_viz/core/ops/elementwise.py", "autodiff_viz/core/ops/shapes.py",
+    "autodiff_viz/core/ops/reductions.py", "autodiff_viz/core/ops/contractions.py", "autodiff_viz/base/structure.py",
+    "autodiff_viz/core/nn.py", "autodiff_viz/core/rules/table.py", "autodiff_viz/core/rules/elementwise.py",
+    "autodiff_viz/core/rules/shapes.py", "autodiff_viz/core/rules/reductions.py",
+    "autodiff_viz/core/rules/contractions.py", "autodiff_viz/core/rules/nn.py", "autodiff_viz/layers/base.py",
+    "autodiff_viz/layers/dense.py", "autodiff_viz/layers/activations.py", "autodiff_viz/optimizers.py",
+    "autodiff_viz/losses.py", "autodiff_viz/models/model.py", "autodiff_viz/models/trainer.py",
+    "autodiff_viz/models/compiling.py", "autodiff_viz/models/data_adapters.py",
 ]
 
 
 def _load_record_keeper():
-    """``autodiff_viz/_compiled.py`` (standard library only), loaded by path: it owns ``_build.py``'s format."""
+    """``autodiff_viz/base/compiled.py`` (standard library only), loaded by path: it owns ``_build.py``'s format."""
     spec = importlib.util.spec_from_file_location("_autodiff_viz_compiled",
-                                                  os.path.join(ROOT, "autodiff_viz", "_compiled.py"))
+                                                  os.path.join(ROOT, "autodiff_viz", "base", "compiled.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -11,7 +11,7 @@ gradient is ``None`` can all be shown.
     ...     loss = adv.sum(adv.tanh(w) ** 2)
     >>> tape.gradient(loss, w)
 """
-from ._compiled import use_pure_python_where_stale as _use_pure_python_where_stale
+from .base.compiled import use_pure_python_where_stale as _use_pure_python_where_stale
 
 _use_pure_python_where_stale()      # first: decides whether the compiled hot path is used (see setup.py)
 from .core import tensor as _tensor  # noqa: F401  (first: the other modules build on it)
@@ -61,8 +61,8 @@ from . import backend    # keras.backend's clear_session, floatx
 from . import errors     # tf.errors: TensorFlow's exception classes
 from . import keras      # keras.* and tf.keras.*: the same modules under Keras' top-level names
 from . import image      # tf.image's adjustments
-from . import tf_math as math    # tf.math's names (adv.math.sin, adv.math.reduce_sum)
-from .tf_math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_all, reduce_any, reduce_logsumexp,
+from . import math    # tf.math's names (adv.math.sin, adv.math.reduce_sum)
+from .math import (add_n, clip_by_value, concat, convert_to_tensor, reduce_all, reduce_any, reduce_logsumexp,
                       reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)   # tf.<name>: the same ops
 from .layers import Input, Layer, activations, initializers   # Keras 3's keras.Input, keras.Layer, keras.activations
 # TensorFlow's top-level names (tf.range, tf.gather, tf.cond, tf.device …): each means what TensorFlow means
@@ -86,7 +86,7 @@ from .core.ops.tf_control import (case, cond, control_dependencies, executing_ea
                                   is_tensor, map_fn, no_op, recompute_grad, scan, switch_case, timestamp,
                                   vectorized_map, while_loop)
 from .core.ops.tf_control import print_ as print, tuple_ as tuple  # noqa: A004
-from .tf_math import logical_and, logical_not, logical_or
+from .math import logical_and, logical_not, logical_or
 from .layers.initializers import (Constant as constant_initializer, Ones as ones_initializer,
                                   RandomNormal as random_normal_initializer,
                                   RandomUniform as random_uniform_initializer, Zeros as zeros_initializer)

@@ -40,7 +40,7 @@ from .core import rules as R
 from .core.nn import _class_labels, _numbers
 from .core.rules import nn as RN
 from .core.tensor import Tensor, check_nbytes, constant
-from .serialization import constructor_config
+from .keras_base.serialization import constructor_config
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)

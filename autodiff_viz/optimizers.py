@@ -38,8 +38,8 @@ from .base import interrupts
 from .base.state import user_stacklevel
 from .core.tensor import Tensor, Variable
 from .diagnosis import reasons
+from .keras_base.serialization import constructor_config
 from .records.tape import GradientTape
-from .serialization import constructor_config
 
 
 def _real(value) -> bool:
@@ -283,7 +283,7 @@ class Optimizer:
     """
 
     slot_names: tuple = ()
-    _keras_kind = "optimizer"   # how autodiff_viz.serialization writes it
+    _keras_kind = "optimizer"   # how autodiff_viz.keras_base.serialization writes it
     _config_base_parameters = ("learning_rate", "name", "clipnorm", "clipvalue", "global_clipnorm", "weight_decay")
 
     def __init__(self, learning_rate=0.001, name=None, clipnorm=None, clipvalue=None, global_clipnorm=None,

@@ -14,7 +14,7 @@ A ``.keras`` file is a zip archive, JSON and ``.npz`` only (never pickle)::
                             (m/dense/kernel), so training goes on where it stopped
 
 How each object becomes data (Keras 3's entries: module, class name, config) is
-:mod:`autodiff_viz.serialization`; this module writes and reads the files.
+:mod:`autodiff_viz.keras_base.serialization`; this module writes and reads the files.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from .base.errors import ModelFileError, WeightsFileError
 from .base.files import check_folder
 from .base.state import is_package_code, user_stacklevel
 from .base.version import __version__
-from .serialization import (
+from .keras_base.serialization import (
     _at,
     _build,
     _decode,

@@ -7,7 +7,8 @@
 #   3. The sdist installs with a C compiler (the hot path compiled) and without one (CC=false: setup.py falls
 #      back to plain Python) and with AUTODIFF_VIZ_PURE=1; the smoke test runs against each.
 #   4. tests/test_install.py (marked `install`): the install docs followed next to an installed
-#      tensorflow-cpu 2.16, tensorflow, and torch 2.13 keep that framework and add no second one.
+#      tensorflow-cpu 2.16, tensorflow, and torch 2.13 keep that framework and add no second one, and the
+#      bridge's own tests (test_tf_bridge.py, test_torch_bridge.py) pass there against the installed wheel.
 #
 #   bash ci/dist.sh            (PY=... the Python that builds and runs step 4; default .venv/bin/python)
 set -euo pipefail

@@ -13,34 +13,49 @@ importing module, the line and the layer it reached up to.
 from __future__ import annotations
 
 import ast
+import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_viz"
 
-# The layers, bottom to top. Below the Keras-style modules a layer is a folder (base/, core/, records/,
-# diagnosis/), and so are views/ and the bridges (bridges/, torch/, tf/): a module is placed by the folder it
-# is in, read from the path, so a module added to a folder needs no line here. The Keras-style modules stay at
-# the root, where their paths mirror keras.* (layers/, models/, datasets/ are folders among them), in the order
-# they build on each other. At the top, the package face and its namespace modules.
+# The layers, bottom to top, as folders: a module is placed by the folder it is in, read from its path, so a module
+# added to a folder needs no line here (base/, core/, records/, diagnosis/, keras_base/, views/, bridges/, torch/, tf/,
+# grading/, tools/). At the root stay only the package face and the Keras-style public modules, whose paths mirror
+# keras.* and tf.* (ROOT_PUBLIC below; layers/, models/, datasets/, utils/ are folders among them), in the order they
+# build on each other. test_the_root_holds_only_the_face_and_modules_that_mirror_keras and
+# test_every_folder_of_the_package_is_a_layer_or_a_keras_style_package read the folders and the root from disk.
 FOLDER_LAYERS = [
-    ("base", ["base", "_compiled", "_build"]),     # _compiled, _build: base modules setup.py reads by path
+    ("base", ["base"]),                            # base/compiled.py: setup.py and dev.sh also load it by path
     ("core", ["core"]),
     ("records and diagnosis", ["records", "diagnosis"]),
-    ("keras: serialization", ["serialization", "regularizers"]),
+    ("keras: its base", ["keras_base", "regularizers"]),
     ("keras: layers", ["layers"]),
     ("keras: losses, metrics", ["losses", "metrics"]),
     ("keras: optimizers, callbacks", ["optimizers", "callbacks"]),
     ("keras: saving", ["saving"]),
     ("keras: models", ["models"]),
-    ("keras: utilities and data", ["array_utils", "image_utils", "data", "datasets"]),
+    ("keras: data", ["data", "datasets"]),
     ("views", ["views"]),
     ("bridges", ["bridges", "torch", "tf"]),
     ("grading", ["grading"]),
-    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "errors", "image", "tf_math",
-                                                    "keras", "run_notebooks"]),
+    # tools/: python -m autodiff_viz.tools.run_notebooks, beside the face (nothing in the package imports it)
+    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "errors", "image", "math", "keras",
+                                                    "tools"]),
 ]
+# Each module or package at the root of autodiff_viz/ (the face aside) and the public Keras or TensorFlow module
+# its path mirrors: ``autodiff_viz.X`` is what ``keras.X`` / ``tf.X`` is. Anything else belongs in a layer folder.
+ROOT_PUBLIC = {
+    "backend": "keras.backend", "callbacks": "keras.callbacks", "data": "tf.data", "datasets": "keras.datasets",
+    "errors": "tf.errors", "image": "tf.image", "keras": "tf.keras", "layers": "keras.layers",
+    "losses": "keras.losses", "math": "tf.math", "metrics": "keras.metrics", "models": "keras.models",
+    "ops": "keras.ops", "optimizers": "keras.optimizers", "regularizers": "keras.regularizers",
+    "saving": "keras.saving", "utils": "keras.utils",
+}
 # Inside core/ the order is finer (docs/architecture.md): tensor → engine → rules → walks → ops → linalg →
 # methods, spellings → nn, random; a core module may import only from its own step or one below.
 CORE_STEPS = [["tensor", ""], ["engine"], ["rules"], ["walks"], ["ops"], ["linalg"], ["methods", "spellings"],
@@ -226,10 +241,39 @@ def test_a_module_is_placed_by_its_folder_and_reading_the_face_runs_up():
 
 
 def test_every_folder_of_the_package_is_a_layer_or_a_keras_style_package():
-    """The folders are the layers: a new folder under autodiff_viz/ must be given its place above."""
+    """The folders are the layers: every folder under autodiff_viz/ has its place above, and every place named
+    there is a folder on disk or a module at the root (no stale name standing for something moved)."""
     folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
-    placed = {prefix for _, prefixes in FOLDER_LAYERS for prefix in prefixes}
+    roots = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
+    placed = {prefix for _, prefixes in FOLDER_LAYERS for prefix in prefixes if prefix}
     assert folders <= placed, f"folders with no layer in FOLDER_LAYERS: {sorted(folders - placed)}"
+    stale = sorted(placed - folders - roots)
+    assert not stale, f"FOLDER_LAYERS names what is not in autodiff_viz/: {stale}"
+
+
+def test_the_root_holds_only_the_face_and_modules_that_mirror_keras():
+    """At the root: the face and the public modules whose dotted path is Keras' or TensorFlow's (``adv.layers`` is
+    ``keras.layers``, ``adv.math`` is ``tf.math``). A helper, a tool or a module no ``keras.*``/``tf.*`` path names
+    lives in its layer's folder (``base/compiled.py``, ``keras_base/serialization.py``, ``utils/image_utils.py``,
+    ``tools/run_notebooks.py``)."""
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    roots = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
+    layer_folders = {"base", "core", "records", "diagnosis", "keras_base", "views", "bridges", "torch", "tf",
+                     "grading", "tools"}
+    public = (roots | folders) - layer_folders
+    extra, gone = sorted(public - set(ROOT_PUBLIC)), sorted(set(ROOT_PUBLIC) - public)
+    assert not extra and not gone, f"at the root but mirroring no keras.*/tf.* module: {extra}; gone: {gone}"
+    assert all(mirror.split(".")[0] in ("keras", "tf") and mirror.split(".")[1] == name
+               for name, mirror in ROOT_PUBLIC.items())
+    # the mirrored modules are real public ones, where TensorFlow and Keras are installed (CI's dev venv)
+    if importlib.util.find_spec("tensorflow") and importlib.util.find_spec("keras"):
+        code = ("import os; os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')\nimport keras, tensorflow as tf\n"
+                f"for m in {sorted(ROOT_PUBLIC.values())!r}:\n"
+                "    head, name = m.split('.')\n"
+                "    assert getattr(keras if head == 'keras' else tf, name, None) is not None, m\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_readers_of_a_tape_go_through_its_public_record():

@@ -20,7 +20,7 @@ import textwrap
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import _compiled
+from autodiff_viz.base import compiled as _compiled
 from autodiff_viz.core import engine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -155,7 +155,7 @@ def test_a_pure_build_in_a_compiled_checkout_keeps_the_record_of_its_extensions(
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_build.py"))
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), copy / name)
-    record = copy / "autodiff_viz" / "_build.py"
+    record = copy / "autodiff_viz" / "base" / "_build.py"
 
     def build_pure():
         env = {**os.environ, "AUTODIFF_VIZ_PURE": "1"}

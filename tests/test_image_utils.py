@@ -1,4 +1,4 @@
-"""autodiff_viz.image_utils: keras.utils' image helpers.
+"""autodiff_viz.utils.image_utils: keras.utils' image helpers.
 
 The first tests run with Pillow hidden (``sys.modules["PIL"] = None``), whether
 or not it is installed: the PNG writer, img_to_array, and the ImportErrors
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import autodiff_viz as adv
-from autodiff_viz import image_utils
+from autodiff_viz.utils import image_utils
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from .tensor import _TORCH_HINTS
 
 # ----- other libraries' names: what to write here (``adv.clamp`` raises with the answer) --------------------
 # TensorFlow's names that only spell an op differently are real here (adv.reduce_sum, adv.concat, adv.math.*:
-# autodiff_viz/tf_math.py); a hint stays for a name whose meaning has no counterpart under that name.
+# autodiff_viz/math.py); a hint stays for a name whose meaning has no counterpart under that name.
 _TF = "that is TensorFlow's spelling"
 _TORCH = "that is PyTorch's spelling"
 _TF_TORCH = "that is TensorFlow's and PyTorch's spelling"

@@ -10,7 +10,7 @@ compositions of recorded ops.
 from __future__ import annotations
 
 from ..core import nn, ops
-from ..serialization import deserialize_keras_object, serialize_keras_object
+from ..keras_base.serialization import deserialize_keras_object, serialize_keras_object
 
 
 def linear(x):

@@ -261,7 +261,7 @@ class Layer:
     """
 
     _autocast = True
-    _keras_kind = "layer"   # how autodiff_viz.serialization writes it (see there)
+    _keras_kind = "layer"   # how autodiff_viz.keras_base.serialization writes it (see there)
     _config_base_parameters = ("trainable", "name", "dtype")   # what Layer.__init__ takes behind **kwargs
     _single_input = False   # True: call(inputs) takes one tensor (Dense, Conv, Embedding ...), checked in __call__
     _takes_list = False     # True: call(inputs) takes a list of tensors (merge layers, Attention)

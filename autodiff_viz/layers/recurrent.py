@@ -47,7 +47,7 @@ from ..core import rules as R
 from ..core.engine import apply
 from ..core.ops import cast, concatenate, reshape, stack, where
 from ..core.tensor import Tensor, constant
-from ..serialization import deserialize_keras_object, serialize_keras_object
+from ..keras_base.serialization import deserialize_keras_object, serialize_keras_object
 from .base import Layer, _call_parameters, boolean_mask
 from .recurrent_cells import (
     GRUCell,

@@ -24,7 +24,7 @@ from ..core import rules as R
 from ..core.engine import apply
 from ..core.ops import matmul
 from ..core.tensor import constant
-from ..serialization import deserialize_keras_object, serialize_keras_object
+from ..keras_base.serialization import deserialize_keras_object, serialize_keras_object
 from . import activations, initializers
 from .base import Layer
 from .dense import activation_config

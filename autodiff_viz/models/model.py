@@ -32,11 +32,7 @@ from ..base.state import paused
 from ..base.structure import flatten
 from ..core.ops import cast, expand_dims, squeeze
 from ..core.tensor import Tensor, constant
-from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
-from ..layers.input_layer import InputLayer
-from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
-from ..saving import _read_npz, _write_npz, path_of, save_model
-from ..serialization import (
+from ..keras_base.serialization import (
     _at,
     _build,
     _construct,
@@ -49,6 +45,10 @@ from ..serialization import (
     _layer_entry,
     serialize_keras_object,
 )
+from ..layers.base import Layer, _batchless, _calls, _default, _numbered, _touch
+from ..layers.input_layer import InputLayer
+from ..layers.keras_tensor import InputSpec, KerasTensor, _symbolic_layers, _symbolic_shapes, keras_layer_order
+from ..saving import _read_npz, _write_npz, path_of, save_model
 from .summary import Summary
 from .trainer import Trainer
 
@@ -78,7 +78,7 @@ class Model(Trainer, Summary, Layer):
     """
 
     _autocast = False
-    _keras_kind = "model"   # how autodiff_viz.serialization writes it
+    _keras_kind = "model"   # how autodiff_viz.keras_base.serialization writes it
     _config_is_complete = False
 
     def __new__(cls, *args, **kwargs):

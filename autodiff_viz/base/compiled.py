@@ -5,7 +5,7 @@ extensions (Cython). Python imports an extension in preference to the
 ``.py`` beside it, so an extension built from an older source would
 silently run old code after an edit. Before the package imports anything
 else, this checks each extension found in the package against the SHA-1
-that ``setup.py`` recorded for its source (``_build.py``). If any source
+that ``setup.py`` recorded for its source (``base/_build.py``). If any source
 changed, was never recorded, or ``AUTODIFF_VIZ_PURE=1`` is set, *every*
 module is loaded from its ``.py`` (all or nothing: the frame walks that
 find the learner's line assume one or the other), with a warning unless
@@ -20,8 +20,10 @@ import os
 import sys
 import warnings
 
-PACKAGE = __name__.rpartition(".")[0]
-ROOT = os.path.dirname(os.path.abspath(__file__))
+# this module is autodiff_viz/base/compiled.py; the package it guards is two folders up (setup.py and dev.sh
+# load it by path, under another name, so neither is read from __name__)
+PACKAGE = "autodiff_viz"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
@@ -45,7 +47,7 @@ def _extensions() -> dict:
     return found
 
 
-RECORD = os.path.join(ROOT, "_build.py")
+RECORD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_build.py")     # base/_build.py
 
 
 def digest(source: str) -> str | None:
@@ -59,7 +61,7 @@ def digest(source: str) -> str | None:
 
 def write_record(digests: dict) -> None:
     """Write ``_build.py``: ``{source relative to the package: SHA-1}`` of what was compiled (empty: pure Python)."""
-    lines = ['"""Written by setup.py: the sources compiled into extensions, with their SHA-1 (see _compiled.py)."""',
+    lines = ['"""Written by setup.py: the sources compiled into extensions, with their SHA-1 (see compiled.py)."""',
              "SOURCES = {"]
     lines += [f"    {source!r}: {value!r}," for source, value in digests.items()]
     lines += ["}", ""]

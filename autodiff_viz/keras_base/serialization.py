@@ -45,8 +45,8 @@ import types
 
 import numpy as np
 
-from .base.errors import ModelFileError
-from .core.tensor import Tensor
+from ..base.errors import ModelFileError
+from ..core.tensor import Tensor
 
 _PACKAGE = "autodiff_viz"
 _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base.session import floatx
-from .core.tensor import Tensor
-from .layers.base import positive_int
-from .layers.keras_tensor import KerasTensor
+from ..base.session import floatx
+from ..core.tensor import Tensor
+from ..layers.base import positive_int
+from ..layers.keras_tensor import KerasTensor
 
 __all__ = ["to_categorical", "normalize", "pad_sequences"]
 
@@ -122,7 +122,7 @@ def normalize(x, axis=-1, order=2):
         raise TypeError(f"{what}: {x.name} is a symbolic tensor; use adv.layers.UnitNormalization in the model, "
                         "or normalize the data before it.")
     if isinstance(x, Tensor):
-        from .core import linalg, ops
+        from ..core import linalg, ops
         _check_axis(what, axis, x.ndim)
         norm = linalg.norm(x, ord=order, axis=axis, keepdims=True)
         return x / ops.where(norm == 0, ops.ones_like(norm), norm)
