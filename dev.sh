@@ -187,7 +187,7 @@ case "${1:-tour}" in
             exec "$PY" examples/quickstart.py
         fi
         if [ -n "${HEADLESS:-}" ] || [ "${CI:-}" = true ]; then
-            exec "$PY" -m autodiff_viz.tools.run_notebooks "${OUT:-out/notebooks}"
+            exec "$PY" -m autodiff_viz.course.run_notebooks "${OUT:-out/notebooks}"
         fi
         lab_args=()
         if [ "$(id -u)" = 0 ]; then lab_args+=(--allow-root); fi   # JupyterLab refuses root without it

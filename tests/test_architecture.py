@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_viz"
 
 # The layers, bottom to top, as folders: a module is placed by the folder it is in, read from its path, so a module
 # added to a folder needs no line here (base/, core/, records/, diagnosis/, keras_base/, views/, bridges/, torch/, tf/,
-# grading/, tools/). At the root stay only the package face and the Keras-style public modules, whose paths mirror
+# grading/, course/). At the root stay only the package face and the Keras-style public modules, whose paths mirror
 # keras.* and tf.* (ROOT_PUBLIC below; layers/, models/, datasets/, utils/ are folders among them), in the order they
 # build on each other. test_the_root_holds_only_the_face_and_modules_that_mirror_keras and
 # test_every_folder_of_the_package_is_a_layer_or_a_keras_style_package read the folders and the root from disk.
@@ -43,9 +43,10 @@ FOLDER_LAYERS = [
     ("views", ["views"]),
     ("bridges", ["bridges", "torch", "tf"]),
     ("grading", ["grading"]),
-    # tools/: python -m autodiff_viz.tools.run_notebooks, beside the face (nothing in the package imports it)
-    ("the package face and its namespaces, tools", ["", "utils", "ops", "backend", "errors", "image", "math", "keras",
-                                                    "tools"]),
+    # course/: python -m autodiff_viz.course.run_notebooks, beside the face (nothing in the package imports it); not
+    # tools/, which would shadow TensorFlow's tf.tools (out of scope) on the face once imported
+    ("the package face and its namespaces, course", ["", "utils", "ops", "backend", "errors", "image", "math", "keras",
+                                                     "course"]),
 ]
 # Each module or package at the root of autodiff_viz/ (the face aside) and the public Keras or TensorFlow module
 # its path mirrors: ``autodiff_viz.X`` is what ``keras.X`` / ``tf.X`` is. Anything else belongs in a layer folder.
@@ -255,11 +256,11 @@ def test_the_root_holds_only_the_face_and_modules_that_mirror_keras():
     """At the root: the face and the public modules whose dotted path is Keras' or TensorFlow's (``adv.layers`` is
     ``keras.layers``, ``adv.math`` is ``tf.math``). A helper, a tool or a module no ``keras.*``/``tf.*`` path names
     lives in its layer's folder (``base/compiled.py``, ``keras_base/serialization.py``, ``utils/image_utils.py``,
-    ``tools/run_notebooks.py``)."""
+    ``course/run_notebooks.py``)."""
     folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     roots = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
     layer_folders = {"base", "core", "records", "diagnosis", "keras_base", "views", "bridges", "torch", "tf",
-                     "grading", "tools"}
+                     "grading", "course"}
     public = (roots | folders) - layer_folders
     extra, gone = sorted(public - set(ROOT_PUBLIC)), sorted(set(ROOT_PUBLIC) - public)
     assert not extra and not gone, f"at the root but mirroring no keras.*/tf.* module: {extra}; gone: {gone}"

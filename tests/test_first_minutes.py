@@ -12,7 +12,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from autodiff_viz.tools import run_notebooks
+from autodiff_viz.course import run_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -51,10 +51,10 @@ def test_the_tour_installs_only_its_extra_as_plain_python_then_runs_plain_python
     venv, log = _fake_venv(tmp_path)
     calls = _dev("tour", venv, log)
     assert calls[0] == "1|-m pip install --disable-pip-version-check -c ci/constraints.txt -e .[tour]"
-    assert calls[-1].startswith("1|-m autodiff_viz.tools.run_notebooks")
+    assert calls[-1].startswith("1|-m autodiff_viz.course.run_notebooks")
     assert (venv / f"{next(p.name for p in venv.glob('.installed-tour-*'))}").exists()
     calls_again = _dev("tour", venv, log)[len(calls):]
-    assert [c.split("|")[1].split()[:2] for c in calls_again] == [["-m", "autodiff_viz.tools.run_notebooks"]]
+    assert [c.split("|")[1].split()[:2] for c in calls_again] == [["-m", "autodiff_viz.course.run_notebooks"]]
 
 
 def test_the_tests_install_everything_and_compile_and_a_later_tour_reuses_them(tmp_path):
@@ -65,7 +65,7 @@ def test_the_tests_install_everything_and_compile_and_a_later_tour_reuses_them(t
     assert "|-m pip install -c ci/constraints.txt -e .[test]" in calls
     assert calls[-1] == "|-m pytest"
     after = _dev("tour", venv, log)[len(calls):]
-    assert not any("pip" in c for c in after) and after[-1].startswith("1|-m autodiff_viz.tools.run_notebooks")
+    assert not any("pip" in c for c in after) and after[-1].startswith("1|-m autodiff_viz.course.run_notebooks")
 
 
 def test_ci_runs_the_whole_suite_as_plain_python_and_compiled_and_fails_if_either_fails(tmp_path):

@@ -1,7 +1,7 @@
 """The teaching notebooks run cleanly, are committed clean, and export to HTML that works offline.
 
 Every ``notebooks/*.ipynb`` is picked up by name, so a new notebook is tested
-without touching this file. The harness itself (``autodiff_viz.tools.run_notebooks``)
+without touching this file. The harness itself (``autodiff_viz.course.run_notebooks``)
 is checked on small notebooks written here: it must catch an error, a warning
 and a notebook that runs too long, and name the cell.
 """
@@ -14,8 +14,8 @@ from html.parser import HTMLParser
 import nbformat
 import pytest
 
-from autodiff_viz.tools import run_notebooks
-from autodiff_viz.tools.run_notebooks import WIDGET_VIEW, execute_notebook, notebook_paths, problems
+from autodiff_viz.course import run_notebooks
+from autodiff_viz.course.run_notebooks import WIDGET_VIEW, execute_notebook, notebook_paths, problems
 
 NOTEBOOKS = notebook_paths()
 BUDGET = 60.0     # seconds per notebook, every cell together (the limit the issue sets)

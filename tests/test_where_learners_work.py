@@ -241,7 +241,7 @@ def test_the_explorer_in_a_static_html_export_renders_fits_and_steps_with_the_ke
     nothing is fetched from the network."""
     import nbformat
 
-    from autodiff_viz.tools import run_notebooks
+    from autodiff_viz.course import run_notebooks
 
     folder = tmp_path / "nbs"
     folder.mkdir()

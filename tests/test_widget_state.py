@@ -553,7 +553,7 @@ def test_a_recurrent_layer_over_20_steps_is_drawn_rolled_with_a_time_slider():
 def test_html_written_offline_loads_nothing_from_the_network():
     import nbformat
 
-    from autodiff_viz.tools import run_notebooks
+    from autodiff_viz.course import run_notebooks
     tape, w, c, loss = small_tape()
     ex = show(tape, target=loss, sources=[w, c])
     nb = nbformat.v4.new_notebook()

@@ -458,8 +458,8 @@ def _edges(trace, lay: Layout, view: str, lit: set) -> list:
             attrs.update(STYLES["no_grad"])
             attrs["tooltip"] = "; ".join(sorted({e.no_grad_reason for e in es}))
             roles = {_no_gradient(trace, e) for e in es}
-            if view == "backward" and (single or len(roles) == 1):   # what it carries: labels, state, or plainly none
-                label = [roles.pop() if len(roles) == 1 else "no gradient"]
+            if view == "backward" and (single or len(roles) == 1 and "no gradient" not in roles):
+                label = [roles.pop()]                      # what it carries: labels, state, or plainly none
         elif trace.target is not None and not any(e.on_path for e in es):
             attrs.update({k: v for k, v in STYLES["off_path"].items() if k != "fillcolor"})
         if any(e.id in lit for e in es):

@@ -1,6 +1,6 @@
 """Run every teaching notebook top to bottom and keep executed HTML copies that work offline.
 
-    python -m autodiff_viz.tools.run_notebooks out/notebooks
+    python -m autodiff_viz.course.run_notebooks out/notebooks
 
 executes ``notebooks/*.ipynb`` in name order with a kernel from the Python
 running this module, stops with a non-zero exit and a message naming the
@@ -219,7 +219,7 @@ def run_all(out_dir, folder=NOTEBOOKS, timeout: float = DEFAULT_TIMEOUT, log=pri
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autodiff_viz.tools.run_notebooks",
+    parser = argparse.ArgumentParser(prog="python -m autodiff_viz.course.run_notebooks",
                                      description="Execute every notebook and write executed HTML copies.")
     parser.add_argument("out_dir", nargs="?", default="out/notebooks", help="folder for the HTML copies")
     parser.add_argument("--notebooks", default=str(NOTEBOOKS), help="folder of the .ipynb files")
