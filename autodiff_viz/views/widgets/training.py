@@ -278,7 +278,7 @@ class TrainingView(Callback):
         """The view as it stands, as plain HTML: title, loss curve, ‖ḡ‖ per layer over the epochs, latest bars.
 
         Inline SVG and a table, no script and no network: what an HTML export
-        of the notebook (nbconvert, :mod:`autodiff_viz.run_notebooks`) or a
+        of the notebook (nbconvert, :mod:`autodiff_viz.course.run_notebooks`) or a
         notebook viewer shows where the live widget cannot run.
         """
         return (f'<div class="adv-training-static" style="font-family:Helvetica,Arial,sans-serif;font-size:14px">'
