@@ -64,6 +64,7 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 from test_figure_real_models import _boxes, _labels, _readable  # noqa: E402
+from test_figure_unseen_architectures import _dense, _group_titles, _keras_step, _key, _opened  # noqa: E402
 
 import autodiff_viz as adv  # noqa: E402
 import autodiff_viz.tf  # noqa: E402,F401
@@ -78,28 +79,9 @@ STATE_LEGEND = "state (running statistics, seeds, counters): no gradient, no for
 # ---------------------------------------------------------------------------
 # helpers (as tests/test_figure_real_models.py reads a figure)
 # ---------------------------------------------------------------------------
-def _key(tr, title):
-    """The fold key of the (first) group titled ``title``."""
-    return next(k for k, g in folding.hierarchy(tr).groups.items() if g.title == title)
-
-
 def _rep(tr, title, count):
     """The repeat ``title × count``."""
     return next(r for r in folding.hierarchy(tr).repeats.values() if r.title == title and r.count == count)
-
-
-def _opened(tr, key) -> bool:
-    """``key``'s nodes are drawn open: none sits in a box that also holds nodes outside ``key``, and no box is
-    ``key`` itself."""
-    h = folding.hierarchy(tr)
-    lay = folding.layout(tr, expanded={key})
-    inside = {nid for nid, path in h.paths.items() if key in path}
-    return all(set(lay.boxes[lay.owner[nid]].members) <= inside for nid in inside) and \
-        not any(b.key == key for b in lay.boxes.values())
-
-
-def _group_titles(lay) -> list:
-    return [b.title for b in sorted(lay.boxes.values(), key=lambda b: b.order) if b.kind == "group"]
 
 
 def _parts(tr, lay) -> list:
@@ -545,16 +527,6 @@ def _keras_model(kind):
     return build(weights=None, input_shape=(32, 32, 3), classes=4)
 
 
-def _keras_step(model, opt, images, labels):
-    loss_fn = keras.losses.SparseCategoricalCrossentropy()
-    with tf.GradientTape() as tape:
-        probs = model(images, training=True)
-        loss = loss_fn(labels, probs)
-    grads = tape.gradient(loss, model.trainable_variables)
-    opt.apply_gradients(zip(grads, model.trainable_variables))
-    return loss, grads
-
-
 class KerasCase:
     """A recorded Keras step and its plain twin."""
 
@@ -578,10 +550,6 @@ def keras_case(request):
     c.exact = rec.trace(loss, model, value_limit=VALUES)
     c.tr = rec.trace(loss, model)
     return c
-
-
-def _dense(g) -> np.ndarray:
-    return tf.convert_to_tensor(g).numpy()
 
 
 def _keras_bit_for_bit(c):
