@@ -208,8 +208,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             base = owner[id(op.inputs[0])] if op.inputs else None
             alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
             own = op.scope in outer and out is not target       # the loss keeps its op's name
-            label = op.assigned or (None if alone else view_title(op.name, named_by(base, op.scope if own else None),
-                                                                  own=own))
+            label = op.assigned or (figure.short_name(op.scope.rsplit("/", 1)[-1]) if alone else
+                                    view_title(op.name, named_by(base, op.scope if own else None), own=own))
             inplace = base is not None and op.inputs[0] is out        # h.relu_(), w.uniform_(): still h, w
             n = TraceNode(f"n{len(nodes)}", "op", op.name, base.name if inplace else None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),

@@ -534,6 +534,47 @@ def _expanded_keys(expanded) -> frozenset:
     return keys
 
 
+def resolve_keys(h: Hierarchy, keys) -> frozenset:
+    """``keys`` as box keys: a key of ``trace.groups()`` (or a loop's or a repeat's) stands for itself; any other
+    string is what the learner calls a part — a module's path as ``named_modules()`` prints it
+    (``bert.encoder.layer.0``), a Keras layer's or block's name (``block_3``), the end of a key
+    (``bert/bert.encoder``) — and stands for every group it names (the runs of one module: ``x``, ``x#2``).
+
+    A name that fits groups of different parts, or none, is refused before anything is drawn, with the keys that
+    come closest: a misspelt key that silently drew the whole model folded would look like a broken picture.
+    """
+    known = set(h.groups) | set(h.loops) | set(h.repeats)
+    out = set()
+    for k in keys:
+        if k in known:
+            out.add(k)
+            continue
+        if k + "*" in h.loops:                           # a layer over time, asked by its layer's key
+            out.add(k + "*")
+            continue
+        found = [g.key for g in h.groups.values() if _names(g, k)]
+        parts = {g.split("#")[0] for g in found}
+        if len(parts) == 1:
+            out.update(found)
+            continue
+        if parts:
+            raise ValueError(f"expanded: {k!r} names {len(parts)} different boxes: "
+                             f"{', '.join(repr(p) for p in sorted(parts)[:6])}. Pass the one you mean by its key.")
+        import difflib
+        names = {g.title: g.key for g in h.groups.values()} | {key: key for key in known}
+        near = [names[n] for n in difflib.get_close_matches(k, list(names), n=4, cutoff=0.5)]
+        hint = f" Closest: {', '.join(repr(n) for n in dict.fromkeys(near))}." if near else ""
+        raise ValueError(f"expanded: no box of this trace is called {k!r}.{hint} trace.groups() lists every box "
+                         "by key; a module's path (bert.encoder.layer.0) or a layer's name works too.")
+    return frozenset(out)
+
+
+def _names(group: Group, name: str) -> bool:
+    """Whether ``name`` is what a learner calls ``group``: its title, its key's last segment, or its key's end."""
+    last = group.key.rsplit("/", 1)[-1].split("#")[0]
+    return name in (group.title, last) or group.key.split("#")[0].endswith("/" + name)
+
+
 def marked_keys(trace) -> frozenset:
     """Keys of the groups around every marked node or edge (a failed check, the broken path of a None).
 
@@ -587,7 +628,7 @@ def layout(trace, collapse="auto", budget=NODE_BUDGET, expanded=None, rolled=Non
         raise ValueError(f"collapse must be None, 'auto', 'layers' or a group depth >= 1, got {collapse!r}.")
     _check_budget(budget)
     h = hierarchy(trace)
-    asked = None if expanded is None else _with_ancestors(h, _expanded_keys(expanded))
+    asked = None if expanded is None else _with_ancestors(h, resolve_keys(h, _expanded_keys(expanded)))
     expanded = default_expanded(trace) if asked is None and collapse == "auto" else (asked or frozenset())
     position = {n.id: k for k, n in enumerate(trace.nodes)}
     notes = []
