@@ -87,7 +87,8 @@ def test_the_end_of_a_key_names_its_box(traced):
 
 
 def test_a_name_that_fits_no_box_is_refused_with_the_closest_keys(traced):
-    with pytest.raises(ValueError, match=r"no box of this trace is called 'layers\.1\.atn'.*Closest: .*layers\.1\.attn'"):
+    with pytest.raises(ValueError, match=r"no box of this trace is called 'layers\.1\.atn'.*"
+                                         r"Closest: .*layers\.1\.attn'"):
         traced.to_dot("backward", expanded={"layers.1.atn"})
 
 
