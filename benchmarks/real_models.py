@@ -27,6 +27,7 @@ transformer blocks): linear in depth means the 4× row costs about four times th
     python benchmarks/real_models.py                  # every model (about 3 minutes on 2 cores)
     python benchmarks/real_models.py --models bert,lstm --repeats 5
     python benchmarks/real_models.py --no-depth       # skip the depth table
+    python benchmarks/real_models.py --models resnet --no-depth --memory-sides 32,112,224
 """
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ _clock = time.process_time
 # ---------------------------------------------------------------------------
 # PyTorch models (transformers, tiny configurations)
 # ---------------------------------------------------------------------------
-def torch_model(kind: str, depth: int = 1):
-    """``(model, inputs dict, optimizer)`` of a transformers architecture with random weights, ready for a step."""
+def torch_model(kind: str, depth: int = 1, side: int = 32):
+    """``(model, inputs dict, optimizer)`` of a transformers architecture with random weights, ready for a step;
+    ``side``: ResNet's image size."""
     import torch
     import transformers as hf
     torch.manual_seed(0)
@@ -88,7 +90,7 @@ def torch_model(kind: str, depth: int = 1):
         cfg = hf.ResNetConfig(num_channels=3, embedding_size=64, hidden_sizes=[64, 128, 256, 512],
                               depths=[2 * depth] * 4, layer_type="basic", num_labels=10)
         model = hf.ResNetForImageClassification(cfg)
-        inputs = {"pixel_values": torch.randn(8, 3, 32, 32, generator=g),
+        inputs = {"pixel_values": torch.randn(8, 3, side, side, generator=g),
                   "labels": torch.randint(0, 10, (8,), generator=g)}
     else:
         raise ValueError(kind)
@@ -346,12 +348,46 @@ def depth_row(kind, depths=(1, 2, 4)):
     return out
 
 
+def memory_row(side: int) -> dict:
+    """ResNet-18 (batch 8, ``side``×``side`` images): the step's peak plain and recorded, and what the recording
+    holds when the step is over — the copies of the parameters ``opt.step()`` wrote (kept so a trace shows, and
+    autograd can differentiate, the values of the backward pass) and the tensors its ops read and made (kept by
+    reference; a plain step frees them during ``backward``)."""
+    import torch
+    model, inputs, opt = torch_model("resnet", 1, side)
+    record = recorder("torch")
+
+    def recorded():
+        with record() as rec:
+            torch_step(model, inputs, opt)
+        return rec
+
+    torch_step(model, inputs, opt)
+    recorded()
+    plain, rec_mb = [], []
+    for _ in range(3):
+        plain.append(peak_above(lambda: torch_step(model, inputs, opt))[0])
+        m, rec = peak_above(recorded)
+        rec_mb.append(m)
+    copies = sum(v.numel() * v.element_size() for _k, _t, _v, v in rec._saved)
+    storages = {}
+    for op in rec.ops:
+        for t in op.inputs + op.outputs:
+            if isinstance(t, torch.Tensor) and not isinstance(t, torch.nn.Parameter) and t.device.type == "cpu":
+                storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return {"side": side, "plain": statistics.median(plain) / 1e6, "recorded": statistics.median(rec_mb) / 1e6,
+            "copies": copies / 1e6, "kept": sum(storages.values()) / 1e6,
+            "params": sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(TORCH + TF))
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--no-depth", action="store_true")
     p.add_argument("--depth-models", default="bert,resnet,kerasio")
+    p.add_argument("--memory-sides", default="",
+                   help="ResNet-18's memory at these image sizes, e.g. 32,112,224 (a third table)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     import autodiff_viz  # noqa: F401
@@ -382,6 +418,15 @@ def main(argv=None) -> int:
             r = depth_row(kind)
             cells = " | ".join(f"{r[d][0]:.2f} ({r[d][1]})" for d in (1, 2, 4))
             print(f"| {kind} | {cells} | {r[4][0] / r[1][0]:.1f} |", flush=True)
+    sides = [int(v) for v in args.memory_sides.split(",") if v]
+    if sides:
+        print("\n| ResNet-18, batch 8 | peak MB plain | recorded | ratio | parameters MB | copies kept MB | "
+              "tensors kept MB |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for side in sides:
+            r = memory_row(side)
+            print(f"| {side}×{side} | {r['plain']:.1f} | {r['recorded']:.1f} | {r['recorded'] / r['plain']:.2f}× | "
+                  f"{r['params']:.1f} | {r['copies']:.1f} | {r['kept']:.1f} |", flush=True)
     return 0
 
 
