@@ -19,6 +19,8 @@ op, not as nodes.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
@@ -163,6 +165,8 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
         node_obj[n.id] = obj
         return n
 
+    per_scope = Counter(op.scope for op in ops if op.kind != "read" and op.outputs and op.inputs)
+    outer = {op.scope[:k] for op in ops for k, ch in enumerate(op.scope) if ch == "/"}    # scopes with layers inside
     for op in ops:
         if op.kind == "read":
             handle = op.inputs[0]
@@ -187,7 +191,9 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
                 leaf(t, t._id, op.scope)
         out = op.outputs[0]
         base = owner.get(op.inputs[0]._id) if op.inputs else None
-        label = op.assigned or view_title(op.name, base and (base.label or base.name))
+        alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer     # Conv1's one Conv2D op
+        label = op.assigned or (op.scope.rsplit("/", 1)[-1] if alone else
+                                view_title(op.name, base and (base.label or base.name)))
         n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
                       _summary(out, limit), location=Location.of(op.location), params=params, label=label)
         for i, t in enumerate(op.inputs):
