@@ -369,14 +369,16 @@ def memory_row(side: int) -> dict:
         plain.append(peak_above(lambda: torch_step(model, inputs, opt))[0])
         m, rec = peak_above(recorded)
         rec_mb.append(m)
-    copies = sum(v.numel() * v.element_size() for _k, _t, _v, v in rec._saved)
+    copies = sum(v.numel() * v.element_size() for _k, _t, _v, v in rec._saved if isinstance(v, torch.Tensor))
+    kept = sum(g.numel() * g.element_size() for c in rec._captures.values() for g in c.gradients().values()
+               if not any(g is p.grad for p in model.parameters()))
     storages = {}
     for op in rec.ops:
         for t in op.inputs + op.outputs:
             if isinstance(t, torch.Tensor) and not isinstance(t, torch.nn.Parameter) and t.device.type == "cpu":
                 storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
     return {"side": side, "plain": statistics.median(plain) / 1e6, "recorded": statistics.median(rec_mb) / 1e6,
-            "copies": copies / 1e6, "kept": sum(storages.values()) / 1e6,
+            "copies": copies / 1e6, "kept": sum(storages.values()) / 1e6, "grads": kept / 1e6,
             "params": sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6}
 
 
@@ -421,12 +423,12 @@ def main(argv=None) -> int:
     sides = [int(v) for v in args.memory_sides.split(",") if v]
     if sides:
         print("\n| ResNet-18, batch 8 | peak MB plain | recorded | ratio | parameters MB | copies kept MB | "
-              "tensors kept MB |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+              "tensors kept MB | gradients kept MB |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for side in sides:
             r = memory_row(side)
             print(f"| {side}×{side} | {r['plain']:.1f} | {r['recorded']:.1f} | {r['recorded'] / r['plain']:.2f}× | "
-                  f"{r['params']:.1f} | {r['copies']:.1f} | {r['kept']:.1f} |", flush=True)
+                  f"{r['params']:.1f} | {r['copies']:.1f} | {r['kept']:.1f} | {r['grads']:.1f} |", flush=True)
     return 0
 
 

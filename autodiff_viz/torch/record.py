@@ -41,7 +41,12 @@ A whole training step can be recorded: an optimizer's ``step()`` is one
 tensor written in place after a recorded op read it is copied once, with its
 version number, before the write (:meth:`Recording._before_write`);
 ``rec.trace`` puts those copies back while it works (:meth:`Recording.as_at`),
-so it shows — and autograd accepts — the values of the backward pass.
+so it shows — and autograd accepts — the values of the backward pass. When
+keeping what the learner's ``backward()`` computed costs less memory than
+those copies (a CNN on small images), the recording keeps that instead
+(:mod:`.capture`): the trace takes its gradients from there, and a large
+weight is kept as its statistics and first entries
+(``record(exact_weights=True)`` copies it whole).
 
 Cost: ops inside a library's module (torch, transformers, anything installed)
 take the learner's line found once when the outermost library module was
@@ -248,6 +253,10 @@ def _zero_grad(original):
         with torch._C.DisableTorchFunction():
             params = [p for group in self.param_groups for p in group["params"]
                       if isinstance(p, torch.Tensor) and p.grad is not None]
+            if not set_to_none:
+                for rec in recs:
+                    for cap in rec._captures.values():
+                        cap.own(params)
             out = original(self, set_to_none)
         if params:
             for rec in recs:
@@ -295,7 +304,12 @@ class _Mode(TorchFunctionMode):
             kwargs["retain_graph"] = True
             rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
             rec._backwards += 1
-            return func(*args, **kwargs)
+            cap = rec._capture(args, kwargs)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                if cap is not None:
+                    rec._keep(cap)
         written = _written(name, args, kwargs)
         if written is not None:
             rec._before_write(written)
@@ -332,8 +346,9 @@ class Recording(recordings.Recording):
 
     framework = "torch"
 
-    def __init__(self):
+    def __init__(self, exact_weights: bool = False):
         self.ops: list[Op] = []
+        self.exact_weights = exact_weights
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
@@ -357,6 +372,9 @@ class Recording(recordings.Recording):
         self._last_use: dict = {}          # our id -> index of the last op that read the tensor
         self._saved: list = []             # (op index, tensor, version, values) before an in-place write
         self._saved_at: dict = {}          # our id -> op index of its latest saved copy
+        self._captures: dict = {}          # id(target) -> the Capture of its backward() (capture.py)
+        self._covered: dict = {}           # our id of a weight -> op index after the capture that kept its ḡ
+        self.shown: dict = {}              # id(weight) -> its values before an update, kept as statistics
 
     # ----- context -----------------------------------------------------------
     def __enter__(self) -> Recording:
@@ -487,6 +505,27 @@ class Recording(recordings.Recording):
             updating, self._updating = self._updating, None
             updating.__exit__(None, None, None)
 
+    def _capture(self, args, kwargs):
+        """A :class:`~.capture.Capture` of the ``backward()`` about to run, or None (see :func:`.capture.start`)."""
+        if self.exact_weights or kwargs.get("inputs") is not None or kwargs.get("create_graph") or len(args) > 2:
+            return None
+        from .capture import start
+        from .trace import _graph, _history
+        target = args[0]
+        return start(self, target, kwargs.get("gradient", args[1] if len(args) > 1 else None),
+                     _history(_graph(self), target))
+
+    def _keep(self, cap):
+        cap.finish()
+        self._captures[id(cap.target)] = cap
+        here = len(self.ops)
+        for t, _g, _v in cap.leaves.values():
+            self._covered[self.tensor_id(t)] = here
+
+    def _captured(self, t) -> bool:
+        """Whether a capture still valid kept weight ``t``'s gradient (so a trace needs not its old values)."""
+        return any(c.covers(t) and c.valid(len(self.ops)) for c in self._captures.values())
+
     def _before_write(self, t):
         """``t`` is about to change in place: keep a copy of it, when a trace could still need the old values.
 
@@ -495,7 +534,9 @@ class Recording(recordings.Recording):
         ``backward()`` (``opt.step()``, ``p -= lr * p.grad``), or a leaf parameter written at all, is
         copied once — with its version — before the write; :meth:`as_at` puts the copy back while a trace
         is built. Tensors no recorded op read, and writes inside the forward pass (``x.relu_()``), are
-        not copied: autograd itself checks those.
+        not copied: autograd itself checks those. A weight whose gradient a capture of the backward pass kept
+        (:mod:`.capture`) needs no autograd again: it keeps :func:`.capture.values_before` (its statistics
+        when large) instead of a copy.
         """
         tid = self._tensor_ids.get(id(t))
         if tid is None:
@@ -505,7 +546,11 @@ class Recording(recordings.Recording):
             return
         here = len(self.ops)
         try:
-            values = t.detach().clone()
+            if self._covered.get(tid, -1) > used and self._captured(t):
+                from .capture import values_before  # the trace has its gradients: its values suffice
+                values = values_before(t)
+            else:
+                values = t.detach().clone()
         except RuntimeError:            # a tensor without storage (meta, sparse layouts …): nothing to copy
             return
         self._saved.append((here, t, t._version, values))
@@ -532,6 +577,9 @@ class Recording(recordings.Recording):
         try:
             with torch.no_grad():
                 for k, t, version, values in chosen.values():
+                    if not isinstance(values, torch.Tensor):     # statistics: the trace shows them as its value
+                        self.shown[id(t)] = values
+                        continue
                     if t.shape != values.shape or t.dtype != values.dtype:
                         op = self.ops[k] if k < len(self.ops) else None
                         where = f" at {naming.short_place(*op.location)}" if op is not None and op.location else ""
@@ -550,6 +598,7 @@ class Recording(recordings.Recording):
                 for t, version, values in reversed(swapped):
                     t.detach().copy_(values)
                     torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+            self.shown = {}
             self._paused -= 1
 
     def idle_modules(self) -> set:
@@ -722,12 +771,18 @@ class Recording(recordings.Recording):
         return compare(self, target, hand, rtol, atol, namespace, output_gradients)
 
 
-def record() -> Recording:
+def record(exact_weights: bool = False) -> Recording:
     """Record every torch operation run inside the ``with`` block (see :class:`Recording`).
+
+    ``exact_weights``: when ``opt.step()`` runs inside the block, a trace shows the weights as the backward pass
+    saw them. By default a weight of more than 65,536 entries is then kept as its statistics and first entries
+    (what a trace shows of any large array) whenever the recording kept the backward pass's gradients, which
+    costs less memory than a copy; ``True`` copies every weight the update writes, so that
+    ``rec.trace(loss, value_limit=...)`` can show all of its values.
 
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
         ...     loss.backward()
         >>> rec.explain(loss, model.fc.weight)
     """
-    return Recording()
+    return Recording(exact_weights)

@@ -22,6 +22,7 @@ from ..bridges.recordings import compared_rows, hand_items
 from ..records.traces.build import OpNames, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
+from .capture import stats_only
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
@@ -183,6 +184,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     nodes, owner, raw_edges, tensors, node_tensor = [], {}, [], {}, {}
 
     buffers = buffer_names(rec)
+    kept_as_stats: list = []
 
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
@@ -190,7 +192,11 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         name = rec.name_of(t) or (names or {}).get(id(t))
         if kind == "constant" and id(t) in buffers:
             kind, name = "state", buffers[id(t)]
-        n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "", _summary(t, limit),
+        before = rec.shown.get(id(t))          # a weight's values at the backward pass, kept as statistics
+        if before is not None and stats_only(before, limit):
+            kept_as_stats.append(name or tuple(t.shape))
+        n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "",
+                      before if before is not None else _summary(t, limit),
                       location=None, label=INPUT if name is None and kind == "constant" else None)
         nodes.append(n)
         owner[id(t)] = n
@@ -241,18 +247,35 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             else:
                 source_ids.append(n.id)
 
-    grads = {}
+    grads, cap = {}, None
     if target_node is not None and target.is_floating_point():
         if target.numel() != 1:
             notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
-        by_tensor = _autograd(target, list(tensors.values()), torch.ones_like(target))
+        kept = rec._captures.get(id(target))
+        cap = kept if kept is not None and kept.target is target and kept.valid() else None
+        try:
+            by_tensor = cap.gradients() if cap is not None else \
+                _autograd(target, list(tensors.values()), torch.ones_like(target))
+        except RuntimeError:
+            if kept is None:
+                raise
+            raise RuntimeError(
+                "trace: the gradients this recording kept from the target's backward() were changed in place "
+                "afterwards (a .grad zeroed with model.zero_grad(set_to_none=False), or a second backward() adding "
+                "into it), and an update changed the weights since, so PyTorch cannot compute them again. Call "
+                "rec.trace(...) before those lines, or record with adv.torch.record(exact_weights=True), which "
+                "keeps a copy of every weight the update writes.") from None
         grads = {n.id: by_tensor[id(node_tensor[n.id])] for n in nodes if id(node_tensor[n.id]) in by_tensor}
         overwritten = [n for n in nodes if owner.get(id(node_tensor[n.id])) is not n]
         if overwritten:
             _grads_before_the_write(overwritten, raw_edges, grads, node_tensor)
+    if kept_as_stats:
+        notes.append(f"{len(kept_as_stats)} weight(s) changed in place after the backward pass (opt.step()) are "
+                     f"shown by their statistics and first entries at that pass ({kept_as_stats[0]} …): record with "
+                     "adv.torch.record(exact_weights=True) to keep all of their values")
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
-    trace = tracing.finish(_Torch(raw_edges), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
+    trace = tracing.finish(_Torch(raw_edges, cap), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
                            {k: v for k, v in rec.module_kinds.items() if k in segments},
                            lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
     trace.idle = frozenset(rec.idle_modules() & segments)
@@ -288,8 +311,9 @@ def _grads_before_the_write(overwritten, raw_edges, grads, node_tensor):
 class _Torch(tracing.Adapter):
     """PyTorch for the shared trace builder: autograd's gradients, the diagnosis's cuts, torch's names."""
 
-    def __init__(self, raw_edges):
+    def __init__(self, raw_edges, capture=None):
         self.raw_edges = raw_edges
+        self.capture = capture          # what the learner's backward() passed back, when the recording kept it
 
     def summary(self, value, limit):
         return _summary(value, limit)
@@ -316,7 +340,8 @@ class _Torch(tracing.Adapter):
     def vjp(self, op, out, g_out) -> dict:
         if out.grad_fn is None:
             return {}
-        by_tensor = _op_vjp(op, out, g_out)
+        kept = self.capture.passed_back(op.index) if self.capture is not None else None
+        by_tensor = kept if kept is not None else _op_vjp(op, out, g_out)
         return {i: by_tensor[id(t)] for i, t in enumerate(op.inputs) if id(t) in by_tensor}
 
     def jacobian(self, op, i, t, out):
@@ -379,12 +404,24 @@ def _op_vjp(op, out, g_out) -> dict:
 
 
 def _node_vjp(out, need, g_out) -> dict | None:
-    """:func:`_op_vjp` by calling ``out.grad_fn`` itself, or None when the op is not one node over ``need``.
+    """:func:`_op_vjp` by calling ``out.grad_fn`` itself, or None when the op is not one node over ``need``."""
+    slots = node_slots(out, need)
+    if slots is None:
+        return None
+    try:
+        got = out.grad_fn(g_out)
+    except RuntimeError:
+        return None
+    return assemble(slots, got if isinstance(got, tuple) else (got,))
+
+
+def node_slots(out, need) -> list | None:
+    """Which tensor of ``need`` each input of ``out.grad_fn`` is (None for an input not in ``need``), or None when
+    the op that made ``out`` is not one autograd node over ``need``.
 
     Each of the node's next functions is an input's node: ``(t.grad_fn, t.output_nr)``, or the
     ``AccumulateGrad`` of a leaf ``t``; an input overwritten in place since (or the input of the in-place op
-    itself) takes the one node left. What the engine would do to a result on its way (sum a broadcast input's
-    gradient back to its shape, cast it to its dtype) is done here the same way.
+    itself) takes the one node left.
     """
     fn = out.grad_fn
     if fn is None or out.output_nr != 0 or len(fn._input_metadata) != 1 or not need:
@@ -410,11 +447,13 @@ def _node_vjp(out, need, g_out) -> dict | None:
         #                                  node is now the write's, this op's input is the node before it
     if {id(t) for t in slots if t is not None} != {id(t) for t in need}:
         return None
-    try:
-        got = fn(g_out)
-    except RuntimeError:
-        return None
-    got = got if isinstance(got, tuple) else (got,)
+    return slots
+
+
+def assemble(slots, got) -> dict | None:
+    """``{id(input): its gradient}`` from what a node's backward gave for each of its inputs (``got``, in the
+    order of :func:`node_slots`), done as the engine would on the way: a broadcast input's gradient summed back to
+    its shape, cast to its dtype, an input read twice given the sum."""
     out_grads: dict = {}
     for t, g in zip(slots, got):
         if t is None or g is None:

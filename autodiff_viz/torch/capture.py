@@ -1,0 +1,174 @@
+"""What a recorded ``backward()`` computed, kept so that a trace needs no second backward pass — and no copy of
+the weights an optimizer then writes.
+
+``rec.trace(loss)`` shows ḡ of every value on the path and, where a value feeds several ops, what each of them
+passes back. PyTorch computes all of it during the learner's own ``loss.backward()`` and frees it as it goes.
+Asked again afterwards, autograd needs the graph's saved tensors as they were — the weights among them — but
+``opt.step()`` writes the weights in place: a recording that could only ask afterwards had to copy every weight
+before the step, the model's size again.
+
+A :class:`Capture` listens to the backward pass itself: a hook on each recorded value on the path keeps its ḡ
+(the tensor autograd made anyway), a hook on the node of each op whose input feeds several ops keeps what it
+passes back to each input, and a weight's ḡ is its ``.grad`` when the pass started without one. What a capture
+keeps is about the size of the path's values; a copy is the size of the weights; :func:`start` makes a capture
+only when it is the smaller (a CNN on small images, a tiny transformer), and the recording copies otherwise.
+Every kept tensor carries its version number: one changed in place since (``zero_grad(set_to_none=False)``) is
+never shown, and the trace falls back to asking autograd.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+
+from ..records.traces.model import PREVIEW, VALUE_LIMIT, Summary
+
+EXACT_UP_TO = 65536     # weights of at most this many entries keep their values before the update exactly
+
+
+class Capture:
+    """The gradients one ``backward()`` of ``target`` computed.
+
+    ``grads``: ``{id(value): (ḡ, version)}`` for the recorded values on the path; ``contribs``: ``{op index:
+    {id(input): (what the op passes back, version)}}`` for ops whose inputs feed several ops; ``leaves``:
+    ``{id(weight): (weight, its .grad, version)}`` once the pass is over.
+    """
+
+    __slots__ = ("target", "grads", "contribs", "leaves", "done", "_handles", "_waiting", "_checked")
+
+    def __init__(self, target):
+        self.target = target
+        self.grads: dict = {}
+        self.contribs: dict = {}
+        self.leaves: dict = {}
+        self.done = False
+        self._handles: list = []
+        self._waiting: list = []
+        self._checked: tuple = (-1, False)
+
+    def finish(self) -> None:
+        """The pass is over: take the hooks out and keep each weight's ``.grad`` (this pass's, as it began empty)."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        for t in self._waiting:
+            g = t.grad
+            if g is not None:
+                self.leaves[id(t)] = (t, g, g._version)
+        self._waiting = []
+        self.done = True
+
+    def valid(self, at: int | None = None) -> bool:
+        """Nothing kept was changed in place since, and every weight still holds the ``.grad`` kept; ``at``: the
+        recording's length, when asked for many weights at one moment (an update checks once)."""
+        if not self.done:
+            return False
+        if at is not None and self._checked[0] == at:
+            return self._checked[1]
+        ok = self._valid()
+        if at is not None:
+            self._checked = (at, ok)
+        return ok
+
+    def _valid(self) -> bool:
+        kept = [v for v in self.grads.values()] + [v for d in self.contribs.values() for v in d.values()]
+        return all(g._version == version for g, version in kept) and \
+            all(g._version == version for _t, g, version in self.leaves.values())
+
+    def own(self, params) -> None:
+        """The ``.grad`` of these weights is about to be zeroed in place (``zero_grad(set_to_none=False)``): keep a
+        copy of what this pass gave them, for the trace."""
+        for t in params:
+            kept = self.leaves.get(id(t))
+            if kept is not None and kept[1] is t.grad:
+                g = kept[1].detach().clone()
+                self.leaves[id(t)] = (t, g, g._version)
+
+    def covers(self, t) -> bool:
+        """Whether weight ``t``'s gradient in this pass is kept (so its values need not be copied for a trace)."""
+        return id(t) in self.leaves
+
+    def gradients(self) -> dict:
+        """``{id(tensor): ḡ}``: what ``torch.autograd.grad(target, …)`` would give, for every tensor kept."""
+        out = {k: g for k, (g, _) in self.grads.items()}
+        out.update({k: g for k, (_t, g, _) in self.leaves.items()})
+        return out
+
+    def passed_back(self, op_index: int) -> dict | None:
+        """``{id(input): ḡ_input from this op}`` for a recorded op, or None when it was not kept."""
+        got = self.contribs.get(op_index)
+        return None if got is None else {k: g for k, (g, _) in got.items()}
+
+
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size()
+
+
+def start(rec, target, gradient, ops) -> Capture | None:
+    """A capture of the ``backward()`` of ``target`` about to run over recorded ``ops`` (the target's history), or
+    None when copying the weights before an update is cheaper, or a capture could not tell this pass's gradients
+    apart (a weight whose ``.grad`` already holds an earlier pass's, a seed other than ones)."""
+    from .trace import node_slots
+    if gradient is not None or target.grad_fn is None or target.numel() != 1 or not ops:
+        return None
+    values, leaves, readers = {}, {}, Counter()
+    for op in ops:
+        for t in {id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values():
+            readers[id(t)] += 1
+            if t.grad_fn is None:
+                leaves[id(t)] = t
+        out = op.outputs[0] if op.outputs else None
+        if isinstance(out, torch.Tensor) and out.requires_grad and out.grad_fn is not None:
+            values[id(out)] = out
+    if not leaves or any(t.grad is not None for t in leaves.values()):
+        return None
+    if sum(_nbytes(t) for t in values.values()) >= sum(_nbytes(t) for t in leaves.values()):
+        return None
+    cap = Capture(target)
+    for key, t in values.items():
+        cap._handles.append(t.register_hook(_keep(cap.grads, key)))
+    for op in ops:
+        need = list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+        out = op.outputs[0] if op.outputs else None
+        if not isinstance(out, torch.Tensor) or not any(readers[id(t)] > 1 for t in need):
+            continue
+        slots = node_slots(out, need)
+        if slots is not None:
+            cap._handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots)))
+    cap._waiting = list(leaves.values())
+    return cap
+
+
+def _keep(into, key):
+    def hook(g):
+        into[key] = (g, g._version)
+    return hook
+
+
+def _pass_back(into, index, slots):
+    from .trace import assemble
+
+    def hook(grad_inputs, grad_outputs):
+        got = assemble(slots, grad_inputs)
+        if got is not None:
+            into[index] = {k: (g, g._version) for k, g in got.items()}
+    return hook
+
+
+def values_before(t) -> torch.Tensor | Summary:
+    """Weight ``t``'s values before an update writes it: the values themselves when small, else the statistics
+    and the first entries a trace shows of any large array (computed in place, without a float64 copy)."""
+    d = t.detach()
+    if d.numel() <= EXACT_UP_TO:
+        return d.clone()
+    with torch.no_grad():        # float32 reductions: a float64 pass over a large weight costs as much as a copy
+        low, high = torch.aminmax(d)
+        stats = {"min": float(low), "mean": float(d.mean()), "max": float(high),
+                 "norm": float(torch.linalg.vector_norm(d))}
+        preview = d.reshape(-1)[:PREVIEW].float().cpu().numpy().copy()
+    return Summary(tuple(d.shape), str(d.dtype).replace("torch.", ""), None, stats, preview)
+
+
+def stats_only(summary, limit: int = VALUE_LIMIT) -> bool:
+    """Whether a kept :class:`Summary` holds less than a trace with ``value_limit=limit`` would show."""
+    return isinstance(summary, Summary) and summary.size <= limit
