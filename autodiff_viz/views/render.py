@@ -61,24 +61,14 @@ class GraphvizNotFound(RuntimeError):
     """Graphviz's ``dot`` program is not installed; the message says how to install it."""
 
 
-_DRAWN: dict = {}        # the last few DOT sources drawn and their SVG: readable() lays a source out to measure it
-DRAWN_KEPT = 4           # ... and the caller draws the same source next
-
-
 def svg(dot_source: str) -> str:
     """SVG text for DOT source (the ``<svg>`` element only, ready to inline in HTML)."""
-    if dot_source in _DRAWN:
-        return _DRAWN[dot_source]
     try:
         out = graphviz.Source(dot_source).pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:
         raise GraphvizNotFound(INSTALL_HINT) from None
     start = out.find("<svg")
-    out = out[start:] if start >= 0 else out
-    while len(_DRAWN) >= DRAWN_KEPT:
-        del _DRAWN[next(iter(_DRAWN))]
-    _DRAWN[dot_source] = out
-    return out
+    return out[start:] if start >= 0 else out
 
 
 def _wrap_label(match, keep_first=False, wrap=WRAP, first_wrap=FIRST_WRAP) -> str:
