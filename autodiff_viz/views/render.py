@@ -133,7 +133,9 @@ def readable(source: str) -> str:
     (smallest label under :data:`MIN_LABEL_PX`), the narrower wraps and
     spacings of :data:`NARROWER` are tried in turn (:func:`narrowest`): the
     first readable one is kept, else the one whose smallest label is largest.
-    A drawing that is readable as it is stays exactly as it was.
+    A drawing that is readable as it is stays exactly as it was, and so does
+    the ``"both"`` view: too wide side by side, the display (:func:`display_views`)
+    and the explorer show the views one at a time instead.
     The DOT of ``to_dot`` and the files it draws are unchanged.
     """
     return narrowest(source)[0]
@@ -143,7 +145,8 @@ def narrowest(source: str) -> tuple[str, float | None]:
     """``(dot, px)``: :func:`readable`'s DOT and its smallest label in px at :data:`READABLE_WIDTH` (``None``
     without Graphviz: the first layout, unmeasured)."""
     best = None
-    for wrap, first_wrap, nodesep in ((WRAP, FIRST_WRAP, NODESEP),) + NARROWER:
+    tries = () if source.startswith("digraph both ") else NARROWER     # side by side too wide: the views stack
+    for wrap, first_wrap, nodesep in ((WRAP, FIRST_WRAP, NODESEP),) + tries:
         text = _narrowed(source, wrap, first_wrap, nodesep)
         try:
             px = smallest_label_px(svg(text))
