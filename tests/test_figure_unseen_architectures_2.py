@@ -429,19 +429,7 @@ def test_torch_a_repeated_stage_is_one_box_times_n_with_the_gradient_of_each(tor
     assert all(v is not None and v > 0 for v in rep.grad_norms)
 
 
-@pytest.mark.parametrize("torch_case", [
-    "distilbert",
-    pytest.param("bart", marks=pytest.mark.xfail(strict=True, reason=(
-        "with model.decoder and 'BartDecoderLayer × 2' opened the smallest label is 7.8 px at 850 px "
-        "(< 9; 7.63 as found)"))),
-    pytest.param("gptneo", marks=pytest.mark.xfail(strict=True, reason=(
-        "with 'GPTNeoBlock × 4' opened (transformer.h.0's attention and MLP drawn) the smallest label is "
-        "7.8 px at 850 px (< 9; 6.38 as found, before the mask plumbing became one box)"))),
-    pytest.param("mobilevit", marks=pytest.mark.xfail(strict=True, reason=(
-        "with mobilevit.encoder.layer.3.transformer and 'MobileViTTransformerLayer × 4' opened the smallest "
-        "label is 8.6 px at 850 px (< 9)"))),
-    "learner",
-], indirect=True)
+@pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):
     c = torch_case
     tr = c.tr
@@ -495,8 +483,6 @@ def test_bart_the_encoder_opens_to_its_layers_times_two(torch_case):
     assert "model.encoder.layers.0 … model.encoder.layers.1" in label and len(_each_norms(label)) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "with model.encoder opened the smallest label is 8.5 px at 850 px (< 9; 8.24 as found)"))
 @pytest.mark.parametrize("torch_case", ["bart"], indirect=True)
 def test_bart_the_opened_encoder_fits_the_notebook(torch_case):
     c = torch_case
@@ -614,13 +600,7 @@ KERAS_REPEATS = {
 }
 
 
-@pytest.mark.parametrize("keras_case", [
-    "vgg16", "resnet50v2",
-    pytest.param("mobilenetv3small", marks=pytest.mark.xfail(strict=True, reason=(
-        "'expanded_conv_4 … expanded_conv_5 × 2' is one box with the gradient of each, but with it opened the "
-        "smallest label is 8.3 px at 850 px (< 9); as found the two blocks were not one box at all (their "
-        "layers split by the unnamed activation_N / re_lu_N layers)"))),
-], indirect=True)
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_blocks_of_one_structure_are_one_box_times_n_with_the_gradient_of_each(keras_case):
     c = keras_case
     head, names = KERAS_REPEATS[c.kind]

@@ -13,7 +13,8 @@ Readable means: scaled to the output width, the smallest label is still
 :data:`MIN_LABEL_PX` px tall. A picture ``W`` px wide is shrunk by ``850/W``,
 so its 9 pt (12 px) edge labels stay 9 px only while ``W ≤ 1133``. The
 display therefore (1) wraps long formulas on edges into lines of about
-:data:`WRAP` characters, and long summaries in boxes too (:func:`readable`;
+:data:`WRAP` characters, and long summaries in boxes too, narrower still
+(:data:`NARROWER`) when Graphviz lays it out too wide to read (:func:`readable`;
 the DOT of ``to_dot`` and files are unchanged), and (2) shows the forward
 and backward views side by side only when that is readable, else the
 forward above the backward, else the backward alone with a line saying how
@@ -46,6 +47,10 @@ FIRST_WRAP = 32          # ... of a box's first line (its name): longer before i
 CONTINUED = "  "         # a wrapped label's continuation lines start with this (svgtools classes them by it)
 WEIGHTS_PER_ROW = 2      # a layer's weights beside its box, per rank (kernel and bias side by side)
 NODESEP = "0.15"         # inches between boxes of a rank (dot.STYLES: 0.3)
+# (WRAP, FIRST_WRAP, NODESEP) tried in turn when the drawing at the ones above is too wide to read at
+# READABLE_WIDTH (an opened transformer block: a row of long weight names, fans of formulas, skip edges in lanes
+# beside the path): narrower lines make narrower boxes and edge labels, so the picture grows down, not across
+NARROWER = ((20, 24, "0.15"), (18, 20, "0.1"), (16, 16, "0.05"))
 PANEL_TITLES = {"forward": "forward: values", "backward": "backward: ḡ and ∂y/∂x on every edge"}
 
 _LABEL = re.compile(r'(\blabel=")((?:[^"\\]|\\.)*)(")')
@@ -66,11 +71,11 @@ def svg(dot_source: str) -> str:
     return out[start:] if start >= 0 else out
 
 
-def _wrap_label(match, keep_first=False) -> str:
+def _wrap_label(match, keep_first=False, wrap=WRAP, first_wrap=FIRST_WRAP) -> str:
     lines = []
     for k, line in enumerate(match.group(2).split("\\n")):
         first = keep_first and k == 0
-        wrapped = _break_words(line, FIRST_WRAP) if first else _wrap(line, WRAP)
+        wrapped = _break_words(line, first_wrap) if first else _wrap(line, wrap)
         lines.extend(wrapped or [line])
     return match.group(1) + "\\n".join(lines) + match.group(3)
 
@@ -121,17 +126,49 @@ def readable(source: str) -> str:
     :data:`WRAP` characters, continuation lines indented by :data:`CONTINUED`
     (the explorer's :mod:`~autodiff_viz.views.widgets.svgtools` gives such a
     line the class of the line it continues, so a toggle hides both). A box's first line
-    (the layer's or weight's name, what a learner looks for) stays whole.
+    (the layer's or weight's name, what a learner looks for) stays whole up to :data:`FIRST_WRAP`.
     Boxes of a rank sit :data:`NODESEP` inches apart.
+
+    When Graphviz lays that out too wide to read at :data:`READABLE_WIDTH` px
+    (smallest label under :data:`MIN_LABEL_PX`), the narrower wraps and
+    spacings of :data:`NARROWER` are tried in turn (:func:`narrowest`): the
+    first readable one is kept, else the one whose smallest label is largest.
+    A drawing that is readable as it is stays exactly as it was, and so does
+    the ``"both"`` view: too wide side by side, the display (:func:`display_views`)
+    and the explorer show the views one at a time instead.
     The DOT of ``to_dot`` and the files it draws are unchanged.
     """
+    return narrowest(source)[0]
+
+
+def narrowest(source: str) -> tuple[str, float | None]:
+    """``(dot, px)``: :func:`readable`'s DOT and its smallest label in px at :data:`READABLE_WIDTH` (``None``
+    without Graphviz: the first layout, unmeasured)."""
+    best = None
+    tries = () if source.startswith("digraph both ") else NARROWER     # side by side too wide: the views stack
+    for wrap, first_wrap, nodesep in ((WRAP, FIRST_WRAP, NODESEP),) + tries:
+        text = _narrowed(source, wrap, first_wrap, nodesep)
+        try:
+            px = smallest_label_px(svg(text))
+        except (GraphvizNotFound, graphviz.CalledProcessError):
+            return text, None                  # the built-in renderer (or the caller's error) draws it as it is
+        if px >= MIN_LABEL_PX:
+            return text, px
+        if best is None or px > best[1]:
+            best = (text, px)
+    return best
+
+
+def _narrowed(source: str, wrap: int, first_wrap: int, nodesep: str) -> str:
+    """``source`` with label lines wrapped at ``wrap`` (a box's first line at ``first_wrap``), boxes of a rank
+    ``nodesep`` inches apart, and a layer's many weights stacked (:func:`_stack_weights`)."""
     out = []
     for line in source.splitlines():
         if line.startswith("  graph [") and " nodesep=" in line:
-            line = re.sub(r'nodesep="[^"]*"', f'nodesep="{NODESEP}"', line, count=1)
+            line = re.sub(r'nodesep="[^"]*"', f'nodesep="{nodesep}"', line, count=1)
         edge = bool(_EDGE.match(line)) or line.startswith("  label=")
         if edge or (line.lstrip().startswith('"') and "label=" in line):
-            line = _LABEL.sub(lambda m, edge=edge: _wrap_label(m, keep_first=not edge), line, count=1)
+            line = _LABEL.sub(lambda m, edge=edge: _wrap_label(m, not edge, wrap, first_wrap), line, count=1)
         out.append(line)
     return _stack_weights(out)
 
