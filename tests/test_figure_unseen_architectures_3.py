@@ -222,11 +222,7 @@ TORCH_PARTS = {
 
 @pytest.mark.parametrize("torch_case", [
     "llama", "wav2vec2", "clip",
-    pytest.param("segformer", marks=pytest.mark.xfail(strict=True, reason=(
-        "the default figure is 'segformer', 'decode_head', the upsampling and the loss: the backbone "
-        "SegformerModel holds one ModuleList 'segformer.stages' (2 stages), so it is not taken for a model "
-        "(figure._is_model wants two layers among its direct children) and stays one box; its stages, the "
-        "parts a paper draws for a hierarchical encoder, are not shown though 6 boxes leave room"))),
+    "segformer",
 ], indirect=True)
 def test_torch_the_default_figure_is_the_models_named_parts_within_the_budget(torch_case):
     c = torch_case
@@ -241,7 +237,13 @@ def test_torch_the_default_figure_is_the_models_named_parts_within_the_budget(to
     assert len(titles) == len(set(titles)), titles         # each part drawn once
 
 
-@pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
+@pytest.mark.parametrize("torch_case", [
+    "llama", "wav2vec2",
+    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
+        "the labels the library makes for the contrastive loss (torch.arange(len(logits)), twice) are drawn as "
+        "two loose op boxes 'arange' without gradient, not as the loss's labels"))),
+    "segformer",
+], indirect=True)
 def test_torch_the_default_figure_draws_the_architecture_not_the_mask_plumbing(torch_case):
     c = torch_case
     assert not _plumbing(c.tr, folding.layout(c.tr))
@@ -352,9 +354,16 @@ TORCH_STAGES = {
                  "wav2vec2.encoder.layers.0 … wav2vec2.encoder.layers.1"),
     "clip": ("text_model.encoder", "CLIPEncoderLayer × 2",
              "text_model.encoder.layers.0 … text_model.encoder.layers.1"),
-    "segformer": ("segformer.stages.0", "SegformerLayer × 2",
-                  "segformer.stages.0.blocks.0 … segformer.stages.0.blocks.1"),
+    "segformer": ("segformer.stages.1", "SegformerLayer × 2",
+                  "segformer.stages.1.blocks.0 … segformer.stages.1.blocks.1"),
 }
+
+
+def _rep_in(tr, where, title, count):
+    """The repeat ``title × count`` inside the group titled ``where`` (CLIP has one in each tower)."""
+    inside = _key(tr, where) + "/" if where else ""
+    return next(r for r in folding.hierarchy(tr).repeats.values()
+                if r.title == title and r.count == count and r.key.startswith(inside))
 
 
 @pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
@@ -373,13 +382,29 @@ def test_torch_a_repeated_stage_is_one_box_times_n_with_the_gradient_of_each(tor
     assert all(v is not None and v > 0 for v in rep.grad_norms)
 
 
-@pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
+@pytest.mark.parametrize("torch_case", ["segformer"], indirect=True)
+def test_segformer_every_stage_opens_to_its_layers_times_n(torch_case):
+    c = torch_case
+    tr = c.tr
+    for stage in ("segformer.stages.0", "segformer.stages.1"):
+        _, boxes = _boxes(tr, expanded={_key(tr, stage)})
+        assert "SegformerLayer × 2" in boxes and f"{stage}.patch_embeddings" in boxes, sorted(boxes)
+
+
+@pytest.mark.parametrize("torch_case", [
+    "llama", "wav2vec2",
+    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
+        "with text_model.encoder and 'CLIPEncoderLayer × 2' opened the smallest label is 5.0 px at 850 px "
+        "(< 9): the 22 loose ops of the contrastive head are drawn beside the opened layer"))),
+    pytest.param("segformer", marks=pytest.mark.xfail(strict=True, reason=(
+        "with segformer.stages.1 and 'SegformerLayer × 2' opened the smallest label is 8.9 px at 850 px (< 9)"))),
+], indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):
     c = torch_case
     tr = c.tr
     where, head, _ = TORCH_STAGES[c.kind]
     title, n = head.rsplit(" × ", 1)
-    rep = _rep(tr, title, int(n))
+    rep = _rep_in(tr, where, title, int(n))
     opened = {rep.key} | ({_key(tr, where)} if where else set())
     lay, boxes = _boxes(tr, expanded=opened)
     assert f"{title} × {int(n) - 1}" in boxes or int(n) == 2 and rep.groups[1] in {
@@ -555,11 +580,7 @@ KERAS_PARTS = {
 
 
 @pytest.mark.parametrize("keras_case", [
-    pytest.param("xception", marks=pytest.mark.xfail(strict=True, reason=(
-        "block1 and block14 are drawn 'Conv2D × 2' and 'SeparableConv2D × 2', and block5 … block12 are eight "
-        "'SeparableConv2D × 3' boxes: a block whose layers are numbered units (block5_sepconv1 … _sepconv3) is "
-        "taken for a numbered list of instances and loses its name; the residual layers Keras leaves unnamed "
-        "(batch_normalization_15, add_7 …) are drawn between the blocks"))),
+    "xception",
     pytest.param("inceptionv3", marks=pytest.mark.xfail(strict=True, reason=(
         "the 313 layers are drawn one by one (conv2d_13, batch_normalization_19, activation_15 …) and 2227 "
         "nodes are folded into one box: the Inception modules, ended by the named concatenations mixed0 … "
@@ -579,15 +600,18 @@ def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget
     assert _fits(lay), (len(lay.boxes), lay.notes)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the shortcut layers Keras leaves unnamed (batch_normalization_15 … _18, add_7 … add_18) are top-level "
-    "boxes between the blocks instead of parts of the block whose residual they add"))
 @pytest.mark.parametrize("keras_case", ["xception"], indirect=True)
 def test_xception_the_unnamed_shortcut_layers_belong_to_their_block(keras_case):
     c = keras_case
     titles = _group_titles(folding.layout(c.tr))
     loose = [t for t in titles if re.fullmatch(r"(conv2d|batch_normalization|add)(_\d+)?", t)]
     assert not loose, loose
+
+
+def _each_bars(label: str) -> int:
+    """The bars of the spark line after "‖ḡ‖ each:" (one per instance; the numbers after it stop at six)."""
+    line = next(ln for ln in label.split("\n") if ln.startswith("‖ḡ‖ each:"))
+    return len(re.match(r"\s*([▁▂▃▄▅▆▇█·]*)", line.split(":", 1)[1]).group(1))
 
 
 # a run of blocks of one structure: (the "× N" box, the instances' names or None where Keras gave none, what
@@ -601,8 +625,9 @@ KERAS_REPEATS = {
 
 @pytest.mark.parametrize("keras_case", [
     pytest.param("xception", marks=pytest.mark.xfail(strict=True, reason=(
-        "block5 … block12 are not one box: each is split into three 'SeparableConv2D × 3' … and an add_N "
-        "between them (see the default-figure test)"))),
+        "'block5 … block12 × 8' is one box with a bar of ‖ḡ‖ for each block, but with it opened (block5's "
+        "layers drawn) the smallest label is 8.4 px at 850 px (< 9); as found the eight blocks were not one box "
+        "at all (each split into three 'SeparableConv2D × 3' and an unnamed add_N)"))),
     pytest.param("inceptionv3", marks=pytest.mark.xfail(strict=True, reason=(
         "no repeat at all: the modules are not blocks (see the default-figure test)"))),
     pytest.param("unet", marks=pytest.mark.xfail(strict=True, reason=(
@@ -617,7 +642,8 @@ def test_keras_blocks_of_one_structure_are_one_box_times_n_with_the_gradient_of_
     label = _repeat_label(c.tr, box.title + " × ")
     if names:
         assert names in label
-    assert len(_each_norms(label)) == box.count, label
+    assert _each_bars(label) == box.count, label            # a bar for each instance, the first values written
+    assert len(_each_norms(label)) == min(box.count, 6), label
     rep = folding.hierarchy(c.tr).repeats[box.key]
     assert holds in (getattr(c.tr, "kinds", {}).get(g.title) for k, g in folding.hierarchy(c.tr).groups.items()
                      if rep.groups[0] in folding._ancestors(folding.hierarchy(c.tr), k))
