@@ -58,6 +58,36 @@ def test_a_numbered_block_of_numbered_units_is_one_block_and_an_unnamed_merge_cl
     assert "flatten" not in block and "head" not in block  # one input: after the block, not in it
 
 
+def test_branches_of_unnamed_layers_are_the_module_of_the_merge_that_ends_them():
+    """An Inception-like flat model: a stem, then modules of parallel branches of unnamed layers concatenated by
+    a named merge (one module with a merge inside); the stem is no module: every path passes its last layer."""
+    order, reads, k = [], {}, 0
+
+    def layer(name, *srcs):
+        order.append(name)
+        reads[(("model",), name)] = set(srcs)
+        return name
+
+    def unnamed(*srcs):
+        nonlocal k
+        k += 1
+        return layer(f"conv2d_{k}", *srcs)
+
+    x = unnamed()
+    x = layer("max_pooling2d", unnamed(x))                       # the stem: a chain
+    for m in range(3):
+        a, b = unnamed(x), unnamed(unnamed(x))
+        if m == 2:                                               # a merge inside the module (mixed9_0)
+            b = layer("mixed2_0", unnamed(b), unnamed(b))
+        x = layer(f"mixed{m}", a, b)
+    layer("predictions", x)
+    auto = {c for c in order if c.startswith(("conv2d_", "max_pooling2d"))}
+    block = {c: b for (_, c), b in blocks.name_blocks(_kids(order), lambda c: c in auto, reads).items()}
+    assert "conv2d_1" not in block and "max_pooling2d" not in block     # the stem
+    assert block["conv2d_3"] == block["conv2d_5"] == block["mixed0"] == ("mixed0",)
+    assert block["mixed2_0"] == block["mixed2"] == ("mixed2",) and "predictions" not in block
+
+
 def test_a_small_model_keeps_its_layers():
     assert blocks.name_blocks(_kids(["conv_1", "conv_1_bn", "dense"])) == {}
 

@@ -8,7 +8,10 @@ architectures need three more readings of the same record before they look like 
   names share a prefix of tokens (``_``, ``/``, ``.``) form a block named by it (``block_3``, ``conv2_block1``,
   ``block2a``), nested where a block is still crowded (``block2a_se``); a numbered list of instances
   (``conv2_block1`` … ``conv2_block6``) is no block of its own, its instances are; an op written between layers
-  (a residual ``x + y``) joins the block that feeds it. Only inside a group with more than :data:`BLOCKS_ABOVE`
+  (a residual ``x + y``) joins the block that feeds it. Layers Keras names only after their class join blocks
+  by data flow: a merge (``add_7``) reading the block before it closes that block, and parallel branches of
+  them ending in one merge are the module of that merge (InceptionV3's ``mixed3``, a U-Net block written in a
+  loop and ended by its residual ``add_2``). Only inside a group with more than :data:`BLOCKS_ABOVE`
   children, so a small model keeps its layers.
 * **repeats** (:func:`find_repeats`): consecutive siblings of the same class and the same structure (ResNet's
   ``BasicBlock`` s in a stage, BERT's ``BertLayer`` s, MobileNetV2's ``block_7`` … ``block_9``) are one box
@@ -169,7 +172,33 @@ def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
                 merged[c] = block
         if merged:
             nested = _between(order, {**anchors, **merged}, auto)
+        nested.update(_modules(order, auto, lambda c, p=parent: (reads or {}).get((p, c), set())))
         out.update({(parent, c): b for c, b in nested.items() if b})
+    return out
+
+
+def _modules(order, auto, read) -> dict:
+    """``{child: (merge,)}``: the branches a merge closes, when they are layers named only after their class (an
+    Inception module: parallel ``conv2d_N``, ``batch_normalization_N`` … concatenated by ``mixed3``; a block of
+    keras.io's U-Net written in a ``for`` loop: its layers and the projected residual, added by ``add_2``).
+
+    The module is the children after the last one that every path into the merge passes (the output of the
+    module before it; the stem before the first module) up to the merge, when none of them but merges has a name
+    of its own (a block of named layers is named by them). It is named by its merge. A merge inside a later
+    merge's module (``mixed9_0`` of ``mixed9``) is part of it."""
+    out: dict = {}
+    for i in range(len(order) - 1, -1, -1):
+        m = order[i]
+        if m in out or len(read(m)) < 2:
+            continue
+        later, j = set(read(m)), i - 1
+        while j >= 0 and later - set(order[j + 1:i]) != {order[j]}:
+            later |= read(order[j])
+            j -= 1
+        module = order[j + 1:i + 1]
+        if len(module) > 2 and all(auto(c) or len(read(c)) >= 2 for c in module) and \
+                not any(c in out for c in module):
+            out.update({c: (m,) for c in module})
     return out
 
 
@@ -349,7 +378,7 @@ def find_repeats(trace, groups, paths) -> dict:
     def alike(a, b) -> bool:            # one structure; or one class whose instances differ by optional parts only
         if _signature(trace, groups, items, a, memo) == _signature(trace, groups, items, b, memo):
             return True
-        cls = kinds.get(groups[a].title)
+        cls = kinds.get(groups[a].title) if groups[a].what != "block" else None
         return cls is not None and cls == kinds.get(groups[b].title) and \
             _signature(trace, groups, items, a, lean, skip) == _signature(trace, groups, items, b, lean, skip)
 
@@ -366,7 +395,7 @@ def find_repeats(trace, groups, paths) -> dict:
         for run in runs:
             first = groups[run[0]]
             key = f"{run[0]}×{len(run)}"
-            cls = getattr(trace, "kinds", {}).get(first.title)
+            cls = getattr(trace, "kinds", {}).get(first.title) if first.what != "block" else None
             title = cls or f"{first.title} … {groups[run[-1]].title}"
             rep = Repeat(key, f"r{len(repeats)}", title, parent, run)
             for k in run:
