@@ -40,6 +40,54 @@ def test_a_prefix_shared_by_every_layer_is_no_block():
     assert block["net_stage_1_block_2_pw"] == ("net_stage_1_block_2",)
 
 
+def test_a_numbered_block_of_numbered_units_is_one_block_and_an_unnamed_merge_closes_the_block_before_it():
+    names = ["stem_conv", "stem_bn"]
+    order = list(names)
+    reads = {}
+    for b in range(1, 4):
+        units = [f"part{b}_unit{u}_{k}" for u in (1, 2, 3) for k in ("act", "conv", "bn")]
+        order += units + [f"add_{b}"]            # a residual addition Keras names only after its class
+        reads[(("model",), f"add_{b}")] = {units[-1], f"add_{b - 1}" if b > 1 else "stem_bn"}
+    order += ["flatten", "head"]
+    reads[(("model",), "flatten")] = {"add_3"}
+    auto = {f"add_{b}" for b in range(1, 4)} | {"flatten"}
+    named = blocks.name_blocks(_kids(order), lambda c: c in auto, reads)
+    block = {c: b for (_, c), b in named.items()}
+    assert block["part2_unit3_bn"] == ("part2",)           # not part2_unit1 … part2_unit3 side by side
+    assert block["add_2"] == ("part2",)                    # it adds part2's output to the shortcut: part2's
+    assert "flatten" not in block and "head" not in block  # one input: after the block, not in it
+
+
+def test_branches_of_unnamed_layers_are_the_module_of_the_merge_that_ends_them():
+    """An Inception-like flat model: a stem, then modules of parallel branches of unnamed layers concatenated by
+    a named merge (one module with a merge inside); the stem is no module: every path passes its last layer."""
+    order, reads, k = [], {}, 0
+
+    def layer(name, *srcs):
+        order.append(name)
+        reads[(("model",), name)] = set(srcs)
+        return name
+
+    def unnamed(*srcs):
+        nonlocal k
+        k += 1
+        return layer(f"conv2d_{k}", *srcs)
+
+    x = unnamed()
+    x = layer("max_pooling2d", unnamed(x))                       # the stem: a chain
+    for m in range(3):
+        a, b = unnamed(x), unnamed(unnamed(x))
+        if m == 2:                                               # a merge inside the module (mixed9_0)
+            b = layer("mixed2_0", unnamed(b), unnamed(b))
+        x = layer(f"mixed{m}", a, b)
+    layer("predictions", x)
+    auto = {c for c in order if c.startswith(("conv2d_", "max_pooling2d"))}
+    block = {c: b for (_, c), b in blocks.name_blocks(_kids(order), lambda c: c in auto, reads).items()}
+    assert "conv2d_1" not in block and "max_pooling2d" not in block     # the stem
+    assert block["conv2d_3"] == block["conv2d_5"] == block["mixed0"] == ("mixed0",)
+    assert block["mixed2_0"] == block["mixed2"] == ("mixed2",) and "predictions" not in block
+
+
 def test_a_small_model_keeps_its_layers():
     assert blocks.name_blocks(_kids(["conv_1", "conv_1_bn", "dense"])) == {}
 
@@ -170,3 +218,74 @@ def test_a_cell_called_over_time_steps_stays_a_loop():
         loss.backward()
     tr = rec.trace(loss, cell)
     assert [lp.count for lp in folding.hierarchy(tr).loops.values()] == [5]
+
+
+class Dropping(torch.nn.Module):
+    """A block with stochastic depth: its first instance's rate is 0, so it holds ``nn.Identity`` (no op)."""
+
+    def __init__(self, rate, n=4):
+        super().__init__()
+        self.fc = torch.nn.Linear(n, n)
+        self.drop = torch.nn.Dropout(rate) if rate else torch.nn.Identity()
+
+    def forward(self, x):
+        return x + self.drop(torch.tanh(self.fc(x)))
+
+
+class First(torch.nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.fc = torch.nn.Linear(n, n)
+        self.norm = torch.nn.LayerNorm(n)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+
+
+class Level(torch.nn.Module):
+    """A stage: a list of a different first block, then blocks of one class whose rates grow from 0."""
+
+    def __init__(self, n=4, depth=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([First(n)] + [Dropping(0.1 * k, n) for k in range(depth)])
+
+    def forward(self, x):
+        for m in self.blocks:
+            x = m(x)
+        return x
+
+
+class Encoder(torch.nn.Module):
+    """A backbone that holds only the list of its stages (its parts), of different depths."""
+
+    def __init__(self, n=4):
+        super().__init__()
+        self.stages = torch.nn.ModuleList([Level(n, 3), Level(n, 2)])
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        return x
+
+
+class Segmenter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+def test_a_backbone_holding_one_list_shows_its_stages_and_a_stage_its_blocks_times_n():
+    """Counted through the list, the backbone holds two parts (it is a model, drawn open); a list of different
+    blocks some of which repeat opens with its parent; instances of one class that differ only by a part without
+    weight (a dropout of rate 0 is an Identity that runs nothing) are one "× N"."""
+    torch.manual_seed(0)
+    model = Segmenter().train()
+    tr = _trace(model, torch.randn(2, 4))
+    titles = {b.title for b in folding.layout(tr).boxes.values()}
+    assert {"encoder.stages.0", "encoder.stages.1", "head"} <= titles, sorted(titles)
+    boxes = _titles(folding.layout(tr, expanded={_key(tr, "encoder.stages.0")}))
+    assert "encoder.stages.0.blocks.0" in boxes and "Dropping × 3" in boxes, sorted(boxes)

@@ -8,7 +8,10 @@ architectures need three more readings of the same record before they look like 
   names share a prefix of tokens (``_``, ``/``, ``.``) form a block named by it (``block_3``, ``conv2_block1``,
   ``block2a``), nested where a block is still crowded (``block2a_se``); a numbered list of instances
   (``conv2_block1`` … ``conv2_block6``) is no block of its own, its instances are; an op written between layers
-  (a residual ``x + y``) joins the block that feeds it. Only inside a group with more than :data:`BLOCKS_ABOVE`
+  (a residual ``x + y``) joins the block that feeds it. Layers Keras names only after their class join blocks
+  by data flow: a merge (``add_7``) reading the block before it closes that block, and parallel branches of
+  them ending in one merge are the module of that merge (InceptionV3's ``mixed3``, a U-Net block written in a
+  loop and ended by its residual ``add_2``). Only inside a group with more than :data:`BLOCKS_ABOVE`
   children, so a small model keeps its layers.
 * **repeats** (:func:`find_repeats`): consecutive siblings of the same class and the same structure (ResNet's
   ``BasicBlock`` s in a stage, BERT's ``BertLayer`` s, MobileNetV2's ``block_7`` … ``block_9``) are one box
@@ -77,7 +80,10 @@ def _nest(names, depth) -> dict:
     prefix (``conv1_conv, conv1_bn, conv1_relu`` → ``conv1``). No block is made where it would only be a list
     of numbered instances (``conv2_block1_…`` … ``conv2_block6_…``; MobileNetV2's ``block_1_…`` …, also when the
     first instance has no number, MobileNetV3's ``expanded_conv_…``, ``expanded_conv_1_…``): its
-    instances are the blocks, side by side, so that blocks of one structure in a row fold as "× N". Nor where
+    instances are the blocks, side by side, so that blocks of one structure in a row fold as "× N" — unless the
+    run is small enough to be one box (at most :data:`BLOCKS_ABOVE` layers) and its name is itself an instance
+    (Xception's ``block5`` of ``block5_sepconv1`` … ``block5_sepconv3``: numbered units of a numbered block,
+    the block a paper draws, not a list of blocks). Nor where
     the run is all of ``names`` (``convnext_tiny_…``: the parent itself). A block still crowded (more than
     :data:`BLOCKS_ABOVE` layers) is split again the same way (EfficientNet's ``block2a`` → ``block2a_expand``,
     ``block2a_se``, ``block2a_project``).
@@ -99,7 +105,8 @@ def _nest(names, depth) -> dict:
             k += 1
         nexts = [toks[n][k] if len(toks[n]) > k else "" for n in run]
         numbered = [any(c.isdigit() for c in t) for t in nexts]
-        if len(run) == len(names) or all(numbered):
+        unit = len(run) <= BLOCKS_ABOVE and any(c.isdigit() for c in toks[run[0]][k - 1])
+        if len(run) == len(names) or all(numbered) and not unit:
             out.update(_nest(run, k))
             continue
         first = numbered.index(True) if any(numbered) else 0
@@ -130,7 +137,7 @@ def _auto_named(kinds: dict):
     return auto
 
 
-def name_blocks(scopes, auto=lambda segment: False) -> dict:
+def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
     """``{(parent parts, child): its blocks, outermost first}`` for the children of a crowded scope.
 
     ``scopes``: each op's scope split into parts, in tape order. Only under a parent with more than
@@ -139,7 +146,10 @@ def name_blocks(scopes, auto=lambda segment: False) -> dict:
     its class (``auto``: Keras' ``activation_3``, ``re_lu_5``, ResNet50V2's shortcut ``max_pooling2d``) takes no
     part in the names — it neither makes a block nor cuts one in two — and lies in the block of the children
     before and after it when they share one (a block's activation), else outside any (``flatten`` after VGG's
-    ``block5``).
+    ``block5``). One that merges two or more siblings, one of them in the block just before it (``reads``:
+    ``{(parent parts, child): the siblings it reads}``), is that block's residual addition or concatenation
+    (Xception's ``add_7`` of ``block2_pool`` and the shortcut): it closes that block, and so do the unnamed
+    layers between the block and it (the shortcut's ``batch_normalization_15``).
     """
     children: dict = {}
     for parts in scopes:
@@ -151,17 +161,59 @@ def name_blocks(scopes, auto=lambda segment: False) -> dict:
         if len(kids) <= BLOCKS_ABOVE:
             continue
         order = sorted(kids, key=kids.get)
-        nested = _nest([c for c in order if not auto(c)], 0)
+        anchors = _nest([c for c in order if not auto(c)], 0)
+        nested = _between(order, anchors, auto)
+        merged: dict = {}
         for i, c in enumerate(order):
-            if auto(c):
-                before = next((nested[x] for x in reversed(order[:i]) if x in nested), ())
-                after = next((nested[x] for x in order[i + 1:] if x in nested), ())
-                k = 0
-                while k < min(len(before), len(after)) and before[k] == after[k]:
-                    k += 1
-                nested[c] = before[:k]
+            block = next((anchors[x] for x in reversed(order[:i]) if x in anchors), ())
+            read = (reads or {}).get((parent, c), ())
+            if auto(c) and block and len(read) >= 2 and \
+                    any({**nested, **merged}.get(x, ())[:len(block)] == block for x in read):
+                merged[c] = block
+        if merged:
+            nested = _between(order, {**anchors, **merged}, auto)
+        nested.update(_modules(order, auto, lambda c, p=parent: (reads or {}).get((p, c), set())))
         out.update({(parent, c): b for c, b in nested.items() if b})
     return out
+
+
+def _modules(order, auto, read) -> dict:
+    """``{child: (merge,)}``: the branches a merge closes, when they are layers named only after their class (an
+    Inception module: parallel ``conv2d_N``, ``batch_normalization_N`` … concatenated by ``mixed3``; a block of
+    keras.io's U-Net written in a ``for`` loop: its layers and the projected residual, added by ``add_2``).
+
+    The module is the children after the last one that every path into the merge passes (the output of the
+    module before it; the stem before the first module) up to the merge, when none of them but merges has a name
+    of its own (a block of named layers is named by them). It is named by its merge. A merge inside a later
+    merge's module (``mixed9_0`` of ``mixed9``) is part of it."""
+    out: dict = {}
+    for i in range(len(order) - 1, -1, -1):
+        m = order[i]
+        if m in out or len(read(m)) < 2:
+            continue
+        later, j = set(read(m)), i - 1
+        while j >= 0 and later - set(order[j + 1:i]) != {order[j]}:
+            later |= read(order[j])
+            j -= 1
+        module = order[j + 1:i + 1]
+        if len(module) > 2 and all(auto(c) or len(read(c)) >= 2 for c in module) and \
+                not any(c in out for c in module):
+            out.update({c: (m,) for c in module})
+    return out
+
+
+def _between(order, anchors, auto) -> dict:
+    """``anchors``, and each other child in the blocks that the anchors before and after it share."""
+    nested = dict(anchors)
+    for i, c in enumerate(order):
+        if auto(c) and c not in anchors:
+            before = next((nested[x] for x in reversed(order[:i]) if x in nested), ())
+            after = next((anchors[x] for x in order[i + 1:] if x in anchors), ())
+            k = 0
+            while k < min(len(before), len(after)) and before[k] == after[k]:
+                k += 1
+            nested[c] = before[:k]
+    return nested
 
 
 def segments(trace, ops) -> dict:
@@ -173,7 +225,18 @@ def segments(trace, ops) -> dict:
     it: a block's residual addition is part of the block, and the block is not cut in two runs by it.
     """
     scopes = {n.id: n.scope.split("/") if n.scope else [] for n in ops}
-    named = name_blocks((scopes[n.id] for n in ops), _auto_named(getattr(trace, "kinds", {})))
+    reads: dict = {}                        # {(parent parts, child): the siblings whose ops its ops read}
+    for n in ops:
+        for e in trace.edges_into(n.id):
+            src = scopes.get(e.src)
+            if src is None:
+                continue
+            j = 0
+            while j < min(len(src), len(scopes[n.id])) and src[j] == scopes[n.id][j]:
+                j += 1
+            if j < len(src) and j < len(scopes[n.id]):
+                reads.setdefault((tuple(src[:j]), scopes[n.id][j]), set()).add(src[j])
+    named = name_blocks((scopes[n.id] for n in ops), _auto_named(getattr(trace, "kinds", {})), reads)
     out: dict = {}
     prev = None
     for n in ops:
@@ -264,16 +327,30 @@ def _items(ops, paths) -> dict:
     return items
 
 
-def _signature(trace, groups, items, key, memo) -> tuple:
-    """What a group is made of, by class and op, not by name: equal for two instances of one block."""
+def _signature(trace, groups, items, key, memo, skip=None) -> tuple:
+    """What a group is made of, by class and op, not by name: equal for two instances of one block. ``skip``:
+    sub-groups left out (:func:`_optional`)."""
     if key in memo:
         return memo[key]
     g = groups[key]
     cls = getattr(trace, "kinds", {}).get(g.title) or g.what
-    parts = tuple(("op", _COUNTER.sub("", name)) if kind == "op" else _signature(trace, groups, items, name, memo)
-                  for kind, name in items.get(key, ()))
+    parts = tuple(("op", _COUNTER.sub("", name)) if kind == "op" else
+                  _signature(trace, groups, items, name, memo, skip)
+                  for kind, name in items.get(key, ()) if kind == "op" or skip is None or not skip(name))
     memo[key] = (cls, parts)
     return memo[key]
+
+
+def _optional(trace, groups, items, members):
+    """Whether a sub-group holds no weight and no sub-group of its own (but the plumbing it makes without
+    gradient, a random mask): a dropout, a drop-path, an activation module — present in one instance of a class
+    and absent in the next (stochastic depth of rate 0 is an ``nn.Identity`` that runs no op), with the same
+    weights in both."""
+    def skip(key) -> bool:
+        return all(kind == "op" or groups[name].what == "constant" for kind, name in items.get(key, ())) and not any(
+            trace.node(e.src).kind == "variable" for nid in members.get(key, ())
+            for e in trace.edges_into(nid))
+    return skip
 
 
 def find_repeats(trace, groups, paths) -> dict:
@@ -290,15 +367,26 @@ def find_repeats(trace, groups, paths) -> dict:
         for key in paths[n.id]:
             members.setdefault(key, []).append(n.id)
     repeats = {}
+    kinds = getattr(trace, "kinds", {})
+    lean: dict = {}
+    skip = _optional(trace, groups, items, members)
+
     def chained(a, b) -> bool:          # b reads what a made: stacked blocks, not parallel branches
         inside = set(members.get(a, ()))
         return any(e.src in inside for nid in members.get(b, ()) for e in trace.edges_into(nid))
+
+    def alike(a, b) -> bool:            # one structure; or one class whose instances differ by optional parts only
+        if _signature(trace, groups, items, a, memo) == _signature(trace, groups, items, b, memo):
+            return True
+        cls = kinds.get(groups[a].title) if groups[a].what != "block" else None
+        return cls is not None and cls == kinds.get(groups[b].title) and \
+            _signature(trace, groups, items, a, lean, skip) == _signature(trace, groups, items, b, lean, skip)
 
     for parent, seq in items.items():
         runs, run = [], []
         for kind, name in seq + [("op", None)]:
             if kind == "child" and groups[name].loop is None and run and chained(run[-1], name) and \
-                    _signature(trace, groups, items, name, memo) == _signature(trace, groups, items, run[0], memo):
+                    alike(run[0], name):
                 run.append(name)
                 continue
             if len(run) >= 2:
@@ -307,7 +395,7 @@ def find_repeats(trace, groups, paths) -> dict:
         for run in runs:
             first = groups[run[0]]
             key = f"{run[0]}×{len(run)}"
-            cls = getattr(trace, "kinds", {}).get(first.title)
+            cls = getattr(trace, "kinds", {}).get(first.title) if first.what != "block" else None
             title = cls or f"{first.title} … {groups[run[-1]].title}"
             rep = Repeat(key, f"r{len(repeats)}", title, parent, run)
             for k in run:
@@ -367,17 +455,22 @@ def opens_with_parent(trace, groups) -> frozenset:
     of ``ConvNextLayer`` s, a ``ModuleDict``, any container the code only indexes).
 
     Such a list is a container of the code, not a part of the model: opening a stage shows "ConvNextLayer × 3"
-    at once. A list of different modules (ConvNeXt's ``downsampling_layer``: a norm and a conv) is one part, so
-    it stays a box.
+    at once. So is a list of blocks some of which repeat (Wav2Vec2's ``conv_layers``: a first conv layer with
+    a GroupNorm, then "Wav2Vec2NoLayerNormConvLayer × 2"): opening the feature extractor shows them. A list of
+    different modules none of which repeats (ConvNeXt's ``downsampling_layer``: a norm and a conv) is one part,
+    so it stays a box.
     """
     kinds = getattr(trace, "kinds", {})
     classes: dict = {}
+    repeats: set = set()
     for g in groups.values():
         if g.parent is not None:
             classes.setdefault(g.parent, set()).add(kinds.get(g.title) or g.title)
+            if getattr(g, "repeat", None) is not None:
+                repeats.add(g.parent)
     idle = getattr(trace, "idle", frozenset())
     return frozenset(k for k, g in groups.items() if g.parent is not None and g.what == "layer"
-                     and len(classes.get(k, ())) == 1 and g.title in idle)
+                     and (len(classes.get(k, ())) == 1 or k in repeats) and g.title in idle)
 
 
 def spark(values) -> str:

@@ -85,8 +85,17 @@ def _is_model(trace, h, g) -> bool:
     name = getattr(trace, "kinds", {}).get(g.title)
     if cls is not None or name is None:
         return False
-    # a class the package does not know (a subclassed model, a torch.nn.Module): a model when it holds layers
-    children = {c.base.rsplit("/", 1)[-1] for c in h.groups.values() if c.parent == g.key and c.what == "layer"}
+    # a class the package does not know (a subclassed model, a torch.nn.Module): a model when it holds layers,
+    # counted through the containers that open with it (Segformer's backbone holds only the list of its stages)
+    children, todo = set(), [g.key]
+    while todo:
+        parent = todo.pop()
+        for c in h.groups.values():
+            if c.parent == parent and c.what == "layer":
+                if c.key in h.transparent or c.key in h.with_parent:
+                    todo.append(c.key)
+                else:
+                    children.add(c.base.rsplit("/", 1)[-1])
     return len(children) >= 2
 
 
@@ -112,7 +121,8 @@ def model_keys(trace, h, backbones=True) -> frozenset:
     todo = list(keys)
     while todo:
         parent = todo.pop()
-        models = [g for g in h.groups.values() if g.parent == parent and g.what == "layer" and _is_model(trace, h, g)]
+        models = [g for g in h.groups.values() if g.parent == parent and g.what == "layer" and _is_model(trace, h, g)
+                  and g.key not in h.with_parent]            # a list of stages opens with its model: no backbone
         for g in models:
             if 2 * size.get(g.key, 0) > size.get(parent, 0) and g.key not in keys \
                     and not any(m.order < g.order for m in models):
