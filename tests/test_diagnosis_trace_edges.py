@@ -219,7 +219,9 @@ def test_to_dot_refuses_bad_fold_arguments(kwargs, error, words):
 
 def test_to_dot_accepts_good_fold_arguments():
     tr = _small_trace()
-    assert tr.to_dot(budget=None) and tr.to_dot(budget=np.int64(3)) and tr.to_dot(expanded={"x"})
+    assert tr.to_dot(budget=None) and tr.to_dot(budget=np.int64(3)) and tr.to_dot(expanded=set(tr.groups()))
+    with pytest.raises(ValueError, match="no box of this trace is called 'x'"):     # a name of no box: refused
+        tr.to_dot(expanded={"x"})
 
 
 def test_save_refuses_an_unknown_view_before_writing(tmp_path):

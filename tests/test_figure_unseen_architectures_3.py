@@ -239,9 +239,7 @@ def test_torch_the_default_figure_is_the_models_named_parts_within_the_budget(to
 
 @pytest.mark.parametrize("torch_case", [
     "llama", "wav2vec2",
-    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
-        "the labels the library makes for the contrastive loss (torch.arange(len(logits)), twice) are drawn as "
-        "two loose op boxes 'arange' without gradient, not as the loss's labels"))),
+    "clip",
     "segformer",
 ], indirect=True)
 def test_torch_the_default_figure_draws_the_architecture_not_the_mask_plumbing(torch_case):
@@ -251,10 +249,7 @@ def test_torch_the_default_figure_draws_the_architecture_not_the_mask_plumbing(t
 
 @pytest.mark.parametrize("torch_case", [
     "llama", "wav2vec2",
-    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
-        "the default figure's smallest label is 8.3 px at 850 px (< 9): the normalisation, similarity and "
-        "contrastive loss written in CLIPModel.forward are 22 loose op boxes beside the two towers"))),
-    "segformer",
+    "clip", "segformer",
 ], indirect=True)
 def test_torch_the_default_figure_fits_the_notebook(torch_case):
     c = torch_case
@@ -263,9 +258,7 @@ def test_torch_the_default_figure_fits_the_notebook(torch_case):
 
 @pytest.mark.parametrize("torch_case", [
     "llama", "wav2vec2",
-    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
-        "the labels torch.arange(len(logits)) made inside the library's contrastive_loss are drawn as two "
-        "boxes titled 'arange', the library op"))),
+    "clip",
     "segformer",
 ], indirect=True)
 def test_torch_no_box_is_named_by_a_library_op(torch_case):
@@ -288,9 +281,7 @@ def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case
 
 @pytest.mark.parametrize("torch_case", [
     "llama", "wav2vec2",
-    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
-        "the labels of both cross-entropies are named after the model: 'onehot(clipmodel)' (the arange the "
-        "library makes takes the outermost scope's name), not the labels' role"))),
+    "clip",
     "segformer",
 ], indirect=True)
 def test_torch_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_loss(torch_case):
@@ -303,10 +294,6 @@ def test_torch_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_los
         assert re.match(r"ḡ_(\S+) = \(softmax\(\1\) − onehot\((labels|target)", lab), lab
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "similarity.T (the Tensor.T property) is not recorded by the torch bridge: the image-to-text cross-entropy "
-    "reads an 'outside' node, so the trace loses the path from the similarity matrix to half of the loss (the "
-    "gradients themselves are autograd's and right)"))
 @pytest.mark.parametrize("torch_case", ["clip"], indirect=True)
 def test_clip_both_directions_of_the_contrastive_loss_reach_the_similarity_matrix(torch_case):
     c = torch_case
@@ -396,8 +383,7 @@ def test_segformer_every_stage_opens_to_its_layers_times_n(torch_case):
     pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
         "with text_model.encoder and 'CLIPEncoderLayer × 2' opened the smallest label is 5.0 px at 850 px "
         "(< 9): the 22 loose ops of the contrastive head are drawn beside the opened layer"))),
-    pytest.param("segformer", marks=pytest.mark.xfail(strict=True, reason=(
-        "with segformer.stages.1 and 'SegformerLayer × 2' opened the smallest label is 8.9 px at 850 px (< 9)"))),
+    "segformer",
 ], indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):
     c = torch_case
@@ -620,18 +606,7 @@ KERAS_REPEATS = {
 
 
 @pytest.mark.parametrize("keras_case", [
-    pytest.param("xception", marks=pytest.mark.xfail(strict=True, reason=(
-        "'block5 … block12 × 8' is one box with a bar of ‖ḡ‖ for each block, but with it opened (block5's "
-        "layers drawn) the smallest label is 8.4 px at 850 px (< 9); as found the eight blocks were not one box "
-        "at all (each split into three 'SeparableConv2D × 3' and an unnamed add_N)"))),
-    pytest.param("inceptionv3", marks=pytest.mark.xfail(strict=True, reason=(
-        "'mixed4 … mixed7 × 4' is one box with the gradient of each module, but with it opened (mixed4's four "
-        "branches of 30 layers drawn) the smallest label is 6.9 px at 850 px (< 9); as found the modules were "
-        "not blocks at all (313 layers drawn one by one, 2227 nodes folded into one box)"))),
-    pytest.param("unet", marks=pytest.mark.xfail(strict=True, reason=(
-        "'add … add_2 × 3' (the first loop's blocks, named by the add that ends each) is one box with the "
-        "gradient of each, but with it opened the smallest label is 7.5 px at 850 px (< 9); as found the "
-        "blocks were not found at all (72 layers drawn one by one, 243 nodes folded into one box)"))),
+    "xception", "inceptionv3", "unet",
 ], indirect=True)
 def test_keras_blocks_of_one_structure_are_one_box_times_n_with_the_gradient_of_each(keras_case):
     c = keras_case

@@ -98,6 +98,8 @@ _ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float
             "__int__": "int()", "__array__": "np.asarray()"}
 _REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
 _DETACH = {"detach", "detach_"}
+# tensor properties that compute a new tensor on the graph (``s.T`` in CLIP's loss): recorded as ops
+_COMPUTED_PROPERTIES = frozenset(("T", "mT", "H", "mH", "real", "imag"))
 _UNSEEN = ("from_numpy",)     # torch factories that never reach a TorchFunctionMode: wrapped while recording
 _ACTIVE: list = []            # the recordings whose ``with`` block is running, outermost first
 _SPECIAL = frozenset(set(_ESCAPES) | _REWRAPS | _DETACH | {
@@ -296,9 +298,12 @@ class _Mode(TorchFunctionMode):
         name = getattr(func, "__name__", None) or str(func)
         if name == "__get__" or name == "__set__":
             attr = getattr(getattr(func, "__self__", None), "__name__", "?")
-            if name == "__get__" and attr != "data" and attr != "grad":   # .shape, .dtype, ._version …
+            if name == "__get__" and attr in _COMPUTED_PROPERTIES:          # s.T: a transpose, as s.t()
+                name = attr
+            elif name == "__get__" and attr != "data" and attr != "grad":   # .shape, .dtype, ._version …
                 return func(*args, **kwargs)
-            name = f"{name[2:5]}:{attr}"      # get:data, get:grad, set:grad
+            else:
+                name = f"{name[2:5]}:{attr}"      # get:data, get:grad, set:grad
         if name == "backward" and args and isinstance(args[0], torch.Tensor):
             kwargs = dict(kwargs)
             kwargs["retain_graph"] = True

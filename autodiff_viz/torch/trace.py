@@ -37,7 +37,7 @@ RULES = {
     "matmul": "matmul", "__matmul__": "matmul", "mm": "matmul", "bmm": "matmul", "sum": "sum", "mean": "mean",
     "amax": "max", "amin": "min", "logsumexp": "logsumexp", "softmax": "softmax", "log_softmax": "log_softmax",
     "reshape": "reshape", "view": "reshape", "flatten": "reshape", "unsqueeze": "expand_dims",
-    "squeeze": "squeeze", "permute": "transpose", "transpose": "transpose", "t": "transpose",
+    "squeeze": "squeeze", "permute": "transpose", "transpose": "transpose", "t": "transpose", "T": "transpose",
     "expand": "broadcast_to", "broadcast_to": "broadcast_to", "__getitem__": "getitem", "cat": "concatenate",
     "concatenate": "concatenate", "stack": "stack", "gather": "take", "index_select": "take",
     "log1p": "log1p", "expm1": "expm1", "erf": "erf", "gelu": "gelu", "silu": "silu", "elu": "elu",
@@ -229,6 +229,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             if label is not None and not op.assigned and own:
                 named_by.made(n, base, op.scope)
 
+    _labels_by_role(raw_edges)
     notes = []
     target_node = owner.get(id(target))
     if target_node is None:
@@ -269,6 +270,11 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         overwritten = [n for n in nodes if owner.get(id(node_tensor[n.id])) is not n]
         if overwritten:
             _grads_before_the_write(overwritten, raw_edges, grads, node_tensor)
+    unseen = [n for n in nodes if n.kind == "outside"]
+    if unseen:
+        names = ", ".join(n.title for n in unseen[:3]) + (" …" if len(unseen) > 3 else "")
+        notes.append(f"{len(unseen)} value(s) entered the recorded ops already computed ({names}): made before the "
+                     "recording, or by a call the recording does not see; what made them is not drawn")
     if kept_as_stats:
         notes.append(f"{len(kept_as_stats)} weight(s) changed in place after the backward pass (opt.step()) are "
                      f"shown by their statistics and first entries at that pass ({kept_as_stats[0]} …): record with "
@@ -280,6 +286,18 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                            lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
     trace.idle = frozenset(rec.idle_modules() & segments)
     return trace
+
+
+def _labels_by_role(raw_edges):
+    """An op's output nobody named, read only as a loss's labels (CLIP's ``torch.arange(len(logits))`` made inside
+    the library's loss), is called ``labels``: what it is to the learner, not ``arange``, and not the model it
+    was made in."""
+    roles: dict = {}
+    for op, i, _t, src, _dst, _out in raw_edges:
+        roles.setdefault(src.id, (src, set()))[1].add(i == 1 and figure.is_loss(op.name))
+    for src, labels in roles.values():
+        if labels == {True} and src.kind == "op" and src.label is None and src.name is None:
+            src.label = "labels"
 
 
 def _grads_before_the_write(overwritten, raw_edges, grads, node_tensor):

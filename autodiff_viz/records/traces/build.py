@@ -136,7 +136,8 @@ def factor_rule(name: str, i: int):
 
 # ops that only move entries (views, reshapes, slices): a bridge names their output by what they act on
 _VIEWS = {"view": ".view", "reshape": ".reshape", "flatten": ".flatten", "permute": ".permute",
-          "transpose": ".transpose", "t": ".T", "contiguous": ".contiguous", "squeeze": ".squeeze",
+          "transpose": ".transpose", "t": ".T", "T": ".T", "mT": ".mT", "contiguous": ".contiguous",
+          "squeeze": ".squeeze",
           "unsqueeze": ".unsqueeze", "expand": ".expand", "__getitem__": "[…]", "Reshape": ".reshape",
           "Transpose": ".transpose", "Squeeze": ".squeeze", "ExpandDims": ".expand_dims",
           "StridedSlice": "[…]", "Slice": "[…]"}
