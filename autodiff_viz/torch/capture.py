@@ -108,7 +108,6 @@ def start(rec, target, gradient, ops) -> Capture | None:
     """A capture of the ``backward()`` of ``target`` about to run over recorded ``ops`` (the target's history), or
     None when copying the weights before an update is cheaper, or a capture could not tell this pass's gradients
     apart (a weight whose ``.grad`` already holds an earlier pass's, a seed other than ones)."""
-    from .trace import node_slots
     if gradient is not None or target.grad_fn is None or target.numel() != 1 or not ops:
         return None
     values, leaves, readers = {}, {}, Counter()
@@ -146,8 +145,6 @@ def _keep(into, key):
 
 
 def _pass_back(into, index, slots):
-    from .trace import assemble
-
     def hook(grad_inputs, grad_outputs):
         got = assemble(slots, grad_inputs)
         if got is not None:
@@ -172,3 +169,56 @@ def values_before(t) -> torch.Tensor | Summary:
 def stats_only(summary, limit: int = VALUE_LIMIT) -> bool:
     """Whether a kept :class:`Summary` holds less than a trace with ``value_limit=limit`` would show."""
     return isinstance(summary, Summary) and summary.size <= limit
+
+
+def node_slots(out, need) -> list | None:
+    """Which tensor of ``need`` each input of ``out.grad_fn`` is (None for an input not in ``need``), or None when
+    the op that made ``out`` is not one autograd node over ``need``.
+
+    Each of the node's next functions is an input's node: ``(t.grad_fn, t.output_nr)``, or the
+    ``AccumulateGrad`` of a leaf ``t``; an input overwritten in place since (or the input of the in-place op
+    itself) takes the one node left.
+    """
+    fn = out.grad_fn
+    if fn is None or out.output_nr != 0 or len(fn._input_metadata) != 1 or not need:
+        return None
+    where = {}
+    for t in need:
+        if t.grad_fn is not None:
+            where[(id(t.grad_fn), t.output_nr)] = t
+    leaves = {id(t): t for t in need if t.grad_fn is None}
+    slots = []
+    for nxt, nr in fn.next_functions:
+        if nxt is None:
+            slots.append(None)
+            continue
+        t = where.get((id(nxt), nr))
+        if t is None and type(nxt).__name__ == "AccumulateGrad":
+            t = leaves.get(id(nxt.variable))
+        slots.append(t)
+    free = [k for k, (nxt, _) in enumerate(fn.next_functions) if nxt is not None and slots[k] is None]
+    unmatched = [t for t in need if not any(t is u for u in slots)]
+    if len(free) == 1 and len(unmatched) == 1:
+        slots[free[0]] = unmatched[0]    # a value overwritten in place since (h.relu_(), h += x): its tensor's
+        #                                  node is now the write's, this op's input is the node before it
+    if {id(t) for t in slots if t is not None} != {id(t) for t in need}:
+        return None
+    return slots
+
+
+def assemble(slots, got) -> dict | None:
+    """``{id(input): its gradient}`` from what a node's backward gave for each of its inputs (``got``, in the
+    order of :func:`node_slots`), done as the engine would on the way: a broadcast input's gradient summed back to
+    its shape, cast to its dtype, an input read twice given the sum."""
+    out_grads: dict = {}
+    for t, g in zip(slots, got):
+        if t is None or g is None:
+            continue
+        if g.shape != t.shape:
+            try:
+                g = g.sum_to_size(t.shape)
+            except RuntimeError:
+                return None
+        g = g.to(t.dtype) if g.dtype != t.dtype else g
+        out_grads[id(t)] = g if id(t) not in out_grads else out_grads[id(t)] + g
+    return out_grads

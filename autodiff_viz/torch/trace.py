@@ -22,7 +22,7 @@ from ..bridges.recordings import compared_rows, hand_items
 from ..records.traces.build import OpNames, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
-from .capture import stats_only
+from .capture import assemble, node_slots, stats_only
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
@@ -431,59 +431,6 @@ def _node_vjp(out, need, g_out) -> dict | None:
     except RuntimeError:
         return None
     return assemble(slots, got if isinstance(got, tuple) else (got,))
-
-
-def node_slots(out, need) -> list | None:
-    """Which tensor of ``need`` each input of ``out.grad_fn`` is (None for an input not in ``need``), or None when
-    the op that made ``out`` is not one autograd node over ``need``.
-
-    Each of the node's next functions is an input's node: ``(t.grad_fn, t.output_nr)``, or the
-    ``AccumulateGrad`` of a leaf ``t``; an input overwritten in place since (or the input of the in-place op
-    itself) takes the one node left.
-    """
-    fn = out.grad_fn
-    if fn is None or out.output_nr != 0 or len(fn._input_metadata) != 1 or not need:
-        return None
-    where = {}
-    for t in need:
-        if t.grad_fn is not None:
-            where[(id(t.grad_fn), t.output_nr)] = t
-    leaves = {id(t): t for t in need if t.grad_fn is None}
-    slots = []
-    for nxt, nr in fn.next_functions:
-        if nxt is None:
-            slots.append(None)
-            continue
-        t = where.get((id(nxt), nr))
-        if t is None and type(nxt).__name__ == "AccumulateGrad":
-            t = leaves.get(id(nxt.variable))
-        slots.append(t)
-    free = [k for k, (nxt, _) in enumerate(fn.next_functions) if nxt is not None and slots[k] is None]
-    unmatched = [t for t in need if not any(t is u for u in slots)]
-    if len(free) == 1 and len(unmatched) == 1:
-        slots[free[0]] = unmatched[0]    # a value overwritten in place since (h.relu_(), h += x): its tensor's
-        #                                  node is now the write's, this op's input is the node before it
-    if {id(t) for t in slots if t is not None} != {id(t) for t in need}:
-        return None
-    return slots
-
-
-def assemble(slots, got) -> dict | None:
-    """``{id(input): its gradient}`` from what a node's backward gave for each of its inputs (``got``, in the
-    order of :func:`node_slots`), done as the engine would on the way: a broadcast input's gradient summed back to
-    its shape, cast to its dtype, an input read twice given the sum."""
-    out_grads: dict = {}
-    for t, g in zip(slots, got):
-        if t is None or g is None:
-            continue
-        if g.shape != t.shape:
-            try:
-                g = g.sum_to_size(t.shape)
-            except RuntimeError:
-                return None
-        g = g.to(t.dtype) if g.dtype != t.dtype else g
-        out_grads[id(t)] = g if id(t) not in out_grads else out_grads[id(t)] + g
-    return out_grads
 
 
 def _local_jacobian(out, x):
