@@ -140,3 +140,21 @@ def test_when_the_activations_outweigh_the_weights_the_weights_are_copied_and_sh
     tr = rec.trace(loss, model, value_limit=EVERYTHING)
     w = next(n for n in tr.nodes if n.name == "fc1.weight")
     assert np.array_equal(w.value.data, before["fc1.weight"].numpy())
+
+
+def test_an_update_after_the_recording_is_said_and_the_updated_weights_are_not_shown_as_the_old_ones():
+    torch.manual_seed(0)
+    model = Net()
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    with adv.torch.record() as rec:
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+    grad = model.fc1.weight.grad.clone()
+    opt.step()                                           # outside the `with`: the recording does not see it
+    tr = rec.trace(loss, model, value_limit=EVERYTHING)
+    w = next(n for n in tr.nodes if n.name == "fc1.weight")
+    assert np.array_equal(w.grad.data, grad.numpy())    # the gradients are the backward pass's
+    assert w.value.data is None and np.isnan(w.value.stats["norm"])     # the values are not known: not shown
+    assert any(note.startswith("6 weight(s) were changed in place after the backward pass, outside the recording")
+               and "conv.weight" in note for note in tr.notes)

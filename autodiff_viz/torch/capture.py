@@ -34,13 +34,14 @@ class Capture:
     ``{id(weight): (weight, its .grad, version)}`` once the pass is over.
     """
 
-    __slots__ = ("target", "grads", "contribs", "leaves", "done", "_handles", "_waiting", "_checked")
+    __slots__ = ("target", "grads", "contribs", "leaves", "versions", "done", "_handles", "_waiting", "_checked")
 
     def __init__(self, target):
         self.target = target
         self.grads: dict = {}
         self.contribs: dict = {}
         self.leaves: dict = {}
+        self.versions: dict = {}     # id(weight) -> its version when the pass ended (a later write moves it)
         self.done = False
         self._handles: list = []
         self._waiting: list = []
@@ -55,6 +56,7 @@ class Capture:
             g = t.grad
             if g is not None:
                 self.leaves[id(t)] = (t, g, g._version)
+                self.versions[id(t)] = t._version
         self._waiting = []
         self.done = True
 
@@ -83,6 +85,11 @@ class Capture:
             if kept is not None and kept[1] is t.grad:
                 g = kept[1].detach().clone()
                 self.leaves[id(t)] = (t, g, g._version)
+
+    def changed_since(self, t) -> bool:
+        """Whether weight ``t`` was written in place after the pass (an update the recording did not see)."""
+        version = self.versions.get(id(t))
+        return version is not None and t._version != version
 
     def covers(self, t) -> bool:
         """Whether weight ``t``'s gradient in this pass is kept (so its values need not be copied for a trace)."""

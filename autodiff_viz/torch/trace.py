@@ -185,6 +185,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
 
     buffers = buffer_names(rec)
     kept_as_stats: list = []
+    unknown: list = []                     # weights written after the backward pass without the recording seeing
+    kept = rec._captures.get(id(target))   # what the target's backward() computed, when the recording kept it
 
     def leaf(t):
         kind = "variable" if isinstance(t, torch.nn.Parameter) else \
@@ -195,6 +197,9 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         before = rec.shown.get(id(t))          # a weight's values at the backward pass, kept as statistics
         if before is not None and stats_only(before, limit):
             kept_as_stats.append(name or tuple(t.shape))
+        if before is None and kept is not None and kept.changed_since(t):   # opt.step() after the `with`
+            before = Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
+            unknown.append(name or tuple(t.shape))
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "",
                       before if before is not None else _summary(t, limit),
                       location=None, label=INPUT if name is None and kind == "constant" else None)
@@ -252,7 +257,6 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if target_node is not None and target.is_floating_point():
         if target.numel() != 1:
             notes.append("the target is not a scalar: it is seeded with ones (the gradient of its sum)")
-        kept = rec._captures.get(id(target))
         cap = kept if kept is not None and kept.target is target and kept.valid() else None
         try:
             by_tensor = cap.gradients() if cap is not None else \
@@ -275,6 +279,11 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         names = ", ".join(n.title for n in unseen[:3]) + (" …" if len(unseen) > 3 else "")
         notes.append(f"{len(unseen)} value(s) entered the recorded ops already computed ({names}): made before the "
                      "recording, or by a call the recording does not see; what made them is not drawn")
+    if unknown:
+        notes.append(f"{len(unknown)} weight(s) were changed in place after the backward pass, outside the recording "
+                     f"({unknown[0]} …: an opt.step() after the `with` block): their values at that pass are not "
+                     "known and not shown; their gradients are. Record the update inside the block, or trace before "
+                     "it.")
     if kept_as_stats:
         notes.append(f"{len(kept_as_stats)} weight(s) changed in place after the backward pass (opt.step()) are "
                      f"shown by their statistics and first entries at that pass ({kept_as_stats[0]} …): record with "
