@@ -14,6 +14,9 @@ keeps is about the size of the path's values; a copy is the size of the weights;
 only when it is the smaller (a CNN on small images, a tiny transformer), and the recording copies otherwise.
 Every kept tensor carries its version number: one changed in place since (``zero_grad(set_to_none=False)``) is
 never shown, and the trace falls back to asking autograd.
+
+:func:`node_slots` and :func:`assemble` say which recorded tensor each input of an autograd node is, and turn what
+the node gave back into gradients of those tensors; the trace uses them too, to call a node's backward directly.
 """
 from __future__ import annotations
 
