@@ -6,7 +6,9 @@
 * a PyTorch ``ModuleList`` of like modules (never called itself) opens with its parent; one of different modules
   stays one box;
 * loops and repeats: runs of one name with separate weights are blocks "× N", one block applied N times with
-  shared weights is one repeat holding those weights, one cell called over time steps stays a loop.
+  shared weights is one repeat holding those weights, one cell called over time steps stays a loop;
+* a long computation a model's own ``forward`` writes after its parts (a contrastive head) is one box, its loss
+  drawn; the ops a module computes itself (an attention's) stay that module's.
 """
 from __future__ import annotations
 
@@ -289,3 +291,60 @@ def test_a_backbone_holding_one_list_shows_its_stages_and_a_stage_its_blocks_tim
     assert {"encoder.stages.0", "encoder.stages.1", "head"} <= titles, sorted(titles)
     boxes = _titles(folding.layout(tr, expanded={_key(tr, "encoder.stages.0")}))
     assert "encoder.stages.0.blocks.0" in boxes and "Dropping × 3" in boxes, sorted(boxes)
+
+
+class TwoTowers(torch.nn.Module):
+    """Two encoders and a head its own forward computes from their outputs (normalise, compare, scale), as a
+    contrastive model writes it; the encoder's attention-like module computes its ops inside itself."""
+
+    def __init__(self, n=4):
+        super().__init__()
+        self.left, self.right = torch.nn.Linear(n, n), torch.nn.Linear(n, n)
+        self.scale = torch.nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, a, b):
+        u, v = self.left(a), self.right(b)
+        u = u / u.pow(2).sum(-1, keepdim=True).sqrt()
+        v = v / v.pow(2).sum(-1, keepdim=True).sqrt()
+        sim = (u @ v.t()) * self.scale.exp()
+        labels = torch.arange(len(sim))
+        return torch.nn.functional.cross_entropy(sim, labels)
+
+
+class Mixer(torch.nn.Module):
+    """A module whose own ops (a dozen of them) are its computation, as an attention's are."""
+
+    def __init__(self, n=4):
+        super().__init__()
+        self.q, self.k = torch.nn.Linear(n, n), torch.nn.Linear(n, n)
+
+    def forward(self, x):
+        q, k = self.q(x), self.k(x)
+        w = (q @ k.t() / 2).softmax(-1)
+        h = w @ x
+        return ((h - h.mean(-1, keepdim=True)) / (h.std(-1, keepdim=True) + 1)).tanh().relu()
+
+
+def test_a_long_computation_in_a_models_own_forward_is_one_box_and_its_loss_stays_drawn():
+    torch.manual_seed(0)
+    model = TwoTowers()
+    with adv.torch.record() as rec:
+        loss = model(torch.randn(3, 4), torch.randn(3, 4))
+        loss.backward()
+    tr = rec.trace(loss, model)
+    boxes = _titles(folding.layout(tr))
+    computed = [t for t in boxes if t.endswith(" ops)")]
+    assert computed == ["pow, sum, sqrt … (12 ops)"], sorted(boxes)
+    assert "left" in boxes and "right" in boxes and "scale" in boxes          # the parts and the weight stay
+    ops = [t for t, b in boxes.items() if b.kind == "node" and tr.node(b.id).kind == "op"]
+    assert any("cross_entropy" in t or t == "loss" for t in ops), ops           # the loss is drawn, not folded
+    key = boxes[computed[0]].key
+    opened = _titles(folding.layout(tr, expanded={key}))
+    assert not any(t.endswith(" ops)") for t in opened)                      # a click shows the ops
+
+
+def test_the_ops_a_module_computes_itself_stay_its_own():
+    torch.manual_seed(0)
+    tr = _trace(torch.nn.Sequential(Mixer(), torch.nn.Linear(4, 2)), torch.randn(3, 4))
+    boxes = _titles(folding.layout(tr, expanded={_key(tr, "0")}))
+    assert not any(t.endswith(" ops)") for t in boxes), sorted(boxes)

@@ -380,11 +380,7 @@ def test_segformer_every_stage_opens_to_its_layers_times_n(torch_case):
 
 @pytest.mark.parametrize("torch_case", [
     "llama", "wav2vec2",
-    pytest.param("clip", marks=pytest.mark.xfail(strict=True, reason=(
-        "with text_model.encoder and 'CLIPEncoderLayer × 2' opened the smallest label is 6.5 px at 850 px "
-        "(< 9; 5.0 as found) even at the narrowest wraps: the 22 ops CLIPModel.forward and the library's loss "
-        "helpers compute (normalisation, similarity, two cross-entropies) are loose boxes in a column beside the "
-        "opened tower; a paper draws them as one 'contrastive loss' box"))),
+    "clip",
     "segformer",
 ], indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 BLOCKS_ABOVE = 12      # a group with more direct children than this has its children grouped by name prefix
+COMPUTED_ABOVE = 8     # a model's own forward computing more ops in a row than this draws them as one box
 _SEP = re.compile(r"[_/.]")             # where a layer's name breaks into tokens
 _COUNTER = re.compile(r"_\d+$")         # an op made per call (__forward__conv_xla_138612) is one op for a structure
 SPARK = "▁▂▃▄▅▆▇█"
@@ -216,7 +217,7 @@ def _between(order, anchors, auto) -> dict:
     return nested
 
 
-def segments(trace, ops) -> dict:
+def segments(trace, ops, is_loss=lambda op: False) -> dict:
     """``{op id: [("block", name) | ("layer", scope part), …]}``: each op's scope with the name blocks around
     its layers (:func:`name_blocks`).
 
@@ -264,6 +265,39 @@ def segments(trace, ops) -> dict:
         prev = seg
     for nid, title in made_without_gradient(trace, ops).items():
         out[nid] = out[nid] + [("constant", title)]
+    for nid, title in computed_by_the_model(trace, ops, is_loss).items():
+        out[nid] = out[nid] + [("block", title)]
+    return out
+
+
+def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
+    """``{op id: title}`` for a long computation a model's own ``forward`` writes after or between its parts
+    (CLIP's L2 normalisation, similarity matrix and temperature before its contrastive loss): one box titled by
+    its ops (``pow, sum, div … (16 ops)``), as a paper draws "similarity" as one box beside the two towers,
+    instead of a column of loose ops whose names can only say what they act on.
+
+    Only a run of more than :data:`COMPUTED_ABOVE` consecutive ops that carry a gradient, directly in an
+    outermost scope that has modules inside (a model); a loss ends the run, so the loss stays drawn with its
+    formula on its edges. Ops inside a module (an attention's ``matmul`` and ``softmax``) are that module's.
+    """
+    if trace.target is None:
+        return {}
+    outer = {n.scope.split("/", 1)[0] for n in ops if "/" in n.scope}
+    runs, run = [], []
+    for n in ops + [None]:
+        mine = n is not None and n.scope in outer and n.grad is not None and n.id != trace.target and \
+            not is_loss(n.op)
+        if mine and run and run[-1].scope == n.scope:
+            run.append(n)
+            continue
+        if len(run) > COMPUTED_ABOVE:
+            runs.append(run)
+        run = [n] if mine else []
+    out = {}
+    for run in runs:
+        names = list(dict.fromkeys(n.op.strip("_") for n in run))
+        title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + f" ({len(run)} ops)"
+        out.update((n.id, title) for n in run)
     return out
 
 

@@ -161,7 +161,7 @@ def hierarchy(trace) -> Hierarchy:
         return cached[1]
     ops = [n for n in trace.nodes if n.kind == "op"]
     chains, common = _function_calls(ops)
-    segs = blocks.segments(trace, ops)
+    segs = blocks.segments(trace, ops, figure.is_loss)
     for n in ops:
         seg = segs[n.id]
         if n.function is not None:
