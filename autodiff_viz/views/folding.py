@@ -123,6 +123,7 @@ class Hierarchy:
     transparent: frozenset = frozenset()
     with_parent: frozenset = frozenset()
     held: dict = field(default_factory=dict)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)    # answers per fold state (one layout)
 
 
 @dataclass
@@ -423,9 +424,16 @@ def _visible(h: Hierarchy, nid: str, collapse, expanded, rolled) -> str | None:
 def open_instances(h: Hierarchy, rep, expanded) -> list:
     """Indices of the instances of repeat ``rep`` drawn open: those whose key (or a key below it) is in
     ``expanded``; the first when only the repeat's own key is; none when the repeat is folded."""
-    inside = [i for i, k in enumerate(rep.groups)
-              if k in expanded or any(e.startswith(k + "/") for e in expanded)]
-    return inside or ([0] if rep.key in expanded else [])
+    expanded = expanded if isinstance(expanded, frozenset) else frozenset(expanded)
+    memo = h.memo.get(("open", rep.key, expanded))
+    if memo is not None:
+        return memo
+    above = h.memo.get(("above", expanded))
+    if above is None:                        # every key with an expanded key below it: "a/b" for "a/b/c"
+        above = h.memo[("above", expanded)] = {e[:k] for e in expanded for k, ch in enumerate(e) if ch == "/"}
+    inside = [i for i, k in enumerate(rep.groups) if k in expanded or k in above]
+    out = h.memo[("open", rep.key, expanded)] = inside or ([0] if rep.key in expanded else [])
+    return out
 
 
 def _run(h: Hierarchy, key: str, expanded) -> str | None:
@@ -441,7 +449,10 @@ def _run(h: Hierarchy, key: str, expanded) -> str | None:
     opened = open_instances(h, rep, expanded)
     if not opened:
         return rkey
-    i = rep.groups.index(key)
+    index = h.memo.get(("index", rep.key))
+    if index is None:
+        index = h.memo[("index", rep.key)] = {k: i for i, k in enumerate(rep.groups)}
+    i = index[key]
     if i in opened:
         return None
     start = max((o + 1 for o in opened if o < i), default=0)
