@@ -121,8 +121,9 @@ def start(rec, target, gradient, ops) -> Capture | None:
     if gradient is not None or target.grad_fn is None or target.numel() != 1 or not ops:
         return None
     values, leaves, readers = {}, {}, Counter()
-    for op in ops:
-        for t in {id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values():
+    needs = [differentiable_inputs(op) for op in ops]
+    for op, need in zip(ops, needs):
+        for t in need:
             readers[id(t)] += 1
             if t.grad_fn is None:
                 leaves[id(t)] = t
@@ -136,8 +137,7 @@ def start(rec, target, gradient, ops) -> Capture | None:
     cap = Capture(target)
     for key, t in values.items():
         cap._handles.append(t.register_hook(_keep(cap.grads, key)))
-    for op in ops:
-        need = list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+    for op, need in zip(ops, needs):
         out = op.outputs[0] if op.outputs else None
         if not isinstance(out, torch.Tensor) or not any(readers[id(t)] > 1 for t in need):
             continue
@@ -146,6 +146,11 @@ def start(rec, target, gradient, ops) -> Capture | None:
             cap._handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots)))
     cap._waiting = list(leaves.values())
     return cap
+
+
+def differentiable_inputs(op) -> list:
+    """The inputs of recorded ``op`` that require grad, each once (an input read twice is one tensor)."""
+    return list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
 
 
 def _keep(into, key):

@@ -22,7 +22,7 @@ from ..bridges.recordings import compared_rows, hand_items
 from ..records.traces.build import OpNames, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
-from .capture import assemble, node_slots, stats_only
+from .capture import assemble, differentiable_inputs, node_slots, stats_only
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 
 # torch function / method name -> rule-table name (inputs in the same order)
@@ -58,7 +58,11 @@ def _summary(t, limit):
     try:
         return Summary.of(_array(t), limit)
     except (RuntimeError, TypeError):   # meta tensors and the like: shape only
-        return Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
+        return _unreadable(t)
+
+
+def _unreadable(t):
+    return Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
 
 
 
@@ -198,7 +202,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         if before is not None and stats_only(before, limit):
             kept_as_stats.append(name or tuple(t.shape))
         if before is None and kept is not None and kept.changed_since(t):   # opt.step() after the `with`
-            before = Summary.unreadable(t.shape, str(t.dtype).replace("torch.", ""))
+            before = _unreadable(t)
             unknown.append(name or tuple(t.shape))
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "",
                       before if before is not None else _summary(t, limit),
@@ -419,7 +423,7 @@ def _op_vjp(op, out, g_out) -> dict:
     that node's backward function is called directly: ``torch.autograd.grad`` first walks everything the
     output depends on (down to the model's first layer), which made each call cost the depth of the model and
     a whole trace grow with the square of it."""
-    need = list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+    need = differentiable_inputs(op)
     direct = _node_vjp(out, need, g_out)
     if direct is not None:
         return direct
