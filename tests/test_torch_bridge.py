@@ -36,6 +36,31 @@ def test_record_keeps_ops_modules_lines_and_the_names_the_lines_assign(net):
     assert ops[0].grad_enabled and not ops[0].inference
 
 
+def test_modules_a_forward_makes_and_drops_keep_their_own_names():
+    """transformers' ``DistilBertForSequenceClassification.forward`` calls ``nn.ReLU()(pooled_output)`` and later
+    ``CrossEntropyLoss()(logits, labels)``, each module made on the spot and dropped. Python may give the loss
+    the ReLU's freed address; the recording must not then take the loss for the ReLU (the figure drew the loss
+    as a second ``relu`` box, without its formula)."""
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x, y):
+            h = torch.nn.ReLU()(self.fc(x))
+            torch.nn.Tanh()                         # made and dropped between the two, as a library's code may
+            return torch.nn.CrossEntropyLoss()(h, y)
+
+    torch.manual_seed(0)
+    head = Head()
+    with adv.torch.record() as rec:
+        loss = head(torch.randn(5, 4), torch.tensor([0, 1, 2, 0, 1]))
+    scopes = {op.name: op.scope for op in rec.ops if op.kind == "op"}
+    assert scopes["relu"] == "head/relu"
+    assert scopes["cross_entropy"] == "head/crossentropyloss", scopes
+    assert rec.name_of(loss) == "loss"
+
+
 def test_trace_gradients_are_pytorchs_own_bit_for_bit(net):
     x = torch.randn(6, 3, dtype=torch.float64)
     y = torch.tensor([0, 1, 1, 0, 1, 0])

@@ -360,6 +360,7 @@ class Recording(recordings.Recording):
         self.module_kinds: dict = {}       # scope segment ("fc1", "features.0") -> module class ("Linear")
         self._param_names: dict = {}       # id(parameter) -> "fc1.weight"
         self._modules: list = []
+        self._made_inside: list = []       # modules a forward makes and calls (nn.ReLU()(h)), kept: ids stay theirs
         self._called: set = set()          # id(module) of every module whose forward ran while recording
         self._hooks = []
         self._ids = itertools.count()
@@ -418,6 +419,9 @@ class Recording(recordings.Recording):
         key = id(module)
         if key not in self._module_names:
             if self._scopes:                      # a module we have not seen inside a known one
+                # HF's DistilBERT calls nn.ReLU()(h), then CrossEntropyLoss()(…): freed, the ReLU's
+                # id could come back as the loss's, and the loss would be drawn as a second "relu"
+                self._made_inside.append(module)
                 self._module_names[key] = f"{self._scopes[-1]}/{type(module).__name__.lower()}"
                 self.module_kinds.setdefault(type(module).__name__.lower(), type(module).__name__)
             else:
