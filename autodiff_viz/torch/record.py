@@ -438,15 +438,19 @@ class Recording(recordings.Recording):
                         break
                 self._modules.append(module)
                 self.module_kinds.setdefault(root, type(module).__name__)
+                paths = {"": root}
+                names, kinds = self._module_names, self.module_kinds
                 for qual, m in mods:
                     # one segment per level, each the name named_modules() gives it: net/features/features.0,
                     # so a box is titled as print(net) and the error messages name it (features.0), and two
-                    # modules called "0" in different blocks stay apart
-                    parts = qual.split(".") if qual else []
-                    path = "/".join([root] + [".".join(parts[:k + 1]) for k in range(len(parts))])
-                    self._module_names.setdefault(id(m), path)
+                    # modules called "0" in different blocks stay apart. named_modules() lists a parent
+                    # before its children, so the parent's path is known.
                     if qual:
-                        self.module_kinds.setdefault(qual, type(m).__name__)
+                        path = paths[qual] = f"{paths[qual.rpartition('.')[0]]}/{qual}"
+                        kinds.setdefault(qual, type(m).__name__)
+                    else:
+                        path = root
+                    names.setdefault(id(m), path)
                 # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
                 # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
                 prefix = "" if next(module.children(), None) is not None else root + "."
