@@ -77,7 +77,8 @@ def test_a_no_grad_decorated_library_helper_is_named_by_the_users_call_into_it(m
     torch = pytest.importorskip("torch")
     from autodiff_viz.torch import provenance
     from tests import fake_library
-    monkeypatch.setattr(provenance, "_LIBRARY", provenance._LIBRARY + (fake_library.__file__,))
+    monkeypatch.setattr(provenance.LIBRARY, "dirs", provenance.LIBRARY.dirs + (fake_library.__file__,))
+    monkeypatch.setattr(provenance.LIBRARY, "known", {})
     lin = torch.nn.Linear(3, 2)
     with adv.torch.record() as rec:
         h = fake_library.project(torch.randn(4, 3), lin.weight)        # <- library call

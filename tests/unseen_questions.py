@@ -47,10 +47,10 @@ def _writer(tmp_path, monkeypatch):
     return make
 
 
-def _count_as_installed(provenance, record, root, monkeypatch):
-    monkeypatch.setattr(provenance, "_LIBRARY", provenance._LIBRARY + (root,))
-    monkeypatch.setattr(record, "_LIBRARY_DIRS", record._LIBRARY_DIRS + (root,))
-    monkeypatch.setattr(record, "_library_file", {})
+def _count_as_installed(library, root, monkeypatch):
+    """``root`` counted as one more folder of installed code by a bridge's ``LIBRARY`` (bridges/frames.py)."""
+    monkeypatch.setattr(library, "dirs", library.dirs + (root,))
+    monkeypatch.setattr(library, "known", {})
 
 
 @pytest.fixture(name="installed")
@@ -60,7 +60,7 @@ def installed_fixture(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from autodiff_viz.torch import provenance
     record = sys.modules["autodiff_viz.torch.record"]
-    _count_as_installed(provenance, record, str(tmp_path) + os.sep, monkeypatch)
+    _count_as_installed(provenance.LIBRARY, str(tmp_path) + os.sep, monkeypatch)
     monkeypatch.setattr(record, "_library_class", {})
     return _writer(tmp_path, monkeypatch)
 
@@ -69,6 +69,5 @@ def installed_fixture(tmp_path, monkeypatch):
 def tf_installed_fixture(tf, tmp_path, monkeypatch):
     """The same for the TensorFlow recorder: a module it counts as installed code."""
     import autodiff_viz.tf  # noqa: F401  (loads the bridge's modules)
-    _count_as_installed(sys.modules["autodiff_viz.tf.provenance"], sys.modules["autodiff_viz.tf.record"],
-                        str(tmp_path) + os.sep, monkeypatch)
+    _count_as_installed(sys.modules["autodiff_viz.tf.provenance"].LIBRARY, str(tmp_path) + os.sep, monkeypatch)
     return _writer(tmp_path, monkeypatch)

@@ -28,7 +28,6 @@ the last (:func:`start`, :func:`stop`, called by the recording's ``__enter__``
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import weakref
 
@@ -36,27 +35,17 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import resource_variable_ops as _rvo
 
+from ..bridges import frames
+
 _ACTIVE: list = []
 _SAVED: list = []            # (owner, name, original)
 _VARIABLE_ESCAPES = {"numpy": "numpy()", "__array__": "np.asarray()", "__float__": "float()"}
-_LIBRARY = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                 for m in (tf, np, sys.modules["autodiff_viz"]) + tuple(
-                     sys.modules[n] for n in ("keras", "tf_keras", "absl", "wrapt")
-                     if getattr(sys.modules.get(n), "__file__", None)))
-
-
-def _user_frame(depth: int = 2):
-    """The first frame outside TensorFlow, Keras, numpy and autodiff_viz, ``depth`` frames up: ``(file, line)``."""
-    f = sys._getframe(depth)
-    while f is not None and (f.f_code.co_filename.startswith(_LIBRARY) or f.f_code.co_filename.startswith("<frozen")):
-        f = f.f_back
-    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
-
-
-def _called_by_user(depth: int = 2) -> bool:
-    """Was the hook ``depth`` frames up called by user code (not by TensorFlow or Keras themselves)?"""
-    f = sys._getframe(depth)
-    return f is not None and not f.f_code.co_filename.startswith(_LIBRARY)
+# Code the learner did not write. PACKAGES: TensorFlow, Keras and their helpers, autodiff_viz — a hook called from
+# there is the framework at work, not the learner. LIBRARY adds numpy, the standard library and every installed
+# package (transformers', keras_hub's code is not the learner's either): the learner's line is the first outside it.
+PACKAGES = frames.Code(*(frames.folder(m) for m in (tf, sys.modules["autodiff_viz"]) + tuple(
+    sys.modules[n] for n in ("keras", "tf_keras", "absl", "wrapt") if getattr(sys.modules.get(n), "__file__", None))))
+LIBRARY = frames.Code(*PACKAGES.dirs, frames.folder(np), *frames.installed())
 
 
 class Provenance:
@@ -89,7 +78,7 @@ def _variable_escape(name):
         @functools.wraps(original)
         def call(self, *args, **kwargs):
             out = original(self, *args, **kwargs)
-            if _ACTIVE and _called_by_user():
+            if _ACTIVE and PACKAGES.called_by_user():
                 for rec in _recordings():
                     rec._escaped(self, _VARIABLE_ESCAPES[name], out)
             return out
@@ -102,8 +91,8 @@ def _python_function(label):
         @functools.wraps(original)
         def call(func, inp, *args, **kwargs):
             out = original(func, inp, *args, **kwargs)
-            if _ACTIVE and _called_by_user():
-                loc = _user_frame()
+            if _ACTIVE and PACKAGES.called_by_user():
+                loc = LIBRARY.user_line()
                 ins = [t for t in tf.nest.flatten(inp) if hasattr(t, "_id") or hasattr(t, "handle")]
                 outs = [t for t in tf.nest.flatten(out) if hasattr(t, "_id")]
                 for rec in _recordings():
@@ -117,7 +106,7 @@ def _trainable_property(prop):
     def setter(self, value):
         prop.fset(self, value)
         if _ACTIVE:
-            loc = _user_frame()
+            loc = LIBRARY.user_line()
             for p in _ACTIVE:
                 p.trainable_set.append((self, bool(value), loc))
     return property(prop.fget, setter, prop.fdel, prop.__doc__)
@@ -127,7 +116,7 @@ def _symbolic_call(original):
     @functools.wraps(original)
     def __call__(self, *args, **kwargs):
         if _ACTIVE and args and _is_symbolic(args[0]):
-            loc = _user_frame()
+            loc = LIBRARY.user_line()
             for p in _ACTIVE:
                 p.wired.append((self, loc))
         return original(self, *args, **kwargs)

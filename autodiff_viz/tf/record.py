@@ -53,9 +53,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import sys
-import sysconfig
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -90,26 +87,6 @@ except ImportError:  # pragma: no cover - Keras 3 ships with tensorflow 2.21
     _keras_state = _keras_optimizer = _keras_trainer = None
 
 
-def _dir(mod):
-    return os.path.dirname(os.path.abspath(mod.__file__)) + os.sep
-
-
-def _package_dirs():
-    dirs = [_dir(tf), _dir(sys.modules["autodiff_viz"])]
-    for name in ("keras", "tf_keras", "absl", "wrapt"):
-        mod = sys.modules.get(name)
-        if mod is not None and getattr(mod, "__file__", None):
-            dirs.append(_dir(mod))
-    return tuple(dirs)
-
-
-_PACKAGE_DIRS = _package_dirs()
-_NUMPY_DIR = _dir(np)
-# Where the learner's line is looked for: outside these (and outside every installed package, as
-# transformers' or keras_hub's code is not the learner's either).
-_LIBRARY_DIRS = tuple(sorted(set(_PACKAGE_DIRS) | {_NUMPY_DIR} | {
-    os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "purelib", "platlib")}))
-_library_file: dict = {}      # file name -> written by a library?
 _ESCAPES = {"numpy": "numpy()", "__float__": "float()", "__int__": "int()", "__index__": "int()",
             "__array__": "np.asarray()", "item": "item()", "tolist": "tolist()"}
 _REWRAPS = ("constant", "convert_to_tensor")
@@ -183,35 +160,6 @@ class TapeInfo:
     @property
     def recording(self) -> bool:
         return bool(self.tape._recording)
-
-
-def _is_library(filename: str) -> bool:
-    """Library code (TensorFlow, Keras, numpy, the standard library, installed packages, autodiff_viz)?"""
-    inside = _library_file.get(filename)
-    if inside is None:
-        inside = _library_file[filename] = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
-    return inside
-
-
-def _user_frame(depth=2):
-    """The first frame outside library code: ``(filename, lineno)``; one dict look-up per frame."""
-    f = sys._getframe(depth)
-    known = _library_file
-    while f is not None:
-        name = f.f_code.co_filename
-        inside = known.get(name)
-        if inside is None:
-            inside = _is_library(name)
-        if not inside:
-            return name, f.f_lineno
-        f = f.f_back
-    return None
-
-
-def _called_by_user(depth=2) -> bool:
-    """Was the wrapper ``depth`` frames up called directly from user code (or from numpy called by it)?"""
-    f = sys._getframe(depth)
-    return f is not None and not f.f_code.co_filename.startswith(_PACKAGE_DIRS)
 
 
 def assigned_name(filename: str, lineno: int) -> str | None:
@@ -322,7 +270,7 @@ def _install():
             @functools.wraps(original)
             def call(self, *args, **kwargs):
                 out = original(self, *args, **kwargs)
-                by_user = _called_by_user()
+                by_user = provenance.PACKAGES.called_by_user()
                 for rec in _recordings():
                     rec._escaped(self, _ESCAPES[name], out, library=not by_user)
                 return out
@@ -333,7 +281,7 @@ def _install():
         @functools.wraps(original)
         def call(value, *args, **kwargs):
             out = original(value, *args, **kwargs)
-            if _called_by_user() and isinstance(out, tf.Tensor):
+            if provenance.PACKAGES.called_by_user() and isinstance(out, tf.Tensor):
                 for rec in _recordings():
                     rec._rewrapped(original.__name__, value, out)
             return out
@@ -343,8 +291,8 @@ def _install():
         @functools.wraps(original)
         def call(self, *args, **kwargs):
             if _recordings() and not self._run_functions_eagerly and not tf.config.functions_run_eagerly() \
-                    and _called_by_user():
-                loc = _user_frame()
+                    and provenance.PACKAGES.called_by_user():
+                loc = provenance.LIBRARY.user_line()
                 where = f" at {naming.short_place(*loc)}" if loc else ""
                 raise RuntimeError(
                     f"adv.tf.record: the tf.function '{self._name}' was called{where} inside the recording. "
@@ -450,7 +398,7 @@ def _to_numpy(obj, found):
 
 
 def _escape_all(found, how):
-    if found and _called_by_user(3):
+    if found and provenance.PACKAGES.called_by_user(3):
         for rec in _recordings():
             for t in found:
                 rec._escaped(t, how, None)
@@ -560,7 +508,7 @@ class Recording(recordings.Recording):
 
     def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=...):
         if loc is ...:
-            loc = _user_frame(3)
+            loc = provenance.LIBRARY.user_line(3)
         assigned = None
         if loc and kind in ("op", "read", "rewrap", "create", "function"):
             assigned = self._line_names.get(loc, ...)
@@ -604,7 +552,7 @@ class Recording(recordings.Recording):
                 if j < len(ins) and ins[j].dtype == variable.dtype and ins[j].shape == variable.shape:
                     self._variable_read(variable)
                     self._note("ReadVariableOp", "read", [variable.handle], [ins[j]], {"variable": variable},
-                               loc=_user_frame(2))
+                               loc=provenance.LIBRARY.user_line(2))
         if op_type == "ReadVariableOp":
             self._note(op_type, "read", ins, outs, {"variable": self._variables.get(ins[0]._id) if ins else None},
                        attrs)
@@ -635,7 +583,7 @@ class Recording(recordings.Recording):
         variable's buffer until the next assignment, which copies it (TensorFlow's copy-on-write), so the
         value the op used is kept at the cost of one read per handle.
         """
-        loc = _user_frame(3)
+        loc = provenance.LIBRARY.user_line(3)
         for h in handles:
             v = self._variables.get(h._id)
             v = self._layer_variable(h._id) if v is None else v
@@ -671,7 +619,7 @@ class Recording(recordings.Recording):
             self._tape_objects.append(tape)
             info = self.tapes[number] = TapeInfo(number, tape)
             self._tape_numbers[id(tape)] = number
-            info.enter = _user_frame(3)
+            info.enter = provenance.LIBRARY.user_line(3)
             info.persistent_underneath = fresh     # made inside the recording: its record outlives gradient()
         info.cpp = tape._tape
         info.spans.append([len(self.ops), None])
@@ -730,7 +678,7 @@ class Recording(recordings.Recording):
         self._remember_variable(v)
         init = kwargs.get("initial_value")
         init = init if isinstance(init, tf.Tensor) else None
-        loc = _user_frame(3)
+        loc = provenance.LIBRARY.user_line(3)
         op = self._note("Variable", "create", [init] if init is not None else [], [v.handle],
                         {"variable": v, "init": init, "trainable": v.trainable}, loc=loc)
         if op.assigned:

@@ -32,7 +32,6 @@ import linecache
 import os
 import re
 import sys
-import sysconfig
 import weakref
 from dataclasses import dataclass, field
 
@@ -40,12 +39,12 @@ import torch
 from torch.autograd import function as _function
 from torch.autograd import grad_mode
 
+from ..bridges import frames
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_LIBRARY = tuple(dict.fromkeys(
-    [os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
-     os.path.dirname(_HERE) + os.sep]
-    + [p + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
-       if (p := sysconfig.get_paths().get(k))]))
+# Code the learner did not write: torch, autodiff_viz, the standard library and every installed package
+# (transformers, timm …); the recorder, its provenance and its explanations all ask this one set.
+LIBRARY = frames.Code(frames.folder(torch), frames.folder(sys.modules["autodiff_viz"]), *frames.installed())
 _WRAPPERS = {"_fn", "wrapper", "inner", "wrapped", "decorate_context", "_wrapped_call_impl", "_call_impl",
              "__call__", "apply", "forward"}
 _ACTIVE: list = []
@@ -54,7 +53,7 @@ _SAVED: dict = {}
 
 def is_library(filename: str) -> bool:
     """Is ``filename`` library code (torch, the standard library, an installed package), not the user's?"""
-    return filename.startswith(_LIBRARY) or filename.startswith("<frozen")
+    return filename in LIBRARY
 
 
 @dataclass(frozen=True)

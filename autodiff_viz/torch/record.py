@@ -60,9 +60,7 @@ import contextlib
 import functools
 import inspect
 import itertools
-import os
 import sys
-import sysconfig
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -82,13 +80,6 @@ if TYPE_CHECKING:
     from ..diagnosis.walk import Explanation, Explanations
     from ..records.traces.model import Trace
 
-# Code the learner did not write: torch, autodiff_viz, the standard library and every installed package
-# (transformers, timm …). An op run inside it is placed at the learner's line that called into it.
-_LIBRARY_DIRS = tuple(sorted({os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                              for m in (torch, sys.modules["autodiff_viz"])} |
-                             {os.path.abspath(sysconfig.get_paths()[k]) + os.sep
-                              for k in ("stdlib", "purelib", "platlib")}))
-_library_file: dict = {}      # file name -> written by a library? (one dict look-up per frame of a walk)
 _library_class: dict = {}     # module class -> is its forward library code?
 _INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
                     "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
@@ -141,28 +132,6 @@ class Op:
     extra: dict
 
 
-def _is_library(filename: str) -> bool:
-    inside = _library_file.get(filename)
-    if inside is None:
-        inside = _library_file[filename] = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
-    return inside
-
-
-def _user_frame():
-    """The first frame outside library code (torch, autodiff_viz, installed packages): ``(filename, lineno)``."""
-    f = sys._getframe(2)
-    known = _library_file
-    while f is not None:
-        name = f.f_code.co_filename
-        inside = known.get(name)
-        if inside is None:
-            inside = _is_library(name)
-        if not inside:
-            return name, f.f_lineno
-        f = f.f_back
-    return None
-
-
 def _library_module(cls) -> bool:
     """Is ``cls.forward`` library code (``nn.Linear``, a transformers ``BertLayer``), not the learner's?
 
@@ -172,7 +141,7 @@ def _library_module(cls) -> bool:
     lib = _library_class.get(cls)
     if lib is None:
         code = getattr(inspect.unwrap(getattr(cls, "forward", None) or (lambda: None)), "__code__", None)
-        lib = _library_class[cls] = code is not None and _is_library(code.co_filename)
+        lib = _library_class[cls] = code is not None and code.co_filename in provenance.LIBRARY
     return lib
 
 
@@ -336,7 +305,7 @@ def _at_the_learners_line(func, args, kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = func(*args, **kwargs)
-    where = _user_frame() or (None, None)
+    where = provenance.LIBRARY.user_line() or (None, None)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, where[0] or w.filename, where[1] or w.lineno)
     return out
@@ -462,7 +431,7 @@ class Recording(recordings.Recording):
             self._callers.append((None, None, False, self._outer))
             return
         outer = self._outer
-        loc = outer[0] if outer is not None else _user_frame()
+        loc = outer[0] if outer is not None else provenance.LIBRARY.user_line()
         named = outer[1] if outer is not None else (self._assigned_at(loc) if loc else None)
         entry = (loc, named, _library_module(type(module)), outer)
         self._callers.append(entry)
@@ -636,7 +605,7 @@ class Recording(recordings.Recording):
             loc = outer[0]
             assigned = outer[1] if kind in _MAKES else None
         else:
-            loc = _user_frame()
+            loc = provenance.LIBRARY.user_line()
             assigned = self._assigned_at(loc) if loc and kind in _MAKES else None
         ops = self.ops
         index = len(ops)
@@ -701,7 +670,7 @@ class Recording(recordings.Recording):
                 self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag), **why})
             return
         if name == "get:grad":
-            if ins and not _is_library(sys._getframe(2).f_code.co_filename):
+            if ins and provenance.LIBRARY.called_by_user(3):
                 self._note(name, "read_grad", ins[:1], [], {"was_none": out is None})
             elif ins and out is None:       # a library the user called read an empty .grad (clip_grad_norm_)
                 called = provenance.library_call(sys._getframe(2))

@@ -1,0 +1,77 @@
+"""Which code the learner wrote: how a bridge finds the learner's line among the frames of a call.
+
+A recorded op runs deep inside a framework: ``loss = F.cross_entropy(net(x), y)`` passes through the
+learner's line, then torch's ``Module.__call__``, a library's ``forward`` (transformers, timm, Keras), the
+framework's own functions and finally the recorder. A trace, an error and a diagnosis must all name the
+learner's line, so every bridge walks up from the op to the first frame whose file is not library code.
+
+Library code is a set of folders: the framework's, autodiff_viz's own, the standard library and every
+installed package (``site-packages``: transformers' code is not the learner's either). :class:`Code` holds
+one such set and remembers the answer per file name, so a walk costs one dict look-up per frame. Each
+bridge makes its own (``torch/provenance.py``, ``tf/provenance.py``) and everything in that bridge asks it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+
+def folder(module) -> str:
+    """The folder a module (a package's ``__init__``) lives in, ending in the path separator."""
+    return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+
+
+def installed() -> tuple:
+    """The standard library's folders and those packages are installed in (``site-packages``)."""
+    paths = sysconfig.get_paths()
+    return tuple(os.path.abspath(p) + os.sep
+                 for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(k)))
+
+
+class Code:
+    """The folders whose files are library code, not the learner's; ``<frozen …>`` modules count too.
+
+    ``dirs``: the folders (each ending in the separator); ``known``: ``{file name: library?}``, filled as files
+    are asked about. :meth:`add` counts one more folder (a test's temporary "installed" package).
+    """
+
+    def __init__(self, *dirs: str):
+        self.dirs = tuple(sorted(set(dirs)))
+        self.known: dict = {}
+
+    def add(self, *dirs: str) -> None:
+        self.dirs = tuple(sorted(set(self.dirs) | set(dirs)))
+        self.known = {}
+
+    def __contains__(self, filename: str) -> bool:
+        inside = self.known.get(filename)
+        if inside is None:
+            inside = self.known[filename] = filename.startswith(self.dirs) or filename.startswith("<frozen")
+        return inside
+
+    def user_line(self, depth: int = 2):
+        """``(file name, line)`` of the first frame outside library code, looking from ``depth`` frames above
+        this method's own (2: its caller's caller, as ``sys._getframe``), or None when every frame is library code."""
+        f = sys._getframe(depth)
+        known = self.known
+        while f is not None:
+            name = f.f_code.co_filename
+            inside = known.get(name)
+            if inside is None:
+                inside = name in self
+            if not inside:
+                return name, f.f_lineno
+            f = f.f_back
+        return None
+
+    def user_frame(self, f):
+        """The first frame from ``f`` upwards whose file is not library code (the frame itself), or None."""
+        while f is not None and f.f_code.co_filename in self:
+            f = f.f_back
+        return f
+
+    def called_by_user(self, depth: int = 2) -> bool:
+        """Is the frame ``depth`` above this method's own (2: its caller's caller) outside these folders?"""
+        f = sys._getframe(depth)
+        return f is not None and f.f_code.co_filename not in self
