@@ -112,3 +112,29 @@ def test_a_dropouts_seed_state_is_state_not_a_gradient_input():
     text = tr.to_dot("backward", expanded={key})
     assert "mask / (1 − rate)" not in " ".join(lab for lab in _labels(text) if "seed" in lab)
     assert "no gradient: state" in text
+
+
+def test_a_keras_loss_box_lists_no_plumbing_as_what_it_is_made_of():
+    """The CNN of TensorFlow's tutorial "Convolutional Neural Network (CNN)"
+    (https://www.tensorflow.org/tutorials/images/cnn: ``Conv2D``/``MaxPooling2D`` layers, ``Flatten``, ``Dense``,
+    ``SparseCategoricalCrossentropy(from_logits=True)``; reduced to one convolution), one step with a
+    ``GradientTape``. The loss computes its batch size with ops that carry no gradient (``Prod``, ``Cast``); they
+    are drawn as plumbing inside the loss box, and the box said "made of Prod, Cast (no gradient)" as if the loss
+    were built of them. A loss is a formula, not a block of parts."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((12, 12, 3)), keras.layers.Conv2D(4, 3, activation="relu"),
+                              keras.layers.MaxPooling2D(2), keras.layers.Flatten(), keras.layers.Dense(5)])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x = np.random.default_rng(0).random((4, 12, 12, 3)).astype("float32")
+    y = np.array([0, 3, 1, 4])
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = loss_fn(y, logits)
+        tape.gradient(loss, model.trainable_variables)
+    labels = _labels(rec.trace(loss, model).to_dot("backward"))
+    head = next(lab for lab in labels if lab.startswith("sparse_categorical_crossentropy"))
+    assert "made of" not in head, head
+    assert any("softmax(logits)" in lab for lab in labels)          # its formula, on the prediction's edge
+    for layer in ("conv2d (Conv2D)", "max_pooling2d (MaxPooling2D)", "flatten (Flatten)", "dense (Dense)"):
+        assert any(lab.startswith(layer) for lab in labels), (layer, labels)

@@ -267,6 +267,7 @@ def made_of(trace, h, key) -> str | None:
     while any(g.key in with_parent for g in kids):      # a list of like modules that never ran: through it
         kids = [c for g in kids for c in ([x for x in h.groups.values() if x.parent == g.key]
                                           if g.key in with_parent else [g])]
+    kids = [g for g in kids if g.what != "constant"]     # the plumbing beside it (a loss's batch size): not a part
     if not kids:
         return None
     seen, names = set(), []
