@@ -12,6 +12,7 @@ bridge makes its own (``torch/provenance.py``, ``tf/provenance.py``) and everyth
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import sysconfig
@@ -49,6 +50,13 @@ class Code:
         if inside is None:
             inside = self.known[filename] = filename.startswith(self.dirs) or filename.startswith("<frozen")
         return inside
+
+    def computes(self, cls, method: str) -> bool:
+        """Is ``cls.<method>`` (``forward``, ``call``) library code? Then the class computes what its library
+        says (a subclass of ``nn.Linear`` that only adds a field still does), and a figure may write its
+        library formula; a class whose method the learner wrote may be named ``RNN`` and compute anything."""
+        code = getattr(inspect.unwrap(getattr(cls, method, None) or (lambda: None)), "__code__", None)
+        return code is not None and code.co_filename in self
 
     def user_line(self, depth: int = 2):
         """``(file name, line)`` of the first frame outside library code, looking from ``depth`` frames above

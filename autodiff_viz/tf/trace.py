@@ -33,6 +33,7 @@ from ..records.compare import seed_array
 from ..records.traces.build import factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
+from . import provenance
 from .explain import cut, explain_recorded, pick_tape, tf_gradient
 from .keys import tensor_key, trainable_dtype
 
@@ -232,8 +233,11 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     for _, _, _, a, b, _ in raw_edges:          # in recorded order: what is computed from a weight or input
         if a.id in weighted:
             weighted.add(b.id)
-    return tracing.finish(_TensorFlow(rec, info, weighted), nodes, raw_edges, grads, target_node, source_ids, notes,
-                          limit, _kinds(rec), _key_of)
+    trace = tracing.finish(_TensorFlow(rec, info, weighted), nodes, raw_edges, grads, target_node, source_ids,
+                           notes, limit, _kinds(rec), _key_of)
+    trace.own = frozenset(path.rsplit("/", 1)[-1] for path, layer in rec._layers.items()
+                          if not provenance.LIBRARY.computes(type(layer), "call")) & set(trace.kinds)
+    return trace
 
 
 class _TensorFlow(tracing.Adapter):

@@ -58,7 +58,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
-import inspect
 import itertools
 import sys
 import warnings
@@ -140,8 +139,7 @@ def _library_module(cls) -> bool:
     """
     lib = _library_class.get(cls)
     if lib is None:
-        code = getattr(inspect.unwrap(getattr(cls, "forward", None) or (lambda: None)), "__code__", None)
-        lib = _library_class[cls] = code is not None and code.co_filename in provenance.LIBRARY
+        lib = _library_class[cls] = provenance.LIBRARY.computes(cls, "forward")
     return lib
 
 
@@ -589,6 +587,18 @@ class Recording(recordings.Recording):
         steps, so a figure opens them together with their parent."""
         return {qual for module in self._modules for qual, m in module.named_modules()
                 if qual and id(m) not in self._called}
+
+    def own_modules(self) -> set:
+        """Scope segments of modules whose class's ``forward`` the learner wrote (``class RNN(nn.Module)`` of a
+        tutorial): a figure titles them by class but gives them no library formula (:attr:`Trace.own`)."""
+        out = set()
+        for module in self._modules:
+            for qual, m in module.named_modules():
+                if not _library_module(type(m)):
+                    out.add(qual or self._module_names[id(module)])
+        out.update(self._module_names[id(m)].rsplit("/", 1)[-1] for m in self._made_inside
+                   if not _library_module(type(m)))
+        return out
 
     # ----- observing ------------------------------------------------------------
     def tensor_id(self, t: torch.Tensor) -> int:

@@ -298,6 +298,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                            {k: v for k, v in rec.module_kinds.items() if k in segments},
                            lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
     trace.idle = frozenset(rec.idle_modules() & segments)
+    trace.own = frozenset(rec.own_modules() & segments)
     return trace
 
 

@@ -67,9 +67,10 @@ def shape_text(shape, dtype) -> str:
 
 
 def layer_class(trace, title: str):
-    """The class that made the scope ``title`` (``"dense_1"`` → ``Dense``), or None when unknown."""
+    """The class that made the scope ``title`` (``"dense_1"`` → ``Dense``), or None when unknown — and for a
+    class the learner wrote (:attr:`Trace.own`): its name may be a library's, what it computes is its own."""
     name = getattr(trace, "kinds", {}).get(title)
-    if not name:
+    if not name or title in getattr(trace, "own", ()):
         return None
     from .. import layers
     from ..models import Model, Sequential
@@ -423,6 +424,8 @@ def _loss_of(trace, lay, box):
     if box.kind != "group":
         return None
     names = (getattr(trace, "kinds", {}).get(box.title), re.sub(r"#\d+$", "", box.title or ""))
+    if box.title in getattr(trace, "own", ()):       # a loss module of yours: its ops say what it computes
+        return None
     name = next((n for n in names if n and is_loss(n)), None)
     if name is None:
         return None

@@ -376,7 +376,7 @@ def _decode(text) -> Trace:
             raise TraceFormatError(f"kinds.{k}: expected str, got {_jtype(v)}.")
     return Trace(nodes, edges, target=target, sources=r.strings("sources"), steps=r.strings("steps"),
                  marks=marks, notes=r.strings("notes"), kinds=kinds,
-                 idle=r.strings("idle") if "idle" in obj else ())
+                 idle=r.strings("idle") if "idle" in obj else (), own=r.strings("own") if "own" in obj else ())
 
 
 # ---------------------------------------------------------------------------
@@ -398,6 +398,8 @@ def to_dict(self, full: bool = True) -> dict:
     }
     if self.idle:
         out["idle"] = sorted(self.idle)
+    if self.own:
+        out["own"] = sorted(self.own)
     if places is not None:
         out["locations"] = [dict(zip(("file", "line", "code"), loc)) for loc in places]
         out["texts"] = list(texts)

@@ -397,12 +397,16 @@ class Trace:
     :meth:`save`. In a notebook a trace displays itself as its graph.
     """
 
-    def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=(), kinds=None, idle=()):
+    def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=(), kinds=None, idle=(),
+                 own=()):
         self.nodes: list[TraceNode] = list(nodes)
         self.kinds: dict = dict(kinds or {})    # scope segment -> the class that made it ("dense_1": "Dense")
         # scope segments of modules the recording knows by name but that never ran as a call of their own (a
         # PyTorch ModuleList, ModuleDict or any container whose forward nobody calls): names, not steps
         self.idle: frozenset = frozenset(idle)
+        # scope segments made by a class whose forward / call the learner wrote: its class name says nothing of
+        # what it computes (a class of yours named RNN or Attention is not torch's), so no library formula
+        self.own: frozenset = frozenset(own)
         self.edges: list[TraceEdge] = list(edges)
         self.target: str | None = target
         self.sources: list[str] = list(sources)
@@ -560,7 +564,7 @@ class Trace:
 
     def _shallow(self) -> "Trace":
         out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes,
-                    self.kinds, self.idle)
+                    self.kinds, self.idle, self.own)
         out._index = self._index
         out.key_of = self.key_of
         return out
