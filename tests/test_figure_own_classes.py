@@ -119,3 +119,28 @@ def test_the_keras_guides_own_linear_layer_is_not_drawn_as_dense():
     assert any(f"back through {linear}" in lab for lab in labels), labels        # the chain rule's own words
     assert not any(f"{linear} (Linear)" in lab and "f′" in lab for lab in labels)
     assert any("(ḡ_" in lab and "⊙ f′(z)) · Wᵀ" in lab for lab in labels), labels    # Keras' Dense keeps its own
+
+
+def test_the_keras_guides_own_linear_layer_in_this_engine_is_not_drawn_as_dense():
+    """The same guide's ``Linear`` written on this package's Keras-style layers (``adv.layers.Layer``,
+    ``add_weight``, ``adv.ops.matmul``), recorded by ``adv.GradientTape``."""
+    class Linear(adv.layers.Layer):
+        def __init__(self, units=32, input_dim=32):
+            super().__init__()
+            self.w = self.add_weight(shape=(input_dim, units), initializer="random_normal", trainable=True)
+            self.b = self.add_weight(shape=(units,), initializer="zeros", trainable=True)
+
+        def call(self, inputs):
+            return adv.ops.matmul(inputs, self.w) + self.b
+
+    adv.utils.set_random_seed(0)
+    linear, dense = Linear(4, 3), adv.layers.Dense(2)
+    x = np.random.default_rng(0).random((5, 3)).astype("float32")
+    with adv.GradientTape() as tape:
+        loss = adv.ops.mean(dense(adv.ops.relu(linear(x))) ** 2)
+    tr = tape.trace(loss)
+    assert tr.kinds[linear.name] == "Linear" and linear.name in tr.own and dense.name not in tr.own
+    labels = _labels(tr.to_dot("backward"))
+    assert any(f"back through {linear.name}" in lab for lab in labels), labels
+    assert any("⊙ f′(z)) · Wᵀ" in lab for lab in labels), labels          # the package's Dense keeps its formula
+    assert adv.Trace.from_json(tr.to_json()).own == tr.own

@@ -175,6 +175,9 @@ _internal_file: dict = {}   # file name -> is it inside this package?
 
 
 scope_kinds: dict = {}   # scope name -> what opened it most recently ("Dense" for a layer; None for a plain scope)
+# A kind that starts with this is a class whose ``call`` the learner wrote ("own:Linear"): a trace titles the box
+# by the class name but gives it no library formula (``Trace.own``), whatever the name.
+OWN_KIND = "own:"
 
 
 class name_scope:

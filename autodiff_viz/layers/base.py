@@ -44,7 +44,7 @@ import numpy as np
 
 from ..base.naming import INPUT, to_snake_case
 from ..base.session import clear_session, floatx, set_floatx, unique_name  # noqa: F401  (re-exported by adv.layers)
-from ..base.state import enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
+from ..base.state import OWN_KIND, enter_scope, exit_scope, is_package_code, name_scope, paused, state, user_stacklevel
 from ..base.structure import flatten
 from ..core.ops import cast
 from ..core.tensor import Tensor, Variable, _to_array, assigned, check_nbytes, constant
@@ -107,8 +107,9 @@ def _call_facts(cls) -> tuple:
     """What ``Layer.__call__`` needs to know of a layer class, worked out once: ``(cls, cls.call, package code?,
     takes training?, takes mask?, converts one tensor with _convert alone?, class name, own compute_mask?)``."""
     call = cls.call
-    return (cls, call, is_package_code(call), *_call_parameters(call),
-            cls._convert_inputs is Layer._convert_inputs, cls.__name__, cls.compute_mask is not Layer.compute_mask)
+    package = is_package_code(call)
+    return (cls, call, package, *_call_parameters(call), cls._convert_inputs is Layer._convert_inputs,
+            cls.__name__ if package else OWN_KIND + cls.__name__, cls.compute_mask is not Layer.compute_mask)
 
 
 _masks_made = [False]   # has any layer attached a mask yet? Until then a layer call does not look for one
@@ -194,7 +195,7 @@ def _sets_built(build):
         if state.scope[-1:] == (name,):
             build(self, *args, **kwargs)
         else:   # inside its own scope, as Keras 3: the weights of the layers it builds get its name in their path
-            scope = enter_scope(name, type(self).__name__)
+            scope = enter_scope(name, _call_facts(type(self))[7])
             try:
                 build(self, *args, **kwargs)
             finally:

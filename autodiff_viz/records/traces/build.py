@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from ...base import naming, state
-from ...base.state import paused, resolve_location, scope_kinds
+from ...base.state import OWN_KIND, paused, resolve_location, scope_kinds
 from ...core import engine, walks
 from ...core.tensor import Tensor, Variable, full_name
 from .model import (
@@ -460,17 +460,21 @@ def _build_trace(tape, target, sources, value_limit) -> Trace:
     with paused(), np.errstate(all="ignore"):
         _make_edges(raw_edges, contributions, upstream, value_limit, edges)
     return Trace(nodes, edges, target=None if target_node is None else target_node.id,
-                 sources=[owner[s].id for s in source_ids], steps=steps, notes=notes, kinds=_scope_kinds(nodes))
+                 sources=[owner[s].id for s in source_ids], steps=steps, notes=notes, **_scope_kinds(nodes))
 
 
 def _scope_kinds(nodes) -> dict:
-    """``{scope segment: layer class}`` for the layers a trace's scopes name (``"dense_1": "Dense"``)."""
-    kinds = {}
+    """``kinds``: ``{scope segment: layer class}`` for the layers a trace's scopes name (``"dense_1": "Dense"``),
+    and ``own``: the segments whose class's ``call`` the learner wrote (see :data:`~...base.state.OWN_KIND`)."""
+    kinds, own = {}, set()
     for seg in {seg for n in nodes if n.scope for seg in n.scope.split("/")}:
         cls = scope_kinds.get(seg)
         if cls is not None:
+            if cls.startswith(OWN_KIND):
+                cls = cls[len(OWN_KIND):]
+                own.add(seg)
             kinds[seg] = cls
-    return kinds
+    return {"kinds": kinds, "own": own}
 
 
 def _make_edges(raw_edges, contributions, upstream, value_limit, edges) -> None:
