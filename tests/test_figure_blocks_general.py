@@ -348,3 +348,28 @@ def test_the_ops_a_module_computes_itself_stay_its_own():
     tr = _trace(torch.nn.Sequential(Mixer(), torch.nn.Linear(4, 2)), torch.randn(3, 4))
     boxes = _titles(folding.layout(tr, expanded={_key(tr, "0")}))
     assert not any(t.endswith(" ops)") for t in boxes), sorted(boxes)
+
+
+def test_single_layers_repeat_only_at_one_width():
+    """Two layers of one class in a row are "× 2" only when they are alike as a paper draws them: a ``Linear``
+    is its weight, so ``Linear(8, 8)`` three times is one box "Linear × 3", and the char-RNN tutorial's
+    ``i2h`` (185 → 128) followed by ``h2o`` (128 → 18) are two boxes, each with its formula."""
+    torch.manual_seed(0)
+    same = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(3)])
+    tr = _trace(same, torch.randn(2, 8))
+    assert [(r.title, r.count) for r in folding.hierarchy(tr).repeats.values()] == [("Linear", 3)]
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.i2h = torch.nn.Linear(12, 8)
+            self.h2o = torch.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.h2o(self.i2h(x))
+
+    tr = _trace(Head(), torch.randn(2, 12))
+    assert not folding.hierarchy(tr).repeats
+    boxes = _titles(folding.layout(tr))
+    assert "i2h (Linear)" in boxes or "i2h" in boxes, list(boxes)
+    assert "h2o (Linear)" in boxes or "h2o" in boxes, list(boxes)

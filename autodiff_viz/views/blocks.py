@@ -389,7 +389,10 @@ def _optional(trace, groups, items, members):
 
 def find_repeats(trace, groups, paths) -> dict:
     """The :class:`Repeat` s of a trace: consecutive siblings (no op between) with one class and one structure,
-    each reading what the one before made (stacked, as a paper's "× N"; parallel branches stay apart).
+    each reading what the one before made (stacked, as a paper's "× N"; parallel branches stay apart). A layer
+    of no parts (a ``Linear``, a ``Dense``) is its weights: only layers of one width repeat (``Dense(64)`` twice
+    is "× 2", ``Dense(128)`` then ``Dense(64)`` two boxes); a block's instances may differ in width (DenseNet's
+    layers read ever more channels).
 
     Sets ``Group.repeat`` on every instance. Groups that are steps of a loop are left to the loop.
     """
@@ -409,7 +412,13 @@ def find_repeats(trace, groups, paths) -> dict:
         inside = set(members.get(a, ()))
         return any(e.src in inside for nid in members.get(b, ()) for e in trace.edges_into(nid))
 
+    def widths(k) -> list:              # the shapes of the weights a layer of no parts reads
+        return sorted(tuple(trace.node(e.src).shape) for nid in members.get(k, ()) for e in trace.edges_into(nid)
+                      if trace.node(e.src).kind == "variable")
+
     def alike(a, b) -> bool:            # one structure; or one class whose instances differ by optional parts only
+        if not any(kind == "child" for kind, _ in items.get(a, ())) and widths(a) != widths(b):
+            return False                # two single layers of other widths (i2h, then h2o) are two layers
         if _signature(trace, groups, items, a, memo) == _signature(trace, groups, items, b, memo):
             return True
         cls = kinds.get(groups[a].title) if groups[a].what != "block" else None
