@@ -136,6 +136,12 @@ def repeat_label(tr, head, **kw) -> str:
     return next(lab for lab in _labels(tr.to_dot("backward", **kw)) if lab.startswith(head))
 
 
+def within_budget(lay) -> bool:
+    """At most the budget of boxes and no "fold" box (a note that weights are kept inside their layers' boxes is
+    how an opened figure stays within it)."""
+    return len(lay.boxes) <= folding.NODE_BUDGET and not any(b.kind == "fold" for b in lay.boxes.values())
+
+
 def fits_budget(lay) -> bool:
     """Within the budget, nothing folded into the "fold" box, no note about folding."""
     return len(lay.boxes) <= folding.NODE_BUDGET and not lay.notes and \
