@@ -57,7 +57,7 @@ import re
 
 import numpy as np
 import pytest
-from test_figure_real_models import _boxes, _labels, _readable
+from test_figure_real_models import _boxes, _readable
 from unseen_models import (
     assert_buffers_are_state,
     assert_default_figure_is_named_parts,
@@ -67,6 +67,8 @@ from unseen_models import (
     assert_keras_state_without_gradient,
     assert_keras_step_bit_for_bit,
     assert_repeated_stage_is_one_box,
+    assert_repeated_stage_opens_to_one_instance,
+    assert_torch_loss_edges_by_role,
     assert_torch_step_bit_for_bit,
     each_bars,
     each_norms,
@@ -80,7 +82,6 @@ from unseen_models import (
     plumbing,
     record_keras_case,
     record_torch_case,
-    repeat_inside,
     repeat_label,
     tf,
     the_repeat,
@@ -203,13 +204,7 @@ def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case
     "segformer",
 ], indirect=True)
 def test_torch_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_loss(torch_case):
-    c = torch_case
-    labels = _labels(c.tr.to_dot("backward"))
-    assert "no gradient: labels" in labels
-    formulas = [lab for lab in labels if "softmax(" in lab]
-    assert formulas
-    for lab in formulas:
-        assert re.match(r"ḡ_(\S+) = \(softmax\(\1\) − onehot\((labels|target)", lab), lab
+    assert_torch_loss_edges_by_role(torch_case)
 
 
 @pytest.mark.parametrize("torch_case", ["clip"], indirect=True)
@@ -272,18 +267,8 @@ def test_segformer_every_stage_opens_to_its_layers_times_n(torch_case):
     "segformer",
 ], indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):
-    c = torch_case
-    tr = c.tr
-    where, head, _ = TORCH_STAGES[c.kind]
-    title, n = head.rsplit(" × ", 1)
-    rep = repeat_inside(tr, where, title, int(n))
-    opened = {rep.key} | ({group_key(tr, where)} if where else set())
-    lay, boxes = _boxes(tr, expanded=opened)
-    assert f"{title} × {int(n) - 1}" in boxes or int(n) == 2 and rep.groups[1] in {
-        b.key for b in lay.boxes.values()}, sorted(boxes)           # instance 0 open, the others one box
-    assert not any(b.key == rep.groups[0] for b in lay.boxes.values())
-    assert not any(b.kind == "fold" for b in lay.boxes.values()) and len(lay.boxes) <= folding.NODE_BUDGET
-    assert _readable(tr, expanded=opened) >= render.MIN_LABEL_PX
+    where, head, _ = TORCH_STAGES[torch_case.kind]
+    assert_repeated_stage_opens_to_one_instance(torch_case.tr, where, head)
 
 
 @pytest.mark.parametrize("torch_case", ["llama"], indirect=True)

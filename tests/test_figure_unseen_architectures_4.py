@@ -16,9 +16,11 @@ random weights and a tiny configuration (nothing downloaded, no torchvision):
   - Whisper (``WhisperForConditionalGeneration``): a convolutional front-end over log-mel features (``conv1``,
     ``conv2``), a frozen sinusoidal position table (``encoder.embed_positions.weight``, ``requires_grad=False``,
     read as a weight, not called), an encoder-decoder with cross-attention, the decoder input made from the labels;
-  - Funnel Transformer (``FunnelForSequenceClassification``, ``block_sizes=[2, 2]``): blocks of layers with the
-    sequence pooled between them by the encoder's own ``forward`` (``FunnelAttentionStructure``), a
-    classification head on the first token;
+  - Funnel Transformer (``FunnelForSequenceClassification``, ``block_sizes=[2, 2]``): two blocks of two layers;
+    the encoder's own ``forward`` pools the sequence for the second block's first layer (its queries) and pools
+    the attention inputs after it (``FunnelAttentionStructure``), so only the first block's layers are stacked
+    one on the other; relative-position weights read directly (``r_w_bias``, ``r_kernel`` …), a classification
+    head on the first token;
   - Mamba (``MambaForCausalLM``, no ``mamba_ssm``: the library's reference path): a stack of ``MambaBlock`` whose
     mixer is a causal depth-wise conv and a selective state-space scan written as a Python loop over time steps,
     with weights used directly in ``forward`` (``A_log``, ``D``).
@@ -49,8 +51,6 @@ The assertions state the right behaviour. Where the package gets it wrong today 
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 from test_figure_real_models import _boxes, _labels, _readable
@@ -61,9 +61,12 @@ from unseen_models import (
     assert_default_figure_is_named_parts,
     assert_every_layer_opens,
     assert_every_module_opens,
+    assert_keras_labels_edge_by_role,
     assert_keras_state_without_gradient,
     assert_keras_step_bit_for_bit,
     assert_repeated_stage_is_one_box,
+    assert_repeated_stage_opens_to_one_instance,
+    assert_torch_loss_edges_by_role,
     assert_torch_step_bit_for_bit,
     fits_budget,
     group_key,
@@ -76,7 +79,6 @@ from unseen_models import (
     plumbing,
     record_keras_case,
     record_torch_case,
-    repeat_inside,
     tf,
     torch,
     within_budget,
@@ -175,13 +177,7 @@ def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case
 
 @pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
 def test_torch_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_loss(torch_case):
-    c = torch_case
-    labels = _labels(c.tr.to_dot("backward"))
-    assert "no gradient: labels" in labels
-    formulas = [lab for lab in labels if "softmax(" in lab]
-    assert formulas
-    for lab in formulas:
-        assert re.match(r"ḡ_(\S+) = \(softmax\(\1\) − onehot\((labels|target)", lab), lab
+    assert_torch_loss_edges_by_role(torch_case)
 
 
 @pytest.mark.parametrize("torch_case", ["mixtral"], indirect=True)      # the only one of the four with buffers
@@ -217,18 +213,8 @@ def test_torch_a_repeated_stage_is_one_box_times_n_with_the_gradient_of_each(tor
     "mamba",
 ], indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):
-    c = torch_case
-    tr = c.tr
-    where, head, _ = TORCH_STAGES[c.kind]
-    title, n = head.rsplit(" × ", 1)
-    rep = repeat_inside(tr, where, title, int(n))
-    opened = {rep.key} | ({group_key(tr, where)} if where else set())
-    lay, boxes = _boxes(tr, expanded=opened)
-    assert f"{title} × {int(n) - 1}" in boxes or int(n) == 2 and rep.groups[1] in {
-        b.key for b in lay.boxes.values()}, sorted(boxes)           # instance 0 open, the others one box
-    assert not any(b.key == rep.groups[0] for b in lay.boxes.values())
-    assert within_budget(lay), (len(lay.boxes), lay.notes)
-    assert _readable(tr, expanded=opened) >= render.MIN_LABEL_PX
+    where, head, _ = TORCH_STAGES[torch_case.kind]
+    assert_repeated_stage_opens_to_one_instance(torch_case.tr, where, head)
 
 
 @pytest.mark.parametrize("torch_case", ["mixtral"], indirect=True)
@@ -405,11 +391,7 @@ def test_keras_moving_statistics_are_state_without_gradient(keras_case):
 
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_the_labels_edge_goes_by_role(keras_case):
-    c = keras_case
-    labels = _labels(c.tr.to_dot("backward"))
-    assert "no gradient: labels" in labels
-    formula = next(lab for lab in labels if "softmax(" in lab)
-    assert "onehot(labels)" in formula, formula
+    assert_keras_labels_edge_by_role(keras_case)
 
 
 @pytest.mark.parametrize("keras_case", ["efficientnetv2b0"], indirect=True)

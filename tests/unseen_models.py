@@ -34,12 +34,12 @@ except Exception as exc:   # noqa: BLE001 - a broken torchvision beside it raise
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from test_figure_real_models import _boxes, _labels  # noqa: E402
+from test_figure_real_models import _boxes, _labels, _readable  # noqa: E402
 
 import autodiff_viz as adv  # noqa: E402
 import autodiff_viz.tf  # noqa: E402,F401
 import autodiff_viz.torch  # noqa: E402,F401
-from autodiff_viz.views import folding  # noqa: E402
+from autodiff_viz.views import folding, render  # noqa: E402
 
 __all__ = ["hf", "keras", "tf", "torch"]     # the frameworks imported here for the test modules
 
@@ -293,6 +293,31 @@ def assert_repeated_stage_is_one_box(tr, where, head, names):
     assert len(each_norms(label)) == n, label
     rep = folding.hierarchy(tr).repeats[boxes[head].key]
     assert all(v is not None and v > 0 for v in rep.grad_norms)
+
+
+def assert_repeated_stage_opens_to_one_instance(tr, where, head):
+    """With ``where`` (None: nothing) and the repeat ``head`` ("Class × N") opened, instance 0 is drawn open and
+    the others one box ("Class × N−1", or the one other instance of a pair), within the budget and readable."""
+    title, n = head.rsplit(" × ", 1)
+    rep = repeat_inside(tr, where, title, int(n))
+    opened = {rep.key} | ({group_key(tr, where)} if where else set())
+    lay, boxes = _boxes(tr, expanded=opened)
+    assert f"{title} × {int(n) - 1}" in boxes or int(n) == 2 and rep.groups[1] in {
+        b.key for b in lay.boxes.values()}, sorted(boxes)           # instance 0 open, the others one box
+    assert not any(b.key == rep.groups[0] for b in lay.boxes.values())
+    assert within_budget(lay), (len(lay.boxes), lay.notes)
+    assert _readable(tr, expanded=opened) >= render.MIN_LABEL_PX
+
+
+def assert_torch_loss_edges_by_role(c, labels=("labels", "target")):
+    """The labels' edge says "no gradient: labels"; each prediction's edge carries cross-entropy's formula in
+    the code's names, against one of ``labels``."""
+    texts = _labels(c.tr.to_dot("backward"))
+    assert "no gradient: labels" in texts
+    formulas = [lab for lab in texts if "softmax(" in lab]
+    assert formulas
+    for lab in formulas:
+        assert re.match(rf"ḡ_(\S+) = \(softmax\(\1\) − onehot\(({'|'.join(labels)})", lab), lab
 
 
 # ---------------------------------------------------------------------------
