@@ -22,67 +22,29 @@ the right behaviour, not the current one.
 """
 from __future__ import annotations
 
-import copy
-import os
+import re
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+import numpy as np
+import pytest
+from test_figure_real_models import _boxes, _labels, _readable
+from unseen_models import (
+    assert_every_layer_opens,
+    assert_every_module_opens,
+    assert_keras_labels_edge_by_role,
+    assert_keras_step_bit_for_bit,
+    assert_torch_step_bit_for_bit,
+    group_key,
+    group_titles,
+    hf,
+    keras,
+    op_named_nodes,
+    record_keras_case,
+    record_torch_case,
+    tf,
+    torch,
+)
 
-import re  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-torch = pytest.importorskip("torch")
-try:
-    import transformers as hf
-except Exception as exc:   # noqa: BLE001 - a broken torchvision beside it raises RuntimeError, not ImportError
-    pytest.skip(f"transformers is not usable ({type(exc).__name__}: {exc})", allow_module_level=True)
-tf = pytest.importorskip("tensorflow")
-keras = pytest.importorskip("keras")
-
-from test_figure_real_models import _boxes, _labels, _readable  # noqa: E402
-
-import autodiff_viz as adv  # noqa: E402
-import autodiff_viz.tf  # noqa: E402,F401
-import autodiff_viz.torch  # noqa: E402,F401
-from autodiff_viz.views import folding, render  # noqa: E402
-
-VALUES = 10 ** 8        # value_limit: keep every entry, so values compare bit for bit
-
-
-# ---------------------------------------------------------------------------
-# helpers (as tests/test_figure_real_models.py reads a figure)
-# ---------------------------------------------------------------------------
-def _key(tr, title):
-    """The fold key of the (first) group titled ``title``."""
-    return next(k for k, g in folding.hierarchy(tr).groups.items() if g.title == title)
-
-
-def _opened(tr, key) -> bool:
-    """``key``'s nodes are drawn open: none sits in a box that also holds nodes outside ``key``, and no box is
-    ``key`` itself."""
-    h = folding.hierarchy(tr)
-    lay = folding.layout(tr, expanded={key})
-    inside = {nid for nid, path in h.paths.items() if key in path}
-    return all(set(lay.boxes[lay.owner[nid]].members) <= inside for nid in inside) and \
-        not any(b.key == key for b in lay.boxes.values())
-
-
-def _group_titles(lay) -> list:
-    return [b.title for b in sorted(lay.boxes.values(), key=lambda b: b.order) if b.kind == "group"]
-
-
-def _op_named_nodes(tr, lay) -> list:
-    """Op nodes drawn alone whose name is the library's op (``__setitem__``, ``mean``, ``AddV2``), not a name from
-    the code or what they act on."""
-    out = []
-    for b in lay.boxes.values():
-        n = tr.node(b.id) if b.kind == "node" else None
-        if n is not None and n.kind == "op" and (n.title == n.op or n.title.startswith("__")):
-            out.append(n.title)
-    return out
+from autodiff_viz.views import folding, render
 
 
 # ---------------------------------------------------------------------------
@@ -117,68 +79,14 @@ def _torch_model(kind):
     return model, kw, labels
 
 
-def _torch_step(model, opt, inputs, labels):
-    """One step as a learner writes it; dropout and drop-path draw the same masks in every run."""
-    opt.zero_grad()
-    torch.manual_seed(1)
-    outputs = model(**inputs, labels=labels)
-    loss = outputs.loss
-    loss.backward()
-    opt.step()
-    return loss
-
-
-class TorchCase:
-    """A recorded step and its plain twin: traces (figure and bit-for-bit), gradients, weights before/after."""
-
-
 @pytest.fixture(scope="module", params=["albert", "t5", "convnext", "swin"])
 def torch_case(request):
-    kind = request.param
-    plain, inputs, labels = _torch_model(kind)
-    recorded = copy.deepcopy(plain)
-    called: dict = {}
-    def ran(module, args, output):        # a hook returning a value would replace the output
-        called.setdefault(id(module), module)
-
-    hooks = [m.register_forward_hook(ran) for m in plain.modules()]
-    opt_p = torch.optim.AdamW(plain.parameters(), lr=1e-2)
-    opt_r = torch.optim.AdamW(recorded.parameters(), lr=1e-2)
-    before = {n: p.detach().clone() for n, p in recorded.named_parameters()}
-    loss_p = _torch_step(plain, opt_p, inputs, labels)
-    for hk in hooks:
-        hk.remove()
-    with adv.torch.record() as rec:
-        loss = _torch_step(recorded, opt_r, inputs, labels)
-    c = TorchCase()
-    c.kind, c.model, c.plain, c.rec, c.loss, c.loss_p, c.before = kind, recorded, plain, rec, loss, loss_p, before
-    c.updates = [op.kind for op in rec.ops].count("update")
-    c.exact = rec.trace(loss, recorded, value_limit=VALUES)
-    c.tr = rec.trace(loss, recorded)
-    # every module whose forward ran, by all the names it has (T5's embedding is shared, encoder.embed_tokens …)
-    c.called = [[n for n, m in plain.named_modules(remove_duplicate=False) if m is mod and n]
-                for mod in called.values() if not isinstance(mod, torch.nn.Identity) and mod is not plain]
-    return c
+    plain, inputs, labels = _torch_model(request.param)
+    return record_torch_case(request.param, plain, inputs, labels)
 
 
 def test_torch_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_backward_pass(torch_case):
-    c = torch_case
-    assert torch.equal(c.loss, c.loss_p)
-    grads = {n: p.grad for n, p in c.plain.named_parameters() if p.grad is not None}
-    assert len(grads) > 10
-    plain = dict(c.plain.named_parameters())
-    for n, p in c.model.named_parameters():
-        assert (p.grad is None) == (n not in grads), n
-        if p.grad is not None:
-            assert torch.equal(p.grad, grads[n]), f"{c.kind}: .grad of {n} differs from the plain step's"
-            assert torch.equal(p.detach(), plain[n].detach()), f"{c.kind}: {n} after the update"
-    assert c.updates == 1                               # opt.step(): one record
-    shown = {n.name: n for n in c.exact.nodes if n.kind == "variable"}
-    assert set(grads) <= set(shown), sorted(set(grads) - set(shown))[:5]
-    for name, g in grads.items():
-        assert np.array_equal(shown[name].value.data, c.before[name].numpy()), f"{name}: updated weights shown"
-        assert np.array_equal(shown[name].grad.data, g.numpy()), f"{name}: the trace's ḡ is not autograd's"
-    assert np.array_equal(c.exact.node(c.exact.target).value.data, c.loss_p.detach().numpy())
+    assert_torch_step_bit_for_bit(torch_case, buffers=False)
 
 
 # the parts a paper draws for each model: the backbone's children and the head, each one named box
@@ -194,7 +102,7 @@ TORCH_PARTS = {
 def test_torch_the_default_figure_is_the_models_named_parts(torch_case):
     c = torch_case
     lay = folding.layout(c.tr)
-    titles = _group_titles(lay)
+    titles = group_titles(lay)
     for part in TORCH_PARTS[c.kind]:
         assert part in titles, (part, titles)
     outer = type(c.model).__name__.lower()
@@ -209,21 +117,13 @@ def test_torch_the_default_figure_fits_the_notebook(torch_case):
 
 
 def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case):
-    c = torch_case
-    h = folding.hierarchy(c.tr)
-    by_title: dict = {}
-    for k, g in h.groups.items():
-        by_title.setdefault(g.title, []).append(k)
-    missing = [names for names in c.called if not any(n in by_title for n in names)]
-    assert not missing, missing[:5]
-    closed = [g.title for k, g in h.groups.items() if k not in h.transparent and not _opened(c.tr, k)]
-    assert not closed, closed[:5]
+    assert_every_module_opens(torch_case)
 
 
 @pytest.mark.parametrize("torch_case", ["albert", "t5", "convnext", "swin"], indirect=True)
 def test_torch_no_box_is_named_by_a_library_op(torch_case):
     c = torch_case
-    assert not _op_named_nodes(c.tr, folding.layout(c.tr))
+    assert not op_named_nodes(c.tr, folding.layout(c.tr), loss_calls=())
 
 
 def test_torch_the_loss_edges_go_by_role_in_the_codes_names(torch_case):
@@ -252,16 +152,16 @@ def test_torch_buffers_are_state_without_gradient(torch_case):
 def test_albert_the_shared_layer_is_one_box_times_three_with_the_gradient_of_each_application(torch_case):
     c = torch_case
     tr = c.tr
-    lay, boxes = _boxes(tr, expanded={_key(tr, "albert.encoder")})
+    lay, boxes = _boxes(tr, expanded={group_key(tr, "albert.encoder")})
     shared = [b for b in lay.boxes.values() if b.kind in ("repeat", "loop") and b.count == 3]
     assert len(shared) == 1, sorted(boxes)
-    text = tr.to_dot("backward", expanded={_key(tr, "albert.encoder")})
+    text = tr.to_dot("backward", expanded={group_key(tr, "albert.encoder")})
     label = next(lab for lab in _labels(text) if "× 3" in lab)
     assert "‖ḡ‖" in label and len(re.findall(r"\d\.\d+", label.split("‖ḡ‖", 1)[1].split("\n")[0])) == 3
     weights = [b for b in lay.boxes.values() if b.kind == "node" and tr.node(b.id).kind == "variable"
                and ".albert_layers.0." in tr.node(b.id).name]
     assert not weights                                     # the shared weights are counted in the × 3 box
-    assert _readable(tr, expanded={_key(tr, "albert.encoder")}) >= render.MIN_LABEL_PX
+    assert _readable(tr, expanded={group_key(tr, "albert.encoder")}) >= render.MIN_LABEL_PX
 
 
 @pytest.mark.parametrize("torch_case", ["t5"], indirect=True)
@@ -269,12 +169,12 @@ def test_t5_encoder_and_decoder_open_to_their_blocks_times_n(torch_case):
     c = torch_case
     tr = c.tr
     for stack in ("encoder", "decoder"):
-        _, boxes = _boxes(tr, expanded={_key(tr, stack)})
+        _, boxes = _boxes(tr, expanded={group_key(tr, stack)})
         assert f"{stack}.block.0" in boxes and "T5Block × 2" in boxes, sorted(boxes)   # block 0 owns the
-        label = next(lab for lab in _labels(tr.to_dot("backward", expanded={_key(tr, stack)}))   # position bias
+        label = next(lab for lab in _labels(tr.to_dot("backward", expanded={group_key(tr, stack)}))   # position bias
                      if lab.startswith("T5Block × 2"))
         assert "‖ḡ‖ each:" in label and f"{stack}.block.1 … {stack}.block.2" in label
-        assert _readable(tr, expanded={_key(tr, stack)}) >= render.MIN_LABEL_PX
+        assert _readable(tr, expanded={group_key(tr, stack)}) >= render.MIN_LABEL_PX
 
 
 @pytest.mark.parametrize("torch_case", ["t5"], indirect=True)
@@ -292,7 +192,7 @@ def test_t5_the_tied_embedding_is_one_weight_with_the_sum_of_its_uses(torch_case
 def test_convnext_a_stage_opens_to_its_layers_times_three(torch_case):
     c = torch_case
     tr = c.tr
-    key = _key(tr, "convnext.encoder.stages.2")
+    key = group_key(tr, "convnext.encoder.stages.2")
     _, boxes = _boxes(tr, expanded={key})
     assert "ConvNextLayer × 3" in boxes and "convnext.encoder.stages.2.downsampling_layer" in boxes, sorted(boxes)
     label = next(lab for lab in _labels(tr.to_dot("backward", expanded={key})) if lab.startswith("ConvNextLayer × 3"))
@@ -303,7 +203,7 @@ def test_convnext_a_stage_opens_to_its_layers_times_three(torch_case):
 def test_convnext_stages_of_different_depths_are_not_one_repeat(torch_case):
     c = torch_case
     tr = c.tr
-    _, boxes = _boxes(tr, expanded={_key(tr, "convnext.encoder")})
+    _, boxes = _boxes(tr, expanded={group_key(tr, "convnext.encoder")})
     for k in range(4):
         assert f"convnext.encoder.stages.{k}" in boxes, sorted(boxes)
 
@@ -312,11 +212,11 @@ def test_convnext_stages_of_different_depths_are_not_one_repeat(torch_case):
 def test_swin_a_stage_opens_to_its_blocks_and_patch_merging(torch_case):
     c = torch_case
     tr = c.tr
-    _, boxes = _boxes(tr, expanded={_key(tr, "swin.encoder.layers.0")})
+    _, boxes = _boxes(tr, expanded={group_key(tr, "swin.encoder.layers.0")})
     for part in ("swin.encoder.layers.0.blocks.0", "swin.encoder.layers.0.blocks.1",
                  "swin.encoder.layers.0.downsample"):
         assert part in boxes, sorted(boxes)
-    assert _readable(tr, expanded={_key(tr, "swin.encoder.layers.0")}) >= render.MIN_LABEL_PX
+    assert _readable(tr, expanded={group_key(tr, "swin.encoder.layers.0")}) >= render.MIN_LABEL_PX
 
 
 # ---------------------------------------------------------------------------
@@ -330,62 +230,17 @@ def _keras_model(kind):
     return build(weights=None, input_shape=(32, 32, 3), classes=4)
 
 
-def _keras_step(model, opt, images, labels):
-    loss_fn = keras.losses.SparseCategoricalCrossentropy()
-    with tf.GradientTape() as tape:
-        probs = model(images, training=True)
-        loss = loss_fn(labels, probs)
-    grads = tape.gradient(loss, model.trainable_variables)
-    opt.apply_gradients(zip(grads, model.trainable_variables))
-    return loss, grads
-
-
-class KerasCase:
-    """A recorded Keras step and its plain twin."""
-
-
 @pytest.fixture(scope="module", params=["densenet121", "efficientnetb0", "convnexttiny"])
 def keras_case(request):
-    kind = request.param
     rng = np.random.default_rng(0)
     images = tf.constant(rng.random((2, 32, 32, 3)).astype("float32"))
-    labels = tf.constant([1, 3])
-    plain = _keras_model(kind)
-    loss_p, grads_p = _keras_step(plain, keras.optimizers.Adam(1e-2), images, labels)
-    model = _keras_model(kind)
-    before = [v.numpy().copy() for v in model.trainable_variables]
-    opt = keras.optimizers.Adam(1e-2)
-    with adv.tf.record() as rec:
-        loss, grads = _keras_step(model, opt, images, labels)
-    c = KerasCase()
-    c.kind, c.model, c.plain, c.rec, c.loss, c.loss_p, c.grads, c.grads_p, c.before = \
-        kind, model, plain, rec, loss, loss_p, grads, grads_p, before
-    c.exact = rec.trace(loss, model, value_limit=VALUES)
-    c.tr = rec.trace(loss, model)
-    return c
-
-
-def _dense(g) -> np.ndarray:
-    return tf.convert_to_tensor(g).numpy()
+    return record_keras_case(request.param, lambda: _keras_model(request.param), images, tf.constant([1, 3]))
 
 
 @pytest.mark.parametrize("keras_case", [
     "densenet121", "efficientnetb0", "convnexttiny"], indirect=True)
 def test_keras_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_backward_pass(keras_case):
-    c = keras_case
-    assert np.array_equal(c.loss.numpy(), c.loss_p.numpy())
-    for v, g, gp in zip(c.model.trainable_variables, c.grads, c.grads_p):
-        assert np.array_equal(_dense(g), _dense(gp)), f"{c.kind}: the gradient of {v.path} differs"
-    assert [op.kind for op in c.rec.ops].count("update") == 1          # apply_gradients: one record
-    for v, w in zip(c.model.trainable_variables, c.plain.trainable_variables):
-        assert np.array_equal(v.numpy(), w.numpy()), f"{v.path} after the update"
-    shown = {n.name: n for n in c.exact.nodes if n.kind == "variable"}
-    for v, w0, gp in zip(c.model.trainable_variables, c.before, c.grads_p):
-        node = shown.get(v.path)
-        assert node is not None, f"{v.path} is not in the trace"
-        assert np.array_equal(node.value.data, w0), f"{v.path}: the trace shows the updated weights"
-        assert np.array_equal(node.grad.data, _dense(gp)), f"{v.path}: the trace's ḡ is not TensorFlow's"
-    assert np.array_equal(c.exact.node(c.exact.target).value.data, c.loss_p.numpy())
+    assert_keras_step_bit_for_bit(keras_case, state=False)
 
 
 @pytest.mark.parametrize("keras_case", ["densenet121"], indirect=True)
@@ -395,7 +250,7 @@ def test_densenet_default_figure_is_its_dense_blocks_times_n(keras_case):
     repeats = {(b.title, b.count) for b in lay.boxes.values() if b.kind == "repeat"}
     for stage, n in ((2, 6), (3, 12), (4, 24), (5, 16)):         # DenseNet121's dense blocks
         assert (f"conv{stage}_block1 … conv{stage}_block{n}", n) in repeats, repeats
-    groups = _group_titles(lay)
+    groups = group_titles(lay)
     assert "predictions" in groups and "conv1_conv" in groups or "conv1" in groups, groups
     assert len(lay.boxes) <= folding.NODE_BUDGET and not lay.notes
     assert not any(b.kind == "fold" for b in lay.boxes.values())
@@ -405,7 +260,7 @@ def test_densenet_default_figure_is_its_dense_blocks_times_n(keras_case):
 def test_efficientnet_default_figure_is_its_mbconv_blocks_with_repeats(keras_case):
     c = keras_case
     lay = folding.layout(c.tr)
-    groups = _group_titles(lay)
+    groups = group_titles(lay)
     for name in ("block1a", "block2a", "block2b", "block3a", "block7a", "predictions"):
         assert name in groups, (name, groups)
     repeats = {(b.title, b.count) for b in lay.boxes.values() if b.kind == "repeat"}
@@ -424,29 +279,15 @@ def test_convnext_tiny_default_figure_is_stem_stages_times_n_and_head(keras_case
     assert not folding.hierarchy(tr).loops
     repeats = {(b.title, b.count) for b in lay.boxes.values() if b.kind == "repeat"}
     assert ("convnext_tiny_stage_2_block_0 … convnext_tiny_stage_2_block_8", 9) in repeats, repeats
-    groups = _group_titles(lay)
+    groups = group_titles(lay)
     assert "convnext_tiny_stem" in groups and "convnext_tiny" not in groups, groups
-    assert not _op_named_nodes(tr, lay)                                 # no 'AddV2' drawn alone
+    assert not op_named_nodes(tr, lay, loss_calls=())                  # no 'AddV2' drawn alone
     assert len(lay.boxes) <= folding.NODE_BUDGET and _readable(tr) >= render.MIN_LABEL_PX
-
-
-def _returns_its_input(layer) -> bool:
-    """A layer that computes nothing (``Identity``, ``Activation('linear')`` — ConvNeXtTiny's ``…_identity``): no
-    op, so no step of the backward pass to draw."""
-    return type(layer).__name__ == "Identity" or \
-        isinstance(layer, keras.layers.Activation) and layer.activation is keras.activations.linear
 
 
 @pytest.mark.parametrize("keras_case", ["densenet121", "efficientnetb0", "convnexttiny"], indirect=True)
 def test_keras_every_layer_that_ran_is_a_group_and_opens_by_expanded(keras_case):
-    c = keras_case
-    h = folding.hierarchy(c.tr)
-    titles = {g.title for g in h.groups.values()}
-    ran = [layer.name for layer in c.model.layers
-           if not isinstance(layer, keras.layers.InputLayer) and not _returns_its_input(layer)]
-    assert not [n for n in ran if n not in titles]
-    closed = [g.title for k, g in h.groups.items() if k not in h.transparent and not _opened(c.tr, k)]
-    assert not closed, closed[:5]
+    assert_every_layer_opens(keras_case)
 
 
 @pytest.mark.parametrize("keras_case", [
@@ -472,8 +313,4 @@ def test_keras_the_default_figure_fits_the_notebook(keras_case):
 
 @pytest.mark.parametrize("keras_case", ["efficientnetb0"], indirect=True)
 def test_keras_the_labels_edge_goes_by_role_and_by_the_codes_name(keras_case):
-    c = keras_case
-    labels = _labels(c.tr.to_dot("backward"))
-    assert "no gradient: labels" in labels
-    formula = next(lab for lab in labels if "softmax(" in lab)
-    assert "onehot(labels)" in formula, formula
+    assert_keras_labels_edge_by_role(keras_case)

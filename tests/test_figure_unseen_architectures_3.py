@@ -53,47 +53,42 @@ The assertions state the right behaviour. Where the package gets it wrong today 
 """
 from __future__ import annotations
 
-import copy
-import os
+import re
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-
-import re  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-torch = pytest.importorskip("torch")
-try:
-    import transformers as hf
-except Exception as exc:   # noqa: BLE001 - a broken torchvision beside it raises RuntimeError, not ImportError
-    pytest.skip(f"transformers is not usable ({type(exc).__name__}: {exc})", allow_module_level=True)
-tf = pytest.importorskip("tensorflow")
-keras = pytest.importorskip("keras")
-
-from test_figure_real_models import _boxes, _labels, _readable  # noqa: E402
-from test_figure_unseen_architectures import _dense, _group_titles, _keras_step, _key, _opened  # noqa: E402
-from test_figure_unseen_architectures_2 import (  # noqa: E402
-    STATE_LEGEND,
-    _each_norms,
-    _fits,
-    _op_named_nodes,
-    _parts,
-    _plumbing,
-    _rep,
-    _repeat_label,
-    _returns_its_input,
+import numpy as np
+import pytest
+from test_figure_real_models import _boxes, _readable
+from unseen_models import (
+    assert_buffers_are_state,
+    assert_default_figure_is_named_parts,
+    assert_every_layer_opens,
+    assert_every_module_opens,
+    assert_keras_labels_edge_by_role,
+    assert_keras_state_without_gradient,
+    assert_keras_step_bit_for_bit,
+    assert_repeated_stage_is_one_box,
+    assert_repeated_stage_opens_to_one_instance,
+    assert_torch_loss_edges_by_role,
+    assert_torch_step_bit_for_bit,
+    each_bars,
+    each_norms,
+    fits_budget,
+    group_key,
+    group_titles,
+    hf,
+    keras,
+    named_parts,
+    op_named_nodes,
+    plumbing,
+    record_keras_case,
+    record_torch_case,
+    repeat_label,
+    tf,
+    the_repeat,
+    torch,
 )
 
-import autodiff_viz as adv  # noqa: E402
-import autodiff_viz.tf  # noqa: E402,F401
-import autodiff_viz.torch  # noqa: E402,F401
-from autodiff_viz.views import folding, render  # noqa: E402
-
-VALUES = 10 ** 8        # value_limit: keep every entry, so values compare bit for bit
-
+from autodiff_viz.views import folding, render
 
 # ---------------------------------------------------------------------------
 # PyTorch: four transformers models, one recorded training step each
@@ -139,73 +134,14 @@ def _torch_model(kind):
     return model, kw, labels
 
 
-def _torch_step(model, opt, inputs, labels):
-    """One step as a learner writes it; dropout draws the same masks in every run."""
-    opt.zero_grad()
-    torch.manual_seed(1)
-    outputs = model(**inputs) if labels is None else model(**inputs, labels=labels)
-    loss = outputs.loss
-    loss.backward()
-    opt.step()
-    return loss
-
-
-class TorchCase:
-    """A recorded step and its plain twin: traces (figure and bit-for-bit), gradients, weights before/after."""
-
-
 @pytest.fixture(scope="module", params=TORCH_KINDS)
 def torch_case(request):
-    kind = request.param
-    plain, inputs, labels = _torch_model(kind)
-    recorded = copy.deepcopy(plain)
-    called: dict = {}
-
-    def ran(module, args, output):        # a hook returning a value would replace the output
-        called.setdefault(id(module), module)
-
-    hooks = [m.register_forward_hook(ran) for m in plain.modules()]
-    opt_p = torch.optim.AdamW(plain.parameters(), lr=1e-2)
-    opt_r = torch.optim.AdamW(recorded.parameters(), lr=1e-2)
-    before = {n: p.detach().clone() for n, p in recorded.named_parameters()}
-    loss_p = _torch_step(plain, opt_p, inputs, labels)
-    for hk in hooks:
-        hk.remove()
-    with adv.torch.record() as rec:
-        loss = _torch_step(recorded, opt_r, inputs, labels)
-    c = TorchCase()
-    c.kind, c.model, c.plain, c.rec, c.loss, c.loss_p, c.before = kind, recorded, plain, rec, loss, loss_p, before
-    c.updates = [op.kind for op in rec.ops].count("update")
-    c.exact = rec.trace(loss, recorded, value_limit=VALUES)
-    c.tr = rec.trace(loss, recorded)
-    # every module whose forward ran, by all the names it has
-    c.called = [[n for n, m in plain.named_modules(remove_duplicate=False) if m is mod and n]
-                for mod in called.values() if not isinstance(mod, torch.nn.Identity) and mod is not plain]
-    c.ran_bn = [names[0] for names in c.called
-                if isinstance(plain.get_submodule(names[0]), torch.nn.modules.batchnorm._BatchNorm)]
-    return c
+    plain, inputs, labels = _torch_model(request.param)
+    return record_torch_case(request.param, plain, inputs, labels)
 
 
 def test_torch_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_weights_before_the_update(torch_case):
-    c = torch_case
-    assert torch.equal(c.loss, c.loss_p)
-    grads = {n: p.grad for n, p in c.plain.named_parameters() if p.grad is not None}
-    assert len(grads) > 10
-    plain = dict(c.plain.named_parameters())
-    for n, p in c.model.named_parameters():
-        assert (p.grad is None) == (n not in grads), n
-        if p.grad is not None:
-            assert torch.equal(p.grad, grads[n]), f"{c.kind}: .grad of {n} differs from the plain step's"
-            assert torch.equal(p.detach(), plain[n].detach()), f"{c.kind}: {n} after the update"
-    for n, b in c.model.named_buffers():                 # BatchNorm's statistics move as in the plain step
-        assert torch.equal(b, dict(c.plain.named_buffers())[n]), f"{c.kind}: buffer {n} after the step"
-    assert c.updates == 1                               # opt.step(): one record
-    shown = {n.name: n for n in c.exact.nodes if n.kind == "variable"}
-    assert set(grads) <= set(shown), sorted(set(grads) - set(shown))[:5]
-    for name, g in grads.items():
-        assert np.array_equal(shown[name].value.data, c.before[name].numpy()), f"{name}: updated weights shown"
-        assert np.array_equal(shown[name].grad.data, g.numpy()), f"{name}: the trace's ḡ is not autograd's"
-    assert np.array_equal(c.exact.node(c.exact.target).value.data, c.loss_p.detach().numpy())
+    assert_torch_step_bit_for_bit(torch_case)
 
 
 # the parts a paper draws for each model: the backbone's named_children() (a hierarchical backbone's stages) and
@@ -225,16 +161,7 @@ TORCH_PARTS = {
     "segformer",
 ], indirect=True)
 def test_torch_the_default_figure_is_the_models_named_parts_within_the_budget(torch_case):
-    c = torch_case
-    lay = folding.layout(c.tr)
-    parts = _parts(c.tr, lay)
-    for part in TORCH_PARTS[c.kind]:
-        assert part in parts, (part, parts)
-    titles = _group_titles(lay)
-    outer = type(c.model).__name__.lower()
-    assert outer not in titles, titles
-    assert _fits(lay), (len(lay.boxes), lay.notes)
-    assert len(titles) == len(set(titles)), titles         # each part drawn once
+    assert_default_figure_is_named_parts(torch_case, TORCH_PARTS[torch_case.kind])
 
 
 @pytest.mark.parametrize("torch_case", [
@@ -244,7 +171,7 @@ def test_torch_the_default_figure_is_the_models_named_parts_within_the_budget(to
 ], indirect=True)
 def test_torch_the_default_figure_draws_the_architecture_not_the_mask_plumbing(torch_case):
     c = torch_case
-    assert not _plumbing(c.tr, folding.layout(c.tr))
+    assert not plumbing(c.tr, folding.layout(c.tr))
 
 
 @pytest.mark.parametrize("torch_case", [
@@ -263,20 +190,12 @@ def test_torch_the_default_figure_fits_the_notebook(torch_case):
 ], indirect=True)
 def test_torch_no_box_is_named_by_a_library_op(torch_case):
     c = torch_case
-    assert not _op_named_nodes(c.tr, folding.layout(c.tr))
+    assert not op_named_nodes(c.tr, folding.layout(c.tr))
 
 
 @pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
 def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case):
-    c = torch_case
-    h = folding.hierarchy(c.tr)
-    by_title: dict = {}
-    for k, g in h.groups.items():
-        by_title.setdefault(g.title, []).append(k)
-    missing = [names for names in c.called if not any(n in by_title for n in names)]
-    assert not missing, missing[:5]
-    closed = [g.title for k, g in h.groups.items() if k not in h.transparent and not _opened(c.tr, k)]
-    assert not closed, closed[:5]
+    assert_every_module_opens(torch_case)
 
 
 @pytest.mark.parametrize("torch_case", [
@@ -285,13 +204,7 @@ def test_torch_every_module_that_ran_is_a_group_and_opens_by_expanded(torch_case
     "segformer",
 ], indirect=True)
 def test_torch_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_loss(torch_case):
-    c = torch_case
-    labels = _labels(c.tr.to_dot("backward"))
-    assert "no gradient: labels" in labels
-    formulas = [lab for lab in labels if "softmax(" in lab]
-    assert formulas
-    for lab in formulas:
-        assert re.match(r"ḡ_(\S+) = \(softmax\(\1\) − onehot\((labels|target)", lab), lab
+    assert_torch_loss_edges_by_role(torch_case)
 
 
 @pytest.mark.parametrize("torch_case", ["clip"], indirect=True)
@@ -319,19 +232,7 @@ USED_BUFFERS = {
 
 @pytest.mark.parametrize("torch_case", sorted(USED_BUFFERS), indirect=True)
 def test_torch_buffers_are_state_without_gradient(torch_case):
-    c = torch_case
-    buffers = dict(c.model.named_buffers())
-    state = [n for n in c.tr.nodes if n.kind == "state"]
-    assert state and {n.name for n in state} <= set(buffers)
-    for n in state:
-        assert n.grad is None and all(not e.differentiable for e in c.tr.edges_from(n.id))
-    used = {k for k in buffers if USED_BUFFERS[c.kind](k)}
-    if c.ran_bn:                      # every BatchNorm that ran read its running statistics
-        assert {f"{bn}.{s}" for bn in c.ran_bn for s in ("running_mean", "running_var")} <= used
-    assert used and used <= {n.name for n in state}, sorted(used - {n.name for n in state})[:5]
-    variables = {n.name for n in c.tr.nodes if n.kind == "variable"}
-    assert not used & variables                                       # never drawn as a weight
-    assert STATE_LEGEND in c.tr.to_dot("backward")
+    assert_buffers_are_state(torch_case, USED_BUFFERS[torch_case.kind])
 
 
 # one repeated stage of each model opened: (the box to open, "Class × N" it shows, the instances' names)
@@ -346,27 +247,9 @@ TORCH_STAGES = {
 }
 
 
-def _rep_in(tr, where, title, count):
-    """The repeat ``title × count`` inside the group titled ``where`` (CLIP has one in each tower)."""
-    inside = _key(tr, where) + "/" if where else ""
-    return next(r for r in folding.hierarchy(tr).repeats.values()
-                if r.title == title and r.count == count and r.key.startswith(inside))
-
-
 @pytest.mark.parametrize("torch_case", TORCH_KINDS, indirect=True)
 def test_torch_a_repeated_stage_is_one_box_times_n_with_the_gradient_of_each(torch_case):
-    c = torch_case
-    tr = c.tr
-    where, head, names = TORCH_STAGES[c.kind]
-    kw = {"expanded": {_key(tr, where)}} if where else {}
-    _, boxes = _boxes(tr, **kw)
-    assert head in boxes, sorted(boxes)
-    label = _repeat_label(tr, head, **kw)
-    assert names in label, label
-    n = int(head.rsplit("× ", 1)[1])
-    assert len(_each_norms(label)) == n, label
-    rep = folding.hierarchy(tr).repeats[boxes[head].key]
-    assert all(v is not None and v > 0 for v in rep.grad_norms)
+    assert_repeated_stage_is_one_box(torch_case.tr, *TORCH_STAGES[torch_case.kind])
 
 
 @pytest.mark.parametrize("torch_case", ["segformer"], indirect=True)
@@ -374,7 +257,7 @@ def test_segformer_every_stage_opens_to_its_layers_times_n(torch_case):
     c = torch_case
     tr = c.tr
     for stage in ("segformer.stages.0", "segformer.stages.1"):
-        _, boxes = _boxes(tr, expanded={_key(tr, stage)})
+        _, boxes = _boxes(tr, expanded={group_key(tr, stage)})
         assert "SegformerLayer × 2" in boxes and f"{stage}.patch_embeddings" in boxes, sorted(boxes)
 
 
@@ -384,29 +267,19 @@ def test_segformer_every_stage_opens_to_its_layers_times_n(torch_case):
     "segformer",
 ], indirect=True)
 def test_torch_a_repeated_stage_opens_to_one_instance_and_stays_readable(torch_case):
-    c = torch_case
-    tr = c.tr
-    where, head, _ = TORCH_STAGES[c.kind]
-    title, n = head.rsplit(" × ", 1)
-    rep = _rep_in(tr, where, title, int(n))
-    opened = {rep.key} | ({_key(tr, where)} if where else set())
-    lay, boxes = _boxes(tr, expanded=opened)
-    assert f"{title} × {int(n) - 1}" in boxes or int(n) == 2 and rep.groups[1] in {
-        b.key for b in lay.boxes.values()}, sorted(boxes)           # instance 0 open, the others one box
-    assert not any(b.key == rep.groups[0] for b in lay.boxes.values())
-    assert not any(b.kind == "fold" for b in lay.boxes.values()) and len(lay.boxes) <= folding.NODE_BUDGET
-    assert _readable(tr, expanded=opened) >= render.MIN_LABEL_PX
+    where, head, _ = TORCH_STAGES[torch_case.kind]
+    assert_repeated_stage_opens_to_one_instance(torch_case.tr, where, head)
 
 
 @pytest.mark.parametrize("torch_case", ["llama"], indirect=True)
 def test_llama_a_decoder_layer_opens_to_grouped_query_attention_and_the_swiglu_mlp(torch_case):
     c = torch_case
     tr = c.tr
-    rep = _rep(tr, "LlamaDecoderLayer", 3)
+    rep = the_repeat(tr, "LlamaDecoderLayer", 3)
     _, boxes = _boxes(tr, expanded={rep.key})
     for part in ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp"):
         assert f"model.layers.0.{part}" in boxes, (part, sorted(boxes))
-    _, boxes = _boxes(tr, expanded={_key(tr, "model.layers.0.mlp")})
+    _, boxes = _boxes(tr, expanded={group_key(tr, "model.layers.0.mlp")})
     for part in ("gate_proj", "up_proj", "down_proj"):
         assert f"model.layers.0.mlp.{part}" in boxes, (part, sorted(boxes))
     k = next(n for n in tr.nodes if n.kind == "variable" and n.name == "model.layers.0.self_attn.k_proj.weight")
@@ -432,10 +305,10 @@ def test_wav2vec2_the_weight_normalised_positional_conv_is_two_weights_with_thei
 def test_wav2vec2_the_feature_extractor_opens_to_its_first_conv_and_the_others_times_two(torch_case):
     c = torch_case
     tr = c.tr
-    _, boxes = _boxes(tr, expanded={_key(tr, "wav2vec2.feature_extractor")})
+    _, boxes = _boxes(tr, expanded={group_key(tr, "wav2vec2.feature_extractor")})
     assert "wav2vec2.feature_extractor.conv_layers.0" in boxes, sorted(boxes)     # GroupNorm: another class
     assert "Wav2Vec2NoLayerNormConvLayer × 2" in boxes, sorted(boxes)
-    assert _readable(tr, expanded={_key(tr, "wav2vec2.feature_extractor")}) >= render.MIN_LABEL_PX
+    assert _readable(tr, expanded={group_key(tr, "wav2vec2.feature_extractor")}) >= render.MIN_LABEL_PX
 
 
 # ---------------------------------------------------------------------------
@@ -508,49 +381,18 @@ def _keras_model(kind):
     return build(weights=None, input_shape=(SIZES[kind], SIZES[kind], 3), classes=4)
 
 
-class KerasCase:
-    """A recorded Keras step and its plain twin."""
-
-
 @pytest.fixture(scope="module", params=KERAS_KINDS)
 def keras_case(request):
     kind = request.param
     rng = np.random.default_rng(0)
     images = tf.constant(rng.random((2, SIZES[kind], SIZES[kind], 3)).astype("float32"))
     labels = tf.constant(rng.integers(0, 3, (2, 32, 32, 1))) if kind == "unet" else tf.constant([1, 3])
-    plain = _keras_model(kind)
-    loss_p, grads_p = _keras_step(plain, keras.optimizers.Adam(1e-2), images, labels)
-    model = _keras_model(kind)
-    before = [v.numpy().copy() for v in model.trainable_variables]
-    opt = keras.optimizers.Adam(1e-2)
-    with adv.tf.record() as rec:
-        loss, grads = _keras_step(model, opt, images, labels)
-    c = KerasCase()
-    c.kind, c.model, c.plain, c.rec, c.loss, c.loss_p, c.grads, c.grads_p, c.before = \
-        kind, model, plain, rec, loss, loss_p, grads, grads_p, before
-    c.exact = rec.trace(loss, model, value_limit=VALUES)
-    c.tr = rec.trace(loss, model)
-    return c
+    return record_keras_case(kind, lambda: _keras_model(kind), images, labels)
 
 
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_weights_before_the_update(keras_case):
-    c = keras_case
-    assert np.array_equal(c.loss.numpy(), c.loss_p.numpy())
-    for v, g, gp in zip(c.model.trainable_variables, c.grads, c.grads_p):
-        assert np.array_equal(_dense(g), _dense(gp)), f"{c.kind}: the gradient of {v.path} differs"
-    assert [op.kind for op in c.rec.ops].count("update") == 1          # apply_gradients: one record
-    for v, w in zip(c.model.trainable_variables, c.plain.trainable_variables):
-        assert np.array_equal(v.numpy(), w.numpy()), f"{v.path} after the update"
-    for v, w in zip(c.model.non_trainable_variables, c.plain.non_trainable_variables):
-        assert np.array_equal(v.numpy(), w.numpy()), f"{v.path} (state) after the step"
-    shown = {n.name: n for n in c.exact.nodes if n.kind == "variable"}
-    for v, w0, gp in zip(c.model.trainable_variables, c.before, c.grads_p):
-        node = shown.get(v.path)
-        assert node is not None, f"{v.path} is not in the trace"
-        assert np.array_equal(node.value.data, w0), f"{v.path}: the trace shows the updated weights"
-        assert np.array_equal(node.grad.data, _dense(gp)), f"{v.path}: the trace's ḡ is not TensorFlow's"
-    assert np.array_equal(c.exact.node(c.exact.target).value.data, c.loss_p.numpy())
+    assert_keras_step_bit_for_bit(keras_case)
 
 
 # the parts a paper draws, by the names Keras gives them: Xception's blocks, InceptionV3's modules (named by the
@@ -572,26 +414,20 @@ KERAS_PARTS = {
 def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget(keras_case):
     c = keras_case
     lay = folding.layout(c.tr)
-    parts = _parts(c.tr, lay)
+    parts = named_parts(c.tr, lay)
     for part in KERAS_PARTS[c.kind]:
         assert part in parts, (part, parts)
-    titles = _group_titles(lay)
+    titles = group_titles(lay)
     assert len(titles) == len(set(titles)), [t for t in titles if titles.count(t) > 1]
-    assert _fits(lay), (len(lay.boxes), lay.notes)
+    assert fits_budget(lay), (len(lay.boxes), lay.notes)
 
 
 @pytest.mark.parametrize("keras_case", ["xception"], indirect=True)
 def test_xception_the_unnamed_shortcut_layers_belong_to_their_block(keras_case):
     c = keras_case
-    titles = _group_titles(folding.layout(c.tr))
+    titles = group_titles(folding.layout(c.tr))
     loose = [t for t in titles if re.fullmatch(r"(conv2d|batch_normalization|add)(_\d+)?", t)]
     assert not loose, loose
-
-
-def _each_bars(label: str) -> int:
-    """The bars of the spark line after "‖ḡ‖ each:" (one per instance; the numbers after it stop at six)."""
-    line = next(ln for ln in label.split("\n") if ln.startswith("‖ḡ‖ each:"))
-    return len(re.match(r"\s*([▁▂▃▄▅▆▇█·]*)", line.split(":", 1)[1]).group(1))
 
 
 # a run of blocks of one structure: (the "× N" box, the instances' names or None where Keras gave none, what
@@ -612,11 +448,11 @@ def test_keras_blocks_of_one_structure_are_one_box_times_n_with_the_gradient_of_
     lay, boxes = _boxes(c.tr)
     box = next((b for t, b in boxes.items() if t.endswith(head) and b.kind == "repeat"), None)
     assert box is not None, sorted(boxes)
-    label = _repeat_label(c.tr, box.title + " × ")
+    label = repeat_label(c.tr, box.title + " × ")
     if names:
         assert names in label
-    assert _each_bars(label) == box.count, label            # a bar for each instance, the first values written
-    assert len(_each_norms(label)) == min(box.count, 6), label
+    assert each_bars(label) == box.count, label            # a bar for each instance, the first values written
+    assert len(each_norms(label)) == min(box.count, 6), label
     rep = folding.hierarchy(c.tr).repeats[box.key]
     assert holds in (getattr(c.tr, "kinds", {}).get(g.title) for k, g in folding.hierarchy(c.tr).groups.items()
                      if rep.groups[0] in folding._ancestors(folding.hierarchy(c.tr), k))
@@ -639,38 +475,19 @@ def test_keras_the_default_figure_fits_the_notebook(keras_case):
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_no_box_is_named_by_a_library_op(keras_case):
     c = keras_case
-    assert not _op_named_nodes(c.tr, folding.layout(c.tr))
+    assert not op_named_nodes(c.tr, folding.layout(c.tr))
 
 
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_every_layer_that_ran_is_a_group_and_opens_by_expanded(keras_case):
-    c = keras_case
-    h = folding.hierarchy(c.tr)
-    titles = {g.title for g in h.groups.values()}
-    ran = [layer.name for layer in c.model.layers
-           if not isinstance(layer, keras.layers.InputLayer) and not _returns_its_input(layer)]
-    assert not [n for n in ran if n not in titles]
-    closed = [g.title for k, g in h.groups.items() if k not in h.transparent and not _opened(c.tr, k)]
-    assert not closed, closed[:5]
+    assert_every_layer_opens(keras_case)
 
 
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_moving_statistics_are_state_without_gradient(keras_case):
-    c = keras_case
-    state = {n.name: n for n in c.tr.nodes if n.kind == "state"}
-    for n in state.values():
-        assert n.grad is None and all(not e.differentiable for e in c.tr.edges_from(n.id))
-    missing = [v.path for v in c.model.non_trainable_variables if v.path not in state]
-    assert c.model.non_trainable_variables and not missing, missing[:5]
-    variables = {n.name for n in c.tr.nodes if n.kind == "variable"}
-    assert not variables & {v.path for v in c.model.non_trainable_variables}
-    assert STATE_LEGEND in c.tr.to_dot("backward")
+    assert_keras_state_without_gradient(keras_case)
 
 
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_the_labels_edge_goes_by_role(keras_case):
-    c = keras_case
-    labels = _labels(c.tr.to_dot("backward"))
-    assert "no gradient: labels" in labels
-    formula = next(lab for lab in labels if "softmax(" in lab)
-    assert "onehot(labels)" in formula, formula
+    assert_keras_labels_edge_by_role(keras_case)
