@@ -36,6 +36,20 @@ def test_numbered_instances_are_the_blocks_and_a_crowded_block_splits_again():
     assert block["big1a_se_reduce"] == ("big1a", "big1a_se") and block["big1a_bn"] == ("big1a",)
 
 
+def test_a_block_is_named_at_its_own_level_even_when_it_holds_one_unit():
+    """EfficientNetV2's fused ``block1a`` (expand ratio 1) has only ``block1a_project_conv``, ``_bn`` and
+    ``_activation``: it is the block ``block1a`` beside ``block2a``, not ``block1a_project``."""
+    names = ["stem_conv", "stem_bn", "stem_activation",
+             "block1a_project_conv", "block1a_project_bn", "block1a_project_activation"]
+    for b in ("2a", "2b", "3a"):
+        names += [f"block{b}_{k}" for k in ("expand_conv", "expand_bn", "expand_activation", "project_conv",
+                                            "project_bn")]
+    names += ["top_conv", "top_bn", "top_activation"]
+    block = {c: b for (_, c), b in blocks.name_blocks(_kids(names)).items()}
+    assert block["block1a_project_bn"] == ("block1a",) and block["block2a_project_bn"] == ("block2a",)
+    assert block["stem_bn"] == ("stem",)
+
+
 def test_a_prefix_shared_by_every_layer_is_no_block():
     names = [f"net_stage_{s}_block_{b}_{k}" for s in (0, 1) for b in range(3) for k in ("dw", "norm", "pw")]
     block = {c: b for (_, c), b in blocks.name_blocks(_kids(names)).items()}

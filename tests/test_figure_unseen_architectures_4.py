@@ -183,19 +183,7 @@ def test_torch_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_los
     assert_torch_loss_edges_by_role(torch_case)
 
 
-def _multi_output_xfail(kind, ops):
-    return pytest.param(kind, marks=pytest.mark.xfail(strict=True, reason=(
-        f"{kind}: the outputs of {ops} after the first are 'outside' nodes (a value 'made before the recording, or "
-        "by a call the recording does not see'), with ḡ but no edge from the op that made them: torch/trace.py's "
-        "build() makes a node for op.outputs[:1] only. Reduced: a, b = (x @ w).chunk(2, -1); (a * b).sum()")))
-
-
-@pytest.mark.parametrize("torch_case", [
-    _multi_output_xfail("mixtral", "chunk (each expert's gate_up projection split in two)"),
-    "whisper",
-    _multi_output_xfail("funnel", "split (each attention's token-type bias into diff_token_type, same_token_type)"),
-    _multi_output_xfail("mamba", "chunk (in_proj's output into states and gate) and split (x_proj's into dt, B, C)"),
-], indirect=True)
+@pytest.mark.parametrize("torch_case", ["mixtral", "whisper", "funnel", "mamba"], indirect=True)
 def test_torch_every_value_the_step_computes_is_drawn_with_the_op_that_made_it(torch_case):
     c = torch_case
     outside = [(n.title, n.shape) for n in c.tr.nodes if n.kind == "outside"]
@@ -368,10 +356,7 @@ KERAS_PARTS = {
         "…_reduce_4), so the prefix blocks are branch kinds across cells ('separable_conv_1' and "
         "'separable_conv_2' each drawn twice) and the normal_concat_K / reduction_concat_… ending each cell close "
         "none"))),
-    pytest.param("efficientnetv2b0", marks=pytest.mark.xfail(strict=True, reason=(
-        "block1a is titled 'block1a_project' (a block is named by the longest prefix all its layers share, and "
-        "the fused block1a of expand ratio 1 has only block1a_project_conv/_bn/_activation), and it is drawn as "
-        "the second instance of 'stem … block1a_project × 2' with the stem (both conv-bn-activation)"))),
+    "efficientnetv2b0",
 ], indirect=True)
 def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget(keras_case):
     c = keras_case

@@ -103,9 +103,9 @@ def finish(adapter: Adapter, nodes, raw_edges, grads, target, source_ids, notes,
             if readers[src.id] == 1 and src.grad is not None:
                 e.contribution = src.grad
             else:
-                if op.index not in vjps:
-                    vjps[op.index] = adapter.vjp(op, out, grads[dst.id])
-                c = vjps[op.index].get(i)
+                if (op.index, dst.id) not in vjps:          # per output: a, b = h.chunk(2) passes back two parts
+                    vjps[op.index, dst.id] = adapter.vjp(op, out, grads[dst.id])
+                c = vjps[op.index, dst.id].get(i)
                 e.contribution = None if c is None else adapter.summary(c, limit)
             if e.contribution is not None and adapter.size(t) <= JACOBIAN_LIMIT and \
                     adapter.size(out) <= JACOBIAN_LIMIT:

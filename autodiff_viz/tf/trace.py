@@ -190,20 +190,26 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
                 params[f"input {i}"] = repr(t.numpy().tolist())[:60]
             elif t._id not in owner:
                 leaf(t, t._id, op.scope)
-        out = op.outputs[0]
         base = owner.get(op.inputs[0]._id) if op.inputs else None
         alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer     # Conv1's one Conv2D op
         label = op.assigned or (op.scope.rsplit("/", 1)[-1] if alone else
                                 view_title(op.name, base and (base.label or base.name)))
-        n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
-                      _summary(out, limit), location=Location.of(op.location), params=params, label=label)
-        for i, t in enumerate(op.inputs):
-            if t._id in owner:
-                raw_edges.append((op, i, t, owner[t._id], n, out))
-        nodes.append(n)
-        for o in op.outputs:
-            owner[o._id] = n
-        node_obj[n.id] = out
+        several = len(op.outputs) > 1 and all(trainable_dtype(o.dtype) for o in op.outputs)    # Split, Unpack …
+        for j, out in enumerate(op.outputs if several else op.outputs[:1]):
+            # each output of a Split (an LSTM cell's four gates) its own value, with what it passes back
+            mine = (names.get(id(out)) or (f"{label}[{j}]" if label else None if j == 0 else f"{op.name}[{j}]")) \
+                if several else label
+            n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
+                          _summary(out, limit), location=Location.of(op.location), params=params, label=mine)
+            for i, t in enumerate(op.inputs):
+                if t._id in owner:
+                    raw_edges.append((op, i, t, owner[t._id], n, out))
+            nodes.append(n)
+            owner[out._id] = n
+            node_obj[n.id] = out
+        if not several:
+            for o in op.outputs[1:]:
+                owner[o._id] = owner[op.outputs[0]._id]
 
     notes = []
     target_node = owner.get(target._id)
@@ -273,11 +279,17 @@ class _TensorFlow(tracing.Adapter):
         return f"tf {op.name}"
 
     def vjp(self, op, out, g_out) -> dict:
-        got = _vjp(op, [g_out]) if op.kind == "op" else None
+        got = _vjp(op, _seeds(op, out, g_out)) if op.kind == "op" else None
         return {} if got is None else {i: g for i, g in enumerate(got) if g is not None}
 
     def jacobian(self, op, i, t, out):
-        return _local_jacobian(op, i)
+        return _local_jacobian(op, i, out)
+
+
+def _seeds(op, out, g):
+    """The upstream gradients of ``op``'s outputs when only ``out`` sends ``g`` back (the others zero)."""
+    j = next((k for k, o in enumerate(op.outputs) if o is out), 0)
+    return [tf.zeros_like(o) for o in op.outputs[:j]] + [g]
 
 
 def _loss_scope(scope: str) -> str | None:
@@ -358,14 +370,14 @@ def _vjp(op, out_grads):
     return [g if g is None or isinstance(g, tf.Tensor) else tf.convert_to_tensor(g) for g in got]
 
 
-def _local_jacobian(op, i):
-    out = op.outputs[0]
+def _local_jacobian(op, i, out=None):
+    out = op.outputs[0] if out is None else out
     size = out.shape.num_elements()
     rows = []
     for j in range(size):
         seed = np.zeros(size, dtype=out.dtype.as_numpy_dtype)
         seed[j] = 1
-        got = _vjp(op, [tf.constant(seed.reshape(out.shape))])
+        got = _vjp(op, _seeds(op, out, tf.constant(seed.reshape(out.shape))))
         if got is None or i >= len(got):
             return None
         g = got[i]

@@ -219,12 +219,18 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         for t in op.inputs:
             if id(t) not in owner:
                 leaf(t)
-        for j, out in enumerate(op.outputs[:1]):
+        several = sum(isinstance(o, torch.Tensor) for o in op.outputs) > 1     # chunk, split, unbind, topk …
+        for j, out in enumerate(op.outputs):
+            if not isinstance(out, torch.Tensor) or id(out) in owner and several:
+                continue
             base = owner[id(op.inputs[0])] if op.inputs else None
             alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
             own = op.scope in outer and out is not target       # the loss keeps its op's name
             label = op.assigned or (figure.short_name(op.scope.rsplit("/", 1)[-1]) if alone else
                                     view_title(op.name, named_by(base, op.scope if own else None), own=own))
+            if several:                 # each output its own value: a, b = h.chunk(2) is a and b, not h.chunk twice
+                label = (names or {}).get(id(out)) or (f"{label}[{j}]" if label else
+                                                       None if j == 0 else f"{op.name}[{j}]")
             inplace = base is not None and op.inputs[0] is out        # h.relu_(), w.uniform_(): still h, w
             n = TraceNode(f"n{len(nodes)}", "op", op.name, base.name if inplace else None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),

@@ -118,7 +118,13 @@ def _nest(names, depth) -> dict:
             out.update(_nest(run[first:], k))
             continue
         inner = _nest(run, k) if len(run) > BLOCKS_ABOVE else {}
-        block = _prefix(run[0], k)
+        # named by the tokens its layers share, up to one the other blocks use for a unit inside them:
+        # MobileNetV2's expanded_conv, but EfficientNetV2's block1a (its one unit is block2a's project too)
+        units = {t for h, other in runs if other is not run for n in other for t in toks[n][depth + 1:]}
+        end = depth + 1
+        while end < k and toks[run[0]][end] not in units:
+            end += 1
+        block = _prefix(run[0], end)
         out.update({n: (block,) + inner.get(n, ()) for n in run})
     return out
 
@@ -419,6 +425,8 @@ def find_repeats(trace, groups, paths) -> dict:
     def alike(a, b) -> bool:            # one structure; or one class whose instances differ by optional parts only
         if not any(kind == "child" for kind, _ in items.get(a, ())) and widths(a) != widths(b):
             return False                # two single layers of other widths (i2h, then h2o) are two layers
+        if groups[a].what == groups[b].what == "block" and _family(groups[a].title) != _family(groups[b].title):
+            return False                # blocks by name: block1a, block1b are instances, stem and block1a are not
         if _signature(trace, groups, items, a, memo) == _signature(trace, groups, items, b, memo):
             return True
         cls = kinds.get(groups[a].title) if groups[a].what != "block" else None
@@ -464,6 +472,12 @@ def _share(trace, rep, members, paths) -> None:
     rep.shared = True
     rep.held = sorted((w for w in reads[0] if all(e.dst in inside for e in trace.edges_from(w))
                        and (paths.get(w) or (None,))[-1] == rep.parent), key=lambda w: trace.nodes.index(trace.node(w)))
+
+
+def _family(name: str) -> str:
+    """A block's name without its instance numbers (``block1a``, ``block_3``, ``conv2_block1`` → ``block``,
+    ``block``, ``conv_block``; ``expanded_conv_1`` → ``expanded_conv``): instances of one list share it."""
+    return re.sub(r"_?\d+[a-z]*", "", name)
 
 
 def _output_of(trace, ids):
