@@ -107,9 +107,14 @@ def _call_facts(cls) -> tuple:
     """What ``Layer.__call__`` needs to know of a layer class, worked out once: ``(cls, cls.call, package code?,
     takes training?, takes mask?, converts one tensor with _convert alone?, class name, own compute_mask?)``."""
     call = cls.call
-    package = is_package_code(call)
-    return (cls, call, package, *_call_parameters(call), cls._convert_inputs is Layer._convert_inputs,
-            cls.__name__ if package else OWN_KIND + cls.__name__, cls.compute_mask is not Layer.compute_mask)
+    return (cls, call, is_package_code(call), *_call_parameters(call), cls._convert_inputs is Layer._convert_inputs,
+            _scope_kind(cls), cls.compute_mask is not Layer.compute_mask)
+
+
+def _scope_kind(cls) -> str:
+    """What a layer of class ``cls`` writes as the kind of its name scope: its class name, marked
+    :data:`~..base.state.OWN_KIND` when its ``call`` is the learner's code (no library formula for it)."""
+    return cls.__name__ if is_package_code(cls.call) else OWN_KIND + cls.__name__
 
 
 _masks_made = [False]   # has any layer attached a mask yet? Until then a layer call does not look for one
@@ -195,7 +200,7 @@ def _sets_built(build):
         if state.scope[-1:] == (name,):
             build(self, *args, **kwargs)
         else:   # inside its own scope, as Keras 3: the weights of the layers it builds get its name in their path
-            scope = enter_scope(name, _call_facts(type(self))[7])
+            scope = enter_scope(name, _scope_kind(type(self)))
             try:
                 build(self, *args, **kwargs)
             finally:
