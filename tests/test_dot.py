@@ -149,24 +149,26 @@ def test_collapse_layers_keeps_edges_between_layers():
         ("n0", "n2"), ("n1", "n2"), ("n2", "n3"), ("n3", "n5"), ("n4", "n5"), ("n5", "n6"), ("n5", "n6"),
         ("n6", "n7")])
     text = tr.to_dot("forward", collapse="layers")
-    # the named input x stays outside the layer it feeds; each weight is drawn beside its layer
-    assert _edges(text) == [("g1", "g2"), ("g2", "n6"), ("n0", "g1"), ("n1", "g1"), ("n4", "g2"), ("n6", "n7")]
+    # the named input x stays outside the layer it feeds; each weight is drawn beside its layer; the line
+    # loss = adv.mean(out * out), written beside the model, is one box titled loss
+    assert _edges(text) == [("g1", "g2"), ("g2", "g3"), ("n0", "g1"), ("n1", "g1"), ("n4", "g2")]
+    assert re.search(r'"fwd_g3" \[[^\]]*label="loss\\n', text)
     assert "dense_1" in text and "dense_2" in text and "[model/dense_1]" in text
     crossing = next(line for line in text.splitlines() if '"fwd_g1" -> "fwd_g2"' in line)
     assert "h (2, 4)" in crossing                        # the tensor that crosses, by the learner's name
-    squared = next(line for line in text.splitlines() if '"fwd_g2" -> "fwd_n6"' in line)
+    squared = next(line for line in text.splitlines() if '"fwd_g2" -> "fwd_g3"' in line)
     assert "out (2, 1)" in squared and "2 edges" in squared   # out * out: one tensor used twice
     assert _edges(tr.to_dot("backward", collapse="layers"), "bwd_") == [
-        ("g1", "n0"), ("g1", "n1"), ("g2", "g1"), ("g2", "n4"), ("n6", "g2"), ("n7", "n6")]
+        ("g1", "n0"), ("g1", "n1"), ("g2", "g1"), ("g2", "n4"), ("g3", "g2")]
 
 
 def test_collapse_by_depth():
     tr = two_layers()
     one = tr.to_dot("forward", collapse=1)
-    assert _edges(one) == [("g0", "n6"), ("n0", "g0"), ("n1", "g0"), ("n4", "g0"), ("n6", "n7")]
+    assert _edges(one) == [("g0", "g3"), ("n0", "g0"), ("n1", "g0"), ("n4", "g0")]
     assert "ops" not in one.split("subgraph cluster_legend")[0]        # no op counts, what a learner reads
     folded = tr.to_dot("forward", expanded=())       # "auto", all folded: the weights are counted inside the box
-    assert _edges(folded) == [("g0", "n6"), ("n0", "g0"), ("n6", "n7")] and "2 weights" in folded
+    assert _edges(folded) == [("g0", "g3"), ("n0", "g0")] and "2 weights" in folded
     assert tr.to_dot("forward", collapse=2) == tr.to_dot("forward", collapse="layers")
 
 

@@ -109,6 +109,37 @@ def assigned_name_at(filename: str, line: int) -> str | None:
     return _assigned_over_lines(filename, line, first)
 
 
+def statement_spans(filename: str) -> dict:
+    """``{line: (first, returns)}`` for the lines of ``filename``'s simple statements (compound statements'
+    bodies are their own statements): ``first`` the statement's first line (``loss = tf.reduce_mean(`` …
+    ``)`` spans several), ``returns`` the name of the function a ``return`` statement returns from, else None.
+    ``{}`` when the source cannot be read or parsed (a cell with magics)."""
+    source = "".join(linecache.getlines(filename))
+    return _spans(filename, source) if source else {}
+
+
+@functools.lru_cache(maxsize=64)
+def _spans(filename: str, source: str) -> dict:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict = {}
+
+    def visit(node, function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child.name)
+            elif isinstance(child, ast.stmt) and not hasattr(child, "body"):
+                returns = function if isinstance(child, ast.Return) else None
+                out.update((k, (child.lineno, returns)) for k in range(child.lineno, child.end_lineno + 1))
+            elif isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                visit(child, function)
+
+    visit(tree, None)
+    return out
+
+
 @functools.lru_cache(maxsize=1024)
 def _assigned_over_lines(filename: str, line: int, first: str) -> str | None:
     text = first.strip()

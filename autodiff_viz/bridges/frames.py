@@ -73,6 +73,25 @@ class Code:
             f = f.f_back
         return None
 
+    def user_call(self, depth: int = 2):
+        """:meth:`user_line` and what that line called: ``((file, line), (names, offset))``, ``names`` the
+        library functions between the learner's line and here, outermost first (``error_handler``,
+        ``op_dispatch_handler``, ``reduce_sum``), ``offset`` the line's bytecode offset (two calls on one line
+        differ in it); ``(None, None)`` when every frame is library code."""
+        f = sys._getframe(depth)
+        known = self.known
+        names = []
+        while f is not None:
+            name = f.f_code.co_filename
+            inside = known.get(name)
+            if inside is None:
+                inside = name in self
+            if not inside:
+                return (name, f.f_lineno), (tuple(reversed(names)), f.f_lasti)
+            names.append(f.f_code.co_name)
+            f = f.f_back
+        return None, None
+
     def user_frame(self, f):
         """The first frame from ``f`` upwards whose file is not library code (the frame itself), or None."""
         while f is not None and f.f_code.co_filename in self:

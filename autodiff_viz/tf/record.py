@@ -120,7 +120,9 @@ class Op:
     ``tf.convert_to_tensor`` from plain values), ``"function"`` (a
     ``tf.function`` that TensorFlow or Keras ran as one graph), ``"watch"``,
     ``"gradient"`` / ``"jacobian"`` (the tape calls), ``"update"`` (a Keras optimizer's
-    ``apply_gradients``: one record, inputs the handles of the variables it writes).
+    ``apply_gradients``: one record, inputs the handles of the variables it writes). An op outside every layer
+    keeps in ``extra['called']`` what the learner's line called: the library functions from that line down to
+    the op, outermost first, and the line's bytecode offset (see :func:`autodiff_viz.tf.trace.scope_calls`).
 
     ``tapes``: ids of the ``GradientTape`` objects that recorded this op;
     ``recording``: ids of the tapes that were recording when it ran (a tape
@@ -507,14 +509,20 @@ class Recording(recordings.Recording):
         return path
 
     def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=...):
-        if loc is ...:
+        scope = self._scope()
+        if loc is ... and kind == "op" and not scope:
+            # outside every layer: keep what the learner's line called (a loss function's several ops)
+            loc, called = provenance.LIBRARY.user_call(3)
+            if called is not None:
+                extra = dict(extra or (), called=called)
+        elif loc is ...:
             loc = provenance.LIBRARY.user_line(3)
         assigned = None
         if loc and kind in ("op", "read", "rewrap", "create", "function"):
             assigned = self._line_names.get(loc, ...)
             if assigned is ...:
                 assigned = self._line_names[loc] = assigned_name(*loc)
-        op = Op(len(self.ops), name, kind, list(inputs), list(outputs), loc, assigned, self._scope(),
+        op = Op(len(self.ops), name, kind, list(inputs), list(outputs), loc, assigned, scope,
                 attrs=attrs, extra=extra or {})
         if assigned is not None:
             for prev in reversed(self.ops):     # only the line's last op makes the value the line assigns

@@ -19,6 +19,8 @@ op, not as nodes.
 """
 from __future__ import annotations
 
+import linecache
+import re
 from collections import Counter
 
 import numpy as np
@@ -109,6 +111,40 @@ def graph_ops(rec):
     return [op for op in rec.ops if op.kind in ("op", "read", "rewrap", "function")]
 
 
+def scope_calls(ops) -> None:
+    """Give the ops of one call of a library function the learner wrote on a line outside every layer that
+    function's name as their scope, when the call ran more than one op.
+
+    ``keras.losses.binary_crossentropy(data, reconstruction)`` in a ``train_step`` (keras.io's VAE) runs ten
+    TensorFlow ops (``ZerosLike``, ``Select``, ``Log1p`` …) in no name scope: the figure drew ten loose boxes
+    titled by TensorFlow's op names, and the labels' edge carried a ``Mul``'s formula. Scoped
+    ``binary_crossentropy`` they are one box, as a Keras ``Loss`` object's call is, with the loss's formula and
+    the labels' role; PyTorch's ``F.cross_entropy`` is one op already. The function is the outermost library
+    frame of the op's call (``Op.extra['called']``) that the line's text calls by name (``name(``), so
+    TensorFlow's dispatch wrappers are passed over; a call that ran one op (``tf.reduce_sum``) keeps its op.
+    Idempotent: each trace asks again.
+    """
+    runs, prev = [], None
+    for op in ops:
+        called = op.extra.get("called") if op.kind == "op" else None
+        if called is None:
+            if op.kind == "op":
+                prev = None
+            continue
+        code = linecache.getline(*op.location) if op.location else ""
+        name = next((n for n in called[0] if re.search(rf"\b{re.escape(n)}\s*\(", code)), None)
+        key = (op.location, called[1], name) if name else None
+        if key is not None and key == prev:
+            runs[-1][1].append(op)
+        elif key is not None:
+            runs.append((name, [op]))
+        prev = key
+    for name, run in runs:
+        if len(run) > 1:
+            for op in run:
+                op.scope = name
+
+
 def _is_param(t) -> bool:
     return not trainable_dtype(t.dtype) and t.shape.num_elements() is not None \
         and t.shape.num_elements() <= _PARAM_LIMIT
@@ -134,6 +170,7 @@ def build(rec, target, sources=None, value_limit=None, output_gradients=None, na
 
 def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     ops = graph_ops(rec)
+    scope_calls(ops)
     if rec.producer(target) is None and not any(tensor_key(x) == target._id for op in ops for x in op.inputs):
         raise ValueError(f"trace: the target (shape {tuple(target.shape)}) was not computed inside this "
                          "recording. Fix: compute it inside the `with adv.tf.record()` block (indent the line that "

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..base import naming
+
 BLOCKS_ABOVE = 12      # a group with more direct children than this has its children grouped by name prefix
 COMPUTED_ABOVE = 8     # a model's own forward computing more ops in a row than this draws them as one box
 _SEP = re.compile(r"[_/.]")             # where a layer's name breaks into tokens
@@ -273,6 +275,8 @@ def segments(trace, ops, is_loss=lambda op: False) -> dict:
         out[nid] = out[nid] + [("constant", title)]
     for nid, title in computed_by_the_model(trace, ops, is_loss).items():
         out[nid] = out[nid] + [("block", title)]
+    for nid, (title, k) in written_on_lines(trace, ops, {nid for nid, seg in out.items() if seg}, is_loss).items():
+        out[nid] = [("block", title, k)]
     return out
 
 
@@ -304,6 +308,47 @@ def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
         names = list(dict.fromkeys(n.op.strip("_") for n in run))
         title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + f" ({len(run)} ops)"
         out.update((n.id, title) for n in run)
+    return out
+
+
+def written_on_lines(trace, ops, placed=frozenset(), is_loss=lambda op: False) -> dict:
+    """``{op id: (title, k)}`` for what the learner's own step computes beside its models, one box per statement.
+
+    keras.io's VAE writes its loss in ``train_step``, outside every layer: ``kl_loss = -0.5 * (1 + z_log_var -
+    tf.square(z_mean) - tf.exp(z_log_var))`` is six ops. Drawn one by one they are boxes titled by the framework's
+    op names (``AddV2``, ``Square``, ``Sub``); the learner wrote one statement and named its value. Each run of
+    two or more consecutive ops of one statement, in no scope and no function group, is one box (``k`` numbers
+    the runs: two statements are two boxes) titled by the name the statement assigns (``kl_loss``), by the
+    function a ``return`` statement returns from (the TF tutorial's ``log_normal_pdf``), else by its code. Only
+    beside a model (a scope with layers inside): a computation written op by op with nothing else is drawn op by
+    op, as a course draws its first graphs. ``placed``: ops already in a group (a loss called on the line is its
+    own box); a loss op (``is_loss``: PyTorch's ``F.cross_entropy``) stays drawn with its formula and cuts the
+    statement's run there (``F.cross_entropy(out["digit"], y_digit) + F.cross_entropy(…)`` keeps both losses).
+    """
+    if not any("/" in n.scope for n in ops):
+        return {}
+    runs, prev, spans = [], None, {}
+    for n in ops:
+        loc = n.location
+        key = None
+        if loc is not None and not n.scope and n.function is None and n.id not in placed and not is_loss(n.op):
+            if loc.file not in spans:
+                spans[loc.file] = naming.statement_spans(loc.file)
+            key = (loc.file,) + spans[loc.file].get(loc.line, (loc.line, None))
+        if key is not None and key == prev:
+            runs[-1][1].append(n)
+        elif key is not None:
+            runs.append((key, [n]))
+        prev = key
+    out = {}
+    for k, (key, run) in enumerate(runs):
+        if len({n.index for n in run}) < 2:           # one op (with several outputs, a split) is drawn as itself
+            continue
+        title = naming.assigned_name_at(key[0], key[1]) or key[2]
+        if title is None:
+            code = run[-1].location.code.removeprefix("return ").strip()
+            title = code if len(code) <= 30 else code[:29] + "…"
+        out.update((n.id, (title, k)) for n in run)
     return out
 
 

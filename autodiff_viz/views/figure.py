@@ -22,6 +22,7 @@ figure shows (CS231n's backprop notes, Keras' ``plot_model``, torchview):
 """
 from __future__ import annotations
 
+import math
 import re
 
 # PyTorch's (and other) layer classes whose backward formula is a Keras layer's: the same figure for a bridge.
@@ -41,7 +42,11 @@ ALIASES = {"Linear": "Dense", "Conv1d": "Conv1D", "Conv2d": "Conv2D", "MaxPool1d
            "binary_cross_entropy_with_logits": "binary_crossentropy", "BCEWithLogitsLoss": "binary_crossentropy",
            "MeanSquaredError": "mean_squared_error", "MeanAbsoluteError": "mean_absolute_error", "Huber": "huber",
            "BinaryCrossentropy": "binary_crossentropy", "CategoricalCrossentropy": "categorical_crossentropy",
-           "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}
+           "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy",
+           # TensorFlow's functions (tf.nn.…), each a box of its ops when called in a learner's step
+           "sigmoid_cross_entropy_with_logits": "binary_crossentropy",
+           "softmax_cross_entropy_with_logits": "categorical_crossentropy",
+           "sparse_softmax_cross_entropy_with_logits": "sparse_categorical_crossentropy"}
 # PyTorch's cross-entropy with class probabilities as its target (float labels): the categorical form
 _SOFT_LABELS = {"cross_entropy": "categorical_crossentropy", "CrossEntropyLoss": "categorical_crossentropy"}
 # A bridge's weight name -> the names of the entries of ``backward_text`` that state its gradient (a tuple inside:
@@ -110,8 +115,15 @@ def model_keys(trace, h, backbones=True) -> frozenset:
     (embeddings, encoder, pooler) beside the classifier, not one box ``bert``. A model that another model
     runs before (BERT's or ALBERT's encoder after the embeddings, T5's decoder after its encoder) is one of
     the architecture's parts, drawn as its box, however large.
+
+    Several different models called by the learner's own step (keras.io's VAE calls ``vae.encoder`` then
+    ``vae.decoder``; a GAN its generator and its discriminator) are the parts of the architecture the step
+    writes: each is one box, as the paper's figure draws "encoder → z → decoder", and opens on a click. One
+    model called several times (a siamese tower) still opens.
     """
     keys = {k for k, g in h.groups.items() if g.parent is None and g.what == "layer" and _is_model(trace, h, g)}
+    if len({h.groups[k].base for k in keys}) > 1:
+        keys = set()
     if not backbones:
         return frozenset(keys)
     size: dict = {}
@@ -164,6 +176,21 @@ def _name(trace, lay, node) -> str:
     if box is not None and box.kind != "node" and box.title:
         return box.title
     return node.title[2:-2] if node.title.startswith("__") and node.title.endswith("__") else node.title
+
+
+def _names(trace, lay, ids) -> list:
+    """:func:`_name` of each node; values handed on by one folded box (the VAE's encoder gives ``z_mean`` and
+    ``z_log_var``) that would all be called by the box are called by the layer inside it that made each."""
+    names = [_name(trace, lay, trace.node(i)) for i in ids]
+    if len(set(names)) == len(names):
+        return names
+    h = lay.hierarchy
+    twice = {n for n in names if names.count(n) > 1}
+    for k, i in enumerate(ids):
+        inner = h.paths.get(i, ()) if h is not None and names[k] in twice else ()
+        if inner:
+            names[k] = h.groups[inner[-1]].title
+    return names
 
 
 def titled(trace, box) -> str:
@@ -399,7 +426,10 @@ def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False,
     for the mean over the batch (N rows; n entries for a per-entry loss such as MSE), without the division for
     ``reduction="sum"``. ``soft_labels``: PyTorch's cross-entropy against class probabilities;
     ``probabilities``: the engine's loss computed from probabilities (it clipped them), not logits.
-    None for ``reduction="none"`` (the box's output is per sample: its gradient is not the loss's alone).
+    ``reduction="none"``: the box's output is a loss per sample or per entry (``keras.losses.binary_crossentropy``
+    called as a function), so what reaches ``x`` is the loss's factor times ``ḡ_y`` of each output:
+    ``ḡ_x = ḡ_y ⊙ (σ(x) − t)``; ``"none / n"`` when each output is the mean of ``n`` entries of ``x`` (a Keras
+    loss function averages over the last axis).
     """
     from ..losses import BACKWARD_TEXT
     key = ALIASES.get(name, name)
@@ -408,11 +438,17 @@ def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False,
     if probabilities and not key.endswith("(probabilities)"):
         key += " (probabilities)"
     text = BACKWARD_TEXT.get(key)
-    if text is None or reduction not in ("mean", "sum"):
+    if text is None or reduction not in ("mean", "sum", "none", "none / n"):
         return None
     head, _, note = text.partition("  (")
     notes = [note[:-1]] if note else []
-    if reduction == "sum":
+    if reduction.startswith("none"):
+        lhs, _, rhs = head.replace(" / N", "").replace(" / n", "").partition(" = ")
+        head = f"{lhs} = ḡ_y ⊙ {rhs}" if rhs.startswith("(") and rhs.endswith(")") else f"{lhs} = ḡ_y ⊙ ({rhs})"
+        if reduction == "none / n":
+            head += " / n"
+            notes.append("n: the entries each output averages")
+    elif reduction == "sum":
         head = head.replace(" / N", "").replace(" / n", "")
     else:
         notes.append("N: the batch size" if head.endswith(" / N") else "n: the number of entries")
@@ -432,7 +468,7 @@ def _loss_of(trace, lay, box):
     ops = [trace.node(m) for m in box.members if trace.node(m).kind == "op"]
     out = _output(trace, lay, box)
     if out is None or tuple(out.shape):
-        return name, "none", False
+        return name, "none", any("clip" in n.op.lower() for n in ops)
     called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
     if called is not None:
         if not plain_loss(called.params or {}) or len(trace.edges_into(called.id)) > 2:
@@ -479,7 +515,7 @@ def edge_lines(trace, lay, s, d, es, norm) -> list:
     if first.kind == "variable" and len(srcs) == 1:
         text = formula(trace, box, first.name or first.title).replace("ḡ_y", "ḡ_" + y)
     else:
-        x = ", ".join(_name(trace, lay, trace.node(i)) for i in srcs[:2]) + (" …" if len(srcs) > 2 else "")
+        x = ", ".join(_names(trace, lay, srcs[:2])) + (" …" if len(srcs) > 2 else "")
         text = formula(trace, box, "x", lay.hierarchy).replace("ḡ_y", "ḡ_" + y)   # ḡ_y first: x may be called y
         for head in ("ḡ_xᵢ", "ḡ_x"):            # ḡ_xᵢ: a merge's formula for each of its inputs
             if text.startswith(head):
@@ -497,5 +533,11 @@ def _loss_edge(trace, lay, box, pred, loss):
     labels = next((trace.node(e.src) for m in box.members for e in trace.edges_into(m)
                    if e.src not in inside and e.src != pred.id and not e.differentiable), None)
     soft = labels is not None and str(labels.dtype).startswith(("float", "bfloat"))
-    return loss_formula(name, _name(trace, lay, pred), _name(trace, lay, labels) if labels is not None else "y",
+    if reduction == "none":
+        out = _output(trace, lay, box)
+        if out is None or math.prod(tuple(pred.shape)) != math.prod(tuple(out.shape)):
+            reduction = "none / n"
+    text = loss_formula(name, _name(trace, lay, pred), _name(trace, lay, labels) if labels is not None else "y",
                         reduction, soft, probabilities)
+    out = _output(trace, lay, box) if text is not None and "ḡ_y" in text else None
+    return text.replace("ḡ_y", "ḡ_" + _name(trace, lay, out)) if out is not None else text
