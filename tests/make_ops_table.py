@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/make_ops_table.py      # rewrite the table between the markers
 
-tests/test_numpy_surface.py checks that the page holds exactly what this prints,
+tests/test_ops_page.py checks that the page holds exactly what this prints,
 so the page cannot drift from the rule table or from the finite-difference cases.
 """
 from __future__ import annotations

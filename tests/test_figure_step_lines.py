@@ -13,7 +13,8 @@ learner debugging a step runs it eagerly).
 What a learner relies on: the two Sequentials are the figure's parts (each one box); the library loss function
 is one box with its formula per entry on the prediction's edge and "no gradient: labels" on the edge back to the
 images; each statement of the learner's loss is one box named by what it assigns (``logpx_z``) or by the function
-it returns from (``log_normal_pdf`` three times, ``compute_loss``), never a column of ``AddV2``, ``Mul``, ``Exp``.
+it returns from (``log_normal_pdf`` three times, ``compute_loss``), never a column of ``AddV2``, ``Mul``, ``Exp``;
+the two halves ``encode`` unpacks from ``tf.split`` are called ``mean`` and ``logvar``, as the code calls them.
 And the other side of the rule: a computation with no model around it is still drawn op by op.
 """
 from __future__ import annotations
@@ -130,6 +131,7 @@ def test_each_statement_of_the_loss_is_a_box_named_by_the_code(cvae):
     loose = [cvae.node(b.id).title for b in lay.boxes.values()
              if b.kind == "node" and cvae.node(b.id).kind == "op" and cvae.node(b.id).op in LOSS_OPS]
     assert not loose, loose
+    assert [n.title for n in cvae.nodes if n.op == "Split"] == ["mean", "logvar"]     # encode's own names
 
 
 def test_without_a_model_a_statement_is_drawn_op_by_op():

@@ -75,3 +75,48 @@ def test_torch_split_names_each_part_by_the_codes_variable_or_its_index():
     titles = [n.title for n in tr.nodes if n.op == "split"]
     assert titles[:2] == ["dt", "rest"] and titles[3].endswith("[1]"), titles
     assert all(n.grad is not None for n in tr.nodes if n.op == "split" and n.title != titles[2])
+
+
+def _tf_gates(tf, h):
+    """A helper the trace's caller cannot see into: its locals are gone when the trace is asked."""
+    gate, cand = tf.split(h, 2, axis=-1)
+    return tf.sigmoid(gate) * tf.tanh(cand)
+
+
+def test_tf_outputs_unpacked_inside_a_function_are_named_by_its_statement():
+    """``gate, cand = tf.split(…)`` in the learner's helper (as TensorFlow's CVAE tutorial writes
+    ``mean, logvar = tf.split(self.encoder(x), num_or_size_splits=2, axis=1)`` in ``encode``) names the two
+    outputs gate and cand, read from the statement: they are not in the caller's namespace."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tf = pytest.importorskip("tensorflow")
+    x = tf.Variable(np.random.default_rng(0).random((3, 4)).astype("float32"))
+    w = tf.Variable(np.random.default_rng(1).random((4, 6)).astype("float32"))
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(_tf_gates(tf, x @ w))
+        tape.gradient(loss, [x, w])
+    tr = rec.trace(loss)
+    assert [n.title for n in tr.nodes if n.op == "Split"] == ["gate", "cand"]
+    into = [e for e in tr.edges if tr.node(e.dst).op == "Split"]
+    assert len(into) == 2 and all(e.formula == "ḡ_x = ḡ_y placed back where y was read from x (zeros elsewhere)"
+                                  for e in into), [e.formula for e in into]       # a slice's step, as x[…]
+
+
+def _torch_heads(h):
+    q, k = h.chunk(2, dim=-1)
+    return (q * k).sum(-1)
+
+
+def test_torch_outputs_unpacked_inside_a_function_are_named_by_its_statement():
+    """``q, k = h.chunk(2, dim=-1)`` in a helper names the chunk's outputs q and k (not ``chunk``,
+    ``chunk[1]``), also when the helper's locals are gone."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(4, 6, requires_grad=True)
+    with adv.torch.record() as rec:
+        loss = _torch_heads(x @ w).sum()
+        loss.backward()
+    tr = rec.trace(loss, [x, w])
+    assert [n.title for n in tr.nodes if n.op == "chunk"] == ["q", "k"]
+    into = [e for e in tr.edges if tr.node(e.dst).op == "chunk"]
+    assert len(into) == 2 and all(e.formula.startswith("ḡ_x = ḡ_y placed back where y was read") for e in into)

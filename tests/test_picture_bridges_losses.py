@@ -353,3 +353,26 @@ def test_label_smoothing_or_class_weights_get_no_formula_that_would_be_wrong():
     tr = rec.trace(loss)
     said = _edge_into(tr.to_dot("backward"), _node(tr, "logits").id)
     assert "softmax" not in said and "op by op" in said
+
+
+def test_a_loss_per_sample_sends_each_samples_gradient_through_its_formula():
+    """``F.cross_entropy(..., reduction="none")`` gives one loss per row; the learner averages them after. The edge
+    back to the logits says ``ḡ_y ⊙ (softmax − onehot)``: each row's factor times that row's ḡ, with no division
+    (a cross-entropy row is a sum over classes, not a mean). With class weights there is still no text."""
+    z = torch.tensor(_Z, requires_grad=True)
+    y = torch.tensor(_Y_INT)
+    with adv.torch.record() as rec:
+        logits = z * 1.0
+        per_sample = F.cross_entropy(logits, y, reduction="none")
+        loss = per_sample.mean()
+    tr = rec.trace(loss)
+    said = _edge_into(tr.to_dot("backward"), _node(tr, "logits").id)
+    assert said.startswith("ḡ_logits = ḡ_y ⊙ (softmax(logits) − onehot(y))"), said        # y: the op's output
+    assert "/ n" not in said and "/ N" not in said
+    with adv.torch.record() as rec:
+        logits = z * 1.0
+        per_sample = F.cross_entropy(logits, y, reduction="none", weight=torch.tensor([1.0, 2.0, 1.0],
+                                                                                      dtype=torch.float64))
+        loss = per_sample.mean()
+    tr = rec.trace(loss)
+    assert "softmax" not in _edge_into(tr.to_dot("backward"), _node(tr, "logits").id)

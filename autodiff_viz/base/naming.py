@@ -188,6 +188,54 @@ def assigned_name(code: str) -> str | None:
     return None
 
 
+def unpacked_names_at(filename: str, line: int) -> tuple | None:
+    """The names the statement holding ``line`` unpacks its value into — ``mean, logvar = tf.split(h, 2, axis=1)``
+    → ``("mean", "logvar")`` — or None (any other statement; a starred, nested or attribute target)."""
+    first = statement_spans(filename).get(line, (line, None))[0]
+    text = ""
+    for k in range(20):
+        nxt = linecache.getline(filename, first + k)
+        if not nxt:
+            return None
+        text += nxt.strip() + "\n"
+        names = _unpacked(text)
+        if names is not False:
+            return names
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _unpacked(text: str):
+    """Names of a tuple target, None for another statement, False when ``text`` does not parse yet."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or \
+            not isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
+        return None
+    elts = stmt.targets[0].elts
+    return tuple(e.id for e in elts) if all(isinstance(e, ast.Name) for e in elts) else None
+
+
+def unpacked_outputs(ops) -> dict:
+    """``{op index: names}`` for the ops whose outputs the learner's statement unpacks by name: the last op
+    recorded on a statement of the form ``a, b = …`` (``mean, logvar = tf.split(self.encoder(x), 2, axis=1)``:
+    the encoder's ops run first, on the same line). ``ops``: a bridge's recorded ops in order, each with
+    ``index`` and ``location`` (``(file, line)`` or None). The caller checks that the number of names is the
+    number of outputs."""
+    out: dict = {}
+    for k, op in enumerate(ops):
+        loc = op.location
+        if loc is None or k + 1 < len(ops) and ops[k + 1].location == loc:
+            continue
+        names = unpacked_names_at(*loc)
+        if names:
+            out[op.index] = names
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
 def is_return(code: str) -> bool:
     """Is the one-line statement a ``return <expression>``? (Its value is the function's output.)"""

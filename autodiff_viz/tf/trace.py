@@ -50,7 +50,8 @@ RULES = {
     "Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Softmax": "softmax", "LogSoftmax": "log_softmax",
     "Reshape": "reshape", "ExpandDims": "expand_dims", "Squeeze": "squeeze", "Transpose": "transpose",
     "BroadcastTo": "broadcast_to", "ConcatV2": "concatenate", "Pack": "stack", "GatherV2": "take",
-    "StridedSlice": "getitem", "Log1p": "log1p", "Expm1": "expm1", "Erf": "erf", "Elu": "elu",
+    "StridedSlice": "getitem", "SplitV": "getitem", "Unpack": "getitem", "Split": "getitem",
+    "Log1p": "log1p", "Expm1": "expm1", "Erf": "erf", "Elu": "elu",
     "Cumsum": "cumsum", "Prod": "prod", "Einsum": "einsum", "Conv2D": "conv", "Conv1D": "conv",
     "MaxPool": "max_pool", "AvgPool": "avg_pool", "Cast": "cast", "Identity": "identity",
 }
@@ -86,7 +87,8 @@ def rule_input(op, i: int):
         return None
     if not trainable_dtype(op.inputs[i].dtype):
         return None
-    return factor_rule(name, i)
+    # each output of a split is a slice of its input, as x[…] is; TensorFlow's Split takes the axis first
+    return factor_rule(name, i - 1 if op.name == "Split" else i)
 
 
 def sources_of(rec, sources):
@@ -203,6 +205,7 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
         node_obj[n.id] = obj
         return n
 
+    unpacked = naming.unpacked_outputs(ops)                         # mean, logvar = tf.split(…)
     per_scope = Counter(op.scope for op in ops if op.kind != "read" and op.outputs and op.inputs)
     outer = {op.scope[:k] for op in ops for k, ch in enumerate(op.scope) if ch == "/"}    # scopes with layers inside
     for op in ops:
@@ -232,10 +235,12 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
         label = op.assigned or (op.scope.rsplit("/", 1)[-1] if alone else
                                 view_title(op.name, base and (base.label or base.name)))
         several = len(op.outputs) > 1 and all(trainable_dtype(o.dtype) for o in op.outputs)    # Split, Unpack …
+        targets = unpacked.get(op.index, ()) if several else ()
+        targets = targets if len(targets) == len(op.outputs) else ()
         for j, out in enumerate(op.outputs if several else op.outputs[:1]):
             # each output of a Split (an LSTM cell's four gates) its own value, with what it passes back
-            mine = (names.get(id(out)) or (f"{label}[{j}]" if label else None if j == 0 else f"{op.name}[{j}]")) \
-                if several else label
+            mine = (names.get(id(out)) or (targets[j] if targets else None) or
+                    (f"{label}[{j}]" if label else None if j == 0 else f"{op.name}[{j}]")) if several else label
             n = TraceNode(f"n{len(nodes)}", "op", op.name, None, out._id, op.index, op.scope,
                           _summary(out, limit), location=Location.of(op.location), params=params, label=mine)
             for i, t in enumerate(op.inputs):

@@ -16,6 +16,7 @@ from collections import Counter
 import numpy as np
 import torch
 
+from ..base import naming
 from ..base.naming import INPUT
 from ..bridges import tracing
 from ..bridges.recordings import compared_rows, hand_items
@@ -38,7 +39,9 @@ RULES = {
     "amax": "max", "amin": "min", "logsumexp": "logsumexp", "softmax": "softmax", "log_softmax": "log_softmax",
     "reshape": "reshape", "view": "reshape", "flatten": "reshape", "unsqueeze": "expand_dims",
     "squeeze": "squeeze", "permute": "transpose", "transpose": "transpose", "t": "transpose", "T": "transpose",
-    "expand": "broadcast_to", "broadcast_to": "broadcast_to", "__getitem__": "getitem", "cat": "concatenate",
+    "expand": "broadcast_to", "broadcast_to": "broadcast_to", "__getitem__": "getitem", "chunk": "getitem",
+    "split": "getitem", "split_with_sizes": "getitem", "tensor_split": "getitem", "unbind": "getitem",
+    "cat": "concatenate",
     "concatenate": "concatenate", "stack": "stack", "gather": "take", "index_select": "take",
     "log1p": "log1p", "expm1": "expm1", "erf": "erf", "gelu": "gelu", "silu": "silu", "elu": "elu",
     "conv1d": "conv", "conv2d": "conv", "max_pool2d": "max_pool", "avg_pool2d": "avg_pool",
@@ -213,6 +216,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         return n
 
     named_by = OpNames(_module_name)
+    unpacked = naming.unpacked_outputs(ops)                         # q, k, v = h.chunk(3, dim=-1)
     per_scope = Counter(op.scope for op in ops)
     outer = {op.scope[:k] for op in ops for k, ch in enumerate(op.scope) if ch == "/"}    # scopes with modules inside
     for op in ops:
@@ -220,6 +224,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             if id(t) not in owner:
                 leaf(t)
         several = sum(isinstance(o, torch.Tensor) for o in op.outputs) > 1     # chunk, split, unbind, topk …
+        targets = unpacked.get(op.index, ()) if several else ()
+        targets = targets if len(targets) == len(op.outputs) else ()
         for j, out in enumerate(op.outputs):
             if not isinstance(out, torch.Tensor) or id(out) in owner and several:
                 continue
@@ -229,8 +235,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             label = op.assigned or (figure.short_name(op.scope.rsplit("/", 1)[-1]) if alone else
                                     view_title(op.name, named_by(base, op.scope if own else None), own=own))
             if several:                 # each output its own value: a, b = h.chunk(2) is a and b, not h.chunk twice
-                label = (names or {}).get(id(out)) or (f"{label}[{j}]" if label else
-                                                       None if j == 0 else f"{op.name}[{j}]")
+                label = (names or {}).get(id(out)) or (targets[j] if targets else None) or \
+                    (f"{label}[{j}]" if label else None if j == 0 else f"{op.name}[{j}]")
             inplace = base is not None and op.inputs[0] is out        # h.relu_(), w.uniform_(): still h, w
             n = TraceNode(f"n{len(nodes)}", "op", op.name, base.name if inplace else None, rec.tensor_id(out),
                           op.index, op.scope, _summary(out, limit), location=Location.of(op.location),

@@ -428,8 +428,9 @@ def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False,
     ``probabilities``: the engine's loss computed from probabilities (it clipped them), not logits.
     ``reduction="none"``: the box's output is a loss per sample or per entry (``keras.losses.binary_crossentropy``
     called as a function), so what reaches ``x`` is the loss's factor times ``ḡ_y`` of each output:
-    ``ḡ_x = ḡ_y ⊙ (σ(x) − t)``; ``"none / n"`` when each output is the mean of ``n`` entries of ``x`` (a Keras
-    loss function averages over the last axis).
+    ``ḡ_x = ḡ_y ⊙ (σ(x) − t)``; ``"none / n"`` when each output may be the mean of ``n`` entries of ``x`` (a Keras
+    loss function averages a per-entry loss over the last axis; a cross-entropy's row is a sum, not divided).
+    ``reduction=None``: a loss no text states (label smoothing, class weights).
     """
     from ..losses import BACKWARD_TEXT
     key = ALIASES.get(name, name)
@@ -443,9 +444,10 @@ def loss_formula(name: str, x: str, t: str, reduction="mean", soft_labels=False,
     head, _, note = text.partition("  (")
     notes = [note[:-1]] if note else []
     if reduction.startswith("none"):
+        per_entry = head.endswith(" / n")           # MSE, BCE: a mean over entries; cross-entropy sums a row
         lhs, _, rhs = head.replace(" / N", "").replace(" / n", "").partition(" = ")
         head = f"{lhs} = ḡ_y ⊙ {rhs}" if rhs.startswith("(") and rhs.endswith(")") else f"{lhs} = ḡ_y ⊙ ({rhs})"
-        if reduction == "none / n":
+        if reduction == "none / n" and per_entry:
             head += " / n"
             notes.append("n: the entries each output averages")
     elif reduction == "sum":
@@ -467,12 +469,12 @@ def _loss_of(trace, lay, box):
         return None
     ops = [trace.node(m) for m in box.members if trace.node(m).kind == "op"]
     out = _output(trace, lay, box)
+    called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
+    if called is not None and (not plain_loss(called.params or {}) or len(trace.edges_into(called.id)) > 2):
+        return name, None, False               # label smoothing, class weights: no text states them
     if out is None or tuple(out.shape):
         return name, "none", any("clip" in n.op.lower() for n in ops)
-    called = next((n for n in ops if is_loss(n.op)), None)          # PyTorch's F.mse_loss … inside its module
     if called is not None:
-        if not plain_loss(called.params or {}) or len(trace.edges_into(called.id)) > 2:
-            return name, "none", False               # label smoothing, class weights: no text states them
         reduction = (called.params or {}).get("reduction", "'mean'").strip("'\"")
     else:          # the engine's (divide, mean) or TensorFlow's (DivNoNan, Mean): a mean divides; a sum does not
         reduction = "mean" if any("div" in n.op.lower() or n.op.lower() == "mean" for n in ops) else "sum"

@@ -86,7 +86,7 @@ def _scatter(g, index, shape, lead):
 
 getitem = define(
     "getitem", _getitem, doc="y = x[index] (index never holds Ellipsis; lead: batch axes to skip)",
-    x=("select",
+    x=("ḡ placed back where y was read from x (zeros elsewhere)",
        lambda g, y, x, index, lead: scatter(g, index=index, shape=x.shape[lead:], lead=g.ndim - y.ndim + lead),
        lambda dx, y, x, index, lead: getitem(dx, index=index, lead=dx.ndim - x.ndim + lead)))
 
