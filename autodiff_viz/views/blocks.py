@@ -1,7 +1,7 @@
 """The blocks a paper draws: a flat model's layers grouped by name, repeated blocks as "× N", pass-through containers.
 
 :mod:`.folding` finds the groups of a trace from its scopes (a layer's call, a module, a name scope). Real
-architectures need three more readings of the same record before they look like their paper's figure:
+architectures need four more readings of the same record before they look like their paper's figure:
 
 * **name blocks** (:func:`name_blocks`, :func:`segments`): a Keras functional model is flat — MobileNetV2 calls
   150 layers ``block_3_expand``, ``block_3_expand_BN`` … directly inside the model. Consecutive layers whose
@@ -18,6 +18,8 @@ architectures need three more readings of the same record before they look like 
   "BertLayer × 12" carrying ``‖ḡ‖`` of each instance's output (where does the gradient shrink?). A
   :class:`Repeat` is not a :class:`~.folding.Loop` (one layer called step after step): each instance has its
   own weights, or the instances are one block applied again in a stack and share theirs (``Repeat.shared``).
+* **the learner's statements** (:func:`written_on_lines`): beside a model, the ops one statement of the step
+  computes outside every layer (a VAE's ``kl_loss = …``) are one box named by what the statement assigns.
 * **containers** (:func:`pass_through`, :func:`opens_with_parent`): a group holding exactly one sub-group and no
   op of its own (BERT's ``encoder`` holds only the ``ModuleList`` ``encoder.layer``) opens with that sub-group,
   and a list of like modules that never ran itself opens with its parent: one click on ``encoder`` or on a stage
