@@ -535,11 +535,9 @@ def _loss_edge(trace, lay, box, pred, loss):
     labels = next((trace.node(e.src) for m in box.members for e in trace.edges_into(m)
                    if e.src not in inside and e.src != pred.id and not e.differentiable), None)
     soft = labels is not None and str(labels.dtype).startswith(("float", "bfloat"))
-    if reduction == "none":
-        out = _output(trace, lay, box)
-        if out is None or math.prod(tuple(pred.shape)) != math.prod(tuple(out.shape)):
-            reduction = "none / n"
+    out = _output(trace, lay, box)
+    if reduction == "none" and (out is None or math.prod(tuple(pred.shape)) != math.prod(tuple(out.shape))):
+        reduction = "none / n"
     text = loss_formula(name, _name(trace, lay, pred), _name(trace, lay, labels) if labels is not None else "y",
                         reduction, soft, probabilities)
-    out = _output(trace, lay, box) if text is not None and "ḡ_y" in text else None
-    return text.replace("ḡ_y", "ḡ_" + _name(trace, lay, out)) if out is not None else text
+    return text.replace("ḡ_y", "ḡ_" + _name(trace, lay, out)) if text is not None and out is not None else text
