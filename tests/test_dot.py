@@ -422,3 +422,31 @@ def test_a_folded_layer_is_titled_as_summary_names_it_and_a_plain_scope_is_not()
             z = adv.sum(adv.tanh(x))
     plain = tape2.trace(z)
     assert plain.kinds == {} and "(Dense)" not in plain.to_dot("forward")
+
+
+def _node_tops(svg_text: str) -> dict:
+    """``{node id: (top, bottom)}`` of each drawn box in Graphviz's SVG (y grows downwards)."""
+    out = {}
+    for m in re.finditer(r'<g id="([^"]+)" class="node">(.*?)</g>\s*</g>', svg_text, re.S):
+        ys = [float(y) for y in re.findall(r"[\d.-]+,([\d.-]+)", " ".join(re.findall(r'points="([^"]+)"',
+                                                                                   m.group(2))))]
+        if ys:
+            out[m.group(1)] = (min(ys), max(ys))
+    return out
+
+
+def test_the_legend_is_under_a_big_picture_not_beside_it():
+    """A tall picture (here 50 boxes: a chain of 48 ops) keeps its legend under the boxes: beside them, the
+    legend's width adds to the picture's and shrinks every label at notebook width (Whisper with its encoder
+    opened was 934 pt wide and 8.2 px for that reason)."""
+    x = adv.Variable(np.linspace(-1, 1, 4), name="x")
+    with adv.GradientTape() as tape:
+        h = x
+        for _ in range(16):
+            h = adv.sin(adv.tanh(h) * 0.9) + 0.1
+        loss = adv.sum(h)
+    tr = tape.trace(loss)
+    assert len(dot.layout(tr).boxes) > 40
+    tops = _node_tops(render.svg(tr.to_dot("backward")))
+    legend = tops.pop("bwd_legend")
+    assert legend[0] > max(bottom for _, bottom in tops.values())

@@ -364,6 +364,41 @@ def test_the_ops_a_module_computes_itself_stay_its_own():
     assert not any(t.endswith(" ops)") for t in boxes), sorted(boxes)
 
 
+class Scan(torch.nn.Module):
+    """A state-space layer written as a Python loop between two projections, as Mamba's reference path and a
+    learner's hand-written RNN are: the loop's ops are the module's own, several dozen of them."""
+
+    def __init__(self, n=4, steps=6):
+        super().__init__()
+        self.in_proj, self.out_proj = torch.nn.Linear(n, n), torch.nn.Linear(n, n)
+        self.a = torch.nn.Parameter(torch.full((n,), -0.5))
+        self.steps = steps
+
+    def forward(self, x):
+        u = self.in_proj(x)
+        h, ys = torch.zeros(x.shape[0], x.shape[-1]), []
+        for t in range(self.steps):
+            h = h * self.a.exp() + u[:, t]
+            ys.append(h.tanh() * torch.sigmoid(u[:, t]))
+        return self.out_proj(torch.stack(ys, 1))
+
+
+def test_a_long_loop_a_module_computes_itself_is_one_box_between_its_parts():
+    """Opened, a module shows its parts and its own ops; a loop of several dozen ops between its parts is one
+    box (titled by its ops and their count) that opens in turn — the picture stays within the budget and the
+    projections stay boxes (hf's Mamba mixer: 155 boxes before, its scan drawn op by op)."""
+    torch.manual_seed(0)
+    tr = _trace(torch.nn.Sequential(Scan(), torch.nn.Linear(4, 2)), torch.randn(3, 6, 4))
+    lay = folding.layout(tr, expanded={_key(tr, "0")})
+    boxes = _titles(lay)
+    loop = [t for t in boxes if t.endswith(" ops)")]
+    assert len(loop) == 1 and "0.in_proj" in boxes and "0.out_proj" in boxes, sorted(boxes)
+    count = int(loop[0].rsplit("(", 1)[1].split()[0])
+    assert count > blocks.MODULE_COMPUTED_ABOVE and count == len(lay.boxes[boxes[loop[0]].id].members)
+    inside = folding.layout(tr, expanded={_key(tr, "0"), boxes[loop[0]].key})
+    assert not any(t.endswith(" ops)") for t in _titles(inside)) and len(inside.boxes) > len(lay.boxes) + 20
+
+
 def test_single_layers_repeat_only_at_one_width():
     """Two layers of one class in a row are "× 2" only when they are alike as a paper draws them: a ``Linear``
     is its weight, so ``Linear(8, 8)`` three times is one box "Linear × 3", and the char-RNN tutorial's

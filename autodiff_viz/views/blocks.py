@@ -1,7 +1,7 @@
 """The blocks a paper draws: a flat model's layers grouped by name, repeated blocks as "× N", pass-through containers.
 
 :mod:`.folding` finds the groups of a trace from its scopes (a layer's call, a module, a name scope). Real
-architectures need four more readings of the same record before they look like their paper's figure:
+architectures need five more readings of the same record before they look like their paper's figure:
 
 * **name blocks** (:func:`name_blocks`, :func:`segments`): a Keras functional model is flat — MobileNetV2 calls
   150 layers ``block_3_expand``, ``block_3_expand_BN`` … directly inside the model. Consecutive layers whose
@@ -18,6 +18,8 @@ architectures need four more readings of the same record before they look like t
   "BertLayer × 12" carrying ``‖ḡ‖`` of each instance's output (where does the gradient shrink?). A
   :class:`Repeat` is not a :class:`~.folding.Loop` (one layer called step after step): each instance has its
   own weights, or the instances are one block applied again in a stack and share theirs (``Repeat.shared``).
+* **long computations** (:func:`computed_by_the_model`): a model's own ``forward`` computing more than a few ops
+  between its parts (CLIP's similarity), or a module a long loop between its parts (Mamba's scan), is one box.
 * **the learner's statements** (:func:`written_on_lines`): beside a model, the ops one statement of the step
   computes outside every layer (a VAE's ``kl_loss = …``) are one box named by what the statement assigns.
 * **containers** (:func:`pass_through`, :func:`opens_with_parent`): a group holding exactly one sub-group and no
@@ -36,6 +38,7 @@ from ..base import naming
 
 BLOCKS_ABOVE = 12      # a group with more direct children than this has its children grouped by name prefix
 COMPUTED_ABOVE = 8     # a model's own forward computing more ops in a row than this draws them as one box
+MODULE_COMPUTED_ABOVE = 24   # the same inside a module that has modules inside: more than a reader follows op by op
 _SEP = re.compile(r"[_/.]")             # where a layer's name breaks into tokens
 _COUNTER = re.compile(r"_\d+$")         # an op made per call (__forward__conv_xla_138612) is one op for a structure
 SPARK = "▁▂▃▄▅▆▇█"
@@ -288,21 +291,29 @@ def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
     its ops (``pow, sum, div … (16 ops)``), as a paper draws "similarity" as one box beside the two towers,
     instead of a column of loose ops whose names can only say what they act on.
 
-    Only a run of more than :data:`COMPUTED_ABOVE` consecutive ops that carry a gradient, directly in an
-    outermost scope that has modules inside (a model); a loss ends the run, so the loss stays drawn with its
-    formula on its edges. Ops inside a module (an attention's ``matmul`` and ``softmax``) are that module's.
+    Only a run of consecutive ops that carry a gradient (or are made from nothing inside it: a scan's
+    ``torch.zeros`` initial state), directly in a scope that has modules inside: more than
+    :data:`COMPUTED_ABOVE` in an outermost scope (a model), more than :data:`MODULE_COMPUTED_ABOVE` in a module
+    (Mamba's mixer, whose selective scan is a Python loop of ~100 ops between its projections); a module's
+    dozen ops of its own (an attention's ``matmul``, ``softmax``, normalisation) are what opening it shows. A
+    loss ends the run, so the loss stays drawn with its formula on its edges.
     """
     if trace.target is None:
         return {}
-    outer = {n.scope.split("/", 1)[0] for n in ops if "/" in n.scope}
+    outer = set()
+    for n in ops:
+        parts = n.scope.split("/")
+        outer.update("/".join(parts[:j]) for j in range(1, len(parts)))
     runs, run = [], []
     for n in ops + [None]:
-        mine = n is not None and n.scope in outer and n.grad is not None and n.id != trace.target and \
-            not is_loss(n.op)
+        mine = n is not None and n.scope in outer and n.id != trace.target and not is_loss(n.op) and \
+            (n.grad is not None or bool(run) and not trace.edges_into(n.id))
         if mine and run and run[-1].scope == n.scope:
             run.append(n)
             continue
-        if len(run) > COMPUTED_ABOVE:
+        while run and run[-1].grad is None:            # made from nothing for what comes after (labels = arange)
+            run.pop()
+        if len(run) > (COMPUTED_ABOVE if "/" not in run[0].scope else MODULE_COMPUTED_ABOVE) if run else False:
             runs.append(run)
         run = [n] if mine else []
     out = {}

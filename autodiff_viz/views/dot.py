@@ -290,8 +290,6 @@ def _legend_below(trace, lay: Layout, lines) -> list:
     (boxes that are not weights or state: the data going in) pull it under the path; those from weights only
     keep it below them, and only from weights about as deep as the deepest box (from higher ones they would
     pull the legend sideways for nothing)."""
-    if len(lay.boxes) > 40:
-        return []
     side = {f'"{p}{bid}"' for bid in _beside(trace, lay) for p in PREFIX.values()}
     bottom, depth = _bottom(lines), _depths(lines)
     deepest = max((depth.get(b, 0) for b in bottom), default=0)
