@@ -399,6 +399,36 @@ def test_a_long_loop_a_module_computes_itself_is_one_box_between_its_parts():
     assert not any(t.endswith(" ops)") for t in _titles(inside)) and len(inside.boxes) > len(lay.boxes) + 20
 
 
+class Pair(torch.nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(n, n), torch.nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.b(self.a(x).relu())
+
+
+class Pooled(torch.nn.Module):
+    """A list of blocks with the model's own op between them (Funnel pools between the layers of a block): each
+    run of the list holds one block."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Pair(), Pair()])
+
+    def forward(self, x):
+        x = self.blocks[0](x)
+        return self.blocks[1](x[:, ::2].repeat(1, 2))
+
+
+def test_a_list_cut_by_the_models_own_ops_shows_each_block_as_a_box():
+    torch.manual_seed(0)
+    tr = _trace(Pooled(), torch.randn(3, 4))
+    boxes = _titles(folding.layout(tr))
+    assert "blocks.0" in boxes and "blocks.1" in boxes, sorted(boxes)
+    assert not any(t.startswith(("blocks.0.", "blocks.1.")) for t in boxes), sorted(boxes)
+
+
 def test_single_layers_repeat_only_at_one_width():
     """Two layers of one class in a row are "× 2" only when they are alike as a paper draws them: a ``Linear``
     is its weight, so ``Linear(8, 8)`` three times is one box "Linear × 3", and the char-RNN tutorial's

@@ -550,7 +550,12 @@ def _output_of(trace, ids):
 
 def pass_through(groups, paths, trace) -> frozenset:
     """Keys of groups that hold one sub-group and no op of their own (below the outermost level): opening one
-    opens its sub-group too."""
+    opens its sub-group too.
+
+    Not a list the code only indexes (:attr:`Trace.idle`) whose one item here is a module that ran and has
+    parts: Funnel's encoder pools between the two layers of ``blocks[1]``, so each of its runs holds one
+    ``FunnelLayer``, and opening the encoder shows that layer as a box, as it shows block 0's — not its attention
+    and weights. An item that only wraps one part (ALBERT's layer group around its one shared layer) opens on."""
     direct_ops: dict = {}
     kids: dict = {}
     for n in trace.nodes:
@@ -560,8 +565,14 @@ def pass_through(groups, paths, trace) -> frozenset:
     for g in groups.values():
         if g.parent is not None:
             kids.setdefault(g.parent, set()).add(g.key)
-    return frozenset(k for k, g in groups.items()
-                     if g.parent is not None and not direct_ops.get(k) and len(kids.get(k, ())) == 1)
+    idle = getattr(trace, "idle", frozenset())
+    single = {k for k, g in groups.items()
+              if g.parent is not None and not direct_ops.get(k) and len(kids.get(k, ())) == 1}
+
+    def item_that_ran(k) -> bool:
+        c = groups[next(iter(kids[k]))]
+        return groups[k].title in idle and c.what == "layer" and c.title not in idle and c.key not in single
+    return frozenset(k for k in single if not item_that_ran(k))
 
 
 def opens_with_parent(trace, groups) -> frozenset:
