@@ -104,6 +104,36 @@ def test_branches_of_unnamed_layers_are_the_module_of_the_merge_that_ends_them()
     assert block["mixed2_0"] == block["mixed2"] == ("mixed2",) and "predictions" not in block
 
 
+def test_cells_named_branch_first_are_the_cells_their_named_merges_end():
+    """A NASNet-like flat model: each cell reads the two cells before it, runs parallel branches named by kind
+    first and cell last (``sep_1_left_3``, ``sep_2_left_3``), adds each to its input and ends in a named
+    concatenation ``concat_3``; Keras runs the layers depth by depth, the branches side by side. Name prefixes
+    would make blocks of branch kinds across cells (``relu``, ``sep`` in every cell); the cells are what the
+    merges after which few values cross end. The stem before the first cell and the head after the last are no
+    cell."""
+    order, reads = [], {}
+
+    def layer(name, *srcs):
+        order.append(name)
+        reads[(("model",), name)] = set(srcs)
+        return name
+
+    stem = layer("stem_bn", layer("stem_conv"))
+    prev, cur = stem, stem
+    for c in range(4):
+        sides = {"left": cur, "mid": cur, "right": prev}
+        x = {side: src for side, src in sides.items()}
+        for kind in ("relu", "sep_1", "sep_2"):
+            x = {side: layer(f"{kind}_{side}_{c}", x[side]) for side in sides}
+        adds = [layer(f"add_{side}_{c}", x[side], src) for side, src in sides.items()]
+        prev, cur = cur, layer(f"concat_{c}", *adds, cur)
+    layer("predictions", layer("pool", cur))
+    block = {c: b for (_, c), b in blocks.name_blocks(_kids(order), reads=reads).items()}
+    assert "stem_conv" not in block and "stem_bn" not in block and "pool" not in block
+    for c in range(4):
+        assert {x for x in order if x.endswith(f"_{c}")} == {x for x, b in block.items() if b == (f"concat_{c}",)}
+
+
 def test_a_small_model_keeps_its_layers():
     assert blocks.name_blocks(_kids(["conv_1", "conv_1_bn", "dense"])) == {}
 

@@ -349,12 +349,7 @@ KERAS_PARTS = {
 
 
 @pytest.mark.parametrize("keras_case", [
-    pytest.param("nasnetmobile", marks=pytest.mark.xfail(strict=True, reason=(
-        "no NASNet cell is a box: 60 boxes, one a 'fold' of 5,714 nodes. The blocks are made by layer-name "
-        "prefix, but NASNet names a layer by branch first and cell last (separable_conv_1_normal_left1_5, "
-        "…_reduce_4), so the prefix blocks are branch kinds across cells ('separable_conv_1' and "
-        "'separable_conv_2' each drawn twice) and the normal_concat_K / reduction_concat_… ending each cell close "
-        "none"))),
+    "nasnetmobile",
     "efficientnetv2b0",
 ], indirect=True)
 def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget(keras_case):
@@ -368,10 +363,24 @@ def test_keras_the_default_figure_is_the_models_blocks_by_name_within_the_budget
     assert fits_budget(lay), (len(lay.boxes), lay.notes)
 
 
+@pytest.mark.parametrize("keras_case", ["nasnetmobile"], indirect=True)
+def test_nasnet_the_cells_are_boxes_by_their_concatenation_and_like_normal_cells_fold_times_n(keras_case):
+    """NASNet's layer names give no blocks (branch first, cell last); its cells are found from the data flow:
+    each ends in a named concatenation after which only the cell's output and the one before it cross."""
+    c = keras_case
+    lay, boxes = _boxes(c.tr)
+    assert "stem_conv1" in boxes and "predictions" in boxes
+    assert "normal_concat_1 … normal_concat_3 × 3" in boxes, sorted(boxes)
+    rep = folding.hierarchy(c.tr).repeats[boxes["normal_concat_1 … normal_concat_3 × 3"].key]
+    assert len(rep.grad_norms) == 3 and all(v is not None and v > 0 for v in rep.grad_norms)
+    cell = folding.hierarchy(c.tr).groups[boxes["normal_concat_0"].key]
+    lay2, opened = _boxes(c.tr, expanded={cell.key})
+    assert cell.key not in {b.key for b in lay2.boxes.values()}                # the cell is open: its layers
+    assert "separable_conv_1_normal_left1_0" in opened and "normal_concat_0" in opened, sorted(opened)
+
+
 @pytest.mark.parametrize("keras_case", [
-    pytest.param("nasnetmobile", marks=pytest.mark.xfail(strict=True, reason=(
-        "2.8 px at 850 px: the default figure is 60 loose boxes of branch layers and a fold box, no cells "
-        "(see the test of its blocks)"))),
+    "nasnetmobile",
     "efficientnetv2b0",
 ], indirect=True)
 def test_keras_the_default_figure_fits_the_notebook(keras_case):

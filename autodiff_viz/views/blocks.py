@@ -186,7 +186,12 @@ def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
                 merged[c] = block
         if merged:
             nested = _between(order, {**anchors, **merged}, auto)
-        nested.update(_modules(order, auto, lambda c, p=parent: (reads or {}).get((p, c), set())))
+        read = (lambda c, p=parent: (reads or {}).get((p, c), set()))
+        cells = _cells(order, auto, read) if _scattered(order, anchors) else {}
+        if cells:
+            nested = cells
+        else:
+            nested.update(_modules(order, auto, read))
         out.update({(parent, c): b for c, b in nested.items() if b})
     return out
 
@@ -213,6 +218,54 @@ def _modules(order, auto, read) -> dict:
         if len(module) > 2 and all(auto(c) or len(read(c)) >= 2 for c in module) and \
                 not any(c in out for c in module):
             out.update({c: (m,) for c in module})
+    return out
+
+
+def _scattered(order, anchors) -> bool:
+    """Whether the name blocks come back after others: names that say what a layer is, not where it is
+    (NASNet's ``separable_conv_1_normal_left1_5``: the branch first, the cell last)."""
+    runs: list = []
+    for c in order:
+        b = anchors.get(c)
+        if b and (not runs or runs[-1] != b[0]):
+            runs.append(b[0])
+    return len(runs) != len(set(runs))
+
+
+CARRIED = 3     # at most this many values cross a cell's end: its output and what later cells read of earlier ones
+
+
+def _cells(order, auto, read) -> dict:
+    """``{child: (merge,)}``: a network of cells, each ended by a named merge (NASNet's ``normal_concat_5``,
+    ``reduction_concat_reduce_4``), when the layers' names do not give its blocks (:func:`_scattered`).
+
+    Where one cell ends, few values cross to the layers after it: the cell's output, and in NASNet the output of
+    the cell before it, which the next cell reads too (at most :data:`CARRIED`, counting an input the next cell
+    starts early). Inside a cell many do — its parallel branches, its inner additions. Each named merge after
+    which no more than that many values cross ends a cell, made of the children after the cell before it; the
+    first cell starts after the last child every path passes (the stem's ``stem_conv1``, ``stem_bn1`` stay
+    boxes of their own), and what follows the last cell (the pooling and classifier) is no cell. At least
+    three cells, or none."""
+    pos = {c: i for i, c in enumerate(order)}
+    last: dict = {}
+    for i, c in enumerate(order):
+        for s in read(c):
+            if s in pos:
+                last[s] = max(last.get(s, -1), i)
+    crossing, ends, cut = 0, [], None
+    for i, c in enumerate(order):
+        crossing += last.get(c, -1) > i
+        crossing -= sum(1 for s in read(c) if s in pos and last[s] == i)
+        if crossing <= 1 and not ends:
+            cut = i
+        if len(read(c)) >= 2 and not auto(c) and crossing <= CARRIED:
+            ends.append(i)
+    if len(ends) < 3:
+        return {}
+    out, start = {}, (cut + 1 if cut is not None and cut < ends[0] else 0)
+    for e in ends:
+        out.update((c, (order[e],)) for c in order[start:e + 1])
+        start = e + 1
     return out
 
 
