@@ -186,7 +186,8 @@ def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
                 merged[c] = block
         if merged:
             nested = _between(order, {**anchors, **merged}, auto)
-        read = (lambda c, p=parent: (reads or {}).get((p, c), set()))
+        def read(c, p=parent):
+            return (reads or {}).get((p, c), set())
         cells = _cells(order, auto, read) if _scattered(order, anchors) else {}
         if cells:
             nested = cells
