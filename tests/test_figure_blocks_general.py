@@ -459,6 +459,54 @@ def test_a_list_cut_by_the_models_own_ops_shows_each_block_as_a_box():
     assert not any(t.startswith(("blocks.0.", "blocks.1.")) for t in boxes), sorted(boxes)
 
 
+class MLP(torch.nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.l1, self.l2 = torch.nn.Linear(a, 8), torch.nn.Linear(8, b)
+
+    def forward(self, x):
+        return self.l2(self.l1(x).relu())
+
+
+def test_two_models_of_one_class_are_two_parts_by_the_learners_variables():
+    """An autoencoder written as two instances of one class: the figure's boxes, the values between them and the
+    weights are called as the learner's code calls them — not "MLP × 2", not ``mlp_1``, not two ``l1.weight``."""
+    torch.manual_seed(0)
+    encoder, decoder = MLP(4, 2), MLP(2, 4)
+    x = torch.randn(3, 4)
+    with adv.torch.record() as rec:
+        z = encoder(x)
+        recon = decoder(z)
+        loss = ((recon - x) ** 2).mean()
+        loss.backward()
+    tr = rec.trace(loss)
+    assert not folding.hierarchy(tr).repeats
+    text = tr.to_dot("backward")
+    assert 'label="encoder (MLP)\\n' in text and 'label="decoder (MLP)\\n' in text
+    assert "ḡ_z = ḡ_recon back through decoder" in text
+    weights = {n.name for n in tr.nodes if n.kind == "variable"}
+    assert weights == {f"{m}.{layer}.{p}" for m in ("encoder", "decoder") for layer in ("l1", "l2")
+                       for p in ("weight", "bias")}
+    assert adv.Trace.from_json(tr.to_json()).to_dot("backward") == text
+
+
+def test_one_variable_called_over_a_list_of_models_still_repeats():
+    """``for block in blocks: h = block(h)`` with a Python list: one variable holds each model in turn, a stack
+    of like blocks ("MLP × 3"); their weights are told apart by the models' scopes."""
+    torch.manual_seed(0)
+    blocks_ = [MLP(4, 4) for _ in range(3)]
+    h = torch.randn(3, 4)
+    with adv.torch.record() as rec:
+        for block in blocks_:
+            h = block(h)
+        loss = h.pow(2).mean()
+        loss.backward()
+    tr = rec.trace(loss)
+    assert [(r.title, r.count) for r in folding.hierarchy(tr).repeats.values()] == [("MLP", 3)]
+    names = [n.name for n in tr.nodes if n.kind == "variable"]
+    assert len(names) == len(set(names)) == 12
+
+
 def test_single_layers_repeat_only_at_one_width():
     """Two layers of one class in a row are "× 2" only when they are alike as a paper draws them: a ``Linear``
     is its weight, so ``Linear(8, 8)`` three times is one box "Linear × 3", and the char-RNN tutorial's

@@ -182,7 +182,7 @@ def test_torch_multihead_attention_gives_each_projection_its_formula():
     mha = L.MultiHeadAttention.backward_text
     packed = _edge_into(text, weight["in_proj_weight"])
     assert packed.startswith("\\n".join(mha[k] for k in ("query/kernel", "key/kernel", "value/kernel")))
-    y = "multiheadattention"             # the module called on its own: its box, and its output, by its class
+    y = "attn"                  # the module called on its own: its box, and its output, by the learner's variable
     assert f'label="{y} (MultiheadAttention)\\n' in text
     w_o = mha["attention_output/kernel"].replace("ḡ_y", "ḡ_" + y)
     assert _edge_into(text, weight["out_proj.weight"]).startswith(w_o)

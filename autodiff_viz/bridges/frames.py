@@ -102,3 +102,21 @@ class Code:
         """Is the frame ``depth`` above this method's own (2: its caller's caller) outside these folders?"""
         f = sys._getframe(depth)
         return f is not None and f.f_code.co_filename not in self
+
+
+def variable_for(obj, frame):
+    """The name the learner's code gives ``obj`` in ``frame`` (a local, else a global, else an attribute of its
+    ``self``): ``decoder`` for a model built as ``decoder = MLP(2, 4)`` and called as ``decoder(z)``, ``block`` in
+    ``for block in blocks: x = block(x)``. None when no name holds it (``layers[0](x)``) or ``frame`` is None.
+    Asked once per model, when a recording first sees it called."""
+    if frame is None:
+        return None
+    for scope in (frame.f_locals, frame.f_globals):
+        for name, value in scope.items():
+            if value is obj and name.isidentifier() and not name.startswith("_"):
+                return name
+    owner = frame.f_locals.get("self")
+    for name, value in (getattr(owner, "__dict__", None) or {}).items():
+        if value is obj and not name.startswith("_"):
+            return name
+    return None

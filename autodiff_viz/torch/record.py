@@ -70,7 +70,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.overrides import TorchFunctionMode
 
 from ..base import naming
-from ..bridges import recordings
+from ..bridges import frames, recordings
 from . import provenance
 
 if TYPE_CHECKING:
@@ -327,6 +327,8 @@ class Recording(recordings.Recording):
         self.module_kinds: dict = {}       # scope segment ("fc1", "features.0") -> module class ("Linear")
         self._param_names: dict = {}       # id(parameter) -> "fc1.weight"
         self._modules: list = []
+        self.root_vars: dict = {}          # an outermost model's scope segment -> the learner's variable for it
+        self._root_params: dict = {}       # an outermost model's segment -> (its variable, {id(param): name})
         self._made_inside: list = []       # modules a forward makes and calls (nn.ReLU()(h)), kept: ids stay theirs
         self._called: set = set()          # id(module) of every module whose forward ran while recording
         self._hooks = []
@@ -405,6 +407,9 @@ class Recording(recordings.Recording):
                         break
                 self._modules.append(module)
                 self.module_kinds.setdefault(root, type(module).__name__)
+                var = frames.variable_for(module, provenance.LIBRARY.user_frame(sys._getframe(1)))
+                if var is not None and var != root:
+                    self.root_vars[root] = var
                 paths = {"": root}
                 names, kinds = self._module_names, self.module_kinds
                 for qual, m in mods:
@@ -423,6 +428,9 @@ class Recording(recordings.Recording):
                 prefix = "" if next(module.children(), None) is not None else root + "."
                 for qual, p in module.named_parameters():
                     self._param_names.setdefault(id(p), prefix + qual)
+                self._root_params[root] = (var or root, {id(p): self._param_names[id(p)]
+                                                         for _, p in module.named_parameters()})
+                self._apart(root)
         self._scopes.append(self._module_names[key])
         self._called.add(key)
         if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
@@ -436,8 +444,25 @@ class Recording(recordings.Recording):
         if outer is None and entry[2]:
             self._outer = entry
         last = self.ops[-1] if self.ops else None
-        if last is not None and last.assigned and last.location == loc:
+        if last is not None and last.assigned and last.location == loc and \
+                (self._called_at is None or self._called_at[1] is not last):
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
+
+    def _apart(self, root: str) -> None:
+        """Two models of one class (``encoder = MLP(4, 2)``, ``decoder = MLP(2, 4)``) name their parameters
+        alike (``l1.weight``): when the model just seen (scope segment ``root``) shares a parameter name with
+        another one, the parameters of both are named by the learner's variable for their model
+        (``encoder.l1.weight``), or by their scope segments when one variable held both (a loop's ``block``)."""
+        names = self._param_names
+        label, first = self._root_params[root]
+        for other, (other_label, firsts) in self._root_params.items():
+            if other == root or not set(firsts.values()) & {n for i, n in first.items() if i not in firsts}:
+                continue
+            same = other_label == label
+            for who, given in ((other if same else other_label, firsts), (root if same else label, first)):
+                for i, n in given.items():
+                    if i not in firsts or i not in first:       # a weight both models hold (tied) keeps its name
+                        names[i] = f"{who}.{n}"
 
     def _exit_module(self, module, inputs, output):
         """Name the module's output by the line that called it (``out = net(x)``), when nothing named it yet.
@@ -622,8 +647,11 @@ class Recording(recordings.Recording):
         op = Op(index, name, kind, inputs, outputs, loc, assigned, self._scopes[-1] if self._scopes else "",
                 torch.is_grad_enabled(), torch.is_inference_mode_enabled(), {} if extra is None else extra)
         if index and kind not in ("read_grad", "set_grad", "library_read_grad"):
-            if ops[-1].location == loc:
-                ops[-1].assigned = None             # only the line's last op makes the value the line assigns
+            called = self._called_at
+            if ops[-1].location == loc and (called is None or called[1] is not ops[-1]):
+                # only the line's last op makes the value the line assigns; a module's output named by the line
+                # that called it (z = encoder(x)) keeps that name when the same class's forward runs next
+                ops[-1].assigned = None
             if self._called_at is not None:
                 if self._called_at[0] == loc:       # the line that named a module's output goes on
                     self._called_at[1].assigned = None

@@ -215,7 +215,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         tensors[id(t)] = node_tensor[n.id] = t
         return n
 
-    named_by = OpNames(_module_name)
+    named_by = OpNames(lambda node: _module_name(node, rec.root_vars))
     unpacked = naming.unpacked_outputs(ops)                         # q, k, v = h.chunk(3, dim=-1)
     per_scope = Counter(op.scope for op in ops)
     outer = {op.scope[:k] for op in ops for k, ch in enumerate(op.scope) if ch == "/"}    # scopes with modules inside
@@ -232,7 +232,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             base = owner[id(op.inputs[0])] if op.inputs else None
             alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
             own = op.scope in outer and out is not target       # the loss keeps its op's name
-            label = op.assigned or (figure.short_name(op.scope.rsplit("/", 1)[-1]) if alone else
+            last = op.scope.rsplit("/", 1)[-1]
+            label = op.assigned or (figure.short_name(rec.root_vars.get(last, last)) if alone else
                                     view_title(op.name, named_by(base, op.scope if own else None), own=own))
             if several:                 # each output its own value: a, b = h.chunk(2) is a and b, not h.chunk twice
                 label = (names or {}).get(id(out)) or (targets[j] if targets else None) or \
@@ -311,6 +312,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                            lambda t: known.get(id(t)) if isinstance(t, torch.Tensor) else _not_a_tensor(t))
     trace.idle = frozenset(rec.idle_modules() & segments)
     trace.own = frozenset(rec.own_modules() & segments)
+    trace.roots = {k: v for k, v in rec.root_vars.items() if k in segments}
     return trace
 
 
@@ -397,12 +399,13 @@ def _not_a_tensor(t):
                     f"{type(t).__name__}.")
 
 
-def _module_name(node) -> str | None:
+def _module_name(node, roots=None) -> str | None:
     """The short name of the module whose op made ``node`` (``query`` for ``…attention.self.query``, ``layers.0``
-    for ``…stages.0.layers.0``), or None."""
+    for ``…stages.0.layers.0``; an outermost model by the learner's variable for it, ``roots``), or None."""
     if node.kind != "op" or not node.scope:
         return None
-    return figure.short_name(node.scope.rsplit("/", 1)[-1]) or None
+    last = node.scope.rsplit("/", 1)[-1]
+    return figure.short_name((roots or {}).get(last, last)) or None
 
 
 def _loss_text(op, pred, raw_edges, k, out):

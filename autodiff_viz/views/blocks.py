@@ -507,7 +507,8 @@ def _optional(trace, groups, items, members):
 
 def find_repeats(trace, groups, paths) -> dict:
     """The :class:`Repeat` s of a trace: consecutive siblings (no op between) with one class and one structure,
-    each reading what the one before made (stacked, as a paper's "× N"; parallel branches stay apart). A layer
+    each reading what the one before made (stacked, as a paper's "× N"; parallel branches stay apart; models the
+    learner's code holds in different variables, :attr:`Trace.roots`, stay apart too). A layer
     of no parts (a ``Linear``, a ``Dense``) is its weights: only layers of one width repeat (``Dense(64)`` twice
     is "× 2", ``Dense(128)`` then ``Dense(64)`` two boxes); a block's instances may differ in width (DenseNet's
     layers read ever more channels).
@@ -523,6 +524,7 @@ def find_repeats(trace, groups, paths) -> dict:
             members.setdefault(key, []).append(n.id)
     repeats = {}
     kinds = getattr(trace, "kinds", {})
+    roots = getattr(trace, "roots", {})
     lean: dict = {}
     skip = _optional(trace, groups, items, members)
 
@@ -539,6 +541,8 @@ def find_repeats(trace, groups, paths) -> dict:
             return False                # two single layers of other widths (i2h, then h2o) are two layers
         if groups[a].what == groups[b].what == "block" and _family(groups[a].title) != _family(groups[b].title):
             return False                # blocks by name: block1a, block1b are instances, stem and block1a are not
+        if groups[a].parent is None and roots.get(groups[a].title, a) != roots.get(groups[b].title, a):
+            return False                # two models the learner named apart (encoder, decoder) are two parts
         if _signature(trace, groups, items, a, memo) == _signature(trace, groups, items, b, memo):
             return True
         cls = kinds.get(groups[a].title) if groups[a].what != "block" else None

@@ -376,7 +376,15 @@ def _decode(text) -> Trace:
             raise TraceFormatError(f"kinds.{k}: expected str, got {_jtype(v)}.")
     return Trace(nodes, edges, target=target, sources=r.strings("sources"), steps=r.strings("steps"),
                  marks=marks, notes=r.strings("notes"), kinds=kinds,
-                 idle=r.strings("idle") if "idle" in obj else (), own=r.strings("own") if "own" in obj else ())
+                 idle=r.strings("idle") if "idle" in obj else (), own=r.strings("own") if "own" in obj else (),
+                 roots=_roots(r.get("roots", dict, optional=True) or {}))
+
+
+def _roots(roots: dict) -> dict:
+    for k, v in roots.items():
+        if not isinstance(v, str):
+            raise TraceFormatError(f"roots.{k}: expected str, got {_jtype(v)}.")
+    return roots
 
 
 # ---------------------------------------------------------------------------
@@ -400,6 +408,8 @@ def to_dict(self, full: bool = True) -> dict:
         out["idle"] = sorted(self.idle)
     if self.own:
         out["own"] = sorted(self.own)
+    if self.roots:
+        out["roots"] = dict(self.roots)
     if places is not None:
         out["locations"] = [dict(zip(("file", "line", "code"), loc)) for loc in places]
         out["texts"] = list(texts)

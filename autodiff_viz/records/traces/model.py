@@ -398,7 +398,7 @@ class Trace:
     """
 
     def __init__(self, nodes, edges, target=None, sources=(), steps=(), marks=(), notes=(), kinds=None, idle=(),
-                 own=()):
+                 own=(), roots=None):
         self.nodes: list[TraceNode] = list(nodes)
         self.kinds: dict = dict(kinds or {})    # scope segment -> the class that made it ("dense_1": "Dense")
         # scope segments of modules the recording knows by name but that never ran as a call of their own (a
@@ -407,6 +407,9 @@ class Trace:
         # scope segments made by a class whose forward / call the learner wrote: its class name says nothing of
         # what it computes (a class of yours named RNN or Attention is not torch's), so no library formula
         self.own: frozenset = frozenset(own)
+        # an outermost model's scope segment -> the learner's variable it was called through ("mlp_1": "decoder"),
+        # where the two differ: the figure titles the box as the learner's code names the model
+        self.roots: dict = dict(roots or {})
         self.edges: list[TraceEdge] = list(edges)
         self.target: str | None = target
         self.sources: list[str] = list(sources)
@@ -564,7 +567,7 @@ class Trace:
 
     def _shallow(self) -> "Trace":
         out = Trace(self.nodes, self.edges, self.target, self.sources, self.steps, self.marks, self.notes,
-                    self.kinds, self.idle, self.own)
+                    self.kinds, self.idle, self.own, self.roots)
         out._index = self._index
         out.key_of = self.key_of
         return out
