@@ -47,3 +47,24 @@ def test_a_keras_dense_model_under_adv_tf_shows_its_layers_weights_and_the_dense
         assert DENSE[role].replace("ḡ_y", "ḡ_" + y) in edge, v.path
     assert DENSE["x"].replace("ḡ_y", "ḡ_logits").replace("ḡ_x", "ḡ_hidden") in text    # head's input: hidden's output
     assert "VJP of" not in text and "ḡ_constant" not in text
+
+
+def test_two_keras_models_of_one_structure_are_two_parts_by_the_learners_variables():
+    """``encoder`` and ``decoder``, two ``keras.Sequential`` of the same layers: two boxes titled as the learner's
+    code calls them (Keras named them ``sequential`` and ``sequential_1``), not "Sequential × 2"."""
+    from autodiff_viz.views import folding
+    keras.utils.set_random_seed(0)
+    encoder = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)])
+    decoder = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(4)])
+    x = tf.constant(np.random.default_rng(0).normal(size=(3, 4)).astype("float32"))
+    with adv.tf.record() as rec:
+        with tf.GradientTape() as tape:
+            z = encoder(x)
+            recon = decoder(z)
+            loss = tf.reduce_mean((recon - x) ** 2)
+        tape.gradient(loss, encoder.trainable_variables + decoder.trainable_variables)
+    tr = rec.trace(loss)
+    assert not folding.hierarchy(tr).repeats
+    text = tr.to_dot("backward")
+    assert 'label="encoder (Sequential)\\n' in text and 'label="decoder (Sequential)\\n' in text
+    assert "ḡ_z = ḡ_recon back through decoder" in text

@@ -109,13 +109,17 @@ def variable_for(obj, frame):
     ``self``): ``decoder`` for a model built as ``decoder = MLP(2, 4)`` and called as ``decoder(z)``, ``block`` in
     ``for block in blocks: x = block(x)``. None when no name holds it (``layers[0](x)``) or ``frame`` is None.
     Asked once per model, when a recording first sees it called."""
-    if frame is None:
-        return None
-    for scope in (frame.f_locals, frame.f_globals):
+    return None if frame is None else name_in(obj, frame.f_locals, frame.f_globals)
+
+
+def name_in(obj, *namespaces):
+    """The first name bound to ``obj`` in ``namespaces`` (dicts, in order), else among the attributes of their
+    ``self``; None if none."""
+    for scope in namespaces:
         for name, value in scope.items():
             if value is obj and name.isidentifier() and not name.startswith("_"):
                 return name
-    owner = frame.f_locals.get("self")
+    owner = next((scope["self"] for scope in namespaces if "self" in scope), None)
     for name, value in (getattr(owner, "__dict__", None) or {}).items():
         if value is obj and not name.startswith("_"):
             return name

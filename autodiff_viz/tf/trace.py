@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow.python.eager import backprop as _backprop
 
 from ..base import naming
-from ..bridges import tracing
+from ..bridges import frames, tracing
 from ..bridges.recordings import compared_rows, hand_items
 from ..diagnosis.provenance import caller_names
 from ..records.compare import seed_array
@@ -285,6 +285,8 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
                            notes, limit, _kinds(rec), _key_of)
     trace.own = frozenset(path.rsplit("/", 1)[-1] for path, layer in rec._layers.items()
                           if not provenance.LIBRARY.computes(type(layer), "call")) & set(trace.kinds)
+    roots = {path: frames.name_in(layer, namespace or {}) for path, layer in rec._layers.items() if "/" not in path}
+    trace.roots = {path: var for path, var in roots.items() if var is not None and var != path}
     return trace
 
 
