@@ -342,8 +342,9 @@ def segments(trace, ops, is_loss=lambda op: False) -> dict:
 def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
     """``{op id: title}`` for a long computation a model's own ``forward`` writes after or between its parts
     (CLIP's L2 normalisation, similarity matrix and temperature before its contrastive loss): one box titled by
-    its ops (``pow, sum, div … (16 ops)``), as a paper draws "similarity" as one box beside the two towers,
-    instead of a column of loose ops whose names can only say what they act on.
+    the names its statements assign when the code is the learner's (``u, v, sim (13 ops)``), else by its ops
+    (``pow, sum, div … (16 ops)``), as a paper draws "similarity" as one box beside the two towers, instead of a
+    column of loose ops whose names can only say what they act on.
 
     Only a run of consecutive ops that carry a gradient (or are made from nothing inside it: a scan's
     ``torch.zeros`` initial state), directly in a scope that has modules inside: more than
@@ -372,7 +373,8 @@ def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
         run = [n] if mine else []
     out = {}
     for run in runs:
-        names = list(dict.fromkeys(n.op.strip("_") for n in run))
+        names = list(dict.fromkeys(n.title for n in run if n.title and n.title.isidentifier() and n.title != n.op))
+        names = names or list(dict.fromkeys(n.op.strip("_") for n in run))
         title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + f" ({len(run)} ops)"
         out.update((n.id, title) for n in run)
     return out
