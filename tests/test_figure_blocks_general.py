@@ -488,6 +488,12 @@ def test_two_models_of_one_class_are_two_parts_by_the_learners_variables():
     assert weights == {f"{m}.{layer}.{p}" for m in ("encoder", "decoder") for layer in ("l1", "l2")
                        for p in ("weight", "bias")}
     assert adv.Trace.from_json(tr.to_json()).to_dot("backward") == text
+    from autodiff_viz.views.widgets import ExplorerState
+    st = ExplorerState(tr)
+    key = next(k for k, g in folding.hierarchy(tr).groups.items() if g.parent is None and tr.roots.get(g.title) ==
+               "decoder")
+    box = next(b.id for b in st.layout().boxes.values() if b.key == key)
+    assert st.expand(box) and st.crumbs() == [(key, "decoder")]        # the breadcrumb says it as the code does
 
 
 def test_one_variable_called_over_a_list_of_models_still_repeats():

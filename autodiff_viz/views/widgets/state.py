@@ -203,7 +203,8 @@ class ExplorerState:
             elif h is not None and k in h.repeats:
                 out.append((k, f"{h.repeats[k].title} × {h.repeats[k].count}"))
             elif h is not None and k in h.groups:
-                out.append((k, h.groups[k].title))
+                title = h.groups[k].title                    # an outermost model by the learner's variable
+                out.append((k, self.trace.roots.get(title, title) if h.groups[k].parent is None else title))
             else:
                 out.append((k, k))
         return out
