@@ -444,9 +444,14 @@ class Recording(recordings.Recording):
         if outer is None and entry[2]:
             self._outer = entry
         last = self.ops[-1] if self.ops else None
-        if last is not None and last.assigned and last.location == loc and \
-                (self._called_at is None or self._called_at[1] is not last):
+        if last is not None and last.assigned and last.location == loc and not self._named_by_call(last):
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
+
+    def _named_by_call(self, op) -> bool:
+        """Whether ``op`` made a module's output that the line calling the module named (``z = encoder(x)``).
+        Its own location is a line of the module's ``forward``, so the next op there (the same class's
+        ``forward`` run again by ``recon = decoder(z)``) must not take that name back."""
+        return self._called_at is not None and self._called_at[1] is op
 
     def _apart(self, root: str) -> None:
         """Two models of one class (``encoder = MLP(4, 2)``, ``decoder = MLP(2, 4)``) name their parameters
@@ -647,11 +652,8 @@ class Recording(recordings.Recording):
         op = Op(index, name, kind, inputs, outputs, loc, assigned, self._scopes[-1] if self._scopes else "",
                 torch.is_grad_enabled(), torch.is_inference_mode_enabled(), {} if extra is None else extra)
         if index and kind not in ("read_grad", "set_grad", "library_read_grad"):
-            called = self._called_at
-            if ops[-1].location == loc and (called is None or called[1] is not ops[-1]):
-                # only the line's last op makes the value the line assigns; a module's output named by the line
-                # that called it (z = encoder(x)) keeps that name when the same class's forward runs next
-                ops[-1].assigned = None
+            if ops[-1].location == loc and not self._named_by_call(ops[-1]):
+                ops[-1].assigned = None             # only the line's last op makes the value the line assigns
             if self._called_at is not None:
                 if self._called_at[0] == loc:       # the line that named a module's output goes on
                     self._called_at[1].assigned = None

@@ -232,8 +232,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             base = owner[id(op.inputs[0])] if op.inputs else None
             alone = op.scope and per_scope[op.scope] == 1 and op.scope not in outer    # nn.Flatten's one op
             own = op.scope in outer and out is not target       # the loss keeps its op's name
-            last = op.scope.rsplit("/", 1)[-1]
-            label = op.assigned or (figure.short_name(rec.root_vars.get(last, last)) if alone else
+            label = op.assigned or (_scope_name(op.scope, rec.root_vars) if alone else
                                     view_title(op.name, named_by(base, op.scope if own else None), own=own))
             if several:                 # each output its own value: a, b = h.chunk(2) is a and b, not h.chunk twice
                 label = (names or {}).get(id(out)) or (targets[j] if targets else None) or \
@@ -404,8 +403,13 @@ def _module_name(node, roots=None) -> str | None:
     for ``…stages.0.layers.0``; an outermost model by the learner's variable for it, ``roots``), or None."""
     if node.kind != "op" or not node.scope:
         return None
-    last = node.scope.rsplit("/", 1)[-1]
-    return figure.short_name((roots or {}).get(last, last)) or None
+    return _scope_name(node.scope, roots) or None
+
+
+def _scope_name(scope: str, roots=None) -> str:
+    """The short name of a scope's innermost module; an outermost model by the learner's variable (``roots``)."""
+    last = scope.rsplit("/", 1)[-1]
+    return figure.short_name((roots or {}).get(last, last))
 
 
 def _loss_text(op, pred, raw_edges, k, out):

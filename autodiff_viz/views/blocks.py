@@ -368,7 +368,7 @@ def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
             continue
         while run and run[-1].grad is None:            # made from nothing for what comes after (labels = arange)
             run.pop()
-        if len(run) > (COMPUTED_ABOVE if "/" not in run[0].scope else MODULE_COMPUTED_ABOVE) if run else False:
+        if run and len(run) > (COMPUTED_ABOVE if "/" not in run[0].scope else MODULE_COMPUTED_ABOVE):
             runs.append(run)
         run = [n] if mine else []
     out = {}

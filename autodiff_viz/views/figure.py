@@ -174,7 +174,7 @@ def _name(trace, lay, node) -> str:
         first = rep.groups.index(box.key) if box.key in rep.groups else 0
         return lay.hierarchy.groups[rep.groups[first + box.count - 1]].title
     if box is not None and box.kind != "node" and box.title:
-        return getattr(trace, "roots", {}).get(box.title, box.title)
+        return learners_name(trace, box.title)
     return node.title[2:-2] if node.title.startswith("__") and node.title.endswith("__") else node.title
 
 
@@ -193,11 +193,17 @@ def _names(trace, lay, ids) -> list:
     return names
 
 
+def learners_name(trace, title: str) -> str:
+    """``title`` of a group as the learner's code calls it: an outermost model by the variable that holds it
+    (:attr:`Trace.roots`: ``decoder`` for the scope ``mlp_1``), any other group as it is."""
+    return getattr(trace, "roots", {}).get(title, title)
+
+
 def titled(trace, box) -> str:
     """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class; an
     outermost model by the learner's variable for it (``decoder (MLP)``, :attr:`Trace.roots`)."""
     cls = getattr(trace, "kinds", {}).get(box.title) if box.what != "block" else None   # a block is no layer,
-    title = getattr(trace, "roots", {}).get(box.title, box.title) if box.kind != "repeat" else box.title
+    title = learners_name(trace, box.title) if box.kind != "repeat" else box.title
     return f"{title} ({cls})" if cls else title                          # even when named as its first (Conv_1)
 
 
@@ -390,13 +396,13 @@ def formula(trace, box, role: str, hierarchy=None) -> str:
             return REPEATED.format(n=box.count, box=box.title) + ("; in each: " + RESIDUAL if skip else "")
         if box.kind == "group" and hierarchy is not None and residual(trace, hierarchy, box.key):
             return RESIDUAL
-        return GENERIC.format(box=getattr(trace, "roots", {}).get(box.title, box.title) or "the folded middle")
+        return GENERIC.format(box=learners_name(trace, box.title) or "the folded middle")
     for name in weight_roles(role):
         for entry in (name,) + WEIGHT_ALIASES.get(name, ()):
             entries = entry if isinstance(entry, tuple) else (entry,)
             if all(e in texts for e in entries):
                 return "; ".join(text(e) for e in entries)
-    return GENERIC_WEIGHT.format(box=getattr(trace, "roots", {}).get(box.title, box.title) or "the folded middle")
+    return GENERIC_WEIGHT.format(box=learners_name(trace, box.title) or "the folded middle")
 
 
 def states_weight(trace, title: str, weight: str) -> bool:

@@ -32,7 +32,7 @@ from ...core.tensor import Tensor, full_name
 from ...diagnosis import walk as diagnosis
 from ...records.traces.build import build_trace
 from ...records.traces.model import Trace
-from .. import dot, heatmap, minidot, render
+from .. import dot, figure, heatmap, minidot, render
 from ..folding import open_instances
 from . import panels, svgtools
 
@@ -203,8 +203,8 @@ class ExplorerState:
             elif h is not None and k in h.repeats:
                 out.append((k, f"{h.repeats[k].title} × {h.repeats[k].count}"))
             elif h is not None and k in h.groups:
-                title = h.groups[k].title                    # an outermost model by the learner's variable
-                out.append((k, self.trace.roots.get(title, title) if h.groups[k].parent is None else title))
+                title = h.groups[k].title
+                out.append((k, figure.learners_name(self.trace, title) if h.groups[k].parent is None else title))
             else:
                 out.append((k, k))
         return out
