@@ -87,20 +87,18 @@ def test_the_default_figure_fits_the_notebook(torch_case):
 
 PARTS = {
     "opt": ("model.decoder.embed_tokens", "model.decoder.layers.0", "model.decoder.final_layer_norm", "lm_head"),
-    "poolformer": ("poolformer.encoder", "norm", "classifier"),
+    # PoolFormerModel only wraps its encoder, which runs a patch embedding before each stage's blocks: the
+    # stages are the paper's figure (MetaFormer, Fig. 2), each embedding's convolution drawn open
+    "poolformer": ("poolformer.encoder.block.0.0", "poolformer.encoder.block.1.0", "poolformer.encoder.block.1.1",
+                   "norm", "classifier"),
     "xlnet": ("transformer.word_embedding", "transformer.layer.0", "sequence_summary", "logits_proj"),
     "debertav2": ("deberta.embeddings", "deberta.encoder", "pooler", "classifier"),
 }
 
 
 @pytest.mark.parametrize("torch_case", [
-    pytest.param("opt", marks=pytest.mark.xfail(strict=True, reason=(
-        "the default figure is two boxes, model.decoder and lm_head: OPTModel holds only its decoder and "
-        "OPTForCausalLM calls self.model.decoder past it, so 'model' opens with its parent as a container, and "
-        "the backbone walk of figure.model_keys skips what opens with its parent, never reaching the decoder"))),
-    pytest.param("poolformer", marks=pytest.mark.xfail(strict=True, reason=(
-        "the default figure is input → poolformer (one box of 81 nodes) → norm → classifier: PoolFormerModel "
-        "holds one child, its encoder, and figure._is_model counts a model only with two or more layers"))),
+    "opt",
+    "poolformer",
     pytest.param("xlnet", marks=pytest.mark.xfail(strict=True, reason=(
         "three group boxes titled 'transformer.dropout': XLNetModel.forward calls one nn.Dropout three times "
         "(on word_emb_k, pos_emb and the output), each run a group of its own with the same title"))),
@@ -112,12 +110,7 @@ def test_the_default_figure_is_the_models_named_parts_each_once(torch_case):
 
 @pytest.mark.parametrize("torch_case", [
     "opt", "poolformer",
-    pytest.param("xlnet", marks=pytest.mark.xfail(strict=True, reason=(
-        "'input.transpose' and 'input….contiguous', int64 and without gradient, drawn alone at the top: "
-        "XLNetModel.forward transposes the token ids to (length, batch) before the embedding"))),
-    pytest.param("debertav2", marks=pytest.mark.xfail(strict=True, reason=(
-        "a lone box 'ones' (2, 8), without gradient: DebertaV2Model.forward makes the attention mask with "
-        "torch.ones(input_shape) when none is passed, and one op made from nothing is drawn as data going in"))),
+    "xlnet", "debertav2",
 ], indirect=True)
 def test_no_box_is_a_library_op_or_loose_plumbing(torch_case):
     lay = folding.layout(torch_case.tr)

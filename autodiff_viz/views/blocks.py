@@ -429,10 +429,16 @@ def made_without_gradient(trace, ops) -> dict:
     Each run of them in one scope is one box, titled by what it makes when that has a name
     (``final_logits_bias (no gradient)``), else by its ops (``arange, add, le … (no gradient)``), instead of a row
     of loose op boxes. Only with a target (where ḡ says what carries a gradient). What is made from named inputs
-    (``labels``, ``x``) is data and stays drawn.
+    (``labels``, ``x``) is data and stays drawn, and so is one op made from nothing, unless a module makes it for
+    one of its parts (DeBERTa's mask, ``torch.ones(input_shape)`` when none is passed, is plumbing; CLIP's
+    ``labels = arange(n)`` for its loss is data). So is what a library's module does to the data it was given
+    before handing it to one of its parts (OPT's ``input_ids.view(…)`` and XLNet's ``input_ids.transpose(0, 1)``
+    before the embedding, a mask from ``attention_mask``), not what it prepares for its own loss (Hugging Face
+    shifting the ``labels``).
     """
     if trace.target is None:
         return {}
+    own = getattr(trace, "own", frozenset())
     free: set = set()
     for n in ops:
         if n.grad is not None or n.id == trace.target:
@@ -441,23 +447,46 @@ def made_without_gradient(trace, ops) -> dict:
                s.kind == "state" or s.kind == "constant" and (not s.title or s.title == s.op)
                for s in (trace.node(e.src) for e in trace.edges_into(n.id))):
             free.add(n.id)
+    fed: set = set()            # a library module's own ops on the data it was given (OPT's input_ids.view)
+    for n in ops:
+        if n.grad is not None or n.id == trace.target or n.id in free or not n.scope or \
+                n.scope.rsplit("/", 1)[-1] in own:
+            continue
+        sources = [trace.node(e.src) for e in trace.edges_into(n.id)]
+        if sources and all(s.id in free or s.id in fed if s.kind == "op" else s.kind in ("state", "constant")
+                           for s in sources):
+            fed.add(n.id)
     runs: list = []
     prev = None
     for n in ops:
-        if n.id not in free:
+        if n.id not in free and n.id not in fed:
             prev = None
             continue
         if prev is None or prev.scope != n.scope:
             runs.append([])
         runs[-1].append(n)
         prev = n
+    loss = trace.node(trace.target).scope
+
+    def part_of(scope, where) -> bool:        # a module's op below ``where``, other than the model's loss module
+        return scope.startswith(where + "/") and not (
+            loss.startswith(where + "/") and (scope == loss or scope.startswith(loss + "/")))
     out = {}
     for run in runs:
-        if len(run) == 1 and not trace.edges_into(run[0].id):    # one op made from nothing (net(torch.randn(…))):
-            continue                                              # the data going in, drawn as itself
-        last = run[-1].title
-        if last and last != run[-1].op and "…" not in last:      # what it makes has a name: final_logits_bias
-            title = f"{last} (no gradient)"
+        inside = {n.id for n in run}
+        alone = len(run) == 1 and not trace.edges_into(run[0].id)     # one op made from nothing
+        if alone and run[0].scope.rsplit("/", 1)[-1] in own:
+            continue        # by the learner's own module (h0 = torch.zeros(…) for its LSTM): data, drawn as itself
+        if (alone or any(n.id in fed for n in run)) and not any(
+                part_of(trace.node(e.dst).scope, run[0].scope)
+                for n in run for e in trace.edges_from(n.id) if e.dst not in inside):
+            continue        # data the learner's code makes (net(torch.randn(…))) or the model makes for its own
+            # loss (HF shifting the labels, CLIP's labels = arange(n)): data, drawn as itself
+        named = [n.title for n in run if n.title and n.title != n.op and "…" not in n.title]
+        if named and named[-1] == run[-1].title:                  # what it makes has a name: final_logits_bias
+            title = f"{named[-1]} (no gradient)"
+        elif named and named[0] == run[0].title:                  # what it starts from: input.transpose …
+            title = f"{named[0]} … (no gradient)"
         else:                                                    # else what it does: arange, add, le …
             names = list(dict.fromkeys(n.op.strip("_") for n in run))
             title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + " (no gradient)"

@@ -92,17 +92,30 @@ def _is_model(trace, h, g) -> bool:
     if cls is not None or name is None:
         return False
     # a class the package does not know (a subclassed model, a torch.nn.Module): a model when it holds layers,
-    # counted through the containers that open with it (Segformer's backbone holds only the list of its stages)
-    children, todo = set(), [g.key]
+    # counted through what opens with it (Segformer's backbone holds only the list of its stages; PoolFormerModel
+    # only its encoder)
+    return len({c.base.rsplit("/", 1)[-1] for c in _parts(h, g.key)}) >= 2
+
+
+def _parts(h, key, boxes=False) -> list:
+    """The layers the group ``key`` is made of, seen through containers: a list the code only indexes
+    (:attr:`Hierarchy.with_parent`, it opens with its parent), the one part of a group holding only that part
+    (:attr:`Hierarchy.transparent`, it opens with the group) and — unless ``boxes``, which asks for the layers
+    drawn as boxes when ``key`` opens — such a group itself."""
+    kids: dict = {}
+    for c in h.groups.values():
+        if c.what == "layer" and c.parent is not None:
+            kids.setdefault(c.parent, []).append(c)
+    out, todo = [], [key]
     while todo:
         parent = todo.pop()
-        for c in h.groups.values():
-            if c.parent == parent and c.what == "layer":
-                if c.key in h.transparent or c.key in h.with_parent:
-                    todo.append(c.key)
-                else:
-                    children.add(c.base.rsplit("/", 1)[-1])
-    return len(children) >= 2
+        for c in kids.get(parent, ()):
+            if kids.get(c.key) and (c.key in h.with_parent or parent in h.transparent
+                                    or (not boxes and c.key in h.transparent)):
+                todo.append(c.key)
+            else:
+                out.append(c)
+    return out
 
 
 def model_keys(trace, h, backbones=True) -> frozenset:
@@ -110,7 +123,9 @@ def model_keys(trace, h, backbones=True) -> frozenset:
 
     A model's layers are its boxes. A **backbone** is a model's child that is itself a model (it holds two or
     more layers), holds more than half of the model's ops, and runs before every other model among its siblings:
-    the rest are heads reading its output. Hugging Face's ``BertForSequenceClassification`` wraps ``bert``
+    the rest are heads reading its output; it may sit in a container that opens with the model (``OPTForCausalLM``
+    calls ``self.model.decoder`` past ``OPTModel``), but not beside other models in a list (stages in a row are
+    the model's parts, none of them a backbone). Hugging Face's ``BertForSequenceClassification`` wraps ``bert``
     (``BertModel``) beside ``dropout`` and ``classifier``, so the figure a paper draws shows ``bert``'s parts
     (embeddings, encoder, pooler) beside the classifier, not one box ``bert``. A model that another model
     runs before (BERT's or ALBERT's encoder after the embeddings, T5's decoder after its encoder) is one of
@@ -134,11 +149,11 @@ def model_keys(trace, h, backbones=True) -> frozenset:
     todo = list(keys)
     while todo:
         parent = todo.pop()
-        models = [g for g in h.groups.values() if g.parent == parent and g.what == "layer" and _is_model(trace, h, g)
-                  and g.key not in h.with_parent]            # a list of stages opens with its model: no backbone
+        models = [g for g in _parts(h, parent, boxes=True) if _is_model(trace, h, g)]
         for g in models:
             if 2 * size.get(g.key, 0) > size.get(parent, 0) and g.key not in keys \
-                    and not any(m.order < g.order for m in models):
+                    and not any(m.order < g.order for m in models) \
+                    and not any(m.parent == g.parent != parent for m in models if m is not g):
                 keys.add(g.key)
                 todo.append(g.key)
     return frozenset(keys)

@@ -273,7 +273,9 @@ def _repeated_calls(trace, ops, groups, paths) -> dict:
     directly holds (its ops, and its sub-groups as one item each) repeats
     with a period (the same sequence, ``c ≥ 2`` times) and each repetition
     reads what the one before produced (the state handed from step to
-    step), the repetitions are separate calls. Returns ``{(node id, depth):
+    step), and each runs the same modules (a loop over a model's stages,
+    ``patch_embeddings[i]`` then ``block[i]``, runs others), the repetitions
+    are separate calls. Returns ``{(node id, depth):
     call number}`` for the calls after the first, so the groups can be
     rebuilt with each call as its own run.
     """
@@ -300,6 +302,9 @@ def _repeated_calls(trace, ops, groups, paths) -> dict:
         if not all(any(chunk_of.get(e.src) == c - 1 for nid in chunks[c] for e in trace.edges_into(nid))
                    for c in range(1, len(chunks))):
             continue
+        modules = [{trace.node(nid).scope for nid in ids} for ids in chunks]
+        if any(m != modules[0] for m in modules[1:]):
+            continue            # a loop over stages (patch_embeddings[i], block[i]) in one call runs other modules
         for c, ids in enumerate(chunks[1:], start=2):
             for nid in ids:
                 out[(nid, paths[nid].index(key))] = c
