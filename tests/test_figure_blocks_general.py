@@ -536,3 +536,104 @@ def test_single_layers_repeat_only_at_one_width():
     boxes = _titles(folding.layout(tr))
     assert "i2h (Linear)" in boxes or "i2h" in boxes, list(boxes)
     assert "h2o (Linear)" in boxes or "h2o" in boxes, list(boxes)
+
+
+class Staged(torch.nn.Module):
+    """An encoder that runs a patch embedding before each stage's blocks (PoolFormer's, PVT's): one call whose
+    list items come back in turn."""
+
+    def __init__(self, n=4):
+        super().__init__()
+        self.embed = torch.nn.ModuleList([torch.nn.Linear(n, n), torch.nn.Linear(n, n)])
+        self.stage = torch.nn.ModuleList([torch.nn.ModuleList([Block(n)]),
+                                          torch.nn.ModuleList([Block(n), Block(n)])])
+
+    def forward(self, x):
+        for embed, blocks in zip(self.embed, self.stage):
+            x = embed(x)
+            for block in blocks:
+                x = block(x)
+        return x
+
+
+class Wraps(torch.nn.Module):
+    """A model whose forward only calls the one model it holds (``PoolFormerModel`` around its encoder)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = Staged()
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = Wraps()
+        self.norm = torch.nn.LayerNorm(4)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.norm(self.backbone(x)))
+
+
+def test_a_model_wrapping_one_model_opens_through_it_to_the_stages_its_loop_runs():
+    """The wrapper holds one part, the encoder, which holds the layers: both open, and the figure shows the
+    stages. The encoder's loop over its stages (embedding, blocks; embedding, blocks) is one call, not the
+    encoder called twice."""
+    torch.manual_seed(0)
+    tr = _trace(Classifier(), torch.randn(2, 4))
+    h = folding.hierarchy(tr)
+    assert [g.title for g in h.groups.values()].count("backbone.encoder") == 1
+    boxes = _titles(folding.layout(tr))
+    assert {"backbone.encoder.stage.0.0", "Block × 2", "norm", "head"} <= set(boxes), sorted(boxes)
+    assert not {"backbone", "backbone.encoder"} & set(boxes), sorted(boxes)
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self, n=4, vocab=10):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, n)
+        self.layers = torch.nn.ModuleList([Block(n), Block(n)])
+        self.final = torch.nn.LayerNorm(n)
+
+    def forward(self, ids):
+        x = self.embed(ids.view(-1, ids.shape[-1]))
+        for layer in self.layers:
+            x = layer(x)
+        return self.final(x)
+
+
+class Holder(torch.nn.Module):
+    """Holds the decoder and is never called: the model calls ``self.model.decoder`` past it (OPT)."""
+
+    def __init__(self):
+        super().__init__()
+        self.decoder = Decoder()
+
+
+class LanguageModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = Holder()
+        self.head = torch.nn.Linear(4, 10)
+
+    def forward(self, ids):
+        return self.head(self.model.decoder(ids))
+
+
+def test_a_model_called_past_a_container_is_the_backbone_and_the_learners_own_ops_stay_drawn():
+    """The decoder is the architecture (embedding, the layers, the final norm) although it sits in a container
+    nobody calls. What the learner's own decoder does to the token ids (``ids.view``) is their code and stays
+    drawn; the same op inside a library's model is folded as plumbing (OPT, XLNet in
+    ``test_figure_unseen_architectures_5.py``)."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 10, (2, 3))
+    with adv.torch.record() as rec:
+        loss = LanguageModel()(ids).pow(2).mean()
+        loss.backward()
+    tr = rec.trace(loss)
+    boxes = _titles(folding.layout(tr))
+    assert {"model.decoder.embed", "Block × 2", "model.decoder.final", "head"} <= set(boxes), sorted(boxes)
+    assert "ids.view" in boxes and not any(t.endswith("(no gradient)") for t in boxes), sorted(boxes)
