@@ -93,8 +93,11 @@ def _is_model(trace, h, g) -> bool:
         return False
     # a class the package does not know (a subclassed model, a torch.nn.Module): a model when it holds layers,
     # counted through what opens with it (Segformer's backbone holds only the list of its stages; PoolFormerModel
-    # only its encoder)
-    return len({c.base.rsplit("/", 1)[-1] for c in _parts(h, g.key)}) >= 2
+    # only its encoder) and through its one part (SEW's feature encoder: a list of two different conv layers)
+    parts = _parts(h, g.key)
+    while len(parts) == 1:
+        parts = _parts(h, parts[0].key)
+    return len({c.base.rsplit("/", 1)[-1] for c in parts}) >= 2
 
 
 def _parts(h, key, boxes=False) -> list:
@@ -123,13 +126,14 @@ def model_keys(trace, h, backbones=True) -> frozenset:
 
     A model's layers are its boxes. A **backbone** is a model's child that is itself a model (it holds two or
     more layers), holds more than half of the model's ops, and runs before every other model among its siblings:
-    the rest are heads reading its output; it may sit in a container that opens with the model (``OPTForCausalLM``
-    calls ``self.model.decoder`` past ``OPTModel``), but not beside other models in a list (stages in a row are
-    the model's parts, none of them a backbone). Hugging Face's ``BertForSequenceClassification`` wraps ``bert``
+    the rest are heads reading its output. Hugging Face's ``BertForSequenceClassification`` wraps ``bert``
     (``BertModel``) beside ``dropout`` and ``classifier``, so the figure a paper draws shows ``bert``'s parts
-    (embeddings, encoder, pooler) beside the classifier, not one box ``bert``. A model that another model
-    runs before (BERT's or ALBERT's encoder after the embeddings, T5's decoder after its encoder) is one of
-    the architecture's parts, drawn as its box, however large.
+    (embeddings, encoder, pooler) beside the classifier, not one box ``bert``. A backbone may sit in a container
+    that opens with its model (``OPTForCausalLM`` calls ``self.model.decoder`` past ``OPTModel``). Models in a
+    row in a list (stages) are the model's parts, none of them a backbone; so is a model run before one that
+    reads data of its own (LED's encoder before its decoder, which reads the target tokens), however large. A
+    model that another model runs before (BERT's or ALBERT's encoder after the embeddings, T5's decoder after its
+    encoder) is one of the architecture's parts, drawn as its box.
 
     Several different models called by the learner's own step (keras.io's VAE calls ``vae.encoder`` then
     ``vae.decoder``; a GAN its generator and its discriminator) are the parts of the architecture the step
@@ -146,6 +150,16 @@ def model_keys(trace, h, backbones=True) -> frozenset:
         if path and trace.node(nid).kind == "op":
             for k in path:
                 size[k] = size.get(k, 0) + 1
+    members: dict = {}
+    for nid, path in h.paths.items():
+        for k in path:
+            members.setdefault(k, set()).add(nid)
+
+    def own_data(m, g) -> bool:       # m reads data of its own (a decoder its tokens), not only g's output
+        inside, first = members.get(m.key, set()), members.get(g.key, set())
+        return any(s.kind not in ("variable", "state") and s.grad is None and s.id not in first
+                   for nid in inside for s in (trace.node(e.src) for e in trace.edges_into(nid))
+                   if s.id not in inside)
     todo = list(keys)
     while todo:
         parent = todo.pop()
@@ -153,7 +167,7 @@ def model_keys(trace, h, backbones=True) -> frozenset:
         for g in models:
             if 2 * size.get(g.key, 0) > size.get(parent, 0) and g.key not in keys \
                     and not any(m.order < g.order for m in models) \
-                    and not any(m.parent == g.parent != parent for m in models if m is not g):
+                    and not any(m.parent == g.parent != parent or own_data(m, g) for m in models if m is not g):
                 keys.add(g.key)
                 todo.append(g.key)
     return frozenset(keys)

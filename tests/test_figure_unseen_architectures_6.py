@@ -1,0 +1,126 @@
+"""A sixth batch of architectures this project had not drawn, built by ``transformers`` with random weights:
+
+* RegNet (``RegNetForImageClassification``): its embedder holds one conv layer (convolution, norm, activation),
+  then four stages, a pooler and the classifier — the shape of Hugging Face's ResNet;
+* CvT (``CvtForImageClassification``): ``CvtModel`` holds only its encoder, a list of stages, each a
+  convolutional token embedding and its blocks;
+* PVTv2 (``PvtV2ForImageClassification``): ``PvtV2Model`` holds only its encoder, a list of stages;
+* LED (``LEDForConditionalGeneration``): an encoder (Longformer's windowed attention, larger than its decoder)
+  and a decoder that reads the target tokens;
+* SEW (``SEWForSequenceClassification``): a feature encoder whose one part is a list of two different conv
+  layers, then a squeezed transformer encoder.
+
+Found by probing: each drew its architecture wrong before these rules (RegNet, CvT, LED and SEW opened their
+encoder where Hugging Face's ResNet, BART and Wav2Vec2 keep it one box; PVTv2 read its encoder as one model
+called twice). The expected parts are what the papers draw: ResNet-shaped models by embedder, encoder, pooler
+and head (Radosavovic et al. 2020, RegNet, Fig. 3), CvT and PVTv2 by their stages (Wu et al. 2021, Fig. 2; Wang
+et al. 2022, Fig. 1), LED as encoder → decoder (Beltagy et al. 2020, §6), SEW as the feature encoder, the
+transformer encoder and the head (Wu et al. 2021, Fig. 2). Each model's whole training step is recorded as a
+learner writes it and checked as the earlier batches are.
+"""
+from __future__ import annotations
+
+import pytest
+from test_figure_real_models import _readable
+from unseen_models import (
+    assert_default_figure_is_named_parts,
+    assert_torch_loss_edges_by_role,
+    assert_torch_step_bit_for_bit,
+    hf,
+    op_named_nodes,
+    plumbing,
+    record_torch_case,
+    torch,
+)
+
+from autodiff_viz.views import folding, render
+
+KINDS = ["regnet", "cvt", "pvtv2", "led", "sew"]
+
+
+def _torch_model(kind):
+    """A model with random weights, its inputs and its labels."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    classes = torch.tensor([0, 2])
+    pixels = {"pixel_values": torch.randn(2, 3, 32, 32, generator=g)}
+    if kind == "regnet":
+        model = hf.RegNetForImageClassification(hf.RegNetConfig(
+            embedding_size=8, hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 2, 1], groups_width=8, num_labels=3))
+        return model, pixels, classes
+    if kind == "cvt":
+        model = hf.CvtForImageClassification(hf.CvtConfig(
+            embed_dim=[8, 16], num_heads=[1, 2], depth=[1, 2], patch_sizes=[7, 3], patch_stride=[4, 2],
+            patch_padding=[2, 1], mlp_ratio=[2.0, 2.0], attention_drop_rate=[0.0, 0.0], drop_rate=[0.0, 0.0],
+            drop_path_rate=[0.0, 0.0], qkv_bias=[True, True], cls_token=[False, True],
+            qkv_projection_method=["dw_bn", "dw_bn"], kernel_qkv=[3, 3], padding_kv=[1, 1], stride_kv=[2, 2],
+            padding_q=[1, 1], stride_q=[1, 1], num_labels=3))
+        return model, pixels, classes
+    if kind == "pvtv2":
+        model = hf.PvtV2ForImageClassification(hf.PvtV2Config(
+            hidden_sizes=[8, 16], depths=[1, 2], num_encoder_blocks=2, sr_ratios=[2, 1], num_attention_heads=[1, 2],
+            patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2], num_labels=3))
+        return model, pixels, classes
+    ids = torch.randint(3, 40, (2, 8), generator=g)
+    if kind == "led":
+        model = hf.LEDForConditionalGeneration(hf.LEDConfig(
+            vocab_size=40, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_encoder_position_embeddings=32,
+            max_decoder_position_embeddings=32, attention_window=4, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+            decoder_start_token_id=2))
+        return model, {"input_ids": ids}, torch.randint(3, 40, (2, 5), generator=g)
+    model = hf.SEWForSequenceClassification(hf.SEWConfig(
+        vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        conv_dim=(8, 8), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=2, squeeze_factor=2, num_labels=3, mask_time_prob=0.0))
+    return model, {"input_values": torch.randn(2, 400, generator=g)}, classes
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def torch_case(request):
+    plain, inputs, labels = _torch_model(request.param)
+    plain.train()
+    return record_torch_case(request.param, plain, inputs, labels)
+
+
+@pytest.mark.parametrize("torch_case", KINDS, indirect=True)
+def test_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_weights_before_the_update(torch_case):
+    assert_torch_step_bit_for_bit(torch_case)
+
+
+@pytest.mark.parametrize("torch_case", KINDS, indirect=True)
+def test_the_labels_edge_says_no_gradient_and_the_predictions_edge_the_loss(torch_case):
+    assert_torch_loss_edges_by_role(torch_case)
+
+
+@pytest.mark.parametrize("torch_case", KINDS, indirect=True)
+def test_the_default_figure_fits_the_notebook(torch_case):
+    assert _readable(torch_case.tr) >= render.MIN_LABEL_PX
+
+
+PARTS = {
+    "regnet": ("regnet.embedder", "regnet.encoder", "regnet.pooler", "classifier"),
+    "cvt": ("cvt.encoder.stages.0", "cvt.encoder.stages.1", "layernorm", "classifier"),
+    "pvtv2": ("pvt_v2.encoder.layers.0", "pvt_v2.encoder.layers.1", "classifier"),
+    "led": ("led.encoder", "led.decoder", "lm_head"),
+    "sew": ("sew.feature_extractor", "sew.feature_projection", "sew.encoder", "projector", "classifier"),
+}
+
+
+@pytest.mark.parametrize("torch_case", KINDS, indirect=True)
+def test_the_default_figure_is_the_models_named_parts_each_once(torch_case):
+    assert_default_figure_is_named_parts(torch_case, PARTS[torch_case.kind])
+
+
+@pytest.mark.parametrize("torch_case", KINDS, indirect=True)
+def test_no_box_is_a_library_op_or_loose_plumbing(torch_case):
+    lay = folding.layout(torch_case.tr)
+    assert not op_named_nodes(torch_case.tr, lay) and not plumbing(torch_case.tr, lay)
+
+
+@pytest.mark.parametrize("torch_case", ["cvt", "pvtv2"], indirect=True)
+def test_an_encoder_run_once_over_its_stages_is_one_group(torch_case):
+    """The encoder's loop (embedding, blocks; embedding, blocks) is one call of the encoder, not two."""
+    titles = [g.title for g in folding.hierarchy(torch_case.tr).groups.values()]
+    encoder = next(t for t in titles if t.endswith(".encoder"))
+    assert titles.count(encoder) == 1, encoder
