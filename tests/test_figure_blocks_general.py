@@ -56,6 +56,31 @@ def test_a_prefix_shared_by_every_layer_is_no_block():
     assert block["net_stage_1_block_2_pw"] == ("net_stage_1_block_2",)
 
 
+def test_an_instance_number_after_what_a_layer_does_makes_the_blocks():
+    """keras.applications' MobileNet names its depthwise separable block K ``conv_pad_K``, ``conv_dw_K``,
+    ``conv_dw_K_bn`` … ``conv_pw_K_relu``: the number comes after the layer's role, so the shared prefix
+    ``conv`` holds all 13 blocks. The number is what makes the blocks, titled ``conv_*_K``; the classifier
+    ``conv_preds`` has no number and is in none."""
+    names = ["conv1", "conv1_bn", "conv1_relu"]
+    for b in range(1, 14):
+        names += [f"conv_pad_{b}"] if b in (2, 4, 6, 12) else []
+        names += [f"conv_{u}_{b}{s}" for u in ("dw", "pw") for s in ("", "_bn", "_relu")]
+    names += ["global_average_pooling2d", "dropout", "conv_preds", "reshape_2", "predictions"]
+    block = {c: b for (_, c), b in blocks.name_blocks(_kids(names), lambda c: c in names[-5:-3]).items()}
+    assert block["conv1_bn"] == ("conv1",) and block["conv_dw_1_bn"] == ("conv_*_1",)
+    assert block["conv_pad_2"] == block["conv_pw_2_relu"] == ("conv_*_2",) and block["conv_dw_13"] == ("conv_*_13",)
+    assert "conv_preds" not in block and "predictions" not in block
+
+
+def test_a_number_that_comes_back_is_no_instance():
+    """Names whose numbers repeat along the run (``unit_1``, ``unit_2``, ``unit_1`` …) are not instances in a
+    row: no blocks by number."""
+    names = ["stem"] + [f"unit_{r}_{k}" for r in ("a", "b", "c", "d") for k in range(4)] + ["head"]
+    assert not any(b and "*" in b[0] for b in blocks.name_blocks(_kids(names)).values())
+    names = ["stem"] + [f"unit_{r}_{k}" for k in range(4) for r in ("a", "b", "c", "d")] + ["head"]
+    assert blocks.name_blocks(_kids(names))[(("model",), "unit_c_2")] == ("unit_*_2",)      # in a row: blocks
+
+
 def test_a_numbered_block_of_numbered_units_is_one_block_and_an_unnamed_merge_closes_the_block_before_it():
     names = ["stem_conv", "stem_bn"]
     order = list(names)

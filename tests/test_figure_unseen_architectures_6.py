@@ -8,28 +8,49 @@
 * LED (``LEDForConditionalGeneration``): an encoder (Longformer's windowed attention, larger than its decoder)
   and a decoder that reads the target tokens;
 * SEW (``SEWForSequenceClassification``): a feature encoder whose one part is a list of two different conv
-  layers, then a squeezed transformer encoder.
+  layers, then a squeezed transformer encoder;
+
+and two ``keras.applications`` models (``weights=None``):
+
+* MobileNet (v1): its depthwise separable block K is ``conv_pad_K``, ``conv_dw_K`` … ``conv_pw_K_relu`` — the
+  instance number after the layer's role;
+* InceptionResNetV2: each residual block is an Inception module of class-named branches merged by
+  ``block35_K_mixed``, then ``block35_K_conv``, the scaled residual ``block35_K`` and ``block35_K_ac``.
 
 Found by probing: each drew its architecture wrong before these rules (RegNet, CvT, LED and SEW opened their
 encoder where Hugging Face's ResNet, BART and Wav2Vec2 keep it one box; PVTv2 read its encoder as one model
 called twice). The expected parts are what the papers draw: ResNet-shaped models by embedder, encoder, pooler
 and head (Radosavovic et al. 2020, RegNet, Fig. 3), CvT and PVTv2 by their stages (Wu et al. 2021, Fig. 2; Wang
 et al. 2022, Fig. 1), LED as encoder → decoder (Beltagy et al. 2020, §6), SEW as the feature encoder, the
-transformer encoder and the head (Wu et al. 2021, Fig. 2). Each model's whole training step is recorded as a
+transformer encoder and the head (Wu et al. 2021, Fig. 2), MobileNet as its 13 depthwise separable blocks
+(Howard et al. 2017, Table 1), InceptionResNetV2 as stem, modules and its three kinds of residual blocks × 10,
+× 20, × 9 (Szegedy et al. 2016, Fig. 15). Before these rules MobileNet was one box ``conv`` (every block shares
+the prefix ``conv``) and InceptionResNetV2 split each block in two (``block35_1_mixed``, ``block35_1``), found no
+"× N" and folded its middle into a box without a title. Each model's whole training step is recorded as a
 learner writes it and checked as the earlier batches are.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from test_figure_real_models import _readable
+from test_figure_real_models import _boxes, _readable
 from unseen_models import (
     assert_default_figure_is_named_parts,
+    assert_keras_labels_edge_by_role,
+    assert_keras_state_without_gradient,
+    assert_keras_step_bit_for_bit,
     assert_torch_loss_edges_by_role,
     assert_torch_step_bit_for_bit,
+    fits_budget,
+    group_titles,
     hf,
+    keras,
+    named_parts,
     op_named_nodes,
     plumbing,
+    record_keras_case,
     record_torch_case,
+    tf,
     torch,
 )
 
@@ -124,3 +145,87 @@ def test_an_encoder_run_once_over_its_stages_is_one_group(torch_case):
     titles = [g.title for g in folding.hierarchy(torch_case.tr).groups.values()]
     encoder = next(t for t in titles if t.endswith(".encoder"))
     assert titles.count(encoder) == 1, encoder
+
+
+# ---------------------------------------------------------------------------
+# Keras: MobileNet (v1) and InceptionResNetV2, one recorded training step each
+# ---------------------------------------------------------------------------
+KERAS_KINDS = ["mobilenet", "inceptionresnetv2"]
+SIDE = {"mobilenet": 32, "inceptionresnetv2": 75}          # the smallest input each accepts
+
+
+def _keras_model(kind):
+    keras.utils.set_random_seed(0)
+    keras.backend.clear_session()          # Keras' layer counters restart: conv2d, conv2d_1 … as in a notebook
+    build = {"mobilenet": keras.applications.MobileNet,
+             "inceptionresnetv2": keras.applications.InceptionResNetV2}[kind]
+    return build(weights=None, input_shape=(SIDE[kind], SIDE[kind], 3), classes=4)
+
+
+@pytest.fixture(scope="module", params=KERAS_KINDS)
+def keras_case(request):
+    kind = request.param
+    rng = np.random.default_rng(0)
+    images = tf.constant(rng.random((2, SIDE[kind], SIDE[kind], 3)).astype("float32"))
+    return record_keras_case(kind, lambda: _keras_model(kind), images, tf.constant([1, 3]))
+
+
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
+def test_keras_a_recorded_step_is_bit_for_bit_and_its_trace_shows_the_weights_before_the_update(keras_case):
+    assert_keras_step_bit_for_bit(keras_case)
+
+
+KERAS_PARTS = {
+    "mobilenet": ["conv1"] + [f"conv_*_{k}" for k in range(1, 14)] + ["conv_preds", "predictions"],
+    "inceptionresnetv2": ["mixed_5b"] + [f"block35_{k}" for k in range(1, 11)] + ["mixed_6a"] +
+                         [f"block17_{k}" for k in range(1, 21)] + ["mixed_7a"] +
+                         [f"block8_{k}" for k in range(1, 11)] + ["conv_7b", "predictions"],
+}
+KERAS_REPEATS = {
+    "mobilenet": ["conv_*_7 … conv_*_11 × 5"],
+    "inceptionresnetv2": ["block35_1 … block35_10 × 10", "block17_1 … block17_20 × 20", "block8_1 … block8_9 × 9"],
+}
+
+
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
+def test_keras_the_default_figure_is_the_papers_blocks_within_the_budget(keras_case):
+    c = keras_case
+    lay, boxes = _boxes(c.tr)
+    parts = named_parts(c.tr, lay)
+    for part in KERAS_PARTS[c.kind]:
+        assert part in parts, (part, parts)
+    for rep in KERAS_REPEATS[c.kind]:
+        assert rep in boxes, (rep, sorted(boxes))
+    titles = group_titles(lay)
+    assert len(titles) == len(set(titles)) and all(titles), titles
+    assert fits_budget(lay), (len(lay.boxes), lay.notes)
+    assert _readable(c.tr) >= render.MIN_LABEL_PX
+
+
+@pytest.mark.parametrize("keras_case", ["inceptionresnetv2"], indirect=True)
+def test_inceptionresnetv2_a_block_opens_to_its_module_and_its_residual_and_the_module_to_its_branches(keras_case):
+    """``block35_1`` holds the Inception module ``block35_1_mixed`` (its class-named branches and their
+    concatenation), then the 1×1 conv, the scaled residual addition and the activation."""
+    tr = keras_case.tr
+    rep = next(r for r in folding.hierarchy(tr).repeats.values() if r.title.startswith("block35_1 "))
+    first = rep.groups[0]
+    lay, boxes = _boxes(tr, expanded={first})
+    assert {"block35_1_mixed", "block35_1_conv", "block35_1_ac"} <= set(boxes), sorted(boxes)
+    module = boxes["block35_1_mixed"].key
+    lay, opened = _boxes(tr, expanded={first, module})
+    assert sum(t.startswith("conv2d_") for t in opened) >= 4, sorted(opened)      # the branches' convolutions
+
+
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
+def test_keras_moving_statistics_are_state_without_gradient(keras_case):
+    assert_keras_state_without_gradient(keras_case)
+
+
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
+def test_keras_the_labels_edge_goes_by_role(keras_case):
+    assert_keras_labels_edge_by_role(keras_case)
+
+
+@pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
+def test_keras_no_box_is_named_by_a_library_op(keras_case):
+    assert not op_named_nodes(keras_case.tr, folding.layout(keras_case.tr))

@@ -124,6 +124,10 @@ def _nest(names, depth) -> dict:
             out.update({n: (_prefix(run[0], k),) for n in run[:first]})
             out.update(_nest(run[first:], k))
             continue
+        units = _by_number(run, toks, k) if len(run) > BLOCKS_ABOVE and not any(numbered) else None
+        if units:
+            out.update(units)
+            continue
         inner = _nest(run, k) if len(run) > BLOCKS_ABOVE else {}
         # named by the tokens its layers share, up to one the other blocks use for a unit inside them:
         # MobileNetV2's expanded_conv, but EfficientNetV2's block1a (its one unit is block2a's project too)
@@ -133,6 +137,43 @@ def _nest(names, depth) -> dict:
             end += 1
         block = _prefix(run[0], end)
         out.update({n: (block,) + inner.get(n, ()) for n in run})
+    return out
+
+
+def _by_number(run, toks, k):
+    """``{name: (block,)}`` for a crowded run of names whose instance number comes after what a layer does
+    (MobileNet's ``conv_pad_2``, ``conv_dw_2``, ``conv_dw_2_bn`` … ``conv_pw_2_relu``: the depthwise separable
+    block 2), or None when the names carry no such number.
+
+    Consecutive names with the same first number token after the run's shared prefix are one block, titled by
+    their tokens up to that number with ``*`` where they differ (``conv_*_2``). A name without a number
+    (``conv_preds``, the classifier after the blocks) is in none. None when fewer than half the names have a
+    number, when there are fewer than two numbers, or when a number comes back after another (not instances
+    in a row)."""
+    number = {n: next((i for i in range(k, len(toks[n])) if toks[n][i].isdigit()), None) for n in run}
+    if 2 * sum(i is not None for i in number.values()) < len(run):
+        return None
+    runs: list = []
+    for n in run:
+        num = toks[n][number[n]] if number[n] is not None else None
+        if num is not None and runs and runs[-1][0] == num:
+            runs[-1][1].append(n)
+        else:
+            runs.append((num, [n]))
+    nums = [num for num, _ in runs if num is not None]
+    if len(set(nums)) < 2 or len(nums) != len(set(nums)):
+        return None
+    out = {}
+    for num, names in runs:
+        if num is None or len(names) < 2:
+            out.update({n: () for n in names})
+            continue
+        heads = [toks[n][:number[n] + 1] for n in names]
+        if len({len(h) for h in heads}) == 1:
+            out.update({n: ("_".join(t if len({h[i] for h in heads}) == 1 else "*" for i, t in enumerate(heads[0])),)
+                        for n in names})
+        else:
+            out.update({n: ("_".join(toks[names[0]][:k] + ["*", num]),) for n in names})
     return out
 
 
@@ -192,7 +233,12 @@ def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
         if cells:
             nested = cells
         else:
-            nested.update(_modules(order, auto, read))
+            outer = dict(nested)
+            for c, m in _modules(order, auto, read).items():
+                # a module inside the block its merge's name gives: InceptionResNetV2's block35_1_mixed in
+                # block35_1, beside that block's conv, scale and activation
+                around = outer.get(m[0], ())[:1]
+                nested[c] = around + m if around and around[0] != m[0] else m
         out.update({(parent, c): b for c, b in nested.items() if b})
     return out
 
