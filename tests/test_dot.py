@@ -348,7 +348,7 @@ def test_rolled_loop_over_rnn_steps_with_gradient_norm_per_step():
     assert any(g.get("id") == "fwd_l0_loop" for g in drawn.iter("{http://www.w3.org/2000/svg}g"))
     unrolled = tr.to_dot("forward", expanded=opened | {loop.key})
     assert "rolled" not in unrolled.split("subgraph cluster_legend")[0]
-    assert unrolled.count(f"{rnn_layer.cell.name} (SimpleRNNCell)\\n→") == 6
+    assert all(f"{rnn_layer.cell.name} (SimpleRNNCell) · step {t} of 6\\n→" in unrolled for t in range(1, 7))
     short = rnn(3)                                          # 3 steps or fewer: unrolled by default
     assert short.loops() == [] or all(lp.count <= dot.ROLL_ABOVE for lp in short.loops())
 
@@ -366,7 +366,8 @@ def test_one_box_per_layer_rolls_a_long_loop_as_the_rolled_argument_says():
     rolled = tr.to_dot("forward", collapse="layers")
     assert "× 6 steps (rolled)" in rolled and rolled.count(f"{cell} (SimpleRNNCell)") == 1
     unrolled = tr.to_dot("forward", collapse="layers", rolled=False)
-    assert "rolled)" not in unrolled and unrolled.count(f"{cell} (SimpleRNNCell)\\n→") == 6
+    assert "rolled)" not in unrolled and all(f"{cell} (SimpleRNNCell) · step {t} of 6\\n→" in unrolled
+                                             for t in range(1, 7))       # each call says which time step it is
     assert tr.to_dot("forward", collapse=3, rolled=False) == unrolled      # the innermost depth is the same
     render.svg(rolled)
 

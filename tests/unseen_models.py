@@ -67,7 +67,9 @@ def opens_by_expanded(tr, key) -> bool:
 
 
 def group_titles(lay) -> list:
-    return [b.title for b in sorted(lay.boxes.values(), key=lambda b: b.order) if b.kind == "group"]
+    """Each group box's title as drawn: with which call it is when one module ran at several places."""
+    return [b.title + (f" · {b.call[2]} {b.call[0]} of {b.call[1]}" if b.call else "")
+            for b in sorted(lay.boxes.values(), key=lambda b: b.order) if b.kind == "group"]
 
 
 def op_named_nodes(tr, lay, loss_calls=LOSS_CALLS) -> list:

@@ -230,10 +230,12 @@ def learners_name(trace, title: str) -> str:
 
 def titled(trace, box) -> str:
     """A layer's box as ``summary()`` names it, ``dense_1 (Dense)``, when the trace knows the layer's class; an
-    outermost model by the learner's variable for it (``decoder (MLP)``, :attr:`Trace.roots`)."""
+    outermost model by the learner's variable for it (``decoder (MLP)``, :attr:`Trace.roots`); one run of a module
+    called at several places with which call it is (``transformer.dropout (Dropout) · call 2 of 3``)."""
     cls = getattr(trace, "kinds", {}).get(box.title) if box.what != "block" else None   # a block is no layer,
     title = learners_name(trace, box.title) if box.kind != "repeat" else box.title
-    return f"{title} ({cls})" if cls else title                          # even when named as its first (Conv_1)
+    call = f" · {box.call[2]} {box.call[0]} of {box.call[1]}" if getattr(box, "call", None) else ""
+    return (f"{title} ({cls})" if cls else title) + call                 # even when named as its first (Conv_1)
 
 
 def box_lines(trace, lay, box, view) -> list:

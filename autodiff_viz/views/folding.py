@@ -55,6 +55,7 @@ class Box:
     key: str | None = None
     what: str = ""
     count: int = 1       # for a loop: how many steps it rolls up
+    call: tuple | None = None    # (k, n, word): the k-th of n runs of one module (Hierarchy.calls)
 
 
 @dataclass
@@ -113,7 +114,8 @@ class Hierarchy:
 
     ``transparent``: containers whose one sub-group opens with them; ``with_parent``: groups that open when their
     parent opens (:func:`.blocks.opens_with_parent`); ``held[node_id]``: the repeat whose instances share that
-    weight (:attr:`.blocks.Repeat.held`).
+    weight (:attr:`.blocks.Repeat.held`); ``calls[key]``: ``(k, n, "call" | "step")`` for a module that ran ``n``
+    times under one parent, this group its ``k``-th run (:func:`_calls`).
     """
 
     paths: dict
@@ -123,6 +125,7 @@ class Hierarchy:
     transparent: frozenset = frozenset()
     with_parent: frozenset = frozenset()
     held: dict = field(default_factory=dict)
+    calls: dict = field(default_factory=dict)
     memo: dict = field(default_factory=dict, repr=False, compare=False)    # answers per fold state (one layout)
 
 
@@ -201,9 +204,25 @@ def hierarchy(trace) -> Hierarchy:
     repeats = blocks.find_repeats(trace, groups, paths)
     out = Hierarchy(paths, groups, loops, repeats, blocks.pass_through(groups, paths, trace),
                     blocks.opens_with_parent(trace, groups),
-                    {nid: rkey for rkey, rep in repeats.items() for nid in rep.held})
+                    {nid: rkey for rkey, rep in repeats.items() for nid in rep.held}, _calls(trace, groups, loops))
     trace._hierarchy = (len(trace.nodes), out)
     return out
+
+
+def _calls(trace, groups, loops) -> dict:
+    """``{group key: (k, n, word)}`` for the runs of one module that ran ``n`` times under one parent (XLNet's
+    forward calls its one ``nn.Dropout`` on the word embeddings, on the position encodings and on the output):
+    each run is a box of its own, titled as the ``k``-th ``"call"`` so that three boxes do not read as one module
+    drawn three times — or the ``k``-th ``"step"`` of a loop drawn unrolled (an RNN cell over time). Not a list
+    the code only indexes (:attr:`Trace.idle`), which is never called."""
+    runs: dict = {}
+    idle = getattr(trace, "idle", frozenset())
+    for g in groups.values():
+        if g.what == "layer" and g.title not in idle:
+            runs.setdefault((g.parent, g.base), []).append(g)
+    steps = {k for lp in loops.values() for k in lp.groups}
+    return {g.key: (k, len(gs), "step" if g.key in steps else "call") for gs in runs.values() if len(gs) > 1
+            for k, g in enumerate(sorted(gs, key=lambda g: g.order), start=1)}
 
 
 def _function_calls(ops) -> tuple[dict, dict]:
@@ -490,7 +509,7 @@ def _box_for(h: Hierarchy, key: str, order: int, expanded) -> Box:
         return Box(f"{rep.id}_{start}", "repeat", [], rep.title, order, rep.groups[start], "repeat",
                    stop - start + 1)
     g = h.groups[key]
-    return Box(g.id, "group", [], g.title, order, key, g.what)
+    return Box(g.id, "group", [], g.title, order, key, g.what, call=h.calls.get(key))
 
 
 def _weight_beside(trace, h: Hierarchy, nid: str, key: str | None) -> bool:
