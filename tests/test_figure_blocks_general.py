@@ -574,9 +574,9 @@ class Staged(torch.nn.Module):
                                           torch.nn.ModuleList([Block(n), Block(n)])])
 
     def forward(self, x):
-        for embed, blocks in zip(self.embed, self.stage):
+        for embed, stage in zip(self.embed, self.stage):
             x = embed(x)
-            for block in blocks:
+            for block in stage:
                 x = block(x)
         return x
 

@@ -15,7 +15,11 @@ and two ``keras.applications`` models (``weights=None``):
 * MobileNet (v1): its depthwise separable block K is ``conv_pad_K``, ``conv_dw_K`` … ``conv_pw_K_relu`` — the
   instance number after the layer's role;
 * InceptionResNetV2: each residual block is an Inception module of class-named branches merged by
-  ``block35_K_mixed``, then ``block35_K_conv``, the scaled residual ``block35_K`` and ``block35_K_ac``.
+  ``block35_K_mixed``, then ``block35_K_conv``, the scaled residual ``block35_K`` and ``block35_K_ac``;
+
+and keras.io's "Image classification with Vision Transformer" (Khalid Salama,
+https://keras.io/examples/vision/image_classification_with_vision_transformer/), reduced: its encoder block is
+written in a ``for`` loop as layers named after their class, closed by two residual ``Add`` s.
 
 Found by probing: each drew its architecture wrong before these rules (RegNet, CvT, LED and SEW opened their
 encoder where Hugging Face's ResNet, BART and Wav2Vec2 keep it one box; PVTv2 read its encoder as one model
@@ -229,3 +233,90 @@ def test_keras_the_labels_edge_goes_by_role(keras_case):
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_no_box_is_named_by_a_library_op(keras_case):
     assert not op_named_nodes(keras_case.tr, folding.layout(keras_case.tr))
+
+
+# ---------------------------------------------------------------------------
+# keras.io: Image classification with Vision Transformer (reduced: 16×16 images, 4 blocks of width 8)
+# ---------------------------------------------------------------------------
+class Patches(keras.layers.Layer):
+    """The example's patch extraction: images → (batch, patches, patch_size² · channels)."""
+
+    def __init__(self, patch_size):
+        super().__init__()
+        self.patch_size = patch_size
+
+    def call(self, images):
+        shape = keras.ops.shape(images)
+        patches = keras.ops.image.extract_patches(images, size=self.patch_size)
+        count = (shape[1] // self.patch_size) * (shape[2] // self.patch_size)
+        return keras.ops.reshape(patches, (shape[0], count, self.patch_size * self.patch_size * shape[3]))
+
+
+class PatchEncoder(keras.layers.Layer):
+    """The example's projection of each patch plus a learned position embedding."""
+
+    def __init__(self, num_patches, projection_dim):
+        super().__init__()
+        self.num_patches = num_patches
+        self.projection = keras.layers.Dense(units=projection_dim)
+        self.position_embedding = keras.layers.Embedding(input_dim=num_patches, output_dim=projection_dim)
+
+    def call(self, patch):
+        positions = keras.ops.expand_dims(keras.ops.arange(start=0, stop=self.num_patches, step=1), axis=0)
+        return self.projection(patch) + self.position_embedding(positions)
+
+
+def _mlp(x, hidden_units, dropout_rate):
+    for units in hidden_units:
+        x = keras.layers.Dense(units, activation=keras.activations.gelu)(x)
+        x = keras.layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def _vit(image_size=16, patch_size=4, projection_dim=8, num_heads=2, transformer_layers=4, num_classes=3):
+    keras.utils.set_random_seed(0)
+    keras.backend.clear_session()
+    inputs = keras.Input(shape=(image_size, image_size, 3))
+    encoded_patches = PatchEncoder((image_size // patch_size) ** 2, projection_dim)(Patches(patch_size)(inputs))
+    for _ in range(transformer_layers):
+        x1 = keras.layers.LayerNormalization(epsilon=1e-6)(encoded_patches)
+        attention_output = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=projection_dim,
+                                                           dropout=0.1)(x1, x1)
+        x2 = keras.layers.Add()([attention_output, encoded_patches])
+        x3 = keras.layers.LayerNormalization(epsilon=1e-6)(x2)
+        x3 = _mlp(x3, hidden_units=[projection_dim * 2, projection_dim], dropout_rate=0.1)
+        encoded_patches = keras.layers.Add()([x3, x2])
+    representation = keras.layers.LayerNormalization(epsilon=1e-6)(encoded_patches)
+    representation = keras.layers.Dropout(0.5)(keras.layers.Flatten()(representation))
+    logits = keras.layers.Dense(num_classes)(_mlp(representation, hidden_units=[16, 8], dropout_rate=0.5))
+    return keras.Model(inputs=inputs, outputs=logits)
+
+
+@pytest.fixture(scope="module")
+def vit_case():
+    images = tf.constant(np.random.default_rng(0).random((2, 16, 16, 3)).astype("float32"))
+    return record_keras_case("kerasio_vit", _vit, images, tf.constant([1, 2]))
+
+
+def test_kerasio_vit_a_recorded_step_is_bit_for_bit(vit_case):
+    assert_keras_step_bit_for_bit(vit_case, state=False)
+
+
+def test_kerasio_vit_the_encoder_blocks_written_in_a_loop_are_one_box_times_n(vit_case):
+    """Each encoder block is two modules of class-named layers, each closed by its residual ``Add``
+    (``add``: norm, attention; ``add_1``: norm, MLP). The figure is the paper's (Dosovitskiy et al. 2021,
+    Fig. 1): patches, their encoding, the encoder block "× 4" with ‖ḡ‖ of each, then the head; an instance
+    opens to its two residual modules."""
+    tr = vit_case.tr
+    lay, boxes = _boxes(tr)
+    assert "add–add_1 … add_6–add_7 × 4" in boxes, sorted(boxes)
+    assert {"patches", "patch_encoder"} <= set(boxes) and not {"add", "add_1"} & set(boxes), sorted(boxes)
+    rep = folding.hierarchy(tr).repeats[boxes["add–add_1 … add_6–add_7 × 4"].key]
+    assert len(rep.grad_norms) == 4 and all(v is not None and v > 0 for v in rep.grad_norms)
+    assert fits_budget(lay) and _readable(tr) >= render.MIN_LABEL_PX
+    opened = _boxes(tr, expanded={rep.key})[1]
+    assert {"add", "add_1", "add–add_1 … add_6–add_7 × 3"} <= set(opened), sorted(opened)
+
+
+def test_kerasio_vit_the_labels_edge_goes_by_role(vit_case):
+    assert_keras_labels_edge_by_role(vit_case)

@@ -192,7 +192,7 @@ def _auto_named(kinds: dict):
     return auto
 
 
-def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
+def name_blocks(scopes, auto=lambda segment: False, reads=None, kind=lambda segment: None) -> dict:
     """``{(parent parts, child): its blocks, outermost first}`` for the children of a crowded scope.
 
     ``scopes``: each op's scope split into parts, in tape order. Only under a parent with more than
@@ -204,7 +204,9 @@ def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
     ``block5``). One that merges two or more siblings, one of them in the block just before it (``reads``:
     ``{(parent parts, child): the siblings it reads}``), is that block's residual addition or concatenation
     (Xception's ``add_7`` of ``block2_pool`` and the shortcut): it closes that block, and so do the unnamed
-    layers between the block and it (the shortcut's ``batch_normalization_15``).
+    layers between the block and it (the shortcut's ``batch_normalization_15``). Modules of class-named layers
+    that come back in a period (a transformer block written in a ``for`` loop: attention then MLP, each closed by
+    its residual ``add``) are wrapped by period (:func:`_periods`; ``kind``: a child's class).
     """
     children: dict = {}
     for parts in scopes:
@@ -234,12 +236,54 @@ def name_blocks(scopes, auto=lambda segment: False, reads=None) -> dict:
             nested = cells
         else:
             outer = dict(nested)
-            for c, m in _modules(order, auto, read).items():
+            modules = _modules(order, auto, read)
+            for c, m in modules.items():
                 # a module inside the block its merge's name gives: InceptionResNetV2's block35_1_mixed in
                 # block35_1, beside that block's conv, scale and activation
                 around = outer.get(m[0], ())[:1]
                 nested[c] = around + m if around and around[0] != m[0] else m
+            nested = _periods(order, nested, {m[0] for m in modules.values()}, kind)
         out.update({(parent, c): b for c, b in nested.items() if b})
+    return out
+
+
+def _periods(order, nested, modules, kind) -> dict:
+    """``nested`` with each period of modules that comes back wrapped in one block: keras.io's vision transformer
+    writes its encoder block in a ``for`` loop as layers named after their class, so its blocks are two modules
+    each (``add``: norm, attention, residual; ``add_1``: norm, MLP, residual) — ``add–add_1``, ``add_2–add_3`` …
+    are the encoder blocks a paper draws, and fold as "× N".
+
+    Units are the runs of children in one block, by the classes of their layers (``kind``). Only runs of modules
+    (``modules``: blocks named by their merge) are wrapped, two to four per period, repeated at least twice, the
+    modules of a period not all alike (alike ones fold as "× N" themselves). Blocks the layers' own names make
+    (MobileNetV2's ``block_3``) are never re-wrapped."""
+    units: list = []
+    for c in order:
+        top = nested.get(c, ())[:1]
+        if top and units and units[-1][0] == top[0]:
+            units[-1][1].append(c)
+        else:
+            units.append((top[0] if top else None, [c]))
+    sig = [tuple(kind(c) or c for c in cs) if top in modules else None for top, cs in units]
+    out, i = dict(nested), 0
+    while i < len(units):
+        found = None
+        for p in (2, 3, 4):
+            n = 1
+            while i + (n + 1) * p <= len(units) and sig[i + n * p:i + (n + 1) * p] == sig[i:i + p]:
+                n += 1
+            if n >= 2 and None not in sig[i:i + p] and len(set(sig[i:i + p])) > 1:
+                found = (p, n)
+                break
+        if found is None:
+            i += 1
+            continue
+        p, n = found
+        for r in range(n):
+            part = units[i + r * p:i + (r + 1) * p]
+            title = f"{part[0][0]}–{part[-1][0]}"
+            out.update((c, (title,) + out.get(c, ())) for _, cs in part for c in cs)
+        i += n * p
     return out
 
 
@@ -350,7 +394,8 @@ def segments(trace, ops, is_loss=lambda op: False) -> dict:
                 j += 1
             if j < len(src) and j < len(scopes[n.id]):
                 reads.setdefault((tuple(src[:j]), scopes[n.id][j]), set()).add(src[j])
-    named = name_blocks((scopes[n.id] for n in ops), _auto_named(getattr(trace, "kinds", {})), reads)
+    kinds = getattr(trace, "kinds", {})
+    named = name_blocks((scopes[n.id] for n in ops), _auto_named(kinds), reads, kinds.get)
     out: dict = {}
     prev = None
     for n in ops:

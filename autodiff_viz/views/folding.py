@@ -220,9 +220,17 @@ def _calls(trace, groups, loops) -> dict:
     for g in groups.values():
         if g.what == "layer" and g.title not in idle:
             runs.setdefault((g.parent, g.base), []).append(g)
-    steps = {k for lp in loops.values() for k in lp.groups}
+    steps = {k for lp in loops.values() if _recurrent(trace, lp.steps) for k in lp.groups}
     return {g.key: (k, len(gs), "step" if g.key in steps else "call") for gs in runs.values() if len(gs) > 1
             for k, g in enumerate(sorted(gs, key=lambda g: g.order), start=1)}
+
+
+def _recurrent(trace, steps) -> bool:
+    """Whether each of a loop's runs hands something to the next (an RNN cell's state), not only calls of one
+    layer on data of their own (XLNet's one dropout on three tensors)."""
+    where = {nid: t for t, ids in enumerate(steps) for nid in ids}
+    return all(any(where.get(e.dst) == t + 1 for nid in steps[t] for e in trace.edges_from(nid))
+               for t in range(len(steps) - 1))
 
 
 def _function_calls(ops) -> tuple[dict, dict]:
