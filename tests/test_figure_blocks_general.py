@@ -662,3 +662,24 @@ def test_a_model_called_past_a_container_is_the_backbone_and_the_learners_own_op
     boxes = _titles(folding.layout(tr))
     assert {"model.decoder.embed", "Block × 2", "model.decoder.final", "head"} <= set(boxes), sorted(boxes)
     assert "ids.view" in boxes and not any(t.endswith("(no gradient)") for t in boxes), sorted(boxes)
+
+
+class FeedForward(torch.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = act
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+def test_a_module_two_parents_hold_is_scoped_under_the_one_that_calls_it():
+    """One activation module held by both blocks (XLM's one GELU in every ``ffns[i]``): the second block's
+    activation is drawn inside the second block, not as a run of the first block's."""
+    torch.manual_seed(0)
+    act = torch.nn.GELU()
+    tr = _trace(torch.nn.Sequential(FeedForward(act), FeedForward(act)), torch.randn(2, 4))
+    gelu = [n for n in tr.nodes if n.kind == "op" and n.op == "gelu"]
+    assert [n.scope.rsplit("/", 1)[-1] for n in gelu] == ["0.act", "1.act"], [n.scope for n in gelu]
+    assert gelu[1].scope.split("/")[-2] == "1"

@@ -9,6 +9,9 @@
   and a decoder that reads the target tokens;
 * SEW (``SEWForSequenceClassification``): a feature encoder whose one part is a list of two different conv
   layers, then a squeezed transformer encoder;
+* XLM (``XLMForSequenceClassification``): its layers' parts sit in parallel lists (``attentions[i]``,
+  ``layer_norm1[i]``, ``ffns[i]``, ``layer_norm2[i]``) that the model's own loop runs by index, and one GELU
+  module is held by every ``ffns[i]``;
 
 and two ``keras.applications`` models (``weights=None``):
 
@@ -60,7 +63,7 @@ from unseen_models import (
 
 from autodiff_viz.views import folding, render
 
-KINDS = ["regnet", "cvt", "pvtv2", "led", "sew"]
+KINDS = ["regnet", "cvt", "pvtv2", "led", "sew", "xlm"]
 
 
 def _torch_model(kind):
@@ -94,6 +97,10 @@ def _torch_model(kind):
             max_decoder_position_embeddings=32, attention_window=4, pad_token_id=1, bos_token_id=0, eos_token_id=2,
             decoder_start_token_id=2))
         return model, {"input_ids": ids}, torch.randint(3, 40, (2, 5), generator=g)
+    if kind == "xlm":
+        model = hf.XLMForSequenceClassification(hf.XLMConfig(
+            vocab_size=40, emb_dim=16, n_layers=2, n_heads=2, max_position_embeddings=32, num_labels=3))
+        return model, {"input_ids": ids}, classes
     model = hf.SEWForSequenceClassification(hf.SEWConfig(
         vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
         conv_dim=(8, 8), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=8,
@@ -129,6 +136,9 @@ PARTS = {
     "pvtv2": ("pvt_v2.encoder.layers.0", "pvt_v2.encoder.layers.1", "classifier"),
     "led": ("led.encoder", "led.decoder", "lm_head"),
     "sew": ("sew.feature_extractor", "sew.feature_projection", "sew.encoder", "projector", "classifier"),
+    # XLM's layer i is attentions[i], layer_norm1[i], ffns[i], layer_norm2[i] and the model's own residuals
+    "xlm": ("transformer.embeddings", "transformer.position_embeddings", "transformer.layer_norm_emb",
+            "transformer.*.0", "transformer.*.1", "sequence_summary"),
 }
 
 
@@ -141,6 +151,22 @@ def test_the_default_figure_is_the_models_named_parts_each_once(torch_case):
 def test_no_box_is_a_library_op_or_loose_plumbing(torch_case):
     lay = folding.layout(torch_case.tr)
     assert not op_named_nodes(torch_case.tr, lay) and not plumbing(torch_case.tr, lay)
+
+
+@pytest.mark.parametrize("torch_case", ["xlm"], indirect=True)
+def test_xlm_a_layer_is_its_parts_of_one_index_and_layers_fold_times_n(torch_case):
+    """The parts of index i are one layer; the two layers fold as "× 2", and one opens to its attention, norms and
+    feed-forward — the GELU that every ``ffns[i]`` holds scoped under the one that called it."""
+    tr = torch_case.tr
+    lay, boxes = _boxes(tr)
+    assert "transformer.*.0 … transformer.*.1 × 2" in boxes, sorted(boxes)
+    rep = folding.hierarchy(tr).repeats[boxes["transformer.*.0 … transformer.*.1 × 2"].key]
+    opened = _boxes(tr, expanded={rep.groups[1]})[1]
+    parts = {"transformer.attentions.1", "transformer.layer_norm1.1", "transformer.ffns.1", "transformer.layer_norm2.1"}
+    assert parts <= set(opened), sorted(opened)
+    h = folding.hierarchy(tr)
+    assert not any(g.title.startswith("transformer.ffns.0") for g in h.groups.values()
+                   if g.key.startswith(rep.groups[1] + "/"))
 
 
 @pytest.mark.parametrize("torch_case", ["cvt", "pvtv2"], indirect=True)

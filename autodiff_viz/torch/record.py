@@ -324,6 +324,7 @@ class Recording(recordings.Recording):
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
+        self._aliases: dict = {}           # id(module) -> its other paths, for one module held by several parents
         self.module_kinds: dict = {}       # scope segment ("fc1", "features.0") -> module class ("Linear")
         self._param_names: dict = {}       # id(parameter) -> "fc1.weight"
         self._modules: list = []
@@ -412,17 +413,19 @@ class Recording(recordings.Recording):
                     self.root_vars[root] = var
                 paths = {"": root}
                 names, kinds = self._module_names, self.module_kinds
-                for qual, m in mods:
+                for qual, m in module.named_modules(remove_duplicate=False):
                     # one segment per level, each the name named_modules() gives it: net/features/features.0,
                     # so a box is titled as print(net) and the error messages name it (features.0), and two
                     # modules called "0" in different blocks stay apart. named_modules() lists a parent
-                    # before its children, so the parent's path is known.
+                    # before its children, so the parent's path is known. A module two parents hold (XLM's
+                    # one GELU in every ffns[i]) keeps each path: it is scoped under the parent that calls it.
                     if qual:
                         path = paths[qual] = f"{paths[qual.rpartition('.')[0]]}/{qual}"
                         kinds.setdefault(qual, type(m).__name__)
                     else:
                         path = root
-                    names.setdefault(id(m), path)
+                    if names.setdefault(id(m), path) != path:
+                        self._aliases.setdefault(id(m), []).append(path)
                 # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
                 # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
                 prefix = "" if next(module.children(), None) is not None else root + "."
@@ -431,7 +434,10 @@ class Recording(recordings.Recording):
                 self._root_params[root] = (var or root, {id(p): self._param_names[id(p)]
                                                          for _, p in module.named_parameters()})
                 self._apart(root)
-        self._scopes.append(self._module_names[key])
+        path = self._module_names[key]
+        if key in self._aliases and self._scopes and path.rpartition("/")[0] != self._scopes[-1]:
+            path = next((a for a in self._aliases[key] if a.rpartition("/")[0] == self._scopes[-1]), path)
+        self._scopes.append(path)
         self._called.add(key)
         if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
             self._callers.append((None, None, False, self._outer))

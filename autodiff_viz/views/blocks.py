@@ -396,15 +396,20 @@ def segments(trace, ops, is_loss=lambda op: False) -> dict:
                 reads.setdefault((tuple(src[:j]), scopes[n.id][j]), set()).add(src[j])
     kinds = getattr(trace, "kinds", {})
     named = name_blocks((scopes[n.id] for n in ops), _auto_named(kinds), reads, kinds.get)
+    lanes = _parallel_lists(ops, scopes, getattr(trace, "idle", frozenset()))
     out: dict = {}
     prev = None
     for n in ops:
         parts = scopes[n.id]
         seg: list = []
+        lane = lanes.get(n.id)
         for j, p in enumerate(parts):
+            if lane is not None and lane[0] == j:
+                seg.append(("block", lane[1]))        # the layer's index across the lists, not the list
+                continue
             seg.extend(("block", b) for b in named.get((tuple(parts[:j]), p), ()))
             seg.append(("layer", p))
-        if named and prev is not None and prev[:len(seg)] == seg:
+        if (named or lanes) and prev is not None and prev[:len(seg)] == seg:
             around = []
             for s in prev[len(seg):]:
                 if s[0] != "block":
@@ -420,14 +425,70 @@ def segments(trace, ops, is_loss=lambda op: False) -> dict:
                     fed = max(fed, k)
             seg = seg + around[:fed]
         out[n.id] = seg
-        prev = seg
-    for nid, title in made_without_gradient(trace, ops).items():
+        if not (n.grad is None and prev is not None and prev[:len(seg)] == seg and len(prev) > len(seg)):
+            prev = seg                       # plumbing between a block's parts (a mask cast) leaves it open
+    if named or lanes:
+        for n in reversed(ops):              # plumbing read only inside one block is that block's (XLM's mask)
+            seg = out[n.id]
+            readers = [out.get(e.dst) for e in trace.edges_from(n.id)]
+            if n.grad is not None or n.id == trace.target or not readers or any(r is None for r in readers):
+                continue
+            block = readers[0][:len(seg) + 1]
+            if len(block) > len(seg) and block[:len(seg)] == seg and block[-1][0] == "block" and \
+                    all(r[:len(seg) + 1] == block for r in readers):
+                out[n.id] = block
+    for nid, title in made_without_gradient(trace, ops, is_loss).items():
         out[nid] = out[nid] + [("constant", title)]
     for nid, title in computed_by_the_model(trace, ops, is_loss).items():
         out[nid] = out[nid] + [("block", title)]
     for nid, (title, k) in written_on_lines(trace, ops, {nid for nid, seg in out.items() if seg}, is_loss).items():
         out[nid] = [("block", title, k)]
     return out
+
+
+def _parallel_lists(ops, scopes, idle) -> dict:
+    """``{op id: (scope position, block)}`` for a model that keeps its layers' parts in parallel lists and runs
+    them by index in its own loop (XLM: ``attentions[i]``, ``layer_norm1[i]``, ``ffns[i]``, ``layer_norm2[i]``):
+    the parts of index ``i`` are layer ``i``, the block ``transformer.*.0`` a paper draws, in place of the lists
+    (containers the code only indexes, :attr:`Trace.idle`), so that like layers fold as "× N".
+
+    Only where the indices run in order, at least two of them, each with items of at least two lists, and the
+    items are modules that ran (PoolFormer's ``stage[i]``, itself a list of blocks, makes stages, not layers)."""
+    at: dict = {}
+    for n in ops:
+        parts = scopes[n.id]
+        for j in range(len(parts) - 1):
+            rest = parts[j + 1][len(parts[j]) + 1:]
+            if parts[j] in idle and parts[j + 1].startswith(parts[j] + ".") and rest.isdigit() and \
+                    parts[j + 1] not in idle:        # an item that is itself a list is a stage, not a part
+                at[n.id] = (tuple(parts[:j]), j, parts[j], int(rest))
+                break
+    per: dict = {}
+    for nid, (parent, j, lst, i) in at.items():
+        per.setdefault(parent, []).append((nid, lst, i))
+    out: dict = {}
+    for parent, seq in per.items():
+        indices = [i for _, _, i in seq]
+        lists: dict = {}
+        for _, lst, i in seq:
+            lists.setdefault(i, set()).add(lst)
+        if indices != sorted(indices) or len(lists) < 2 or any(len(ls) < 2 for ls in lists.values()):
+            continue
+        names = sorted({lst for _, lst, _ in seq})
+        common = names[0][:len(_prefix_of(names))]
+        head = common[:common.rfind(".") + 1] if "." in common else ""
+        for nid, _, i in seq:
+            out[nid] = (at[nid][1], f"{head}*.{i}")
+    return out
+
+
+def _prefix_of(names) -> str:
+    """The longest common prefix of ``names``."""
+    first, last = min(names), max(names)
+    k = 0
+    while k < min(len(first), len(last)) and first[k] == last[k]:
+        k += 1
+    return first[:k]
 
 
 def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
@@ -512,7 +573,7 @@ def written_on_lines(trace, ops, placed=frozenset(), is_loss=lambda op: False) -
     return out
 
 
-def made_without_gradient(trace, ops) -> dict:
+def made_without_gradient(trace, ops, is_loss=lambda op: False) -> dict:
     """``{op id: title}`` for the plumbing a model builds beside its layers: ops that carry no gradient, computed
     from no data and no weight — only from constants, state and each other (GPT-Neo's causal mask from
     ``arange``, ``le`` and ``where``; position ids; a buffer cast with ``.to()``).
@@ -559,7 +620,11 @@ def made_without_gradient(trace, ops) -> dict:
         prev = n
     loss = trace.node(trace.target).scope
 
-    def part_of(scope, where) -> bool:        # a module's op below ``where``, other than the model's loss module
+    def part_of(d, where, own_ops) -> bool:     # a module's op below ``where`` (not the model's loss module), or
+        scope = d.scope                         # with ``own_ops`` the model's own computation there (XLM masks its
+        if scope == where:                      # hidden states with what it made of the ids), not its loss
+            return own_ops and bool(where) and d.kind == "op" and d.grad is not None and d.id != trace.target \
+                and not is_loss(d.op)
         return scope.startswith(where + "/") and not (
             loss.startswith(where + "/") and (scope == loss or scope.startswith(loss + "/")))
     out = {}
@@ -568,9 +633,9 @@ def made_without_gradient(trace, ops) -> dict:
         alone = len(run) == 1 and not trace.edges_into(run[0].id)     # one op made from nothing
         if alone and run[0].scope.rsplit("/", 1)[-1] in own:
             continue        # by the learner's own module (h0 = torch.zeros(…) for its LSTM): data, drawn as itself
-        if (alone or any(n.id in fed for n in run)) and not any(
-                part_of(trace.node(e.dst).scope, run[0].scope)
-                for n in run for e in trace.edges_from(n.id) if e.dst not in inside):
+        given = any(n.id in fed for n in run)
+        if (alone or given) and not any(part_of(trace.node(e.dst), run[0].scope, given)
+                                        for n in run for e in trace.edges_from(n.id) if e.dst not in inside):
             continue        # data the learner's code makes (net(torch.randn(…))) or the model makes for its own
             # loss (HF shifting the labels, CLIP's labels = arange(n)): data, drawn as itself
         named = [n.title for n in run if n.title and n.title != n.op and "…" not in n.title]
