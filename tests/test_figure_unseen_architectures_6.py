@@ -20,9 +20,11 @@ and two ``keras.applications`` models (``weights=None``):
 * InceptionResNetV2: each residual block is an Inception module of class-named branches merged by
   ``block35_K_mixed``, then ``block35_K_conv``, the scaled residual ``block35_K`` and ``block35_K_ac``;
 
-and keras.io's "Image classification with Vision Transformer" (Khalid Salama,
-https://keras.io/examples/vision/image_classification_with_vision_transformer/), reduced: its encoder block is
-written in a ``for`` loop as layers named after their class, closed by two residual ``Add`` s.
+and two keras.io examples, reduced: "Image classification with Vision Transformer" (Khalid Salama,
+https://keras.io/examples/vision/image_classification_with_vision_transformer/), whose encoder block is written in
+a ``for`` loop as layers named after their class, closed by two residual ``Add`` s; and "Image classification
+with ConvMixer" (Sayak Paul, https://keras.io/examples/vision/convmixer/), whose block is a depthwise convolution
+closed by its residual ``Add``, then a pointwise convolution, an activation and a batch norm, in no block.
 
 Found by probing: each drew its architecture wrong before these rules (RegNet, CvT, LED and SEW opened their
 encoder where Hugging Face's ResNet, BART and Wav2Vec2 keep it one box; PVTv2 read its encoder as one model
@@ -346,3 +348,58 @@ def test_kerasio_vit_the_encoder_blocks_written_in_a_loop_are_one_box_times_n(vi
 
 def test_kerasio_vit_the_labels_edge_goes_by_role(vit_case):
     assert_keras_labels_edge_by_role(vit_case)
+
+
+# ---------------------------------------------------------------------------
+# keras.io: Image classification with ConvMixer (reduced: 16×16 images, width 8, depth 4)
+# ---------------------------------------------------------------------------
+def _activation_block(x):
+    x = keras.layers.Activation("gelu")(x)
+    return keras.layers.BatchNormalization()(x)
+
+
+def _conv_mixer_block(x, filters, kernel_size):
+    x0 = x
+    x = keras.layers.DepthwiseConv2D(kernel_size=kernel_size, padding="same")(x)
+    x = keras.layers.Add()([_activation_block(x), x0])
+    x = keras.layers.Conv2D(filters, kernel_size=1)(x)
+    return _activation_block(x)
+
+
+def _conv_mixer(image_size=16, filters=8, depth=4, kernel_size=3, patch_size=2, num_classes=3):
+    keras.utils.set_random_seed(0)
+    keras.backend.clear_session()
+    inputs = keras.Input((image_size, image_size, 3))
+    x = keras.layers.Rescaling(scale=1.0 / 255)(inputs)
+    x = _activation_block(keras.layers.Conv2D(filters, kernel_size=patch_size, strides=patch_size)(x))
+    for _ in range(depth):
+        x = _conv_mixer_block(x, filters, kernel_size)
+    x = keras.layers.GlobalAvgPool2D()(x)
+    return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(x))
+
+
+@pytest.fixture(scope="module")
+def convmixer_case():
+    images = tf.constant(np.random.default_rng(0).random((2, 16, 16, 3)).astype("float32"))
+    return record_keras_case("kerasio_convmixer", _conv_mixer, images, tf.constant([1, 2]))
+
+
+def test_kerasio_convmixer_a_recorded_step_is_bit_for_bit_and_its_statistics_are_state(convmixer_case):
+    assert_keras_step_bit_for_bit(convmixer_case)
+    assert_keras_state_without_gradient(convmixer_case)
+
+
+def test_kerasio_convmixer_its_layers_are_one_box_times_depth_after_the_stem(convmixer_case):
+    """The paper's figure (Trockman and Kolter 2022, Fig. 2): the patch embedding (conv, activation, norm), the
+    ConvMixer layer "× depth" — each the residual depthwise module and the pointwise convolution after it — then
+    the pooling and the classifier."""
+    tr = convmixer_case.tr
+    lay, boxes = _boxes(tr)
+    head = "add–batch_normalization_2 … add_3–batch_normalization_8 × 4"
+    assert head in boxes, sorted(boxes)
+    assert {"conv2d", "activation", "batch_normalization", "global_average_pooling2d", "dense"} <= set(boxes)
+    assert not any(t.startswith(("conv2d_", "activation_", "add")) and "×" not in t for t in boxes), sorted(boxes)
+    rep = folding.hierarchy(tr).repeats[boxes[head].key]
+    opened = _boxes(tr, expanded={rep.groups[0]})[1]
+    assert {"add", "conv2d_1", "activation_2", "batch_normalization_2"} <= set(opened), sorted(opened)
+    assert fits_budget(lay) and _readable(tr) >= render.MIN_LABEL_PX

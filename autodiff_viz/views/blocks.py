@@ -253,10 +253,12 @@ def _periods(order, nested, modules, kind) -> dict:
     each (``add``: norm, attention, residual; ``add_1``: norm, MLP, residual) — ``add–add_1``, ``add_2–add_3`` …
     are the encoder blocks a paper draws, and fold as "× N".
 
-    Units are the runs of children in one block, by the classes of their layers (``kind``). Only runs of modules
-    (``modules``: blocks named by their merge) are wrapped, two to four per period, repeated at least twice, the
-    modules of a period not all alike (alike ones fold as "× N" themselves). Blocks the layers' own names make
-    (MobileNetV2's ``block_3``) are never re-wrapped."""
+    Units are the runs of children in one block, and each layer in none, by the classes of their layers
+    (``kind``). A period starts at a module (``modules``: blocks named by their merge, where a residual branch
+    begins) and may hold the layers in no block after it (keras.io's ConvMixer: the depthwise module closed by
+    ``add``, then the pointwise ``conv2d_1``, ``activation_2``, ``batch_normalization_2``): two to four units,
+    repeated at least twice, not all alike (alike ones fold as "× N" themselves). Blocks the layers' own names
+    make (MobileNetV2's ``block_3``) are never re-wrapped."""
     units: list = []
     for c in order:
         top = nested.get(c, ())[:1]
@@ -264,11 +266,12 @@ def _periods(order, nested, modules, kind) -> dict:
             units[-1][1].append(c)
         else:
             units.append((top[0] if top else None, [c]))
-    sig = [tuple(kind(c) or c for c in cs) if top in modules else None for top, cs in units]
+    sig = [("module",) + tuple(kind(c) or c for c in cs) if top in modules else
+           (kind(cs[0]) or cs[0],) if top is None else None for top, cs in units]
     out, i = dict(nested), 0
     while i < len(units):
         found = None
-        for p in (2, 3, 4):
+        for p in (2, 3, 4) if units[i][0] in modules else ():
             n = 1
             while i + (n + 1) * p <= len(units) and sig[i + n * p:i + (n + 1) * p] == sig[i:i + p]:
                 n += 1
@@ -281,7 +284,7 @@ def _periods(order, nested, modules, kind) -> dict:
         p, n = found
         for r in range(n):
             part = units[i + r * p:i + (r + 1) * p]
-            title = f"{part[0][0]}–{part[-1][0]}"
+            title = f"{part[0][0]}–{part[-1][0] or part[-1][1][0]}"
             out.update((c, (title,) + out.get(c, ())) for _, cs in part for c in cs)
         i += n * p
     return out
