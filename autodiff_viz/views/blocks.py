@@ -31,6 +31,7 @@ Everything here is data read from a :class:`~autodiff_viz.Trace` and the groups 
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -477,21 +478,11 @@ def _parallel_lists(ops, scopes, idle) -> dict:
             lists.setdefault(i, set()).add(lst)
         if indices != sorted(indices) or len(lists) < 2 or any(len(ls) < 2 for ls in lists.values()):
             continue
-        names = sorted({lst for _, lst, _ in seq})
-        common = names[0][:len(_prefix_of(names))]
-        head = common[:common.rfind(".") + 1] if "." in common else ""
+        common = os.path.commonprefix(sorted({lst for _, lst, _ in seq}))
+        head = common[:common.rfind(".") + 1]
         for nid, _, i in seq:
             out[nid] = (at[nid][1], f"{head}*.{i}")
     return out
-
-
-def _prefix_of(names) -> str:
-    """The longest common prefix of ``names``."""
-    first, last = min(names), max(names)
-    k = 0
-    while k < min(len(first), len(last)) and first[k] == last[k]:
-        k += 1
-    return first[:k]
 
 
 def computed_by_the_model(trace, ops, is_loss=lambda op: False) -> dict:
