@@ -397,7 +397,7 @@ class Recording(recordings.Recording):
             else:
                 root = type(module).__name__.lower()
                 roots = [m for m in self._modules if type(m).__name__.lower() == root]
-                mods = list(module.named_modules())
+                mods = list(module.named_modules(remove_duplicate=False))
                 quals = {q for q, _ in mods}
                 for k in itertools.count(len(roots)):
                     # the second model of a class is sequential_1; a class named as one of its own
@@ -413,7 +413,7 @@ class Recording(recordings.Recording):
                     self.root_vars[root] = var
                 paths = {"": root}
                 names, kinds = self._module_names, self.module_kinds
-                for qual, m in module.named_modules(remove_duplicate=False):
+                for qual, m in mods:
                     # one segment per level, each the name named_modules() gives it: net/features/features.0,
                     # so a box is titled as print(net) and the error messages name it (features.0), and two
                     # modules called "0" in different blocks stay apart. named_modules() lists a parent

@@ -586,21 +586,17 @@ def made_without_gradient(trace, ops, is_loss=lambda op: False) -> dict:
         return {}
     own = getattr(trace, "own", frozenset())
     free: set = set()
+    fed: set = set()            # a library module's own ops on the data it was given (OPT's input_ids.view)
     for n in ops:
         if n.grad is not None or n.id == trace.target:
             continue
-        if all(s.id in free if s.kind == "op" else
-               s.kind == "state" or s.kind == "constant" and (not s.title or s.title == s.op)
-               for s in (trace.node(e.src) for e in trace.edges_into(n.id))):
-            free.add(n.id)
-    fed: set = set()            # a library module's own ops on the data it was given (OPT's input_ids.view)
-    for n in ops:
-        if n.grad is not None or n.id == trace.target or n.id in free or not n.scope or \
-                n.scope.rsplit("/", 1)[-1] in own:
-            continue
         sources = [trace.node(e.src) for e in trace.edges_into(n.id)]
-        if sources and all(s.id in free or s.id in fed if s.kind == "op" else s.kind in ("state", "constant")
-                           for s in sources):
+        if all(s.id in free if s.kind == "op" else
+               s.kind == "state" or s.kind == "constant" and (not s.title or s.title == s.op) for s in sources):
+            free.add(n.id)
+        elif n.scope and n.scope.rsplit("/", 1)[-1] not in own and sources and \
+                all(s.id in free or s.id in fed if s.kind == "op" else s.kind in ("state", "constant")
+                    for s in sources):
             fed.add(n.id)
     runs: list = []
     prev = None

@@ -105,10 +105,12 @@ def _parts(h, key, boxes=False) -> list:
     (:attr:`Hierarchy.with_parent`, it opens with its parent), the one part of a group holding only that part
     (:attr:`Hierarchy.transparent`, it opens with the group) and — unless ``boxes``, which asks for the layers
     drawn as boxes when ``key`` opens — such a group itself."""
-    kids: dict = {}
-    for c in h.groups.values():
-        if c.what == "layer" and c.parent is not None:
-            kids.setdefault(c.parent, []).append(c)
+    kids = h.memo.get("layer kids")
+    if kids is None:                  # asked for every candidate model: the map is made once per hierarchy
+        kids = h.memo["layer kids"] = {}
+        for c in h.groups.values():
+            if c.what == "layer" and c.parent is not None:
+                kids.setdefault(c.parent, []).append(c)
     out, todo = [], [key]
     while todo:
         parent = todo.pop()
@@ -146,14 +148,12 @@ def model_keys(trace, h, backbones=True) -> frozenset:
     if not backbones:
         return frozenset(keys)
     size: dict = {}
-    for nid, path in h.paths.items():
-        if path and trace.node(nid).kind == "op":
-            for k in path:
-                size[k] = size.get(k, 0) + 1
     members: dict = {}
     for nid, path in h.paths.items():
+        op = trace.node(nid).kind == "op"
         for k in path:
             members.setdefault(k, set()).add(nid)
+            size[k] = size.get(k, 0) + op
 
     def own_data(m, g) -> bool:       # m reads data of its own (a decoder its tokens), not only g's output
         inside, first = members.get(m.key, set()), members.get(g.key, set())
