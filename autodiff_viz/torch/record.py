@@ -46,7 +46,9 @@ keeping what the learner's ``backward()`` computed costs less memory than
 those copies (a CNN on small images), the recording keeps that instead
 (:mod:`.capture`): the trace takes its gradients from there, and a large
 weight is kept as its statistics and first entries
-(``record(exact_weights=True)`` copies it whole).
+(``record(exact_weights=True)`` copies it whole). A large value a library
+module made and let go of, which autograd did not save, is kept the same way
+(:meth:`Recording._let_go`; ``record(exact_values=True)`` keeps it whole).
 
 Cost: ops inside a library's module (torch, transformers, anything installed)
 take the learner's line found once when the outermost library module was
@@ -72,6 +74,8 @@ from torch.overrides import TorchFunctionMode
 from ..base import naming
 from ..bridges import frames, recordings
 from . import provenance
+from .capture import EXACT_UP_TO as LARGE
+from .capture import statistics
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -177,6 +181,46 @@ def _written(name, args, kwargs):
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _nothing(dtype, device) -> torch.Tensor:
+    """One zero of ``dtype``: what a value let go of holds, broadcast to its shape (one element of memory)."""
+    return torch.zeros((), dtype=dtype, device=device)
+
+
+def _alone(members, recorded) -> bool:
+    """Whether nothing but ``members`` (values held only by a recording, all on one storage) owns that storage:
+    no other view of it, no copy autograd saved (a saved output shares the storage), no C++ holder of one of
+    them (autograd saving an input keeps the tensor itself), and each of more entries than a trace shows in
+    full. A view goes with its base: a recorded base must be a member; a base no one recorded (``F.linear`` on
+    3-D input returns a view of its 2-D result) goes with them when no Python code holds it."""
+    first = members[0]
+    root = first if first._base is None else first._base
+    views = sum(1 for t in members if t is not root)
+    hidden = views == len(members)
+    if hidden and (id(root) in recorded or sys.getrefcount(root) != _HIDDEN_BASE_REFS):
+        return False
+    for t in members:
+        if t.numel() <= LARGE or t.is_complex() or t.layout != torch.strided or \
+                t is not root and t._use_count() != 1:
+            return False
+    if root._use_count() != 1 + views:
+        return False
+    try:
+        return torch._C._storage_Use_Count(root.untyped_storage()._cdata) == 1 + len(members) + hidden
+    except (RuntimeError, NotImplementedError):     # a layout without storage
+        return False
+
+
+def _base_refs(view) -> int:
+    """Python references to the base of ``view``, counted as :func:`_alone` counts them (a local, the argument,
+    and whatever this PyTorch keeps for a base only its views hold)."""
+    root = view._base
+    return sys.getrefcount(root)
+
+
+_HIDDEN_BASE_REFS = _base_refs(torch.zeros(4, 4).view(16))
+
+
 def _reported(fn):
     """``fn`` (a torch function in :data:`_UNSEEN`), reporting each call to every active recording.
 
@@ -276,6 +320,7 @@ class _Mode(TorchFunctionMode):
             kwargs["retain_graph"] = True
             rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
             rec._backwards += 1
+            rec._let_go()
             cap = rec._capture(args, kwargs)
             try:
                 return func(*args, **kwargs)
@@ -318,9 +363,10 @@ class Recording(recordings.Recording):
 
     framework = "torch"
 
-    def __init__(self, exact_weights: bool = False):
+    def __init__(self, exact_weights: bool = False, exact_values: bool = False):
         self.ops: list[Op] = []
         self.exact_weights = exact_weights
+        self.exact_values = exact_values
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
@@ -351,6 +397,11 @@ class Recording(recordings.Recording):
         self._captures: dict = {}          # id(target) -> the Capture of its backward() (capture.py)
         self._covered: dict = {}           # our id of a weight -> op index after the capture that kept its ḡ
         self.shown: dict = {}              # id(weight) -> its values before an update, kept as statistics
+        self.freed: dict = {}              # id(tensor) -> a value its library freed, kept as statistics (_let_go)
+        self._uses: dict = {}              # our id -> how many places of self.ops hold the tensor
+        self._pending: list = []           # values library modules made, until they let go of them (_let_go)
+        self._pending_at: list = []        # ... and the index of the op that made each, in order
+        self._starts: list = []            # per entered module: len(self.ops) when it was entered
 
     # ----- context -----------------------------------------------------------
     def __enter__(self) -> Recording:
@@ -371,6 +422,7 @@ class Recording(recordings.Recording):
     def __exit__(self, *exc):
         provenance.stop(self.provenance)
         self._end_update()
+        self._let_go()
         _ACTIVE.remove(self)
         if not _ACTIVE:
             _wrap_unseen(False)
@@ -379,6 +431,7 @@ class Recording(recordings.Recording):
             h.remove()
         self._hooks = []
         self._scopes = []
+        self._starts = []
         self._callers = []
         self._outer = None
         self._paused = 0
@@ -438,6 +491,7 @@ class Recording(recordings.Recording):
         if key in self._aliases and self._scopes and path.rpartition("/")[0] != self._scopes[-1]:
             path = next((a for a in self._aliases[key] if a.rpartition("/")[0] == self._scopes[-1]), path)
         self._scopes.append(path)
+        self._starts.append(len(self.ops))
         self._called.add(key)
         if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
             self._callers.append((None, None, False, self._outer))
@@ -483,6 +537,9 @@ class Recording(recordings.Recording):
         """
         if self._scopes:
             self._scopes.pop()
+        start = self._starts.pop() if self._starts else 0
+        if self._pending:
+            self._let_go(start)
         loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
         if torch.compiler.is_compiling() or loc is None or not self.ops:
             return
@@ -492,6 +549,70 @@ class Recording(recordings.Recording):
             if len(outs) == 1 and any(o is outs[0] for o in made.outputs):
                 made.assigned = named
                 self._called_at = (loc, made) if named else None
+
+    def _let_go(self, since: int = 0) -> None:
+        """Keep as statistics the values a library module made and let go of, which autograd did not save.
+
+        A plain forward pass frees what a module computes and no longer needs (a BatchNorm's output once the
+        ReLU after it has run, the projection BERT's attention output dropout reads); a recording holding every
+        value costs a model's activations again. A value nobody but this recording holds — no Python reference
+        outside ``self.ops``, no other owner of its storage (autograd saves what a backward pass needs and then
+        owns it too; a view shares its base's) — that is large (more than 65,536 entries, the size above which
+        a weight written by an update is kept as statistics too) is summarised as a trace shows any large array
+        (:func:`.capture.statistics`, kept in :attr:`freed`), and its storage is swapped for one element
+        broadcast to its shape. Its shape, dtype and autograd identity stay, so a trace
+        still draws it and computes its gradient; no gradient ever reads it (autograd did not save it). The
+        values autograd saved — the ones every gradient depends on — stay whole, as do the values the learner's
+        own lines make. ``record(exact_values=True)`` keeps them all.
+
+        Asked when a module returns (for the values made since ``since``, its first op), before a
+        ``backward()`` and at the end of the recording (for all).
+        """
+        at, pending = self._pending_at, self._pending
+        if not at or at[-1] < since:
+            return
+        k = bisect.bisect_left(at, since)
+        tail, made = pending[k:], at[k:]
+        del pending[k:], at[k:]
+        ids, uses, refcount = self._tensor_ids, self._uses, sys.getrefcount
+        back, alone = [], []
+        for j in range(len(tail)):
+            t = tail[j]
+            if refcount(t) > uses.get(ids.get(id(t)), 0) + 3:     # + the list, t, refcount's argument
+                back.append(j)
+            else:
+                alone.append(j)
+        if alone:
+            with torch._C.DisableTorchFunction():
+                back += self._free([(tail[j], j) for j in alone])
+            back.sort()
+        for j in back:
+            pending.append(tail[j])
+            at.append(made[j])
+
+    def _free(self, alone) -> list:
+        """Let go of the values in ``alone`` (``(tensor, position)``, none held outside this recording) whose
+        storage nothing else owns; a view goes with its base and the other views of it. Returns the positions of
+        those still shared (a view someone holds, a value autograd saved), to be asked again later."""
+        groups: dict = {}
+        for t, j in alone:
+            base = t._base
+            groups.setdefault(id(t if base is None else base), []).append((t, j))
+            del base
+        freed, recorded, again = self.freed, self._tensor_ids, []
+        for members in groups.values():
+            values = [t for t, _ in members]
+            if not _alone(values, recorded):
+                again += [j for t, j in members if id(t) not in freed]
+                continue
+            base = values[0]._base
+            for t in values:
+                if id(t) not in freed:
+                    freed[id(t)] = statistics(t)
+                t.data = _nothing(t.dtype, t.device).expand(t.shape)
+            if base is not None:             # the base (recorded or not) holds the same storage
+                base.data = _nothing(base.dtype, base.device).expand(base.shape)
+        return again
 
     def _enter_update(self, optimizer, args, kwargs):
         """An optimizer's ``step()`` begins: one ``update`` record, copies of what it will change, then a pause.
@@ -664,17 +785,23 @@ class Recording(recordings.Recording):
                 if self._called_at[0] == loc:       # the line that named a module's output goes on
                     self._called_at[1].assigned = None
                 self._called_at = None
-        ids, last_use = self._tensor_ids, self._last_use
+        ids, last_use, uses = self._tensor_ids, self._last_use, self._uses
         for t in inputs:
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
             last_use[tid] = index
+            uses[tid] = uses.get(tid, 0) + 1
         makes = kind in _MAKES
+        lets_go = outer is not None and kind == "op" and not self.exact_values
         for t in outputs:
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
+            uses[tid] = uses.get(tid, 0) + 1
+            if lets_go and t.numel() > LARGE:
+                self._pending.append(t)
+                self._pending_at.append(index)
             if makes:
                 made = self._producer.get(tid)
                 if made is None:
@@ -799,7 +926,7 @@ class Recording(recordings.Recording):
         return compare(self, target, hand, rtol, atol, namespace, output_gradients)
 
 
-def record(exact_weights: bool = False) -> Recording:
+def record(exact_weights: bool = False, exact_values: bool = False) -> Recording:
     """Record every torch operation run inside the ``with`` block (see :class:`Recording`).
 
     ``exact_weights``: when ``opt.step()`` runs inside the block, a trace shows the weights as the backward pass
@@ -808,9 +935,14 @@ def record(exact_weights: bool = False) -> Recording:
     costs less memory than a copy; ``True`` copies every weight the update writes, so that
     ``rec.trace(loss, value_limit=...)`` can show all of its values.
 
+    ``exact_values``: a value of more than 65,536 entries that a library module computed, no longer holds and
+    autograd did not save (no gradient reads it) is kept as its statistics and first entries — what a trace
+    shows of any large array — so that recording a model costs little more memory than running it (see
+    :meth:`Recording._let_go`); ``True`` keeps every such value whole, for ``rec.trace(..., value_limit=...)``.
+
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
         ...     loss.backward()
         >>> rec.explain(loss, model.fc.weight)
     """
-    return Recording(exact_weights)
+    return Recording(exact_weights, exact_values)

@@ -192,6 +192,15 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
 
     buffers = buffer_names(rec)
     kept_as_stats: list = []
+    freed_as_stats: list = []              # values a library let go of, kept as statistics (Recording._let_go)
+
+    def value(t):
+        kept_value = rec.freed.get(id(t))
+        if kept_value is None:
+            return _summary(t, limit)
+        if stats_only(kept_value, limit):
+            freed_as_stats.append(kept_value)
+        return kept_value
     unknown: list = []                     # weights written after the backward pass without the recording seeing
     kept = rec._captures.get(id(target))   # what the target's backward() computed, when the recording kept it
 
@@ -208,7 +217,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             before = _unreadable(t)
             unknown.append(name or tuple(t.shape))
         n = TraceNode(f"n{len(nodes)}", kind, kind, name, rec.tensor_id(t), None, "",
-                      before if before is not None else _summary(t, limit),
+                      before if before is not None else value(t),
                       location=None, label=INPUT if name is None and kind == "constant" else None)
         nodes.append(n)
         owner[id(t)] = n
@@ -239,7 +248,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                     (f"{label}[{j}]" if label else None if j == 0 else f"{op.name}[{j}]")
             inplace = base is not None and op.inputs[0] is out        # h.relu_(), w.uniform_(): still h, w
             n = TraceNode(f"n{len(nodes)}", "op", op.name, base.name if inplace else None, rec.tensor_id(out),
-                          op.index, op.scope, _summary(out, limit), location=Location.of(op.location),
+                          op.index, op.scope, value(out), location=Location.of(op.location),
                           params={k: repr(v)[:60] for k, v in op.extra.get("params", {}).items()},
                           label=label)
             for i, t in enumerate(op.inputs):
@@ -304,6 +313,10 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         notes.append(f"{len(kept_as_stats)} weight(s) changed in place after the backward pass (opt.step()) are "
                      f"shown by their statistics and first entries at that pass ({kept_as_stats[0]} …): record with "
                      "adv.torch.record(exact_weights=True) to keep all of their values")
+    if freed_as_stats:
+        notes.append(f"{len(freed_as_stats)} value(s) that library modules computed and freed, and that no "
+                     "gradient needs, are shown by their statistics and first entries: record with "
+                     "adv.torch.record(exact_values=True) to keep all of their values")
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
     trace = tracing.finish(_Torch(raw_edges, cap), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
