@@ -482,10 +482,11 @@ class Recording(recordings.Recording):
                 # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
                 # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
                 prefix = "" if next(module.children(), None) is not None else root + "."
-                for qual, p in module.named_parameters():
+                with torch._C.DisableTorchFunction():    # named_parameters hashes each one: not through the mode
+                    params = list(module.named_parameters())
+                for qual, p in params:
                     self._param_names.setdefault(id(p), prefix + qual)
-                self._root_params[root] = (var or root, {id(p): self._param_names[id(p)]
-                                                         for _, p in module.named_parameters()})
+                self._root_params[root] = (var or root, {id(p): self._param_names[id(p)] for _, p in params})
                 self._apart(root)
         path = self._module_names[key]
         if key in self._aliases and self._scopes and path.rpartition("/")[0] != self._scopes[-1]:
@@ -538,7 +539,7 @@ class Recording(recordings.Recording):
         if self._scopes:
             self._scopes.pop()
         start = self._starts.pop() if self._starts else 0
-        if self._pending:
+        if self._pending and not torch.compiler.is_compiling():
             self._let_go(start)
         loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
         if torch.compiler.is_compiling() or loc is None or not self.ops:

@@ -523,13 +523,37 @@ def _box_for(h: Hierarchy, key: str, order: int, expanded) -> Box:
 def _weight_beside(trace, h: Hierarchy, nid: str, key: str | None) -> bool:
     """A weight is drawn as its own node beside its layer when its layer is the box drawn (or is open), or when
     the drawn box is a layer whose formula states that weight's gradient (Keras' ``MultiHeadAttention`` and
-    its ``query/kernel``); inside any other folded box (a block, "× N") it is counted in the box."""
+    its ``query/kernel``); inside any other folded box (a block, "× N") it is counted in the box.
+
+    A folded layer that reads more than :data:`WEIGHTS_BESIDE` weights of its own and states none of their
+    gradients (XLNet's relative attention: ``q``, ``k``, ``v``, ``o``, ``r``, ``r_w_bias``, ``r_r_bias``,
+    ``seg_embed`` read directly) counts them in its box too: a fan of formula-less edges would make the
+    figure wider than a notebook, and opening the layer draws each beside the op that reads it."""
     path = h.paths.get(nid, ())
-    if key is None or (bool(path) and key == path[-1]):
+    if key is None:
         return True
     n = trace.node(nid)
-    return key in h.groups and h.groups[key].what != "block" and \
+    stated = key in h.groups and h.groups[key].what != "block" and \
         figure.states_weight(trace, h.groups[key].title, n.name or n.title)
+    if bool(path) and key == path[-1]:
+        return stated or _own_weights(trace, h).get(key, 0) <= WEIGHTS_BESIDE
+    return stated
+
+
+WEIGHTS_BESIDE = 3      # weights a folded layer draws beside it when its formula states none of their gradients
+
+
+def _own_weights(trace, h: Hierarchy) -> dict:
+    """``{layer key: how many weights it reads directly}`` (a weight's innermost group), counted once per
+    hierarchy."""
+    counts = h.memo.get("own weights")
+    if counts is None:
+        counts = h.memo["own weights"] = {}
+        for n in trace.nodes:
+            path = h.paths.get(n.id, ())
+            if path and figure.drawn_alone(n):
+                counts[path[-1]] = counts.get(path[-1], 0) + 1
+    return counts
 
 
 def _assign(trace, h: Hierarchy, collapse, expanded, rolled, position, weights_beside=True):

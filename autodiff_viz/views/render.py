@@ -145,18 +145,61 @@ def narrowest(source: str) -> tuple[str, float | None]:
     """``(dot, px)``: :func:`readable`'s DOT and its smallest label in px at :data:`READABLE_WIDTH` (``None``
     without Graphviz: the first layout, unmeasured)."""
     best = None
-    tries = () if source.startswith("digraph both ") else NARROWER     # side by side too wide: the views stack
-    for wrap, first_wrap, nodesep in ((WRAP, FIRST_WRAP, NODESEP),) + tries:
-        text = _narrowed(source, wrap, first_wrap, nodesep)
-        try:
-            px = smallest_label_px(svg(text))
-        except (GraphvizNotFound, graphviz.CalledProcessError):
-            return text, None                  # the built-in renderer (or the caller's error) draws it as it is
-        if px >= MIN_LABEL_PX:
-            return text, px
-        if best is None or px > best[1]:
-            best = (text, px)
+    both = source.startswith("digraph both ")
+    tries = () if both else NARROWER     # side by side too wide: the views stack
+    sources = (source,) if both else (source, _straight(source))
+    for drawn in sources:
+        for wrap, first_wrap, nodesep in ((WRAP, FIRST_WRAP, NODESEP),) + tries:
+            text = _narrowed(drawn, wrap, first_wrap, nodesep)
+            try:
+                px = smallest_label_px(svg(text))
+            except (GraphvizNotFound, graphviz.CalledProcessError):
+                return text, None              # the built-in renderer (or the caller's error) draws it as it is
+            if px >= MIN_LABEL_PX:
+                return text, px
+            if best is None or px > best[1]:
+                best = (text, px)
     return best
+
+
+def _straight(source: str) -> str:
+    """``source`` with its longest chain of edges — the gradient's main path from the target down — kept in one
+    straight column (Graphviz's ``group``: one group's edges are drawn straight, its nodes aligned).
+
+    Left to itself, Graphviz may let a long path drift sideways rank after rank, to shorten the side edges
+    that join it (a model's labels shifted beside its head, weights read off the path): the drift adds its
+    own width to the branches'. Tried when a drawing is too wide to read, and kept only when it reads
+    larger (:func:`narrowest`)."""
+    lines = source.splitlines()
+    below: dict = {}
+    for line in lines:
+        m = _ARROW.match(line)
+        if m and 'style="invis"' not in line:
+            below.setdefault(m.group(1), []).append(m.group(2))
+    depth: dict = {}
+
+    def longest(node, seen=frozenset()):
+        if node not in depth:
+            steps = [n for n in below.get(node, ()) if n not in seen]
+            depth[node] = max((longest(n, seen | {node}) + 1 for n in steps), default=0)
+        return depth[node]
+
+    if not below:
+        return source
+    node = max(below, key=longest)
+    path = {node}
+    while below.get(node):
+        node = max(below[node], key=lambda n: depth.get(n, 0))
+        if node in path:
+            break
+        path.add(node)
+    out = []
+    for line in lines:
+        m = _NODE.match(line)
+        if m and m.group(1) in path:
+            line = line.replace(" [", ' [group="main path" ', 1)
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _narrowed(source: str, wrap: int, first_wrap: int, nodesep: str) -> str:
@@ -175,6 +218,7 @@ def _narrowed(source: str, wrap: int, first_wrap: int, nodesep: str) -> str:
 
 _WEIGHT = re.compile(r'\s*"([^"]+)" \[.*tooltip="\S+ variable ')
 _ARROW = re.compile(r'\s*"([^"]+)" -> "([^"]+)"')
+_NODE = re.compile(r'\s*"([^"]+)" \[')
 
 
 def _stack_weights(lines: list) -> str:
