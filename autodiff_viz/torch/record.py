@@ -190,8 +190,9 @@ def _nothing(dtype, device) -> torch.Tensor:
 def _alone(members, recorded) -> bool:
     """Whether nothing but ``members`` (values held only by a recording, all on one storage) owns that storage:
     no other view of it, no copy autograd saved (a saved output shares the storage), no C++ holder of one of
-    them (autograd saving an input keeps the tensor itself), and each of more entries than a trace shows in
-    full. A view goes with its base: a recorded base must be a member; a base no one recorded (``F.linear`` on
+    them (autograd saving an input keeps the tensor itself), and each a plain tensor of more than 65,536 real
+    entries (no subclass, no quantized or inference tensor, whose data cannot be swapped). A view goes with its
+    base: a recorded base must be a member; a base no one recorded (``F.linear`` on
     3-D input returns a view of its 2-D result) goes with them when no Python code holds it."""
     first = members[0]
     root = first if first._base is None else first._base
@@ -200,8 +201,8 @@ def _alone(members, recorded) -> bool:
     if hidden and (id(root) in recorded or sys.getrefcount(root) != _HIDDEN_BASE_REFS):
         return False
     for t in members:
-        if t.numel() <= LARGE or t.is_complex() or t.layout != torch.strided or \
-                t is not root and t._use_count() != 1:
+        if type(t) is not torch.Tensor or t.numel() <= LARGE or t.is_complex() or t.is_quantized or \
+                t.is_inference() or t.layout != torch.strided or t is not root and t._use_count() != 1:
             return False
     if root._use_count() != 1 + views:
         return False
@@ -606,13 +607,17 @@ class Recording(recordings.Recording):
             if not _alone(values, recorded):
                 again += [j for t, j in members if id(t) not in freed]
                 continue
+            try:
+                kept = {id(t): statistics(t) for t in values if id(t) not in freed}
+            except (RuntimeError, TypeError, ValueError):   # a dtype numpy and aminmax cannot read: keep it whole
+                continue
+            freed.update(kept)
             base = values[0]._base
-            for t in values:
-                if id(t) not in freed:
-                    freed[id(t)] = statistics(t)
-                t.data = _nothing(t.dtype, t.device).expand(t.shape)
-            if base is not None:             # the base (recorded or not) holds the same storage
-                base.data = _nothing(base.dtype, base.device).expand(base.shape)
+            try:
+                for t in values + ([] if base is None else [base]):     # the base holds the same storage
+                    t.data = _nothing(t.dtype, t.device).expand(t.shape)
+            except RuntimeError:        # a tensor whose data cannot be swapped: the storage stays, the values too
+                pass
         return again
 
     def _enter_update(self, optimizer, args, kwargs):
