@@ -147,7 +147,7 @@ def narrowest(source: str) -> tuple[str, float | None]:
     best = None
     both = source.startswith("digraph both ")
     tries = () if both else NARROWER     # side by side too wide: the views stack
-    sources = (source,) if both else (source, _straight(source))
+    sources = (source,) if both else (source, _straight(source), _loose(source))
     for drawn in sources:
         for wrap, first_wrap, nodesep in ((WRAP, FIRST_WRAP, NODESEP),) + tries:
             text = _narrowed(drawn, wrap, first_wrap, nodesep)
@@ -160,6 +160,15 @@ def narrowest(source: str) -> tuple[str, float | None]:
             if best is None or px > best[1]:
                 best = (text, px)
     return best
+
+
+def _loose(source: str) -> str:
+    """``source`` with the edges that carry no gradient (labels, masks, integer ids: dashed, ending in ⊣) given no
+    pull on the layout (Graphviz's ``weight="0"``): the gradient's path and the layers set the columns, and a
+    chain of label preparation (ProphetNet's ``new_zeros``, ``fill_``, ``[…] = …``) no longer drags the head
+    sideways toward it. Tried when a drawing is too wide to read (:func:`narrowest`)."""
+    return "\n".join(line.replace(" [", ' [weight="0" ', 1) if _ARROW.match(line) and 'arrowhead="tee"' in line
+                     else line for line in source.splitlines()) + "\n"
 
 
 def _straight(source: str) -> str:
