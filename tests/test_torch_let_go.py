@@ -1,9 +1,10 @@
-"""A recording lets go of the large values a library module freed and no gradient needs (issue 42, cost).
+"""``record(exact_values=False)`` lets go of the large values a library module freed and no gradient needs.
 
 ``Recording._let_go``: a value of more than 65,536 entries that a library module computed, no longer holds, and
 autograd did not save is kept as its statistics; everything a gradient depends on, and every value the learner
 holds, stays whole. These tests check what a learner relies on: the same gradients, the same figures' values,
-their own tensors untouched, and the full values back with ``record(exact_values=True)``.
+their own tensors untouched, the full values with the default ``record()``, and what the why-zero diagnosis
+still says.
 """
 import math
 
@@ -89,7 +90,7 @@ def test_a_trace_asked_for_all_values_says_which_it_kept_as_statistics_and_how_t
     net, rec, loss, *_ = _step()
     full = rec.trace(loss, net, value_limit=10**6)
     assert any("exact_values=True" in note for note in full.notes)
-    assert not any("exact_values" in note for note in rec.trace(loss, net).notes)   # the default shows statistics
+    assert not any("exact_values" in note for note in rec.trace(loss, net).notes)   # the default limit: statistics
     net2, rec2, loss2, *_ = _step(exact_values=True)
     full2 = rec2.trace(loss2, net2, value_limit=10**6)
     assert not any("exact_values" in note for note in full2.notes)
@@ -100,9 +101,32 @@ def test_values_the_learners_own_lines_make_stay_whole():
     torch.manual_seed(0)
     w = torch.randn(32, 256, requires_grad=True)
     x = torch.randn(512, 32)
-    with adv.torch.record() as rec:
+    with adv.torch.record(exact_values=False) as rec:
         loss = (x @ w).relu().sum()         # x @ w: 131,072 entries, made by the learner's line, then freed
         loss.backward()
     assert not rec.freed
     mm = next(op for op in rec.ops if op.name in ("matmul", "__matmul__"))
     assert mm.outputs[0].untyped_storage().nbytes() == 512 * 256 * 4
+
+
+def test_the_default_recording_keeps_every_value_and_the_diagnosis_counts_dead_units():
+    """The default keeps every value: the why-zero diagnosis reads a ReLU's input (autograd saved its output) and
+    counts its dead units. With ``exact_values=False`` it still finds the dead ReLU from the kept statistics."""
+    from autodiff_viz.diagnosis import flow
+
+    def dead(**kw):
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(32, 256), nn.Dropout(0.25), nn.ReLU(), nn.Linear(256, 4))
+        with torch.no_grad():
+            net[0].bias.fill_(-100.0)          # every pre-activation negative: a dead layer
+        with adv.torch.record(**kw) as rec:
+            loss = net(torch.randn(8, 64, 32)).pow(2).mean()
+            loss.backward()
+        return rec, str(flow.explain_recording(rec, loss, net[0].weight))
+
+    rec, words = dead()
+    assert not rec.freed
+    assert "All 256 units" in words and "dead ReLU" in words
+    rec, words = dead(exact_values=False)
+    assert rec.freed
+    assert "zero on every entry" in words and "relu" in words

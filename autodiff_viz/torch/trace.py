@@ -316,7 +316,7 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if freed_as_stats:
         notes.append(f"{len(freed_as_stats)} value(s) that library modules computed and freed, and that no "
                      "gradient needs, are shown by their statistics and first entries: record with "
-                     "adv.torch.record(exact_values=True) to keep all of their values")
+                     "the default adv.torch.record() (exact_values=True) to keep all of their values")
     segments = {seg for n in nodes if n.scope for seg in n.scope.split("/")}
     known = dict(rec._tensor_ids)          # id(tensor) -> tensor id, as the recording saw them
     trace = tracing.finish(_Torch(raw_edges, cap), nodes, raw_edges, grads, target_node, source_ids, notes, limit,
