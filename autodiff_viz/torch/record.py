@@ -402,7 +402,7 @@ class Recording(recordings.Recording):
         self._uses: dict = {}              # our id -> how many places of self.ops hold the tensor
         self._pending: list = []           # values library modules made, until they let go of them (_let_go)
         self._pending_at: list = []        # ... and the index of the op that made each, in order
-        self._starts: list = []            # per entered module: len(self.ops) when it was entered
+        self._starts: list = []            # per entered module: len(self.ops) when it was entered (_let_go)
 
     # ----- context -----------------------------------------------------------
     def __enter__(self) -> Recording:
@@ -493,7 +493,8 @@ class Recording(recordings.Recording):
         if key in self._aliases and self._scopes and path.rpartition("/")[0] != self._scopes[-1]:
             path = next((a for a in self._aliases[key] if a.rpartition("/")[0] == self._scopes[-1]), path)
         self._scopes.append(path)
-        self._starts.append(len(self.ops))
+        if not self.exact_values:
+            self._starts.append(len(self.ops))
         self._called.add(key)
         if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
             self._callers.append((None, None, False, self._outer))
@@ -539,9 +540,10 @@ class Recording(recordings.Recording):
         """
         if self._scopes:
             self._scopes.pop()
-        start = self._starts.pop() if self._starts else 0
-        if self._pending and not torch.compiler.is_compiling():
-            self._let_go(start)
+        if not self.exact_values:
+            start = self._starts.pop() if self._starts else 0
+            if self._pending and not torch.compiler.is_compiling():
+                self._let_go(start)
         loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
         if torch.compiler.is_compiling() or loc is None or not self.ops:
             return
@@ -604,7 +606,7 @@ class Recording(recordings.Recording):
         for t, j in alone:
             base = t._base
             groups.setdefault(id(t if base is None else base), []).append((t, j))
-            del base
+            del base                    # a reference held here would count as someone else's in _alone
         freed, recorded, again = self.freed, self._tensor_ids, []
         for members in groups.values():
             values = [t for t, _ in members]
@@ -796,19 +798,22 @@ class Recording(recordings.Recording):
                     self._called_at[1].assigned = None
                 self._called_at = None
         ids, last_use, uses = self._tensor_ids, self._last_use, self._uses
+        counts = not self.exact_values          # only letting go (_let_go) needs the references counted
         for t in inputs:
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
             last_use[tid] = index
-            uses[tid] = uses.get(tid, 0) + 1
+            if counts:
+                uses[tid] = uses.get(tid, 0) + 1
         makes = kind in _MAKES
-        lets_go = outer is not None and kind == "op" and not self.exact_values
+        lets_go = counts and outer is not None and kind == "op"
         for t in outputs:
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
-            uses[tid] = uses.get(tid, 0) + 1
+            if counts:
+                uses[tid] = uses.get(tid, 0) + 1
             if lets_go and t.numel() > LARGE:
                 self._pending.append(t)
                 self._pending_at.append(index)
