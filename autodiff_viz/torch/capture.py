@@ -20,8 +20,6 @@ the node gave back into gradients of those tensors; the trace uses them too, to 
 """
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import torch
 
@@ -115,36 +113,64 @@ def _nbytes(t) -> int:
     return t.numel() * t.element_size()
 
 
+def outweighs(ops, target, ceiling: int) -> bool:
+    """Whether the values on ``target``'s path through recorded ``ops`` (all of them, in order) take at least
+    ``ceiling`` bytes — the weights' size, above which :func:`start` copies the weights instead.
+
+    Walks back from the target and stops as soon as it knows: on a transformer the values near the loss
+    already outweigh every weight, so the answer costs a few ops, not a pass over the whole recording.
+    """
+    need, total = {id(target)}, 0
+    for op in reversed(ops):
+        if op.kind not in ("op", "rewrap", "detach") or not any(id(t) in need for t in op.outputs):
+            continue
+        need.update(id(t) for t in op.inputs)
+        out = op.outputs[0]
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+            total += _nbytes(out)
+            if total >= ceiling:
+                return True
+    return False
+
+
 def start(rec, target, gradient, ops) -> Capture | None:
     """A capture of the ``backward()`` of ``target`` about to run over recorded ``ops`` (the target's history), or
     None when copying the weights before an update is cheaper, or a capture could not tell this pass's gradients
     apart (a weight whose ``.grad`` already holds an earlier pass's, a seed other than ones)."""
     if gradient is not None or target.grad_fn is None or target.numel() != 1 or not ops:
         return None
-    values, leaves, readers = {}, {}, Counter()
-    needs = [differentiable_inputs(op) for op in ops]
-    for op, need in zip(ops, needs):
-        for t in need:
-            readers[id(t)] += 1
-            if t.grad_fn is None:
-                leaves[id(t)] = t
+    values, leaves, readers, needs = {}, {}, {}, []
+    value_bytes = leaf_bytes = 0
+    for op in ops:      # one pass: it runs inside the learner's backward() call, on every recorded step
+        need = {}
+        for t in op.inputs:
+            if t.requires_grad:
+                need[id(t)] = t
+        needs.append(need)
+        for key, t in need.items():
+            readers[key] = readers.get(key, 0) + 1
+            if t.grad_fn is None and key not in leaves:
+                if t.grad is not None:          # an earlier pass's gradient: this one's cannot be told apart
+                    return None
+                leaves[key] = t
+                leaf_bytes += _nbytes(t)
         out = op.outputs[0] if op.outputs else None
-        if isinstance(out, torch.Tensor) and out.requires_grad and out.grad_fn is not None:
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None and id(out) not in values:
             values[id(out)] = out
-    if not leaves or any(t.grad is not None for t in leaves.values()):
-        return None
-    if sum(_nbytes(t) for t in values.values()) >= sum(_nbytes(t) for t in leaves.values()):
+            value_bytes += _nbytes(out)
+    if not leaves or value_bytes >= leaf_bytes:
         return None
     cap = Capture(target)
+    handles = cap._handles
     for key, t in values.items():
-        cap._handles.append(t.register_hook(_keep(cap.grads, key)))
+        handles.append(t.register_hook(_keep(cap.grads, key)))
     for op, need in zip(ops, needs):
         out = op.outputs[0] if op.outputs else None
-        if not isinstance(out, torch.Tensor) or not any(readers[id(t)] > 1 for t in need):
+        if not isinstance(out, torch.Tensor) or not any(readers[key] > 1 for key in need):
             continue
-        slots = node_slots(out, need)
+        slots = node_slots(out, list(need.values()))
         if slots is not None:
-            cap._handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots)))
+            handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots)))
     cap._waiting = list(leaves.values())
     return cap
 

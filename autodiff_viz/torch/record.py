@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from ..records.traces.model import Trace
 
 _library_class: dict = {}     # module class -> is its forward library code?
+_compiling = torch.compiler.is_compiling
 _INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
                     "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
 _MAKES = frozenset(("op", "rewrap", "detach"))     # kinds of record that make a tensor value
@@ -168,6 +169,28 @@ def _tensors(obj, out):
         for o in obj.values():
             _tensors(o, out)
     return out
+
+
+def _tree(module) -> tuple:
+    """``(list(module.named_modules(remove_duplicate=False)), list(module.named_parameters()))`` in one walk.
+
+    Every recorded step enters its model afresh; PyTorch's two generators (a recursive generator per module,
+    parameters hashed through the recording's mode) cost more than the rest of entering the model.
+    """
+    mods, params, seen, kept = [], [], set(), set()
+    stack = [("", module)]
+    while stack:
+        qual, m = stack.pop()
+        mods.append((qual, m))
+        if id(m) not in seen:               # a module held twice lists its parameters under its first path
+            seen.add(id(m))
+            for k, p in m._parameters.items():
+                if p is not None and id(p) not in kept:
+                    kept.add(id(p))
+                    params.append((f"{qual}.{k}" if qual else k, p))
+        children = [(f"{qual}.{k}" if qual else k, c) for k, c in m._modules.items() if c is not None]
+        stack.extend(reversed(children))
+    return mods, params
 
 
 def _written(name, args, kwargs):
@@ -272,8 +295,7 @@ def _zero_grad(original):
                     for cap in rec._captures.values():
                         cap.own(params)
             out = original(self, set_to_none)
-        if params:
-            for rec in recs:
+            for rec in recs if params else ():
                 rec._note("zero_grad", "set_grad", params, [], {"to_none": bool(set_to_none)})
         return out
     zero_grad.__adv_original__ = original
@@ -304,7 +326,7 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         rec = self._rec()
-        if rec is None or rec._paused or torch.compiler.is_compiling():   # torch.compile traces: never record
+        if rec is None or rec._paused or _compiling():   # torch.compile traces: never record
             return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
         name = getattr(func, "__name__", None) or str(func)
@@ -396,6 +418,7 @@ class Recording(recordings.Recording):
         self._saved: list = []             # (op index, tensor, version, values) before an in-place write
         self._saved_at: dict = {}          # our id -> op index of its latest saved copy
         self._captures: dict = {}          # id(target) -> the Capture of its backward() (capture.py)
+        self._leaf_bytes = 0               # bytes of the weights recorded ops read (at least a capture's bar)
         self._covered: dict = {}           # our id of a weight -> op index after the capture that kept its ḡ
         self.shown: dict = {}              # id(weight) -> its values before an update, kept as statistics
         self.freed: dict = {}              # id(tensor) -> a value its library freed, kept as statistics (_let_go)
@@ -451,7 +474,7 @@ class Recording(recordings.Recording):
             else:
                 root = type(module).__name__.lower()
                 roots = [m for m in self._modules if type(m).__name__.lower() == root]
-                mods = list(module.named_modules(remove_duplicate=False))
+                mods, params = _tree(module)
                 quals = {q for q, _ in mods}
                 for k in itertools.count(len(roots)):
                     # the second model of a class is sequential_1; a class named as one of its own
@@ -483,8 +506,6 @@ class Recording(recordings.Recording):
                 # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
                 # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
                 prefix = "" if next(module.children(), None) is not None else root + "."
-                with torch._C.DisableTorchFunction():    # named_parameters hashes each one: not through the mode
-                    params = list(module.named_parameters())
                 for qual, p in params:
                     self._param_names.setdefault(id(p), prefix + qual)
                 self._root_params[root] = (var or root, {id(p): self._param_names[id(p)] for _, p in params})
@@ -496,7 +517,7 @@ class Recording(recordings.Recording):
         if not self.exact_values:
             self._starts.append(len(self.ops))
         self._called.add(key)
-        if torch.compiler.is_compiling():        # torch.compile traces this hook: no frame walks in it
+        if _compiling():                         # torch.compile traces this hook: no frame walks in it
             self._callers.append((None, None, False, self._outer))
             return
         outer = self._outer
@@ -540,12 +561,13 @@ class Recording(recordings.Recording):
         """
         if self._scopes:
             self._scopes.pop()
+        compiling = _compiling()
         if not self.exact_values:
             start = self._starts.pop() if self._starts else 0
-            if self._pending and not torch.compiler.is_compiling():
+            if self._pending and not compiling:
                 self._let_go(start)
         loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
-        if torch.compiler.is_compiling() or loc is None or not self.ops:
+        if compiling or loc is None or not self.ops:
             return
         made = self.ops[-1]
         if made.assigned is None and made.kind in ("op", "rewrap", "detach") and made.outputs:
@@ -658,9 +680,11 @@ class Recording(recordings.Recording):
         """A :class:`~.capture.Capture` of the ``backward()`` about to run, or None (see :func:`.capture.start`)."""
         if self.exact_weights or kwargs.get("inputs") is not None or kwargs.get("create_graph") or len(args) > 2:
             return None
-        from .capture import start
+        from .capture import outweighs, start
         from .trace import _graph, _history
         target = args[0]
+        if outweighs(self.ops, target, self._leaf_bytes):
+            return None
         return start(self, target, kwargs.get("gradient", args[1] if len(args) > 1 else None),
                      _history(_graph(self), target))
 
@@ -803,6 +827,8 @@ class Recording(recordings.Recording):
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
+                if t.requires_grad and t.grad_fn is None:      # a weight, first seen: what copies would take
+                    self._leaf_bytes += t.numel() * t.element_size()
             last_use[tid] = index
             if counts:
                 uses[tid] = uses.get(tid, 0) + 1
@@ -812,6 +838,8 @@ class Recording(recordings.Recording):
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
+                if t.requires_grad and t.grad_fn is None:      # torch.randn(3, requires_grad=True)
+                    self._leaf_bytes += t.numel() * t.element_size()
             if counts:
                 uses[tid] = uses.get(tid, 0) + 1
             if lets_go and t.numel() > LARGE:
@@ -855,6 +883,8 @@ class Recording(recordings.Recording):
             if ins:
                 flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else name == "requires_grad_")
                 why = provenance.why_set(sys._getframe(2)) if not flag else {}
+                if flag and ins[0].grad_fn is None:     # a weight from now on (x.requires_grad_())
+                    self._leaf_bytes += ins[0].numel() * ins[0].element_size()
                 self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag), **why})
             return
         if name == "get:grad":
