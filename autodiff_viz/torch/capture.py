@@ -109,7 +109,7 @@ class Capture:
         return None if got is None else {k: g for k, (g, _) in got.items()}
 
 
-def _nbytes(t) -> int:
+def nbytes(t) -> int:
     return t.numel() * t.element_size()
 
 
@@ -127,7 +127,7 @@ def outweighs(ops, target, ceiling: int) -> bool:
         need.update(id(t) for t in op.inputs)
         out = op.outputs[0]
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
-            total += _nbytes(out)
+            total += nbytes(out)
             if total >= ceiling:
                 return True
     return False
@@ -153,11 +153,11 @@ def start(rec, target, gradient, ops) -> Capture | None:
                 if t.grad is not None:          # an earlier pass's gradient: this one's cannot be told apart
                     return None
                 leaves[key] = t
-                leaf_bytes += _nbytes(t)
+                leaf_bytes += nbytes(t)
         out = op.outputs[0] if op.outputs else None
         if isinstance(out, torch.Tensor) and out.grad_fn is not None and id(out) not in values:
             values[id(out)] = out
-            value_bytes += _nbytes(out)
+            value_bytes += nbytes(out)
     if not leaves or value_bytes >= leaf_bytes:
         return None
     cap = Capture(target)

@@ -75,7 +75,7 @@ from ..base import naming
 from ..bridges import frames, recordings
 from . import provenance
 from .capture import EXACT_UP_TO as LARGE
-from .capture import statistics
+from .capture import nbytes, statistics
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -828,7 +828,7 @@ class Recording(recordings.Recording):
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
                 if t.requires_grad and t.grad_fn is None:      # a weight, first seen: what copies would take
-                    self._leaf_bytes += t.numel() * t.element_size()
+                    self._leaf_bytes += nbytes(t)
             last_use[tid] = index
             if counts:
                 uses[tid] = uses.get(tid, 0) + 1
@@ -839,7 +839,7 @@ class Recording(recordings.Recording):
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
                 if t.requires_grad and t.grad_fn is None:      # torch.randn(3, requires_grad=True)
-                    self._leaf_bytes += t.numel() * t.element_size()
+                    self._leaf_bytes += nbytes(t)
             if counts:
                 uses[tid] = uses.get(tid, 0) + 1
             if lets_go and t.numel() > LARGE:
@@ -884,7 +884,7 @@ class Recording(recordings.Recording):
                 flag = kwargs.get("requires_grad", args[1] if len(args) > 1 else name == "requires_grad_")
                 why = provenance.why_set(sys._getframe(2)) if not flag else {}
                 if flag and ins[0].grad_fn is None:     # a weight from now on (x.requires_grad_())
-                    self._leaf_bytes += ins[0].numel() * ins[0].element_size()
+                    self._leaf_bytes += nbytes(ins[0])
                 self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag), **why})
             return
         if name == "get:grad":
