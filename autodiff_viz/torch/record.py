@@ -210,6 +210,30 @@ def _nothing(dtype, device) -> torch.Tensor:
     return torch.zeros((), dtype=dtype, device=device)
 
 
+def _copies(ts) -> list:
+    """Copies of tensors ``ts`` (None for one without storage: meta, sparse layouts …), detached and with their
+    own memory, made in one call when the tensors allow it (an optimizer's forty parameters cost one call, not
+    forty)."""
+    if not ts:
+        return []
+    grad = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(False)   # no graph; torch.no_grad() would be a grad-mode event (provenance.py)
+    try:
+        with torch._C.DisableTorchFunction():
+            try:
+                return list(torch._foreach_clone(ts))
+            except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+                out = []
+                for t in ts:
+                    try:
+                        out.append(t.clone())
+                    except RuntimeError:
+                        out.append(None)
+                return out
+    finally:
+        torch._C._set_grad_enabled(grad)
+
+
 def _alone(members, recorded) -> bool:
     """Whether nothing but ``members`` (values held only by a recording, all on one storage) owns that storage:
     no other view of it, no copy autograd saved (a saved output shares the storage), no C++ holder of one of
@@ -664,8 +688,7 @@ class Recording(recordings.Recording):
         self._updating = torch._C.DisableTorchFunction()
         self._updating.__enter__()
         params = [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor)]
-        for p in params:
-            self._before_write(p)
+        self._before_write(*params)
         self._note(f"{type(optimizer).__name__}.step", "update", params, [], {"optimizer": optimizer})
 
     def _exit_update(self, optimizer, args, kwargs):
@@ -699,8 +722,8 @@ class Recording(recordings.Recording):
         """Whether a capture still valid kept weight ``t``'s gradient (so a trace needs not its old values)."""
         return any(c.covers(t) and c.valid(len(self.ops)) for c in self._captures.values())
 
-    def _before_write(self, t):
-        """``t`` is about to change in place: keep a copy of it, when a trace could still need the old values.
+    def _before_write(self, *ts):
+        """``ts`` are about to change in place: keep a copy of each, when a trace could still need the old values.
 
         Autograd saves the tensors a backward pass needs and refuses to use one that changed since
         (its version counter moved). So a tensor read by a recorded op and then written in place after a
@@ -709,25 +732,30 @@ class Recording(recordings.Recording):
         is built. Tensors no recorded op read, and writes inside the forward pass (``x.relu_()``), are
         not copied: autograd itself checks those. A weight whose gradient a capture of the backward pass kept
         (:mod:`.capture`) needs no autograd again: it keeps :func:`.capture.values_before` (its statistics
-        when large) instead of a copy.
+        when large) instead of a copy. An update's parameters are copied in one call (:func:`_copies`).
         """
-        tid = self._tensor_ids.get(id(t))
-        if tid is None:
-            return
-        used = self._last_use.get(tid, -1)
-        if used <= self._saved_at.get(tid, -1) or not (self._backwards or t.is_leaf and t.requires_grad):
-            return
-        here = len(self.ops)
-        try:
+        ids, last_use, saved_at = self._tensor_ids, self._last_use, self._saved_at
+        here, backwards, copy = len(self.ops), self._backwards, []
+        for t in ts:
+            tid = ids.get(id(t))
+            if tid is None:
+                continue
+            used = last_use.get(tid, -1)
+            if used <= saved_at.get(tid, -1) or not (backwards or t.is_leaf and t.requires_grad):
+                continue
             if self._covered.get(tid, -1) > used and self._captured(t):
                 from .capture import values_before  # the trace has its gradients: its values suffice
-                values = values_before(t)
+                try:
+                    self._saved.append((here, t, t._version, values_before(t)))
+                except RuntimeError:    # a tensor without storage (meta, sparse layouts …): nothing to copy
+                    continue
+                saved_at[tid] = here
             else:
-                values = t.detach().clone()
-        except RuntimeError:            # a tensor without storage (meta, sparse layouts …): nothing to copy
-            return
-        self._saved.append((here, t, t._version, values))
-        self._saved_at[tid] = here
+                copy.append((tid, t))
+        for (tid, t), values in zip(copy, _copies([t for _, t in copy])):
+            if values is not None:
+                self._saved.append((here, t, t._version, values))
+                saved_at[tid] = here
 
     @contextlib.contextmanager
     def as_at(self, target: Any) -> Iterator[None]:
