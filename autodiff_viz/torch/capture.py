@@ -264,7 +264,7 @@ def node_slots(out, need) -> list | None:
 def assemble(slots, got) -> dict | None:
     """``{id(input): its gradient}`` from what a node's backward gave for each of its inputs (``got``, in the
     order of :func:`node_slots`), done as the engine would on the way: a broadcast input's gradient summed back to
-    its shape, cast to its dtype, an input read twice given the sum."""
+    its shape, its real part for a real input, cast to its dtype, an input read twice given the sum."""
     out_grads: dict = {}
     for t, g in zip(slots, got):
         if t is None or g is None:
@@ -274,6 +274,8 @@ def assemble(slots, got) -> dict | None:
                 g = g.sum_to_size(t.shape)
             except RuntimeError:
                 return None
+        if g.is_complex() and not t.is_complex():
+            g = torch.real(g)       # a real input of a complex op (FNet's fft): the engine keeps the real part
         g = g.to(t.dtype) if g.dtype != t.dtype else g
         out_grads[id(t)] = g if id(t) not in out_grads else out_grads[id(t)] + g
     return out_grads
