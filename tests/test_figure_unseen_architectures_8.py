@@ -23,6 +23,7 @@ within the box budget and readable at the notebook's width.
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -132,3 +133,39 @@ def test_recording_fnets_step_warns_of_nothing_pytorch_does_not():
     into = [e for e in tr.edges_into(tr.node_id_of(fft.outputs[0])) if e.src == tr.node_id_of(src)]
     assert into and into[0].contribution.data.dtype == np.float32      # what the transform passes back: real
     assert np.isfinite(into[0].contribution.data).all()
+
+
+def test_weights_a_model_ran_off_the_losss_path_make_one_note_naming_their_modules():
+    """CANINE (``CanineForSequenceClassification``, Clark et al. 2021,
+    https://huggingface.co/docs/transformers/model_doc/canine) runs its upsampling projection and final character
+    encoder in every forward pass, but a classification head reads only the pooled downsampled sequence: twenty
+    weights ran, feed nothing the loss reads, and keep ``.grad`` None. The trace said so in twenty notes, one per
+    weight, each drawn as a line of the figure. It now says it once, naming the modules that hold them and how
+    many each holds."""
+    import autodiff_viz as adv
+
+    torch.manual_seed(0)
+    model = hf.CanineForSequenceClassification(hf.CanineConfig(
+        hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, num_hash_functions=2,
+        num_hash_buckets=16, downsampling_rate=2, upsampling_kernel_size=2, local_transformer_stride=4,
+        max_position_embeddings=64, num_labels=3))
+    model.train()
+    codepoints = torch.randint(1, 200, (2, 16), generator=torch.Generator().manual_seed(0))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    with adv.torch.record() as rec:
+        opt.zero_grad()
+        loss = model(input_ids=codepoints, labels=torch.tensor([0, 2])).loss
+        loss.backward()
+        opt.step()
+    tr = rec.trace(loss, model)
+    idle = [n for n, p in model.named_parameters() if p.grad is None]
+    assert len(idle) == 20
+    about = [n for n in tr.notes if "does not depend" in n]
+    assert len(about) == 1, about
+    note = about[0]
+    assert f"on {len(idle)} of the sources" in note and "rec.explain(target, source)" in note
+    named = re.findall(r"([\w.]+) \((\d+)\)", note)
+    assert sum(int(k) for _, k in named) == len(idle)
+    assert all(any(n.startswith(module + ".") for module, _ in named) for n in idle)
+    assert {m for m, _ in named} >= {"canine.final_char_encoder.layer.0"}
+    assert note in tr.to_dot("backward").replace("\\n", "\n")

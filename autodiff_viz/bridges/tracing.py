@@ -121,3 +121,55 @@ def finish(adapter: Adapter, nodes, raw_edges, grads, target, source_ids, notes,
                   notes=notes, kinds=kinds)
     trace.key_of = key_of
     return trace
+
+
+def unreached_notes(missing) -> list:
+    """A trace's notes for the sources it draws no path from: ``missing`` is ``[(name, used)]``, ``used`` False
+    for a source no recorded op read, True for one read off the target's path (its ``.grad`` stays None).
+
+    One source keeps its own sentence. Many — a part of the model that ran but feeds nothing the loss reads,
+    as CANINE's upsampling projection under a classification head — are named by the modules that hold them
+    (a name's path without its last segment: ``canine.projection.conv`` for ``canine.projection.conv.weight``),
+    merged up the tree, deepest first, until at most :data:`NAMED` groups remain (the rest counted when the
+    names share no module): twenty weights make one line, not twenty.
+    """
+    notes = []
+    for used, alone, many in ((False, "the source {} is not used by the recorded ops",
+                               "{} of the sources are not used by the recorded ops: {}"),
+                              (True, "the target does not depend on the source {}: no path to draw",
+                               "the target does not depend on {} of the sources, in {}: no path to draw "
+                               "(rec.explain(target, source) says why)")):
+        names = [name for name, u in missing if u is used]
+        if len(names) == 1:
+            notes.append(alone.format(names[0]))
+        elif names:
+            notes.append(many.format(len(names), _by_module(names)))
+    return notes
+
+
+NAMED = 3       # groups a note about many sources names
+
+
+def _by_module(names) -> str:
+    """``"a.b (2), a.c (16)"``: the names counted by their modules, merged up the tree to at most :data:`NAMED`."""
+    def parent(path):
+        cut = max(path.rfind("."), path.rfind("/"))
+        return path[:cut] if cut > 0 else path
+
+    groups: dict = {}
+    for name in names:
+        key = parent(name)
+        groups[key] = groups.get(key, 0) + 1
+    while len(groups) > NAMED:
+        depth = max(k.count(".") + k.count("/") for k in groups)
+        merged: dict = {}
+        for k, n in groups.items():
+            k2 = parent(k) if k.count(".") + k.count("/") == depth else k
+            merged[k2] = merged.get(k2, 0) + n
+        if len(merged) == len(groups) and depth == 0:
+            break
+        groups = merged
+    parts = [f"{k} ({n})" for k, n in groups.items()]
+    if len(parts) > NAMED:
+        parts = parts[:NAMED] + [f"{len(parts) - NAMED} more"]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -260,13 +260,14 @@ def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
     if src is None:                                       # optimizer's Cast of its learning rate) is no step here
         source_ids = [n.id for n in nodes if n.kind in ("variable", "watched")]
     else:
-        source_ids = []
+        source_ids, missing = [], []
         for s in src:
             n = owner.get(tensor_key(s))
             if n is None:
-                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops")
+                missing.append((rec.name_of(s) or str(tuple(s.shape)), False))
             else:
                 source_ids.append(n.id)
+        notes += tracing.unreached_notes(missing)
 
     grads = {}
     if target_node is not None and info is not None and trainable_dtype(target.dtype):

@@ -267,16 +267,15 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if src is None:
         source_ids = [n.id for n in nodes if n.is_leaf and node_tensor[n.id].requires_grad]
     else:
-        source_ids = []
+        source_ids, missing = [], []
         for s in src:
             n = owner.get(id(s))
             if n is None:
-                used = any(s is t for op in everything for t in op.inputs)
-                notes.append(f"the source {rec.name_of(s) or tuple(s.shape)} is not used by the recorded ops"
-                             if not used else f"the target does not depend on the source "
-                             f"{rec.name_of(s) or tuple(s.shape)}: no path to draw")
+                missing.append((rec.name_of(s) or str(tuple(s.shape)),
+                                any(s is t for op in everything for t in op.inputs)))
             else:
                 source_ids.append(n.id)
+        notes += tracing.unreached_notes(missing)
 
     grads, cap = {}, None
     if target_node is not None and target.is_floating_point():
