@@ -73,7 +73,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..base import naming
 from ..bridges import frames, recordings
-from . import provenance
+from . import provenance, tree
 from .capture import EXACT_UP_TO as LARGE
 from .capture import nbytes, statistics
 
@@ -169,28 +169,6 @@ def _tensors(obj, out):
         for o in obj.values():
             _tensors(o, out)
     return out
-
-
-def _tree(module) -> tuple:
-    """``(list(module.named_modules(remove_duplicate=False)), list(module.named_parameters()))`` in one walk.
-
-    Every recorded step enters its model afresh; PyTorch's two generators (a recursive generator per module,
-    parameters hashed through the recording's mode) cost more than the rest of entering the model.
-    """
-    mods, params, seen, kept = [], [], set(), set()
-    stack = [("", module)]
-    while stack:
-        qual, m = stack.pop()
-        mods.append((qual, m))
-        if id(m) not in seen:               # a module held twice lists its parameters under its first path
-            seen.add(id(m))
-            for k, p in m._parameters.items():
-                if p is not None and id(p) not in kept:
-                    kept.add(id(p))
-                    params.append((f"{qual}.{k}" if qual else k, p))
-        children = [(f"{qual}.{k}" if qual else k, c) for k, c in m._modules.items() if c is not None]
-        stack.extend(reversed(children))
-    return mods, params
 
 
 def _written(name, args, kwargs):
@@ -496,44 +474,12 @@ class Recording(recordings.Recording):
                 self._module_names[key] = f"{self._scopes[-1]}/{type(module).__name__.lower()}"
                 self.module_kinds.setdefault(type(module).__name__.lower(), type(module).__name__)
             else:
-                root = type(module).__name__.lower()
-                roots = [m for m in self._modules if type(m).__name__.lower() == root]
-                mods, params = _tree(module)
-                quals = {q for q, _ in mods}
-                for k in itertools.count(len(roots)):
-                    # the second model of a class is sequential_1; a class named as one of its own
-                    # modules (class Attn holding self.attn) gets attn_1, so the two boxes stay apart
-                    name = f"{root}_{k}" if k else root
-                    if name not in quals and name not in self.module_kinds:
-                        root = name
-                        break
-                self._modules.append(module)
-                self.module_kinds.setdefault(root, type(module).__name__)
+                root, weights = tree.name_model(self, module)
                 var = frames.variable_for(module, provenance.LIBRARY.user_frame(sys._getframe(1)))
                 if var is not None and var != root:
                     self.root_vars[root] = var
-                paths = {"": root}
-                names, kinds = self._module_names, self.module_kinds
-                for qual, m in mods:
-                    # one segment per level, each the name named_modules() gives it: net/features/features.0,
-                    # so a box is titled as print(net) and the error messages name it (features.0), and two
-                    # modules called "0" in different blocks stay apart. named_modules() lists a parent
-                    # before its children, so the parent's path is known. A module two parents hold (XLM's
-                    # one GELU in every ffns[i]) keeps each path: it is scoped under the parent that calls it.
-                    if qual:
-                        path = paths[qual] = f"{paths[qual.rpartition('.')[0]]}/{qual}"
-                        kinds.setdefault(qual, type(m).__name__)
-                    else:
-                        path = root
-                    if names.setdefault(id(m), path) != path:
-                        self._aliases.setdefault(id(m), []).append(path)
-                # a layer called on its own (model[0](x)) has bare names ("weight"): prefix its scope
-                # name, so two such layers' weights read "linear.weight" and "linear_1.weight"
-                prefix = "" if next(module.children(), None) is not None else root + "."
-                for qual, p in params:
-                    self._param_names.setdefault(id(p), prefix + qual)
-                self._root_params[root] = (var or root, {id(p): self._param_names[id(p)] for _, p in params})
-                self._apart(root)
+                self._root_params[root] = (var or root, weights)
+                tree.apart(self, root)
         path = self._module_names[key]
         if key in self._aliases and self._scopes and path.rpartition("/")[0] != self._scopes[-1]:
             path = next((a for a in self._aliases[key] if a.rpartition("/")[0] == self._scopes[-1]), path)
@@ -560,22 +506,6 @@ class Recording(recordings.Recording):
         Its own location is a line of the module's ``forward``, so the next op there (the same class's
         ``forward`` run again by ``recon = decoder(z)``) must not take that name back."""
         return self._called_at is not None and self._called_at[1] is op
-
-    def _apart(self, root: str) -> None:
-        """Two models of one class (``encoder = MLP(4, 2)``, ``decoder = MLP(2, 4)``) name their parameters
-        alike (``l1.weight``): when the model just seen (scope segment ``root``) shares a parameter name with
-        another one, the parameters of both are named by the learner's variable for their model
-        (``encoder.l1.weight``), or by their scope segments when one variable held both (a loop's ``block``)."""
-        names = self._param_names
-        label, first = self._root_params[root]
-        for other, (other_label, firsts) in self._root_params.items():
-            if other == root or not set(firsts.values()) & {n for i, n in first.items() if i not in firsts}:
-                continue
-            same = other_label == label
-            for who, given in ((other if same else other_label, firsts), (root if same else label, first)):
-                for i, n in given.items():
-                    if i not in firsts or i not in first:       # a weight both models hold (tied) keeps its name
-                        names[i] = f"{who}.{n}"
 
     def _exit_module(self, module, inputs, output):
         """Name the module's output by the line that called it (``out = net(x)``), when nothing named it yet.
