@@ -142,10 +142,7 @@ def start(rec, target, gradient, ops) -> Capture | None:
     values, leaves, readers, needs = {}, {}, {}, []
     value_bytes = leaf_bytes = 0
     for op in ops:      # one pass: it runs inside the learner's backward() call, on every recorded step
-        need = {}
-        for t in op.inputs:
-            if t.requires_grad:
-                need[id(t)] = t
+        need = needing(op)
         needs.append(need)
         for key, t in need.items():
             readers[key] = readers.get(key, 0) + 1
@@ -175,9 +172,15 @@ def start(rec, target, gradient, ops) -> Capture | None:
     return cap
 
 
+def needing(op) -> dict:
+    """``{id(input): input}`` for the inputs of recorded ``op`` that require grad, each once (an input read twice
+    is one tensor)."""
+    return {id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}
+
+
 def differentiable_inputs(op) -> list:
-    """The inputs of recorded ``op`` that require grad, each once (an input read twice is one tensor)."""
-    return list({id(t): t for t in op.inputs if isinstance(t, torch.Tensor) and t.requires_grad}.values())
+    """The inputs of recorded ``op`` that require grad, each once, in order (see :func:`needing`)."""
+    return list(needing(op).values())
 
 
 def _keep(into, key):
