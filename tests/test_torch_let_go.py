@@ -110,8 +110,9 @@ def test_values_the_learners_own_lines_make_stay_whole():
 
 
 def test_the_default_recording_keeps_every_value_and_the_diagnosis_counts_dead_units():
-    """The default keeps every value: the why-zero diagnosis reads a ReLU's input (autograd saved its output) and
-    counts its dead units. With ``exact_values=False`` it still finds the dead ReLU from the kept statistics."""
+    """The default keeps every value: the why-zero diagnosis reads a ReLU's input and counts its dead units. With
+    ``exact_values=False`` the input (autograd saved the ReLU's output, not it) is let go, and the diagnosis reads
+    the output instead — ``y = 0`` exactly where ``x ≤ 0`` — and the input's kept maximum: the same words."""
     from autodiff_viz.diagnosis import flow
 
     def dead(**kw):
@@ -127,6 +128,29 @@ def test_the_default_recording_keeps_every_value_and_the_diagnosis_counts_dead_u
     rec, words = dead()
     assert not rec.freed
     assert "All 256 units" in words and "dead ReLU" in words
-    rec, words = dead(exact_values=False)
+    rec, kept_words = dead(exact_values=False)
     assert rec.freed
-    assert "zero on every entry" in words and "relu" in words
+    assert kept_words == words
+
+
+def test_with_values_let_go_the_diagnosis_still_counts_which_units_are_dead():
+    """Half a layer dead (every other unit's weights 0 and bias −100): the recording that lets values go names the
+    same 128 units as the one that keeps them, read from the ReLU's kept output."""
+    from autodiff_viz.diagnosis import flow
+
+    def words(**kw):
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(32, 256), nn.Dropout(0.25), nn.ReLU(), nn.Linear(256, 4))
+        with torch.no_grad():
+            net[0].bias[::2] = -100.0
+            net[0].weight[::2] = 0.0
+        with adv.torch.record(**kw) as rec:
+            loss = net(torch.randn(8, 64, 32)).pow(2).mean()
+            loss.backward()
+        return rec, str(flow.explain_recording(rec, loss, net[0].weight))
+
+    rec, kept = words()
+    assert not rec.freed and "128 of the 256 units" in kept and "units 0, 2, 4," in kept
+    rec, let_go = words(exact_values=False)
+    assert rec.freed
+    assert let_go == kept

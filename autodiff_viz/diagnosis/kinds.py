@@ -260,10 +260,25 @@ def _relu_like(ed) -> bool:
     return False
 
 
-def _relu(ed, mask, tiny):
-    if tiny or not _relu_like(ed) or ed.x is None:
+def _relu_input(ed):
+    """A ReLU's input as far as its output tells it, when only the output was kept whole (autograd saves a
+    ReLU's output; ``record(exact_values=False)`` lets the input go, and a trace summarises a large one): where
+    ``y > 0`` the input was ``y``; where ``y = 0`` it was ``≤ 0``, and its largest value there is at most the
+    kept maximum of the input (exactly it when every entry is ``≤ 0``). Enough for which units are dead."""
+    y = ed.y
+    stats = getattr(ed.src.value, "stats", None) or {}
+    top = stats.get("max")
+    if y is None or top is None or not math.isfinite(top):
         return None
-    x = ed.x
+    return np.where(y > 0, y, min(float(top), 0.0))
+
+
+def _relu(ed, mask, tiny):
+    if tiny or not _relu_like(ed):
+        return None
+    x = ed.x if ed.x is not None else _relu_input(ed)
+    if x is None:
+        return None
     dead = mask if mask is not None and mask.shape == x.shape else np.ones(x.shape, bool)
     units = x.shape[-1] if x.ndim >= 2 else x.size
     per_unit = (x <= 0).reshape(-1, units).all(axis=0) if x.ndim >= 2 else (x <= 0)

@@ -546,8 +546,9 @@ class Recording(recordings.Recording):
         own lines make.
 
         Only with ``record(exact_values=False)``: the why-zero and why-NaN diagnosis reads the inputs of the op
-        where a gradient dies, and autograd saves a ReLU's, a sigmoid's or a tanh's *output*, not its input. With
-        the input kept as statistics, a dead layer is still found, but no longer counted unit by unit.
+        where a gradient dies, and autograd saves a ReLU's, a sigmoid's or a tanh's *output*, not its input. A dead
+        ReLU is still counted unit by unit (from its output: ``y = 0`` exactly where ``x ≤ 0``); a saturated sigmoid
+        or tanh is named as the op where the gradient dies (its derivative 0 there), not as saturated.
 
         Asked when a module returns (for the values made since ``since``, its first op), before a
         ``backward()`` and at the end of the recording (for all).
@@ -942,8 +943,8 @@ def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
     of more than 65,536 entries that a library module computed, no longer holds and autograd did not save (no
     gradient reads it) as its statistics and first entries — what a trace shows of any large array — and lets
     its memory go, so that recording a large model costs little more than running it (ResNet-18 at 224×224:
-    1.34× → 1.01× a plain step's peak; see :meth:`Recording._let_go`). The why-zero diagnosis then says less
-    about such a value: "the ReLU's inputs are ≤ 0" without counting its units one by one.
+    1.34× → 1.01× a plain step's peak; see :meth:`Recording._let_go`). The why-zero diagnosis reads a dead ReLU's
+    units from its output then, and names a saturated sigmoid or tanh only as the op where the gradient dies.
 
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
