@@ -105,3 +105,24 @@ def test_remembering_a_model_does_not_keep_it_alive():
     del net
     gc.collect()
     assert gone() is None
+
+
+def test_a_model_whose_class_is_unhashable_is_named_each_time():
+    """A learner's class may define ``__eq__`` (and so lose ``__hash__``): it cannot be remembered, and is named
+    afresh on every recording."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+        def __eq__(self, other):
+            return isinstance(other, Net)
+
+    net = Net()
+    for _ in range(2):
+        with adv.torch.record() as rec:
+            net(X).sum().backward()
+        assert rec.name_of(net.fc.weight) == "fc.weight" and rec.module_kinds["fc"] == "Linear"

@@ -82,7 +82,10 @@ def name_model(rec, module) -> tuple:
     module): its scope segment, each module's path and class, each parameter's name. Returns ``(segment, the
     model's {id(parameter): name})``."""
     first = not rec._modules
-    known = _KNOWN.get(module) if first else None
+    try:
+        known = _KNOWN.get(module) if first else None
+    except TypeError:           # a model class that defines __eq__ without __hash__: not remembered
+        first, known = False, None
     if known is not None and _unchanged(module, known.signature):
         rec._modules.append(module)
         rec.module_kinds.update(known.kinds)
