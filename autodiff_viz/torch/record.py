@@ -287,7 +287,7 @@ def _zero_grad(original):
     @functools.wraps(original)
     def zero_grad(self, set_to_none: bool = True):
         recs = [r for r in _ACTIVE if not r._paused and r._updating is None]
-        if not recs or torch.compiler.is_compiling():
+        if not recs or _compiling():
             return original(self, set_to_none)
         with torch._C.DisableTorchFunction():
             params = [p for group in self.param_groups for p in group["params"]
@@ -614,7 +614,7 @@ class Recording(recordings.Recording):
         differentiates, the values the backward pass saw.
         """
         self._end_update()                # a step that raised never reached its post-hook
-        if torch.compiler.is_compiling():
+        if _compiling():
             return
         self._updating = torch._C.DisableTorchFunction()
         self._updating.__enter__()

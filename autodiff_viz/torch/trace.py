@@ -267,12 +267,13 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
     if src is None:
         source_ids = [n.id for n in nodes if n.is_leaf and node_tensor[n.id].requires_grad]
     else:
-        source_ids, missing = [], []
+        source_ids, missing, read = [], [], None
         for s in src:
             n = owner.get(id(s))
             if n is None:
-                missing.append((rec.name_of(s) or str(tuple(s.shape)),
-                                any(s is t for op in everything for t in op.inputs)))
+                if read is None:        # every tensor a recorded op read, once for all the sources off the path
+                    read = {id(t) for op in everything for t in op.inputs}
+                missing.append((rec.name_of(s) or str(tuple(s.shape)), id(s) in read))
             else:
                 source_ids.append(n.id)
         notes += tracing.unreached_notes(missing)

@@ -30,11 +30,11 @@ _KNOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # model -> _Na
 class _Named:
     """What naming a model's tree as a recording's first model wrote, and the tree's signature then."""
 
-    __slots__ = ("signature", "root", "kinds", "names", "aliases", "params", "weights")
+    __slots__ = ("signature", "root", "kinds", "names", "aliases", "weights")
 
-    def __init__(self, signature, root, kinds, names, aliases, params, weights):
+    def __init__(self, signature, root, kinds, names, aliases, weights):
         self.signature, self.root, self.kinds, self.names = signature, root, kinds, names
-        self.aliases, self.params, self.weights = aliases, params, weights
+        self.aliases, self.weights = aliases, weights
 
 
 def tree(module) -> tuple:
@@ -91,7 +91,7 @@ def name_model(rec, module) -> tuple:
         rec.module_kinds.update(known.kinds)
         rec._module_names.update(known.names)
         rec._aliases.update({k: list(v) for k, v in known.aliases.items()})
-        rec._param_names.update(known.params)
+        rec._param_names.update(known.weights)     # the model's weights were all the names a first model wrote
         return known.root, dict(known.weights)
     mods, params, signature = tree(module)
     root = type(module).__name__.lower()
@@ -122,7 +122,7 @@ def name_model(rec, module) -> tuple:
     weights = {id(p): rec._param_names[id(p)] for _, p in params}
     if first and signature is not None:     # every dict was empty: what was written is what the tree names
         _KNOWN[module] = _Named(signature, root, dict(kinds), dict(names),
-                                {k: list(v) for k, v in aliases.items()}, dict(rec._param_names), weights)
+                                {k: list(v) for k, v in aliases.items()}, weights)
     return root, dict(weights)
 
 
