@@ -120,6 +120,53 @@ def test_a_recorded_training_step_is_bit_for_bit_the_plain_one_and_its_trace_sho
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_values_the_library_let_go_of_are_recomputed_to_the_same_bits(kind, monkeypatch):
+    """A recorded training step lets go of the values the model freed and autograd did not save (a LayerNorm's
+    output, the terms of GPT-2's GELU, the logits before the loss: ``torch/letgo.py``) — issue 42's "peak memory of a
+    recorded step ≤ 1.3× plain". The trace computes them again: every value and every gradient it shows is, bit for
+    bit, that of a recording that keeps everything, on a batch whose values are large enough to be let go of
+    (16 × 64 tokens, 64 wide: 65,536 entries)."""
+    from autodiff_viz.torch import letgo
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    if kind == "bert":
+        model = hf.BertForSequenceClassification(hf.BertConfig(
+            vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+            max_position_embeddings=64, num_labels=3))
+        inputs = {"input_ids": torch.randint(0, 256, (16, 64), generator=g),
+                  "labels": torch.randint(0, 3, (16,), generator=g)}
+    else:
+        model = hf.GPT2LMHeadModel(hf.GPT2Config(vocab_size=256, n_positions=64, n_embd=64, n_layer=2, n_head=4,
+                                                 bos_token_id=0, eos_token_id=0))
+        ids = torch.randint(0, 256, (16, 64), generator=g)
+        inputs = {"input_ids": ids, "labels": ids}
+    model.train()
+    keeping = copy.deepcopy(model)
+
+    def traced(m):
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with adv.torch.record() as rec:
+            loss = _step(m, opt, inputs)
+        return rec, rec.trace(loss, m, value_limit=VALUES)
+
+    rec, trace = traced(model)
+    released = [t for op in rec.ops for t in op.outputs if id(t) in rec.freed]
+    assert len(released) >= 8, f"{kind}: only {len(released)} values let go of"
+    assert all(t.untyped_storage().nbytes() <= t.element_size() for t in released)
+    monkeypatch.setattr(letgo, "RELEASE_FROM", 10 ** 12)
+    rec2, trace2 = traced(keeping)
+    assert not rec2.freed
+    assert [n.title for n in trace.nodes] == [n.title for n in trace2.nodes]
+    for n, n2 in zip(trace.nodes, trace2.nodes):
+        assert n.value.data is not None and np.array_equal(n.value.data, n2.value.data), f"{kind}: {n.title}"
+        assert (n.grad is None) == (n2.grad is None), n.title
+        if n.grad is not None:
+            assert np.array_equal(n.grad.data, n2.grad.data), f"{kind}: ḡ of {n.title}"
+    assert not any("shape only" in note or "exact_values" in note for note in trace.notes)
+
+
+@pytest.mark.timeout(300)
 def test_two_recorded_steps_each_trace_shows_the_weights_its_own_backward_used():
     """A loop of steps in one recording: the first loss is traced with the first weights, the second with the
     weights after one update — each as autograd saved them, not as they are at the end."""

@@ -46,9 +46,9 @@ keeping what the learner's ``backward()`` computed costs less memory than
 those copies (a CNN on small images), the recording keeps that instead
 (:mod:`.capture`): the trace takes its gradients from there, and a large
 weight is kept as its statistics and first entries
-(``record(exact_weights=True)`` copies it whole). With
-``record(exact_values=False)``, a large value a library module made and let go
-of, which autograd did not save, is kept the same way (:meth:`Recording._let_go`).
+(``record(exact_weights=True)`` copies it whole). A large value a library
+module made and let go of, which autograd did not save, lets go of its memory
+too: a trace runs its op again (:mod:`.letgo`, :meth:`Recording._let_go`).
 
 Cost: ops inside a library's module (torch, transformers, anything installed)
 take the learner's line found once when the outermost library module was
@@ -74,8 +74,8 @@ from torch.overrides import TorchFunctionMode
 from ..base import naming
 from ..bridges import frames, recordings
 from . import provenance, tree
-from .capture import EXACT_UP_TO as LARGE
-from .capture import nbytes, statistics
+from .capture import nbytes
+from .letgo import Releases, tensors_in
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -156,21 +156,6 @@ def assigned_name(filename: str, lineno: int) -> str | None:
     return naming.assigned_name_at(filename, lineno)
 
 
-def _tensors(obj, out):
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            if isinstance(o, torch.Tensor):
-                out.append(o)
-            elif isinstance(o, (list, tuple, dict)):
-                _tensors(o, out)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            _tensors(o, out)
-    return out
-
-
 def _written(name, args, kwargs):
     """The tensor a call is about to change in place (``p.add_(…)``, ``p -= …``, ``out=``), or None."""
     out = kwargs.get("out") if kwargs else None
@@ -180,12 +165,6 @@ def _written(name, args, kwargs):
             or kwargs and kwargs.get("inplace") is True) and args and isinstance(args[0], torch.Tensor):
         return args[0]
     return None
-
-
-@functools.lru_cache(maxsize=None)
-def _nothing(dtype, device) -> torch.Tensor:
-    """One zero of ``dtype``: what a value let go of holds, broadcast to its shape (one element of memory)."""
-    return torch.zeros((), dtype=dtype, device=device)
 
 
 def _copies(ts) -> list:
@@ -212,41 +191,6 @@ def _copies(ts) -> list:
         torch._C._set_grad_enabled(grad)
 
 
-def _alone(members, recorded) -> bool:
-    """Whether nothing but ``members`` (values held only by a recording, all on one storage) owns that storage:
-    no other view of it, no copy autograd saved (a saved output shares the storage), no C++ holder of one of
-    them (autograd saving an input keeps the tensor itself), and each a plain tensor of more than 65,536 real
-    entries (no subclass, no quantized or inference tensor, whose data cannot be swapped). A view goes with its
-    base: a recorded base must be a member; a base no one recorded (``F.linear`` on
-    3-D input returns a view of its 2-D result) goes with them when no Python code holds it."""
-    first = members[0]
-    root = first if first._base is None else first._base
-    views = sum(1 for t in members if t is not root)
-    hidden = views == len(members)
-    if hidden and (id(root) in recorded or sys.getrefcount(root) != _HIDDEN_BASE_REFS):
-        return False
-    for t in members:
-        if type(t) is not torch.Tensor or t.numel() <= LARGE or t.is_complex() or t.is_quantized or \
-                t.is_inference() or t.layout != torch.strided or t is not root and t._use_count() != 1:
-            return False
-    if root._use_count() != 1 + views:
-        return False
-    try:
-        return torch._C._storage_Use_Count(root.untyped_storage()._cdata) == 1 + len(members) + hidden
-    except (RuntimeError, NotImplementedError):     # a layout without storage
-        return False
-
-
-def _base_refs(view) -> int:
-    """Python references to the base of ``view``, counted as :func:`_alone` counts them (a local, the argument,
-    and whatever this PyTorch keeps for a base only its views hold)."""
-    root = view._base
-    return sys.getrefcount(root)
-
-
-_HIDDEN_BASE_REFS = _base_refs(torch.zeros(4, 4).view(16))
-
-
 def _reported(fn):
     """``fn`` (a torch function in :data:`_UNSEEN`), reporting each call to every active recording.
 
@@ -258,7 +202,7 @@ def _reported(fn):
         out = fn(*args, **kwargs)
         for rec in list(_ACTIVE):
             if not rec._paused:
-                rec._observe(fn.__name__, args, kwargs, out)
+                rec._observe(fn, fn.__name__, args, kwargs, out)
         return out
     call.__adv_original__ = fn
     return call
@@ -359,7 +303,7 @@ class _Mode(TorchFunctionMode):
             _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
             return out
-        rec._observe(name, args, kwargs, out)
+        rec._observe(func, name, args, kwargs, out)
         return out
 
 
@@ -423,10 +367,8 @@ class Recording(recordings.Recording):
         self._leaf_bytes = 0               # bytes of the weights recorded ops read (at least a capture's bar)
         self._covered: dict = {}           # our id of a weight -> op index after the capture that kept its ḡ
         self.shown: dict = {}              # id(weight) -> its values before an update, kept as statistics
-        self.freed: dict = {}              # id(tensor) -> a value its library freed, kept as statistics (_let_go)
-        self._uses: dict = {}              # our id -> how many places of self.ops hold the tensor
-        self._pending: list = []           # values library modules made, until they let go of them (_let_go)
-        self._pending_at: list = []        # ... and the index of the op that made each, in order
+        self.releases = Releases(self, exact_values)    # values libraries let go of, and how to show them
+        self.freed = self.releases.freed   # id(tensor) -> how a trace shows a value let go of (letgo.py)
         self._starts: list = []            # per entered module: len(self.ops) when it was entered (_let_go)
 
     # ----- context -----------------------------------------------------------
@@ -439,6 +381,7 @@ class Recording(recordings.Recording):
                        hooks.register_module_forward_hook(self._exit_module),
                        register_optimizer_step_pre_hook(self._enter_update),
                        register_optimizer_step_post_hook(self._exit_update)]
+        self.releases.entered()
         self._mode.__enter__()
         _ACTIVE.append(self)
         _wrap_unseen(True)
@@ -484,8 +427,7 @@ class Recording(recordings.Recording):
         if key in self._aliases and self._scopes and path.rpartition("/")[0] != self._scopes[-1]:
             path = next((a for a in self._aliases[key] if a.rpartition("/")[0] == self._scopes[-1]), path)
         self._scopes.append(path)
-        if not self.exact_values:
-            self._starts.append(len(self.ops))
+        self._starts.append(len(self.ops))
         self._called.add(key)
         if _compiling():                         # torch.compile traces this hook: no frame walks in it
             self._callers.append((None, None, False, self._outer))
@@ -497,6 +439,7 @@ class Recording(recordings.Recording):
         self._callers.append(entry)
         if outer is None and entry[2]:
             self._outer = entry
+            self.releases.entered()
         last = self.ops[-1] if self.ops else None
         if last is not None and last.assigned and last.location == loc and not self._named_by_call(last):
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
@@ -516,92 +459,24 @@ class Recording(recordings.Recording):
         if self._scopes:
             self._scopes.pop()
         compiling = _compiling()
-        if not self.exact_values:
-            start = self._starts.pop() if self._starts else 0
-            if self._pending and not compiling:
-                self._let_go(start)
-        loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
+        start = self._starts.pop() if self._starts else 0
+        loc, named, lib, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
+        if self.releases.pending and not compiling and (not self.exact_values or lib and self._outer is None):
+            self.releases.let_go(start)     # when the model returns (every module, with exact_values=False)
         if compiling or loc is None or not self.ops:
             return
         made = self.ops[-1]
         if made.assigned is None and made.kind in ("op", "rewrap", "detach") and made.outputs:
-            outs = _tensors(output, [])
+            outs = tensors_in(output, [])
             if len(outs) == 1 and any(o is outs[0] for o in made.outputs):
                 made.assigned = named
                 self._called_at = (loc, made) if named else None
 
     def _let_go(self, since: int = 0) -> None:
-        """Keep as statistics the values a library module made and let go of, which autograd did not save.
-
-        A plain forward pass frees what a module computes and no longer needs (a BatchNorm's output once the
-        ReLU after it has run, the projection BERT's attention output dropout reads); a recording holding every
-        value costs a model's activations again. A value nobody but this recording holds — no Python reference
-        outside ``self.ops``, no other owner of its storage (autograd saves what a backward pass needs and then
-        owns it too; a view shares its base's) — that is large (more than 65,536 entries, the size above which
-        a weight written by an update is kept as statistics too) is summarised as a trace shows any large array
-        (:func:`.capture.statistics`, kept in :attr:`freed`), and its storage is swapped for one element
-        broadcast to its shape. Its shape, dtype and autograd identity stay, so a trace
-        still draws it and computes its gradient; no gradient ever reads it (autograd did not save it). The
-        values autograd saved — the ones every gradient depends on — stay whole, as do the values the learner's
-        own lines make.
-
-        Only with ``record(exact_values=False)``: the why-zero and why-NaN diagnosis reads the inputs of the op
-        where a gradient dies, and autograd saves a ReLU's, a sigmoid's or a tanh's *output*, not its input. A dead
-        ReLU is still counted unit by unit (from its output: ``y = 0`` exactly where ``x ≤ 0``); a saturated sigmoid
-        or tanh is named as the op where the gradient dies (its derivative 0 there), not as saturated.
-
-        Asked when a module returns (for the values made since ``since``, its first op), before a
-        ``backward()`` and at the end of the recording (for all).
-        """
-        at, pending = self._pending_at, self._pending
-        if not at or at[-1] < since:
-            return
-        k = bisect.bisect_left(at, since)
-        tail, made = pending[k:], at[k:]
-        del pending[k:], at[k:]
-        ids, uses, refcount = self._tensor_ids, self._uses, sys.getrefcount
-        back, alone = [], []
-        for j in range(len(tail)):
-            t = tail[j]
-            if refcount(t) > uses.get(ids.get(id(t)), 0) + 3:     # + the list, t, refcount's argument
-                back.append(j)
-            else:
-                alone.append(j)
-        if alone:
-            with torch._C.DisableTorchFunction():
-                back += self._free([(tail[j], j) for j in alone])
-            back.sort()
-        for j in back:
-            pending.append(tail[j])
-            at.append(made[j])
-
-    def _free(self, alone) -> list:
-        """Let go of the values in ``alone`` (``(tensor, position)``, none held outside this recording) whose
-        storage nothing else owns; a view goes with its base and the other views of it. Returns the positions of
-        those still shared (a view someone holds, a value autograd saved), to be asked again later."""
-        groups: dict = {}
-        for t, j in alone:
-            base = t._base
-            groups.setdefault(id(t if base is None else base), []).append((t, j))
-            del base                    # a reference held here would count as someone else's in _alone
-        freed, recorded, again = self.freed, self._tensor_ids, []
-        for members in groups.values():
-            values = [t for t, _ in members]
-            if not _alone(values, recorded):
-                again += [j for t, j in members if id(t) not in freed]
-                continue
-            try:
-                kept = {id(t): statistics(t) for t in values if id(t) not in freed}
-            except (RuntimeError, TypeError, ValueError):   # a dtype numpy and aminmax cannot read: keep it whole
-                continue
-            freed.update(kept)
-            base = values[0]._base
-            try:
-                for t in values + ([] if base is None else [base]):     # the base holds the same storage
-                    t.data = _nothing(t.dtype, t.device).expand(t.shape)
-            except RuntimeError:        # a tensor whose data cannot be swapped: the storage stays, the values too
-                pass
-        return again
+        """Let go of the large values library modules made since op ``since`` and no longer hold (see
+        :mod:`.letgo`): when a module returns, before a ``backward()`` and when the recording ends."""
+        if self.releases.pending:
+            self.releases.let_go(since)
 
     def _enter_update(self, optimizer, args, kwargs):
         """An optimizer's ``step()`` begins: one ``update`` record, copies of what it will change, then a pause.
@@ -663,10 +538,11 @@ class Recording(recordings.Recording):
         is built. Tensors no recorded op read, and writes inside the forward pass (``x.relu_()``), are
         not copied: autograd itself checks those. A weight whose gradient a capture of the backward pass kept
         (:mod:`.capture`) needs no autograd again: it keeps :func:`.capture.values_before` (its statistics
-        when large) instead of a copy. An update's parameters are copied in one call (:func:`_copies`).
+        when large) instead of a copy. An update's parameters are copied in one call (:func:`_copies`). A value let
+        go of (:mod:`.letgo`) that a trace would recompute from a tensor written without a copy is put back first.
         """
         ids, last_use, saved_at = self._tensor_ids, self._last_use, self._saved_at
-        here, backwards, copy = len(self.ops), self._backwards, []
+        here, backwards, copy, exact = len(self.ops), self._backwards, [], set()
         for t in ts:
             tid = ids.get(id(t))
             if tid is None:
@@ -677,16 +553,24 @@ class Recording(recordings.Recording):
             if self._covered.get(tid, -1) > used and self._captured(t):
                 from .capture import values_before  # the trace has its gradients: its values suffice
                 try:
-                    self._saved.append((here, t, t._version, values_before(t)))
+                    values = values_before(t)
                 except RuntimeError:    # a tensor without storage (meta, sparse layouts …): nothing to copy
                     continue
+                self._saved.append((here, t, t._version, values))
                 saved_at[tid] = here
+                if isinstance(values, torch.Tensor):
+                    exact.add(id(t))
             else:
                 copy.append((tid, t))
         for (tid, t), values in zip(copy, _copies([t for _, t in copy])):
             if values is not None:
                 self._saved.append((here, t, t._version, values))
                 saved_at[tid] = here
+                exact.add(id(t))
+        if self.freed:          # values let go of that a trace could no longer recompute: back, whole
+            for t in ts:
+                if id(t) not in exact:
+                    self.releases.before_write(t)
 
     @contextlib.contextmanager
     def as_at(self, target: Any) -> Iterator[None]:
@@ -780,8 +664,7 @@ class Recording(recordings.Recording):
                 if self._called_at[0] == loc:       # the line that named a module's output goes on
                     self._called_at[1].assigned = None
                 self._called_at = None
-        ids, last_use, uses = self._tensor_ids, self._last_use, self._uses
-        counts = not self.exact_values          # only letting go (_let_go) needs the references counted
+        ids, last_use, held = self._tensor_ids, self._last_use, self.releases.uses
         for t in inputs:
             tid = ids.get(id(t))
             if tid is None:
@@ -789,21 +672,17 @@ class Recording(recordings.Recording):
                 if t.requires_grad and t.grad_fn is None:      # a weight, first seen: what copies would take
                     self._leaf_bytes += nbytes(t)
             last_use[tid] = index
-            if counts:
-                uses[tid] = uses.get(tid, 0) + 1
+            if id(t) in held:                   # one more holder of a value that may be let go of
+                held[id(t)] += 1
         makes = kind in _MAKES
-        lets_go = counts and outer is not None and kind == "op"
         for t in outputs:
             tid = ids.get(id(t))
             if tid is None:
                 tid = ids[id(t)] = next(self._ids)
                 if t.requires_grad and t.grad_fn is None:      # torch.randn(3, requires_grad=True)
                     self._leaf_bytes += nbytes(t)
-            if counts:
-                uses[tid] = uses.get(tid, 0) + 1
-            if lets_go and t.numel() > LARGE:
-                self._pending.append(t)
-                self._pending_at.append(index)
+            elif id(t) in held:
+                held[id(t)] += 1
             if makes:
                 made = self._producer.get(tid)
                 if made is None:
@@ -821,18 +700,20 @@ class Recording(recordings.Recording):
             name = self._line_names[loc] = assigned_name(*loc)
             return name
 
-    def _observe(self, name, args, kwargs, out):
-        ins = _tensors(args, [])
+    def _observe(self, func, name, args, kwargs, out):
+        ins = tensors_in(args, [])
         if kwargs:
-            _tensors(kwargs, ins)
+            tensors_in(kwargs, ins)
         if name not in _SPECIAL and name[:4] != "set:":      # the common case: a computation
-            outs = [out] if isinstance(out, torch.Tensor) else _tensors(out, [])
+            outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
             if not outs:                # t[i] = v returns None: what it made is the new value of t
                 written = _written(name, args, kwargs)
                 outs = [written] if written is not None else []
             if outs:
-                self._note(name, "op", ins, outs, {"params": {k: v for k, v in kwargs.items()
-                                                             if not isinstance(v, torch.Tensor)} if kwargs else {}})
+                params = {k: v for k, v in kwargs.items() if not isinstance(v, torch.Tensor)} if kwargs else {}
+                op = self._note(name, "op", ins, outs, {"params": params})
+                if self._outer is not None:
+                    self.releases.note(op, func, args, kwargs)
             return
         if name in _ESCAPES:
             if ins:
@@ -858,7 +739,7 @@ class Recording(recordings.Recording):
             if ins:
                 self._note(name, "set_grad", ins[:1], [], {"to_none": args[1] is None})
             return
-        outs = _tensors(out, [])
+        outs = tensors_in(out, [])
         if not outs:
             return
         if name in _REWRAPS:
@@ -939,12 +820,15 @@ def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
     costs less memory than a copy; ``True`` copies every weight the update writes, so that
     ``rec.trace(loss, value_limit=...)`` can show all of its values.
 
-    ``exact_values``: ``True`` (the default) keeps every value the recording saw whole. ``False`` keeps a value
-    of more than 65,536 entries that a library module computed, no longer holds and autograd did not save (no
-    gradient reads it) as its statistics and first entries — what a trace shows of any large array — and lets
-    its memory go, so that recording a large model costs little more than running it (ResNet-18 at 224×224:
-    1.34× → 1.01× a plain step's peak; see :meth:`Recording._let_go`). The why-zero diagnosis reads a dead ReLU's
-    units from its output then, and names a saturated sigmoid or tanh only as the op where the gradient dies.
+    ``exact_values``: a value of at least 65,536 entries that an op inside a library module computed, that
+    nobody holds any more and that autograd did not save (no gradient reads it: a BatchNorm's output once the
+    ReLU after it ran, GPT-2's logits once the loss read their shifted copy) lets go of its memory, and a trace
+    computes it again by running its op on the same inputs — the same bits (see :mod:`.letgo`). ``True`` (the
+    default) keeps whole the values that cannot be recomputed (the op drew random numbers: dropout); ``False``
+    lets them go too, kept as their statistics and first entries — what a trace shows of any large array —, so
+    that recording a large model costs little more than running it. The why-zero diagnosis then reads a dead
+    ReLU's units from its output, and names a saturated sigmoid or tanh only as the op where the gradient dies,
+    when the value it reads was such a random one.
 
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)

@@ -25,6 +25,7 @@ from ..records.traces.model import Location, Summary, Trace, TraceNode, check_va
 from ..views import figure
 from .capture import assemble, differentiable_inputs, node_slots, stats_only
 from .explain import _cut, caller_names, explain_recorded, outside_recording
+from .letgo import LOST
 
 # torch function / method name -> rule-table name (inputs in the same order)
 RULES = {
@@ -192,12 +193,21 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
 
     buffers = buffer_names(rec)
     kept_as_stats: list = []
-    freed_as_stats: list = []              # values a library let go of, kept as statistics (Recording._let_go)
+    freed_as_stats: list = []              # values a library let go of, kept as statistics (letgo.py)
+    not_again: list = []                   # values a library let go of that cannot be recomputed any more
+    again: dict = {}                       # id(value) -> the value recomputed, once per trace
 
     def value(t):
         kept_value = rec.freed.get(id(t))
         if kept_value is None:
             return _summary(t, limit)
+        if isinstance(kept_value, tuple):
+            made = rec.releases.recompute(t, again)
+            if made is not None:
+                return _summary(made, limit)
+        if kept_value is LOST or isinstance(kept_value, tuple):
+            not_again.append(rec.name_of(t) or tuple(t.shape))
+            return _unreadable(t)
         if stats_only(kept_value, limit):
             freed_as_stats.append(kept_value)
         return kept_value
@@ -313,6 +323,11 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         notes.append(f"{len(kept_as_stats)} weight(s) changed in place after the backward pass (opt.step()) are "
                      f"shown by their statistics and first entries at that pass ({kept_as_stats[0]} …): record with "
                      "adv.torch.record(exact_weights=True) to keep all of their values")
+    if not_again:
+        notes.append(f"{len(not_again)} value(s) that library modules computed and freed ({not_again[0]} …) are shown "
+                     "by shape only: the recording let go of them, and a tensor they were computed from has changed "
+                     "in place since, outside the recording. Call rec.trace(...) before that change, or inside the "
+                     "recording")
     if freed_as_stats:
         notes.append(f"{len(freed_as_stats)} value(s) that library modules computed and freed, and that no "
                      "gradient needs, are shown by their statistics and first entries: record with "

@@ -1,0 +1,354 @@
+"""Values a library module made and let go of: a recording lets go of their memory too, and a trace recomputes them.
+
+A plain forward pass frees what a module computed and no longer needs — a LayerNorm's output once the projection
+after it ran, the terms of GPT-2's GELU, a BatchNorm's output once the ReLU read it. Autograd keeps only what the
+backward pass needs (its saved tensors). A recording that held every value would cost the model's activations a
+second time: on the tiny transformers of ``benchmarks/real_models.py`` those values were a third of a step's peak.
+
+So a value that
+
+* an op inside a library module made (``torch``, ``transformers`` … — never a line of the learner's own code),
+* has at least :data:`RELEASE_FROM` entries (256 KB in float32: smaller values cost more time to let go of,
+  per byte, than they save),
+* nobody but the recording holds (no Python reference outside it, no other owner of its storage: autograd's saved
+  tensors share it, and so do views),
+
+lets go of its memory once the module returns: its storage is swapped for one element broadcast to its shape. Its
+shape, dtype and autograd identity stay, so a trace still draws it and differentiates through it — no gradient
+reads it, as autograd did not save it. What the trace shows of it:
+
+* **recomputed**, when the op can run again to the same numbers: it drew no random numbers (``dropout`` does; the
+  CPU generator's state says so) and took no generator, and its inputs still hold the values it read (their
+  version numbers say so; a write to one inside the recording first puts the value back, :meth:`Releases.before_write`).
+  A trace runs the op again on copies of those inputs with the same strides — the same kernel on the same numbers,
+  so the same bits, and the learner's tensors untouched.
+* **statistics**, with ``record(exact_values=False)`` only: a value that cannot be recomputed is kept as its
+  minimum, mean, maximum, norm and first entries — what a trace shows of any large array.
+
+Every other value stays whole.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import sys
+
+import torch
+
+from .capture import statistics
+
+RELEASE_FROM = 65536    # values with at least this many entries may let go of their memory
+LOST = "lost"           # in Releases.freed: a value let go of whose inputs changed before it could be put back
+_generator = torch.default_generator
+_Generator = torch._C.Generator
+
+
+@functools.lru_cache(maxsize=256)
+def _stand_in(dtype, shape) -> torch.Tensor:
+    """What a value let go of holds: one zero of ``dtype`` on the CPU, broadcast to ``shape`` (one element of
+    memory). The same object serves every value of that dtype and shape (``.data =`` copies its description)."""
+    return torch.zeros((), dtype=dtype).expand(shape)
+
+
+class Recipe:
+    """How to compute again the outputs of recorded op ``index``: ``func(*args, **kwargs)`` as the op was called
+    (a list among the arguments copied), each of the op's inputs at the version number it had then."""
+
+    __slots__ = ("index", "func", "args", "kwargs", "versions")
+
+    def __init__(self, index, func, args, kwargs, versions):
+        self.index, self.func, self.args, self.kwargs, self.versions = index, func, args, kwargs, versions
+
+
+def tensors_in(obj, out: list) -> list:
+    """The tensors of a call's arguments or result, in order, appended to ``out``: ``obj`` itself, or those in its
+    lists, tuples and dicts (nested ones too)."""
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            if isinstance(o, torch.Tensor):
+                out.append(o)
+            elif isinstance(o, (list, tuple, dict)):
+                tensors_in(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            tensors_in(o, out)
+    return out
+
+
+def _replaced(obj, by: dict):
+    """A call's arguments ``obj`` with each tensor ``t`` replaced by ``by[id(t)]``."""
+    if isinstance(obj, torch.Tensor):
+        return by[id(obj)]
+    if isinstance(obj, (list, tuple)):
+        out = [_replaced(o, by) for o in obj]
+        return out if isinstance(obj, list) else tuple(out)
+    if isinstance(obj, dict):
+        return {k: _replaced(v, by) for k, v in obj.items()}
+    return obj
+
+
+_SEEDED: dict = {}      # op name -> whether ATen says it draws random numbers (None: no ATen op of that name)
+_UNSEEN = object()
+
+
+def _seeded(name: str) -> bool | None:
+    """Whether the ATen op a recorded name stands for draws random numbers — PyTorch tags every such overload
+    ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …) — or None when no ATen op
+    has that name (``__getitem__``, a ``torch.nn.functional`` wrapper), for the generator's state to tell."""
+    try:
+        packet = getattr(torch.ops.aten, name.strip("_"))
+        seeded = any(torch.Tag.nondeterministic_seeded in getattr(packet, o).tags for o in packet.overloads())
+    except (AttributeError, RuntimeError, TypeError):
+        seeded = None
+    _SEEDED[name] = seeded
+    return seeded
+
+
+def _takes_generator(args, kwargs) -> bool:
+    # type(...) is: isinstance against torch.Generator goes through a metaclass check costing microseconds
+    return any(type(v) is _Generator for v in args) or bool(kwargs) and any(type(v) is _Generator
+                                                                            for v in kwargs.values())
+
+
+def _same_strides(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` with its strides (so a kernel takes the same path on it), or ``t`` itself when it has none of
+    its own to copy into (a broadcast view: no op writes into one)."""
+    if 0 in t.stride() or t.layout != torch.strided:
+        return t
+    out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    out.copy_(t)
+    return out
+
+
+def _alone(members, recorded) -> bool:
+    """Whether nothing but ``members`` (values held only by a recording, all on one storage) owns that storage:
+    no other view of it, no copy autograd saved (a saved output shares the storage), no C++ holder of one of
+    them (autograd saving an input keeps the tensor itself), and each a plain tensor of at least
+    :data:`RELEASE_FROM` real entries (no subclass, no quantized or inference tensor, whose data cannot be
+    swapped). A view goes with its base: a recorded base must be a member; a base no one recorded (``F.linear``
+    on 3-D input returns a view of its 2-D result) goes with them when no Python code holds it."""
+    first = members[0]
+    root = first if first._base is None else first._base
+    views = sum(1 for t in members if t is not root)
+    hidden = views == len(members)
+    if hidden and (id(root) in recorded or sys.getrefcount(root) != _HIDDEN_BASE_REFS):
+        return False
+    for t in members:
+        if type(t) is not torch.Tensor or t.numel() < RELEASE_FROM or t.is_complex() or t.is_quantized or \
+                t.is_inference() or t.layout != torch.strided or t is not root and t._use_count() != 1:
+            return False
+    if root._use_count() != 1 + views:
+        return False
+    try:
+        return torch._C._storage_Use_Count(root.untyped_storage()._cdata) == 1 + len(members) + hidden
+    except (RuntimeError, NotImplementedError):     # a layout without storage
+        return False
+
+
+def _base_refs(view) -> int:
+    """Python references to the base of ``view``, counted as :func:`_alone` counts them (a local, the argument,
+    and whatever this PyTorch keeps for a base only its views hold)."""
+    root = view._base
+    return sys.getrefcount(root)
+
+
+_HIDDEN_BASE_REFS = _base_refs(torch.zeros(4, 4).view(16))
+
+
+class Releases:
+    """What one recording let go of (see the module's docstring).
+
+    ``freed``: ``{id(value): (Recipe, position among the op's outputs) or Summary}``; ``pending``: values library
+    modules made, not yet let go of (someone held them when last asked), with the index of the op that made each.
+    """
+
+    __slots__ = ("rec", "exact", "freed", "recipes", "pending", "at", "uses", "feeds", "_rng")
+
+    def __init__(self, rec, exact: bool):
+        self.rec = rec
+        self.exact = exact
+        self.freed: dict = {}
+        self.recipes: dict = {}     # op index -> its Recipe, for ops whose outputs may be let go of
+        self.pending: list = []
+        self.at: list = []
+        self.uses: dict = {}        # id(pending value) -> how many places of rec.ops hold it
+        self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
+        self._rng = None
+
+    def entered(self) -> None:
+        """The recording began, or a model's forward pass: what the random-number generator's state is now. An op
+        unknown to ATen that finds it moved since (or since the last random op) may have drawn random numbers, and
+        is not run again."""
+        self._rng = _generator.get_state()
+
+    # ----- while recording -------------------------------------------------------------
+    def note(self, op, func, args, kwargs) -> None:
+        """Op ``op`` inside a library module made its outputs: keep the ones large enough in :attr:`pending`,
+        with a recipe when the op can be run again to the same numbers."""
+        big = [t for t in op.outputs if type(t) is torch.Tensor and t.numel() >= RELEASE_FROM and t.is_cpu]
+        if not big:
+            return
+        seeded = _SEEDED.get(op.name, _UNSEEN)
+        if seeded is _UNSEEN:
+            seeded = _seeded(op.name)
+        if seeded is not False:             # random, or unknown to ATen: did the generator's state move?
+            with torch._C.DisableTorchFunction():
+                rng = _generator.get_state()
+                if seeded is None:
+                    seeded = self._rng is None or not torch.equal(rng, self._rng)
+            self._rng = rng
+        if not seeded and not _takes_generator(args, kwargs) and \
+                not any(o is i for o in op.outputs for i in op.inputs):
+            if any(type(a) is list for a in args):      # torch.cat(parts): parts may grow afterwards
+                args = tuple(list(a) if type(a) is list else a for a in args)
+            ins = op.inputs
+            self.recipes[op.index] = Recipe(op.index, func, args, kwargs, [t._version for t in ins])
+            uses = self.uses
+            for t in ins:                       # the recipe's arguments hold the inputs too
+                if id(t) in uses:
+                    uses[id(t)] += 1
+        elif self.exact:
+            return
+        uses, pending, at = self.uses, self.pending, self.at
+        for t in big:
+            uses[id(t)] = uses.get(id(t), 0) + 1
+            pending.append(t)
+            at.append(op.index)
+
+    def let_go(self, since: int = 0) -> None:
+        """Let go of the pending values made since op ``since`` that nobody but the recording holds any more.
+
+        Asked when the model returns (every library module's return, with ``exact_values=False``), before a
+        ``backward()`` and when the recording ends. A value some Python code still holds is asked again at the next
+        of these; one whose storage has another owner — autograd saved it, or a view of it lives — is not asked
+        again: autograd keeps what it saved as long as the recording keeps the graph.
+        """
+        at, pending = self.at, self.pending
+        if not at or at[-1] < since:
+            return
+        k = bisect.bisect_left(at, since)
+        tail, made = pending[k:], at[k:]
+        del pending[k:], at[k:]
+        uses, refcount = self.uses, sys.getrefcount
+        back, alone = [], []
+        for j in range(len(tail)):
+            t = tail[j]
+            if refcount(t) > uses.get(id(t), 0) + 3:     # + the list, t, refcount's argument
+                back.append(j)
+            else:
+                alone.append(j)
+        if alone:
+            with torch._C.DisableTorchFunction():
+                self._free([(tail[j], made[j]) for j in alone])
+        for j in back:
+            pending.append(tail[j])
+            at.append(made[j])
+
+    def _free(self, alone) -> None:
+        """Let go of the values in ``alone`` (``(tensor, op index)``, none held outside the recording) whose storage
+        nothing else owns; a view goes with its base and the other views of it."""
+        groups: dict = {}
+        for t, k in alone:
+            base = t._base
+            groups.setdefault(id(t if base is None else base), []).append((t, k))
+            del base                    # a reference held here would count as someone else's in _alone
+        freed, recorded, ops = self.freed, self.rec._tensor_ids, self.rec.ops
+        for members in groups.values():
+            values = [t for t, _ in members]
+            if not _alone(values, recorded):
+                continue
+            kept = {}
+            for t, k in members:
+                if id(t) in freed:
+                    continue
+                recipe = self.recipes.get(k)
+                if recipe is not None and self._unchanged(ops[k].inputs, recipe.versions):
+                    kept[id(t)] = (recipe, next(p for p, o in enumerate(ops[k].outputs) if o is t))
+                elif not self.exact:
+                    try:
+                        kept[id(t)] = statistics(t)
+                    except (RuntimeError, TypeError, ValueError):   # a dtype numpy cannot read: keep it whole
+                        break
+                else:
+                    break
+            else:
+                self._swap(values, kept)
+
+    def _unchanged(self, inputs, versions) -> bool:
+        """Whether ``inputs`` still hold what a recipe read: each at its version then, or itself let go of and
+        recomputable."""
+        freed = self.freed
+        for i, v in zip(inputs, versions):
+            if i._version != v and not isinstance(freed.get(id(i)), tuple):
+                return False
+        return True
+
+    def _swap(self, values, kept) -> None:
+        base = values[0]._base
+        try:
+            for t in values + ([] if base is None else [base]):     # the base holds the same storage
+                t.data = _stand_in(t.dtype, t.shape)
+        except RuntimeError:        # a tensor whose data cannot be swapped: the storage stays, the values too
+            return
+        self.freed.update(kept)
+        self.feeds = None
+
+    def before_write(self, t) -> None:
+        """``t`` is about to change in place and no copy will put its values back for a trace: the values let go
+        of that a recipe computes from it are computed now and kept whole."""
+        if self.feeds is None:
+            self.feeds, values = {}, self._values_by_id()
+            for key, got in self.freed.items():
+                if isinstance(got, tuple):
+                    for i in self.rec.ops[got[0].index].inputs:
+                        self.feeds.setdefault(id(i), []).append(values[key])
+        waiting = self.feeds.pop(id(t), None)
+        if not waiting:
+            return
+        memo: dict = {}
+        for v in waiting:
+            if not isinstance(self.freed.get(id(v)), tuple):
+                continue
+            again = self.recompute(v, memo)
+            if again is None:
+                self.freed[id(v)] = LOST
+                continue
+            del self.freed[id(v)]
+            with torch._C.DisableTorchFunction():
+                v.data = again
+
+    def _values_by_id(self) -> dict:
+        """``{id(value): value}`` for the values let go of (they are the outputs of recorded ops)."""
+        freed = self.freed
+        return {id(t): t for op in self.rec.ops for t in op.outputs if id(t) in freed}
+
+    # ----- when a trace reads them ---------------------------------------------------------
+    def recompute(self, t, memo: dict):
+        """Value ``t`` as its op made it, run again; None when an input changed since (its version moved)."""
+        key = id(t)
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        recipe, position = self.freed[key]
+        op = self.rec.ops[recipe.index]
+        by = {}
+        for i, v in zip(op.inputs, recipe.versions):
+            kept = self.freed.get(id(i))
+            if isinstance(kept, tuple):
+                now = self.recompute(i, memo)
+            elif kept is not None or i._version != v:     # kept as statistics, or changed since
+                now = None
+            else:
+                with torch._C.DisableTorchFunction():
+                    now = _same_strides(i)
+            if now is None:
+                return None
+            by[id(i)] = now
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            out = recipe.func(*_replaced(recipe.args, by), **_replaced(recipe.kwargs or {}, by))
+            outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
+        memo[key] = got = outs[position] if position < len(outs) and outs[position].shape == t.shape else None
+        return got
+
