@@ -8,8 +8,9 @@ second time: on the tiny transformers of ``benchmarks/real_models.py`` those val
 So a value that
 
 * an op inside a library module made (``torch``, ``transformers`` … — never a line of the learner's own code),
-* has at least :data:`RELEASE_FROM` entries (256 KB in float32: smaller values cost more time to let go of,
-  per byte, than they save),
+* has at least :data:`RELEASE_FROM` entries (256 KB in float32: letting go of a value costs a few microseconds
+  of Python, which a small value does not repay on a step of a few milliseconds), or
+  :data:`RELEASE_FROM_ALL` with ``record(exact_values=False)``, which puts memory before time,
 * nobody but the recording holds (no Python reference outside it, no other owner of its storage: autograd's saved
   tensors share it, and so do views),
 
@@ -38,6 +39,7 @@ import torch
 from .capture import statistics
 
 RELEASE_FROM = 65536    # values with at least this many entries may let go of their memory
+RELEASE_FROM_ALL = 4096  # ... with record(exact_values=False), which puts memory before time
 LOST = "lost"           # in Releases.freed: a value let go of whose inputs changed before it could be put back
 _generator = torch.default_generator
 _Generator = torch._C.Generator
@@ -122,11 +124,11 @@ def _same_strides(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _alone(members, recorded) -> bool:
+def _alone(members, recorded, least: int) -> bool:
     """Whether nothing but ``members`` (values held only by a recording, all on one storage) owns that storage:
     no other view of it, no copy autograd saved (a saved output shares the storage), no C++ holder of one of
-    them (autograd saving an input keeps the tensor itself), and each a plain tensor of at least
-    :data:`RELEASE_FROM` real entries (no subclass, no quantized or inference tensor, whose data cannot be
+    them (autograd saving an input keeps the tensor itself), and each a plain tensor of at least ``least`` real
+    entries (no subclass, no quantized or inference tensor, whose data cannot be
     swapped). A view goes with its base: a recorded base must be a member; a base no one recorded (``F.linear``
     on 3-D input returns a view of its 2-D result) goes with them when no Python code holds it."""
     first = members[0]
@@ -136,7 +138,7 @@ def _alone(members, recorded) -> bool:
     if hidden and (id(root) in recorded or sys.getrefcount(root) != _HIDDEN_BASE_REFS):
         return False
     for t in members:
-        if type(t) is not torch.Tensor or t.numel() < RELEASE_FROM or t.is_complex() or t.is_quantized or \
+        if type(t) is not torch.Tensor or t.numel() < least or t.is_complex() or t.is_quantized or \
                 t.is_inference() or t.layout != torch.strided or t is not root and t._use_count() != 1:
             return False
     if root._use_count() != 1 + views:
@@ -164,11 +166,12 @@ class Releases:
     modules made, not yet let go of (someone held them when last asked), with the index of the op that made each.
     """
 
-    __slots__ = ("rec", "exact", "freed", "recipes", "pending", "at", "uses", "feeds", "_rng")
+    __slots__ = ("rec", "exact", "least", "freed", "recipes", "pending", "at", "uses", "feeds", "_rng")
 
     def __init__(self, rec, exact: bool):
         self.rec = rec
         self.exact = exact
+        self.least = RELEASE_FROM if exact else RELEASE_FROM_ALL     # entries of the smallest value let go of
         self.freed: dict = {}
         self.recipes: dict = {}     # op index -> its Recipe, for ops whose outputs may be let go of
         self.pending: list = []
@@ -187,7 +190,7 @@ class Releases:
     def note(self, op, func, args, kwargs) -> None:
         """Op ``op`` inside a library module made its outputs: keep the ones large enough in :attr:`pending`,
         with a recipe when the op can be run again to the same numbers."""
-        big = [t for t in op.outputs if type(t) is torch.Tensor and t.numel() >= RELEASE_FROM and t.is_cpu]
+        big = [t for t in op.outputs if type(t) is torch.Tensor and t.numel() >= self.least and t.is_cpu]
         if not big:
             return
         seeded = _SEEDED.get(op.name, _UNSEEN)
@@ -257,7 +260,7 @@ class Releases:
         freed, recorded, ops = self.freed, self.rec._tensor_ids, self.rec.ops
         for members in groups.values():
             values = [t for t, _ in members]
-            if not _alone(values, recorded):
+            if not _alone(values, recorded, self.least):
                 continue
             kept = {}
             for t, k in members:

@@ -664,7 +664,15 @@ class Recording(recordings.Recording):
                 if self._called_at[0] == loc:       # the line that named a module's output goes on
                     self._called_at[1].assigned = None
                 self._called_at = None
-        ids, last_use, held = self._tensor_ids, self._last_use, self.releases.uses
+        held = self.releases.uses
+        if held:                                # more holders of values that may be let go of (letgo.py)
+            for t in inputs:
+                if id(t) in held:
+                    held[id(t)] += 1
+            for t in outputs:
+                if id(t) in held:
+                    held[id(t)] += 1
+        ids, last_use = self._tensor_ids, self._last_use
         for t in inputs:
             tid = ids.get(id(t))
             if tid is None:
@@ -672,8 +680,6 @@ class Recording(recordings.Recording):
                 if t.requires_grad and t.grad_fn is None:      # a weight, first seen: what copies would take
                     self._leaf_bytes += nbytes(t)
             last_use[tid] = index
-            if id(t) in held:                   # one more holder of a value that may be let go of
-                held[id(t)] += 1
         makes = kind in _MAKES
         for t in outputs:
             tid = ids.get(id(t))
@@ -681,8 +687,6 @@ class Recording(recordings.Recording):
                 tid = ids[id(t)] = next(self._ids)
                 if t.requires_grad and t.grad_fn is None:      # torch.randn(3, requires_grad=True)
                     self._leaf_bytes += nbytes(t)
-            elif id(t) in held:
-                held[id(t)] += 1
             if makes:
                 made = self._producer.get(tid)
                 if made is None:
@@ -713,7 +717,11 @@ class Recording(recordings.Recording):
                 params = {k: v for k, v in kwargs.items() if not isinstance(v, torch.Tensor)} if kwargs else {}
                 op = self._note(name, "op", ins, outs, {"params": params})
                 if self._outer is not None:
-                    self.releases.note(op, func, args, kwargs)
+                    least = self.releases.least
+                    for t in outs:
+                        if t.numel() >= least:
+                            self.releases.note(op, func, args, kwargs)
+                            break
             return
         if name in _ESCAPES:
             if ins:
@@ -824,11 +832,13 @@ def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
     nobody holds any more and that autograd did not save (no gradient reads it: a BatchNorm's output once the
     ReLU after it ran, GPT-2's logits once the loss read their shifted copy) lets go of its memory, and a trace
     computes it again by running its op on the same inputs — the same bits (see :mod:`.letgo`). ``True`` (the
-    default) keeps whole the values that cannot be recomputed (the op drew random numbers: dropout); ``False``
-    lets them go too, kept as their statistics and first entries — what a trace shows of any large array —, so
-    that recording a large model costs little more than running it. The why-zero diagnosis then reads a dead
-    ReLU's units from its output, and names a saturated sigmoid or tanh only as the op where the gradient dies,
-    when the value it reads was such a random one.
+    default) keeps whole the values that cannot be recomputed (the op drew random numbers: dropout). ``False``
+    puts memory before time: it lets go of such values from 4,096 entries, and of the random ones too, kept as
+    their statistics and first entries — what a trace shows of any large array (a few microseconds per value
+    let go of: on the tiny transformers of ``benchmarks/real_models.py`` it trades 0.07–0.09× of a step's time
+    for a third of the memory the recording adds). The why-zero diagnosis then reads a dead ReLU's units from
+    its output, and names a saturated sigmoid or tanh only as the op where the gradient dies, when the value it
+    reads was such a random one.
 
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
