@@ -253,3 +253,28 @@ def test_with_values_as_statistics_the_diagnosis_still_counts_which_units_are_de
     rec, let_go = words(exact_values=False)
     assert any(not isinstance(v, tuple) for v in rec.freed.values())
     assert let_go == kept
+
+
+def test_a_value_computed_from_a_weight_kept_as_statistics_is_kept_as_statistics_too():
+    """A capture of the backward pass lets the recording keep a large weight the update writes as its statistics
+    (``capture.values_before``): the value the layer computed from that weight, let go of, can no longer be run
+    again after the update, so it is summarised just before — not put back whole, which would cost the memory the
+    capture saved."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2048, 512), nn.ReLU(), nn.Linear(512, 4))    # 1,048,576-entry weight
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-2)
+    x = torch.randn(128, 2048)
+    expected = F.linear(x, net[0].weight, net[0].bias).detach()             # 128 × 512 = 65,536 entries
+    with adv.torch.record() as rec:
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+    assert rec._captures, "the recording kept the backward pass (the weights outweigh the values)"
+    made = _op(rec, "linear").outputs[0]
+    kept = rec.freed.get(id(made))
+    assert kept is not None and not isinstance(kept, tuple) and kept.data is None
+    assert made.untyped_storage().nbytes() <= made.element_size()
+    for stat, want in (("min", expected.min()), ("max", expected.max()), ("mean", expected.mean())):
+        assert kept.stats[stat] == pytest.approx(float(want), rel=1e-5, abs=1e-6), stat
+    node = next(n for n in rec.trace(loss, net).nodes if n.tensor_id == rec.tensor_id(made))
+    assert node.value.stats == kept.stats

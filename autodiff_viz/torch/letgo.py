@@ -298,9 +298,11 @@ class Releases:
         self.freed.update(kept)
         self.feeds = None
 
-    def before_write(self, t) -> None:
+    def before_write(self, t, whole: bool = True) -> None:
         """``t`` is about to change in place and no copy will put its values back for a trace: the values let go
-        of that a recipe computes from it are computed now and kept whole."""
+        of that a recipe computes from it are computed now and kept whole — or as their statistics and first
+        entries (``whole=False``: ``t`` is a weight the recording keeps that way itself,
+        :func:`.capture.values_before`)."""
         if self.feeds is None:
             self.feeds, values = {}, self._values_by_id()
             for key, got in self.freed.items():
@@ -317,10 +319,13 @@ class Releases:
             again = self.recompute(v, memo)
             if again is None:
                 self.freed[id(v)] = LOST
-                continue
-            del self.freed[id(v)]
-            with torch._C.DisableTorchFunction():
-                v.data = again
+            elif not whole:
+                with torch._C.DisableTorchFunction():
+                    self.freed[id(v)] = statistics(again)
+            else:
+                del self.freed[id(v)]
+                with torch._C.DisableTorchFunction():
+                    v.data = again
 
     def _values_by_id(self) -> dict:
         """``{id(value): value}`` for the values let go of (they are the outputs of recorded ops)."""

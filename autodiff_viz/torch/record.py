@@ -542,7 +542,7 @@ class Recording(recordings.Recording):
         go of (:mod:`.letgo`) that a trace would recompute from a tensor written without a copy is put back first.
         """
         ids, last_use, saved_at = self._tensor_ids, self._last_use, self._saved_at
-        here, backwards, copy, exact = len(self.ops), self._backwards, [], set()
+        here, backwards, copy, exact, summarised = len(self.ops), self._backwards, [], set(), set()
         for t in ts:
             tid = ids.get(id(t))
             if tid is None:
@@ -558,8 +558,7 @@ class Recording(recordings.Recording):
                     continue
                 self._saved.append((here, t, t._version, values))
                 saved_at[tid] = here
-                if isinstance(values, torch.Tensor):
-                    exact.add(id(t))
+                (exact if isinstance(values, torch.Tensor) else summarised).add(id(t))
             else:
                 copy.append((tid, t))
         for (tid, t), values in zip(copy, _copies([t for _, t in copy])):
@@ -570,7 +569,7 @@ class Recording(recordings.Recording):
         if self.freed:          # values let go of that a trace could no longer recompute: back, whole
             for t in ts:
                 if id(t) not in exact:
-                    self.releases.before_write(t)
+                    self.releases.before_write(t, whole=id(t) not in summarised)
 
     @contextlib.contextmanager
     def as_at(self, target: Any) -> Iterator[None]:
