@@ -278,3 +278,24 @@ def test_a_value_computed_from_a_weight_kept_as_statistics_is_kept_as_statistics
         assert kept.stats[stat] == pytest.approx(float(want), rel=1e-5, abs=1e-6), stat
     node = next(n for n in rec.trace(loss, net).nodes if n.tensor_id == rec.tensor_id(made))
     assert node.value.stats == kept.stats
+
+
+def test_a_recording_dropped_frees_what_it_held_at_once():
+    """What a recording keeps for letting go holds no reference back to it: dropping the recording frees its values
+    without waiting for Python's cycle collector (a training loop that records every step would otherwise pile
+    them up)."""
+    import gc
+    import weakref
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
+    with adv.torch.record() as rec:
+        loss = net(torch.randn(512, 32)).pow(2).mean()
+        loss.backward()
+    assert rec.freed
+    gone = weakref.ref(rec)
+    gc.disable()
+    try:
+        del rec, loss
+        assert gone() is None
+    finally:
+        gc.enable()

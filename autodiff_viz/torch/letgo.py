@@ -13,16 +13,20 @@ So a value that
   :data:`RELEASE_FROM_ALL` with ``record(exact_values=False)``, which puts memory before time,
 * nobody but the recording holds (no Python reference outside it, no other owner of its storage: autograd's saved
   tensors share it, and so do views),
+* lives on the CPU (a device's own generator is not looked at; no GPU here to test it),
 
-lets go of its memory once the module returns: its storage is swapped for one element broadcast to its shape. Its
-shape, dtype and autograd identity stay, so a trace still draws it and differentiates through it — no gradient
-reads it, as autograd did not save it. What the trace shows of it:
+lets go of its memory when the model returns (the outermost library module; with ``exact_values=False``, the
+module that made it) or at the latest before ``backward()``: its storage is swapped for one element broadcast to
+its shape. Its shape, dtype and autograd identity stay, so a trace still draws it and differentiates through it
+— no gradient reads it, as autograd did not save it. What the trace shows of it:
 
-* **recomputed**, when the op can run again to the same numbers: it drew no random numbers (``dropout`` does; the
-  CPU generator's state says so) and took no generator, and its inputs still hold the values it read (their
-  version numbers say so; a write to one inside the recording first puts the value back, :meth:`Releases.before_write`).
-  A trace runs the op again on copies of those inputs with the same strides — the same kernel on the same numbers,
-  so the same bits, and the learner's tensors untouched.
+* **recomputed**, when the op can run again to the same numbers: it drew no random numbers — PyTorch tags every
+  ATen op that does ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …), and for
+  a name ATen does not know the CPU generator's state says whether it moved — and took no generator, and its inputs
+  still hold the values it read (their version numbers say so). A write to such an input inside the recording
+  first computes the value again and keeps it (:meth:`Releases.before_write`). A trace runs the op again on copies
+  of its inputs with the same strides — the same kernel on the same numbers, so the same bits, and the learner's
+  tensors untouched.
 * **statistics**, with ``record(exact_values=False)`` only: a value that cannot be recomputed is kept as its
   minimum, mean, maximum, norm and first entries — what a trace shows of any large array.
 
@@ -166,10 +170,11 @@ class Releases:
     modules made, not yet let go of (someone held them when last asked), with the index of the op that made each.
     """
 
-    __slots__ = ("rec", "exact", "least", "freed", "recipes", "pending", "at", "uses", "feeds", "_rng")
+    __slots__ = ("ops", "recorded", "exact", "least", "freed", "recipes", "pending", "at", "uses", "feeds", "_rng")
 
-    def __init__(self, rec, exact: bool):
-        self.rec = rec
+    def __init__(self, ops: list, recorded: dict, exact: bool):
+        self.ops = ops              # the recording's ops and its ids of tensors (not the recording: no cycle,
+        self.recorded = recorded    # so a recording dropped frees its tensors at once)
         self.exact = exact
         self.least = RELEASE_FROM if exact else RELEASE_FROM_ALL     # entries of the smallest value let go of
         self.freed: dict = {}
@@ -257,7 +262,7 @@ class Releases:
             base = t._base
             groups.setdefault(id(t if base is None else base), []).append((t, k))
             del base                    # a reference held here would count as someone else's in _alone
-        freed, recorded, ops = self.freed, self.rec._tensor_ids, self.rec.ops
+        freed, recorded, ops = self.freed, self.recorded, self.ops
         for members in groups.values():
             values = [t for t, _ in members]
             if not _alone(values, recorded, self.least):
@@ -307,7 +312,7 @@ class Releases:
             self.feeds, values = {}, self._values_by_id()
             for key, got in self.freed.items():
                 if isinstance(got, tuple):
-                    for i in self.rec.ops[got[0].index].inputs:
+                    for i in self.ops[got[0].index].inputs:
                         self.feeds.setdefault(id(i), []).append(values[key])
         waiting = self.feeds.pop(id(t), None)
         if not waiting:
@@ -330,7 +335,7 @@ class Releases:
     def _values_by_id(self) -> dict:
         """``{id(value): value}`` for the values let go of (they are the outputs of recorded ops)."""
         freed = self.freed
-        return {id(t): t for op in self.rec.ops for t in op.outputs if id(t) in freed}
+        return {id(t): t for op in self.ops for t in op.outputs if id(t) in freed}
 
     # ----- when a trace reads them ---------------------------------------------------------
     def recompute(self, t, memo: dict):
@@ -340,7 +345,7 @@ class Releases:
             return memo[key]
         memo[key] = None
         recipe, position = self.freed[key]
-        op = self.rec.ops[recipe.index]
+        op = self.ops[recipe.index]
         by = {}
         for i, v in zip(op.inputs, recipe.versions):
             kept = self.freed.get(id(i))

@@ -367,7 +367,7 @@ class Recording(recordings.Recording):
         self._leaf_bytes = 0               # bytes of the weights recorded ops read (at least a capture's bar)
         self._covered: dict = {}           # our id of a weight -> op index after the capture that kept its ḡ
         self.shown: dict = {}              # id(weight) -> its values before an update, kept as statistics
-        self.releases = Releases(self, exact_values)    # values libraries let go of, and how to show them
+        self.releases = Releases(self.ops, self._tensor_ids, exact_values)   # values libraries let go of (letgo.py)
         self.freed = self.releases.freed   # id(tensor) -> how a trace shows a value let go of (letgo.py)
         self._starts: list = []            # per entered module: len(self.ops) when it was entered (_let_go)
 
@@ -833,11 +833,11 @@ def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
     computes it again by running its op on the same inputs — the same bits (see :mod:`.letgo`). ``True`` (the
     default) keeps whole the values that cannot be recomputed (the op drew random numbers: dropout). ``False``
     puts memory before time: it lets go of such values from 4,096 entries, and of the random ones too, kept as
-    their statistics and first entries — what a trace shows of any large array (a few microseconds per value
-    let go of: on the tiny transformers of ``benchmarks/real_models.py`` it trades 0.07–0.09× of a step's time
-    for a third of the memory the recording adds). The why-zero diagnosis then reads a dead ReLU's units from
-    its output, and names a saturated sigmoid or tanh only as the op where the gradient dies, when the value it
-    reads was such a random one.
+    their statistics and first entries — what a trace shows of any large array. Each value let go of costs a few
+    microseconds: on BERT-tiny (``benchmarks/real_models.py``) the recording then keeps 1.9 MB of values and
+    copies instead of 3.1, for 0.10–0.15× more of a step's time. The why-zero diagnosis then reads a dead
+    ReLU's units from its output, and names a saturated sigmoid or tanh only as the op where the gradient dies,
+    when the value it reads was such a random one.
 
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
