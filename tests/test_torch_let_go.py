@@ -280,11 +280,8 @@ def test_a_value_computed_from_a_weight_kept_as_statistics_is_kept_as_statistics
     assert node.value.stats == kept.stats
 
 
-def test_a_recording_dropped_frees_what_it_held_at_once():
-    """What a recording keeps for letting go holds no reference back to it: dropping the recording frees its values
-    without waiting for Python's cycle collector (a training loop that records every step would otherwise pile
-    them up)."""
-    import gc
+def _dropped_recording():
+    """A recording made and dropped inside a function (whose frame, and its locals, end with it)."""
     import weakref
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
@@ -292,10 +289,16 @@ def test_a_recording_dropped_frees_what_it_held_at_once():
         loss = net(torch.randn(512, 32)).pow(2).mean()
         loss.backward()
     assert rec.freed
-    gone = weakref.ref(rec)
+    return weakref.ref(rec)
+
+
+def test_a_recording_dropped_frees_what_it_held_at_once():
+    """What a recording keeps for letting go holds no reference back to it: dropping the recording frees its values
+    without waiting for Python's cycle collector (a training loop that records every step would otherwise pile
+    them up)."""
+    import gc
     gc.disable()
     try:
-        del rec, loss
-        assert gone() is None
+        assert _dropped_recording()() is None
     finally:
         gc.enable()
