@@ -302,3 +302,21 @@ def test_a_recording_dropped_frees_what_it_held_at_once():
         assert _dropped_recording()() is None
     finally:
         gc.enable()
+
+
+def test_an_op_that_cannot_run_again_leaves_its_value_shown_by_shape_and_the_trace_whole():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
+    with adv.torch.record() as rec:
+        loss = net(torch.randn(512, 32)).pow(2).mean()
+        loss.backward()
+    made = _op(rec, "linear").outputs[0]
+    recipe, _ = rec.freed[id(made)]
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("this op cannot run again")
+    recipe.func = fails
+    tr = rec.trace(loss, net, value_limit=VALUES)
+    node = next(n for n in tr.nodes if n.tensor_id == rec.tensor_id(made))
+    assert node.value.data is None and node.grad is not None                # the gradient is still autograd's
+    assert any("failed when run again" in note for note in tr.notes)

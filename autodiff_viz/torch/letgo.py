@@ -339,7 +339,8 @@ class Releases:
 
     # ----- when a trace reads them ---------------------------------------------------------
     def recompute(self, t, memo: dict):
-        """Value ``t`` as its op made it, run again; None when an input changed since (its version moved)."""
+        """Value ``t`` as its op made it, run again; None when an input changed since (its version moved) or the op
+        cannot run again."""
         key = id(t)
         if key in memo:
             return memo[key]
@@ -359,9 +360,12 @@ class Releases:
             if now is None:
                 return None
             by[id(i)] = now
-        with torch._C.DisableTorchFunction(), torch.no_grad():
-            out = recipe.func(*_replaced(recipe.args, by), **_replaced(recipe.kwargs or {}, by))
-            outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
+        try:
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                out = recipe.func(*_replaced(recipe.args, by), **_replaced(recipe.kwargs or {}, by))
+        except (RuntimeError, TypeError, ValueError):     # an op that cannot run again: its value is not shown
+            return None
+        outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
         memo[key] = got = outs[position] if position < len(outs) and outs[position].shape == t.shape else None
         return got
 

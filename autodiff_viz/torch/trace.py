@@ -325,9 +325,9 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
                      "adv.torch.record(exact_weights=True) to keep all of their values")
     if not_again:
         notes.append(f"{len(not_again)} value(s) that library modules computed and freed ({not_again[0]} …) are shown "
-                     "by shape only: the recording let go of them, and a tensor they were computed from has changed "
-                     "in place since, outside the recording. Call rec.trace(...) before that change, or inside the "
-                     "recording")
+                     "by shape only: the recording let go of them, and could not compute them again — a tensor they "
+                     "were computed from has changed in place since, outside the recording (call rec.trace(...) "
+                     "before that change, or inside the recording), or their op failed when run again")
     if freed_as_stats:
         notes.append(f"{len(freed_as_stats)} value(s) that library modules computed and freed, and that no "
                      "gradient needs, are shown by their statistics and first entries: record with "
