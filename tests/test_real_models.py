@@ -33,20 +33,22 @@ import autodiff_viz.torch  # noqa: E402,F401
 VALUES = 10 ** 7     # value_limit: keep every entry, so values compare bit for bit
 
 
-def _model(kind):
-    """A transformers model with random weights and one batch for it (inputs with labels)."""
+def _model(kind, width=32, batch=4, tokens=12):
+    """A transformers model with random weights and one batch for it (inputs with labels). BERT and GPT-2 are
+    ``width`` wide (vocabulary 4·width, width/16 heads), on ``batch`` × ``tokens`` token ids."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
+    vocab = 4 * width
     if kind == "bert":
         model = hf.BertForSequenceClassification(hf.BertConfig(
-            vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=32, num_labels=3))
-        inputs = {"input_ids": torch.randint(0, 128, (4, 12), generator=g),
-                  "labels": torch.randint(0, 3, (4,), generator=g)}
+            vocab_size=vocab, hidden_size=width, num_hidden_layers=2, num_attention_heads=width // 16,
+            intermediate_size=2 * width, max_position_embeddings=width, num_labels=3))
+        inputs = {"input_ids": torch.randint(0, vocab, (batch, tokens), generator=g),
+                  "labels": torch.randint(0, 3, (batch,), generator=g)}
     elif kind == "gpt2":
-        model = hf.GPT2LMHeadModel(hf.GPT2Config(vocab_size=128, n_positions=32, n_embd=32, n_layer=2, n_head=2,
-                                                 bos_token_id=0, eos_token_id=0))
-        ids = torch.randint(0, 128, (4, 12), generator=g)
+        model = hf.GPT2LMHeadModel(hf.GPT2Config(vocab_size=vocab, n_positions=width, n_embd=width, n_layer=2,
+                                                 n_head=width // 16, bos_token_id=0, eos_token_id=0))
+        ids = torch.randint(0, vocab, (batch, tokens), generator=g)
         inputs = {"input_ids": ids, "labels": ids}
     elif kind == "vit":
         model = hf.ViTForImageClassification(hf.ViTConfig(
@@ -119,6 +121,14 @@ def test_a_recorded_training_step_is_bit_for_bit_the_plain_one_and_its_trace_sho
         assert torch.equal(p.detach(), q.detach()), n
 
 
+def _traced_step(model, inputs, **kw):
+    """A training step (AdamW) recorded with ``record(**kw)``, and its trace with every value in full."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    with adv.torch.record(**kw) as rec:
+        loss = _step(model, opt, inputs)
+    return rec, rec.trace(loss, model, value_limit=VALUES)
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
 def test_values_the_library_let_go_of_are_recomputed_to_the_same_bits(kind, monkeypatch):
@@ -128,34 +138,15 @@ def test_values_the_library_let_go_of_are_recomputed_to_the_same_bits(kind, monk
     bit, that of a recording that keeps everything, on a batch whose values are large enough to be let go of
     (16 × 64 tokens, 64 wide: 65,536 entries)."""
     from autodiff_viz.torch import letgo
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    if kind == "bert":
-        model = hf.BertForSequenceClassification(hf.BertConfig(
-            vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-            max_position_embeddings=64, num_labels=3))
-        inputs = {"input_ids": torch.randint(0, 256, (16, 64), generator=g),
-                  "labels": torch.randint(0, 3, (16,), generator=g)}
-    else:
-        model = hf.GPT2LMHeadModel(hf.GPT2Config(vocab_size=256, n_positions=64, n_embd=64, n_layer=2, n_head=4,
-                                                 bos_token_id=0, eos_token_id=0))
-        ids = torch.randint(0, 256, (16, 64), generator=g)
-        inputs = {"input_ids": ids, "labels": ids}
-    model.train()
+    model, inputs = _model(kind, width=64, batch=16, tokens=64)
     keeping = copy.deepcopy(model)
 
-    def traced(m):
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        with adv.torch.record() as rec:
-            loss = _step(m, opt, inputs)
-        return rec, rec.trace(loss, m, value_limit=VALUES)
-
-    rec, trace = traced(model)
+    rec, trace = _traced_step(model, inputs)
     released = [t for op in rec.ops for t in op.outputs if id(t) in rec.freed]
     assert len(released) >= 8, f"{kind}: only {len(released)} values let go of"
     assert all(t.untyped_storage().nbytes() <= t.element_size() for t in released)
     monkeypatch.setattr(letgo, "RELEASE_FROM", 10 ** 12)
-    rec2, trace2 = traced(keeping)
+    rec2, trace2 = _traced_step(keeping, inputs)
     assert not rec2.freed
     assert [n.title for n in trace.nodes] == [n.title for n in trace2.nodes]
     for n, n2 in zip(trace.nodes, trace2.nodes):
@@ -172,27 +163,14 @@ def test_with_exact_values_false_smaller_values_go_too_and_only_random_ones_beco
     ones made by ops that drew random numbers (dropout) are kept as statistics, every other value is recomputed to
     the same bits, and every gradient is the same."""
     from autodiff_viz.torch import letgo
-    torch.manual_seed(0)
-    model = hf.BertForSequenceClassification(hf.BertConfig(
-        vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-        max_position_embeddings=64, num_labels=3))
-    g = torch.Generator().manual_seed(0)
-    inputs = {"input_ids": torch.randint(0, 256, (8, 32), generator=g),
-              "labels": torch.randint(0, 3, (8,), generator=g)}
-    model.train()
+    model, inputs = _model("bert", width=64, batch=8, tokens=32)
     keeping = copy.deepcopy(model)
 
-    def traced(m, **kw):
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        with adv.torch.record(**kw) as rec:
-            loss = _step(m, opt, inputs)
-        return rec, rec.trace(loss, m, value_limit=VALUES)
-
-    rec, trace = traced(model, exact_values=False)
+    rec, trace = _traced_step(model, inputs, exact_values=False)
     kinds = [type(v).__name__ for v in rec.freed.values()]
     assert kinds.count("tuple") >= 8 and kinds.count("Summary") >= 2, kinds
     monkeypatch.setattr(letgo, "RELEASE_FROM_ALL", 10 ** 12)
-    rec2, trace2 = traced(keeping, exact_values=False)
+    rec2, trace2 = _traced_step(keeping, inputs, exact_values=False)
     assert not rec2.freed
     as_stats = 0
     for n, n2 in zip(trace.nodes, trace2.nodes):

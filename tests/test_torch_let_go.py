@@ -280,14 +280,21 @@ def test_a_value_computed_from_a_weight_kept_as_statistics_is_kept_as_statistics
     assert node.value.stats == kept.stats
 
 
-def _dropped_recording():
-    """A recording made and dropped inside a function (whose frame, and its locals, end with it)."""
-    import weakref
+def _relu_step():
+    """``(net, rec, loss)``: a two-layer ReLU network's loss and backward pass recorded; the first layer's output
+    (512 × 256 entries), read by the ReLU only, is let go of."""
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
     with adv.torch.record() as rec:
         loss = net(torch.randn(512, 32)).pow(2).mean()
         loss.backward()
+    return net, rec, loss
+
+
+def _dropped_recording():
+    """A recording made and dropped inside a function (whose frame, and its locals, end with it)."""
+    import weakref
+    _, rec, _ = _relu_step()
     assert rec.freed
     return weakref.ref(rec)
 
@@ -305,11 +312,7 @@ def test_a_recording_dropped_frees_what_it_held_at_once():
 
 
 def test_an_op_that_cannot_run_again_leaves_its_value_shown_by_shape_and_the_trace_whole():
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
-    with adv.torch.record() as rec:
-        loss = net(torch.randn(512, 32)).pow(2).mean()
-        loss.backward()
+    net, rec, loss = _relu_step()
     made = _op(rec, "linear").outputs[0]
     recipe, _ = rec.freed[id(made)]
 

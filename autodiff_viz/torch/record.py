@@ -461,8 +461,8 @@ class Recording(recordings.Recording):
         compiling = _compiling()
         start = self._starts.pop() if self._starts else 0
         loc, named, lib, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
-        if self.releases.pending and not compiling and (not self.exact_values or lib and self._outer is None):
-            self.releases.let_go(start)     # when the model returns (every module, with exact_values=False)
+        if not compiling and (not self.exact_values or lib and self._outer is None):
+            self._let_go(start)             # when the model returns (every module, with exact_values=False)
         if compiling or loc is None or not self.ops:
             return
         made = self.ops[-1]

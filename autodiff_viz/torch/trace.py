@@ -205,7 +205,8 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
             made = rec.releases.recompute(t, again)
             if made is not None:
                 return _summary(made, limit)
-        if kept_value is LOST or isinstance(kept_value, tuple):
+            kept_value = LOST
+        if kept_value is LOST:
             not_again.append(rec.name_of(t) or tuple(t.shape))
             return _unreadable(t)
         if stats_only(kept_value, limit):
