@@ -1,11 +1,12 @@
 """A recording lets go of the large values a library module freed and no gradient needs (``torch/letgo.py``).
 
-A value of at least 65,536 entries that an op inside a library module made, that nobody else holds and that
-autograd did not save, lets go of its memory; a trace recomputes it by running its op again on the same inputs
-(the same bits), unless the op drew random numbers (dropout), which keeps it whole — or, with
-``record(exact_values=False)``, keeps it as statistics when it is large. These tests check what a learner relies
-on: the same gradients and the same values in every figure as a recording that keeps everything, their own
-tensors untouched, the memory gone, and what the why-zero diagnosis still says.
+A value of at least ``letgo.RELEASE_FROM`` entries that an op inside a library module made, that nobody else holds
+and that autograd did not save, lets go of its memory; a trace recomputes it by running its op again on the same
+inputs (the same bits) — an op that drew random numbers (dropout) from the generator's state it ran from, so the
+same draws. A value that cannot run again stays whole, or, with ``record(exact_values=False)``, is kept as
+statistics. These tests check what a learner relies on: the same gradients and the same values in every figure as
+a recording that keeps everything, their own tensors and random numbers untouched, the memory gone, and what the
+why-zero diagnosis still says.
 """
 import math
 
@@ -57,24 +58,81 @@ def _op(rec, name):
     return next(op for op in rec.ops if op.name == name)
 
 
-def test_a_value_the_library_freed_lets_go_of_its_memory_and_a_random_one_stays_whole():
+def _not_again(monkeypatch, name="dropout"):
+    """Make op ``name`` one that cannot run again, as an op drawing from a generator of its own would be
+    (``generator=g``): the recording does not keep the generator's state before it."""
+    before = letgo.Releases.before
+
+    def keeping_nothing(self, op_name, index):
+        before(self, op_name, index)
+        if op_name == name:
+            self._rng = None
+    monkeypatch.setattr(letgo.Releases, "before", keeping_nothing)
+
+
+def test_a_value_the_library_freed_lets_go_of_its_memory_and_a_random_one_runs_again_from_its_draws():
     net, rec, loss, out, _ = _step()
     made = _op(rec, "linear").outputs[0]
     assert isinstance(rec.freed.get(id(made)), tuple)                     # a recipe: recomputed when traced
     assert made.untyped_storage().nbytes() <= made.element_size()        # one element left, not 131,072
     assert made.shape == (8, 64, 256) and made.grad_fn is not None        # still drawn, still differentiable
+    assert rec.freed[id(made)][0].rng is None                             # a linear layer draws nothing
     dropped = _op(rec, "dropout").outputs[0]
-    assert id(dropped) not in rec.freed                                   # dropout drew random numbers: kept whole
-    assert dropped.untyped_storage().nbytes() == dropped.numel() * 4
+    recipe, _ = rec.freed[id(dropped)]                                    # dropout: run again from the generator's
+    assert recipe.rng is not None                                         # state before it, the same mask
+    assert dropped.untyped_storage().nbytes() <= dropped.element_size()
     tanh = _op(rec, "tanh").outputs[0]
     assert id(tanh) not in rec.freed                                      # autograd saved it: kept whole
 
 
-def test_with_exact_values_false_a_large_random_value_is_kept_as_statistics():
+def test_a_trace_draws_the_mask_again_without_moving_the_learners_random_numbers():
+    net, rec, loss, out, _ = _step()
+    dropped = _op(rec, "dropout").outputs[0]
+    assert id(dropped) in rec.freed
+    torch.manual_seed(5)
+    state = torch.get_rng_state()
+    node = next(n for n in rec.trace(loss, net, value_limit=VALUES).nodes if n.tensor_id == rec.tensor_id(dropped))
+    assert torch.equal(torch.get_rng_state(), state)                      # the learner's next torch.rand is theirs
+    torch.manual_seed(2)                                                  # the recorded step's seed, by hand
+    expected = F.dropout(F.linear(torch.randn(8, 64, 32, generator=torch.Generator().manual_seed(1)),
+                                  net[0].weight, net[0].bias), 0.25, training=True)
+    assert (node.value.data == expected.detach().numpy()).all()
+    assert ((node.value.data == 0).mean() - 0.25) ** 2 < 0.01 ** 2       # a real mask: about a quarter dropped
+
+
+def test_with_exact_values_false_a_large_value_that_cannot_run_again_is_kept_as_statistics(monkeypatch):
+    _not_again(monkeypatch)
     net, rec, loss, out, _ = _step(exact_values=False)
     assert isinstance(rec.freed.get(id(_op(rec, "linear").outputs[0])), tuple)
     kept = rec.freed.get(id(_op(rec, "dropout").outputs[0]))
     assert kept is not None and kept.stats and kept.data is None
+    net2, rec2, *_ = _step()                                              # the default keeps it whole
+    dropped = _op(rec2, "dropout").outputs[0]
+    assert id(dropped) not in rec2.freed and dropped.untyped_storage().nbytes() == dropped.numel() * 4
+
+
+def test_a_value_written_in_place_after_its_op_ran_is_not_made_again_by_that_op():
+    """``Dropout(inplace=True)`` writes its mask into the linear layer's output, which nobody saves (Tanh keeps its
+    own output): running the linear layer again would show the values before the mask. The value stays whole, or,
+    with ``exact_values=False``, is kept as the statistics of what it holds after the write."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(32, 256), nn.Dropout(0.5, inplace=True), nn.Tanh(), nn.Linear(256, 4))
+    x = torch.randn(512, 32)
+    torch.manual_seed(2)
+    expected = F.dropout(F.linear(x, net[0].weight, net[0].bias), 0.5, training=True).detach()
+    for exact in (True, False):
+        with adv.torch.record(exact_values=exact) as rec:
+            torch.manual_seed(2)
+            loss = net(x).pow(2).mean()
+            loss.backward()
+        h = _op(rec, "linear").outputs[0]
+        kept = rec.freed.get(id(h))
+        assert not isinstance(kept, tuple), exact
+        if exact:
+            assert kept is None and torch.equal(h, expected)
+        else:
+            assert kept.stats["mean"] == pytest.approx(float(expected.mean()), rel=1e-5, abs=1e-7)
+            assert kept.stats["min"] == pytest.approx(float(expected.min()), rel=1e-6)
 
 
 def test_recomputed_values_and_gradients_are_those_of_the_recording_that_keeps_everything(monkeypatch):
@@ -107,7 +165,8 @@ def test_a_value_the_learner_holds_is_never_touched():
     assert out.untyped_storage().nbytes() == out.numel() * out.element_size()
 
 
-def test_a_trace_asked_for_all_values_says_which_it_kept_as_statistics_and_how_to_keep_them():
+def test_a_trace_asked_for_all_values_says_which_it_kept_as_statistics_and_how_to_keep_them(monkeypatch):
+    _not_again(monkeypatch)
     net, rec, loss, *_ = _step(exact_values=False)
     full = rec.trace(loss, net, value_limit=VALUES)
     assert any("exact_values=True" in note for note in full.notes)
@@ -130,18 +189,20 @@ def test_values_the_learners_own_lines_make_stay_whole():
     assert mm.outputs[0].untyped_storage().nbytes() == 512 * 256 * 4
 
 
-def test_an_op_that_draws_random_numbers_is_never_run_again_whatever_its_name():
-    """RReLU draws a random slope per entry in training: no name list says so, the generator's state does."""
+def test_an_op_that_draws_random_numbers_runs_again_on_the_same_draws_whatever_its_name():
+    """RReLU draws a random slope per entry in training: it runs again from the generator's state it ran from, and
+    the trace shows the slopes the forward pass drew (seen by a forward hook). Tanh after it saves its own output,
+    so RReLU's is let go of."""
     torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(32, 256), nn.RReLU(), nn.Linear(256, 4))
+    net = nn.Sequential(nn.Linear(32, 256), nn.RReLU(), nn.Tanh(), nn.Linear(256, 4))
     seen = []
-    net[1].register_forward_hook(lambda m, i, o: seen.append(o.detach().clone()))
+    net[1].register_forward_hook(lambda m, i, o: seen.append(o.clone().detach()))
     with adv.torch.record() as rec:
         loss = net(torch.randn(512, 32)).pow(2).mean()
         loss.backward()
     rrelu = next(op for op in rec.ops if "rrelu" in op.name)
-    assert id(rrelu.outputs[0]) not in rec.freed or \
-        not isinstance(rec.freed[id(rrelu.outputs[0])], tuple)
+    kept = rec.freed.get(id(rrelu.outputs[0]))
+    assert isinstance(kept, tuple) and kept[0].rng is not None              # let go of, with its draws
     node = next(n for n in rec.trace(loss, net, value_limit=VALUES).nodes if n.op and "rrelu" in n.op)
     assert (node.value.data == seen[0].numpy()).all()
 
@@ -231,11 +292,13 @@ def test_the_diagnosis_counts_dead_units_from_the_recomputed_input():
     assert let_go == kept
 
 
-def test_with_values_as_statistics_the_diagnosis_still_counts_which_units_are_dead():
-    """Dropout between the layer and its ReLU: the dropout's output is random, so ``exact_values=False`` keeps it
-    as statistics; the diagnosis then reads the ReLU's kept output — ``y = 0`` exactly where ``x ≤ 0`` — and the
-    input's kept maximum: the same words as the default recording."""
+def test_with_values_as_statistics_the_diagnosis_still_counts_which_units_are_dead(monkeypatch):
+    """Dropout between the layer and its ReLU, made an op that cannot run again (as one drawing from a generator
+    of its own): ``exact_values=False`` keeps its output as statistics; the diagnosis then reads the ReLU's kept
+    output — ``y = 0`` exactly where ``x ≤ 0`` — and the input's kept maximum: the same words as the default
+    recording."""
     from autodiff_viz.diagnosis import flow
+    _not_again(monkeypatch)
 
     def words(**kw):
         torch.manual_seed(0)

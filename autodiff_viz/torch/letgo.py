@@ -20,10 +20,11 @@ module that made it) or at the latest before ``backward()``: its storage is swap
 its shape. Its shape, dtype and autograd identity stay, so a trace still draws it and differentiates through it
 — no gradient reads it, as autograd did not save it. What the trace shows of it:
 
-* **recomputed**, when the op can run again to the same numbers: it drew no random numbers — PyTorch tags every
-  ATen op that does ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …), and for
-  a name ATen does not know the CPU generator's state says whether it moved — and took no generator, and its inputs
-  still hold the values it read (their version numbers say so). A write to such an input inside the recording
+* **recomputed**, when the op can run again to the same numbers: it took no generator of its own, and its inputs
+  still hold the values it read (their version numbers say so). An op that may draw random numbers — PyTorch tags
+  every such ATen op ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …), and a
+  name ATen does not know may too — has the CPU generator's state taken just before it runs, and runs again from
+  that state, as activation checkpointing does: the same draws, so the same dropout mask. A write to such an input inside the recording
   first computes the value again and keeps it (:meth:`Releases.before_write`). A trace runs the op again on copies
   of its inputs with the same strides — the same kernel on the same numbers, so the same bits, and the learner's
   tensors untouched.
@@ -35,6 +36,7 @@ Every other value stays whole.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import sys
 
@@ -58,12 +60,29 @@ def _stand_in(dtype, shape) -> torch.Tensor:
 
 class Recipe:
     """How to compute again the outputs of recorded op ``index``: ``func(*args, **kwargs)`` as the op was called
-    (a list among the arguments copied), each of the op's inputs at the version number it had then."""
+    (a list among the arguments copied), each of the op's inputs at the version number it had then, ``made``: the
+    version number of each output (a later write in place, ``relu_``, changes what the op made), and ``rng``:
+    the CPU generator's state before the op ran, for an op that may draw random numbers (else None)."""
 
-    __slots__ = ("index", "func", "args", "kwargs", "versions")
+    __slots__ = ("index", "func", "args", "kwargs", "versions", "made", "rng")
 
-    def __init__(self, index, func, args, kwargs, versions):
+    def __init__(self, index, func, args, kwargs, versions, made, rng=None):
         self.index, self.func, self.args, self.kwargs, self.versions = index, func, args, kwargs, versions
+        self.made, self.rng = made, rng
+
+
+@contextlib.contextmanager
+def _drawing_from(state):
+    """Run with the CPU generator at ``state`` (a :class:`Recipe`'s ``rng``), then put back the learner's."""
+    if state is None:
+        yield
+        return
+    now = _generator.get_state()
+    _generator.set_state(state)
+    try:
+        yield
+    finally:
+        _generator.set_state(now)
 
 
 def tensors_in(obj, out: list) -> list:
@@ -95,7 +114,7 @@ def _replaced(obj, by: dict):
     return obj
 
 
-_SEEDED: dict = {}      # op name -> whether ATen says it draws random numbers (None: no ATen op of that name)
+SEEDED: dict = {}       # op name -> whether ATen says it draws random numbers (None: no ATen op of that name)
 _UNSEEN = object()
 
 
@@ -108,7 +127,7 @@ def _seeded(name: str) -> bool | None:
         seeded = any(torch.Tag.nondeterministic_seeded in getattr(packet, o).tags for o in packet.overloads())
     except (AttributeError, RuntimeError, TypeError):
         seeded = None
-    _SEEDED[name] = seeded
+    SEEDED[name] = seeded
     return seeded
 
 
@@ -126,6 +145,12 @@ def _same_strides(t: torch.Tensor) -> torch.Tensor:
     out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
     out.copy_(t)
     return out
+
+
+def _root(t: torch.Tensor) -> torch.Tensor:
+    """The tensor that owns ``t``'s storage: its base if ``t`` is a view, else ``t``."""
+    base = t._base
+    return t if base is None else base
 
 
 def _alone(members, recorded, least: int) -> bool:
@@ -185,11 +210,14 @@ class Releases:
         self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
         self._rng = None
 
-    def entered(self) -> None:
-        """The recording began, or a model's forward pass: what the random-number generator's state is now. An op
-        unknown to ATen that finds it moved since (or since the last random op) may have drawn random numbers, and
-        is not run again."""
-        self._rng = _generator.get_state()
+    def before(self, name: str, index: int) -> None:
+        """Op ``name``, recorded as op ``index`` of a library module, is about to run: when it may draw random
+        numbers (ATen's tag says so, or ATen does not know the name), keep the CPU generator's state now, so that
+        it can run again on the same draws."""
+        seeded = SEEDED.get(name, _UNSEEN)
+        if seeded is _UNSEEN:
+            seeded = _seeded(name)
+        self._rng = None if seeded is False else (index, _generator.get_state())
 
     # ----- while recording -------------------------------------------------------------
     def note(self, op, func, args, kwargs) -> None:
@@ -198,21 +226,20 @@ class Releases:
         big = [t for t in op.outputs if type(t) is torch.Tensor and t.numel() >= self.least and t.is_cpu]
         if not big:
             return
-        seeded = _SEEDED.get(op.name, _UNSEEN)
-        if seeded is _UNSEEN:
-            seeded = _seeded(op.name)
-        if seeded is not False:             # random, or unknown to ATen: did the generator's state move?
-            with torch._C.DisableTorchFunction():
-                rng = _generator.get_state()
-                if seeded is None:
-                    seeded = self._rng is None or not torch.equal(rng, self._rng)
-            self._rng = rng
-        if not seeded and not _takes_generator(args, kwargs) and \
-                not any(o is i for o in op.outputs for i in op.inputs):
+        rng, again = None, not _takes_generator(args, kwargs) and not any(o is i for o in op.outputs
+                                                                          for i in op.inputs)
+        if again and SEEDED.get(op.name, _UNSEEN) is not False:     # may draw: from the state before it ran
+            before = self._rng
+            if before is not None and before[0] == op.index:
+                rng = before[1]
+            else:
+                again = False
+        if again:
             if any(type(a) is list for a in args):      # torch.cat(parts): parts may grow afterwards
                 args = tuple(list(a) if type(a) is list else a for a in args)
             ins = op.inputs
-            self.recipes[op.index] = Recipe(op.index, func, args, kwargs, [t._version for t in ins])
+            self.recipes[op.index] = Recipe(op.index, func, args, kwargs, [t._version for t in ins],
+                                            [t._version for t in op.outputs], rng)
             uses = self.uses
             for t in ins:                       # the recipe's arguments hold the inputs too
                 if id(t) in uses:
@@ -243,10 +270,16 @@ class Releases:
         back, alone = [], []
         for j in range(len(tail)):
             t = tail[j]
-            if refcount(t) > uses.get(id(t), 0) + 3:     # + the list, t, refcount's argument
+            # + the list, t, refcount's argument, and the one reference PyTorch adds while C++ holds the tensor too
+            # (a view's base, autograd's saved input): _free asks the storage who that is
+            if refcount(t) > uses.get(id(t), 0) + 3 + (t._use_count() > 1):
                 back.append(j)
             else:
                 alone.append(j)
+        if back and alone:      # a view goes with its base: one held (a model's returned logits) keeps its views
+            held = {id(_root(tail[j])) for j in back}
+            back = sorted(back + [j for j in alone if id(_root(tail[j])) in held])
+            alone = [j for j in alone if id(_root(tail[j])) not in held]
         if alone:
             with torch._C.DisableTorchFunction():
                 self._free([(tail[j], made[j]) for j in alone])
@@ -264,6 +297,10 @@ class Releases:
             del base                    # a reference held here would count as someone else's in _alone
         freed, recorded, ops = self.freed, self.recorded, self.ops
         for members in groups.values():
+            firsts: dict = {}               # an op that returns its input (contiguous(), relu_) records it again:
+            for t, k in members:            # the op that made it says how to make it
+                firsts.setdefault(id(t), (t, k))
+            members = list(firsts.values())
             values = [t for t, _ in members]
             if not _alone(values, recorded, self.least):
                 continue
@@ -272,8 +309,10 @@ class Releases:
                 if id(t) in freed:
                     continue
                 recipe = self.recipes.get(k)
-                if recipe is not None and self._unchanged(ops[k].inputs, recipe.versions):
-                    kept[id(t)] = (recipe, next(p for p, o in enumerate(ops[k].outputs) if o is t))
+                position = -1 if recipe is None else next(p for p, o in enumerate(ops[k].outputs) if o is t)
+                if recipe is not None and t._version == recipe.made[position] and \
+                        self._unchanged(ops[k].inputs, recipe.versions):
+                    kept[id(t)] = (recipe, position)
                 elif not self.exact:
                     try:
                         kept[id(t)] = statistics(t)
@@ -282,6 +321,9 @@ class Releases:
                 else:
                     break
             else:
+                for t in values:            # what a recipe computes from a value kept as statistics: summarised now
+                    if not isinstance(kept.get(id(t)), tuple):
+                        self.before_write(t, whole=False)
                 self._swap(values, kept)
 
     def _unchanged(self, inputs, versions) -> bool:
@@ -289,7 +331,8 @@ class Releases:
         recomputable."""
         freed = self.freed
         for i, v in zip(inputs, versions):
-            if i._version != v and not isinstance(freed.get(id(i)), tuple):
+            kept = freed.get(id(i))
+            if kept is not None and not isinstance(kept, tuple) or i._version != v and kept is None:
                 return False
         return True
 
@@ -361,7 +404,7 @@ class Releases:
                 return None
             by[id(i)] = now
         try:
-            with torch._C.DisableTorchFunction(), torch.no_grad():
+            with torch._C.DisableTorchFunction(), torch.no_grad(), _drawing_from(recipe.rng):
                 out = recipe.func(*_replaced(recipe.args, by), **_replaced(recipe.kwargs or {}, by))
         except (RuntimeError, TypeError, ValueError):     # an op that cannot run again: its value is not shown
             return None

@@ -75,7 +75,7 @@ from ..base import naming
 from ..bridges import frames, recordings
 from . import provenance, tree
 from .capture import nbytes
-from .letgo import Releases, tensors_in
+from .letgo import SEEDED, Releases, tensors_in
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -299,6 +299,8 @@ class _Mode(TorchFunctionMode):
         written = _written(name, args, kwargs)
         if written is not None:
             rec._before_write(written)
+        if rec._outer is not None and SEEDED.get(name) is not False:      # may draw random numbers (letgo.py)
+            rec.releases.before(name, len(rec.ops))
         out = func(*args, **kwargs) if name != "get:grad" or args[0].is_leaf else \
             _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
@@ -381,7 +383,6 @@ class Recording(recordings.Recording):
                        hooks.register_module_forward_hook(self._exit_module),
                        register_optimizer_step_pre_hook(self._enter_update),
                        register_optimizer_step_post_hook(self._exit_update)]
-        self.releases.entered()
         self._mode.__enter__()
         _ACTIVE.append(self)
         _wrap_unseen(True)
@@ -439,7 +440,6 @@ class Recording(recordings.Recording):
         self._callers.append(entry)
         if outer is None and entry[2]:
             self._outer = entry
-            self.releases.entered()
         last = self.ops[-1] if self.ops else None
         if last is not None and last.assigned and last.location == loc and not self._named_by_call(last):
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
@@ -461,8 +461,8 @@ class Recording(recordings.Recording):
         compiling = _compiling()
         start = self._starts.pop() if self._starts else 0
         loc, named, lib, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
-        if not compiling and (not self.exact_values or lib and self._outer is None):
-            self._let_go(start)             # when the model returns (every module, with exact_values=False)
+        if not compiling:
+            self._let_go(start)             # what the module made and did not return nor hand to autograd
         if compiling or loc is None or not self.ops:
             return
         made = self.ops[-1]
