@@ -24,10 +24,10 @@ its shape. Its shape, dtype and autograd identity stay, so a trace still draws i
   still hold the values it read (their version numbers say so). An op that may draw random numbers — PyTorch tags
   every such ATen op ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …), and a
   name ATen does not know may too — has the CPU generator's state taken just before it runs, and runs again from
-  that state, as activation checkpointing does: the same draws, so the same dropout mask. A write to such an input inside the recording
-  first computes the value again and keeps it (:meth:`Releases.before_write`). A trace runs the op again on copies
-  of its inputs with the same strides — the same kernel on the same numbers, so the same bits, and the learner's
-  tensors untouched.
+  that state, as activation checkpointing does: the same draws, so the same dropout mask. A write to such an
+  input inside the recording first computes the value again and keeps it (:meth:`Releases.before_write`). A trace
+  runs the op again on copies of its inputs with the same strides — the same kernel on the same numbers, so the
+  same bits, and the learner's tensors untouched.
 * **statistics**, with ``record(exact_values=False)`` only: a value that cannot be recomputed is kept as its
   minimum, mean, maximum, norm and first entries — what a trace shows of any large array.
 
