@@ -15,21 +15,29 @@ So a value that
   tensors share it, and so do views),
 * lives on the CPU (a device's own generator is not looked at; no GPU here to test it),
 
-lets go of its memory when the model returns (the outermost library module; with ``exact_values=False``, the
-module that made it) or at the latest before ``backward()``: its storage is swapped for one element broadcast to
-its shape. Its shape, dtype and autograd identity stay, so a trace still draws it and differentiates through it
-— no gradient reads it, as autograd did not save it. What the trace shows of it:
+lets go of its memory when a module returns and nobody holds it any more — as a plain forward pass frees it, so
+the forward pass's peak stays near the plain one — or at the latest before ``backward()``: its storage is swapped
+for one element broadcast to its shape. Its shape, dtype and autograd identity stay, so a trace still draws it and
+differentiates through it — no gradient reads it, as autograd did not save it. Who holds it is counted: the
+recording's own references, and the one reference PyTorch adds to a tensor that C++ holds too (a view's base, an
+input autograd saved), whose owner the storage's use count names. A view goes with its base, and waits with it
+while either is held (GPT-2's logits, returned in the model's output, read by the loss through a view).
 
-* **recomputed**, when the op can run again to the same numbers: it took no generator of its own, and its inputs
-  still hold the values it read (their version numbers say so). An op that may draw random numbers — PyTorch tags
-  every such ATen op ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …), and a
-  name ATen does not know may too — has the CPU generator's state taken just before it runs, and runs again from
-  that state, as activation checkpointing does: the same draws, so the same dropout mask. A write to such an
-  input inside the recording first computes the value again and keeps it (:meth:`Releases.before_write`). A trace
-  runs the op again on copies of its inputs with the same strides — the same kernel on the same numbers, so the
-  same bits, and the learner's tensors untouched.
+What the trace shows of it:
+
+* **recomputed**, when its op can run again to the same numbers: the op took no generator of its own and its
+  inputs still hold the values it read (their version numbers say so). An op that may draw random numbers —
+  PyTorch tags every such ATen op ``nondeterministic_seeded`` (dropout, rrelu, bernoulli,
+  scaled_dot_product_attention …), and a name ATen does not know may too — has the CPU generator's state taken
+  just before it runs, and runs again from that state, as activation checkpointing does: the same draws, so the
+  same mask. A value an op wrote into afterwards (``hidden += residual`` after a BatchNorm, a
+  ``Dropout(inplace=True)``) runs its op, then each such write, on what it made. A trace runs them on copies of
+  their inputs with the same strides — the same kernels on the same numbers, so the same bits, and the learner's
+  tensors and random numbers untouched. A write to such an input inside the recording first computes the value
+  again and keeps it (:meth:`Releases.before_write`).
 * **statistics**, with ``record(exact_values=False)`` only: a value that cannot be recomputed is kept as its
-  minimum, mean, maximum, norm and first entries — what a trace shows of any large array.
+  minimum, mean, maximum, norm and first entries — what a trace shows of any large array; a value let go of whose
+  recipe reads it is summarised first, as a recipe never reads statistics.
 
 Every other value stays whole.
 """
@@ -62,13 +70,20 @@ class Recipe:
     """How to compute again the outputs of recorded op ``index``: ``func(*args, **kwargs)`` as the op was called
     (a list among the arguments copied), each of the op's inputs at the version number it had then, ``made``: the
     version number of each output (a later write in place, ``relu_``, changes what the op made), and ``rng``:
-    the CPU generator's state before the op ran, for an op that may draw random numbers (else None)."""
+    the CPU generator's state before the op ran, for an op that may draw random numbers (else None). ``writes``: the
+    op writes into one of its inputs (``add_``), so it only changes a value some other op made; ``then``: such ops, run
+    after this one on what it made."""
 
-    __slots__ = ("index", "func", "args", "kwargs", "versions", "made", "rng")
+    __slots__ = ("index", "func", "args", "kwargs", "versions", "made", "rng", "writes", "then")
 
-    def __init__(self, index, func, args, kwargs, versions, made, rng=None):
+    def __init__(self, index, func, args, kwargs, versions, made, rng=None, writes=False, then=()):
         self.index, self.func, self.args, self.kwargs, self.versions = index, func, args, kwargs, versions
-        self.made, self.rng = made, rng
+        self.made, self.rng, self.writes, self.then = made, rng, writes, then
+
+    def followed_by(self, then: tuple) -> Recipe:
+        """This recipe, then the in-place ops ``then`` (``hidden += residual`` after a BatchNorm) on what it made."""
+        return Recipe(self.index, self.func, self.args, self.kwargs, self.versions, self.made, self.rng, self.writes,
+                      then)
 
 
 @contextlib.contextmanager
@@ -195,7 +210,8 @@ class Releases:
     modules made, not yet let go of (someone held them when last asked), with the index of the op that made each.
     """
 
-    __slots__ = ("ops", "recorded", "exact", "least", "freed", "recipes", "pending", "at", "uses", "feeds", "_rng")
+    __slots__ = ("ops", "recorded", "exact", "least", "freed", "recipes", "pending", "at", "later", "uses", "feeds",
+                 "_rng")
 
     def __init__(self, ops: list, recorded: dict, exact: bool):
         self.ops = ops              # the recording's ops and its ids of tensors (not the recording: no cycle,
@@ -206,6 +222,7 @@ class Releases:
         self.recipes: dict = {}     # op index -> its Recipe, for ops whose outputs may be let go of
         self.pending: list = []
         self.at: list = []
+        self.later: list = []       # (op index, -1, value): storage owned by someone else when last asked
         self.uses: dict = {}        # id(pending value) -> how many places of rec.ops hold it
         self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
         self._rng = None
@@ -226,11 +243,10 @@ class Releases:
         big = [t for t in op.outputs if type(t) is torch.Tensor and t.numel() >= self.least and t.is_cpu]
         if not big:
             return
-        rng, again = None, not _takes_generator(args, kwargs) and not any(o is i for o in op.outputs
-                                                                          for i in op.inputs)
-        if again and SEEDED.get(op.name, _UNSEEN) is not False:     # may draw: from the state before it ran
+        rng, again, writes = None, True, any(o is i for o in op.outputs for i in op.inputs)
+        if SEEDED.get(op.name, _UNSEEN) is not False:     # may draw: from the state before it ran
             before = self._rng
-            if before is not None and before[0] == op.index:
+            if before is not None and before[0] == op.index and not _takes_generator(args, kwargs):
                 rng = before[1]
             else:
                 again = False
@@ -239,7 +255,7 @@ class Releases:
                 args = tuple(list(a) if type(a) is list else a for a in args)
             ins = op.inputs
             self.recipes[op.index] = Recipe(op.index, func, args, kwargs, [t._version for t in ins],
-                                            [t._version for t in op.outputs], rng)
+                                            [t._version for t in op.outputs], rng, writes)
             uses = self.uses
             for t in ins:                       # the recipe's arguments hold the inputs too
                 if id(t) in uses:
@@ -248,71 +264,95 @@ class Releases:
             return
         uses, pending, at = self.uses, self.pending, self.at
         for t in big:
-            uses[id(t)] = uses.get(id(t), 0) + 1
+            if id(t) not in uses:       # the op's outputs hold it (an op writing into a value noted already: counted)
+                uses[id(t)] = 1
             pending.append(t)
             at.append(op.index)
 
-    def let_go(self, since: int = 0) -> None:
+    def let_go(self, since: int = 0, final: bool = False) -> None:
         """Let go of the pending values made since op ``since`` that nobody but the recording holds any more.
 
-        Asked when the model returns (every library module's return, with ``exact_values=False``), before a
-        ``backward()`` and when the recording ends. A value some Python code still holds is asked again at the next
-        of these; one whose storage has another owner — autograd saved it, or a view of it lives — is not asked
-        again: autograd keeps what it saved as long as the recording keeps the graph.
+        Asked when a module returns (for the values made inside it), before a ``backward()`` and when the recording
+        ends (``final``). A value some Python code still holds is asked again at the next of these. One whose
+        storage has another owner — autograd saved it, or a view of it lives — waits in :attr:`later` for the next
+        ``final`` ask (a view may have died by then), and is not asked again after that: autograd keeps what it
+        saved as long as the recording keeps the graph.
         """
-        at, pending = self.at, self.pending
+        at = self.at
+        if final and self.later:
+            merged = sorted(list(zip(at, range(len(at)), self.pending)) + self.later, key=lambda e: e[:2])
+            self.at, self.pending, self.later = [e[0] for e in merged], [e[2] for e in merged], []
+            at = self.at
+            del merged                  # its tuples would count as holders
         if not at or at[-1] < since:
             return
+        with torch._C.DisableTorchFunction():   # ._base, ._use_count(), .data = : no recorded events
+            failed = self._ask(since)
+        if not final:
+            self.later += [(k, -1, t) for t, k in failed]
+
+    def _ask(self, since: int) -> list:
+        """:meth:`let_go` once: the ``(value, op index)`` whose storage had another owner."""
+        at, pending = self.at, self.pending
         k = bisect.bisect_left(at, since)
         tail, made = pending[k:], at[k:]
         del pending[k:], at[k:]
         uses, refcount = self.uses, sys.getrefcount
+        entries: dict = {}              # a value an op wrote into (add_) or returned (contiguous()) is listed again
+        for t in tail:
+            entries[id(t)] = entries.get(id(t), 0) + 1
         back, alone = [], []
         for j in range(len(tail)):
             t = tail[j]
-            # + the list, t, refcount's argument, and the one reference PyTorch adds while C++ holds the tensor too
-            # (a view's base, autograd's saved input): _free asks the storage who that is
-            if refcount(t) > uses.get(id(t), 0) + 3 + (t._use_count() > 1):
+            # + its entries in tail, t, refcount's argument, and the one reference PyTorch adds while C++ holds the
+            # tensor too (a view's base, autograd's saved input): _free asks the storage who that is
+            if refcount(t) > uses.get(id(t), 0) + entries[id(t)] + 2 + (t._use_count() > 1):
                 back.append(j)
             else:
                 alone.append(j)
         if back and alone:      # a view goes with its base: one held (a model's returned logits) keeps its views
             held = {id(_root(tail[j])) for j in back}
-            back = sorted(back + [j for j in alone if id(_root(tail[j])) in held])
-            alone = [j for j in alone if id(_root(tail[j])) not in held]
-        if alone:
-            with torch._C.DisableTorchFunction():
-                self._free([(tail[j], made[j]) for j in alone])
+            joins = [j for j in alone if id(_root(tail[j])) in held]
+            if joins:
+                back = sorted(back + joins)
+                alone = [j for j in alone if j not in joins]
         for j in back:
             pending.append(tail[j])
             at.append(made[j])
+        return self._free([(tail[j], made[j]) for j in alone]) if alone else []
 
     def _free(self, alone) -> None:
         """Let go of the values in ``alone`` (``(tensor, op index)``, none held outside the recording) whose storage
-        nothing else owns; a view goes with its base and the other views of it."""
+        nothing else owns; a view goes with its base and the other views of it. Returns the ones whose storage has
+        another owner."""
         groups: dict = {}
         for t, k in alone:
             base = t._base
             groups.setdefault(id(t if base is None else base), []).append((t, k))
             del base                    # a reference held here would count as someone else's in _alone
-        freed, recorded, ops = self.freed, self.recorded, self.ops
+        freed, recorded, owned = self.freed, self.recorded, []
         for members in groups.values():
-            firsts: dict = {}               # an op that returns its input (contiguous(), relu_) records it again:
-            for t, k in members:            # the op that made it says how to make it
-                firsts.setdefault(id(t), (t, k))
-            members = list(firsts.values())
+            made_by: dict = {}              # an op that writes into its input (add_) or returns it (contiguous())
+            firsts = []                     # records it again: the op that made it, then those that wrote into it
+            for t, k in members:
+                ks = made_by.get(id(t))
+                if ks is None:
+                    made_by[id(t)] = [k]
+                    firsts.append((t, k))
+                else:
+                    ks.append(k)
+            members = firsts
             values = [t for t, _ in members]
             if not _alone(values, recorded, self.least):
+                owned += [(t, k) for t, _ in members for k in made_by[id(t)]]
                 continue
             kept = {}
-            for t, k in members:
+            for t, _ in members:
                 if id(t) in freed:
                     continue
-                recipe = self.recipes.get(k)
-                position = -1 if recipe is None else next(p for p, o in enumerate(ops[k].outputs) if o is t)
-                if recipe is not None and t._version == recipe.made[position] and \
-                        self._unchanged(ops[k].inputs, recipe.versions):
-                    kept[id(t)] = (recipe, position)
+                recipe = self._recipe(t, made_by[id(t)])
+                if recipe is not None:
+                    kept[id(t)] = recipe
                 elif not self.exact:
                     try:
                         kept[id(t)] = statistics(t)
@@ -325,12 +365,31 @@ class Releases:
                     if not isinstance(kept.get(id(t)), tuple):
                         self.before_write(t, whole=False)
                 self._swap(values, kept)
+        return owned
 
-    def _unchanged(self, inputs, versions) -> bool:
-        """Whether ``inputs`` still hold what a recipe read: each at its version then, or itself let go of and
-        recomputable."""
+    def _recipe(self, t, made_by: list):
+        """``(Recipe, position)`` that computes value ``t`` again — the op that made it (``made_by[0]``), then the
+        in-place ops that wrote into it — or None when one of them cannot run again, or read an input that changed
+        since."""
+        ops, recipes = self.ops, self.recipes
+        chain = [recipes.get(k) for k in made_by]
+        first = chain[0]
+        if first is None or first.writes or any(r is None or not r.writes for r in chain[1:]):
+            return None
+        position = next(p for p, o in enumerate(ops[first.index].outputs) if o is t)
+        last = chain[-1]
+        if t._version != last.made[position if last is first else 0] or \
+                not all(self._unchanged(ops[r.index].inputs, r.versions, t) for r in chain):
+            return None
+        return (first if len(chain) == 1 else first.followed_by(tuple(chain[1:]))), position
+
+    def _unchanged(self, inputs, versions, written=None) -> bool:
+        """Whether ``inputs`` (but ``written``, the value a chain of recipes writes into) still hold what a recipe
+        read: each at its version then, or itself let go of and recomputable."""
         freed = self.freed
         for i, v in zip(inputs, versions):
+            if i is written:
+                continue
             kept = freed.get(id(i))
             if kept is not None and not isinstance(kept, tuple) or i._version != v and kept is None:
                 return False
@@ -355,8 +414,10 @@ class Releases:
             self.feeds, values = {}, self._values_by_id()
             for key, got in self.freed.items():
                 if isinstance(got, tuple):
-                    for i in self.ops[got[0].index].inputs:
-                        self.feeds.setdefault(id(i), []).append(values[key])
+                    for r in (got[0],) + got[0].then:
+                        for i in self.ops[r.index].inputs:
+                            if i is not values[key]:
+                                self.feeds.setdefault(id(i), []).append(values[key])
         waiting = self.feeds.pop(id(t), None)
         if not waiting:
             return
@@ -389,11 +450,23 @@ class Releases:
             return memo[key]
         memo[key] = None
         recipe, position = self.freed[key]
-        op = self.ops[recipe.index]
+        got = self._run(recipe, position, t, memo, None)
+        for then in recipe.then:                # the in-place ops that wrote into it, on our copy
+            if got is None:
+                break
+            got = self._run(then, 0, t, memo, got)
+        memo[key] = got
+        return got
+
+    def _run(self, recipe, position, t, memo, written):
+        """Output ``position`` of ``recipe`` run again on copies of its inputs (``written``: what stands for ``t``,
+        the value an in-place recipe writes into), or None."""
         by = {}
-        for i, v in zip(op.inputs, recipe.versions):
+        for i, v in zip(self.ops[recipe.index].inputs, recipe.versions):
             kept = self.freed.get(id(i))
-            if isinstance(kept, tuple):
+            if written is not None and i is t:
+                now = written
+            elif isinstance(kept, tuple):
                 now = self.recompute(i, memo)
             elif kept is not None or i._version != v:     # kept as statistics, or changed since
                 now = None
@@ -409,6 +482,5 @@ class Releases:
         except (RuntimeError, TypeError, ValueError):     # an op that cannot run again: its value is not shown
             return None
         outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
-        memo[key] = got = outs[position] if position < len(outs) and outs[position].shape == t.shape else None
-        return got
+        return outs[position] if position < len(outs) and outs[position].shape == t.shape else None
 

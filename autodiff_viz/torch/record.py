@@ -289,7 +289,7 @@ class _Mode(TorchFunctionMode):
             kwargs["retain_graph"] = True
             rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
             rec._backwards += 1
-            rec._let_go()
+            rec._let_go(final=True)
             cap = rec._capture(args, kwargs)
             try:
                 return func(*args, **kwargs)
@@ -392,7 +392,7 @@ class Recording(recordings.Recording):
     def __exit__(self, *exc):
         provenance.stop(self.provenance)
         self._end_update()
-        self._let_go()
+        self._let_go(final=True)
         _ACTIVE.remove(self)
         if not _ACTIVE:
             _wrap_unseen(False)
@@ -472,11 +472,12 @@ class Recording(recordings.Recording):
                 made.assigned = named
                 self._called_at = (loc, made) if named else None
 
-    def _let_go(self, since: int = 0) -> None:
+    def _let_go(self, since: int = 0, final: bool = False) -> None:
         """Let go of the large values library modules made since op ``since`` and no longer hold (see
-        :mod:`.letgo`): when a module returns, before a ``backward()`` and when the recording ends."""
-        if self.releases.pending:
-            self.releases.let_go(since)
+        :mod:`.letgo`): when a module returns, and (``final``) before a ``backward()`` and when the recording ends."""
+        releases = self.releases
+        if releases.pending or final and releases.later:
+            releases.let_go(since, final)
 
     def _enter_update(self, optimizer, args, kwargs):
         """An optimizer's ``step()`` begins: one ``update`` record, copies of what it will change, then a pause.
