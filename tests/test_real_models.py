@@ -129,6 +129,17 @@ def _traced_step(model, inputs, **kw):
     return rec, rec.trace(loss, model, value_limit=VALUES)
 
 
+def _same_values_and_gradients(trace, kept):
+    """Every node of ``trace`` shows, bit for bit, the value and ḡ of the same node in ``kept`` (a recording that
+    kept every value)."""
+    assert [n.title for n in trace.nodes] == [n.title for n in kept.nodes]
+    for n, n2 in zip(trace.nodes, kept.nodes):
+        assert n.value.data is not None and np.array_equal(n.value.data, n2.value.data), n.title
+        assert (n.grad is None) == (n2.grad is None), n.title
+        if n.grad is not None:
+            assert np.array_equal(n.grad.data, n2.grad.data), f"ḡ of {n.title}"
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
 def test_values_the_library_let_go_of_are_recomputed_to_the_same_bits(kind, monkeypatch):
@@ -152,12 +163,7 @@ def test_values_the_library_let_go_of_are_recomputed_to_the_same_bits(kind, monk
     monkeypatch.setattr(letgo, "RELEASE_FROM", 10 ** 12)
     rec2, trace2 = _traced_step(keeping, inputs)
     assert not rec2.freed
-    assert [n.title for n in trace.nodes] == [n.title for n in trace2.nodes]
-    for n, n2 in zip(trace.nodes, trace2.nodes):
-        assert n.value.data is not None and np.array_equal(n.value.data, n2.value.data), f"{kind}: {n.title}"
-        assert (n.grad is None) == (n2.grad is None), n.title
-        if n.grad is not None:
-            assert np.array_equal(n.grad.data, n2.grad.data), f"{kind}: ḡ of {n.title}"
+    _same_values_and_gradients(trace, trace2)
     assert not any("shape only" in note or "exact_values" in note for note in trace.notes)
 
 
@@ -180,11 +186,7 @@ def test_a_value_written_in_place_after_its_op_is_recomputed_by_both(monkeypatch
     monkeypatch.setattr(letgo, "RELEASE_FROM", 10 ** 12)
     rec2, trace2 = _traced_step(keeping, inputs)
     assert not rec2.freed
-    for n, n2 in zip(trace.nodes, trace2.nodes):
-        assert n.title == n2.title
-        assert n.value.data is not None and np.array_equal(n.value.data, n2.value.data), n.title
-        if n.grad is not None:
-            assert np.array_equal(n.grad.data, n2.grad.data), f"ḡ of {n.title}"
+    _same_values_and_gradients(trace, trace2)
 
 
 @pytest.mark.timeout(300)
@@ -204,11 +206,7 @@ def test_with_exact_values_false_smaller_values_go_too_and_dropout_runs_again_on
     monkeypatch.setattr(letgo, "RELEASE_FROM_ALL", 10 ** 12)
     rec2, trace2 = _traced_step(keeping, inputs, exact_values=False)
     assert not rec2.freed
-    for n, n2 in zip(trace.nodes, trace2.nodes):
-        assert n.title == n2.title
-        assert n.value.data is not None and np.array_equal(n.value.data, n2.value.data), n.title
-        if n.grad is not None:
-            assert np.array_equal(n.grad.data, n2.grad.data), f"ḡ of {n.title}"
+    _same_values_and_gradients(trace, trace2)
     assert not any("exact_values" in note or "shape only" in note for note in trace.notes)
 
 

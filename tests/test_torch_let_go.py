@@ -111,43 +111,39 @@ def test_with_exact_values_false_a_large_value_that_cannot_run_again_is_kept_as_
     assert id(dropped) not in rec2.freed and dropped.untyped_storage().nbytes() == dropped.numel() * 4
 
 
-def test_a_value_written_in_place_after_its_op_ran_is_made_again_by_both_ops():
-    """``Dropout(inplace=True)`` writes its mask into the linear layer's output, which nobody saves (Tanh keeps its
-    own output): running the linear layer again alone would show the values before the mask. The trace runs the
-    linear layer, then the dropout on what it made, from the generator's state before it: the values the forward
-    pass left — with and without ``exact_values``."""
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(32, 256), nn.Dropout(0.5, inplace=True), nn.Tanh(), nn.Linear(256, 4))
-    x = torch.randn(512, 32)
-    torch.manual_seed(2)
-    expected = F.dropout(F.linear(x, net[0].weight, net[0].bias), 0.5, training=True).detach().numpy()
-    for exact in (True, False):
-        with adv.torch.record(exact_values=exact) as rec:
-            torch.manual_seed(2)
-            loss = net(x).pow(2).mean()
-            loss.backward()
-        h = _op(rec, "linear").outputs[0]
-        recipe, _ = rec.freed[id(h)]
-        assert [rec.ops[r.index].name for r in (recipe,) + recipe.then] == ["linear", "dropout"], exact
-        assert h.untyped_storage().nbytes() <= h.element_size()
-        shown = [n.value.data for n in rec.trace(loss, net, value_limit=VALUES).nodes
-                 if n.tensor_id == rec.tensor_id(h)]
-        assert shown and all((v == expected).all() for v in shown), exact
-
-
-def test_a_value_written_in_place_by_an_op_that_cannot_run_again_stays_whole(monkeypatch):
-    _not_again(monkeypatch)
+def _dropout_in_place(exact):
+    """``(rec, loss, net, h, expected)``: a step of a network whose ``Dropout(inplace=True)`` writes its mask into the
+    linear layer's output ``h``, which nobody saves (Tanh keeps its own output); ``expected``: ``h`` after the write."""
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(32, 256), nn.Dropout(0.5, inplace=True), nn.Tanh(), nn.Linear(256, 4))
     x = torch.randn(512, 32)
     torch.manual_seed(2)
     expected = F.dropout(F.linear(x, net[0].weight, net[0].bias), 0.5, training=True).detach()
+    with adv.torch.record(exact_values=exact) as rec:
+        torch.manual_seed(2)
+        loss = net(x).pow(2).mean()
+        loss.backward()
+    return rec, loss, net, _op(rec, "linear").outputs[0], expected
+
+
+def test_a_value_written_in_place_after_its_op_ran_is_made_again_by_both_ops():
+    """Running the linear layer again alone would show the values before the dropout's mask. The trace runs the
+    linear layer, then the dropout on what it made, from the generator's state before it: the values the forward
+    pass left — with and without ``exact_values``."""
     for exact in (True, False):
-        with adv.torch.record(exact_values=exact) as rec:
-            torch.manual_seed(2)
-            loss = net(x).pow(2).mean()
-            loss.backward()
-        h = _op(rec, "linear").outputs[0]
+        rec, loss, net, h, expected = _dropout_in_place(exact)
+        recipe, _ = rec.freed[id(h)]
+        assert [rec.ops[r.index].name for r in (recipe,) + recipe.then] == ["linear", "dropout"], exact
+        assert h.untyped_storage().nbytes() <= h.element_size()
+        shown = [n.value.data for n in rec.trace(loss, net, value_limit=VALUES).nodes
+                 if n.tensor_id == rec.tensor_id(h)]
+        assert shown and all((v == expected.numpy()).all() for v in shown), exact
+
+
+def test_a_value_written_in_place_by_an_op_that_cannot_run_again_stays_whole(monkeypatch):
+    _not_again(monkeypatch)
+    for exact in (True, False):
+        rec, loss, net, h, expected = _dropout_in_place(exact)
         kept = rec.freed.get(id(h))
         assert not isinstance(kept, tuple), exact                         # never the linear layer's output alone
         if exact:
