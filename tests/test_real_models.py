@@ -189,6 +189,49 @@ def test_a_value_written_in_place_after_its_op_is_recomputed_by_both(monkeypatch
     _same_values_and_gradients(trace, trace2)
 
 
+def _more(kind):
+    """A small transformers model of another family, with random weights, and one batch with labels."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, 90, (2, 10), generator=g)
+    images, labels = torch.randn(2, 3, 32, 32, generator=g), torch.tensor([0, 2])
+    if kind == "swin":
+        return hf.SwinForImageClassification(hf.SwinConfig(
+            image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4,
+            num_labels=3)), {"pixel_values": images, "labels": labels}
+    if kind == "t5":
+        return hf.T5ForConditionalGeneration(hf.T5Config(
+            vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2, decoder_start_token_id=0)), \
+            {"input_ids": ids, "labels": ids}
+    if kind == "albert":
+        return hf.AlbertForSequenceClassification(hf.AlbertConfig(
+            vocab_size=100, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=16)), {"input_ids": ids, "labels": torch.tensor([0, 1])}
+    return hf.MobileViTForImageClassification(hf.MobileViTConfig(
+        image_size=32, patch_size=2, hidden_sizes=[16, 16, 16], neck_hidden_sizes=[8, 8, 16, 16, 16, 16, 32],
+        num_labels=3)), {"pixel_values": images, "labels": labels}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["swin", "t5", "albert", "mobilevit"])
+def test_on_other_architectures_every_value_let_go_of_comes_back_to_the_same_bits(kind, monkeypatch):
+    """Four families this file does not otherwise record — windowed attention with a mask (Swin), an
+    encoder–decoder with relative position biases (T5), shared layers (ALBERT), convolutions mixed with attention
+    (MobileViT) — recorded with every value from 64 entries let go of: dropout runs again on its draws, writes in
+    place after their op, and kernels that choose their path by grad mode (Swin's masked attention rounds
+    differently without it) all come back to the values and gradients of a recording that keeps everything."""
+    from autodiff_viz.torch import letgo
+    model, inputs = _more(kind)
+    keeping = copy.deepcopy(model)
+    monkeypatch.setattr(letgo, "RELEASE_FROM", 64)
+    rec, trace = _traced_step(model, inputs)
+    assert len(rec.freed) >= 15 and all(isinstance(v, tuple) for v in rec.freed.values())
+    monkeypatch.setattr(letgo, "RELEASE_FROM", 10 ** 12)
+    rec2, trace2 = _traced_step(keeping, inputs)
+    assert not rec2.freed
+    _same_values_and_gradients(trace, trace2)
+
+
 @pytest.mark.timeout(300)
 def test_with_exact_values_false_smaller_values_go_too_and_dropout_runs_again_on_its_draws(monkeypatch):
     """``record(exact_values=False)`` puts memory before time: BERT's 16,384-entry values are let go of as well.

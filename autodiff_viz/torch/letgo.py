@@ -461,8 +461,9 @@ class Releases:
     def _run(self, recipe, position, t, memo, written):
         """Output ``position`` of ``recipe`` run again on copies of its inputs (``written``: what stands for ``t``,
         the value an in-place recipe writes into), or None."""
+        op = self.ops[recipe.index]
         by = {}
-        for i, v in zip(self.ops[recipe.index].inputs, recipe.versions):
+        for i, v in zip(op.inputs, recipe.versions):
             kept = self.freed.get(id(i))
             if written is not None and i is t:
                 now = written
@@ -477,7 +478,9 @@ class Releases:
                 return None
             by[id(i)] = now
         try:
-            with torch._C.DisableTorchFunction(), torch.no_grad(), _drawing_from(recipe.rng):
+            # grad mode as recorded: a kernel may choose its path by whether a gradient is wanted
+            # (scaled_dot_product_attention with a mask: another path, other roundings)
+            with torch._C.DisableTorchFunction(), torch.set_grad_enabled(op.grad_enabled), _drawing_from(recipe.rng):
                 out = recipe.func(*_replaced(recipe.args, by), **_replaced(recipe.kwargs or {}, by))
         except (RuntimeError, TypeError, ValueError):     # an op that cannot run again: its value is not shown
             return None
