@@ -162,6 +162,11 @@ def _same_strides(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _position(op, t) -> int:
+    """Where ``t`` is among the outputs of recorded op ``op``."""
+    return next(p for p, o in enumerate(op.outputs) if o is t)
+
+
 def _root(t: torch.Tensor) -> torch.Tensor:
     """The tensor that owns ``t``'s storage: its base if ``t`` is a view, else ``t``."""
     base = t._base
@@ -376,9 +381,9 @@ class Releases:
         first = chain[0]
         if first is None or first.writes or any(r is None or not r.writes for r in chain[1:]):
             return None
-        position = next(p for p, o in enumerate(ops[first.index].outputs) if o is t)
+        position = _position(ops[first.index], t)
         last = chain[-1]
-        if t._version != last.made[position if last is first else 0] or \
+        if t._version != last.made[_position(ops[last.index], t)] or \
                 not all(self._unchanged(ops[r.index].inputs, r.versions, t) for r in chain):
             return None
         return (first if len(chain) == 1 else first.followed_by(tuple(chain[1:]))), position
@@ -454,7 +459,7 @@ class Releases:
         for then in recipe.then:                # the in-place ops that wrote into it, on our copy
             if got is None:
                 break
-            got = self._run(then, 0, t, memo, got)
+            got = self._run(then, _position(self.ops[then.index], t), t, memo, got)
         memo[key] = got
         return got
 
