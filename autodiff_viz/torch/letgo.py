@@ -227,7 +227,7 @@ class Releases:
         self.recipes: dict = {}     # op index -> its Recipe, for ops whose outputs may be let go of
         self.pending: list = []
         self.at: list = []
-        self.later: list = []       # (op index, -1, value): storage owned by someone else when last asked
+        self.later: list = []       # (op index, value): storage owned by someone else when last asked
         self.uses: dict = {}        # id(pending value) -> how many places of rec.ops hold it
         self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
         self._rng = None
@@ -285,8 +285,8 @@ class Releases:
         """
         at = self.at
         if final and self.later:
-            merged = sorted(list(zip(at, range(len(at)), self.pending)) + self.later, key=lambda e: e[:2])
-            self.at, self.pending, self.later = [e[0] for e in merged], [e[2] for e in merged], []
+            merged = sorted([*zip(at, self.pending), *self.later], key=lambda e: e[0])     # stable: by op index
+            self.at, self.pending, self.later = [k for k, _ in merged], [t for _, t in merged], []
             at = self.at
             del merged                  # its tuples would count as holders
         if not at or at[-1] < since:
@@ -294,10 +294,10 @@ class Releases:
         with torch._C.DisableTorchFunction():   # ._base, ._use_count(), .data = : no recorded events
             failed = self._ask(since)
         if not final:
-            self.later += [(k, -1, t) for t, k in failed]
+            self.later += failed
 
     def _ask(self, since: int) -> list:
-        """:meth:`let_go` once: the ``(value, op index)`` whose storage had another owner."""
+        """:meth:`let_go` once: the ``(op index, value)`` whose storage had another owner."""
         at, pending = self.at, self.pending
         k = bisect.bisect_left(at, since)
         tail, made = pending[k:], at[k:]
@@ -328,8 +328,8 @@ class Releases:
 
     def _free(self, alone) -> None:
         """Let go of the values in ``alone`` (``(tensor, op index)``, none held outside the recording) whose storage
-        nothing else owns; a view goes with its base and the other views of it. Returns the ones whose storage has
-        another owner."""
+        nothing else owns; a view goes with its base and the other views of it. Returns ``(op index, value)`` of the
+        ones whose storage has another owner."""
         groups: dict = {}
         for t, k in alone:
             base = t._base
@@ -349,7 +349,7 @@ class Releases:
             members = firsts
             values = [t for t, _ in members]
             if not _alone(values, recorded, self.least):
-                owned += [(t, k) for t, _ in members for k in made_by[id(t)]]
+                owned += [(k, t) for t, _ in members for k in made_by[id(t)]]
                 continue
             kept = {}
             for t, _ in members:
@@ -408,7 +408,11 @@ class Releases:
         except RuntimeError:        # a tensor whose data cannot be swapped: the storage stays, the values too
             return
         self.freed.update(kept)
-        self.feeds = None
+        if self.feeds is not None:          # kept up to date once built, not built again for every value let go of
+            for t in values:
+                got = kept.get(id(t))
+                if isinstance(got, tuple):
+                    self._feed(t, got[0])
 
     def before_write(self, t, whole: bool = True) -> None:
         """``t`` is about to change in place and no copy will put its values back for a trace: the values let go
@@ -419,10 +423,7 @@ class Releases:
             self.feeds, values = {}, self._values_by_id()
             for key, got in self.freed.items():
                 if isinstance(got, tuple):
-                    for r in (got[0],) + got[0].then:
-                        for i in self.ops[r.index].inputs:
-                            if i is not values[key]:
-                                self.feeds.setdefault(id(i), []).append(values[key])
+                    self._feed(values[key], got[0])
         waiting = self.feeds.pop(id(t), None)
         if not waiting:
             return
@@ -440,6 +441,15 @@ class Releases:
                 del self.freed[id(v)]
                 with torch._C.DisableTorchFunction():
                     v.data = again
+
+    def _feed(self, value, recipe) -> None:
+        """Note in :attr:`feeds` that ``recipe`` (and the writes it is followed by) computes ``value`` from its
+        inputs."""
+        feeds = self.feeds
+        for r in (recipe,) + recipe.then:
+            for i in self.ops[r.index].inputs:
+                if i is not value:
+                    feeds.setdefault(id(i), []).append(value)
 
     def _values_by_id(self) -> dict:
         """``{id(value): value}`` for the values let go of (they are the outputs of recorded ops)."""
