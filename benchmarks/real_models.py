@@ -21,7 +21,11 @@ is what other jobs disturb least —, one process, so every ratio compares two n
 * ``trace`` — ``rec.trace(loss, model)`` of one recorded step (s); ``JSON`` — its ``to_json()`` size.
 * ``peak MB`` — the step's peak resident memory above the memory before it (freed memory handed back
   first, the high-water mark reset: see :func:`peak_above`), plain / recorded (the recording kept
-  alive), and their ratio (target ≤ 1.3). A few MB are noise.
+  alive), and their ratio (target ≤ 1.3): the medians of ``--memory-runs`` interleaved steps in a fresh
+  process per model whose resident size follows its live tensors (:func:`memory_fresh`): the tiny models' peaks
+  are a few MB, which what a process ran before moves. ``graph kept`` — a plain PyTorch step whose
+  ``backward(retain_graph=True)`` keeps its graph, as a recording keeps it for the trace, ÷ the plain step: what
+  keeping the graph alone costs.
 
 A second table times ``rec.trace`` at 1×, 2× and 4× depth (BERT layers, ResNet stages, keras.io
 transformer blocks): linear in depth means the 4× row costs about four times the 1× row.
@@ -30,6 +34,7 @@ transformer blocks): linear in depth means the 4× row costs about four times th
     python benchmarks/real_models.py --models bert,lstm --repeats 5
     python benchmarks/real_models.py --no-depth       # skip the depth table
     python benchmarks/real_models.py --models resnet --no-depth --memory-sides 32,112,224
+    python benchmarks/real_models.py --memory-of vit --memory-runs 9    # one model's peaks, as JSON
 """
 from __future__ import annotations
 
@@ -45,8 +50,11 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
+import functools  # noqa: E402
 import gc  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -100,11 +108,11 @@ def torch_model(kind: str, depth: int = 1, side: int = 32):
     return model, inputs, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
-def torch_step(model, inputs, opt):
-    """One whole training step; returns the loss."""
+def torch_step(model, inputs, opt, retain_graph=False):
+    """One whole training step; returns the loss. ``retain_graph``: the backward pass keeps its graph."""
     opt.zero_grad(set_to_none=True)
     loss = model(**inputs).loss
-    loss.backward()
+    loss.backward(retain_graph=retain_graph)
     opt.step()
     return loss
 
@@ -264,16 +272,58 @@ def _fastest(step, recorded, repeats, collect) -> tuple:
     return min(plain), min(rec_t)
 
 
-def measure(kind, repeats):
-    """One row of the cost table."""
-    framework, step, model = build(kind)
+def recorded_step(framework: str, step):
+    """``step`` inside a fresh recording: returns ``(recording, loss)``, for the caller to keep alive or drop."""
     record = recorder(framework)
 
     def recorded():
         with record() as rec:
             loss = step()
         return rec, loss
+    return recorded
 
+
+def memory_of(kind: str, runs: int) -> dict:
+    """The median peaks (bytes, :func:`peak_above`) of ``runs`` interleaved steps of each kind — ``plain``,
+    ``recorded`` and, for PyTorch, ``kept`` (the graph kept by ``retain_graph=True``, no recording) — in this
+    process, after two of each."""
+    if kind in TORCH:
+        model, inputs, opt = torch_model(kind)
+        step = functools.partial(torch_step, model, inputs, opt)
+        steps = {"plain": step, "recorded": recorded_step("torch", step),
+                 "kept": functools.partial(torch_step, model, inputs, opt, retain_graph=True)}
+    else:
+        framework, step, _model = build(kind)
+        steps = {"plain": step, "recorded": recorded_step(framework, step)}
+    for fn in steps.values():
+        fn()
+        fn()
+    peaks: dict = {k: [] for k in steps}
+    for _ in range(runs):
+        for k, fn in steps.items():
+            m, held = peak_above(fn)
+            peaks[k].append(m)
+            del held
+    return {k: statistics.median(v) for k, v in peaks.items()}
+
+
+def memory_fresh(kind: str, runs: int) -> dict:
+    """:func:`memory_of` in a new Python process (``--memory-of``): nothing this one ran before moves the peaks.
+
+    Its C library hands every block of 64 KB or more back to the system when it is freed
+    (``MALLOC_MMAP_THRESHOLD_``): by default glibc raises that threshold as large blocks come and go, so what the
+    resident size counts of a freed tensor depended on what ran before, and a ResNet-18 step's peak moved by half
+    from run to run. With it fixed, the resident size follows the live tensors."""
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-of", kind, "--memory-runs",
+                           str(runs)], capture_output=True, text=True, check=True, env=env)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(kind, repeats, memory_runs=7):
+    """One row of the cost table."""
+    framework, step, model = build(kind)
+    recorded = recorded_step(framework, step)
     for _ in range(2):
         step()
         recorded()
@@ -288,18 +338,13 @@ def measure(kind, repeats):
         traces.append(_clock() - t0)
     size = len(trace.to_json())
     del rec, loss, trace
-    mem_plain, mem_rec = [], []
-    for _ in range(3):
-        mem_plain.append(peak_above(step)[0])
-        m, kept = peak_above(recorded)
-        mem_rec.append(m)
-        del kept
-    mem_plain, mem_rec = statistics.median(mem_plain), statistics.median(mem_rec)
+    mem = memory_fresh(kind, memory_runs)
+    mem_plain, mem_rec = mem["plain"], mem["recorded"]
     return {"model": kind, "framework": framework, "plain_ms": p * 1e3, "recorded_ms": r * 1e3, "ratio": r / p,
             "warm_ratio": warm_r / warm_p, "ops": n_ops, "us_per_op": (r - p) / max(n_ops, 1) * 1e6,
             "trace_s": min(traces),
             "json_mb": size / 1e6, "mem_plain_mb": mem_plain / 1e6, "mem_rec_mb": mem_rec / 1e6,
-            "mem_ratio": mem_rec / mem_plain}
+            "mem_ratio": mem_rec / mem_plain, "kept_ratio": mem["kept"] / mem_plain if "kept" in mem else None}
 
 
 def per_op(framework, links=100, repeats=30):
@@ -405,25 +450,31 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--no-depth", action="store_true")
     p.add_argument("--depth-models", default="bert,resnet,kerasio")
+    p.add_argument("--memory-runs", type=int, default=7, help="steps of each kind whose peaks' median is shown")
+    p.add_argument("--memory-of", default="", help=argparse.SUPPRESS)     # memory_fresh's child process
     p.add_argument("--memory-sides", default="",
                    help="ResNet-18's memory at these image sizes, e.g. 32,112,224 (a third table)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     import autodiff_viz  # noqa: F401
-    kinds = [k for k in args.models.split(",") if k]
+    kinds = [k for k in (args.memory_of or args.models).split(",") if k]
     if any(k in TORCH for k in kinds):
         import torch
         torch.set_num_threads(1)
+    if args.memory_of:
+        print(json.dumps(memory_of(args.memory_of, args.memory_runs)))
+        return 0
     # TensorFlow keeps its own thread pools: with one inter-op thread its eager ops run slower, not steadier
     print("| model | plain ms | recorded ms | ratio | back to back | ops | µs/op | rec.trace s | JSON MB | "
-          "peak MB plain / rec | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "peak MB plain / rec | ratio | graph kept |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
-        r = measure(kind, args.repeats)
+        r = measure(kind, args.repeats, args.memory_runs)
+        kept = "–" if r["kept_ratio"] is None else f"{r['kept_ratio']:.2f}×"
         print(f"| {r['model']} ({r['framework']}) | {r['plain_ms']:.1f} | {r['recorded_ms']:.1f} | "
               f"{r['ratio']:.2f}× | {r['warm_ratio']:.2f}× | {r['ops']} | {r['us_per_op']:.1f} | {r['trace_s']:.2f} | "
               f"{r['json_mb']:.2f} | "
-              f"{r['mem_plain_mb']:.1f} / {r['mem_rec_mb']:.1f} | {r['mem_ratio']:.2f}× |", flush=True)
+              f"{r['mem_plain_mb']:.1f} / {r['mem_rec_mb']:.1f} | {r['mem_ratio']:.2f}× | {kept} |", flush=True)
     frameworks = [f for f, group in (("torch", TORCH), ("tf", TF)) if any(k in group for k in kinds)]
     if frameworks:
         print("\n| framework | plain µs/op | recording adds µs/op | ops recorded |")

@@ -45,16 +45,15 @@ import pytest
 from test_figure_real_models import _boxes, _readable
 from unseen_models import (
     assert_default_figure_is_named_parts,
+    assert_keras_default_figure_is_the_papers_blocks,
     assert_keras_labels_edge_by_role,
     assert_keras_state_without_gradient,
     assert_keras_step_bit_for_bit,
     assert_torch_loss_edges_by_role,
     assert_torch_step_bit_for_bit,
     fits_budget,
-    group_titles,
     hf,
     keras,
-    named_parts,
     op_named_nodes,
     plumbing,
     record_keras_case,
@@ -221,17 +220,8 @@ KERAS_REPEATS = {
 
 @pytest.mark.parametrize("keras_case", KERAS_KINDS, indirect=True)
 def test_keras_the_default_figure_is_the_papers_blocks_within_the_budget(keras_case):
-    c = keras_case
-    lay, boxes = _boxes(c.tr)
-    parts = named_parts(c.tr, lay)
-    for part in KERAS_PARTS[c.kind]:
-        assert part in parts, (part, parts)
-    for rep in KERAS_REPEATS[c.kind]:
-        assert rep in boxes, (rep, sorted(boxes))
-    titles = group_titles(lay)
-    assert len(titles) == len(set(titles)) and all(titles), titles
-    assert fits_budget(lay), (len(lay.boxes), lay.notes)
-    assert _readable(c.tr) >= render.MIN_LABEL_PX
+    assert_keras_default_figure_is_the_papers_blocks(keras_case, KERAS_PARTS[keras_case.kind],
+                                                     KERAS_REPEATS[keras_case.kind])
 
 
 @pytest.mark.parametrize("keras_case", ["inceptionresnetv2"], indirect=True)

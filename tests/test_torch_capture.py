@@ -158,3 +158,54 @@ def test_an_update_after_the_recording_is_said_and_the_updated_weights_are_not_s
     assert w.value.data is None and np.isnan(w.value.stats["norm"])     # the values are not known: not shown
     assert any(note.startswith("6 weight(s) were changed in place after the backward pass, outside the recording")
                and "conv.weight" in note for note in tr.notes)
+
+
+class Residual(nn.Module):
+    """A residual block as ResNet's: ``h`` feeds the convolution and the skip connection, so the convolution's
+    input is read by two ops; the dense head outweighs the activations, so the recording keeps a capture."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 1)
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 6 * 6, 600)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        return self.fc(torch.relu(self.conv(h) + h).flatten(1))
+
+
+def test_a_weight_beside_an_input_read_twice_has_its_gradient_kept_once_and_the_trace_is_the_copies():
+    """ResNet-18's convolutions read a block's input, which the skip connection reads too. The capture keeps what
+    such an op passes back to that input; it also kept what the op passes back to the weight — a tensor the size of
+    the weight, which autograd then copied into ``.grad`` instead of handing it over: 20 MB on ResNet-18 at 32×32,
+    the step's peak 2.1× a plain one. Now the weight's ḡ is kept once, as its ``.grad``, and the trace is still,
+    bit for bit, the one built from copies of the weights."""
+    def run(exact):
+        torch.manual_seed(0)
+        model = Residual()
+        x, y = torch.randn(2, 3, 6, 6), torch.randint(0, 600, (2,))
+        opt = torch.optim.SGD(model.parameters(), 0.1)
+        with adv.torch.record(exact_weights=exact) as rec:
+            loss = _step(model, opt, x, y)
+        return rec, loss, model
+
+    rec, loss, model = run(False)
+    (cap,) = rec._captures.values()
+    kept = [g for d in cap.contribs.values() for g, _ in d.values()]
+    assert kept                                                # the add and the convolution share h
+    for name, p in model.named_parameters():
+        same = [g for g in kept if g.shape == p.shape and torch.equal(g, p.grad)]
+        assert not same, f"{name}'s gradient is kept a second time"
+    a = rec.trace(loss, model, value_limit=EVERYTHING)
+    rec_c, loss_c, model_c = run(True)
+    b = rec_c.trace(loss_c, model_c, value_limit=EVERYTHING)
+    assert [n.title for n in a.nodes] == [n.title for n in b.nodes]
+    for m, n in zip(a.nodes, b.nodes):
+        assert (m.grad is None) == (n.grad is None) and (m.grad is None or np.array_equal(m.grad.data, n.grad.data))
+    split = [e for e in a.edges if e.contribution is not None and e.on_path]
+    assert len(split) >= 2
+    for e, f in zip(a.edges, b.edges):
+        assert (e.contribution is None) == (f.contribution is None), e.id
+        if e.contribution is not None:
+            assert np.array_equal(e.contribution.data, f.contribution.data), e.id

@@ -265,6 +265,21 @@ def assert_default_figure_is_named_parts(c, parts):
     assert len(titles) == len(set(titles)), titles         # each part drawn once
 
 
+def assert_keras_default_figure_is_the_papers_blocks(c, parts, repeats):
+    """The default figure of a Keras model shows each of ``parts`` (a box, or an instance of a "× N" box) and each
+    "× N" box of ``repeats``, each group once, within the budget and readable at the notebook's width."""
+    lay, boxes = _boxes(c.tr)
+    shown = named_parts(c.tr, lay)
+    for part in parts:
+        assert part in shown, (part, shown)
+    for rep in repeats:
+        assert rep in boxes, (rep, sorted(boxes))
+    titles = group_titles(lay)
+    assert len(titles) == len(set(titles)) and all(titles), titles
+    assert fits_budget(lay), (len(lay.boxes), lay.notes)
+    assert _readable(c.tr) >= render.MIN_LABEL_PX
+
+
 def assert_buffers_are_state(c, used_buffer, legend=True):
     """Buffers are drawn as state without gradient; the ones the forward read (``used_buffer(name)``, and every
     BatchNorm's running statistics) are all there, none drawn as a weight; the legend says what state is."""

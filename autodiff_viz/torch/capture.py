@@ -8,8 +8,9 @@ Asked again afterwards, autograd needs the graph's saved tensors as they were �
 before the step, the model's size again.
 
 A :class:`Capture` listens to the backward pass itself: a hook on each recorded value on the path keeps its ḡ
-(the tensor autograd made anyway), a hook on the node of each op whose input feeds several ops keeps what it
-passes back to each input, and a weight's ḡ is its ``.grad`` when the pass started without one. What a capture
+(the tensor autograd made anyway), a hook on the node of each op with an input that feeds several ops keeps what
+it passes back to each such input (to an input only it reads, it passes that input's whole ḡ, kept already), and a
+weight's ḡ is its ``.grad`` when the pass started without one. What a capture
 keeps is about the size of the path's values; a copy is the size of the weights; :func:`start` makes a capture
 only when it is the smaller (a CNN on small images, a tiny transformer), and the recording copies otherwise.
 Every kept tensor carries its version number: one changed in place since (``zero_grad(set_to_none=False)``) is
@@ -32,7 +33,7 @@ class Capture:
     """The gradients one ``backward()`` of ``target`` computed.
 
     ``grads``: ``{id(value): (ḡ, version)}`` for the recorded values on the path; ``contribs``: ``{op index:
-    {id(input): (what the op passes back, version)}}`` for ops whose inputs feed several ops; ``leaves``:
+    {id(input): (what the op passes back, version)}}`` for the inputs of an op that feed several ops; ``leaves``:
     ``{id(weight): (weight, its .grad, version)}`` once the pass is over.
     """
 
@@ -104,7 +105,8 @@ class Capture:
         return out
 
     def passed_back(self, op_index: int) -> dict | None:
-        """``{id(input): ḡ_input from this op}`` for a recorded op, or None when it was not kept."""
+        """``{id(input): ḡ_input from this op}`` for the inputs of a recorded op that feed other ops too, or None
+        when the op kept nothing (an input only this op reads gets its whole ḡ from it: see :attr:`grads`)."""
         got = self.contribs.get(op_index)
         return None if got is None else {k: g for k, (g, _) in got.items()}
 
@@ -163,11 +165,12 @@ def start(rec, target, gradient, ops) -> Capture | None:
         handles.append(t.register_hook(_keep(cap.grads, key)))
     for op, need in zip(ops, needs):
         out = op.outputs[0] if op.outputs else None
-        if not isinstance(out, torch.Tensor) or not any(readers[key] > 1 for key in need):
+        shared = {key for key in need if readers[key] > 1}
+        if not isinstance(out, torch.Tensor) or not shared:
             continue
         slots = node_slots(out, list(need.values()))
         if slots is not None:
-            handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots)))
+            handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots, shared)))
     cap._waiting = list(leaves.values())
     return cap
 
@@ -189,11 +192,15 @@ def _keep(into, key):
     return hook
 
 
-def _pass_back(into, index, slots):
+def _pass_back(into, index, slots, shared):
+    """A hook on op ``index``'s autograd node keeping what it passes back to each of its ``shared`` inputs (those
+    that feed other ops too). What it passes to an input it alone reads is that input's whole ḡ, which the capture
+    has already (a value's hook, a weight's ``.grad``); holding a weight's would cost the weight's size again, as
+    autograd then copies it into ``.grad`` instead of handing it over."""
     def hook(grad_inputs, grad_outputs):
         got = assemble(slots, grad_inputs)
         if got is not None:
-            into[index] = {k: (g, g._version) for k, g in got.items()}
+            into[index] = {k: (g, g._version) for k, g in got.items() if k in shared}
     return hook
 
 
