@@ -254,6 +254,46 @@ def test_with_exact_values_false_smaller_values_go_too_and_dropout_runs_again_on
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_with_exact_values_false_what_autograd_saved_inside_an_op_goes_after_backward_and_comes_back_exact(
+        kind, monkeypatch):
+    """``record(exact_values=False)`` also lets go of what autograd saved *inside* an op — the attention
+    probabilities and dropout mask of ``scaled_dot_product_attention``, a dropout's mask — once the learner's
+    ``backward()`` has read it, as a plain backward pass frees it (``torch/saved.py``). The trace runs those ops again
+    on the same draws: every value and gradient it shows is, bit for bit, that of the same recording with the
+    saved tensors kept; the recording, once dropped, frees its graph (a saved tensor held from autograd's side must
+    not hold its own node: a cycle through C++ Python's collector cannot free)."""
+    import gc
+    import weakref
+
+    from autodiff_viz.torch import saved
+    model, inputs = _model(kind, width=64, batch=8, tokens=32)
+    keeping = copy.deepcopy(model)
+    dropped = []
+    unpack = saved.unpack
+
+    def counting(h):
+        was = isinstance(h, saved.Saved) and h.tensor is not None      # no reference kept: it would be a holder
+        t = unpack(h)
+        if was and h.tensor is None:
+            dropped.append(h.op._name())
+        return t
+
+    monkeypatch.setattr(saved, "unpack", counting)
+    rec, trace = _traced_step(model, inputs, exact_values=False)
+    assert len(dropped) >= 6 and {"scaled_dot_product_attention", "dropout"} <= set(dropped), dropped
+    monkeypatch.setattr(saved, "free", lambda: False)
+    rec2, trace2 = _traced_step(keeping, inputs, exact_values=False)
+    _same_values_and_gradients(trace, trace2)
+
+    loss = weakref.ref(next(op.inputs[0] for op in rec.ops if op.kind == "backward"))
+    graph = weakref.ref(next(op.outputs[0] for op in rec.ops if op.name == "scaled_dot_product_attention"))
+    del rec, trace
+    gc.collect()
+    assert graph() is None and loss() is None
+
+
+@pytest.mark.timeout(300)
 def test_two_recorded_steps_each_trace_shows_the_weights_its_own_backward_used():
     """A loop of steps in one recording: the first loss is traced with the first weights, the second with the
     weights after one update — each as autograd saved them, not as they are at the end."""

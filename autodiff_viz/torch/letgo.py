@@ -216,7 +216,7 @@ class Releases:
     """
 
     __slots__ = ("ops", "recorded", "exact", "least", "freed", "recipes", "pending", "at", "later", "uses", "feeds",
-                 "_rng")
+                 "saving", "_rng", "__weakref__")
 
     def __init__(self, ops: list, recorded: dict, exact: bool):
         self.ops = ops              # the recording's ops and its ids of tensors (not the recording: no cycle,
@@ -230,6 +230,7 @@ class Releases:
         self.later: list = []       # (op index, value): storage owned by someone else when last asked
         self.uses: dict = {}        # id(pending value) -> how many places of rec.ops hold it
         self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
+        self.saving: dict = {}      # op index -> its Recipe, for ops whose saved tensors may be let go of (saved.py)
         self._rng = None
 
     def before(self, name: str, index: int) -> None:

@@ -73,7 +73,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..base import naming
 from ..bridges import frames, recordings
-from . import provenance, tree
+from . import provenance, saved, tree
 from .capture import nbytes
 from .letgo import SEEDED, Releases, tensors_in
 
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
 
 _library_class: dict = {}     # module class -> is its forward library code?
 _compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
 _INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
                     "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
 _MAKES = frozenset(("op", "rewrap", "detach"))     # kinds of record that make a tensor value
@@ -301,11 +302,24 @@ class _Mode(TorchFunctionMode):
             rec._before_write(written)
         if rec._outer is not None and SEEDED.get(name) is not False:      # may draw random numbers (letgo.py)
             rec.releases.before(name, len(rec.ops))
-        out = func(*args, **kwargs) if name != "get:grad" or args[0].is_leaf else \
-            _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
+        saves = None
+        if name == "get:grad" and not args[0].is_leaf:
+            out = _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
+        elif not rec.exact_values and _grad_enabled() and saved.free():   # autograd's saves, let go of (saved.py)
+            saves = saved.OpSaves()
+            saved.push(saves.pack, saved.unpack)
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                saved.pop()
+        else:
+            out = func(*args, **kwargs)
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
             return out
+        n = len(rec.ops)
         rec._observe(func, name, args, kwargs, out)
+        if saves is not None and saves.items and len(rec.ops) > n:
+            saves.settle(rec.ops[-1], func, args, kwargs, rec.releases, rec._read_again)
         return out
 
 
@@ -372,6 +386,7 @@ class Recording(recordings.Recording):
         self.releases = Releases(self.ops, self._tensor_ids, exact_values)   # values libraries let go of (letgo.py)
         self.freed = self.releases.freed   # id(tensor) -> how a trace shows a value let go of (letgo.py)
         self._starts: list = []            # per entered module: len(self.ops) when it was entered (_let_go)
+        self._read_again: list = []        # saved.OpSaves run again for the trace being built (forgotten after)
 
     # ----- context -----------------------------------------------------------
     def __enter__(self) -> Recording:
@@ -616,6 +631,13 @@ class Recording(recordings.Recording):
                     torch._C._autograd._unsafe_set_version_counter((t,), (version,))
             self.shown = {}
             self._paused -= 1
+            self._forget_again()
+
+    def _forget_again(self) -> None:
+        """Let go again of the saved tensors a trace or an explanation had computed again (:mod:`.saved`)."""
+        for saves in self._read_again:
+            saves.again = None
+        self._read_again.clear()
 
     def idle_modules(self) -> set:
         """Scope segments (``encoder.block``) of modules the recording knows by name but whose forward never
@@ -812,11 +834,15 @@ class Recording(recordings.Recording):
             return explain_recorded(self, target, param)
         finally:
             self._caller_names = None
+            self._forget_again()
 
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges): reads hand gradients that are torch tensors detached."""
         from .trace import compare
-        return compare(self, target, hand, rtol, atol, namespace, output_gradients)
+        try:
+            return compare(self, target, hand, rtol, atol, namespace, output_gradients)
+        finally:
+            self._forget_again()
 
 
 def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
@@ -835,7 +861,10 @@ def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
     (dropout) from the generator's state just before it (see :mod:`.letgo`). ``True`` (the default) keeps whole
     the values that cannot be recomputed (an op given a generator of its own). ``False`` puts memory before time:
     it lets go of values from 4,096 entries, and keeps the ones that cannot be recomputed as their statistics and
-    first entries — what a trace shows of any large array. Each value let go of costs microseconds of Python: on
+    first entries — what a trace shows of any large array; and it lets go of the tensors autograd saves inside an op
+    (the attention probabilities and dropout mask of ``scaled_dot_product_attention``, a dropout's mask) once the
+    backward pass has read them, as a plain backward pass frees them, and runs the op again, on the same draws,
+    when a trace reads them (see :mod:`.saved`). Each value let go of costs microseconds of Python: on
     BERT-tiny (``benchmarks/real_models.py``) the recording then keeps 1.8 MB of values and copies instead of 3.1,
     and a step's peak memory falls from about 1.45× plain to 1.2×, for 0.11–0.17× more of its time. The why-zero
     diagnosis then reads a dead ReLU's units from its output, and names a saturated sigmoid or tanh only as the op
