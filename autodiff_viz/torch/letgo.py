@@ -216,7 +216,7 @@ class Releases:
     """
 
     __slots__ = ("ops", "recorded", "exact", "least", "freed", "recipes", "pending", "at", "later", "uses", "feeds",
-                 "saving", "_rng", "__weakref__")
+                 "saving", "read_again", "_rng", "__weakref__")
 
     def __init__(self, ops: list, recorded: dict, exact: bool):
         self.ops = ops              # the recording's ops and its ids of tensors (not the recording: no cycle,
@@ -231,6 +231,7 @@ class Releases:
         self.uses: dict = {}        # id(pending value) -> how many places of rec.ops hold it
         self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
         self.saving: dict = {}      # op index -> its Recipe, for ops whose saved tensors may be let go of (saved.py)
+        self.read_again: set = set()    # id(input) of those recipes: never kept as statistics, which they cannot read
         self._rng = None
 
     def before(self, name: str, index: int) -> None:
@@ -359,7 +360,7 @@ class Releases:
                 recipe = self._recipe(t, made_by[id(t)])
                 if recipe is not None:
                     kept[id(t)] = recipe
-                elif not self.exact:
+                elif not self.exact and id(t) not in self.read_again:
                     try:
                         kept[id(t)] = statistics(t)
                     except (RuntimeError, TypeError, ValueError):   # a dtype numpy cannot read: keep it whole

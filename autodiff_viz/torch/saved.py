@@ -114,13 +114,19 @@ class OpSaves:
                                "differentiating its graph again.")
         return releases
 
-    def unchanged(self) -> bool:
-        """Whether the op's inputs still hold what it read (so that it can run again to the same bits)."""
+    def may_let_go(self) -> bool:
+        """Whether the op's inputs still hold what it read, so that it can run again to the same bits: each at its
+        version then, or let go of with a recipe (not as statistics, which a run cannot read). When they do, they
+        are marked never to be kept as statistics afterwards (the let-go at the recording's end)."""
         releases = self.releases()
         if releases is None:
             return False
-        recipe = releases.saving[self.index]
-        return all(i._version == v for i, v in zip(releases.ops[self.index].inputs, recipe.versions))
+        recipe, freed = releases.saving[self.index], releases.freed
+        ins = releases.ops[self.index].inputs
+        if not all(i._version == v and type(freed.get(id(i), ())) is tuple for i, v in zip(ins, recipe.versions)):
+            return False
+        releases.read_again.update(map(id, ins))
+        return True
 
     def run_again(self) -> list:
         """The op run again on its inputs (requiring grad as they do), under hooks that collect what it saves."""
@@ -188,6 +194,6 @@ def unpack(h) -> torch.Tensor:
         h.asked = True
         # held by h, this frame and getrefcount's argument only; its storage by t alone (+ the storage object asked)
         if h.op.index is not None and sys.getrefcount(t) == 3 and t._base is None and \
-                _use_count(t.untyped_storage()._cdata) == 2 and h.op.unchanged():
+                _use_count(t.untyped_storage()._cdata) == 2 and h.op.may_let_go():
             h.shape, h.dtype, h.tensor = t.shape, t.dtype, None
     return t
