@@ -231,7 +231,7 @@ class Releases:
         self.uses: dict = {}        # id(pending value) -> how many places of rec.ops hold it
         self.feeds: dict | None = None  # id(input) -> the values let go of that a recipe computes from it (on demand)
         self.saving: dict = {}      # op index -> its Recipe, for ops whose saved tensors may be let go of (saved.py)
-        self.read_again: set = set()    # id(input) of those recipes: never kept as statistics, which they cannot read
+        self.read_again: set = set()    # id(input) of an op whose saved tensors went: never kept as statistics
         self._rng = None
 
     def before(self, name: str, index: int) -> None:

@@ -48,7 +48,8 @@ those copies (a CNN on small images), the recording keeps that instead
 weight is kept as its statistics and first entries
 (``record(exact_weights=True)`` copies it whole). A large value a library
 module made and let go of, which autograd did not save, lets go of its memory
-too: a trace runs its op again (:mod:`.letgo`, :meth:`Recording._let_go`).
+too: a trace runs its op again (:mod:`.letgo`, :meth:`Recording._let_go`); with ``record(exact_values=False)``,
+so does what autograd saved inside an op, once the learner's backward pass has read it (:mod:`.saved`).
 
 Cost: ops inside a library's module (torch, transformers, anything installed)
 take the learner's line found once when the outermost library module was
@@ -319,7 +320,7 @@ class _Mode(TorchFunctionMode):
         n = len(rec.ops)
         rec._observe(func, name, args, kwargs, out)
         if saves is not None and saves.items and len(rec.ops) > n:
-            saves.settle(rec.ops[-1], func, args, kwargs, rec.releases, rec._read_again)
+            saves.settle(rec.ops[-1], func, args, kwargs, rec.releases, rec._run_again)
         return out
 
 
@@ -386,7 +387,7 @@ class Recording(recordings.Recording):
         self.releases = Releases(self.ops, self._tensor_ids, exact_values)   # values libraries let go of (letgo.py)
         self.freed = self.releases.freed   # id(tensor) -> how a trace shows a value let go of (letgo.py)
         self._starts: list = []            # per entered module: len(self.ops) when it was entered (_let_go)
-        self._read_again: list = []        # saved.OpSaves run again for the trace being built (forgotten after)
+        self._run_again: list = []        # saved.OpSaves run again for the trace being built (forgotten after)
 
     # ----- context -----------------------------------------------------------
     def __enter__(self) -> Recording:
@@ -635,9 +636,9 @@ class Recording(recordings.Recording):
 
     def _forget_again(self) -> None:
         """Let go again of the saved tensors a trace or an explanation had computed again (:mod:`.saved`)."""
-        for saves in self._read_again:
+        for saves in self._run_again:
             saves.again = None
-        self._read_again.clear()
+        self._run_again.clear()
 
     def idle_modules(self) -> set:
         """Scope segments (``encoder.block``) of modules the recording knows by name but whose forward never
