@@ -266,20 +266,12 @@ def test_with_exact_values_false_what_autograd_saved_inside_an_op_goes_after_bac
     import gc
     import weakref
 
+    from test_torch_saved import _counting
+
     from autodiff_viz.torch import saved
     model, inputs = _model(kind, width=64, batch=8, tokens=32)
     keeping = copy.deepcopy(model)
-    dropped = []
-    unpack = saved.unpack
-
-    def counting(h):
-        was = isinstance(h, saved.Saved) and h.tensor is not None      # no reference kept: it would be a holder
-        t = unpack(h)
-        if was and h.tensor is None:
-            dropped.append(h.op._name())
-        return t
-
-    monkeypatch.setattr(saved, "unpack", counting)
+    dropped = _counting(monkeypatch)
     rec, trace = _traced_step(model, inputs, exact_values=False)
     assert len(dropped) >= 6 and {"scaled_dot_product_attention", "dropout"} <= set(dropped), dropped
     monkeypatch.setattr(saved, "free", lambda: False)
