@@ -60,10 +60,11 @@ class OpSaves:
 
     ``index``: the op's place in the recording, once it can run again to the same bits (else None: nothing is let
     go of); its :class:`~.letgo.Recipe` is kept in the recording's :class:`~.letgo.Releases` (``saving``), reached
-    through ``releases``, a weak reference: the op's node holds this object, and a recipe holds the op's inputs,
-    so holding it here would make a cycle through C++ (an input written in place by ``h += f(h)`` holds the node
-    of ``f``) that Python's collector cannot free. ``again``: the saved tensors of the op run again, while a trace
-    reads them; ``store``: the recording's list of those, emptied after it."""
+    through ``releases``, a weak reference. The op's node holds this object, and the recording holds the values
+    whose nodes lead to it: a strong reference from here to the recording (or to a recipe's inputs, one of which an
+    in-place write ``h += f(h)`` makes hold the node of ``f``) would be a cycle through C++ that Python's collector
+    cannot free — the loss, the graph and the recording would outlive the step. ``again``: the saved tensors of the
+    op run again, while a trace reads them; ``store``: the recording's list of those, emptied after it."""
 
     __slots__ = ("items", "count", "index", "releases", "again", "store")
 
