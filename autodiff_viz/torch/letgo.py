@@ -475,20 +475,23 @@ class Releases:
         memo[key] = got
         return got
 
+    def input_again(self, i, version, memo):
+        """Input ``i`` of a recipe as the recipe read it (at ``version``): computed again when it was let go of, ``i``
+        itself when unchanged (the caller copies it if the run could write into it), None when it changed since or is
+        kept as statistics."""
+        kept = self.freed.get(id(i))
+        if isinstance(kept, tuple):
+            return self.recompute(i, memo)
+        return None if kept is not None or i._version != version else i
+
     def _run(self, recipe, position, t, memo, written):
         """Output ``position`` of ``recipe`` run again on copies of its inputs (``written``: what stands for ``t``,
         the value an in-place recipe writes into), or None."""
         op = self.ops[recipe.index]
         by = {}
         for i, v in zip(op.inputs, recipe.versions):
-            kept = self.freed.get(id(i))
-            if written is not None and i is t:
-                now = written
-            elif isinstance(kept, tuple):
-                now = self.recompute(i, memo)
-            elif kept is not None or i._version != v:     # kept as statistics, or changed since
-                now = None
-            else:
+            now = written if written is not None and i is t else self.input_again(i, v, memo)
+            if now is i:
                 with torch._C.DisableTorchFunction():
                     now = _same_strides(i)
             if now is None:

@@ -317,9 +317,12 @@ class _Mode(TorchFunctionMode):
             out = func(*args, **kwargs)
         if name in _SKIP or name.startswith("get:") and name not in ("get:data", "get:grad"):
             return out
+        if saves is None:
+            rec._observe(func, name, args, kwargs, out)
+            return out
         n = len(rec.ops)
         rec._observe(func, name, args, kwargs, out)
-        if saves is not None and saves.items and len(rec.ops) > n:
+        if saves.items and len(rec.ops) > n:
             saves.settle(rec.ops[-1], func, args, kwargs, rec.releases, rec._run_again)
         return out
 

@@ -100,10 +100,10 @@ class OpSaves:
             rng = before[1]
         if any(type(a) is list for a in args):      # torch.cat(parts): parts may grow afterwards
             args = tuple(list(a) if type(a) is list else a for a in args)
-        releases.saving[op.index] = Recipe(op.index, func, args, kwargs, [t._version for t in op.inputs], (), rng)
+        releases.saving[op.index] = Recipe(op.index, func, args, kwargs, [t._version for t in ins], (), rng)
         self.index, self.releases, self.store = op.index, weakref.ref(releases), store
         uses = releases.uses
-        for t in op.inputs:         # the recipe's arguments hold them too: one more holder for the let-go to count
+        for t in ins:         # the recipe's arguments hold them too: one more holder for the let-go to count
             if id(t) in uses:
                 uses[id(t)] += 1
 
@@ -122,9 +122,8 @@ class OpSaves:
         releases = self.releases()
         if releases is None:
             return False
-        recipe, freed = releases.saving[self.index], releases.freed
         ins = releases.ops[self.index].inputs
-        if not all(i._version == v and type(freed.get(id(i), ())) is tuple for i, v in zip(ins, recipe.versions)):
+        if not releases._unchanged(ins, releases.saving[self.index].versions):
             return False
         releases.read_again.update(map(id, ins))
         return True
@@ -135,14 +134,10 @@ class OpSaves:
         op, recipe = releases.ops[self.index], releases.saving[self.index]
         memo, by = {}, {}
         for i, v in zip(op.inputs, recipe.versions):
-            kept = releases.freed.get(id(i))
-            if isinstance(kept, tuple):
-                now = releases.recompute(i, memo)
-            elif kept is not None or i._version != v:
-                now = None
-            else:
-                now = i.detach()
-            if now is None:
+            now = releases.input_again(i, v, memo)
+            if now is i:
+                now = i.detach()            # the op writes into none of its inputs (settle): no copy needed
+            elif now is None:
                 raise RuntimeError(
                     f"PyTorch could not compute again what '{op.name}' saved for the backward pass: one of its inputs "
                     "changed in place since it ran. Trace or explain before that change (right after "
