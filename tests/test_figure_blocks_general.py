@@ -163,6 +163,26 @@ def test_a_small_model_keeps_its_layers():
     assert blocks.name_blocks(_kids(["conv_1", "conv_1_bn", "dense"])) == {}
 
 
+def test_a_statement_whose_source_cannot_be_read_is_titled_by_what_it_does():
+    """Code run by ``python -c`` or ``exec`` has no source lines to read the assigned name from: the statement's
+    box beside the model is titled by its ops (``square, mean``), never an empty box."""
+    import numpy as np
+
+    import autodiff_viz as adv
+
+    code = (
+        "cell = adv.layers.SimpleRNNCell(4, name='cell')\n"
+        "rnn = adv.Sequential([adv.layers.RNN(cell, name='rnn'), adv.layers.Dense(1, name='head')], name='seq')\n"
+        "with adv.GradientTape() as tape:\n"
+        "    rnn_loss = adv.mean(adv.square(rnn(sequence)))\n"
+    )
+    ns = {"adv": adv, "sequence": adv.constant(np.random.default_rng(0).normal(size=(2, 6, 3)))}
+    exec(compile(code, "<string>", "exec"), ns)
+    tr = ns["tape"].trace(ns["rnn_loss"])
+    titles = [g.title for g in folding.hierarchy(tr).groups.values() if g.parent is None]
+    assert titles == ["seq", "square, mean"], titles
+
+
 torch = pytest.importorskip("torch")
 import autodiff_viz as adv  # noqa: E402
 import autodiff_viz.torch  # noqa: E402,F401
@@ -289,6 +309,31 @@ def test_a_cell_called_over_time_steps_stays_a_loop():
         loss.backward()
     tr = rec.trace(loss, cell)
     assert [lp.count for lp in folding.hierarchy(tr).loops.values()] == [5]
+
+
+def test_opening_one_step_of_a_rolled_loop_unrolls_the_loop_and_opens_that_step():
+    """A step's own key (``rnncell#3``, what a learner copies from ``trace.groups()``) opens that step: the loop
+    around it unrolls, as opening a box deep inside a model opens the boxes it is drawn in. Before, the step's key
+    left the loop rolled, so nothing opened (Mamba2's mixer computes its masks four times, a rolled loop)."""
+    torch.manual_seed(0)
+    cell = torch.nn.RNNCell(3, 4)
+    xs = torch.randn(5, 2, 3)
+    with adv.torch.record() as rec:
+        h = torch.zeros(2, 4)
+        for t in range(5):
+            h = cell(xs[t], h)
+        loss = h.sum()
+        loss.backward()
+    tr = rec.trace(loss, cell)
+    hier = folding.hierarchy(tr)
+    (loop,) = hier.loops.values()
+    assert any(b.kind == "loop" for b in folding.layout(tr).boxes.values())          # rolled by default
+    step = loop.groups[2]
+    lay = folding.layout(tr, expanded={step})
+    assert not any(b.kind == "loop" for b in lay.boxes.values())
+    inside = {nid for nid, path in hier.paths.items() if step in path}
+    assert inside and all(lay.boxes[lay.owner[nid]].kind == "node" for nid in inside)
+    assert {b.key for b in lay.boxes.values() if b.kind == "group"} >= {k for k in loop.groups if k != step}
 
 
 class Dropping(torch.nn.Module):

@@ -562,9 +562,15 @@ def written_on_lines(trace, ops, placed=frozenset(), is_loss=lambda op: False) -
         title = naming.assigned_name_at(key[0], key[1]) or key[2]
         if title is None:
             code = run[-1].location.code.removeprefix("return ").strip()
-            title = code if len(code) <= 30 else code[:29] + "…"
+            title = (code if len(code) <= 30 else code[:29] + "…") or _what_it_does(run)    # no source: python -c
         out.update((n.id, (title, k)) for n in run)
     return out
+
+
+def _what_it_does(run) -> str:
+    """A run of ops titled by what they do, in order, each once: ``arange, add, le …``."""
+    names = list(dict.fromkeys(n.op.strip("_") for n in run))
+    return ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
 
 
 def made_without_gradient(trace, ops, is_loss=lambda op: False) -> dict:
@@ -634,8 +640,7 @@ def made_without_gradient(trace, ops, is_loss=lambda op: False) -> dict:
         elif named and named[0] == run[0].title:                  # what it starts from: input.transpose …
             title = f"{named[0]} … (no gradient)"
         else:                                                    # else what it does: arange, add, le …
-            names = list(dict.fromkeys(n.op.strip("_") for n in run))
-            title = ", ".join(names[:3]) + (" …" if len(names) > 3 else "") + " (no gradient)"
+            title = _what_it_does(run) + " (no gradient)"
         out.update((n.id, title) for n in run)
     return out
 

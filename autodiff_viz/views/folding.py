@@ -778,7 +778,8 @@ def _with_ancestors(h: Hierarchy, keys) -> frozenset:
 
 
 def _ancestors(h: Hierarchy, key: str) -> list:
-    """``key``'s chain of group keys from the outermost down (a repeat's key: its first instance's chain)."""
+    """``key``'s chain of group keys from the outermost down (a repeat's key: its first instance's chain). A step
+    of a loop has the loop in its chain: opening one step of a rolled loop unrolls the loop around it."""
     if key in h.repeats:
         key = h.repeats[key].groups[0]
     if key in h.loops:
@@ -786,6 +787,8 @@ def _ancestors(h: Hierarchy, key: str) -> list:
     out = []
     while key is not None and key in h.groups:
         out.append(key)
+        if h.groups[key].loop is not None:
+            out.append(h.groups[key].loop)
         key = h.groups[key].parent
     return out[::-1]
 
