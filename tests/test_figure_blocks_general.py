@@ -297,7 +297,8 @@ def test_one_block_applied_again_with_its_weights_is_one_box_holding_them():
     assert all(v is not None for v in rep.grad_norms)
 
 
-def test_a_cell_called_over_time_steps_stays_a_loop():
+def _cell_over_five_steps():
+    """The trace of an ``RNNCell`` called over five time steps, its last state summed."""
     torch.manual_seed(0)
     cell = torch.nn.RNNCell(3, 4)
     xs = torch.randn(5, 2, 3)
@@ -308,6 +309,11 @@ def test_a_cell_called_over_time_steps_stays_a_loop():
         loss = h.sum()
         loss.backward()
     tr = rec.trace(loss, cell)
+    return tr
+
+
+def test_a_cell_called_over_time_steps_stays_a_loop():
+    tr = _cell_over_five_steps()
     assert [lp.count for lp in folding.hierarchy(tr).loops.values()] == [5]
 
 
@@ -315,16 +321,7 @@ def test_opening_one_step_of_a_rolled_loop_unrolls_the_loop_and_opens_that_step(
     """A step's own key (``rnncell#3``, what a learner copies from ``trace.groups()``) opens that step: the loop
     around it unrolls, as opening a box deep inside a model opens the boxes it is drawn in. Before, the step's key
     left the loop rolled, so nothing opened (Mamba2's mixer computes its masks four times, a rolled loop)."""
-    torch.manual_seed(0)
-    cell = torch.nn.RNNCell(3, 4)
-    xs = torch.randn(5, 2, 3)
-    with adv.torch.record() as rec:
-        h = torch.zeros(2, 4)
-        for t in range(5):
-            h = cell(xs[t], h)
-        loss = h.sum()
-        loss.backward()
-    tr = rec.trace(loss, cell)
+    tr = _cell_over_five_steps()
     hier = folding.hierarchy(tr)
     (loop,) = hier.loops.values()
     assert any(b.kind == "loop" for b in folding.layout(tr).boxes.values())          # rolled by default
