@@ -534,7 +534,8 @@ def written_on_lines(trace, ops, placed=frozenset(), is_loss=lambda op: False) -
     op names (``AddV2``, ``Square``, ``Sub``); the learner wrote one statement and named its value. Each run of
     two or more consecutive ops of one statement, in no scope and no function group, is one box (``k`` numbers
     the runs: two statements are two boxes) titled by the name the statement assigns (``kl_loss``), by the
-    function a ``return`` statement returns from (the TF tutorial's ``log_normal_pdf``), else by its code. Only
+    function a ``return`` statement returns from (the TF tutorial's ``log_normal_pdf``), else by its code, or by its
+    ops when no source can be read (``python -c``, ``exec``). Only
     beside a model (a scope with layers inside): a computation written op by op with nothing else is drawn op by
     op, as a course draws its first graphs. ``placed``: ops already in a group (a loss called on the line is its
     own box); a loss op (``is_loss``: PyTorch's ``F.cross_entropy``) stays drawn with its formula and cuts the
