@@ -300,6 +300,12 @@ def memory_of(kind: str, runs: int) -> dict:
     else:
         framework, step, _model = build(kind)
         steps = {"plain": step, "recorded": recorded_step(framework, step)}
+    return median_peaks(steps, runs)
+
+
+def median_peaks(steps: dict, runs: int) -> dict:
+    """``{name: median peak (bytes, :func:`peak_above`)}`` of ``runs`` interleaved calls of each of ``steps``,
+    after two of each; what a call returns is dropped before the next one is measured."""
     for fn in steps.values():
         fn()
         fn()

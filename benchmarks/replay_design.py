@@ -169,17 +169,7 @@ def times(kind: str, repeats: int) -> dict:
 
 def peaks(kind: str, runs: int) -> dict:
     """Median peak of each variant ÷ plain's, over ``runs`` interleaved steps."""
-    variants = _variants(kind)
-    for fn in variants.values():
-        fn()
-        fn()
-    out: dict = {k: [] for k in variants}
-    for _ in range(runs):
-        for k, fn in variants.items():
-            m, held = rm.peak_above(fn)
-            out[k].append(m)
-            del held
-    med = {k: statistics.median(v) for k, v in out.items()}
+    med = rm.median_peaks(_variants(kind), runs)
     return {k: v / med["plain"] for k, v in med.items()}
 
 
