@@ -146,6 +146,14 @@ def _seeded(name: str) -> bool | None:
     return seeded
 
 
+def may_draw(name: str) -> bool:
+    """Whether torch function ``name`` may draw random numbers: ATen tags it so, or ATen does not know the name."""
+    seeded = SEEDED.get(name, _UNSEEN)
+    if seeded is _UNSEEN:
+        seeded = _seeded(name)
+    return seeded is not False
+
+
 def _takes_generator(args, kwargs) -> bool:
     # type(...) is: isinstance against torch.Generator goes through a metaclass check costing microseconds
     return any(type(v) is _Generator for v in args) or bool(kwargs) and any(type(v) is _Generator
@@ -238,10 +246,7 @@ class Releases:
         """Op ``name``, recorded as op ``index`` of a library module, is about to run: when it may draw random
         numbers (ATen's tag says so, or ATen does not know the name), keep the CPU generator's state now, so that
         it can run again on the same draws."""
-        seeded = SEEDED.get(name, _UNSEEN)
-        if seeded is _UNSEEN:
-            seeded = _seeded(name)
-        self._rng = None if seeded is False else (index, _generator.get_state())
+        self._rng = (index, _generator.get_state()) if may_draw(name) else None
 
     # ----- while recording -------------------------------------------------------------
     def note(self, op, func, args, kwargs) -> None:

@@ -74,9 +74,9 @@ from torch.overrides import TorchFunctionMode
 
 from ..base import naming
 from ..bridges import frames, recordings
-from . import provenance, saved, tree
+from . import provenance, rerun, saved, tree, writes
 from .capture import nbytes
-from .letgo import SEEDED, Releases, tensors_in
+from .letgo import SEEDED, Releases, may_draw, tensors_in
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -87,10 +87,7 @@ if TYPE_CHECKING:
 _library_class: dict = {}     # module class -> is its forward library code?
 _compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
-_INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
-                    "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__"}
-_MAKES = frozenset(("op", "rewrap", "detach"))     # kinds of record that make a tensor value
-_NOT_A_WRITE = {"requires_grad_", "detach_", "retain_grad", "share_memory_", "record_stream"}
+_MAKES = frozenset(("op", "rewrap", "detach", "call"))     # kinds of record that make a tensor value
 _ESCAPES = {"item": "item()", "tolist": "tolist()", "numpy": "numpy()", "__float__": "float()",
             "__int__": "int()", "__array__": "np.asarray()"}
 _REWRAPS = {"tensor", "as_tensor", "from_numpy", "asarray"}
@@ -156,41 +153,6 @@ def assigned_name(filename: str, lineno: int) -> str | None:
     The engine's reading (:func:`naming.assigned_name_at`): a statement over several lines counts too.
     """
     return naming.assigned_name_at(filename, lineno)
-
-
-def _written(name, args, kwargs):
-    """The tensor a call is about to change in place (``p.add_(…)``, ``p -= …``, ``out=``), or None."""
-    out = kwargs.get("out") if kwargs else None
-    if isinstance(out, torch.Tensor):
-        return out
-    if (name[-1] == "_" and name[0] != "_" and name not in _NOT_A_WRITE or name in _INPLACE_DUNDERS
-            or kwargs and kwargs.get("inplace") is True) and args and isinstance(args[0], torch.Tensor):
-        return args[0]
-    return None
-
-
-def _copies(ts) -> list:
-    """Copies of tensors ``ts`` (None for one without storage: meta, sparse layouts …), detached and with their
-    own memory, made in one call when the tensors allow it (an optimizer's forty parameters cost one call, not
-    forty)."""
-    if not ts:
-        return []
-    grad = torch.is_grad_enabled()
-    torch._C._set_grad_enabled(False)   # no graph; torch.no_grad() would be a grad-mode event (provenance.py)
-    try:
-        with torch._C.DisableTorchFunction():
-            try:
-                return list(torch._foreach_clone(ts))
-            except (RuntimeError, TypeError, AttributeError, NotImplementedError):
-                out = []
-                for t in ts:
-                    try:
-                        out.append(t.clone())
-                    except RuntimeError:
-                        out.append(None)
-                return out
-    finally:
-        torch._C._set_grad_enabled(grad)
 
 
 def _reported(fn):
@@ -287,10 +249,12 @@ class _Mode(TorchFunctionMode):
             else:
                 name = f"{name[2:5]}:{attr}"      # get:data, get:grad, set:grad
         if name == "backward" and args and isinstance(args[0], torch.Tensor):
-            kwargs = dict(kwargs)
-            kwargs["retain_graph"] = True
             rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
             rec._backwards += 1
+            if rec.rerun:                  # a trace runs the step again (rerun.py): autograd frees its graph
+                return func(*args, **kwargs)
+            kwargs = dict(kwargs)
+            kwargs["retain_graph"] = True
             rec._let_go(final=True)
             cap = rec._capture(args, kwargs)
             try:
@@ -298,11 +262,13 @@ class _Mode(TorchFunctionMode):
             finally:
                 if cap is not None:
                     rec._keep(cap)
-        written = _written(name, args, kwargs)
+        written = writes.written(name, args, kwargs)
         if written is not None:
             rec._before_write(written)
         if rec._outer is not None and SEEDED.get(name) is not False:      # may draw random numbers (letgo.py)
             rec.releases.before(name, len(rec.ops))
+        if rec.rerun and SEEDED.get(name) is not False and may_draw(name):
+            rec._drawn = (len(rec.ops), torch.get_rng_state())     # the learner's own dropout, run again (rerun.py)
         saves = None
         if name == "get:grad" and not args[0].is_leaf:
             out = _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
@@ -352,10 +318,14 @@ class Recording(recordings.Recording):
 
     framework = "torch"
 
-    def __init__(self, exact_weights: bool = False, exact_values: bool = True):
+    def __init__(self, exact_weights: bool = False, exact_values: bool = True, rerun_models: bool = False):
         self.ops: list[Op] = []
         self.exact_weights = exact_weights
         self.exact_values = exact_values
+        self.rerun = rerun_models          # library models' calls kept as their boundary, run again by a trace
+        self._inside = 0                   # rerun: depth inside such a call (nothing in it is recorded)
+        self._call = None                  # rerun: what the call running now needs to run again (rerun.py)
+        self._drawn = None                 # rerun: (op index, the generator's state before an op that may draw)
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
@@ -409,6 +379,9 @@ class Recording(recordings.Recording):
         return self
 
     def __exit__(self, *exc):
+        if self._inside:                   # a call kept as its boundary raised: its mode goes back first
+            self._inside, self._call = 0, None
+            self._mode.__enter__()
         provenance.stop(self.provenance)
         self._end_update()
         self._let_go(final=True)
@@ -428,6 +401,11 @@ class Recording(recordings.Recording):
         return False
 
     def _enter_module(self, module, inputs):
+        if self._inside:                          # inside a call kept as its boundary: nothing to record
+            self._inside += 1
+            return
+        if self._paused:                          # a trace running the step again (rerun.py)
+            return
         key = id(module)
         if key not in self._module_names:
             if self._scopes:                      # a module we have not seen inside a known one
@@ -462,6 +440,11 @@ class Recording(recordings.Recording):
         last = self.ops[-1] if self.ops else None
         if last is not None and last.assigned and last.location == loc and not self._named_by_call(last):
             last.assigned = None     # out = net(x.float()): the line assigns the module's output, not x.float()
+        if self.rerun and outer is None and entry[2] and len(_ACTIVE) == 1:
+            self._call = rerun.at_entry(module, inputs, sys._getframe(1), self._mode)
+            if self._call is not None:
+                self._inside = 1
+                self._mode.__exit__(None, None, None)
 
     def _named_by_call(self, op) -> bool:
         """Whether ``op`` made a module's output that the line calling the module named (``z = encoder(x)``).
@@ -475,6 +458,19 @@ class Recording(recordings.Recording):
         A custom ``forward`` that ends ``return self.fc2(h)`` assigns no name; its caller's line does. The name
         is taken back if the same line goes on with another op (``loss = F.mse_loss(net(x), y)``).
         """
+        if self._inside > 1:
+            self._inside -= 1
+            return
+        if self._paused and not self._inside:
+            return
+        if self._inside:                          # the call kept as its boundary returns: one "call" record
+            self._inside = 0
+            self._mode.__enter__()
+            call, self._call = self._call, None
+            ins = tensors_in(call.args, [])
+            tensors_in(call.kwargs, ins)
+            self._note(type(module).__name__, "call", ins + call.params, tensors_in(output, []),
+                       {"call": call, "named": self._outer[1] if self._outer else None})
         if self._scopes:
             self._scopes.pop()
         compiling = _compiling()
@@ -485,7 +481,7 @@ class Recording(recordings.Recording):
         if compiling or loc is None or not self.ops:
             return
         made = self.ops[-1]
-        if made.assigned is None and made.kind in ("op", "rewrap", "detach") and made.outputs:
+        if made.assigned is None and made.kind in _MAKES and made.outputs:
             outs = tensors_in(output, [])
             if len(outs) == 1 and any(o is outs[0] for o in made.outputs):
                 made.assigned = named
@@ -558,8 +554,9 @@ class Recording(recordings.Recording):
         is built. Tensors no recorded op read, and writes inside the forward pass (``x.relu_()``), are
         not copied: autograd itself checks those. A weight whose gradient a capture of the backward pass kept
         (:mod:`.capture`) needs no autograd again: it keeps :func:`.capture.values_before` (its statistics
-        when large) instead of a copy. An update's parameters are copied in one call (:func:`_copies`). A value let
-        go of (:mod:`.letgo`) that a trace would recompute from a tensor written without a copy is put back first.
+        when large) instead of a copy. An update's parameters are copied in one call (:func:`.writes.copies`). A
+        value let go of (:mod:`.letgo`) that a trace would recompute from a tensor written without a copy is put back
+        first.
         """
         ids, last_use, saved_at = self._tensor_ids, self._last_use, self._saved_at
         here, backwards, copy, exact, summarised = len(self.ops), self._backwards, [], set(), set()
@@ -581,7 +578,7 @@ class Recording(recordings.Recording):
                 (exact if isinstance(values, torch.Tensor) else summarised).add(id(t))
             else:
                 copy.append((tid, t))
-        for (tid, t), values in zip(copy, _copies([t for _, t in copy])):
+        for (tid, t), values in zip(copy, writes.copies([t for _, t in copy])):
             if values is not None:
                 self._saved.append((here, t, t._version, values))
                 saved_at[tid] = here
@@ -671,9 +668,14 @@ class Recording(recordings.Recording):
             tid = self._tensor_ids[key] = next(self._ids)
         return tid
 
-    def _note(self, name, kind, inputs, outputs, extra=None):
+    def _note(self, name, kind, inputs, outputs, extra=None, at=None, scope=None):
+        """Append one :class:`Op`; ``at``: its line, ``scope``: its scope, when they are known already (a step run
+        again, :mod:`.rerun`), instead of asking where the learner's code is now."""
         outer = self._outer
-        if outer is not None:                   # inside a library module: the learner's line that called it
+        if at is not None:
+            loc = at
+            assigned = self._assigned_at(loc) if kind in _MAKES else None
+        elif outer is not None:                 # inside a library module: the learner's line that called it
             loc = outer[0]
             assigned = outer[1] if kind in _MAKES else None
         else:
@@ -681,7 +683,9 @@ class Recording(recordings.Recording):
             assigned = self._assigned_at(loc) if loc and kind in _MAKES else None
         ops = self.ops
         index = len(ops)
-        op = Op(index, name, kind, inputs, outputs, loc, assigned, self._scopes[-1] if self._scopes else "",
+        if scope is None:
+            scope = self._scopes[-1] if self._scopes else ""
+        op = Op(index, name, kind, inputs, outputs, loc, assigned, scope,
                 torch.is_grad_enabled(), torch.is_inference_mode_enabled(), {} if extra is None else extra)
         if index and kind not in ("read_grad", "set_grad", "library_read_grad"):
             if ops[-1].location == loc and not self._named_by_call(ops[-1]):
@@ -737,11 +741,13 @@ class Recording(recordings.Recording):
         if name not in _SPECIAL and name[:4] != "set:":      # the common case: a computation
             outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
             if not outs:                # t[i] = v returns None: what it made is the new value of t
-                written = _written(name, args, kwargs)
+                written = writes.written(name, args, kwargs)
                 outs = [written] if written is not None else []
             if outs:
                 params = {k: v for k, v in kwargs.items() if not isinstance(v, torch.Tensor)} if kwargs else {}
                 op = self._note(name, "op", ins, outs, {"params": params})
+                if self.rerun:
+                    self._runnable(op, func, args, kwargs)
                 if self._outer is not None:
                     least = self.releases.least
                     for t in outs:
@@ -781,7 +787,17 @@ class Recording(recordings.Recording):
             self._note(name, "rewrap", ins, outs, {"data": data})
         elif name in _DETACH or name in ("get:data", "__deepcopy__"):
             label = {"get:data": ".data", "__deepcopy__": "copy.deepcopy()"}.get(name, "detach()")
-            self._note(label, "detach", ins, outs)
+            op = self._note(label, "detach", ins, outs)
+            if self.rerun:
+                self._runnable(op, func, args, kwargs)
+
+    def _runnable(self, op, func, args, kwargs) -> None:
+        """Keep what runs ``op`` again (:mod:`.rerun`): the function, its arguments, the generator's state before
+        it when it may have drawn random numbers."""
+        op.extra["run"] = (func, args, kwargs)
+        drawn, self._drawn = self._drawn, None
+        if drawn is not None and drawn[0] == op.index:
+            op.extra["rng"] = drawn[1]
 
     # ----- questions ---------------------------------------------------------------
     def producers(self, t: torch.Tensor) -> list:
@@ -820,6 +836,9 @@ class Recording(recordings.Recording):
         frame = state.user_frame_object()       # the learner's names for tensors made before the recording
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
         with self.as_at(target):
+            if self.rerun:
+                with rerun.again(self, target) as (full, mapped):
+                    return mapped.keyed(build(full, mapped(target), mapped(sources), value_limit, names))
             return build(self, target, sources, value_limit, names)
 
     def explain(self, target: torch.Tensor | float, param: Any) -> Explanation | Explanations:
@@ -833,7 +852,15 @@ class Recording(recordings.Recording):
         """
         from .explain import caller_names, explain_recorded
         frame = sys._getframe(1)
-        self._caller_names = caller_names({**frame.f_globals, **frame.f_locals})
+        names = caller_names({**frame.f_globals, **frame.f_locals})
+        if self.rerun and isinstance(target, torch.Tensor):
+            with self.as_at(target), rerun.again(self, target) as (full, mapped):
+                full._caller_names = names
+                try:
+                    return explain_recorded(full, mapped(target), mapped(param))
+                finally:
+                    full._forget_again()
+        self._caller_names = names
         try:
             return explain_recorded(self, target, param)
         finally:
@@ -843,13 +870,20 @@ class Recording(recordings.Recording):
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges): reads hand gradients that are torch tensors detached."""
         from .trace import compare
+        if self.rerun and isinstance(target, torch.Tensor):
+            with self.as_at(target), rerun.again(self, target) as (full, mapped):
+                try:
+                    return compare(full, mapped(target), {mapped(k): v for k, v in hand.items()}, rtol, atol,
+                                   {k: mapped(v) for k, v in namespace.items()}, output_gradients)
+                finally:
+                    full._forget_again()
         try:
             return compare(self, target, hand, rtol, atol, namespace, output_gradients)
         finally:
             self._forget_again()
 
 
-def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
+def record(exact_weights: bool = False, exact_values: bool = True, rerun_models: bool = False) -> Recording:
     """Record every torch operation run inside the ``with`` block (see :class:`Recording`).
 
     ``exact_weights``: when ``opt.step()`` runs inside the block, a trace shows the weights as the backward pass
@@ -874,9 +908,15 @@ def record(exact_weights: bool = False, exact_values: bool = True) -> Recording:
     diagnosis then reads a dead ReLU's units from its output, and names a saturated sigmoid or tanh only as the op
     where the gradient dies, when the value it reads was kept as statistics.
 
+    ``rerun_models``: a library model the learner's code calls (a transformers model, a torchvision ResNet: a
+    library module holding other modules) is kept as its call — the module, its arguments, the generator's state,
+    its buffers — instead of op by op, and autograd's graph is not kept past ``backward()``; a trace, an explanation
+    or a comparison runs the call again, as activation checkpointing does, and reads that (see :mod:`.rerun`). The
+    step then costs about what a plain one does; the trace costs one more forward pass.
+
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
         ...     loss.backward()
         >>> rec.explain(loss, model.fc.weight)
     """
-    return Recording(exact_weights, exact_values)
+    return Recording(exact_weights, exact_values, rerun_models)

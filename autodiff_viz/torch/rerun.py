@@ -1,0 +1,297 @@
+"""A library model's call kept as its boundary, and run again when a trace asks: ``record(rerun_models=True)``.
+
+The whole recorder (:mod:`.record`) sees every op inside a library model — BERT's 70, ResNet-18's 60 — and keeps
+their values and autograd's graph until a trace reads them. That costs time on every op (Python in the
+``TorchFunctionMode``) and memory (values autograd would have freed, the graph kept past ``backward()``): on the
+tiny transformers of ``benchmarks/real_models.py``, 1.25–1.4× a plain step's time and up to 1.6× its peak.
+
+With ``rerun_models=True`` the recorder steps aside while a library model runs. When the learner's code calls a
+library module that holds other modules (``model(x)`` for a transformers model, a torchvision ResNet — a single
+``nn.Linear`` is still recorded op by op: one op costs less than its boundary), :func:`at_entry` keeps what running
+the call again needs:
+
+* the module, its positional and keyword arguments (the global pre-hook gets no keyword arguments: they are read
+  from ``Module._call_impl``'s frame),
+* the CPU generator's state (dropout draws the same mask again),
+* each submodule's ``training`` flag, and a copy of its buffers (BatchNorm's running statistics, which the call
+  itself updates),
+
+then pops the recorder's mode until the call returns, and notes one ``"call"`` record with the module's output.
+The learner's own ops are recorded as before, with their function and arguments (and the generator's state before
+one that may draw random numbers); ``backward()`` no longer keeps autograd's graph.
+
+:func:`again` turns such a recording into the one the whole recorder would have made, when a trace, an explanation
+or a comparison asks: it runs each recorded op the target depends on again — the learner's ops on the values run
+again, each call under a whole recording (:class:`~.record.Recording`) with the generator, the training flags and
+the buffers as at its entry, the weights as the backward pass saw them (:meth:`Recording.as_at` keeps them) — and
+copies every other record. This is activation checkpointing's idea, applied to the trace. The run again must give
+the target's value bit for bit; if it does not (a model reading state the recording did not keep), the trace
+says so and names the whole recorder, never a picture of other numbers.
+
+A call is recorded whole instead when it cannot be run again the same way: a hook of the learner's on any module
+of it or a global module hook (it would fire again), a ``torch.Generator`` among its arguments, another recording or
+torch-function mode above this one, a frame that is not ``Module._call_impl``'s
+(where the keyword arguments are).
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+from typing import TYPE_CHECKING
+
+import torch
+from torch.nn.modules import module as _nn
+
+from ..base import naming
+from . import writes
+from .letgo import _takes_generator, tensors_in
+from .writes import copies
+
+if TYPE_CHECKING:
+    from typing import Any, Iterator
+
+_CALL_IMPL = torch.nn.Module._call_impl.__code__
+# the frames that call a global pre-hook: _call_impl, or the function it defines inside (torch 2.x: ``inner``)
+_CALLERS = frozenset([_CALL_IMPL, *(c for c in _CALL_IMPL.co_consts if isinstance(c, types.CodeType))])
+_GLOBAL_HOOKS = ("_global_backward_hooks", "_global_backward_pre_hooks", "_global_forward_hooks_always_called",
+                 "_global_forward_hooks_with_kwargs")
+
+
+class Call:
+    """What running one library model's call again needs (see the module's docstring)."""
+
+    __slots__ = ("module", "modules", "params", "args", "kwargs", "rng", "training", "buffers", "before")
+
+    def __init__(self, module, modules, args, kwargs, buffers, before):
+        self.module, self.modules, self.args, self.kwargs = module, modules, args, kwargs
+        self.params = list(module.parameters())    # read by the call: an update after backward() copies them first
+        self.rng = torch.get_rng_state()
+        self.training = [m.training for m in modules]
+        self.buffers, self.before = buffers, before
+
+
+def at_entry(module, inputs, frame, mode) -> Call | None:
+    """A :class:`Call` of ``module``, entered now with positional ``inputs`` from ``frame``; None when the call is to
+    be recorded whole (see the module's docstring)."""
+    if frame.f_code not in _CALLERS or isinstance(module, torch.jit.ScriptModule):
+        return None
+    depth = torch._C._len_torch_function_stack()
+    if not depth or torch._C._get_function_stack_at(depth - 1) is not mode:
+        return None
+    if len(_nn._global_forward_pre_hooks) != 1 or len(_nn._global_forward_hooks) != 1 or any(
+            getattr(_nn, h, None) for h in _GLOBAL_HOOKS):
+        return None
+    modules = list(module.modules())
+    if len(modules) < 2:
+        return None
+    for m in modules:
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
+            return None
+    kwargs = frame.f_locals.get("kwargs") or {}
+    if _takes_generator(inputs, kwargs):
+        return None
+    buffers = list(module.buffers())
+    return Call(module, modules, inputs, kwargs, buffers, copies(buffers))
+
+
+class Mapped:
+    """The recorded tensors and their values run again: ``mapped(obj)`` is ``obj`` with each tensor run again in
+    its place (in lists, tuples and dicts too); a tensor not run again (a weight, the data) is itself."""
+
+    def __init__(self):
+        self.to: dict = {}         # id(recorded tensor) -> the tensor run again
+        self._ids: dict = {}       # id(recorded tensor) -> tensor id of the one run again (see keyed)
+
+    def has(self, t) -> bool:
+        return id(t) in self.to
+
+    def __call__(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return self.to.get(id(obj), obj)
+        if isinstance(obj, dict):
+            return {k: self(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            items = [self(v) for v in obj]
+            if type(obj) in (list, tuple):
+                return type(obj)(items)
+            return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+        return obj
+
+    def pair(self, op, outs: list) -> None:
+        """``outs``, what running ``op`` again made, take the places of its recorded outputs."""
+        if len(outs) != len(op.outputs) or any(a.shape != b.shape for a, b in zip(op.outputs, outs)):
+            raise _diverged(op, f"{len(outs)} tensors of shapes {[tuple(t.shape) for t in outs]}, not "
+                                f"{len(op.outputs)} of shapes {[tuple(t.shape) for t in op.outputs]}")
+        for a, b in zip(op.outputs, outs):
+            if a is not b:
+                self.to[id(a)] = b
+
+    def keyed(self, trace):
+        """``trace`` (built on the recording run again) looking up the learner's own tensors too
+        (``trace.node_id_of(logits)``)."""
+        own = trace.key_of
+        if own is not None:
+            to = self.to
+            trace.key_of = lambda t: own(to.get(id(t), t))
+        return trace
+
+
+def _diverged(op, what: str) -> RuntimeError:
+    where = f" (recorded at {naming.short_place(*op.location)})" if op.location else ""
+    return RuntimeError(
+        f"trace: running {op.name}{where} again gave {what}. The recording kept this model's call as its boundary "
+        "(record(rerun_models=True)) and the call did not run again the same way: it reads state the recording "
+        "did not keep. Record the step with adv.torch.record() — every op kept — to trace it.")
+
+
+def _last_needed(rec, target) -> int:
+    """The last record a trace of ``target`` runs again: its op, or the learner's ``backward()`` of it."""
+    made = rec.producer(target) if isinstance(target, torch.Tensor) else None
+    if made is None:
+        return -1
+    last = made.index
+    for op in rec.ops[last:]:
+        if op.kind == "backward" and op.inputs and op.inputs[0] is target:
+            last = op.index
+    return last
+
+
+@contextlib.contextmanager
+def again(rec, target) -> Iterator[tuple]:
+    """``(full, mapped)``: a whole recording of what ``rec`` recorded, each op ``target`` depends on run again, and
+    the :class:`Mapped` from ``rec``'s tensors to it. Inside ``rec.as_at(target)``: the weights as the backward
+    pass saw them. The buffers a call read hold their values at its entry until the block ends."""
+    full = type(rec)(rec.exact_weights, rec.exact_values)
+    for name in ("_module_names", "_aliases", "module_kinds", "_param_names", "root_vars", "_root_params",
+                 "_line_names"):
+        setattr(full, name, dict(getattr(rec, name)))
+    full._modules = list(rec._modules)
+    full.provenance = rec.provenance
+    mapped, restore = Mapped(), {}
+    last = _last_needed(rec, target)
+    hooks = [_nn.register_module_forward_pre_hook(full._enter_module),
+             _nn.register_module_forward_hook(full._exit_module)]
+    rec._paused += 1
+    try:
+        try:
+            for op in rec.ops:
+                if op.index > last:
+                    _copy(full, op, mapped)
+                elif op.kind == "call":
+                    _call(full, op, mapped, restore)
+                elif "run" in op.extra:
+                    _op(full, op, mapped)
+                else:
+                    _copy(full, op, mapped)
+        finally:
+            for h in hooks:
+                h.remove()
+            rec._paused -= 1
+        if isinstance(target, torch.Tensor) and mapped.has(target) and not _same(target, mapped(target)):
+            raise _diverged(rec.producer(target), "another value of the target")
+        yield full, mapped
+    finally:
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            for b, values, version in restore.values():
+                b.copy_(values)
+                torch._C._autograd._unsafe_set_version_counter((b,), (version,))
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    with torch._C.DisableTorchFunction(), torch.no_grad():
+        return a.shape == b.shape and bool(((a == b) | (a != a) & (b != b)).all())
+
+
+def _finish(new, op) -> None:
+    """The record run again keeps what the recording said of ``op`` (its grad mode, its name on the line)."""
+    new.grad_enabled, new.inference, new.assigned = op.grad_enabled, op.inference, op.assigned
+
+
+def _copy(full, op, mapped) -> None:
+    """``op`` copied as it was recorded, its tensors mapped."""
+    new = full._note(op.name, op.kind, [mapped(t) for t in op.inputs], [mapped(t) for t in op.outputs], op.extra,
+                     at=op.location, scope=op.scope)
+    _finish(new, op)
+    if op.kind == "backward":
+        full._backwards += 1
+    elif op.kind == "requires_grad" and mapped.has(op.inputs[0]) and mapped(op.inputs[0]).is_leaf:
+        mapped(op.inputs[0]).requires_grad_(bool(op.extra.get("to")))
+
+
+@contextlib.contextmanager
+def _state(op, rng):
+    """``op``'s grad mode and inference mode and (when given) the generator's state ``rng`` inside the block; the
+    learner's after it. Switched through torch's C functions: ``torch.no_grad()`` would be a grad-mode event of the
+    learner's (:mod:`.provenance`)."""
+    was, now = torch.is_grad_enabled(), torch.get_rng_state() if rng is not None else None
+    torch._C._set_grad_enabled(op.grad_enabled)
+    if rng is not None:
+        torch.set_rng_state(rng)
+    try:
+        with torch._C._InferenceMode(True) if op.inference else contextlib.nullcontext():
+            yield
+    finally:
+        torch._C._set_grad_enabled(was)
+        if now is not None:
+            torch.set_rng_state(now)
+
+
+def _op(full, op, mapped) -> None:
+    """A learner's op run again on the values run again (copied as recorded when it reads none of them and no
+    weight: its outputs are the same tensors)."""
+    func, args, kwargs = op.extra["run"]
+    if not any(mapped.has(t) or t.requires_grad for t in op.inputs):
+        return _copy(full, op, mapped)
+    written = writes.written(op.name, args, kwargs)
+    if written is not None and not mapped.has(written):
+        if written.requires_grad:           # a weight written in place (an update by hand): as_at holds its values
+            return _copy(full, op, mapped)
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            mapped.to[id(written)] = written.clone()
+    a, k = mapped(args), mapped(kwargs)
+    with _state(op, op.extra.get("rng")):
+        out = func(*a, **k)
+    outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
+    if not outs and written is not None:
+        outs = [mapped(written)]
+    mapped.pair(op, outs)
+    ins = tensors_in(a, [])
+    tensors_in(k, ins)
+    extra = {key: v for key, v in op.extra.items() if key not in ("run", "rng")}
+    _finish(full._note(op.name, op.kind, ins, outs, extra, at=op.location, scope=op.scope), op)
+
+
+def _call(full, op, mapped, restore: dict) -> None:
+    """A library model's call run again under ``full`` as at its entry; its ops placed at the learner's line."""
+    call = op.extra["call"]
+    modules = list(call.module.modules())
+    if len(modules) != len(call.modules) or any(a is not b for a, b in zip(modules, call.modules)):
+        raise _diverged(op, "a model whose modules changed since the call (a layer added, removed or replaced)")
+    weights = list(call.module.parameters())
+    if len(weights) != len(call.params) or any(a is not b for a, b in zip(weights, call.params)):
+        raise _diverged(op, "a model whose weights changed since the call (a new nn.Parameter assigned, in its "
+                            "forward or after it)")
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        for b, values in zip(call.buffers, call.before):
+            if b.shape != values.shape or bool((b == values).all()):
+                continue
+            if id(b) not in restore:
+                restore[id(b)] = (b, b.clone(), b._version)
+            b.copy_(values)
+    training = [m.training for m in modules]
+    for m, flag in zip(modules, call.training):
+        m.__dict__["training"] = flag          # not Module.__setattr__: no assignment of the learner's
+    a, k = mapped(call.args), mapped(call.kwargs)
+    full._outer = (op.location, op.extra.get("named"), True, None)
+    try:
+        with _state(op, call.rng):
+            full._mode.__enter__()
+            try:
+                out = call.module(*a, **k)
+            finally:
+                full._mode.__exit__(None, None, None)
+    finally:
+        full._outer = None
+        for m, flag in zip(modules, training):
+            m.__dict__["training"] = flag
+    mapped.pair(op, tensors_in(out, []))
