@@ -29,6 +29,10 @@ is what other jobs disturb least —, one process, so every ratio compares two n
 * ``exact_values=False: time | peak`` — the same ratios of a step recorded with ``record(exact_values=False)``,
   which puts memory before time: values from 4,096 entries and what autograd saved inside an op are let go of
   and computed again when a trace reads them (PyTorch only).
+* ``rerun_models=False: time | peak | rec.trace s`` — a step recorded with ``record(rerun_models=False)``, which
+  keeps every op of a library model's call; by default the model's call (from its second one, when its values
+  outweigh its weights) is kept as its boundary and run again by the trace (``autodiff_viz/torch/rerun.py``;
+  PyTorch only). The warm-up steps before the timed ones make those calls.
 
 A second table times ``rec.trace`` at 1×, 2× and 4× depth (BERT layers, ResNet stages, keras.io
 transformer blocks): linear in depth means the 4× row costs about four times the 1× row.
@@ -289,14 +293,16 @@ def recorded_step(framework: str, step, **options):
 
 def memory_of(kind: str, runs: int) -> dict:
     """The median peaks (bytes, :func:`peak_above`) of ``runs`` interleaved steps of each kind — ``plain``,
-    ``recorded`` and, for PyTorch, ``kept`` (the graph kept by ``retain_graph=True``, no recording) and ``lean``
-    (recorded with ``exact_values=False``) — in this process, after two of each."""
+    ``recorded`` and, for PyTorch, ``kept`` (the graph kept by ``retain_graph=True``, no recording), ``lean``
+    (recorded with ``exact_values=False``) and ``whole`` (``rerun_models=False``) — in this process, after two of
+    each."""
     if kind in TORCH:
         model, inputs, opt = torch_model(kind)
         step = functools.partial(torch_step, model, inputs, opt)
         steps = {"plain": step, "recorded": recorded_step("torch", step),
                  "kept": functools.partial(torch_step, model, inputs, opt, retain_graph=True),
-                 "lean": recorded_step("torch", step, exact_values=False)}
+                 "lean": recorded_step("torch", step, exact_values=False),
+                 "whole": recorded_step("torch", step, rerun_models=False)}
     else:
         framework, step, _model = build(kind)
         steps = {"plain": step, "recorded": recorded_step(framework, step)}
@@ -349,12 +355,21 @@ def measure(kind, repeats, memory_runs=7):
         traces.append(_clock() - t0)
     size = len(trace.to_json())
     del rec, loss, trace
-    lean = None
+    lean = again = again_trace = None
     if framework == "torch":        # record(exact_values=False): memory before time
         leaning = recorded_step(framework, step, exact_values=False)
         leaning()
         lp, lr = _fastest(step, leaning, repeats, collect=True)
         lean = lr / lp
+        rerun = recorded_step(framework, step, rerun_models=False)     # every op of the model's call kept
+        rerun()
+        ap, ar = _fastest(step, rerun, repeats, collect=True)
+        again = ar / ap
+        rec, loss = rerun()
+        t0 = _clock()
+        rec.trace(loss, model)
+        again_trace = _clock() - t0
+        del rec, loss
     mem = memory_fresh(kind, memory_runs)
     mem_plain, mem_rec = mem["plain"], mem["recorded"]
     return {"model": kind, "framework": framework, "plain_ms": p * 1e3, "recorded_ms": r * 1e3, "ratio": r / p,
@@ -362,7 +377,9 @@ def measure(kind, repeats, memory_runs=7):
             "trace_s": min(traces),
             "json_mb": size / 1e6, "mem_plain_mb": mem_plain / 1e6, "mem_rec_mb": mem_rec / 1e6,
             "mem_ratio": mem_rec / mem_plain, "kept_ratio": mem["kept"] / mem_plain if "kept" in mem else None,
-            "lean_ratio": lean, "lean_mem_ratio": mem["lean"] / mem_plain if "lean" in mem else None}
+            "lean_ratio": lean, "lean_mem_ratio": mem["lean"] / mem_plain if "lean" in mem else None,
+            "whole_ratio": again, "whole_mem_ratio": mem["whole"] / mem_plain if "whole" in mem else None,
+            "whole_trace_s": again_trace}
 
 
 def per_op(framework, links=100, repeats=30):
@@ -484,17 +501,19 @@ def main(argv=None) -> int:
         return 0
     # TensorFlow keeps its own thread pools: with one inter-op thread its eager ops run slower, not steadier
     print("| model | plain ms | recorded ms | ratio | back to back | ops | µs/op | rec.trace s | JSON MB | "
-          "peak MB plain / rec | ratio | graph kept | `exact_values=False`: time | peak |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "peak MB plain / rec | ratio | graph kept | `exact_values=False`: time | peak | "
+          "`rerun_models=False`: time | peak | rec.trace s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
         r = measure(kind, args.repeats, args.memory_runs)
-        kept, lean, lean_mem = ("–" if r[k] is None else f"{r[k]:.2f}×"
-                                for k in ("kept_ratio", "lean_ratio", "lean_mem_ratio"))
+        kept, lean, lean_mem, again, again_mem = ("–" if r[k] is None else f"{r[k]:.2f}×" for k in (
+            "kept_ratio", "lean_ratio", "lean_mem_ratio", "whole_ratio", "whole_mem_ratio"))
+        again_trace = "–" if r["whole_trace_s"] is None else f"{r['whole_trace_s']:.2f}"
         print(f"| {r['model']} ({r['framework']}) | {r['plain_ms']:.1f} | {r['recorded_ms']:.1f} | "
               f"{r['ratio']:.2f}× | {r['warm_ratio']:.2f}× | {r['ops']} | {r['us_per_op']:.1f} | {r['trace_s']:.2f} | "
               f"{r['json_mb']:.2f} | "
               f"{r['mem_plain_mb']:.1f} / {r['mem_rec_mb']:.1f} | {r['mem_ratio']:.2f}× | {kept} | {lean} | "
-              f"{lean_mem} |", flush=True)
+              f"{lean_mem} | {again} | {again_mem} | {again_trace} |", flush=True)
     frameworks = [f for f, group in (("torch", TORCH), ("tf", TF)) if any(k in group for k in kinds)]
     if frameworks:
         print("\n| framework | plain µs/op | recording adds µs/op | ops recorded |")

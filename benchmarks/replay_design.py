@@ -1,5 +1,7 @@
 """What a recording would cost if it kept only the boundary of each library model call and ran the call again on
-request — measured before it is built (issue 42's cost targets).
+request — measured before it was built (issue 42's cost targets). Built since as ``autodiff_viz/torch/rerun.py``,
+the recorder's default (``record(rerun_models=True)``); ``benchmarks/real_models.py`` measures it. This sketch stays
+as the design's lower bound: it keeps nothing a real recorder must (the learner's ops' values, buffers' copies).
 
 The recording of ``adv.torch.record()`` sees every op inside a library model (a ``TorchFunctionMode``) and keeps
 their values and autograd's graph until a trace reads them. On the tiny transformers of

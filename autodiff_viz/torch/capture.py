@@ -111,7 +111,14 @@ class Capture:
         return None if got is None else {k: g for k, (g, _) in got.items()}
 
 
+_Uninitialized = torch.nn.parameter.UninitializedTensorMixin
+
+
 def nbytes(t) -> int:
+    """Bytes of ``t``'s values; 0 for a lazy layer's weight not made yet (``nn.LazyLinear`` before its first call,
+    whose ``numel()`` raises)."""
+    if isinstance(t, _Uninitialized):
+        return 0
     return t.numel() * t.element_size()
 
 

@@ -249,14 +249,15 @@ class _Mode(TorchFunctionMode):
             else:
                 name = f"{name[2:5]}:{attr}"      # get:data, get:grad, set:grad
         if name == "backward" and args and isinstance(args[0], torch.Tensor):
-            rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
+            op = rec._note("backward", "backward", [args[0]], [], {"gradient": kwargs.get("gradient")})
             rec._backwards += 1
-            if rec.rerun:                  # a trace runs the step again (rerun.py): autograd frees its graph
+            if rec._kept_calls and not rec._unrunnable:     # a trace runs the step again (rerun.py)
+                op.extra["freed"] = True
                 return func(*args, **kwargs)
             kwargs = dict(kwargs)
             kwargs["retain_graph"] = True
             rec._let_go(final=True)
-            cap = rec._capture(args, kwargs)
+            cap = None if rec._kept_calls else rec._capture(args, kwargs)   # a call run again needs the weights
             try:
                 return func(*args, **kwargs)
             finally:
@@ -318,7 +319,7 @@ class Recording(recordings.Recording):
 
     framework = "torch"
 
-    def __init__(self, exact_weights: bool = False, exact_values: bool = True, rerun_models: bool = False):
+    def __init__(self, exact_weights: bool = False, exact_values: bool = True, rerun_models: bool = True):
         self.ops: list[Op] = []
         self.exact_weights = exact_weights
         self.exact_values = exact_values
@@ -326,6 +327,8 @@ class Recording(recordings.Recording):
         self._inside = 0                   # rerun: depth inside such a call (nothing in it is recorded)
         self._call = None                  # rerun: what the call running now needs to run again (rerun.py)
         self._drawn = None                 # rerun: (op index, the generator's state before an op that may draw)
+        self._kept_calls = 0               # rerun: calls kept as their boundary so far
+        self._unrunnable = 0               # rerun: ops inside library models recorded without what runs them again
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
@@ -471,13 +474,16 @@ class Recording(recordings.Recording):
             tensors_in(call.kwargs, ins)
             self._note(type(module).__name__, "call", ins + call.params, tensors_in(output, []),
                        {"call": call, "named": self._outer[1] if self._outer else None})
+            self._kept_calls += 1
         if self._scopes:
             self._scopes.pop()
         compiling = _compiling()
         start = self._starts.pop() if self._starts else 0
-        loc, named, _, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
+        loc, named, lib, self._outer = self._callers.pop() if self._callers else (None, None, False, None)
         if not compiling:
             self._let_go(start)             # what the module made and did not return nor hand to autograd
+            if self.rerun and lib and self._outer is None:
+                rerun.learn(self, module, start)
         if compiling or loc is None or not self.ops:
             return
         made = self.ops[-1]
@@ -793,11 +799,16 @@ class Recording(recordings.Recording):
 
     def _runnable(self, op, func, args, kwargs) -> None:
         """Keep what runs ``op`` again (:mod:`.rerun`): the function, its arguments, the generator's state before
-        it when it may have drawn random numbers."""
-        op.extra["run"] = (func, args, kwargs)
+        it when it may have drawn random numbers. Not for an op inside a library model while no call was kept as
+        its boundary: its arguments would hold values the recording lets go of (:mod:`.letgo`); a ``backward()``
+        then keeps autograd's graph, as without :mod:`.rerun`, and a trace reads the op as recorded."""
         drawn, self._drawn = self._drawn, None
-        if drawn is not None and drawn[0] == op.index:
-            op.extra["rng"] = drawn[1]
+        if self._outer is not None and not self._kept_calls:
+            self._unrunnable += 1
+            return
+        op.extra["run"] = (func, args, kwargs)
+        if drawn is not None and drawn[0] == op.index and not torch.equal(drawn[1], torch.get_rng_state()):
+            op.extra["rng"] = drawn[1]          # it drew: kept (a name ATen does not know may not have)
 
     # ----- questions ---------------------------------------------------------------
     def producers(self, t: torch.Tensor) -> list:
@@ -836,7 +847,7 @@ class Recording(recordings.Recording):
         frame = state.user_frame_object()       # the learner's names for tensors made before the recording
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
         with self.as_at(target):
-            if self.rerun:
+            if self._kept_calls and rerun.needs_again(self, target):
                 with rerun.again(self, target) as (full, mapped):
                     return mapped.keyed(build(full, mapped(target), mapped(sources), value_limit, names))
             return build(self, target, sources, value_limit, names)
@@ -853,7 +864,7 @@ class Recording(recordings.Recording):
         from .explain import caller_names, explain_recorded
         frame = sys._getframe(1)
         names = caller_names({**frame.f_globals, **frame.f_locals})
-        if self.rerun and isinstance(target, torch.Tensor):
+        if self._kept_calls and isinstance(target, torch.Tensor) and rerun.needs_again(self, target):
             with self.as_at(target), rerun.again(self, target) as (full, mapped):
                 full._caller_names = names
                 try:
@@ -870,7 +881,7 @@ class Recording(recordings.Recording):
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges): reads hand gradients that are torch tensors detached."""
         from .trace import compare
-        if self.rerun and isinstance(target, torch.Tensor):
+        if self._kept_calls and isinstance(target, torch.Tensor) and rerun.needs_again(self, target):
             with self.as_at(target), rerun.again(self, target) as (full, mapped):
                 try:
                     return compare(full, mapped(target), {mapped(k): v for k, v in hand.items()}, rtol, atol,
@@ -883,7 +894,7 @@ class Recording(recordings.Recording):
             self._forget_again()
 
 
-def record(exact_weights: bool = False, exact_values: bool = True, rerun_models: bool = False) -> Recording:
+def record(exact_weights: bool = False, exact_values: bool = True, rerun_models: bool = True) -> Recording:
     """Record every torch operation run inside the ``with`` block (see :class:`Recording`).
 
     ``exact_weights``: when ``opt.step()`` runs inside the block, a trace shows the weights as the backward pass
@@ -908,11 +919,14 @@ def record(exact_weights: bool = False, exact_values: bool = True, rerun_models:
     diagnosis then reads a dead ReLU's units from its output, and names a saturated sigmoid or tanh only as the op
     where the gradient dies, when the value it reads was kept as statistics.
 
-    ``rerun_models``: a library model the learner's code calls (a transformers model, a torchvision ResNet: a
-    library module holding other modules) is kept as its call — the module, its arguments, the generator's state,
-    its buffers — instead of op by op, and autograd's graph is not kept past ``backward()``; a trace, an explanation
-    or a comparison runs the call again, as activation checkpointing does, and reads that (see :mod:`.rerun`). The
-    step then costs about what a plain one does; the trace costs one more forward pass.
+    ``rerun_models``: a library model the learner's code calls again (a transformers model, a torchvision ResNet,
+    an ``nn.Sequential``: a library module holding other modules) is kept as its call — the module, its arguments,
+    the generator's state, its buffers — instead of op by op, and autograd's graph is not kept past ``backward()``;
+    a trace, an explanation or a comparison runs the call again, as activation checkpointing does, and reads that
+    (see :mod:`.rerun`). A model's first call is recorded whole, and says whether running it again pays: its values
+    outweigh its weights (which a call run again needs copied before ``opt.step()``), and its ``forward`` leaves the
+    model as it found it. The step then costs about what a plain one does; the trace costs one more forward pass.
+    ``False`` records every op of every call.
 
         >>> with adv.torch.record() as rec:
         ...     loss = F.cross_entropy(model(x), y)
