@@ -248,3 +248,54 @@ def test_a_lazy_layers_first_call_records_and_traces():
         loss.backward()
     tr = rec.trace(loss, net)
     assert tuple(next(n for n in tr.nodes if n.name == "0.weight").shape) == (3, 5)
+
+
+class _Clip(torch.autograd.Function):
+    """A learner's own ReLU-like Function whose backward passes ḡ straight through (a straight-through
+    estimator)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _around_a_model(**options):
+    """A library model between the learner's own custom Function and a head computed under ``torch.no_grad()``:
+    the head's weight gets no gradient, cut at the ``no_grad`` line."""
+    torch.manual_seed(0)
+    body = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    head = nn.Parameter(torch.randn(3, 2))
+    x = torch.randn(6, 4)
+    _judged(body, x)
+    with adv.torch.record(**options) as rec:
+        h = body(_Clip.apply(x * 2.0))
+        with torch.no_grad():
+            side = h @ head
+        loss = (_Clip.apply(h) ** 2).mean() + side.sum()
+        loss.backward()
+    return rec, loss, body, head
+
+
+def test_a_custom_function_and_a_grad_mode_beside_a_kept_call_run_again_as_recorded():
+    """The learner's custom ``Function`` runs again as itself (its own backward, not the ops of its forward), and
+    the ``torch.no_grad()`` after the model's call stays at its line: the trace and both explanations are the
+    whole recorder's."""
+    def asked(rec, loss, body, head):
+        return rec.trace(loss, body, value_limit=VALUES), rec.explain(loss, head), rec.explain(loss, body[0].weight)
+    tr_w, cut_w, ok_w = asked(*_around_a_model(rerun_models=False))
+    rec, loss, body, head = _around_a_model()
+    assert "call" in {op.kind for op in rec.ops}
+    tr, cut, ok = asked(rec, loss, body, head)
+    _same_traces(tr_w, tr)
+    assert (cut.reason, cut.message, cut.location) == (cut_w.reason, cut_w.message, cut_w.location)
+    assert "no_grad" in cut.message and cut.location.endswith(f":{_line_of('with torch.no_grad():')}")
+    assert ok.reason == ok_w.reason and ok.connected
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.strip() == text)

@@ -136,7 +136,11 @@ _UNSEEN = object()
 def _seeded(name: str) -> bool | None:
     """Whether the ATen op a recorded name stands for draws random numbers — PyTorch tags every such overload
     ``nondeterministic_seeded`` (dropout, rrelu, bernoulli, scaled_dot_product_attention …) — or None when no ATen op
-    has that name (``__getitem__``, a ``torch.nn.functional`` wrapper), for the generator's state to tell."""
+    has that name (a ``torch.nn.functional`` wrapper), for the generator's state to tell. A Python operator
+    (``__getitem__``, ``__rsub__``, ``__truediv__``) draws nothing."""
+    if name[:2] == "__" and name[-2:] == "__":
+        SEEDED[name] = False
+        return False
     try:
         packet = getattr(torch.ops.aten, name.strip("_"))
         seeded = any(torch.Tag.nondeterministic_seeded in getattr(packet, o).tags for o in packet.overloads())

@@ -275,6 +275,17 @@ class Applied:
     scope: str = ""
 
 
+def _listening() -> list:
+    """The provenances that note an event now: not one whose recording runs a step again, or steps aside while a
+    library model's call kept as its boundary runs (:mod:`.rerun`: the run again notes that call's events)."""
+    out = []
+    for p in _ACTIVE:
+        rec = p.rec
+        if rec is None or not (getattr(rec, "_paused", 0) or getattr(rec, "_inside", 0)):
+            out.append(p)
+    return out
+
+
 def _set_grad_init(original):
     def __init__(self, mode):
         before = torch.is_grad_enabled()
@@ -284,7 +295,7 @@ def _set_grad_init(original):
             what = ("no_grad" if not mode else "enable_grad") if caller.f_code.co_filename == grad_mode.__file__ \
                 else f"set_grad_enabled({bool(mode)})"        # a call, not a `with`: it stays after it returns
             setter = _setter(caller, what)
-            for p in _ACTIVE:
+            for p in _listening():
                 p.grad_events.append((p._index(), bool(mode), setter, bool(mode) != before))
     return __init__
 
@@ -294,7 +305,7 @@ def _inference_enter(original):
         out = original(self)
         if _ACTIVE and self.mode:
             setter = _setter(sys._getframe(1), "inference_mode")
-            for p in _ACTIVE:
+            for p in _listening():
                 p.grad_events.append((p._index(), False, setter, True))
         return out
     return __enter__
@@ -304,7 +315,7 @@ def _inference_exit(original):
     def __exit__(self, *exc):
         out = original(self, *exc)
         if _ACTIVE and self.mode:
-            for p in _ACTIVE:
+            for p in _listening():
                 p.grad_events.append((p._index(), torch.is_grad_enabled(), None, True))
         return out
     return __exit__
@@ -315,7 +326,7 @@ def _apply(original):
         if not _ACTIVE:
             return original.__func__(cls, *args, **kwargs)
         setter = _setter(sys._getframe(1), f"{cls.__name__}.forward")
-        spans = [(p, [p._index(), None, setter]) for p in _ACTIVE]
+        spans = [(p, [p._index(), None, setter]) for p in _listening()]
         for p, span in spans:
             p.spans.append(span)
         try:
@@ -329,7 +340,8 @@ def _apply(original):
             inputs = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
             for p, span in spans:
                 p.applied.append(Applied(span[1], f"{cls.__name__}.apply", inputs, outputs, setter.location
-                                         if setter else None, {"cls": cls, "setter": setter}))
+                                         if setter else None, {"cls": cls, "setter": setter,
+                                                               "run": (args, kwargs), "start": span[0]}))
         return result
     return classmethod(apply)
 
@@ -346,7 +358,7 @@ def _module_setattr(original):
             outer = _outermost(f) if f is not None else None
             why = why_set(sys._getframe(1)) if isinstance(value, torch.nn.Parameter) and not value.requires_grad \
                 else {}
-            for p in _ACTIVE:
+            for p in _listening():
                 p.assignments.append(Assignment(p._index(), self, name, value, loc, outer,
                                                 bool(getattr(p.rec, "_scopes", None)), why))
     return __setattr__

@@ -34,7 +34,10 @@ answers "which op made this value as it was when record ``i`` used it". Values a
 read only when a trace is built. Gradients shown by a trace are PyTorch's:
 ``Tensor.backward`` called inside the recording keeps its graph
 (``retain_graph=True``) so the trace can compute per-edge contributions with
-``torch.autograd.grad`` afterwards.
+``torch.autograd.grad`` afterwards — unless a library model's call was kept as
+its boundary (:mod:`.rerun`, from a model's second call when running it again
+pays): then nothing of the model's inside is recorded nor kept, and a trace
+runs the step again under a whole recording and reads that.
 
 A whole training step can be recorded: an optimizer's ``step()`` is one
 ``update`` record (its own ops run with torch-function dispatch off), and a
@@ -461,8 +464,8 @@ class Recording(recordings.Recording):
         A custom ``forward`` that ends ``return self.fc2(h)`` assigns no name; its caller's line does. The name
         is taken back if the same line goes on with another op (``loss = F.mse_loss(net(x), y)``).
         """
-        if self._inside > 1:
-            self._inside -= 1
+        if self._inside and module is not self._call.module:    # a module inside the call kept as its boundary
+            self._inside = max(self._inside - 1, 1)    # (one that raised, caught inside, never returned here)
             return
         if self._paused and not self._inside:
             return

@@ -1,14 +1,15 @@
-"""A library model's call kept as its boundary, and run again when a trace asks: ``record(rerun_models=True)``.
+"""A library model's call kept as its boundary, and run again when a trace asks (``record(rerun_models=True)``, the
+default).
 
 The whole recorder (:mod:`.record`) sees every op inside a library model — BERT's 70, ResNet-18's 60 — and keeps
 their values and autograd's graph until a trace reads them. That costs time on every op (Python in the
 ``TorchFunctionMode``) and memory (values autograd would have freed, the graph kept past ``backward()``): on the
-tiny transformers of ``benchmarks/real_models.py``, 1.25–1.4× a plain step's time and up to 1.6× its peak.
+tiny transformers of ``benchmarks/real_models.py``, 1.2–1.4× a plain step's time and up to 1.7× its peak.
 
-With ``rerun_models=True`` the recorder steps aside while a library model runs. When the learner's code calls a
-library module that holds other modules (``model(x)`` for a transformers model, a torchvision ResNet — a single
-``nn.Linear`` is still recorded op by op: one op costs less than its boundary), :func:`at_entry` keeps what running
-the call again needs:
+So the recorder steps aside while a library model runs. When the learner's code calls a library module that holds
+other modules (``model(x)`` for a transformers model, a torchvision ResNet, an ``nn.Sequential`` — a single
+``nn.Linear`` is still recorded op by op: one op costs less than its boundary), and the model's first call, recorded
+whole, said that running it again pays (:func:`learn`), :func:`at_entry` keeps what running the call again needs:
 
 * the module, its positional and keyword arguments (the global pre-hook gets no keyword arguments: they are read
   from ``Module._call_impl``'s frame),
@@ -16,26 +17,29 @@ the call again needs:
 * each submodule's ``training`` flag, and a copy of its buffers (BatchNorm's running statistics, which the call
   itself updates),
 
-then pops the recorder's mode until the call returns, and notes one ``"call"`` record with the module's output.
-The learner's own ops are recorded as before, with their function and arguments (and the generator's state before
-one that may draw random numbers); ``backward()`` no longer keeps autograd's graph.
+then pops the recorder's mode until the call returns, and notes one ``"call"`` record with the module's output; the
+grad-mode events and ``Function.apply`` spans inside it are not noted (:mod:`.provenance`). The learner's own ops
+are recorded as before, with their function and arguments (and the generator's state before one that drew random
+numbers); ``backward()`` no longer keeps autograd's graph.
 
 :func:`again` turns such a recording into the one the whole recorder would have made, when a trace, an explanation
 or a comparison asks: it runs each recorded op the target depends on again — the learner's ops on the values run
-again, each call under a whole recording (:class:`~.record.Recording`) with the generator, the training flags and
-the buffers as at its entry, the weights as the backward pass saw them (:meth:`Recording.as_at` keeps them) — and
-copies every other record. This is activation checkpointing's idea, applied to the trace. The run again must give
-the target's value bit for bit; if it does not (a model reading state the recording did not keep), the trace
-says so and names the whole recorder, never a picture of other numbers.
+again, the learner's own ``autograd.Function`` applied again as itself (running the ops of its forward would give its
+values but not its backward), each call under a whole recording (:class:`~.record.Recording`) with the generator,
+the training flags and the buffers as at its entry, the weights as the backward pass saw them
+(:meth:`Recording.as_at` keeps them) — copies every other record, and places the recording's grad-mode events and
+assignments where their records are in the run again. This is activation checkpointing's idea, applied to the
+trace. The run again must give the target's value bit for bit; if it does not (a model reading state the recording
+did not keep), the trace says so and names the whole recorder, never a picture of other numbers.
 
 A call is recorded whole instead when it cannot be run again the same way: a hook of the learner's on any module
 of it or a global module hook (it would fire again), a ``torch.Generator`` among its arguments, another recording or
-torch-function mode above this one, a frame that is not ``Module._call_impl``'s
-(where the keyword arguments are).
+torch-function mode above this one, a frame that is not ``Module._call_impl``'s (where the keyword arguments are).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import types
 import weakref
 from typing import TYPE_CHECKING
@@ -45,7 +49,7 @@ from torch.nn.modules import module as _nn
 from torch.nn.utils import parametrize as _parametrize
 
 from ..base import naming
-from . import writes
+from . import provenance, writes
 from .capture import nbytes
 from .letgo import _takes_generator, tensors_in
 from .writes import copies
@@ -216,15 +220,26 @@ def again(rec, target) -> Iterator[tuple]:
                  "_line_names"):
         setattr(full, name, dict(getattr(rec, name)))
     full._modules = list(rec._modules)
-    full.provenance = rec.provenance
-    mapped, restore = Mapped(), {}
+    mapped, restore, starts, replayed = Mapped(), {}, [], []
     needed = _needed(rec, target)
+    recorded = rec.provenance
+    functions = {a.extra["start"]: a for a in (recorded.applied if recorded is not None else ()) if "run" in a.extra}
     hooks = [_nn.register_module_forward_pre_hook(full._enter_module),
              _nn.register_module_forward_hook(full._exit_module)]
     rec._paused += 1
+    full.provenance = provenance.start(full)      # the events of what runs again, at their places in ``full``
     try:
         try:
+            skip = -1
             for op in rec.ops:
+                starts.append(len(full.ops))
+                f = functions.get(op.index)
+                if f is not None and _wanted(rec, f, needed):
+                    _function(full, f, mapped)
+                    replayed.append(f)
+                    skip = f.index
+                if op.index < skip:               # an op inside that Function's forward: it ran again with it
+                    continue
                 if op.index not in needed:
                     _copy(full, op, mapped)
                 elif op.kind == "call":
@@ -233,10 +248,14 @@ def again(rec, target) -> Iterator[tuple]:
                     _op(full, op, mapped)
                 else:
                     _copy(full, op, mapped)
+            starts.append(len(full.ops))
         finally:
+            provenance.stop(full.provenance)
             for h in hooks:
                 h.remove()
             rec._paused -= 1
+        if recorded is not None:
+            _merge(full.provenance, recorded, starts, mapped, replayed)
         if isinstance(target, torch.Tensor) and mapped.has(target) and not _same(target, mapped(target)):
             raise _diverged(rec.producer(target), "another value of the target")
         yield full, mapped
@@ -245,6 +264,53 @@ def again(rec, target) -> Iterator[tuple]:
             for b, values, version in restore.values():
                 b.copy_(values)
                 torch._C._autograd._unsafe_set_version_counter((b,), (version,))
+
+
+def _merge(mine, recorded, starts: list, mapped, replayed: list) -> None:
+    """``mine`` (the provenance of the run again) gains what ``recorded`` noted outside the calls kept as their
+    boundary — grad-mode events, ``Function.apply`` spans, assignments onto modules — at the places their records
+    have in the run again (``starts[i]``: where record ``i`` of the recording begins there); a custom Function
+    applied again (``replayed``) is there already."""
+    def at(i):
+        return starts[min(i, len(starts) - 1)]
+    again = {id(f.extra["setter"]) for f in replayed}
+    mine.grad_events = sorted([(at(i), on, who, changed) for i, on, who, changed in recorded.grad_events]
+                              + mine.grad_events, key=lambda e: e[0])
+    mine.spans = sorted([[at(a), None if b is None else at(b), who] for a, b, who in recorded.spans
+                         if id(who) not in again] + mine.spans, key=lambda sp: sp[0])
+    mine.applied = sorted([dataclasses.replace(a, index=at(a.index), inputs=[mapped(t) for t in a.inputs],
+                                               outputs=[mapped(t) for t in a.outputs])
+                           for a in recorded.applied if id(a.extra["setter"]) not in again] + mine.applied,
+                          key=lambda a: a.index)
+    mine.assignments = sorted([dataclasses.replace(a, index=at(a.index)) for a in recorded.assignments]
+                              + mine.assignments, key=lambda a: a.index)
+
+
+def _wanted(rec, f, needed: set) -> bool:
+    """Whether custom ``Function`` ``f`` (an :class:`~.provenance.Applied`) is on the target's path: an op of its
+    forward is, or a needed op reads what it returned."""
+    if any(k in needed for k in range(f.extra["start"], f.index)):
+        return True
+    outs = {id(o) for o in f.outputs}
+    return any(id(t) in outs for k in needed for t in rec.ops[k].inputs)
+
+
+def _function(full, f, mapped) -> None:
+    """A learner's custom ``autograd.Function`` applied again on the values run again: its forward's ops are
+    recorded by ``full`` at the learner's lines, and its outputs are again its own backward's (running the ops of
+    its forward one by one would give the same values but not its gradient)."""
+    args, kwargs = f.extra["run"]
+    was = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(True)
+    full._mode.__enter__()
+    try:
+        result = f.extra["cls"].apply(*mapped(args), **mapped(kwargs))
+    finally:
+        full._mode.__exit__(None, None, None)
+        torch._C._set_grad_enabled(was)
+    outs = [o for o in (result if isinstance(result, (tuple, list)) else (result,)) if isinstance(o, torch.Tensor)
+            and getattr(o.grad_fn, "_forward_cls", None) is f.extra["cls"]]
+    mapped.pair(f, outs)
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
