@@ -299,3 +299,59 @@ def test_a_custom_function_and_a_grad_mode_beside_a_kept_call_run_again_as_recor
 def _line_of(text: str) -> int:
     lines = Path(__file__).read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.strip() == text)
+
+
+def test_features_computed_under_no_grad_by_a_kept_call_are_said_at_the_learners_with():
+    """The classic question — "why is my backbone's gradient None?" — with the backbone's call kept: its ops ran
+    under the learner's ``with torch.no_grad():``, and the answer names that line, as the whole recorder's does
+    (the run again's own copies must not read as grad-mode changes)."""
+    def asked(**options):
+        torch.manual_seed(0)
+        backbone = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 6))
+        head = nn.Linear(6, 2)
+        x = torch.randn(5, 4)
+        _judged(backbone, x)
+        with adv.torch.record(**options) as rec:
+            with torch.no_grad():
+                feats = backbone(x)
+            loss = head(feats).pow(2).mean()
+            loss.backward()
+        assert ("call" in {op.kind for op in rec.ops}) == options.get("rerun_models", True)
+        return rec.explain(loss, backbone[0].weight)
+    whole, got = asked(rerun_models=False), asked()
+    assert (got.reason, got.message, got.location) == (whole.reason, whole.message, whole.location)
+    assert got.reason == "no_grad" and "Gradients were turned off" in got.message, got.message
+
+
+def test_a_layer_frozen_between_two_recorded_steps_is_traced_as_each_step_saw_it():
+    """The learner freezes the first layer after the first step (``requires_grad_(False)``): run again, the first
+    step's call still gives that layer its gradient and the second's does not; a bias frozen before the recording
+    and unfrozen after it gets no gradient the backward passes never computed — each step as its backward pass saw
+    it, as the whole recorder draws it (and explains it: by the flags as they are now) — and the flags stay the
+    learner's."""
+    def steps(**options):
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+        xs = torch.randn(2, 5, 4)
+        _judged(net, xs[0])
+        net[2].bias.requires_grad_(False)           # frozen before the recording, unfrozen after it
+        losses = []
+        with adv.torch.record(**options) as rec:
+            for k, x in enumerate(xs):
+                if k == 1:
+                    net[0].weight.requires_grad_(False)
+                loss = net(x).pow(2).mean()
+                loss.backward()
+                losses.append(loss)
+        net[2].bias.requires_grad_(True)
+        net[2].weight.requires_grad_(False)         # frozen after the recording
+        answers = [rec.explain(loss, net[0].weight) for loss in losses]
+        traces = [rec.trace(loss, value_limit=VALUES) for loss in losses]
+        return rec, answers, traces, net
+    rec_w, answers_w, traces_w, _ = steps(rerun_models=False)
+    rec, answers, traces, net = steps()
+    assert [op.kind for op in rec.ops].count("call") == 2
+    assert [(a.reason, a.message) for a in answers] == [(a.reason, a.message) for a in answers_w]
+    for a, b in zip(traces_w, traces):
+        _same_traces(a, b)
+    assert not net[0].weight.requires_grad and not net[2].weight.requires_grad and net[2].bias.requires_grad

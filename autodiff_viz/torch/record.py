@@ -273,6 +273,8 @@ class _Mode(TorchFunctionMode):
             rec.releases.before(name, len(rec.ops))
         if rec.rerun and SEEDED.get(name) is not False and may_draw(name):
             rec._drawn = (len(rec.ops), torch.get_rng_state())     # the learner's own dropout, run again (rerun.py)
+        if (name == "requires_grad_" or name == "set:requires_grad") and args and isinstance(args[0], torch.Tensor):
+            rec._was = args[0].requires_grad       # a step run again sets it back as it was (rerun.py)
         saves = None
         if name == "get:grad" and not args[0].is_leaf:
             out = _at_the_learners_line(func, args, kwargs)     # only a non-leaf's .grad read warns
@@ -332,6 +334,7 @@ class Recording(recordings.Recording):
         self._drawn = None                 # rerun: (op index, the generator's state before an op that may draw)
         self._kept_calls = 0               # rerun: calls kept as their boundary so far
         self._unrunnable = 0               # rerun: ops inside library models recorded without what runs them again
+        self._was = None                   # requires_grad of the tensor whose flag is being set, before
         self._mode = _Mode(self)
         self._scopes: list[str] = []
         self._module_names: dict = {}      # id(module) -> qualified scope path
@@ -774,7 +777,7 @@ class Recording(recordings.Recording):
                 why = provenance.why_set(sys._getframe(2)) if not flag else {}
                 if flag and ins[0].grad_fn is None:     # a weight from now on (x.requires_grad_())
                     self._leaf_bytes += nbytes(ins[0])
-                self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag), **why})
+                self._note(name, "requires_grad", ins[:1], [], {"to": bool(flag), "was": self._was, **why})
             return
         if name == "get:grad":
             if ins and provenance.LIBRARY.called_by_user(3):

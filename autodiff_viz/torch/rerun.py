@@ -70,11 +70,12 @@ _GLOBAL_HOOKS = ("_global_backward_hooks", "_global_backward_pre_hooks", "_globa
 class Call:
     """What running one library model's call again needs (see the module's docstring)."""
 
-    __slots__ = ("module", "modules", "params", "args", "kwargs", "rng", "training", "buffers", "before")
+    __slots__ = ("module", "modules", "params", "flags", "args", "kwargs", "rng", "training", "buffers", "before")
 
     def __init__(self, module, modules, args, kwargs, buffers, before):
         self.module, self.modules, self.args, self.kwargs = module, modules, args, kwargs
         self.params = list(module.parameters())    # read by the call: an update after backward() copies them first
+        self.flags = [p.requires_grad for p in self.params]     # a layer frozen after the call ran unfrozen
         self.rng = torch.get_rng_state()
         self.training = [m.training for m in modules]
         self.buffers, self.before = buffers, before
@@ -220,13 +221,16 @@ def again(rec, target) -> Iterator[tuple]:
                  "_line_names"):
         setattr(full, name, dict(getattr(rec, name)))
     full._modules = list(rec._modules)
-    mapped, restore, starts, replayed = Mapped(), {}, [], []
+    mapped, restore, starts, replayed, flags = Mapped(), {}, [], [], {}
     needed = _needed(rec, target)
     recorded = rec.provenance
     functions = {a.extra["start"]: a for a in (recorded.applied if recorded is not None else ()) if "run" in a.extra}
     hooks = [_nn.register_module_forward_pre_hook(full._enter_module),
              _nn.register_module_forward_hook(full._exit_module)]
     rec._paused += 1
+    for op in rec.ops:            # each tensor whose requires_grad the recording saw set: as it was at the start
+        if op.kind == "requires_grad" and op.extra.get("was") is not None and id(op.inputs[0]) not in flags:
+            _flag(op.inputs[0], op.extra["was"], flags)
     full.provenance = provenance.start(full)      # the events of what runs again, at their places in ``full``
     try:
         try:
@@ -240,19 +244,20 @@ def again(rec, target) -> Iterator[tuple]:
                     skip = f.index
                 if op.index < skip:               # an op inside that Function's forward: it ran again with it
                     continue
-                if op.index not in needed:
-                    _copy(full, op, mapped)
-                elif op.kind == "call":
-                    _call(full, op, mapped, restore)
-                elif "run" in op.extra:
+                if op.kind == "call" and op.index in needed:
+                    _call(full, op, mapped, restore, flags)
+                elif op.index in needed and "run" in op.extra:
                     _op(full, op, mapped)
                 else:
-                    _copy(full, op, mapped)
+                    _copy(full, op, mapped, flags)
             starts.append(len(full.ops))
         finally:
             provenance.stop(full.provenance)
             for h in hooks:
                 h.remove()
+            with _aside():      # the graph holds the flags of then; a trace asks the learner's of now
+                for t, flag in flags.values():
+                    t.requires_grad_(flag)
             rec._paused -= 1
         if recorded is not None:
             _merge(full.provenance, recorded, starts, mapped, replayed)
@@ -260,7 +265,7 @@ def again(rec, target) -> Iterator[tuple]:
             raise _diverged(rec.producer(target), "another value of the target")
         yield full, mapped
     finally:
-        with torch.no_grad(), torch._C.DisableTorchFunction():
+        with _aside():
             for b, values, version in restore.values():
                 b.copy_(values)
                 torch._C._autograd._unsafe_set_version_counter((b,), (version,))
@@ -314,7 +319,7 @@ def _function(full, f, mapped) -> None:
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    with torch._C.DisableTorchFunction(), torch.no_grad():
+    with _aside():
         return a.shape == b.shape and bool(((a == b) | (a != a) & (b != b)).all())
 
 
@@ -323,15 +328,38 @@ def _finish(new, op) -> None:
     new.grad_enabled, new.inference, new.assigned = op.grad_enabled, op.inference, op.assigned
 
 
-def _copy(full, op, mapped) -> None:
-    """``op`` copied as it was recorded, its tensors mapped."""
+def _flag(t, value: bool, flags: dict) -> None:
+    """Leaf ``t``'s ``requires_grad`` set to ``value`` while the step runs again; ``flags`` keeps the learner's, put
+    back when it has run."""
+    if t.is_leaf and t.requires_grad != value:
+        flags.setdefault(id(t), (t, t.requires_grad))
+        with _aside():
+            t.requires_grad_(value)
+
+
+def _copy(full, op, mapped, flags=None) -> None:
+    """``op`` copied as it was recorded, its tensors mapped; a ``requires_grad`` record sets the flag it set."""
     new = full._note(op.name, op.kind, [mapped(t) for t in op.inputs], [mapped(t) for t in op.outputs], op.extra,
                      at=op.location, scope=op.scope)
     _finish(new, op)
     if op.kind == "backward":
         full._backwards += 1
-    elif op.kind == "requires_grad" and mapped.has(op.inputs[0]) and mapped(op.inputs[0]).is_leaf:
-        mapped(op.inputs[0]).requires_grad_(bool(op.extra.get("to")))
+    elif op.kind == "requires_grad" and flags is not None:
+        _flag(mapped(op.inputs[0]), bool(op.extra.get("to")), flags)
+
+
+@contextlib.contextmanager
+def _aside():
+    """No graph and no torch-function dispatch inside the block, for the copies the run again makes of its own:
+    switched through torch's C functions, as ``torch.no_grad()`` would be a grad-mode event (:mod:`.provenance`)
+    placed among the learner's."""
+    was = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(False)
+    try:
+        with torch._C.DisableTorchFunction():
+            yield
+    finally:
+        torch._C._set_grad_enabled(was)
 
 
 @contextlib.contextmanager
@@ -362,7 +390,7 @@ def _op(full, op, mapped) -> None:
     if written is not None and not mapped.has(written):
         if written.requires_grad:           # a weight written in place (an update by hand): as_at holds its values
             return _copy(full, op, mapped)
-        with torch.no_grad(), torch._C.DisableTorchFunction():
+        with _aside():
             mapped.to[id(written)] = written.clone()
     a, k = mapped(args), mapped(kwargs)
     with _state(op, op.extra.get("rng")):
@@ -377,7 +405,7 @@ def _op(full, op, mapped) -> None:
     _finish(full._note(op.name, op.kind, ins, outs, extra, at=op.location, scope=op.scope), op)
 
 
-def _call(full, op, mapped, restore: dict) -> None:
+def _call(full, op, mapped, restore: dict, flags: dict) -> None:
     """A library model's call run again under ``full`` as at its entry; its ops placed at the learner's line."""
     call = op.extra["call"]
     modules = list(call.module.modules())
@@ -386,13 +414,15 @@ def _call(full, op, mapped, restore: dict) -> None:
     if not _same_objects(list(call.module.parameters()), call.params):
         raise _diverged(op, "a model whose weights changed since the call (a new nn.Parameter assigned, in its "
                             "forward or after it)")
-    with torch.no_grad(), torch._C.DisableTorchFunction():
+    with _aside():
         for b, values in zip(call.buffers, call.before):
             if b.shape != values.shape or bool((b == values).all()):
                 continue
             if id(b) not in restore:
                 restore[id(b)] = (b, b.clone(), b._version)
             b.copy_(values)
+    for p, flag in zip(call.params, call.flags):
+        _flag(p, flag, flags)
     training = [m.training for m in modules]
     for m, flag in zip(modules, call.training):
         m.__dict__["training"] = flag          # not Module.__setattr__: no assignment of the learner's
