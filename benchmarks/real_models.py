@@ -355,20 +355,15 @@ def measure(kind, repeats, memory_runs=7):
         traces.append(_clock() - t0)
     size = len(trace.to_json())
     del rec, loss, trace
-    lean = again = again_trace = None
-    if framework == "torch":        # record(exact_values=False): memory before time
-        leaning = recorded_step(framework, step, exact_values=False)
-        leaning()
-        lp, lr = _fastest(step, leaning, repeats, collect=True)
-        lean = lr / lp
-        rerun = recorded_step(framework, step, rerun_models=False)     # every op of the model's call kept
-        rerun()
-        ap, ar = _fastest(step, rerun, repeats, collect=True)
-        again = ar / ap
-        rec, loss = rerun()
+    lean = whole = whole_trace = None
+    if framework == "torch":
+        lean = _ratio(step, recorded_step(framework, step, exact_values=False), repeats)   # memory before time
+        whole_step = recorded_step(framework, step, rerun_models=False)     # every op of the model's call kept
+        whole = _ratio(step, whole_step, repeats)
+        rec, loss = whole_step()
         t0 = _clock()
         rec.trace(loss, model)
-        again_trace = _clock() - t0
+        whole_trace = _clock() - t0
         del rec, loss
     mem = memory_fresh(kind, memory_runs)
     mem_plain, mem_rec = mem["plain"], mem["recorded"]
@@ -378,8 +373,15 @@ def measure(kind, repeats, memory_runs=7):
             "json_mb": size / 1e6, "mem_plain_mb": mem_plain / 1e6, "mem_rec_mb": mem_rec / 1e6,
             "mem_ratio": mem_rec / mem_plain, "kept_ratio": mem["kept"] / mem_plain if "kept" in mem else None,
             "lean_ratio": lean, "lean_mem_ratio": mem["lean"] / mem_plain if "lean" in mem else None,
-            "whole_ratio": again, "whole_mem_ratio": mem["whole"] / mem_plain if "whole" in mem else None,
-            "whole_trace_s": again_trace}
+            "whole_ratio": whole, "whole_mem_ratio": mem["whole"] / mem_plain if "whole" in mem else None,
+            "whole_trace_s": whole_trace}
+
+
+def _ratio(step, recorded, repeats) -> float:
+    """The fastest ``recorded`` step ÷ the fastest plain ``step`` (:func:`_fastest`), after one of it."""
+    recorded()
+    p, r = _fastest(step, recorded, repeats, collect=True)
+    return r / p
 
 
 def per_op(framework, links=100, repeats=30):
@@ -506,14 +508,14 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
         r = measure(kind, args.repeats, args.memory_runs)
-        kept, lean, lean_mem, again, again_mem = ("–" if r[k] is None else f"{r[k]:.2f}×" for k in (
+        kept, lean, lean_mem, whole, whole_mem = ("–" if r[k] is None else f"{r[k]:.2f}×" for k in (
             "kept_ratio", "lean_ratio", "lean_mem_ratio", "whole_ratio", "whole_mem_ratio"))
-        again_trace = "–" if r["whole_trace_s"] is None else f"{r['whole_trace_s']:.2f}"
+        whole_trace = "–" if r["whole_trace_s"] is None else f"{r['whole_trace_s']:.2f}"
         print(f"| {r['model']} ({r['framework']}) | {r['plain_ms']:.1f} | {r['recorded_ms']:.1f} | "
               f"{r['ratio']:.2f}× | {r['warm_ratio']:.2f}× | {r['ops']} | {r['us_per_op']:.1f} | {r['trace_s']:.2f} | "
               f"{r['json_mb']:.2f} | "
               f"{r['mem_plain_mb']:.1f} / {r['mem_rec_mb']:.1f} | {r['mem_ratio']:.2f}× | {kept} | {lean} | "
-              f"{lean_mem} | {again} | {again_mem} | {again_trace} |", flush=True)
+              f"{lean_mem} | {whole} | {whole_mem} | {whole_trace} |", flush=True)
     frameworks = [f for f, group in (("torch", TORCH), ("tf", TF)) if any(k in group for k in kinds)]
     if frameworks:
         print("\n| framework | plain µs/op | recording adds µs/op | ops recorded |")

@@ -839,6 +839,11 @@ class Recording(recordings.Recording):
             return pname
         return next((op.assigned for op in reversed(self.producers(t)) if op.assigned), None)
 
+    def _runs_again(self, target) -> bool:
+        """Whether a trace, an explanation or a comparison of ``target`` reads the step run again (:mod:`.rerun`):
+        a call was kept as its boundary, and the target depends on one or a ``backward()`` kept no graph."""
+        return bool(self._kept_calls) and isinstance(target, torch.Tensor) and rerun.needs_again(self, target)
+
     def trace(self, target: torch.Tensor, sources: Any = None, value_limit: int | None = None) -> Trace:
         """An :class:`autodiff_viz.Trace` of the recorded computation, with PyTorch's gradients.
 
@@ -853,7 +858,7 @@ class Recording(recordings.Recording):
         frame = state.user_frame_object()       # the learner's names for tensors made before the recording
         names = caller_names({**frame.f_globals, **frame.f_locals}) if frame is not None else {}
         with self.as_at(target):
-            if self._kept_calls and rerun.needs_again(self, target):
+            if self._runs_again(target):
                 with rerun.again(self, target) as (full, mapped):
                     return mapped.keyed(build(full, mapped(target), mapped(sources), value_limit, names))
             return build(self, target, sources, value_limit, names)
@@ -870,7 +875,7 @@ class Recording(recordings.Recording):
         from .explain import caller_names, explain_recorded
         frame = sys._getframe(1)
         names = caller_names({**frame.f_globals, **frame.f_locals})
-        if self._kept_calls and isinstance(target, torch.Tensor) and rerun.needs_again(self, target):
+        if self._runs_again(target):
             with self.as_at(target), rerun.again(self, target) as (full, mapped):
                 full._caller_names = names
                 try:
@@ -887,7 +892,7 @@ class Recording(recordings.Recording):
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges): reads hand gradients that are torch tensors detached."""
         from .trace import compare
-        if self._kept_calls and isinstance(target, torch.Tensor) and rerun.needs_again(self, target):
+        if self._runs_again(target):
             with self.as_at(target), rerun.again(self, target) as (full, mapped):
                 try:
                     return compare(full, mapped(target), {mapped(k): v for k, v in hand.items()}, rtol, atol,

@@ -52,7 +52,7 @@ from ..base import naming
 from . import provenance, writes
 from .capture import nbytes
 from .letgo import _takes_generator, tensors_in
-from .writes import copies
+from .writes import aside, copies
 
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -141,7 +141,6 @@ class Mapped:
 
     def __init__(self):
         self.to: dict = {}         # id(recorded tensor) -> the tensor run again
-        self._ids: dict = {}       # id(recorded tensor) -> tensor id of the one run again (see keyed)
 
     def has(self, t) -> bool:
         return id(t) in self.to
@@ -255,7 +254,7 @@ def again(rec, target) -> Iterator[tuple]:
             provenance.stop(full.provenance)
             for h in hooks:
                 h.remove()
-            with _aside():      # the graph holds the flags of then; a trace asks the learner's of now
+            with aside():      # the graph holds the flags of then; a trace asks the learner's of now
                 for t, flag in flags.values():
                     t.requires_grad_(flag)
             rec._paused -= 1
@@ -265,7 +264,7 @@ def again(rec, target) -> Iterator[tuple]:
             raise _diverged(rec.producer(target), "another value of the target")
         yield full, mapped
     finally:
-        with _aside():
+        with aside():
             for b, values, version in restore.values():
                 b.copy_(values)
                 torch._C._autograd._unsafe_set_version_counter((b,), (version,))
@@ -319,7 +318,7 @@ def _function(full, f, mapped) -> None:
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    with _aside():
+    with aside():
         return a.shape == b.shape and bool(((a == b) | (a != a) & (b != b)).all())
 
 
@@ -333,7 +332,7 @@ def _flag(t, value: bool, flags: dict) -> None:
     back when it has run."""
     if t.is_leaf and t.requires_grad != value:
         flags.setdefault(id(t), (t, t.requires_grad))
-        with _aside():
+        with aside():
             t.requires_grad_(value)
 
 
@@ -346,20 +345,6 @@ def _copy(full, op, mapped, flags=None) -> None:
         full._backwards += 1
     elif op.kind == "requires_grad" and flags is not None:
         _flag(mapped(op.inputs[0]), bool(op.extra.get("to")), flags)
-
-
-@contextlib.contextmanager
-def _aside():
-    """No graph and no torch-function dispatch inside the block, for the copies the run again makes of its own:
-    switched through torch's C functions, as ``torch.no_grad()`` would be a grad-mode event (:mod:`.provenance`)
-    placed among the learner's."""
-    was = torch.is_grad_enabled()
-    torch._C._set_grad_enabled(False)
-    try:
-        with torch._C.DisableTorchFunction():
-            yield
-    finally:
-        torch._C._set_grad_enabled(was)
 
 
 @contextlib.contextmanager
@@ -390,7 +375,7 @@ def _op(full, op, mapped) -> None:
     if written is not None and not mapped.has(written):
         if written.requires_grad:           # a weight written in place (an update by hand): as_at holds its values
             return _copy(full, op, mapped)
-        with _aside():
+        with aside():
             mapped.to[id(written)] = written.clone()
     a, k = mapped(args), mapped(kwargs)
     with _state(op, op.extra.get("rng")):
@@ -414,7 +399,7 @@ def _call(full, op, mapped, restore: dict, flags: dict) -> None:
     if not _same_objects(list(call.module.parameters()), call.params):
         raise _diverged(op, "a model whose weights changed since the call (a new nn.Parameter assigned, in its "
                             "forward or after it)")
-    with _aside():
+    with aside():
         for b, values in zip(call.buffers, call.before):
             if b.shape != values.shape or bool((b == values).all()):
                 continue

@@ -6,6 +6,8 @@ write into the learner's own tensors.
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 _INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
@@ -24,25 +26,34 @@ def written(name, args, kwargs):
     return None
 
 
+@contextlib.contextmanager
+def aside():
+    """No graph and no torch-function dispatch inside the block, for copies the recorder makes of its own: grad mode
+    switched through torch's C function, as ``torch.no_grad()`` would be a grad-mode event (:mod:`.provenance`)
+    placed among the learner's."""
+    was = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(False)
+    try:
+        with torch._C.DisableTorchFunction():
+            yield
+    finally:
+        torch._C._set_grad_enabled(was)
+
+
 def copies(ts) -> list:
     """Copies of tensors ``ts`` (None for one without storage: meta, sparse layouts …), detached and with their
     own memory, made in one call when the tensors allow it (an optimizer's forty parameters cost one call, not
     forty)."""
     if not ts:
         return []
-    grad = torch.is_grad_enabled()
-    torch._C._set_grad_enabled(False)   # no graph; torch.no_grad() would be a grad-mode event (provenance.py)
-    try:
-        with torch._C.DisableTorchFunction():
-            try:
-                return list(torch._foreach_clone(ts))
-            except (RuntimeError, TypeError, AttributeError, NotImplementedError):
-                out = []
-                for t in ts:
-                    try:
-                        out.append(t.clone())
-                    except RuntimeError:
-                        out.append(None)
-                return out
-    finally:
-        torch._C._set_grad_enabled(grad)
+    with aside():
+        try:
+            return list(torch._foreach_clone(ts))
+        except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+            out = []
+            for t in ts:
+                try:
+                    out.append(t.clone())
+                except RuntimeError:
+                    out.append(None)
+            return out
