@@ -18,7 +18,8 @@ is what other jobs disturb least —, one process, so every ratio compares two n
   recording adds to the step, spread over its records. The cost of one recorded op alone is the second
   table: a chain of small elementwise ops, plain vs recorded (targets ≤ 15 µs PyTorch, ≤ 40 µs
   TensorFlow).
-* ``trace`` — ``rec.trace(loss, model)`` of one recorded step (s); ``JSON`` — its ``to_json()`` size.
+* ``trace`` — ``rec.trace(loss, model)`` of one recorded step (s), with putting back the values a TensorFlow
+  recording let go of (the first question asked of it does that, once); ``JSON`` — its ``to_json()`` size.
 * ``peak MB`` — the step's peak resident memory above the memory before it (freed memory handed back
   first, the high-water mark reset: see :func:`peak_above`), plain / recorded (the recording kept
   alive), and their ratio (target ≤ 1.3): the medians of ``--memory-runs`` interleaved steps in a fresh
@@ -29,10 +30,13 @@ is what other jobs disturb least —, one process, so every ratio compares two n
 * ``exact_values=False: time | peak`` — the same ratios of a step recorded with ``record(exact_values=False)``,
   which puts memory before time: values from 4,096 entries and what autograd saved inside an op are let go of
   and computed again when a trace reads them (PyTorch only).
-* ``rerun_models=False: time | peak | rec.trace s`` — a step recorded with ``record(rerun_models=False)``, which
-  keeps every op of a library model's call; by default the model's call (from its second one, when its values
-  outweigh its weights) is kept as its boundary and run again by the trace (``autodiff_viz/torch/rerun.py``;
-  PyTorch only). The warm-up steps before the timed ones make those calls.
+* ``everything kept: time | peak | rec.trace s`` — a step recorded with the option that keeps every value:
+  PyTorch's ``record(rerun_models=False)``, which keeps every op of a library model's call (by default the
+  model's call, from its second one, when its values outweigh its weights, is kept as its boundary and run
+  again by the trace: ``autodiff_viz/torch/rerun.py``; the warm-up steps before the timed ones make those
+  calls); TensorFlow's ``record(keep_values=True)``, which holds every value the ops made (by default a value
+  nobody else holds is freed as in a plain step and computed again when the recording is first read:
+  ``autodiff_viz/tf/letgo.py``).
 
 A second table times ``rec.trace`` at 1×, 2× and 4× depth (BERT layers, ResNet stages, keras.io
 transformer blocks): linear in depth means the 4× row costs about four times the 1× row.
@@ -213,6 +217,8 @@ def tf_step(model, x, y, loss_fn, opt):
 
 TORCH = ("bert", "gpt2", "vit", "resnet")
 TF = ("mobilenetv2", "resnet50", "kerasio", "lstm")
+#: each recorder's option that keeps every value the step made, for the ``everything kept`` columns
+KEEP_ALL = {"torch": {"rerun_models": False}, "tf": {"keep_values": True}}
 
 
 def build(kind, depth=1):
@@ -294,8 +300,8 @@ def recorded_step(framework: str, step, **options):
 def memory_of(kind: str, runs: int) -> dict:
     """The median peaks (bytes, :func:`peak_above`) of ``runs`` interleaved steps of each kind — ``plain``,
     ``recorded`` and, for PyTorch, ``kept`` (the graph kept by ``retain_graph=True``, no recording), ``lean``
-    (recorded with ``exact_values=False``) and ``whole`` (``rerun_models=False``) — in this process, after two of
-    each."""
+    (recorded with ``exact_values=False``) — and ``whole`` (``rerun_models=False``; TensorFlow:
+    ``keep_values=True``) — in this process, after two of each."""
     if kind in TORCH:
         model, inputs, opt = torch_model(kind)
         step = functools.partial(torch_step, model, inputs, opt)
@@ -305,7 +311,8 @@ def memory_of(kind: str, runs: int) -> dict:
                  "whole": recorded_step("torch", step, rerun_models=False)}
     else:
         framework, step, _model = build(kind)
-        steps = {"plain": step, "recorded": recorded_step(framework, step)}
+        steps = {"plain": step, "recorded": recorded_step(framework, step),
+                 "whole": recorded_step(framework, step, **KEEP_ALL[framework])}
     return median_peaks(steps, runs)
 
 
@@ -347,7 +354,9 @@ def measure(kind, repeats, memory_runs=7):
     p, r = _fastest(step, recorded, repeats, collect=True)
     warm_p, warm_r = _fastest(step, recorded, repeats, collect=False)
     rec, loss = recorded()
-    n_ops = len(rec)
+    t0 = _clock()
+    n_ops = len(rec)          # reading the records puts back the values a TensorFlow recording let go of
+    settle = _clock() - t0
     traces = []
     for _ in range(2):
         t0 = _clock()
@@ -355,21 +364,21 @@ def measure(kind, repeats, memory_runs=7):
         traces.append(_clock() - t0)
     size = len(trace.to_json())
     del rec, loss, trace
-    lean = whole = whole_trace = None
+    lean = None
     if framework == "torch":
         lean = _ratio(step, recorded_step(framework, step, exact_values=False), repeats)   # memory before time
-        whole_step = recorded_step(framework, step, rerun_models=False)     # every op of the model's call kept
-        whole = _ratio(step, whole_step, repeats)
-        rec, loss = whole_step()
-        t0 = _clock()
-        rec.trace(loss, model)
-        whole_trace = _clock() - t0
-        del rec, loss
+    whole_step = recorded_step(framework, step, **KEEP_ALL[framework])
+    whole = _ratio(step, whole_step, repeats)
+    rec, loss = whole_step()
+    t0 = _clock()
+    rec.trace(loss, model)
+    whole_trace = _clock() - t0
+    del rec, loss
     mem = memory_fresh(kind, memory_runs)
     mem_plain, mem_rec = mem["plain"], mem["recorded"]
     return {"model": kind, "framework": framework, "plain_ms": p * 1e3, "recorded_ms": r * 1e3, "ratio": r / p,
             "warm_ratio": warm_r / warm_p, "ops": n_ops, "us_per_op": (r - p) / max(n_ops, 1) * 1e6,
-            "trace_s": min(traces),
+            "trace_s": settle + min(traces),
             "json_mb": size / 1e6, "mem_plain_mb": mem_plain / 1e6, "mem_rec_mb": mem_rec / 1e6,
             "mem_ratio": mem_rec / mem_plain, "kept_ratio": mem["kept"] / mem_plain if "kept" in mem else None,
             "lean_ratio": lean, "lean_mem_ratio": mem["lean"] / mem_plain if "lean" in mem else None,
@@ -504,7 +513,7 @@ def main(argv=None) -> int:
     # TensorFlow keeps its own thread pools: with one inter-op thread its eager ops run slower, not steadier
     print("| model | plain ms | recorded ms | ratio | back to back | ops | µs/op | rec.trace s | JSON MB | "
           "peak MB plain / rec | ratio | graph kept | `exact_values=False`: time | peak | "
-          "`rerun_models=False`: time | peak | rec.trace s |")
+          "everything kept: time | peak | rec.trace s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
         r = measure(kind, args.repeats, args.memory_runs)

@@ -107,7 +107,8 @@ def tf_gradient(rec, info, target, sources, output_gradients=None):
     busy = rec._busy
     rec._busy = True
     try:
-        return ORIGINAL_GRADIENT(replay, target, sources, output_gradients=output_gradients)
+        return ORIGINAL_GRADIENT(replay, target, [rec._settled.taped(s) for s in sources],
+                                 output_gradients=output_gradients)
     finally:
         rec._busy = busy
 

@@ -70,7 +70,7 @@ from tensorflow.python.ops.gen_resource_variable_ops import read_variable_op as 
 
 from ..base import naming
 from ..bridges import recordings
-from . import keras_steps, provenance
+from . import keras_steps, letgo, provenance
 from .keys import tensor_key, trainable_dtype, unusable_sources
 
 if TYPE_CHECKING:
@@ -107,7 +107,10 @@ _LOCK = threading.RLock()
 
 
 
-@dataclass(eq=False)
+_NO_EXTRA: dict = {}     # shared by records that keep nothing extra (only a tape call's own ``extra`` is written)
+
+
+@dataclass(eq=False, slots=True)
 class Op:
     """One recorded event.
 
@@ -142,6 +145,13 @@ class Op:
     recording: tuple = ()
     attrs: tuple = ()
     extra: dict = field(default_factory=dict)
+
+
+def _held(cache: dict, value: tuple) -> tuple:
+    """One shared tuple per distinct small value (a place, a set of tape numbers): a recording keeps hundreds of
+    records per step, and a tuple of its own for each was a fifth of the memory a small Keras model's recorded
+    step held beyond a plain one."""
+    return cache.setdefault(value, value)
 
 
 class TapeInfo:
@@ -438,8 +448,11 @@ class Recording(recordings.Recording):
 
     framework = "tf"
 
-    def __init__(self):
-        self.ops: list[Op] = []
+    def __init__(self, keep_values: bool = False):
+        self._ops: list[Op] = []
+        self._keep = keep_values
+        self._unkept: dict = {}             # tensor id -> letgo.Unkept, for the values the records do not hold
+        self._settled = letgo.Settled()
         self.tapes: dict = {}
         self._tape_numbers: dict = {}       # id(GradientTape) -> number
         self._tape_objects: list = []       # keeps the GradientTape objects alive (ids stay unique)
@@ -456,6 +469,7 @@ class Recording(recordings.Recording):
         self._pending: list = []            # (op type, [(input position, variable)]) of a fast-path call
         self.provenance = None              # escapes of variables, numpy functions, frozen layers (provenance.py)
         self._line_names: dict = {}         # (file, line) -> the variable the line assigns
+        self._held: dict = {}               # one shared tuple per place and per set of tape numbers (_held)
 
     # ----- context -----------------------------------------------------------
     def __enter__(self) -> Recording:
@@ -508,7 +522,18 @@ class Recording(recordings.Recording):
         self._scope_cache = (key, path)
         return path
 
-    def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=...):
+    @property
+    def ops(self) -> list[Op]:
+        """The records in order. Reading them puts back the values the recording let go of (:mod:`.letgo`)."""
+        if self._unkept:
+            busy, self._busy = self._busy, True      # running an op again is not part of what is recorded
+            try:
+                letgo.settle(self)
+            finally:
+                self._busy = busy
+        return self._ops
+
+    def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=..., unkept=False):
         scope = self._scope()
         if loc is ... and kind == "op" and not scope:
             # outside every layer: keep what the learner's line called (a loss function's several ops)
@@ -522,30 +547,42 @@ class Recording(recordings.Recording):
             assigned = self._line_names.get(loc, ...)
             if assigned is ...:
                 assigned = self._line_names[loc] = assigned_name(*loc)
-        op = Op(len(self.ops), name, kind, list(inputs), list(outputs), loc, assigned, scope,
-                attrs=attrs, extra=extra or {})
+        held = self._held
+        if loc:
+            loc = _held(held, loc)
+        held_in = tuple(inputs)
+        if self._unkept and kind in ("op", "function", "assign"):
+            held_in = tuple(self._unkept.get(getattr(t, "_id", None), t) for t in held_in)
+        if unkept:
+            outputs = [letgo.Unkept(t) for t in outputs]
+            for u in outputs:
+                self._unkept[u._id] = u
+        op = Op(len(self._ops), name, kind, held_in, tuple(outputs), loc, assigned, scope,
+                attrs=attrs, extra=extra or _NO_EXTRA)
         if assigned is not None:
-            for prev in reversed(self.ops):     # only the line's last op makes the value the line assigns
+            for prev in reversed(self._ops):     # only the line's last op makes the value the line assigns
                 if prev.assigned is None or prev.location != loc or prev.kind not in ("op", "read", "rewrap",
                                                                                       "function"):
                     break                       # (each op cleared the ones before it: stop at a cleared one)
                 prev.assigned = None
-        recording = []
-        tapes = []
-        for info in self.tapes.values():
-            if not info.recording:
-                continue
-            recording.append(info.number)
-            if kind in ("op", "read", "function", "assign") and any(
-                    getattr(t, "_id", None) in info.watched and trainable_dtype(t.dtype) for t in inputs):
-                tapes.append(info.number)
-                if kind != "assign":
-                    info.watched.update(o._id for o in outputs)
-        op.recording, op.tapes = tuple(recording), tuple(tapes)
-        for t in outputs:
-            if kind in ("op", "read", "rewrap", "function"):
-                self._producer[t._id] = op.index
-        self.ops.append(op)
+        ids = [o._id for o in op.outputs]
+        if self.tapes:
+            recording = []
+            tapes = []
+            for info in self.tapes.values():
+                if not info.recording:
+                    continue
+                recording.append(info.number)
+                if kind in ("op", "read", "function", "assign") and any(
+                        getattr(t, "_id", None) in info.watched and trainable_dtype(t.dtype) for t in inputs):
+                    tapes.append(info.number)
+                    if kind != "assign":
+                        info.watched.update(ids)
+            op.recording, op.tapes = _held(held, tuple(recording)), _held(held, tuple(tapes))
+        if kind in ("op", "read", "rewrap", "function"):
+            for i in ids:
+                self._producer[i] = op.index
+        self._ops.append(op)
         return op
 
     def _callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -579,7 +616,8 @@ class Recording(recordings.Recording):
             if handles:
                 self._captured_reads(handles)
             kind = "function" if op_type.startswith("__") or op_type in _CALL_OPS else "op"
-            self._note(op_type, kind, ins, outs, {}, attrs)
+            self._note(op_type, kind, ins, outs, {}, attrs, unkept=kind == "op" and not self._keep and not handles
+                       and letgo.runs_again(op_type, ins, len(inputs), outs, len(outputs or ())))
         return None
 
     def _captured_reads(self, handles):
@@ -630,12 +668,12 @@ class Recording(recordings.Recording):
             info.enter = provenance.LIBRARY.user_line(3)
             info.persistent_underneath = fresh     # made inside the recording: its record outlives gradient()
         info.cpp = tape._tape
-        info.spans.append([len(self.ops), None])
+        info.spans.append([len(self._ops), None])
 
     def _tape_popped(self, tape):
         info = self.tape_info(tape)
         if info is not None and info.spans and info.spans[-1][1] is None:
-            info.spans[-1][1] = len(self.ops)
+            info.spans[-1][1] = len(self._ops)
 
     def _watched(self, tape, tensor):
         info = self.tape_info(tape)
@@ -710,6 +748,13 @@ class Recording(recordings.Recording):
         k = self._producer.get(getattr(t, "_id", None))
         return None if k is None else self.ops[k]
 
+    def _computed_again(self, old: int, t) -> None:
+        """``t``, computed again by :func:`letgo.settle`, stands for the value with tensor id ``old``."""
+        self._producer[t._id] = self._producer[old]
+        for info in self.tapes.values():
+            if old in info.watched:
+                info.watched.add(t._id)
+
     def variable_of(self, handle_key: Any) -> Any:
         return self._variables.get(handle_key)
 
@@ -756,8 +801,19 @@ class Recording(recordings.Recording):
         from .trace import build
         frame = state.user_frame_object()       # the learner's names for the data fed in (model(x_batch))
         namespace = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
+        self._check_settled(target)
         with self.as_at(target):
             return build(self, target, sources, value_limit, output_gradients, namespace)
+
+    def _check_settled(self, target) -> None:
+        """Put back the values let go of, and check them on ``target`` (:meth:`letgo.Settled.check`)."""
+        ops = self.ops
+        if hasattr(target, "_id") and ops:
+            busy, self._busy = self._busy, True
+            try:
+                self._settled.check(self, target)
+            finally:
+                self._busy = busy
 
     @contextlib.contextmanager
     def as_at(self, target: Any) -> Iterator[None]:
@@ -814,6 +870,7 @@ class Recording(recordings.Recording):
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges) on the tape that recorded ``target``."""
         from .trace import compare
+        self._check_settled(target)
         return compare(self, target, hand, rtol, atol, namespace, output_gradients)
 
 
@@ -826,7 +883,7 @@ def _variable_name(v, rec=None) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
-def record() -> Recording:
+def record(keep_values: bool = False) -> Recording:
     """Record every eager TensorFlow op run inside the ``with`` block (see :class:`Recording`).
 
         >>> with adv.tf.record() as rec:
@@ -834,5 +891,10 @@ def record() -> Recording:
         ...         loss = tf.reduce_mean((model(x) - y) ** 2)
         ...     grads = tape.gradient(loss, model.trainable_variables)
         >>> rec.explain(loss, model.layers[0].kernel)
+
+    ``keep_values``: hold every value the recorded ops made. By default a value nobody else holds (not the tape,
+    not the learner's code, not a layer) is freed as in a plain step, and computed again when the recording is
+    first asked something (:mod:`autodiff_viz.tf.letgo`): a step's peak memory stays near a plain one's. Keep
+    them when a trace reports that an op did not run again to the same bits.
     """
-    return Recording()
+    return Recording(keep_values)
