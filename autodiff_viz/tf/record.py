@@ -533,6 +533,9 @@ class Recording(recordings.Recording):
                 self._busy = busy
         return self._ops
 
+    def __len__(self):
+        return len(self._ops)        # counting the records puts nothing back
+
     def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=..., unkept=False):
         scope = self._scope()
         if loc is ... and kind == "op" and not scope:
