@@ -16,7 +16,7 @@ is what other jobs disturb least —, one process, so every ratio compares two n
   the garbage collection before each timed step (see :func:`_fastest`).
 * ``ops`` — records in one step's recording; ``µs/op`` = (recorded − plain) ÷ ops: everything the
   recording adds to the step, spread over its records. The cost of one recorded op alone is the second
-  table: a chain of small elementwise ops, plain vs recorded (targets ≤ 15 µs PyTorch, ≤ 40 µs
+  table: a chain of small elementwise ops, plain vs recorded, in a fresh process (targets ≤ 15 µs PyTorch, ≤ 40 µs
   TensorFlow).
 * ``trace`` — ``rec.trace(loss, model)`` of one recorded step (s), with putting back the values a TensorFlow
   recording let go of (the first question asked of it does that, once); ``JSON`` — its ``to_json()`` size.
@@ -436,6 +436,16 @@ def per_op(framework, links=100, repeats=30):
     return min(plain) / n * 1e6, (min(rec_t) - min(plain)) / n * 1e6, n
 
 
+def per_op_fresh(framework) -> tuple:
+    """:func:`per_op` in a new Python process (``--per-op``): the chain's ops are a few microseconds each, and in
+    this process every garbage collection also walks the models measured before (a recorded op makes more
+    objects than a plain one, so it pays more of those walks): TensorFlow's figure was 47.9 µs after the models
+    and 25 µs alone, the same code, in one session."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--per-op", framework], capture_output=True,
+                          text=True, check=True)
+    return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def depth_row(kind, depths=(1, 2, 4)):
     """``rec.trace`` seconds and recorded op counts at each depth."""
     out = {"model": kind}
@@ -498,17 +508,21 @@ def main(argv=None) -> int:
     p.add_argument("--depth-models", default="bert,resnet,kerasio")
     p.add_argument("--memory-runs", type=int, default=7, help="steps of each kind whose peaks' median is shown")
     p.add_argument("--memory-of", default="", help=argparse.SUPPRESS)     # memory_fresh's child process
+    p.add_argument("--per-op", default="", help=argparse.SUPPRESS)        # per_op_fresh's child process
     p.add_argument("--memory-sides", default="",
                    help="ResNet-18's memory at these image sizes, e.g. 32,112,224 (a third table)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     import autodiff_viz  # noqa: F401
     kinds = [k for k in (args.memory_of or args.models).split(",") if k]
-    if any(k in TORCH for k in kinds):
+    if args.per_op == "torch" or any(k in TORCH for k in kinds):
         import torch
         torch.set_num_threads(1)
     if args.memory_of:
         print(json.dumps(memory_of(args.memory_of, args.memory_runs)))
+        return 0
+    if args.per_op:
+        print(json.dumps(per_op(args.per_op)))
         return 0
     # TensorFlow keeps its own thread pools: with one inter-op thread its eager ops run slower, not steadier
     print("| model | plain ms | recorded ms | ratio | back to back | ops | µs/op | rec.trace s | JSON MB | "
@@ -530,7 +544,7 @@ def main(argv=None) -> int:
         print("\n| framework | plain µs/op | recording adds µs/op | ops recorded |")
         print("|---|---:|---:|---:|")
         for framework in frameworks:
-            plain_us, extra_us, n = per_op(framework)
+            plain_us, extra_us, n = per_op_fresh(framework)
             print(f"| {framework} | {plain_us:.1f} | {extra_us:.1f} | {n} |", flush=True)
     if not args.no_depth:
         print("\n| model | trace s at 1× (ops) | 2× | 4× | 4× ÷ 1× |")

@@ -32,6 +32,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context as _context
 from tensorflow.python.eager import execute as _execute
 from tensorflow.python.framework import op_def_registry as _op_defs
+from tensorflow.python.types.internal import NativeObject as _NativeObject
 
 _DT_RESOURCE = tf.resource.as_datatype_enum
 _STATELESS: dict = {}      # op type -> True when TensorFlow registers it and it is not stateful
@@ -95,23 +96,21 @@ class Settled:
             "it runs).")
 
 
-class _TapeId:
-    """A value computed again, presented to ``GradientTape.gradient`` under the id the tape recorded."""
+class _TapeId(_NativeObject):
+    """A value computed again, presented to ``GradientTape.gradient`` under the id the tape recorded (the tape
+    reads a source's ``_id``; TensorFlow's check that a source is a tensor accepts its ``NativeObject`` types)."""
 
     __slots__ = ("_id", "dtype", "shape")
 
     def __init__(self, old_id, t):
         self._id, self.dtype, self.shape = old_id, t.dtype, t.shape
 
-    def is_tensor_like(self):   # TensorFlow's check that a gradient source is a tensor (``is_tf_type``)
-        return True
-
 
 def _run(op):
     """Run a recorded op again. An attribute the call left to its default reaches the op callback as None
     (``tf.squeeze(x)``'s ``squeeze_dims``), which ``execute`` refuses: left out, it takes the default again."""
     attrs = op.attrs
-    if None in attrs[1::2]:
+    if any(v is None for v in attrs[1::2]):
         attrs = tuple(v for k in range(0, len(attrs), 2) if attrs[k + 1] is not None for v in attrs[k:k + 2])
     return _execute.execute(op.name, len(op.outputs), list(op.inputs), attrs, _context.context())
 
