@@ -148,9 +148,9 @@ class Op:
 
 
 def _held(cache: dict, value: tuple) -> tuple:
-    """One shared tuple per distinct small value (a place, a set of tape numbers): a recording keeps hundreds of
-    records per step, and a tuple of its own for each was a fifth of the memory a small Keras model's recorded
-    step held beyond a plain one."""
+    """One shared tuple per distinct small value (a place, a set of tape numbers): a step makes hundreds of
+    records, and with these shared and :class:`Op` slotted the Python objects of a recorded Keras LSTM step went
+    from 0.73 to 0.58 MB (``tracemalloc``)."""
     return cache.setdefault(value, value)
 
 
