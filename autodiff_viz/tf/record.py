@@ -442,8 +442,9 @@ class Recording(recordings.Recording):
     """What :func:`record` saw: TensorFlow ops, variable reads and writes, escapes, re-wraps, tape calls.
 
     Attributes:
-        ops: the :class:`Op` records in order.
         tapes: ``{tape number: TapeInfo}`` for every ``tf.GradientTape`` seen.
+
+    Its records, :attr:`ops`, are a property: reading them puts back the values the recording let go of.
     """
 
     framework = "tf"
