@@ -50,15 +50,16 @@ class Unkept:
 
 def runs_again(op_type: str, inputs, n_inputs: int, outputs, n_outputs: int) -> bool:
     """Whether running ``op_type`` again on the same inputs gives the same outputs, and the record has all it
-    needs for that: every input and output a tensor (``n_*``: how many the op had), no variable handle among
-    the inputs, the op registered and not stateful."""
+    needs for that: every input and output a tensor (``n_*``: how many the op had), the op registered and not
+    stateful. An op given a variable's handle reads the variable inside TensorFlow, so it does not run again to
+    the same values after an update: the caller, which has looked for handles already, rules it out."""
     if len(inputs) != n_inputs or len(outputs) != n_outputs or not outputs:
         return False
     ok = _STATELESS.get(op_type)
     if ok is None:
         op_def = _op_defs.get(op_type)
         ok = _STATELESS[op_type] = op_def is not None and not op_def.is_stateful
-    return ok and not any(t._datatype_enum() == _DT_RESOURCE for t in inputs)
+    return ok
 
 
 class Settled:
@@ -79,8 +80,8 @@ class Settled:
         if not self.was:
             return
         op = rec.producer(target)
-        if op is None or op.kind != "op" or not runs_again(op.name, op.inputs, len(op.inputs), op.outputs,
-                                                             len(op.outputs)):
+        if op is None or op.kind != "op" or any(t._datatype_enum() == _DT_RESOURCE for t in op.inputs) \
+                or not runs_again(op.name, op.inputs, len(op.inputs), op.outputs, len(op.outputs)):
             return
         position = next((k for k, o in enumerate(op.outputs) if o._id == target._id), None)
         if position is None:
