@@ -308,7 +308,7 @@ def memory_of(kind: str, runs: int) -> dict:
         steps = {"plain": step, "recorded": recorded_step("torch", step),
                  "kept": functools.partial(torch_step, model, inputs, opt, retain_graph=True),
                  "lean": recorded_step("torch", step, exact_values=False),
-                 "whole": recorded_step("torch", step, rerun_models=False)}
+                 "whole": recorded_step("torch", step, **KEEP_ALL["torch"])}
     else:
         framework, step, _model = build(kind)
         steps = {"plain": step, "recorded": recorded_step(framework, step),
@@ -338,9 +338,14 @@ def memory_fresh(kind: str, runs: int) -> dict:
     (``MALLOC_MMAP_THRESHOLD_``): by default glibc raises that threshold as large blocks come and go, so what the
     resident size counts of a freed tensor depended on what ran before, and a ResNet-18 step's peak moved by half
     from run to run. With it fixed, the resident size follows the live tensors."""
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-of", kind, "--memory-runs",
-                           str(runs)], capture_output=True, text=True, check=True, env=env)
+    return _fresh("--memory-of", kind, "--memory-runs", str(runs), env={"MALLOC_MMAP_THRESHOLD_": "65536"})
+
+
+def _fresh(*args, env=None):
+    """What this script prints last, as JSON, when run in a new Python process with ``args`` (and ``env`` added to
+    the environment)."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True,
+                          check=True, env={**os.environ, **(env or {})})
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -440,10 +445,8 @@ def per_op_fresh(framework) -> tuple:
     """:func:`per_op` in a new Python process (``--per-op``): the chain's ops are a few microseconds each, and in
     this process every garbage collection also walks the models measured before (a recorded op makes more
     objects than a plain one, so it pays more of those walks): TensorFlow's figure was 47.9 µs after the models
-    and 25 µs alone, the same code, in one session."""
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--per-op", framework], capture_output=True,
-                          text=True, check=True)
-    return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
+    and 26 to 27 µs in a new process, the same code, in one session."""
+    return tuple(_fresh("--per-op", framework))
 
 
 def depth_row(kind, depths=(1, 2, 4)):
