@@ -9,6 +9,12 @@ Library code is a set of folders: the framework's, autodiff_viz's own, the stand
 installed package (``site-packages``: transformers' code is not the learner's either). :class:`Code` holds
 one such set and remembers the answer per file name, so a walk costs one dict look-up per frame. Each
 bridge makes its own (``torch/provenance.py``, ``tf/provenance.py``) and everything in that bridge asks it.
+
+A Keras op runs some forty frames below the learner's line, and every op of a layer's call would walk them all.
+A bridge that wraps a library's call (Keras' ``Layer.__call__``) can **mark** the wrapper's frame while it runs
+(:meth:`Code.marking`): the first walk that passes a marked frame leaves its answer there, and every later walk
+stops at that frame. The answer cannot change while the frame runs: the frames above it are suspended, and a
+suspended frame's line does not move.
 """
 from __future__ import annotations
 
@@ -16,6 +22,10 @@ import inspect
 import os
 import sys
 import sysconfig
+
+#: the answer of a marked frame (:meth:`Code.marking`) no walk has passed yet; ``_ABSENT``: a frame not marked
+UNKNOWN = object()
+_ABSENT = object()
 
 
 def folder(module) -> str:
@@ -40,10 +50,20 @@ class Code:
     def __init__(self, *dirs: str):
         self.dirs = tuple(sorted(set(dirs)))
         self.known: dict = {}
+        self.marked = None              # the code object whose running frames may be marked
+        self.marks: dict = {}           # {marked frame: the walk's answer from there, or UNKNOWN}
 
     def add(self, *dirs: str) -> None:
         self.dirs = tuple(sorted(set(self.dirs) | set(dirs)))
         self.known = {}
+        self.marks.update(dict.fromkeys(self.marks, UNKNOWN))
+
+    def marking(self, code) -> dict:
+        """Let frames running ``code`` (a wrapper's ``__code__``, itself library code) be marked: the wrapper puts
+        its frame in the returned dict as ``marks[frame] = UNKNOWN`` when it starts and takes it out when it ends
+        (whatever happens between). Marks must leave with their frames: a frame kept as a key would keep its locals."""
+        self.marked = code
+        return self.marks
 
     def __contains__(self, filename: str) -> bool:
         inside = self.known.get(filename)
@@ -63,15 +83,30 @@ class Code:
         this method's own (2: its caller's caller, as ``sys._getframe``), or None when every frame is library code."""
         f = sys._getframe(depth)
         known = self.known
+        marked = self.marked
+        passed = ()
+        answer = None
         while f is not None:
-            name = f.f_code.co_filename
+            code = f.f_code
+            if code is marked:
+                mark = self.marks.get(f, _ABSENT)
+                if mark is UNKNOWN:
+                    passed = (*passed, f)
+                elif mark is not _ABSENT:
+                    answer = mark
+                    break
+            name = code.co_filename
             inside = known.get(name)
             if inside is None:
                 inside = name in self
             if not inside:
-                return name, f.f_lineno
+                answer = name, f.f_lineno
+                break
             f = f.f_back
-        return None
+        for m in passed:
+            if m in self.marks:
+                self.marks[m] = answer
+        return answer
 
     def user_call(self, depth: int = 2):
         """:meth:`user_line` and what that line called: ``((file, line), (names, offset))``, ``names`` the

@@ -15,10 +15,16 @@ ORIGINAL_GRADIENT = _backprop.GradientTape.gradient     # unwrapped, for the tra
 
 
 def trainable_dtype(dtype) -> bool:
-    """TensorFlow's rule for what a tape can differentiate: floating, complex, resource, variant."""
-    if not isinstance(dtype, tf.DType):
-        dtype = tf.as_dtype(dtype)       # Keras variables give their dtype as a string
-    return dtype.is_floating or dtype.is_complex or dtype in _TRAINABLE
+    """TensorFlow's rule for what a tape can differentiate: floating, complex, resource, variant (asked of the
+    inputs of every recorded op, so the answer is kept per dtype)."""
+    known = _TRAINABLE_BY_DTYPE.get(dtype)
+    if known is None:
+        as_tf = dtype if isinstance(dtype, tf.DType) else tf.as_dtype(dtype)   # Keras gives dtypes as strings
+        known = _TRAINABLE_BY_DTYPE[dtype] = as_tf.is_floating or as_tf.is_complex or as_tf in _TRAINABLE
+    return known
+
+
+_TRAINABLE_BY_DTYPE: dict = {}
 
 
 def tensor_key(t) -> int:

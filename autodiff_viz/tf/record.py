@@ -108,6 +108,19 @@ _LOCK = threading.RLock()
 
 
 _NO_EXTRA: dict = {}     # shared by records that keep nothing extra (only a tape call's own ``extra`` is written)
+_VALUE_KINDS = frozenset(("op", "read", "rewrap", "function"))    # records whose outputs are values
+_NAMING_KINDS = _VALUE_KINDS | {"create"}                         # records a line's name may be given to
+_SETTLED_KINDS = frozenset(("op", "function", "assign"))    # records whose inputs may be values let go of
+_TAPED_KINDS = frozenset(("op", "read", "function", "assign"))   # records a tape follows from what it watched
+
+
+def _watches(watched: set, inputs) -> bool:
+    """Does a tape that follows ``watched`` (tensor ids) record an op on ``inputs``: one of them watched and of a
+    dtype a tape differentiates."""
+    for t in inputs:
+        if getattr(t, "_id", None) in watched and trainable_dtype(t.dtype):
+            return True
+    return False
 
 
 @dataclass(eq=False, slots=True)
@@ -320,9 +333,13 @@ def _install():
         # any Python hook: note which inputs are variables, so the callback can record those reads.
         @functools.wraps(original)
         def call(*args):
+            if _PLAIN_ARGS.issuperset(map(type, args[3:])):
+                return original(*args)
             recs = _recordings()
             found = [(j, a) for j, a in enumerate(_flat(args[3:])) if _is_variable(a)] if recs else ()
             if not found:
+                if recs:
+                    _PLAIN_ARGS.update(t for t in map(type, args[3:]) if not issubclass(t, (list, tuple)))
                 return original(*args)
             for rec in recs:
                 rec._pending.append((args[1], found))
@@ -384,6 +401,9 @@ def _is_variable(a) -> bool:
 
 
 _variable_class: dict = {}
+#: classes of fast-path arguments that are neither a variable nor a list of inputs (tensors, strings, numbers,
+#: dtypes …): a call given only these has no variable to note, which a set look-up per argument tells
+_PLAIN_ARGS: set = set()
 
 
 def _uninstall():
@@ -507,10 +527,10 @@ class Recording(recordings.Recording):
         """The Keras layer path the current op runs in (``sequential/dense_1``), or ``""``."""
         if _keras_state is None:
             return ""
-        stack = _keras_state.get_global_attribute("name_scope_stack")
+        stack = getattr(_keras_state.GLOBAL_STATE_TRACKER, "name_scope_stack", None)
         if not stack:
             return ""
-        key = tuple((id(e), e.name) for e in stack)
+        key = tuple(stack)          # the scopes themselves (held by the cache, so no other takes their ids)
         if self._scope_cache[0] == key:
             return self._scope_cache[1]
         parts = []
@@ -539,62 +559,66 @@ class Recording(recordings.Recording):
 
     def _note(self, name, kind, inputs, outputs, extra=None, attrs=(), loc=..., unkept=False):
         scope = self._scope()
-        if loc is ... and kind == "op" and not scope:
-            # outside every layer: keep what the learner's line called (a loss function's several ops)
-            loc, called = provenance.LIBRARY.user_call(3)
-            if called is not None:
-                extra = dict(extra or (), called=called)
-        elif loc is ...:
-            loc = provenance.LIBRARY.user_line(3)
-        assigned = None
-        if loc and kind in ("op", "read", "rewrap", "create", "function"):
-            assigned = self._line_names.get(loc, ...)
-            if assigned is ...:
-                assigned = self._line_names[loc] = assigned_name(*loc)
+        if loc is ...:
+            if kind == "op" and not scope:
+                # outside every layer: keep what the learner's line called (a loss function's several ops)
+                loc, called = provenance.LIBRARY.user_call(3)
+                if called is not None:
+                    extra = dict(extra or (), called=called)
+            else:
+                loc = provenance.LIBRARY.user_line(3)
         held = self._held
+        assigned = None
         if loc:
-            loc = _held(held, loc)
-        held_in = tuple(inputs)
-        if self._unkept and kind in ("op", "function", "assign"):
-            held_in = tuple(self._unkept.get(getattr(t, "_id", None), t) for t in held_in)
+            loc = held.setdefault(loc, loc)
+            if kind in _NAMING_KINDS:
+                assigned = self._line_names.get(loc, ...)
+                if assigned is ...:
+                    assigned = self._line_names[loc] = assigned_name(*loc)
+        kept = self._unkept
+        if kept and kind in _SETTLED_KINDS:
+            held_in = tuple([kept.get(getattr(t, "_id", None), t) for t in inputs])
+        else:
+            held_in = tuple(inputs)
         if unkept:
             outputs = [letgo.Unkept(t) for t in outputs]
             for u in outputs:
-                self._unkept[u._id] = u
-        op = Op(len(self._ops), name, kind, held_in, tuple(outputs), loc, assigned, scope,
+                kept[u._id] = u
+        ops = self._ops
+        op = Op(len(ops), name, kind, held_in, tuple(outputs), loc, assigned, scope,
                 attrs=attrs, extra=extra or _NO_EXTRA)
         if assigned is not None:
-            for prev in reversed(self._ops):     # only the line's last op makes the value the line assigns
-                if prev.assigned is None or prev.location != loc or prev.kind not in ("op", "read", "rewrap",
-                                                                                      "function"):
+            for prev in reversed(ops):     # only the line's last op makes the value the line assigns
+                if prev.assigned is None or prev.location != loc or prev.kind not in _VALUE_KINDS:
                     break                       # (each op cleared the ones before it: stop at a cleared one)
                 prev.assigned = None
         ids = [o._id for o in op.outputs]
         if self.tapes:
             recording = []
             tapes = []
+            follows = kind in _TAPED_KINDS
             for info in self.tapes.values():
-                if not info.recording:
+                if not info.tape._recording:
                     continue
                 recording.append(info.number)
-                if kind in ("op", "read", "function", "assign") and any(
-                        getattr(t, "_id", None) in info.watched and trainable_dtype(t.dtype) for t in inputs):
+                if follows and _watches(info.watched, inputs):
                     tapes.append(info.number)
                     if kind != "assign":
                         info.watched.update(ids)
             op.recording, op.tapes = _held(held, tuple(recording)), _held(held, tuple(tapes))
-        if kind in ("op", "read", "rewrap", "function"):
+        if kind in _VALUE_KINDS:
+            producer = self._producer
             for i in ids:
-                self._producer[i] = op.index
-        self._ops.append(op)
+                producer[i] = op.index
+        ops.append(op)
         return op
 
     def _callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
         if graph is not None or self._busy or threading.get_ident() != self._thread:
             return None           # graph construction (tf.data, Keras' own tf.functions): not eager ops
-        if isinstance(op_type, bytes):
+        if op_type.__class__ is bytes:
             op_type = op_type.decode()
-        outs = [o for o in (outputs or ()) if hasattr(o, "_id")]
+        outs = [o for o in outputs if hasattr(o, "_id")] if outputs else []
         ins = [i for i in inputs if hasattr(i, "_id")]
         if self._pending and self._pending[-1][0] == op_type:
             for j, variable in self._pending[-1][1]:
