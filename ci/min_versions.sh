@@ -30,7 +30,7 @@ TESTS=(
     tests/test_tf_bridge.py tests/test_tf_bridge_diagnosis.py tests/test_tf_export.py tests/test_tf_math.py
     tests/test_picture_bridges_tf.py tests/test_explain_tf_guide.py tests/test_guide_tf_autodiff_intro.py
     tests/test_guide_tf_advanced_autodiff.py tests/test_why_none_corpus_keras.py tests/test_variable_names_keras.py
-    tests/test_tf_letgo.py tests/test_install_smoke.py
+    tests/test_tf_letgo.py tests/test_tf_user_line.py tests/test_install_smoke.py
 )
 
 # tests whose reference is an API only the newest versions have (numpy 2's linalg.vector_norm, pinv(rtol=),
