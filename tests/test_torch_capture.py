@@ -206,3 +206,49 @@ def test_a_weight_beside_an_input_read_twice_has_its_gradient_kept_once_and_the_
     rec_c, loss_c, model_c = run(True)
     _assert_same_trace(a, rec_c.trace(loss_c, model_c, value_limit=EVERYTHING))
     assert len([e for e in a.edges if e.contribution is not None and e.on_path]) >= 2
+
+
+class Stage(nn.Module):
+    """A ResNet basic block on small images, then a dense head that outweighs the activations: BatchNorm outputs
+    read by a ReLU alone, a skip connection, a GELU, and ``F.cross_entropy`` (two autograd nodes, NllLoss over
+    LogSoftmax, recorded as one op)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.fc1, self.fc2 = nn.Linear(512, 512), nn.Linear(512, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.conv1(x)))
+        r = torch.relu(self.bn2(self.conv2(h)) + h)
+        return self.fc2(nn.functional.gelu(self.fc1(r.flatten(1))))
+
+
+def _stage_step(exact):
+    torch.manual_seed(1)
+    model = Stage()
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    with adv.torch.record(exact_weights=exact) as rec:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return rec, loss, model
+
+
+def test_a_value_only_a_weightless_op_reads_is_not_kept_and_its_gradient_is_the_passes_own():
+    """ḡ of a BatchNorm's output (its ReLU alone reads it), of the skip sum and of the GELU's input come from the
+    ReLU's, the add's and the GELU's backward nodes called again when the trace is built: the capture keeps fewer
+    gradients (the peak of a recorded ResNet step), and the trace is still the one built from copies of the
+    weights, bit for bit, every node and every edge."""
+    rec, loss, model = _stage_step(exact=False)
+    (cap,) = rec._captures.values()
+    replayed = {type(node).__name__ for node, *_ in cap.replays}
+    assert {"ReluBackward0", "AddBackward0", "GeluBackward0"} <= replayed
+    assert not any("Nll" in name for name in replayed)         # a loss of two nodes keeps its prediction's ḡ
+    a = rec.trace(loss, model, value_limit=EVERYTHING)
+    rec_c, loss_c, model_c = _stage_step(exact=True)
+    _assert_same_trace(a, rec_c.trace(loss_c, model_c, value_limit=EVERYTHING))
+    assert sum(n.grad is not None for n in a.nodes if n.kind == "op") >= 10

@@ -37,11 +37,13 @@ class Capture:
     ``{id(weight): (weight, its .grad, version)}`` once the pass is over.
     """
 
-    __slots__ = ("target", "grads", "contribs", "leaves", "versions", "done", "_handles", "_waiting", "_checked")
+    __slots__ = ("target", "grads", "contribs", "leaves", "versions", "done", "replays", "_handles", "_waiting",
+                 "_checked")
 
     def __init__(self, target):
         self.target = target
         self.grads: dict = {}
+        self.replays: list = []      # (node, output, slots, {id(input)}): ḡ of those inputs, from the node again
         self.contribs: dict = {}
         self.leaves: dict = {}
         self.versions: dict = {}     # id(weight) -> its version when the pass ended (a later write moves it)
@@ -99,9 +101,29 @@ class Capture:
         return id(t) in self.leaves
 
     def gradients(self) -> dict:
-        """``{id(tensor): ḡ}``: what ``torch.autograd.grad(target, …)`` would give, for every tensor kept."""
+        """``{id(tensor): ḡ}``: what ``torch.autograd.grad(target, …)`` would give, for every tensor on the path.
+
+        A value only one op reads, an op that reads no weight (a BatchNorm's output, read by its ReLU alone), is
+        not kept: its ḡ is what that op's backward node gives for ḡ of the op's output, which is kept or given
+        the same way; the node is called again here, from the last op back, on the same input, so the values are
+        the ones the learner's pass computed. Raises :class:`Replayed` when a node's saved values have changed
+        in place since."""
         out = {k: g for k, (g, _) in self.grads.items()}
         out.update({k: g for k, (_t, g, _) in self.leaves.items()})
+        for node, value, slots, keys in reversed(self.replays):
+            g_out = out.get(id(value))
+            if g_out is None:
+                continue            # no gradient reached the op's output: none reached its inputs either
+            try:
+                got = node(g_out)
+            except RuntimeError as exc:
+                raise Replayed(node, value, str(exc)) from None
+            passed = assemble(slots, got if isinstance(got, tuple) else (got,))
+            if passed is None:
+                raise Replayed(node, value, "its gradients do not fit its inputs' shapes")
+            for k in keys:
+                if k in passed:
+                    out[k] = passed[k]
         return out
 
     def passed_back(self, op_index: int) -> dict | None:
@@ -168,18 +190,42 @@ def start(rec, target, gradient, ops) -> Capture | None:
         return None
     cap = Capture(target)
     handles = cap._handles
-    for key, t in values.items():
-        handles.append(t.register_hook(_keep(cap.grads, key)))
+    made: dict = {}                 # id(tensor) -> how many recorded ops wrote it (more than one: in place)
+    for op in ops:
+        for t in op.outputs:
+            made[id(t)] = made.get(id(t), 0) + 1
+    replayed = set()
     for op, need in zip(ops, needs):
         out = op.outputs[0] if op.outputs else None
-        shared = {key for key in need if readers[key] > 1}
-        if not isinstance(out, torch.Tensor) or not shared:
+        if not isinstance(out, torch.Tensor):
             continue
-        slots = node_slots(out, list(need.values()))
-        if slots is not None:
-            handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots, shared)))
+        shared = {key for key in need if readers[key] > 1}
+        replays = id(out) in values and made[id(out)] == 1 and id(out) not in need and \
+            all(t.grad_fn is not None for t in need.values())       # no weight: its saved values stay as they are
+        alone = {key for key in need if key in values and readers[key] == 1 and made[key] == 1} if replays else ()
+        if shared:
+            slots = node_slots(out, list(need.values()))
+            if slots is not None:
+                handles.append(out.grad_fn.register_hook(_pass_back(cap.contribs, op.index, slots, shared)))
+        if alone:
+            slots = node_slots(out, list(need.values()), overwritten=False)
+            if slots is not None:
+                cap.replays.append((out.grad_fn, out, slots, alone))
+                replayed |= alone
+    for key, t in values.items():
+        if key not in replayed:
+            handles.append(t.register_hook(_keep(cap.grads, key)))
     cap._waiting = list(leaves.values())
     return cap
+
+
+class Replayed(RuntimeError):
+    """An op's backward node, called again for ḡ of an input the capture did not keep (:meth:`Capture.gradients`),
+    refused: something it saved was changed in place after the pass."""
+
+    def __init__(self, node, value, why):
+        super().__init__(f"{type(node).__name__}, the backward of the op that made a value of shape "
+                         f"{tuple(value.shape)}, could not run again: {why}")
 
 
 def needing(op) -> dict:
@@ -243,13 +289,15 @@ def stats_only(summary, limit: int = VALUE_LIMIT) -> bool:
     return isinstance(summary, Summary) and summary.size <= limit
 
 
-def node_slots(out, need) -> list | None:
+def node_slots(out, need, overwritten: bool = True) -> list | None:
     """Which tensor of ``need`` each input of ``out.grad_fn`` is (None for an input not in ``need``), or None when
     the op that made ``out`` is not one autograd node over ``need``.
 
     Each of the node's next functions is an input's node: ``(t.grad_fn, t.output_nr)``, or the
     ``AccumulateGrad`` of a leaf ``t``; an input overwritten in place since (or the input of the in-place op
-    itself) takes the one node left.
+    itself) takes the one node left. With ``overwritten`` False (an op none of whose inputs was written since),
+    a node left over is one inside the op — ``F.cross_entropy`` is two nodes, ``NllLoss`` over ``LogSoftmax`` — and
+    the answer is None: ḡ reaches an input through it too.
     """
     fn = out.grad_fn
     if fn is None or out.output_nr != 0 or len(fn._input_metadata) != 1 or not need:
@@ -270,7 +318,9 @@ def node_slots(out, need) -> list | None:
         slots.append(t)
     free = [k for k, (nxt, _) in enumerate(fn.next_functions) if nxt is not None and slots[k] is None]
     unmatched = [t for t in need if not any(t is u for u in slots)]
-    if len(free) == 1 and len(unmatched) == 1:
+    if not overwritten and free:
+        return None         # a node inside the op between it and an input: ḡ also flows that way
+    if overwritten and len(free) == 1 and len(unmatched) == 1:
         slots[free[0]] = unmatched[0]    # a value overwritten in place since (h.relu_(), h += x): its tensor's
         #                                  node is now the write's, this op's input is the node before it
     if {id(t) for t in slots if t is not None} != {id(t) for t in need}:

@@ -23,7 +23,7 @@ from ..bridges.recordings import compared_rows, hand_items
 from ..records.traces.build import OpNames, factor_rule, view_title
 from ..records.traces.model import Location, Summary, Trace, TraceNode, check_value_limit
 from ..views import figure
-from .capture import assemble, differentiable_inputs, node_slots, stats_only
+from .capture import Replayed, assemble, differentiable_inputs, node_slots, stats_only
 from .explain import _cut, caller_names, explain_recorded, outside_recording
 from .letgo import LOST
 
@@ -297,6 +297,12 @@ def _build(rec, target, sources=None, value_limit=None, names=None) -> Trace:
         try:
             by_tensor = cap.gradients() if cap is not None else \
                 _autograd(target, list(tensors.values()), torch.ones_like(target))
+        except Replayed as exc:
+            raise RuntimeError(
+                f"trace: {exc}. The recording keeps ḡ of a value only one op without weights reads as that op's "
+                "backward gives it again, and something that op saved was changed in place after the backward "
+                "pass. Call rec.trace(...) before that line, or record with adv.torch.record(exact_weights=True), "
+                "which keeps a copy of every weight the update writes and asks autograd instead.") from None
         except RuntimeError:
             if kept is None:
                 raise
