@@ -104,13 +104,9 @@ def tf_gradient(rec, info, target, sources, output_gradients=None):
                            "its gradient() has already been called. Open the GradientTape inside the recording.")
     replay = tf.GradientTape(persistent=True)
     replay._tape = info.cpp
-    busy = rec._busy
-    rec._busy = True
-    try:
+    with rec.paused():
         return ORIGINAL_GRADIENT(replay, target, [rec._settled.taped(s) for s in sources],
                                  output_gradients=output_gradients)
-    finally:
-        rec._busy = busy
 
 
 def _when(info, index) -> str:

@@ -547,12 +547,19 @@ class Recording(recordings.Recording):
     def ops(self) -> list[Op]:
         """The records in order. Reading them puts back the values the recording let go of (:mod:`.letgo`)."""
         if self._unkept:
-            busy, self._busy = self._busy, True      # running an op again is not part of what is recorded
-            try:
+            with self.paused():                 # running an op again is not part of what is recorded
                 letgo.settle(self)
-            finally:
-                self._busy = busy
         return self._ops
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing the block runs is recorded: the recording's own work (a trace reading values and asking the
+        tape, an op run again, an assignment put back) is not the learner's. Nests; the state before comes back."""
+        busy, self._busy = self._busy, True
+        try:
+            yield
+        finally:
+            self._busy = busy
 
     def __len__(self):
         return len(self._ops)        # counting the records puts nothing back
@@ -664,11 +671,8 @@ class Recording(recordings.Recording):
             if v is None:
                 continue                        # a resource that is not a variable (an iterator, a lookup table)
             self._variable_read(v)
-            busy, self._busy = self._busy, True
-            try:
+            with self.paused():
                 value = _read_variable(h, v.dtype)
-            finally:
-                self._busy = busy
             self._note("ReadVariableOp", "read", [h], [value], {"variable": v, "captured": True}, loc=loc)
 
     def _layer_variable(self, key):
@@ -837,11 +841,8 @@ class Recording(recordings.Recording):
         """Put back the values let go of, and check them on ``target`` (:meth:`letgo.Settled.check`)."""
         ops = self.ops
         if hasattr(target, "_id") and ops:
-            busy, self._busy = self._busy, True
-            try:
+            with self.paused():
                 self._settled.check(self, target)
-            finally:
-                self._busy = busy
 
     @contextlib.contextmanager
     def as_at(self, target: Any) -> Iterator[None]:
@@ -870,30 +871,25 @@ class Recording(recordings.Recording):
             if op.kind == "read" and op.inputs and op.outputs and op.inputs[0]._id in written:
                 then[op.inputs[0]._id] = op.outputs[0]
         swapped = []
-        busy, self._busy = self._busy, True         # our assignments are not the learner's
         try:
-            for key, value in then.items():
-                v = self._variables.get(key)
-                if v is None or tuple(v.shape) != tuple(value.shape):
-                    continue
-                swapped.append((v, tf.identity(v)))
-                v.assign(value)
-            self._busy = busy
+            with self.paused():                     # our assignments are not the learner's
+                for key, value in then.items():
+                    v = self._variables.get(key)
+                    if v is None or tuple(v.shape) != tuple(value.shape):
+                        continue
+                    swapped.append((v, tf.identity(v)))
+                    v.assign(value)
             yield
         finally:
-            self._busy = True
-            for v, now in reversed(swapped):
-                v.assign(now)
-            self._busy = busy
+            with self.paused():
+                for v, now in reversed(swapped):
+                    v.assign(now)
 
     def explain(self, target: Any, source: Any) -> Explanation | Explanations:
         """Why ``tape.gradient(target, source)`` is None (or not): an ``adv.Explanation`` with the user's line."""
         from .explain import explain_recorded
-        busy, self._busy = self._busy, True          # asking is not part of what is recorded
-        try:
+        with self.paused():                          # asking is not part of what is recorded
             return explain_recorded(self, target, source)
-        finally:
-            self._busy = busy
 
     def _compare(self, target, hand, rtol, atol, namespace, output_gradients):
         """:meth:`compare` (shared by the bridges) on the tape that recorded ``target``."""

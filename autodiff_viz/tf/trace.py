@@ -162,12 +162,8 @@ def build(rec, target, sources=None, value_limit=None, output_gradients=None, na
                         "A loss computed with numpy is not differentiable: rec.explain(loss, w) says where the "
                         "value left TensorFlow.")
     limit = check_value_limit(value_limit)
-    busy = rec._busy
-    rec._busy = True        # reading values and asking TensorFlow must not record anything
-    try:
+    with rec.paused():      # reading values and asking TensorFlow must not record anything
         return _build(rec, target, sources_of(rec, sources), limit, output_gradients, namespace or {})
-    finally:
-        rec._busy = busy
 
 
 def _build(rec, target, src, limit, output_gradients, namespace=None) -> Trace:
@@ -441,9 +437,7 @@ def compare(rec, target, hand, rtol, atol, namespace, output_gradients=None):
     """
     items = hand_items(rec, hand, namespace, graph_ops(rec), _is_tensor, _key)
     info = pick_tape(rec, target)
-    busy = rec._busy
-    rec._busy = True            # converting the seed and asking the tape must not record anything
-    try:
+    with rec.paused():          # converting the seed and asking the tape must not record anything
         seed = None if output_gradients is None else tf.constant(seed_array(
             _array(output_gradients) if hasattr(output_gradients, "numpy") else np.asarray(output_gradients),
             tuple(target.shape), target.dtype.as_numpy_dtype))
@@ -454,8 +448,6 @@ def compare(rec, target, hand, rtol, atol, namespace, output_gradients=None):
         return compared_rows(trace, items, got, lambda t: by_key.get(tensor_key(t)),
                              lambda label, t: _explained_as(rec, target, t, label),
                              lambda v: _array(v) if _is_tensor(v) else v, rtol, atol, "TensorFlow")
-    finally:
-        rec._busy = busy
 
 
 def _explained_as(rec, target, t, label):

@@ -10,7 +10,10 @@ before the step, the model's size again.
 A :class:`Capture` listens to the backward pass itself: a hook on each recorded value on the path keeps its ḡ
 (the tensor autograd made anyway), a hook on the node of each op with an input that feeds several ops keeps what
 it passes back to each such input (to an input only it reads, it passes that input's whole ḡ, kept already), and a
-weight's ḡ is its ``.grad`` when the pass started without one. What a capture keeps is about the size of the
+weight's ḡ is its ``.grad`` when the pass started without one. A value only one op reads, an op that reads no
+weight (a BatchNorm's output, read by its ReLU alone; a sum read by its ReLU), keeps no ḡ: the trace calls that
+op's backward node again on ḡ of its output (:meth:`Capture.gradients`), which gives the same tensor the pass gave,
+since nothing that node saved is an update's to write. What a capture keeps is about the size of the
 path's values; a copy is the size of the weights; :func:`start` makes a capture only when it is the smaller (a CNN
 on small images, a tiny transformer), and the recording copies otherwise.
 Every kept tensor carries its version number: one changed in place since (``zero_grad(set_to_none=False)``) is
