@@ -63,6 +63,17 @@ def _recorded(exact, zero_after=False, batch=4):
     return rec, loss, model, plain, before, grads
 
 
+def _sgd_step(model_class, x_shape, classes, exact):
+    """A recorded SGD step of a new ``model_class`` on random inputs of ``x_shape`` and labels below ``classes``."""
+    torch.manual_seed(0)
+    model = model_class()
+    x, y = torch.randn(*x_shape), torch.randint(0, classes, (x_shape[0],))
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    with adv.torch.record(exact_weights=exact) as rec:
+        loss = _step(model, opt, x, y)
+    return rec, loss, model
+
+
 @pytest.fixture(scope="module")
 def kept():
     return _recorded(exact=False)
@@ -186,16 +197,7 @@ def test_a_weight_beside_an_input_read_twice_has_its_gradient_kept_once_and_the_
     the weight, which autograd then copied into ``.grad`` instead of handing it over: 20 MB on ResNet-18 at 32×32,
     the step's peak 2.1× a plain one. Now the weight's ḡ is kept once, as its ``.grad``, and the trace is still,
     bit for bit, the one built from copies of the weights."""
-    def run(exact):
-        torch.manual_seed(0)
-        model = Residual()
-        x, y = torch.randn(2, 3, 6, 6), torch.randint(0, 600, (2,))
-        opt = torch.optim.SGD(model.parameters(), 0.1)
-        with adv.torch.record(exact_weights=exact) as rec:
-            loss = _step(model, opt, x, y)
-        return rec, loss, model
-
-    rec, loss, model = run(False)
+    rec, loss, model = _sgd_step(Residual, (2, 3, 6, 6), 600, exact=False)
     (cap,) = rec._captures.values()
     kept = [g for d in cap.contribs.values() for g, _ in d.values()]
     assert kept                                                # the add and the convolution share h
@@ -203,7 +205,7 @@ def test_a_weight_beside_an_input_read_twice_has_its_gradient_kept_once_and_the_
         same = [g for g in kept if g.shape == p.shape and torch.equal(g, p.grad)]
         assert not same, f"{name}'s gradient is kept a second time"
     a = rec.trace(loss, model, value_limit=EVERYTHING)
-    rec_c, loss_c, model_c = run(True)
+    rec_c, loss_c, model_c = _sgd_step(Residual, (2, 3, 6, 6), 600, exact=True)
     _assert_same_trace(a, rec_c.trace(loss_c, model_c, value_limit=EVERYTHING))
     assert len([e for e in a.edges if e.contribution is not None and e.on_path]) >= 2
 
@@ -225,30 +227,17 @@ class Stage(nn.Module):
         return self.fc2(nn.functional.gelu(self.fc1(r.flatten(1))))
 
 
-def _stage_step(exact):
-    torch.manual_seed(1)
-    model = Stage()
-    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
-    opt = torch.optim.SGD(model.parameters(), 0.1)
-    with adv.torch.record(exact_weights=exact) as rec:
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-    return rec, loss, model
-
-
 def test_a_value_only_a_weightless_op_reads_is_not_kept_and_its_gradient_is_the_passes_own():
     """ḡ of a BatchNorm's output (its ReLU alone reads it), of the skip sum and of the GELU's input come from the
     ReLU's, the add's and the GELU's backward nodes called again when the trace is built: the capture keeps fewer
     gradients (the peak of a recorded ResNet step), and the trace is still the one built from copies of the
     weights, bit for bit, every node and every edge."""
-    rec, loss, model = _stage_step(exact=False)
+    rec, loss, model = _sgd_step(Stage, (4, 3, 8, 8), 10, exact=False)
     (cap,) = rec._captures.values()
     replayed = {type(node).__name__ for node, *_ in cap.replays}
     assert {"ReluBackward0", "AddBackward0", "GeluBackward0"} <= replayed
     assert not any("Nll" in name for name in replayed)         # a loss of two nodes keeps its prediction's ḡ
     a = rec.trace(loss, model, value_limit=EVERYTHING)
-    rec_c, loss_c, model_c = _stage_step(exact=True)
+    rec_c, loss_c, model_c = _sgd_step(Stage, (4, 3, 8, 8), 10, exact=True)
     _assert_same_trace(a, rec_c.trace(loss_c, model_c, value_limit=EVERYTHING))
     assert sum(n.grad is not None for n in a.nodes if n.kind == "op") >= 10
