@@ -8,7 +8,8 @@ training step, as a learner writes it: forward, loss, backward (``loss.backward(
 ``tape.gradient``) and the optimizer's update (``opt.step()`` / ``apply_gradients``).
 
 Columns (CPU seconds of the process, the fastest of interleaved repeats — the machine is shared, and CPU time
-is what other jobs disturb least —, one process, so every ratio compares two numbers of one run):
+is what other jobs disturb least —, each model in a process of its own (:func:`row_fresh`), its plain and recorded
+steps in the same one, so every ratio compares two numbers of one run):
 
 * ``plain`` / ``recorded`` — the step alone and the step inside ``adv.torch.record()`` /
   ``adv.tf.record()`` (a fresh recording per step); ``ratio`` = recorded ÷ plain (target ≤ 1.3).
@@ -341,6 +342,18 @@ def memory_fresh(kind: str, runs: int) -> dict:
     return _fresh("--memory-of", kind, "--memory-runs", str(runs), env={"MALLOC_MMAP_THRESHOLD_": "65536"})
 
 
+def row_fresh(kind: str, repeats: int, memory_runs: int) -> dict:
+    """:func:`measure` in a new Python process (``--row-of``): a model's steps run in a process no other model ran in.
+
+    A step's time includes the page faults of the memory it takes from the system, and how many there are depends
+    on what the C library kept from before: by default glibc moves the size above which a block is mapped anew as
+    blocks come and go. One ResNet-18 step took 9,184 page faults or 18,336 (8 to 31 ms of system time) depending on
+    what the process had run, and the table's ResNet-18 row, measured after the two Keras models in one process,
+    gave 1.34× in one run and 1.16× in the next. The plain and recorded steps of one row still share a process:
+    each ratio compares two numbers of one run."""
+    return _fresh("--row-of", kind, "--repeats", str(repeats), "--memory-runs", str(memory_runs))
+
+
 def _fresh(*args, env=None):
     """What this script prints last, as JSON, when run in a new Python process with ``args`` (and ``env`` added to
     the environment)."""
@@ -511,13 +524,14 @@ def main(argv=None) -> int:
     p.add_argument("--depth-models", default="bert,resnet,kerasio")
     p.add_argument("--memory-runs", type=int, default=7, help="steps of each kind whose peaks' median is shown")
     p.add_argument("--memory-of", default="", help=argparse.SUPPRESS)     # memory_fresh's child process
+    p.add_argument("--row-of", default="", help=argparse.SUPPRESS)        # row_fresh's child process
     p.add_argument("--per-op", default="", help=argparse.SUPPRESS)        # per_op_fresh's child process
     p.add_argument("--memory-sides", default="",
                    help="ResNet-18's memory at these image sizes, e.g. 32,112,224 (a third table)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     import autodiff_viz  # noqa: F401
-    kinds = [k for k in (args.memory_of or args.models).split(",") if k]
+    kinds = [k for k in (args.memory_of or args.row_of or args.models).split(",") if k]
     if args.per_op == "torch" or any(k in TORCH for k in kinds):
         import torch
         torch.set_num_threads(1)
@@ -527,13 +541,16 @@ def main(argv=None) -> int:
     if args.per_op:
         print(json.dumps(per_op(args.per_op)))
         return 0
+    if args.row_of:
+        print(json.dumps(measure(args.row_of, args.repeats, args.memory_runs)))
+        return 0
     # TensorFlow keeps its own thread pools: with one inter-op thread its eager ops run slower, not steadier
     print("| model | plain ms | recorded ms | ratio | back to back | ops | µs/op | rec.trace s | JSON MB | "
           "peak MB plain / rec | ratio | graph kept | `exact_values=False`: time | peak | "
           "everything kept: time | peak | rec.trace s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
-        r = measure(kind, args.repeats, args.memory_runs)
+        r = row_fresh(kind, args.repeats, args.memory_runs)
         kept, lean, lean_mem, whole, whole_mem = ("–" if r[k] is None else f"{r[k]:.2f}×" for k in (
             "kept_ratio", "lean_ratio", "lean_mem_ratio", "whole_ratio", "whole_mem_ratio"))
         whole_trace = "–" if r["whole_trace_s"] is None else f"{r['whole_trace_s']:.2f}"
