@@ -355,3 +355,32 @@ def test_a_layer_frozen_between_two_recorded_steps_is_traced_as_each_step_saw_it
     for a, b in zip(traces_w, traces):
         _same_traces(a, b)
     assert not net[0].weight.requires_grad and not net[2].weight.requires_grad and net[2].bias.requires_grad
+
+
+def test_a_model_whose_first_recorded_call_raised_is_not_kept_alive():
+    """The recorder notes a library model's modules and weights at its first recorded call, to judge its later calls
+    when that call ends. A call that raised never got there, and the note — which lists the model among its own
+    modules — kept the model, and its weights, alive for the rest of the process."""
+    import gc
+    import weakref
+    try:
+        from benchmarks import real_models
+        model, inputs, _opt = real_models.torch_model("bert")
+    except Exception as exc:   # noqa: BLE001 - a broken torchvision beside transformers raises RuntimeError
+        pytest.skip(f"transformers is not usable ({type(exc).__name__}: {exc}); pip install 'autodiff_viz[models]'")
+    ref = weakref.ref(model)
+    assert "indices" in _first_call_raises(model, inputs["input_ids"].float())    # an embedding refuses float ids
+    del model, inputs, _opt
+    gc.collect()
+    assert ref() is None
+
+
+def _first_call_raises(model, ids) -> str:
+    """The message of the error ``model(input_ids=ids)`` raises inside a recording (the exception, its traceback and
+    their frames gone with this call)."""
+    try:
+        with adv.torch.record():
+            model(input_ids=ids)
+    except RuntimeError as exc:
+        return str(exc)
+    return ""

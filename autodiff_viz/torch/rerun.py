@@ -58,7 +58,9 @@ if TYPE_CHECKING:
     from typing import Any, Iterator
 
 _VERDICT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # model -> are its calls kept as boundaries?
-_ENTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (modules, weights) at its first call
+# model -> weak references to its (modules, weights) at its first call: the model is among its own modules, and a
+# strong list would keep it alive whenever that call never reached learn() (it raised)
+_ENTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAKES = ("op", "rewrap", "detach")     # the learner's records that make a value (a call's are "call")
 _CALL_IMPL = torch.nn.Module._call_impl.__code__
 # the frames that call a global pre-hook: _call_impl, or the function it defines inside (torch 2.x: ``inner``)
@@ -99,7 +101,7 @@ def learn(rec, module, start: int) -> None:
     assigned = rec.provenance is not None and any(
         a.index >= start and id(a.owner) in inside for a in rec.provenance.assignments)
     parametrized = any(_parametrize.is_parametrized(m) for m in modules)
-    same = _same_objects(entered[0], modules) and _same_objects(entered[1], weights)
+    same = _still(entered[0], modules) and _still(entered[1], weights)
     made = sum(nbytes(t) for op in rec.ops[start:] for t in op.outputs)
     _VERDICT[module] = same and not assigned and not parametrized and made >= sum(nbytes(p) for p in weights)
 
@@ -108,12 +110,17 @@ def _same_objects(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
+def _still(refs: list, b: list) -> bool:
+    """Are ``b`` the objects weakly referenced by ``refs``, in order?"""
+    return len(refs) == len(b) and all(r() is y for r, y in zip(refs, b))
+
+
 def at_entry(module, inputs, frame, mode) -> Call | None:
     """A :class:`Call` of ``module``, entered now with positional ``inputs`` from ``frame``; None when the call is to
     be recorded whole (see the module's docstring, and :func:`learn`)."""
     verdict = _VERDICT.get(module)
     if verdict is None and module not in _ENTERED:       # its first call: recorded whole, and judged (learn)
-        _ENTERED[module] = (list(module.modules()), list(module.parameters()))
+        _ENTERED[module] = ([weakref.ref(m) for m in module.modules()], [weakref.ref(p) for p in module.parameters()])
     if not verdict or frame.f_code not in _CALLERS or isinstance(module, torch.jit.ScriptModule):
         return None
     depth = torch._C._len_torch_function_stack()
