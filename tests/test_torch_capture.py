@@ -212,8 +212,8 @@ def test_a_weight_beside_an_input_read_twice_has_its_gradient_kept_once_and_the_
 
 class Stage(nn.Module):
     """A ResNet basic block on small images, then a dense head that outweighs the activations: BatchNorm outputs
-    read by a ReLU alone, a skip connection, a GELU, and ``F.cross_entropy`` (two autograd nodes, NllLoss over
-    LogSoftmax, recorded as one op)."""
+    read by a ReLU alone, a skip connection added in place, a GELU, and ``F.cross_entropy`` (two autograd nodes,
+    NllLoss over LogSoftmax, recorded as one op)."""
 
     def __init__(self):
         super().__init__()
@@ -223,19 +223,20 @@ class Stage(nn.Module):
 
     def forward(self, x):
         h = torch.relu(self.bn1(self.conv1(x)))
-        r = torch.relu(self.bn2(self.conv2(h)) + h)
-        return self.fc2(nn.functional.gelu(self.fc1(r.flatten(1))))
+        r = self.bn2(self.conv2(h))
+        r += h                          # transformers' ResNet adds its skip in place
+        return self.fc2(nn.functional.gelu(self.fc1(torch.relu(r).flatten(1))))
 
 
 def test_a_value_only_a_weightless_op_reads_is_not_kept_and_its_gradient_is_the_passes_own():
-    """ḡ of a BatchNorm's output (its ReLU alone reads it), of the skip sum and of the GELU's input come from the
-    ReLU's, the add's and the GELU's backward nodes called again when the trace is built: the capture keeps fewer
+    """ḡ of a BatchNorm's output (its ReLU alone reads it), of the skip sum written in place and of the GELU's input
+    come from the ReLUs' and the GELU's backward nodes called again when the trace is built: the capture keeps fewer
     gradients (the peak of a recorded ResNet step), and the trace is still the one built from copies of the
     weights, bit for bit, every node and every edge."""
     rec, loss, model = _sgd_step(Stage, (4, 3, 8, 8), 10, exact=False)
     (cap,) = rec._captures.values()
-    replayed = {type(node).__name__ for node, *_ in cap.replays}
-    assert {"ReluBackward0", "AddBackward0", "GeluBackward0"} <= replayed
+    replayed = [type(node).__name__ for node, *_ in cap.replays]
+    assert replayed.count("ReluBackward0") == 2 and "GeluBackward0" in replayed   # the second ReLU's input: r += h
     assert not any("Nll" in name for name in replayed)         # a loss of two nodes keeps its prediction's ḡ
     a = rec.trace(loss, model, value_limit=EVERYTHING)
     rec_c, loss_c, model_c = _sgd_step(Stage, (4, 3, 8, 8), 10, exact=True)

@@ -10,8 +10,9 @@ before the step, the model's size again.
 A :class:`Capture` listens to the backward pass itself: a hook on each recorded value on the path keeps its ḡ
 (the tensor autograd made anyway), a hook on the node of each op with an input that feeds several ops keeps what
 it passes back to each such input (to an input only it reads, it passes that input's whole ḡ, kept already), and a
-weight's ḡ is its ``.grad`` when the pass started without one. A value only one op reads, an op that reads no
-weight (a BatchNorm's output, read by its ReLU alone; a sum read by its ReLU), keeps no ḡ: the trace calls that
+weight's ḡ is its ``.grad`` when the pass started without one. A value only one op reads (after its last write,
+for one written in place), an op that reads no weight (a BatchNorm's output, read by its ReLU alone; a sum
+``h += x`` read by its ReLU), keeps no ḡ: the trace calls that
 op's backward node again on ḡ of its output (:meth:`Capture.gradients`), which gives the same tensor the pass gave,
 since nothing that node saved is an update's to write. What a capture keeps is about the size of the
 path's values; a copy is the size of the weights; :func:`start` makes a capture only when it is the smaller (a CNN
@@ -106,11 +107,11 @@ class Capture:
     def gradients(self) -> dict:
         """``{id(tensor): ḡ}``: what ``torch.autograd.grad(target, …)`` would give, for every tensor on the path.
 
-        A value only one op reads, an op that reads no weight (a BatchNorm's output, read by its ReLU alone), is
-        not kept: its ḡ is what that op's backward node gives for ḡ of the op's output, which is kept or given
-        the same way; the node is called again here, from the last op back, on the same input, so the values are
-        the ones the learner's pass computed. Raises :class:`Replayed` when a node's saved values have changed
-        in place since."""
+        A value only one op reads (after its last write), an op that reads no weight (a BatchNorm's output, read by
+        its ReLU alone), is not kept: its ḡ is what that op's backward node gives for ḡ of the op's output, which
+        is kept or given the same way; the node is called again here, from the last op back, on the same input, so
+        the values are the ones the learner's pass computed. Raises :class:`Replayed` when a node's saved values
+        have changed in place since."""
         out = {k: g for k, (g, _) in self.grads.items()}
         out.update({k: g for k, (_t, g, _) in self.leaves.items()})
         for node, value, slots, keys in reversed(self.replays):
@@ -194,9 +195,16 @@ def start(rec, target, gradient, ops) -> Capture | None:
     cap = Capture(target)
     handles = cap._handles
     made: dict = {}                 # id(tensor) -> how many recorded ops wrote it (more than one: in place)
-    for op in ops:
+    last: dict = {}                 # id(tensor) -> the position of the last op that wrote it
+    for k, op in enumerate(ops):
         for t in op.outputs:
             made[id(t)] = made.get(id(t), 0) + 1
+            last[id(t)] = k
+    since: dict = {}                # id(tensor) -> how many ops read it after its last write (its final value)
+    for k, need in enumerate(needs):
+        for key in need:
+            if k > last.get(key, -1):
+                since[key] = since.get(key, 0) + 1
     replayed = set()
     for op, need in zip(ops, needs):
         out = op.outputs[0] if op.outputs else None
@@ -205,7 +213,9 @@ def start(rec, target, gradient, ops) -> Capture | None:
         shared = {key for key in need if readers[key] > 1}
         replays = id(out) in values and made[id(out)] == 1 and id(out) not in need and \
             all(t.grad_fn is not None for t in need.values())       # no weight: its saved values stay as they are
-        alone = {key for key in need if key in values and readers[key] == 1 and made[key] == 1} if replays else ()
+        # ḡ kept for a value is that of its final value (its hook sits on the last write's node), which the ops
+        # reading it after that write pass back: h += x; relu(h) gives ḡ of h's final value from the ReLU alone
+        alone = {key for key in need if key in values and since.get(key) == 1} if replays else ()
         if shared:
             slots = node_slots(out, list(need.values()))
             if slots is not None:
