@@ -605,7 +605,7 @@ class Recording(recordings.Recording):
             tapes = []
             follows = kind in _TAPED_KINDS
             for info in self.tapes.values():
-                if not info.tape._recording:
+                if not info.recording:
                     continue
                 recording.append(info.number)
                 if follows and _watches(info.watched, inputs):

@@ -101,18 +101,13 @@ def learn(rec, module, start: int) -> None:
     assigned = rec.provenance is not None and any(
         a.index >= start and id(a.owner) in inside for a in rec.provenance.assignments)
     parametrized = any(_parametrize.is_parametrized(m) for m in modules)
-    same = _still(entered[0], modules) and _still(entered[1], weights)
+    same = _same_objects([r() for r in entered[0]], modules) and _same_objects([r() for r in entered[1]], weights)
     made = sum(nbytes(t) for op in rec.ops[start:] for t in op.outputs)
     _VERDICT[module] = same and not assigned and not parametrized and made >= sum(nbytes(p) for p in weights)
 
 
 def _same_objects(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-def _still(refs: list, b: list) -> bool:
-    """Are ``b`` the objects weakly referenced by ``refs``, in order?"""
-    return len(refs) == len(b) and all(r() is y for r, y in zip(refs, b))
 
 
 def at_entry(module, inputs, frame, mode) -> Call | None:
